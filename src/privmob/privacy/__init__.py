@@ -1,0 +1,1 @@
+"""Mechanisms, privacy costs, composition and the ledger."""

@@ -1,0 +1,187 @@
+"""Mechanisms (SPEC section 3): calibrated noise on integer vectors and private selection.
+
+A :class:`Noise` is a calibrated noise distribution: its kind, its scale, and the privacy cost
+it buys for a given sensitivity. ``calibrate`` chooses the scale from epsilon (and delta) and
+the *enforced* sensitivity; nothing here ever looks at the data to choose a scale.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import Enum
+
+import numpy as np
+
+from privmob.errors import ConfigError
+from privmob.privacy import samplers
+from privmob.privacy.costs import Cost, Unit, zcdp_to_epsilon
+from privmob.privacy.samplers import Randomness, resolve
+
+
+class NoiseKind(str, Enum):
+    """The noise families privmob offers."""
+
+    DISCRETE_LAPLACE = "discrete-laplace"  # two-sided geometric; pure epsilon-DP, integer output
+    DISCRETE_GAUSSIAN = "discrete-gaussian"  # rho-zCDP, stated as (epsilon, delta)
+    LAPLACE_ROUNDED = "laplace-rounded"  # continuous Laplace then rounding (seed 003's Algorithm 1)
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Noise:
+    """A calibrated noise distribution.
+
+    ``scale`` is b for the Laplace kinds (density proportional to exp(-|x|/b)) and sigma for the
+    discrete Gaussian.
+    """
+
+    kind: NoiseKind
+    scale: float
+
+    def __post_init__(self) -> None:
+        if not (self.scale > 0 and math.isfinite(self.scale)):
+            raise ConfigError(f"noise scale must be a finite number > 0, got {self.scale}")
+
+    def add(self, values: np.ndarray, rng: Randomness | int | None = None) -> np.ndarray:
+        """Return ``values`` plus independent noise on every entry (integers out)."""
+        r = resolve(rng)
+        values = np.asarray(values)
+        if self.kind is NoiseKind.DISCRETE_LAPLACE:
+            if r.for_publication:
+                return samplers.secure_discrete_laplace(values, self.scale)
+            noise = samplers.seeded_discrete_laplace(r.generator, values.size, self.scale)
+            return values.astype(np.int64) + noise.reshape(values.shape)
+        if self.kind is NoiseKind.DISCRETE_GAUSSIAN:
+            if r.for_publication:
+                return samplers.secure_discrete_gaussian(values, self.scale)
+            noise = samplers.seeded_discrete_gaussian(r.generator, values.size, self.scale)
+            return values.astype(np.int64) + noise.reshape(values.shape)
+        # laplace-rounded: continuous Laplace, then round half up (seed 003 step 4)
+        if r.for_publication:
+            noisy = samplers.secure_laplace(values, self.scale)
+        else:
+            noisy = values + r.generator.laplace(0.0, self.scale, values.shape)
+        return np.floor(noisy + 0.5).astype(np.int64)
+
+    def add_float(self, values: np.ndarray, rng: Randomness | int | None = None) -> np.ndarray:
+        """Continuous noise on real values (Laplace kinds only); no rounding."""
+        r = resolve(rng)
+        if self.kind is NoiseKind.DISCRETE_GAUSSIAN:
+            raise ConfigError("real-valued noise is offered for the Laplace kinds only")
+        values = np.asarray(values, dtype=np.float64)
+        if r.for_publication:
+            return samplers.secure_laplace(values, self.scale)
+        return values + r.generator.laplace(0.0, self.scale, values.shape)
+
+    # -- accuracy -------------------------------------------------------------------------
+    def tail(self, a: int) -> float:
+        """P(|noise| > a) for an integer a >= 0 (after rounding for laplace-rounded)."""
+        b = self.scale
+        if self.kind is NoiseKind.DISCRETE_LAPLACE:
+            return 2.0 * math.exp(-(a + 1) / b) / (1.0 + math.exp(-1.0 / b))
+        if self.kind is NoiseKind.LAPLACE_ROUNDED:
+            # round(eta) > a  <=>  |eta| >= a + 0.5 (ties go up, measure zero)
+            return math.exp(-(a + 0.5) / b)
+        ks = np.arange(-int(a) - 1 - int(12 * b) - 10, int(a) + 2 + int(12 * b) + 10)
+        w = np.exp(-(ks.astype(float) ** 2) / (2 * b * b))
+        return float(w[np.abs(ks) > a].sum() / w.sum())
+
+    def margin_of_error(self, confidence: float = 0.95) -> int:
+        """Smallest integer m with P(|noise| <= m) >= confidence."""
+        if not 0 < confidence < 1:
+            raise ConfigError("confidence must be in (0, 1)")
+        lo, hi = 0, 1
+        while self.tail(hi) > 1 - confidence:
+            hi *= 2
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.tail(mid) > 1 - confidence:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    @property
+    def std(self) -> float:
+        b = self.scale
+        if self.kind is NoiseKind.DISCRETE_LAPLACE:
+            q = math.exp(-1.0 / b)
+            return math.sqrt(2 * q) / (1 - q)
+        if self.kind is NoiseKind.LAPLACE_ROUNDED:
+            return math.sqrt(2.0) * b
+        return b
+
+    def to_dict(self) -> dict[str, object]:
+        return {"kind": self.kind.value, "scale": self.scale}
+
+
+def calibrate(
+    kind: NoiseKind | str,
+    epsilon: float,
+    *,
+    l1_sensitivity: float,
+    l2_sensitivity: float | None = None,
+    delta: float = 0.0,
+    unit: Unit = Unit.USER,
+) -> tuple[Noise, Cost]:
+    """Noise for a query with the given enforced sensitivities and its privacy cost.
+
+    Laplace kinds: b = Delta1 / epsilon, epsilon-DP. Discrete Gaussian: the sigma whose
+    rho = Delta2^2 / (2 sigma^2) converts to exactly (epsilon, delta).
+    """
+    kind = NoiseKind(kind)
+    if not (epsilon > 0 and math.isfinite(epsilon)):
+        raise ConfigError(f"epsilon must be a finite number > 0, got {epsilon}")
+    if l1_sensitivity <= 0:
+        raise ConfigError("sensitivity must be > 0")
+    if kind is NoiseKind.DISCRETE_GAUSSIAN:
+        if not 0 < delta < 1:
+            raise ConfigError("the discrete Gaussian needs 0 < delta < 1", hint="pass --delta 1e-9")
+        l2 = l2_sensitivity if l2_sensitivity is not None else l1_sensitivity
+        rho = rho_for_epsilon(epsilon, delta)
+        sigma = l2 / math.sqrt(2.0 * rho)
+        return Noise(kind, sigma), Cost(zcdp_to_epsilon(rho, delta), delta, rho, unit)
+    return Noise(kind, l1_sensitivity / epsilon), Cost(epsilon, 0.0, None, unit)
+
+
+def rho_for_epsilon(epsilon: float, delta: float) -> float:
+    """Largest rho whose zCDP-to-DP conversion at delta is epsilon."""
+    log_term = math.log(1.0 / delta)
+    rho = (math.sqrt(log_term + epsilon) - math.sqrt(log_term)) ** 2
+    return rho * (1 - 1e-12)  # stay on the safe side of floating-point rounding
+
+
+# -- selection --------------------------------------------------------------------------------
+
+def noisy_max(
+    scores: np.ndarray,
+    epsilon: float,
+    sensitivity: float,
+    rng: Randomness | int | None = None,
+) -> int:
+    """Index of a high score, chosen epsilon-DP (report noisy max with exponential noise).
+
+    Equivalent in guarantee to the exponential mechanism with utility ``scores`` of
+    sensitivity Delta_u: scale 2 Delta_u / epsilon. Scores must come from public candidates.
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    if s.ndim != 1 or s.size == 0:
+        raise ConfigError("noisy_max needs a non-empty vector of scores")
+    if not np.all(np.isfinite(s)):
+        raise ConfigError("scores must be finite")
+    scale = 2.0 * sensitivity / epsilon
+    r = resolve(rng)
+    if not r.for_publication:
+        # exponential mechanism by Gumbel-max (tests only)
+        return int(np.argmax(s / scale + r.generator.gumbel(size=s.size)))
+    dp = samplers._opendp()
+    meas = dp.m.make_noisy_max(
+        dp.vector_domain(dp.atom_domain(T=float, nan=False)),
+        dp.linf_distance(T=float),
+        dp.max_divergence(),
+        scale=scale,
+    )
+    return int(meas(s.tolist()))

@@ -1,0 +1,1 @@
+"""privmob.releases."""

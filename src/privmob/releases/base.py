@@ -1,0 +1,145 @@
+"""A release is a value: what was computed, over which public domain, with which unit of
+privacy, bounds, noise and cost. Outputs are rendered from releases, never from raw data.
+
+The one path every release takes at its end lives here: :class:`Accountant` checks the budget
+before the data is read (so a refused release costs no work), charges the ledger before any
+output exists, and :func:`write_release` refuses to write a release that was not charged.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from privmob import __version__
+from privmob.errors import ConfigError, InputError
+from privmob.privacy.costs import Cost, Unit
+from privmob.privacy.ledger import Entry, Ledger
+
+NOT_FOR_PUBLICATION = (
+    "NOT FOR PUBLICATION: made with a fixed seed for testing; the noise is predictable and "
+    "gives no privacy"
+)
+
+
+@dataclass
+class Release:
+    """One published output together with its privacy cost and parameters.
+
+    ``tables`` hold only noisy, post-processed values over the public domain.
+    """
+
+    kind: str
+    cost: Cost
+    unit: Unit
+    bounds: dict[str, Any]
+    noise: dict[str, Any]
+    params: dict[str, Any]
+    domain: dict[str, Any]
+    tables: dict[str, pd.DataFrame]
+    for_publication: bool = True
+    extra: dict[str, Any] = field(default_factory=dict)
+    ledger_entry: Entry | None = None
+    created_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
+    software_version: str = __version__
+
+    @property
+    def table(self) -> pd.DataFrame:
+        """The main table (the first one)."""
+        return next(iter(self.tables.values()))
+
+    def metadata(self) -> dict[str, Any]:
+        meta: dict[str, Any] = {
+            "kind": self.kind,
+            "privacy": {
+                "unit": self.unit.value,
+                "cost": self.cost.to_dict(),
+                "bounds": self.bounds,
+                "noise": self.noise,
+            },
+            "params": self.params,
+            "domain": self.domain,
+            "for_publication": self.for_publication,
+            "software": {"name": "privmob", "version": self.software_version},
+            "created_at": self.created_at,
+            "ledger_entry": self.ledger_entry.to_dict() if self.ledger_entry else None,
+            **self.extra,
+        }
+        if not self.for_publication:
+            meta["warning"] = NOT_FOR_PUBLICATION
+        return meta
+
+
+@dataclass
+class Accountant:
+    """Who pays for a release: a ledger and the dataset whose budget is charged.
+
+    ``group_size`` converts a trip- or event-level cost to a user-level budget by group
+    privacy. ``budget``, when given, sets the dataset's budget if it has none yet.
+    """
+
+    ledger: Ledger
+    dataset: str
+    group_size: int | None = None
+    budget: float | None = None
+    budget_delta: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not self.dataset:
+            raise ConfigError("a dataset name is needed to charge the ledger")
+        if self.budget is not None and not self.ledger.has_budget(self.dataset):
+            self.ledger.set_budget(self.dataset, self.budget, self.budget_delta)
+
+    def precheck(self, cost: Cost) -> None:
+        """Refuse early, before any data is read, if the cost cannot fit."""
+        self.ledger.check(self.dataset, cost, self.group_size)
+
+    def charge(self, release: Release, description: str = "") -> Release:
+        """Charge the ledger for ``release`` (atomic) and attach the entry to it."""
+        if release.ledger_entry is not None:
+            raise ConfigError("this release was already charged")
+        release.ledger_entry = self.ledger.charge(
+            self.dataset, release.cost, kind=release.kind, description=description,
+            params={"params": release.params, "bounds": release.bounds, "noise": release.noise},
+            group_size=self.group_size, for_publication=release.for_publication)
+        return release
+
+
+def write_release(release: Release, outdir: str | Path, *, overwrite: bool = False) -> list[Path]:
+    """Write a charged release: one Parquet file per table and ``metadata.json``.
+
+    Refuses an uncharged release. Refuses to overwrite existing files unless asked.
+    """
+    if release.ledger_entry is None:
+        raise ConfigError("a release must be charged to the ledger before it is written")
+    out = Path(outdir)
+    out.mkdir(parents=True, exist_ok=True)
+    targets = [out / f"{name}.parquet" for name in release.tables] + [out / "metadata.json"]
+    existing = [p for p in targets if p.exists()]
+    if existing and not overwrite:
+        raise InputError(f"output file {existing[0]} exists; nothing was written",
+                         hint="choose another --output or pass --overwrite")
+    written = []
+    for name, df in release.tables.items():
+        path = out / f"{name}.parquet"
+        df.to_parquet(path, index=False)
+        written.append(path)
+    meta = out / "metadata.json"
+    meta.write_text(json.dumps(release.metadata(), indent=2, default=_json_default) + "\n")
+    written.append(meta)
+    return written
+
+
+def _json_default(obj: Any) -> Any:
+    if hasattr(obj, "isoformat"):
+        return obj.isoformat()
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    if hasattr(obj, "value"):
+        return obj.value
+    return str(obj)
