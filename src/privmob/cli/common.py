@@ -13,13 +13,17 @@ console_err = Console(stderr=True)
 
 LedgerOpt = Annotated[
     Path | None,
-    typer.Option("--ledger", help="privacy ledger (SQLite); default $PRIVMOB_LEDGER or "
-                 "./privmob-ledger.sqlite"),
+    typer.Option(
+        "--ledger",
+        help="privacy ledger (SQLite); default $PRIVMOB_LEDGER or ./privmob-ledger.sqlite",
+    ),
 ]
 DatasetOpt = Annotated[
     str | None,
-    typer.Option("--dataset", help="name of the dataset whose budget is charged "
-                 "(default: the input file's name)"),
+    typer.Option(
+        "--dataset",
+        help="name of the dataset whose budget is charged (default: the input file's name)",
+    ),
 ]
 BudgetOpt = Annotated[
     float | None,
@@ -27,8 +31,9 @@ BudgetOpt = Annotated[
 ]
 SeedOpt = Annotated[
     int | None,
-    typer.Option("--seed", help="TESTS ONLY: fixed noise seed; the output is stamped "
-                 "'not for publication'"),
+    typer.Option(
+        "--seed", help="TESTS ONLY: fixed noise seed; the output is stamped 'not for publication'"
+    ),
 ]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="no progress output")]
 OverwriteOpt = Annotated[bool, typer.Option("--overwrite", help="replace existing output files")]

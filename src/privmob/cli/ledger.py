@@ -11,8 +11,9 @@ from privmob.cli.common import LedgerOpt, console
 from privmob.privacy.costs import Unit
 from privmob.privacy.ledger import Ledger
 
-ledger_app = typer.Typer(help="The privacy ledger: budgets and releases per dataset.",
-                         no_args_is_help=True)
+ledger_app = typer.Typer(
+    help="The privacy ledger: budgets and releases per dataset.", no_args_is_help=True
+)
 
 
 @ledger_app.command("init")
@@ -26,8 +27,10 @@ def init(
     """Set a dataset's total privacy budget (once)."""
     led = Ledger(ledger)
     b = led.set_budget(dataset, epsilon, delta, unit)
-    console.print(f"budget of '{b.dataset}': epsilon={b.epsilon:g}, delta={b.delta:g} per "
-                  f"{b.unit} in {led.path}")
+    console.print(
+        f"budget of '{b.dataset}': epsilon={b.epsilon:g}, delta={b.delta:g} per "
+        f"{b.unit} in {led.path}"
+    )
 
 
 @ledger_app.command("show")
@@ -43,20 +46,37 @@ def show(
         return
     for b in budgets:
         spent = led.spent(b.dataset)
-        table = Table(title=f"{b.dataset}: budget epsilon={b.epsilon:g}, delta={b.delta:g} per "
-                      f"{b.unit}; spent epsilon={spent.epsilon:.6g}, delta={spent.delta:.3g}; "
-                      f"left epsilon={max(0.0, b.epsilon - spent.epsilon):.6g}")
-        for col in ("id", "when (UTC)", "kind", "epsilon", "delta", "as released", "publishable",
-                    "description"):
+        table = Table(
+            title=f"{b.dataset}: budget epsilon={b.epsilon:g}, delta={b.delta:g} per "
+            f"{b.unit}; spent epsilon={spent.epsilon:.6g}, delta={spent.delta:.3g}; "
+            f"left epsilon={max(0.0, b.epsilon - spent.epsilon):.6g}"
+        )
+        for col in (
+            "id",
+            "when (UTC)",
+            "kind",
+            "epsilon",
+            "delta",
+            "as released",
+            "publishable",
+            "description",
+        ):
             table.add_column(col)
         for e in led.entries(b.dataset):
             rel = e.release_cost
             as_released = f"eps={rel.epsilon:.6g} per {rel.unit}"
             if e.group_size:
                 as_released += f" x group {e.group_size}"
-            table.add_row(str(e.id), e.created_at[:19], e.kind, f"{e.cost.epsilon:.6g}",
-                          f"{e.cost.delta:.3g}", as_released,
-                          "yes" if e.for_publication else "NO (seeded)", e.description)
+            table.add_row(
+                str(e.id),
+                e.created_at[:19],
+                e.kind,
+                f"{e.cost.epsilon:.6g}",
+                f"{e.cost.delta:.3g}",
+                as_released,
+                "yes" if e.for_publication else "NO (seeded)",
+                e.description,
+            )
         console.print(table)
 
 

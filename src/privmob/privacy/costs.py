@@ -12,12 +12,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 from privmob.errors import ConfigError
 
 
-class Unit(str, Enum):
+class Unit(StrEnum):
     """What neighbouring datasets differ in (Tumult's ``ProtectedChange``)."""
 
     USER = "user"
@@ -64,7 +64,9 @@ class Cost:
     @classmethod
     def zcdp(cls, rho: float, delta: float, unit: Unit = Unit.USER) -> Cost:
         """rho-zCDP, stated as (rho + 2 sqrt(rho ln(1/delta)), delta)-DP."""
-        return cls(epsilon=zcdp_to_epsilon(rho, delta), delta=float(delta), rho=float(rho), unit=unit)
+        return cls(
+            epsilon=zcdp_to_epsilon(rho, delta), delta=float(delta), rho=float(rho), unit=unit
+        )
 
     # -- composition -------------------------------------------------------------------
     @property
@@ -81,8 +83,9 @@ class Cost:
                 hint="convert one of them with Cost.for_group first",
             )
         rho = self.rho + other.rho if self.rho is not None and other.rho is not None else None
-        return Cost(self.epsilon + other.epsilon, min(self.delta + other.delta, 1 - 1e-300), rho,
-                    self.unit)
+        return Cost(
+            self.epsilon + other.epsilon, min(self.delta + other.delta, 1 - 1e-300), rho, self.unit
+        )
 
     def __mul__(self, k: int) -> Cost:
         """k-fold sequential composition of the same release (e.g. 52 weekly releases)."""
@@ -102,8 +105,11 @@ class Cost:
         if size < 1:
             raise ConfigError(f"group size must be >= 1, got {size}")
         g = int(size)
-        delta = 0.0 if self.delta == 0 else min(g * math.exp((g - 1) * self.epsilon) * self.delta,
-                                                1 - 1e-300)
+        delta = (
+            0.0
+            if self.delta == 0
+            else min(g * math.exp((g - 1) * self.epsilon) * self.delta, 1 - 1e-300)
+        )
         rho = self.rho * g * g if self.rho is not None else None
         return Cost(self.epsilon * g, delta, rho, unit)
 
@@ -116,8 +122,12 @@ class Cost:
         return f"{text} per {self.unit}"
 
     def to_dict(self) -> dict[str, object]:
-        return {"epsilon": self.epsilon, "delta": self.delta, "rho": self.rho,
-                "unit": self.unit.value}
+        return {
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "rho": self.rho,
+            "unit": self.unit.value,
+        }
 
 
 def sequential(costs: Iterable[Cost]) -> Cost:

@@ -99,10 +99,15 @@ class Entry:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "id": self.id, "dataset": self.dataset, "created_at": self.created_at,
-            "kind": self.kind, "cost": self.cost.to_dict(),
-            "release_cost": self.release_cost.to_dict(), "group_size": self.group_size,
-            "for_publication": self.for_publication, "description": self.description,
+            "id": self.id,
+            "dataset": self.dataset,
+            "created_at": self.created_at,
+            "kind": self.kind,
+            "cost": self.cost.to_dict(),
+            "release_cost": self.release_cost.to_dict(),
+            "group_size": self.group_size,
+            "for_publication": self.for_publication,
+            "description": self.description,
         }
 
 
@@ -133,26 +138,36 @@ class Ledger:
             con.close()
 
     # -- budgets --------------------------------------------------------------------------
-    def set_budget(self, dataset: str, epsilon: float, delta: float = 0.0,
-                   unit: Unit | str = Unit.USER, note: str = "") -> Budget:
+    def set_budget(
+        self,
+        dataset: str,
+        epsilon: float,
+        delta: float = 0.0,
+        unit: Unit | str = Unit.USER,
+        note: str = "",
+    ) -> Budget:
         """Set a dataset's total budget, once. Setting the same budget again is a no-op."""
         Cost(epsilon, delta)  # validates
         unit = Unit(unit)
         with self._connect() as con:
             con.execute("BEGIN IMMEDIATE")
             try:
-                row = con.execute("SELECT epsilon, delta, unit FROM budgets WHERE dataset = ?",
-                                  (dataset,)).fetchone()
+                row = con.execute(
+                    "SELECT epsilon, delta, unit FROM budgets WHERE dataset = ?", (dataset,)
+                ).fetchone()
                 if row is not None:
                     con.execute("ROLLBACK")
                     if (row[0], row[1], row[2]) != (epsilon, delta, unit.value):
                         raise BudgetError(
                             f"dataset '{dataset}' already has a budget of epsilon={row[0]}, "
                             f"delta={row[1]} per {row[2]} in {self.path}; a budget is set once",
-                            hint="use another ledger file or dataset name for a new budget")
+                            hint="use another ledger file or dataset name for a new budget",
+                        )
                     return self.budget(dataset)
-                con.execute("INSERT INTO budgets VALUES (?, ?, ?, ?, ?, ?)",
-                            (dataset, float(epsilon), float(delta), unit.value, _now(), note))
+                con.execute(
+                    "INSERT INTO budgets VALUES (?, ?, ?, ?, ?, ?)",
+                    (dataset, float(epsilon), float(delta), unit.value, _now(), note),
+                )
                 con.execute("COMMIT")
             except BaseException:
                 if con.in_transaction:
@@ -162,19 +177,24 @@ class Ledger:
 
     def budget(self, dataset: str) -> Budget:
         with self._connect() as con:
-            row = con.execute("SELECT dataset, epsilon, delta, unit, created_at FROM budgets "
-                              "WHERE dataset = ?", (dataset,)).fetchone()
+            row = con.execute(
+                "SELECT dataset, epsilon, delta, unit, created_at FROM budgets WHERE dataset = ?",
+                (dataset,),
+            ).fetchone()
         if row is None:
             raise BudgetError(
                 f"no privacy budget is set for dataset '{dataset}' in {self.path}",
                 hint=f"set one first: privmob ledger init {dataset} --epsilon 10 "
-                     f"--ledger {self.path}  (or pass --budget to the release command)")
+                f"--ledger {self.path}  (or pass --budget to the release command)",
+            )
         return Budget(row[0], row[1], row[2], Unit(row[3]), row[4])
 
     def has_budget(self, dataset: str) -> bool:
         with self._connect() as con:
-            return con.execute("SELECT 1 FROM budgets WHERE dataset = ?",
-                               (dataset,)).fetchone() is not None
+            return (
+                con.execute("SELECT 1 FROM budgets WHERE dataset = ?", (dataset,)).fetchone()
+                is not None
+            )
 
     def datasets(self) -> list[Budget]:
         with self._connect() as con:
@@ -202,9 +222,17 @@ class Ledger:
         charged = _convert(cost, b.unit, group_size)
         _refuse_if_over(b, self.spent(dataset), charged, self.path)
 
-    def charge(self, dataset: str, cost: Cost, *, kind: str, description: str = "",
-               params: dict[str, Any] | None = None, group_size: int | None = None,
-               for_publication: bool = True) -> Entry:
+    def charge(
+        self,
+        dataset: str,
+        cost: Cost,
+        *,
+        kind: str,
+        description: str = "",
+        params: dict[str, Any] | None = None,
+        group_size: int | None = None,
+        for_publication: bool = True,
+    ) -> Entry:
         """Charge a release atomically, or raise :class:`BudgetError` and charge nothing."""
         with self._connect() as con:
             for attempt in range(50):
@@ -216,11 +244,16 @@ class Ledger:
                         raise BudgetError(f"the ledger {self.path} stayed locked: {exc}") from exc
                     time.sleep(0.05 * (attempt + 1))
             try:
-                row = con.execute("SELECT dataset, epsilon, delta, unit, created_at FROM budgets "
-                                  "WHERE dataset = ?", (dataset,)).fetchone()
+                row = con.execute(
+                    "SELECT dataset, epsilon, delta, unit, created_at FROM budgets "
+                    "WHERE dataset = ?",
+                    (dataset,),
+                ).fetchone()
                 if row is None:
-                    raise BudgetError(f"no privacy budget is set for dataset '{dataset}'",
-                                      hint=f"privmob ledger init {dataset} --epsilon E")
+                    raise BudgetError(
+                        f"no privacy budget is set for dataset '{dataset}'",
+                        hint=f"privmob ledger init {dataset} --epsilon E",
+                    )
                 b = Budget(row[0], row[1], row[2], Unit(row[3]), row[4])
                 charged = _convert(cost, b.unit, group_size)
                 _refuse_if_over(b, _spent(con, dataset), charged, self.path)
@@ -229,22 +262,48 @@ class Ledger:
                     "INSERT INTO releases (dataset, created_at, kind, epsilon, delta, rho, unit, "
                     "release_epsilon, release_delta, release_unit, group_size, for_publication, "
                     "description, params) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (dataset, created, kind, charged.epsilon, charged.delta, charged.rho,
-                     charged.unit.value, cost.epsilon, cost.delta, cost.unit.value, group_size,
-                     int(for_publication), description, json.dumps(params or {}, default=str)))
+                    (
+                        dataset,
+                        created,
+                        kind,
+                        charged.epsilon,
+                        charged.delta,
+                        charged.rho,
+                        charged.unit.value,
+                        cost.epsilon,
+                        cost.delta,
+                        cost.unit.value,
+                        group_size,
+                        int(for_publication),
+                        description,
+                        json.dumps(params or {}, default=str),
+                    ),
+                )
                 entry_id = int(cur.lastrowid or 0)
                 con.execute("COMMIT")
             except BaseException:
                 if con.in_transaction:
                     con.execute("ROLLBACK")
                 raise
-        return Entry(entry_id, dataset, created, kind, charged, cost, group_size,
-                     for_publication, description, params or {})
+        return Entry(
+            entry_id,
+            dataset,
+            created,
+            kind,
+            charged,
+            cost,
+            group_size,
+            for_publication,
+            description,
+            params or {},
+        )
 
     def entries(self, dataset: str | None = None) -> list[Entry]:
-        sql = ("SELECT id, dataset, created_at, kind, epsilon, delta, rho, unit, release_epsilon,"
-               " release_delta, release_unit, group_size, for_publication, description, params "
-               "FROM releases")
+        sql = (
+            "SELECT id, dataset, created_at, kind, epsilon, delta, rho, unit, release_epsilon,"
+            " release_delta, release_unit, group_size, for_publication, description, params "
+            "FROM releases"
+        )
         args: tuple[Any, ...] = ()
         if dataset is not None:
             sql += " WHERE dataset = ?"
@@ -252,16 +311,27 @@ class Ledger:
         with self._connect() as con:
             rows = con.execute(sql + " ORDER BY id", args).fetchall()
         return [
-            Entry(r[0], r[1], r[2], r[3], Cost(r[4], r[5], r[6], Unit(r[7])),
-                  Cost(r[8], r[9], None, Unit(r[10])), r[11], bool(r[12]), r[13] or "",
-                  json.loads(r[14] or "{}"))
+            Entry(
+                r[0],
+                r[1],
+                r[2],
+                r[3],
+                Cost(r[4], r[5], r[6], Unit(r[7])),
+                Cost(r[8], r[9], None, Unit(r[10])),
+                r[11],
+                bool(r[12]),
+                r[13] or "",
+                json.loads(r[14] or "{}"),
+            )
             for r in rows
         ]
 
 
 def _spent(con: sqlite3.Connection, dataset: str) -> Spent:
-    row = con.execute("SELECT COALESCE(SUM(epsilon), 0), COALESCE(SUM(delta), 0) FROM releases "
-                      "WHERE dataset = ?", (dataset,)).fetchone()
+    row = con.execute(
+        "SELECT COALESCE(SUM(epsilon), 0), COALESCE(SUM(delta), 0) FROM releases WHERE dataset = ?",
+        (dataset,),
+    ).fetchone()
     return Spent(float(row[0]), float(row[1]))
 
 
@@ -275,7 +345,8 @@ def _convert(cost: Cost, unit: Unit, group_size: int | None) -> Cost:
                 f"a {cost.unit}-level release cannot be charged to a user-level budget without "
                 f"the most {cost.unit}s one user can have",
                 hint="state it (e.g. --group-size 20) to charge group_size x epsilon, or release "
-                     "at user level")
+                "at user level",
+            )
         return cost.for_group(group_size, Unit.USER)
     raise ConfigError(f"cannot charge a {cost.unit}-level release to a {unit}-level budget")
 
@@ -290,7 +361,8 @@ def _refuse_if_over(b: Budget, spent: Spent, cost: Cost, path: Path) -> None:
             f"delta={max(0.0, b.delta - spent.delta):.3g} left "
             f"(budget epsilon={b.epsilon:g}, delta={b.delta:g}; ledger {path}); nothing was "
             "written",
-            hint="lower --epsilon, or see what was spent with: privmob ledger show")
+            hint="lower --epsilon, or see what was spent with: privmob ledger show",
+        )
 
 
 def _now() -> str:

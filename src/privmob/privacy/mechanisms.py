@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 import numpy as np
 
@@ -19,7 +19,7 @@ from privmob.privacy.costs import Cost, Unit, zcdp_to_epsilon
 from privmob.privacy.samplers import Randomness, resolve
 
 
-class NoiseKind(str, Enum):
+class NoiseKind(StrEnum):
     """The noise families privmob offers."""
 
     DISCRETE_LAPLACE = "discrete-laplace"  # two-sided geometric; pure epsilon-DP, integer output
@@ -155,6 +155,7 @@ def rho_for_epsilon(epsilon: float, delta: float) -> float:
 
 
 # -- selection --------------------------------------------------------------------------------
+
 
 def noisy_max(
     scores: np.ndarray,

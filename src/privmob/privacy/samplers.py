@@ -63,6 +63,7 @@ def resolve(rng: Randomness | int | None) -> Randomness:
 
 # -- OpenDP-backed secure samplers -----------------------------------------------------------
 
+
 def _opendp() -> Any:
     import opendp.prelude as dp
 
@@ -112,7 +113,8 @@ def secure_discrete_laplace(values: np.ndarray, scale: float) -> np.ndarray:
     if flat.size == 0:
         return flat.reshape(np.shape(values))
     return _chunked(_int_measurement("laplace", float(scale)), flat, np.int64).reshape(
-        np.shape(values))
+        np.shape(values)
+    )
 
 
 def secure_discrete_gaussian(values: np.ndarray, sigma: float) -> np.ndarray:
@@ -121,7 +123,8 @@ def secure_discrete_gaussian(values: np.ndarray, sigma: float) -> np.ndarray:
     if flat.size == 0:
         return flat.reshape(np.shape(values))
     return _chunked(_int_measurement("gaussian", float(sigma)), flat, np.int64).reshape(
-        np.shape(values))
+        np.shape(values)
+    )
 
 
 def secure_laplace(values: np.ndarray, scale: float) -> np.ndarray:
@@ -133,6 +136,7 @@ def secure_laplace(values: np.ndarray, scale: float) -> np.ndarray:
 
 
 # -- seeded samplers (tests only) --------------------------------------------------------------
+
 
 def seeded_discrete_laplace(gen: np.random.Generator, size: int, scale: float) -> np.ndarray:
     """Two-sided geometric noise: difference of two geometric variables, p = 1 - e^{-1/b}."""

@@ -104,9 +104,14 @@ class Accountant:
         if release.ledger_entry is not None:
             raise ConfigError("this release was already charged")
         release.ledger_entry = self.ledger.charge(
-            self.dataset, release.cost, kind=release.kind, description=description,
+            self.dataset,
+            release.cost,
+            kind=release.kind,
+            description=description,
             params={"params": release.params, "bounds": release.bounds, "noise": release.noise},
-            group_size=self.group_size, for_publication=release.for_publication)
+            group_size=self.group_size,
+            for_publication=release.for_publication,
+        )
         return release
 
 
@@ -122,8 +127,10 @@ def write_release(release: Release, outdir: str | Path, *, overwrite: bool = Fal
     targets = [out / f"{name}.parquet" for name in release.tables] + [out / "metadata.json"]
     existing = [p for p in targets if p.exists()]
     if existing and not overwrite:
-        raise InputError(f"output file {existing[0]} exists; nothing was written",
-                         hint="choose another --output or pass --overwrite")
+        raise InputError(
+            f"output file {existing[0]} exists; nothing was written",
+            hint="choose another --output or pass --overwrite",
+        )
     written = []
     for name, df in release.tables.items():
         path = out / f"{name}.parquet"
