@@ -460,7 +460,7 @@ def _normalise_ids(col: pd.Series, name: str, label: str) -> np.ndarray:
         values = col.astype(str).to_numpy(dtype=object)
     dup = pd.Series(values).duplicated(keep=False).to_numpy()
     if dup.any():
-        first = values[np.flatnonzero(dup)[0]]
+        first = _py(values[np.flatnonzero(dup)[0]])
         where = np.flatnonzero(values == first)[:2].tolist()
         raise InputError(
             f"duplicate tile id {first!r} (features #{where[0]} and #{where[1]}); "
@@ -485,7 +485,7 @@ def _check_geometries(
             f"{int(missing.sum())} tile(s) have no geometry",
             source=label,
             column=gcol,
-            example=f"{id_col}={ids[i]!r}",
+            example=f"{id_col}={_py(ids[i])!r}",
             hint="every tile needs a polygon",
         )
     kinds = shapely.get_type_id(geoms)
@@ -496,7 +496,7 @@ def _check_geometries(
             f"{int(bad.sum())} tile(s) are not polygons (e.g. a {geoms[i].geom_type})",
             source=label,
             column=gcol,
-            example=f"{id_col}={ids[i]!r}",
+            example=f"{id_col}={_py(ids[i])!r}",
             hint="a tessellation holds Polygon or MultiPolygon features only",
         )
     valid = shapely.is_valid(geoms)
@@ -507,7 +507,7 @@ def _check_geometries(
                 f"{int((~valid).sum())} invalid polygon(s): {shapely.is_valid_reason(geoms[i])}",
                 source=label,
                 column=gcol,
-                example=f"{id_col}={ids[i]!r}",
+                example=f"{id_col}={_py(ids[i])!r}",
                 hint="fix the file, or pass --repair (Python: repair=True) to apply make_valid",
             )
         geoms = geoms.copy()
@@ -516,6 +516,11 @@ def _check_geometries(
         polys = [shapely.union_all(shapely.get_parts(g)[_is_poly(g)]) for g in fixed]
         geoms[~valid] = polys
     return geoms
+
+
+def _py(v: Any) -> Any:
+    """A numpy scalar as a plain Python value (for readable messages)."""
+    return v.item() if isinstance(v, np.generic) else v
 
 
 def _is_poly(g: shapely.Geometry) -> np.ndarray:
@@ -543,7 +548,7 @@ def _check_overlaps(gdf: gpd.GeoDataFrame, id_col: str, label: str) -> None:
     over = rel > OVERLAP_TOLERANCE
     if over.any():
         j = int(np.argmax(np.where(over, rel, -1)))
-        ids = gdf["tile_id"].to_numpy()
+        ids = gdf["tile_id"].tolist()
         raise InputError(
             f"{int(over.sum())} pair(s) of tiles overlap; e.g. tiles {ids[a[j]]!r} and "
             f"{ids[b[j]]!r} share {rel[j]:.2%} of the smaller tile's area "
