@@ -396,7 +396,7 @@ def load_events(
         )
         if len(missing):
             raise InputError(
-                f"cell id '{missing.iloc[0, 0]}' is not in the cells table",
+                f"cell id '{missing.iloc[0, 0]!s}' is not in the cells table",
                 source=display,
                 column=cols["cell_id"],
                 example={cols["cell_id"]: missing.iloc[0, 0]},
@@ -453,7 +453,7 @@ def load_cells(
     )
     if len(dup):
         raise InputError(
-            f"duplicate cell id '{dup.iloc[0, 0]}'",
+            f"duplicate cell id '{dup.iloc[0, 0]!s}'",
             source=display,
             column=cols["cell_id"],
             example={cols["cell_id"]: dup.iloc[0, 0]},
@@ -674,4 +674,4 @@ def _relabel(checks: list[Check], cols: Mapping[str, str]) -> None:
 def require_engine(engine: Any) -> Engine:
     if engine is None:
         raise EngineError("no engine given")
-    return engine  # type: ignore[no-any-return]
+    return engine
