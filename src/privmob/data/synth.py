@@ -523,7 +523,7 @@ def iter_synthetic(
         world = _World(cfg)
     day0 = pd.Timestamp(cfg.start).normalize()
     day0_us = int(day0.value // 1000)
-    dow0 = int(day0.dayofweek)
+    dow0 = int(day0.day_of_week)
     step = cfg.users_per_chunk
     for c, lo in enumerate(range(0, cfg.n_users, step)):
         hi = min(cfg.n_users, lo + step)
