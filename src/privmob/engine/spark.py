@@ -1,0 +1,209 @@
+"""The Spark engine: the same pipeline SQL on PySpark (local mode or a cluster).
+
+Select it with ``engine="spark"`` (Python) or ``--engine spark`` (CLI). Every pipeline query is
+the SQL text the DuckDB engine runs; the differing functions come from
+:data:`privmob.engine.dialect.SPARK`. A handful of DuckDB spellings used by the input loaders
+(``read_parquet``, ``VARCHAR``, ``arg_min``, ``regexp_matches``, ``timezone(tz, ts)``, ...) are
+rewritten to their Spark SQL equivalents by :func:`to_spark_sql` (or defined as Spark SQL
+functions when the session starts), so one definition serves both engines.
+
+Where Spark runs: ``master`` (default ``$PRIVMOB_SPARK_MASTER`` or ``local[*]``) and any Spark
+configuration in ``conf`` (or ``$PRIVMOB_SPARK_CONF`` as ``key=value;key=value``). An existing
+``SparkSession`` can be passed as ``session``. Inputs are read where Spark can read them
+(local paths, ``hdfs://``, ``s3a://``, ...). Sessions run in UTC with TIMESTAMP meaning a naive
+(wall-clock) timestamp, as in the DuckDB engine. See docs/scale.md.
+
+Privacy: the engine only computes exact bounded counts; bounding keeps at most M units per user
+chosen by ``xxhash64`` of (fresh secret key, uid, unit id), a per-user choice that depends only
+on the user's own records and the key, exactly as on DuckDB (the hash function differs, so
+engines agree on aggregates whenever the bounds truncate nothing).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from privmob.engine.dialect import SPARK, Dialect
+from privmob.errors import EngineError
+
+DEFAULT_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.timestampType": "TIMESTAMP_NTZ",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.shuffle.partitions": "8",
+    "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
+}
+
+_READ_PARQUET = re.compile(r"read_parquet\('((?:[^']|'')*)'\)")
+# DuckDB spellings in shared SQL -> Spark SQL (applied to every query text)
+_REWRITES: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"\bAS\s+VARCHAR\b", re.IGNORECASE), "AS STRING"),
+    (re.compile(r"\bAS\s+TIMESTAMPTZ\b", re.IGNORECASE), "AS TIMESTAMP_LTZ"),
+    (re.compile(r"\bAS\s+TIMESTAMP\s+WITH\s+TIME\s+ZONE\b", re.IGNORECASE), "AS TIMESTAMP_LTZ"),
+    (re.compile(r"\barg_min\(", re.IGNORECASE), "min_by("),
+    (re.compile(r"\barg_max\(", re.IGNORECASE), "max_by("),
+    (re.compile(r"\bregexp_matches\(", re.IGNORECASE), "regexp_like("),
+    (re.compile(r"\bto_timestamp\(", re.IGNORECASE), "timestamp_seconds("),
+    (
+        re.compile(r"\brow_number\(\)\s+OVER\s+\(\)", re.IGNORECASE),
+        "row_number() OVER (ORDER BY monotonically_increasing_id())",
+    ),
+    (re.compile(r"SELECT \* EXCLUDE \([^)]*\)"), "SELECT *"),
+]
+_QUOTED = re.compile(r"'(?:[^']|'')*'|\"((?:[^\"]|\"\")*)\"")
+
+# SQL functions DuckDB has and Spark lacks, defined once per session
+_FUNCTIONS = [
+    "CREATE OR REPLACE TEMPORARY FUNCTION timezone(tz STRING, ts TIMESTAMP_LTZ) "
+    "RETURNS TIMESTAMP_NTZ RETURN CAST(from_utc_timestamp(ts, tz) AS TIMESTAMP_NTZ)",
+]
+
+# Spark type names -> the DuckDB names the loaders test for
+_TYPES = {
+    "int": "INTEGER",
+    "bigint": "BIGINT",
+    "smallint": "SMALLINT",
+    "tinyint": "TINYINT",
+    "double": "DOUBLE",
+    "float": "FLOAT",
+    "string": "VARCHAR",
+    "boolean": "BOOLEAN",
+    "date": "DATE",
+    "timestamp": "TIMESTAMP WITH TIME ZONE",
+    "timestamp_ntz": "TIMESTAMP",
+}
+
+
+def to_spark_sql(sql: str) -> str:
+    """Rewrite the few DuckDB spellings of privmob's shared SQL into Spark SQL."""
+    sql = _READ_PARQUET.sub(lambda m: "parquet.`" + m.group(1).replace("''", "'") + "`", sql)
+    for pattern, repl in _REWRITES:
+        sql = pattern.sub(repl, sql)
+    # "identifier" (DuckDB, standard SQL) -> `identifier` (Spark); string literals untouched
+    return _QUOTED.sub(_backquote, sql)
+
+
+def _backquote(m: re.Match[str]) -> str:
+    if m.group(1) is None:
+        return m.group(0)
+    return "`" + m.group(1).replace('""', '"').replace("`", "``") + "`"
+
+
+def _env_conf() -> dict[str, str]:
+    text = os.environ.get("PRIVMOB_SPARK_CONF", "")
+    pairs = [p.split("=", 1) for p in text.split(";") if "=" in p]
+    return {k.strip(): v.strip() for k, v in pairs}
+
+
+def spark_session(
+    master: str | None = None, conf: dict[str, str] | None = None, app_name: str = "privmob"
+) -> Any:
+    """Get or create a SparkSession with privmob's settings (UTC, naive timestamps)."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as exc:  # pragma: no cover - depends on the installation
+        raise EngineError(
+            "PySpark is not installed", hint="install privmob[spark] and Java 17"
+        ) from exc
+    builder = SparkSession.builder.master(
+        master or os.environ.get("PRIVMOB_SPARK_MASTER", "local[*]")
+    ).appName(app_name)
+    for key, value in {**DEFAULT_CONF, **_env_conf(), **(conf or {})}.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+class SparkEngine:
+    """Runs privmob's pipeline SQL on a SparkSession (local mode or a cluster)."""
+
+    name = "spark"
+    dialect: Dialect = SPARK
+
+    def __init__(
+        self,
+        *,
+        session: Any = None,
+        master: str | None = None,
+        conf: dict[str, str] | None = None,
+        memory_limit: str | None = None,
+    ) -> None:
+        conf = dict(conf or {})
+        if memory_limit:  # applies only when this call starts the driver
+            conf.setdefault("spark.driver.memory", memory_limit.replace("B", "").lower())
+        self.spark = session if session is not None else spark_session(master, conf)
+        for statement in _FUNCTIONS:
+            self.spark.sql(statement)
+        self._cached: list[Any] = []
+
+    def _df(self, sql: str) -> Any:
+        return self.spark.sql(to_spark_sql(sql))
+
+    def register(self, name: str, data: Any) -> None:
+        if isinstance(data, str | Path):
+            df = self.spark.read.parquet(str(data))
+        else:
+            if hasattr(data, "to_pandas") and not isinstance(data, pd.DataFrame):
+                data = data.to_pandas()  # Arrow table or Polars frame
+            df = self.spark.createDataFrame(data) if len(data) else _empty(self.spark, data)
+        df.createOrReplaceTempView(name)
+
+    def create_view(self, name: str, sql: str) -> None:
+        self._df(sql).createOrReplaceTempView(name)
+
+    def materialize(self, name: str, sql: str) -> None:
+        from pyspark import StorageLevel
+
+        df = self._df(sql).persist(StorageLevel.MEMORY_AND_DISK)
+        self._cached.append(df)
+        df.createOrReplaceTempView(name)
+
+    def fetch(self, sql: str) -> pd.DataFrame:
+        stripped = sql.lstrip()
+        if stripped[:9].upper() == "DESCRIBE ":
+            return self._describe(stripped[9:])
+        return self._df(sql).toPandas()
+
+    def _describe(self, query: str) -> pd.DataFrame:
+        fields = self._df(query).schema.fields
+        return pd.DataFrame(
+            {
+                "column_name": [f.name for f in fields],
+                "column_type": [
+                    _TYPES.get(f.dataType.simpleString(), f.dataType.simpleString().upper())
+                    for f in fields
+                ],
+            }
+        )
+
+    def columns(self, name: str) -> list[str]:
+        return list(self.spark.table(name).columns)
+
+    def close(self) -> None:
+        """Drop cached tables; the session stays (it may be shared)."""
+        for df in self._cached:
+            df.unpersist()
+        self._cached.clear()
+
+    def __enter__(self) -> SparkEngine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _empty(spark: Any, frame: pd.DataFrame) -> Any:
+    """An empty Spark DataFrame with the pandas frame's columns (types from Arrow)."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    schema = from_arrow_schema(pa.Schema.from_pandas(frame, preserve_index=False))
+    return spark.createDataFrame([], schema)
