@@ -26,7 +26,7 @@ dropped). Input files are only read, never modified.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,6 +54,10 @@ class Loaded:
     shape: str
     engine: Engine
     columns: list[str] = field(default_factory=list)
+    # derived relations (e.g. trips built from events): the input they were built from and
+    # how, so work can be split upstream (per-user buckets must filter before a window)
+    base: Loaded | None = None
+    derive: Callable[[Loaded], Loaded] | None = None
 
 
 def _new_name(prefix: str) -> str:
@@ -546,7 +550,15 @@ def trips_from_points(points: Loaded) -> Loaded:
             f"FROM {points.view} GROUP BY uid, tid"
         ),
     )
-    return Loaded(view, points.source, "trips", points.engine, points.engine.columns(view))
+    return Loaded(
+        view,
+        points.source,
+        "trips",
+        points.engine,
+        points.engine.columns(view),
+        base=points,
+        derive=trips_from_points,
+    )
 
 
 def load_trips(

@@ -27,6 +27,7 @@ class DuckDBEngine:
         temp_directory: str | os.PathLike[str] | None = None,
     ) -> None:
         self.con = duckdb.connect(":memory:")
+        self.memory_limit = memory_limit  # also sizes the user buckets (engine/buckets.py)
         self.con.execute("SET TimeZone = 'UTC'")
         if memory_limit:
             self.con.execute(f"SET memory_limit = '{memory_limit}'")

@@ -31,4 +31,12 @@ def consecutive_event_trips(events: Loaded) -> Loaded:
             "WHERE next_tile IS NOT NULL AND next_tile <> tile"
         ),
     )
-    return Loaded(view, events.source, "trips", events.engine, events.engine.columns(view))
+    return Loaded(
+        view,
+        events.source,
+        "trips",
+        events.engine,
+        events.engine.columns(view),
+        base=events,
+        derive=consecutive_event_trips,
+    )

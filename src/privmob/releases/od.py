@@ -16,6 +16,7 @@ import pandas as pd
 
 from privmob.data.sources import Loaded
 from privmob.engine.base import dense_counts
+from privmob.engine.buckets import bucketed_counts, plan_buckets
 from privmob.errors import ConfigError
 from privmob.prepare.bounding import bound_per_user, fresh_key
 from privmob.privacy.costs import Cost, Unit
@@ -81,6 +82,7 @@ def od_matrix(
     bound_per: str = "release",
     rng: Randomness | int | None = None,
     step: Step | None = None,
+    buckets: int | None = None,
 ) -> Release:
     """A differentially private origin-destination matrix, per period.
 
@@ -94,6 +96,9 @@ def od_matrix(
     and the ledger is charged once per period. With ``unit="trip"`` no user bound is enforced
     and the guarantee is per trip (a user with g trips loses g x epsilon). Rounding and
     suppression below ``tau`` read only noisy values (post-processing).
+
+    Out of core: ``buckets`` (default: sized to the engine's memory limit) splits the users by
+    a hash of the user id and sums the bucket counts; bounding stays exact per user.
     """
     step = step or (lambda _msg: None)
     r = resolve(rng)
@@ -146,6 +151,8 @@ def od_matrix(
         max_trips=t_bound,
         bound_per=bound_per,
         rng=r,
+        buckets=buckets,
+        step=step,
     )
     step(f"adding {noise_dist.kind} noise to {domain.released_cells:,} cells")
     mask = domain.released_mask()
@@ -203,8 +210,43 @@ def exact_counts(
     max_trips: int,
     bound_per: str = "release",
     rng: Randomness | None = None,
+    buckets: int | None = None,
+    step: Step | None = None,
 ) -> np.ndarray:
-    """Exact bounded counts over the flat domain (no noise: never publish these)."""
+    """Exact bounded counts over the flat domain (no noise: never publish these).
+
+    Users are split into ``buckets`` hash buckets (default: as many as the engine's memory
+    limit needs, see :mod:`privmob.engine.buckets`); each user lies in one bucket, so the sum
+    of bucket counts equals the single-pass counts.
+    """
+    n = buckets or plan_buckets(trips, getattr(trips.engine, "memory_limit", None))
+    return bucketed_counts(
+        trips,
+        lambda part: _exact_counts_one(
+            part,
+            domain=domain,
+            period=period,
+            unit=unit,
+            max_trips=max_trips,
+            bound_per=bound_per,
+            rng=rng,
+        ),
+        n,
+        step,
+        "counting trips",
+    )
+
+
+def _exact_counts_one(
+    trips: Loaded,
+    *,
+    domain: ODDomain,
+    period: StudyPeriod,
+    unit: Unit,
+    max_trips: int,
+    bound_per: str,
+    rng: Randomness | None,
+) -> np.ndarray:
     engine = trips.engine
     d = engine.dialect
     binned = (
