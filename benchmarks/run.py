@@ -1,0 +1,241 @@
+"""Benchmark suite: every release on synthetic data, DuckDB and Spark, against the floor.
+
+One command runs, for each release and size, three child processes on the same Parquet file:
+
+* ``floor``: a bare DuckDB query doing the same bounded group-by by hand (for daily OD from
+  events: tile join, consecutive-event trips by LEAD, T trips per user by ROW_NUMBER over a
+  hash, GROUP BY day, origin, destination) — the least work any bounded count needs;
+* ``privmob`` on DuckDB: the full release (validation, tiles, bounding, dense counts over the
+  public domain, secure noise on every cell, ledger charge, output files);
+* ``privmob`` on Spark local mode (sizes in ``--spark-sizes``).
+
+It prints and writes a Markdown table (``--out``, default docs/benchmarks.md) with wall time,
+peak memory (VmHWM of the child and, for Spark, its JVM) and the ratio to the floor.
+
+    uv run python benchmarks/run.py                                  # 1M and 10M, Spark 1M
+    uv run python benchmarks/run.py --sizes 1e6 1e7 1e8 1e9 --spark-sizes 1e6 1e7 \
+        --memory-limit 12GB
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE / "out"
+T = 10
+DAYS = 28
+RELEASES = ("od-daily-events", "od-trips")
+
+
+# -- data ---------------------------------------------------------------------------------------
+
+
+def data_for(release: str, n: int) -> tuple[Path, Path | None, Path]:
+    """Synthetic input with about ``n`` records (cached in benchmarks/out/)."""
+    from privmob.data.synth import default_tessellation, synth_events, synth_trips
+
+    OUT.mkdir(exist_ok=True)
+    tess_path = OUT / "grid263.geojson"
+    tess = default_tessellation(263)
+    if not tess_path.exists():
+        tess.gdf.to_file(tess_path, driver="GeoJSON")
+    t0 = time.perf_counter()
+    if release == "od-trips":
+        path = OUT / f"trips_{n}.parquet"
+        if not path.exists():
+            synth_trips(path, n_users=max(1, n // 20), days=DAYS, tessellation=tess, seed=1)
+        cells = None
+    else:
+        path, cells = OUT / f"events_{n}.parquet", OUT / f"events_{n}.cells.parquet"
+        if not path.exists():
+            synth_events(
+                path, cells, n_users=max(1, n // (5 * DAYS)), days=DAYS, tessellation=tess, seed=1
+            )
+    if time.perf_counter() - t0 > 1:
+        print(f"  generated {path.name} in {time.perf_counter() - t0:.0f}s", flush=True)
+    return path, cells, tess_path
+
+
+# -- children -----------------------------------------------------------------------------------
+
+
+def peak_gb(include_children: bool = False) -> float:
+    """VmHWM of this process (and of its live descendants, e.g. Spark's JVM)."""
+    pids = [os.getpid()]
+    if include_children:
+        todo = [os.getpid()]
+        while todo:
+            p = todo.pop()
+            kids = Path(f"/proc/{p}/task/{p}/children")
+            if kids.exists():
+                found = [int(x) for x in kids.read_text().split()]
+                pids += found
+                todo += found
+    kb = 0
+    for p in pids:
+        try:
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    kb += int(line.split()[1])
+        except OSError:
+            pass
+    return kb / 1024**2
+
+
+def child_floor(release: str, path: str, cells: str, tess_path: str) -> dict[str, float]:
+    import duckdb
+    import pyarrow as pa
+
+    from privmob.data.tessellation import load_tessellation
+
+    con = duckdb.connect()
+    t0 = time.perf_counter()
+    if release == "od-trips":
+        sql = f"""
+            SELECT origin, destination, count(*) AS n FROM (
+              SELECT origin, destination, row_number() OVER (
+                  PARTITION BY uid ORDER BY hash(uid, tid, 12345)) AS r
+              FROM read_parquet('{path}')) WHERE r <= {T} GROUP BY ALL"""
+    else:
+        tess = load_tessellation(tess_path)
+        ct = con.execute(f"SELECT cell_id, lat, lng FROM read_parquet('{cells}')").df()
+        ct["tile"] = tess.assign(ct["lng"].to_numpy(), ct["lat"].to_numpy())
+        tiles = pa.Table.from_pandas(ct[["cell_id", "tile"]], preserve_index=False)  # noqa: F841
+        sql = f"""
+            WITH ev AS (SELECT e.uid, e.datetime AS time, c.tile FROM read_parquet('{path}') e
+                        JOIN tiles c ON e.cell_id = c.cell_id),
+            tr AS (SELECT uid, time, tile, lead(tile) OVER w AS nt, row_number() OVER w AS seq
+                   FROM ev WINDOW w AS (PARTITION BY uid ORDER BY time, tile)),
+            b AS (SELECT time, tile, nt, row_number() OVER (
+                      PARTITION BY uid ORDER BY hash(uid, seq, 12345)) AS r
+                  FROM tr WHERE nt IS NOT NULL AND nt <> tile)
+            SELECT CAST(time AS DATE) AS d, tile, nt, count(*) AS n FROM b WHERE r <= {T}
+            GROUP BY ALL"""
+    groups = len(con.execute(sql).fetchall())
+    return {"seconds": time.perf_counter() - t0, "groups": groups, "peak_gb": peak_gb()}
+
+
+def child_privmob(
+    release: str, path: str, cells: str, tess_path: str, engine_name: str, memory_limit: str
+) -> dict[str, float]:
+    from privmob.data import load_trips_any
+    from privmob.data.tessellation import load_tessellation
+    from privmob.engine import make_engine
+    from privmob.privacy.ledger import Ledger
+    from privmob.releases.base import Accountant, write_release
+    from privmob.releases.od import od_matrix
+    from privmob.releases.periods import StudyPeriod
+
+    options: dict[str, object] = {}
+    if engine_name == "spark":
+        options = {"master": "local[2]", "conf": {"spark.sql.shuffle.partitions": "8"}}
+    if memory_limit:
+        options["memory_limit"] = memory_limit
+    eng = make_engine(engine_name, **options)
+    t0 = time.perf_counter()
+    tess = load_tessellation(tess_path)
+    with tempfile.TemporaryDirectory() as tmp:
+        acct = Accountant(Ledger(Path(tmp) / "l.sqlite"), "bench", budget=10.0)
+        if release == "od-trips":
+            trips = load_trips_any(path, engine=eng, tessellation=tess, shape="trips")
+            period = StudyPeriod()
+        else:
+            trips = load_trips_any(
+                path, engine=eng, tessellation=tess, shape="events", cells=cells or None
+            )
+            period = StudyPeriod.parse("day", "2024-01-01", f"2024-01-{DAYS + 1:02d}")
+        rel = od_matrix(
+            trips, tessellation=tess, epsilon=1.0, accountant=acct, max_trips=T, period=period
+        )
+        write_release(rel, Path(tmp) / "od")
+    seconds = time.perf_counter() - t0
+    return {"seconds": seconds, "cells": len(rel.tables["od"]), "peak_gb": peak_gb(True)}
+
+
+def run_child(*args: str) -> dict[str, float]:
+    res = subprocess.run(
+        [sys.executable, str(Path(__file__)), "--child", *args],
+        check=False,
+        capture_output=True,
+        text=True,
+    )
+    if res.returncode != 0:
+        tail = (res.stderr or res.stdout).strip().splitlines()[-3:]
+        return {"error": " / ".join(tail)[:200]}  # type: ignore[dict-item]
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+# -- driver -------------------------------------------------------------------------------------
+
+
+def fmt(r: dict[str, float] | None, base: dict[str, float] | None) -> str:
+    if r is None:
+        return "| – | – | – "
+    if "error" in r:
+        return f"| failed: {r['error']} | – | – "
+    ratio = f"{r['seconds'] / base['seconds']:.2f}" if base and "seconds" in base else "–"
+    return f"| {r['seconds']:.1f} s | {r['peak_gb']:.2f} GB | {ratio} "
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=float, nargs="+", default=[1e6, 1e7])
+    ap.add_argument("--spark-sizes", type=float, nargs="+", default=[1e6])
+    ap.add_argument("--releases", nargs="+", default=list(RELEASES), choices=RELEASES)
+    ap.add_argument("--memory-limit", default="", help="DuckDB memory limit (buckets), e.g. 12GB")
+    ap.add_argument("--out", type=Path, default=HERE.parent / "docs" / "benchmarks.md")
+    ap.add_argument("--child", nargs="+")
+    args = ap.parse_args()
+    if args.child:
+        kind, *rest = args.child
+        fn = child_floor if kind == "floor" else child_privmob
+        print(json.dumps(fn(*rest)))
+        return
+    lines = [
+        "| release | records | floor (bare DuckDB) | privmob DuckDB | peak | ratio "
+        "| privmob Spark local | peak | ratio |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for release in args.releases:
+        for n in sorted({int(x) for x in args.sizes + args.spark_sizes}):
+            print(f"{release} {n:,} records", flush=True)
+            path, cells, tess = data_for(release, n)
+            common = (release, str(path), str(cells or ""), str(tess))
+            floor = run_child("floor", *common)
+            duck = run_child("privmob", *common, "duckdb", args.memory_limit)
+            spark = None
+            if n in {int(x) for x in args.spark_sizes}:
+                spark = run_child("privmob", *common, "spark", "")
+            floor_txt = f"{floor['seconds']:.1f} s" if "seconds" in floor else "failed"
+            line = f"| {release} | {n:,} | {floor_txt} {fmt(duck, floor)}{fmt(spark, floor)}|"
+            print("  " + line, flush=True)
+            lines.append(line)
+    load = os.getloadavg()
+    header = (
+        f"\n## Run of {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n\n"
+        f"{os.cpu_count()} cores, {platform.machine()}, load average {load[0]:.1f} at the end; "
+        f"T = {T} trips per user, 263 tiles, {DAYS} days, epsilon 1, DuckDB memory limit "
+        f"{args.memory_limit or 'default'}.\n\n"
+    )
+    table = header + "\n".join(lines) + "\n"
+    print(table)
+    if not args.out.exists():
+        args.out.write_text(
+            "# Benchmarks\n\nWritten by `uv run python benchmarks/run.py` (see its docstring). "
+            "Ratio = privmob time / floor time on the same file.\n"
+        )
+    with args.out.open("a") as fh:
+        fh.write(table)
+
+
+if __name__ == "__main__":
+    main()
