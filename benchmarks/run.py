@@ -189,7 +189,7 @@ def fmt(r: dict[str, float] | None, base: dict[str, float] | None) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=float, nargs="+", default=[1e6, 1e7])
-    ap.add_argument("--spark-sizes", type=float, nargs="+", default=[1e6])
+    ap.add_argument("--spark-sizes", type=float, nargs="*", default=[1e6])
     ap.add_argument("--releases", nargs="+", default=list(RELEASES), choices=RELEASES)
     ap.add_argument("--memory-limit", default="", help="DuckDB memory limit (buckets), e.g. 12GB")
     ap.add_argument("--out", type=Path, default=HERE.parent / "docs" / "benchmarks.md")

@@ -15,7 +15,8 @@ element goes to an exact slow path that reveals more bits of the same ``V`` and 
 against ``exp``/``ln`` evaluated in Python's ``decimal`` (correctly rounded) with explicit
 error bounds, increasing the precision until the decision is certain. Every decision is
 therefore the exact function of the ideal uniform ``V``, so the law is exact; floating point
-only decides how fast we get there. The slow path runs for about ``2^-30`` of the samples.
+only decides how fast we get there. The slow path runs for at most ~``2^-15`` of the samples
+(``2 * 2^-40 * b`` for the geometric, ``2^-31`` for the Gaussian acceptance).
 
 **Discrete Laplace** (two-sided geometric): ``Z = G₁ - G₂`` with ``G`` iid geometric,
 ``P(G ≥ k) = exp(-kλ)``, ``λ = 1/b``, sampled by inversion ``G = floor(-ln V / λ)``
@@ -54,8 +55,9 @@ TINY = 2.0**-80  # upper bound for any threshold whose exponent exceeds EXP_ARG_
 EXP_ARG_MAX = 60.0  # geometric thresholds: fast path only for exp(-x) with x <= 60
 GAUSS_TAIL = 64.0  # discrete Gaussian fast path only for |y| <= 64 sigma
 TWO_M64 = 2.0**-64
-#: Scales the fast path accepts; outside this range callers use OpenDP.
-SCALE_RANGE = (2.0**-8, 2.0**40)
+#: Scales the fast path accepts; outside it callers use OpenDP. The slow-path rate of the
+#: geometric sampler is about 2 * 2^-40 * scale per draw, so the top bounds it by 2^-15.
+SCALE_RANGE = (2.0**-8, 2.0**24)
 CHUNK = 1 << 18
 
 
