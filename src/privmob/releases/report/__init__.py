@@ -1,0 +1,19 @@
+"""DP mobility report (SPEC 4.2): dp_mobility_report's 15 analyses without its leaks."""
+
+from .build import exact_counts, mobility_report, report_cost, time_bins
+from .config import ANALYSES, DEFAULT_RANGES, DISTRIBUTIONS, ReportConfig
+from .inputs import Tiles, read_tessellation, register_trip_points
+
+__all__ = [
+    "ANALYSES",
+    "DEFAULT_RANGES",
+    "DISTRIBUTIONS",
+    "ReportConfig",
+    "Tiles",
+    "exact_counts",
+    "mobility_report",
+    "read_tessellation",
+    "register_trip_points",
+    "report_cost",
+    "time_bins",
+]
