@@ -31,7 +31,8 @@ TITLES = {
 WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 
 CSS = """
-body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:0;background:#fafafa;color:#222}
+body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:0;
+background:#fafafa;color:#222}
 header{background:#08306b;color:#fff;padding:16px 28px}
 header h1{margin:0 0 4px;font-size:22px}
 main{max-width:1200px;margin:0 auto;padding:12px 20px}
@@ -96,7 +97,9 @@ def _section(name: str, a: dict[str, Any], doc: dict[str, Any]) -> str:
         body = _table(["statistic", "noisy value", "95% margin"], rows)
     elif name == "missing_values":
         cols = ("datetime", "lat", "lng")
-        body = _table(["column", "trips with a missing value"], list(zip(cols, a["counts"])))
+        body = _table(
+            ["column", "trips with a missing value"], list(zip(cols, a["counts"], strict=True))
+        )
     elif name == "trips_over_time":
         labels = [t[:10] for t in doc["domain"]["time_bins"]]
         every = max(1, len(labels) // 10)
@@ -130,7 +133,8 @@ def _section(name: str, a: dict[str, Any], doc: dict[str, Any]) -> str:
         body = (
             "<div class='row'>"
             + svg.choropleth(tess, vals, title="visits per tile")
-            + f"<div>{rank}<p class='meta'>outside the tessellation: {_f(a['outliers'])}</p></div></div>"
+            + f"<div>{rank}<p class='meta'>outside the tessellation: {_f(a['outliers'])}</p>"
+            + "</div></div>"
         )
         body += _cum_ranking(vals, "tiles")
     elif name == "visits_per_time_tile":

@@ -218,7 +218,8 @@ def choropleth(
     for i, rings in enumerate(tess["outlines"]):
         parts.append(
             f"<path d='{_path(proj, rings)}' fill='{_color(values[i], vmax)}' stroke='#888' "
-            f"stroke-width='0.5'><title>{escape(tess['names'][i])}: {_fmt(values[i])}</title></path>"
+            f"stroke-width='0.5'><title>{escape(tess['names'][i])}: "
+            f"{_fmt(values[i])}</title></path>"
         )
     parts.append(_legend(vmax, proj.height + 4))
     parts.append("</svg>")
