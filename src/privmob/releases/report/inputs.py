@@ -126,3 +126,28 @@ def read_trip_points_csv(path: str | Path) -> pd.DataFrame:
         return pd.read_csv(path)
     except Exception as exc:
         raise InputError(f"cannot read {path}: {exc}", source=str(path)) from exc
+
+
+def trip_points_from_checkins(events: pd.DataFrame, same_day: bool = True) -> pd.DataFrame:
+    """Trip points from check-ins (uid, datetime, lat, lng): each pair of consecutive
+    check-ins of a user (on the same calendar day when ``same_day``) is a trip of two points.
+
+    Non-private preparation: runs before bounding, one user's trips depend on that user only.
+    """
+    ev = events[["uid", "datetime", "lat", "lng"]].copy()
+    ev["datetime"] = pd.to_datetime(ev["datetime"], errors="coerce", utc=True).dt.tz_localize(None)
+    ev = ev.dropna(subset=["datetime"]).sort_values(["uid", "datetime"], kind="stable")
+    nxt = ev.groupby("uid", sort=False).shift(-1)
+    ok = nxt["datetime"].notna()
+    if same_day:
+        ok &= nxt["datetime"].dt.normalize() == ev["datetime"].dt.normalize()
+    a = ev[ok].reset_index(drop=True)
+    b = nxt[ok].reset_index(drop=True)
+    tid = a["uid"].astype(str) + "-" + pd.Series(range(len(a)), dtype="int64").astype(str)
+    start = pd.DataFrame(
+        {"uid": a["uid"], "tid": tid, "datetime": a["datetime"], "lat": a["lat"], "lng": a["lng"]}
+    )
+    end = pd.DataFrame(
+        {"uid": a["uid"], "tid": tid, "datetime": b["datetime"], "lat": b["lat"], "lng": b["lng"]}
+    )
+    return pd.concat([start, end], ignore_index=True)
