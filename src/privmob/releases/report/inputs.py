@@ -121,11 +121,17 @@ def register_trip_points(
     return name
 
 
-def read_trip_points_csv(path: str | Path) -> pd.DataFrame:
+def read_trip_points(path: str | Path) -> pd.DataFrame:
+    """Trip points from CSV/TSV (header) or Parquet."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError(f"{p} does not exist", source=str(p))
     try:
-        return pd.read_csv(path)
+        if p.suffix == ".parquet":
+            return pd.read_parquet(p)
+        return pd.read_csv(p, sep=None, engine="python") if p.suffix == ".tsv" else pd.read_csv(p)
     except Exception as exc:
-        raise InputError(f"cannot read {path}: {exc}", source=str(path)) from exc
+        raise InputError(f"cannot read {p}: {exc}", source=str(p)) from exc
 
 
 def trip_points_from_checkins(events: pd.DataFrame, same_day: bool = True) -> pd.DataFrame:
