@@ -72,7 +72,7 @@ def test_report_and_compare_on_dpmr_fixture(tmp_path, fixture_dir):
     assert r2.exit_code == 0, r2.output
     doc = json.loads((tmp_path / "a" / "report.json").read_text())
     assert len(doc["analyses"]) == 15
-    assert doc["ledger_entry"]["cost"]["epsilon"] == pytest.approx(1.0)
+    assert doc["ledger_entries"][-1]["cost"]["epsilon"] == pytest.approx(1.0)
     assert (tmp_path / "a" / "report_tables" / "od_flows.parquet").exists()
     html = (tmp_path / "a" / "report.html").read_text()
     assert "http://" not in html.replace("http://www.w3.org/2000/svg", "")

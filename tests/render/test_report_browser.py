@@ -7,20 +7,15 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-import duckdb
 import numpy as np
-import pandas as pd
 import pytest
 
+from privmob.data.sources import load_trip_points
+from privmob.data.tessellation import load_tessellation
+from privmob.engine import DuckDBEngine
 from privmob.privacy.ledger import Ledger
 from privmob.releases.base import Accountant
-from privmob.releases.report import (
-    ReportConfig,
-    Tiles,
-    mobility_report,
-    read_tessellation,
-    register_trip_points,
-)
+from privmob.releases.report import ReportConfig, Tiles, mobility_report
 from privmob.render.report_files import write_report
 
 FIXTURE = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "dpmr_fixture"
@@ -48,13 +43,13 @@ def _browser() -> str:
 def report_html(tmp_path_factory) -> Path:
     if not FIXTURE.exists():
         pytest.skip(f"../shared/data not found: {FIXTURE}")
-    gdf = read_tessellation(FIXTURE / "test_tessellation.geojson")
-    con = duckdb.connect()
-    register_trip_points(con, pd.read_csv(FIXTURE / "test_data.csv"), gdf)
+    tess = load_tessellation(FIXTURE / "test_tessellation.geojson")
+    eng = DuckDBEngine()
+    view = load_trip_points(FIXTURE / "test_data.csv", engine=eng, tessellation=tess).view
     cfg = ReportConfig.build(epsilon=20, max_trips=5, period=("2020-12-01", "2021-01-01"))
     out = tmp_path_factory.mktemp("report")
     acc = Accountant(Ledger(out / "ledger.sqlite"), "fixture", budget=100)
-    rel = mobility_report(con, "pm_points", Tiles.from_geodataframe(gdf), cfg, acc, rng=2)
+    rel = mobility_report(eng, view, Tiles.from_tessellation(tess), cfg, acc, rng=2)
     return write_report(rel, out / "report.html")["html"]
 
 

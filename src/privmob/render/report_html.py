@@ -231,7 +231,8 @@ def render_report_html(doc: dict[str, Any]) -> str:
         ]
         for n in p["analyses"]
     ]
-    entry = doc.get("ledger_entry") or {}
+    entries = doc.get("ledger_entries") or [doc.get("ledger_entry") or {}]
+    entry = entries[-1]
     settings = _table(
         ["setting", "value"],
         [

@@ -2,7 +2,7 @@
 
 from .build import exact_counts, mobility_report, report_cost, time_bins
 from .config import ANALYSES, DEFAULT_RANGES, DISTRIBUTIONS, ReportConfig
-from .inputs import Tiles, read_tessellation, register_trip_points
+from .inputs import Tiles, trip_points_from_checkins
 
 __all__ = [
     "ANALYSES",
@@ -12,8 +12,7 @@ __all__ = [
     "Tiles",
     "exact_counts",
     "mobility_report",
-    "read_tessellation",
-    "register_trip_points",
     "report_cost",
     "time_bins",
+    "trip_points_from_checkins",
 ]

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import hashlib
 import math
-import secrets
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
@@ -12,6 +10,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from privmob.engine import Engine, dense_counts
+from privmob.prepare.bounding import fresh_key
 from privmob.privacy.costs import Cost
 from privmob.privacy.samplers import Randomness, resolve
 from privmob.releases.base import Accountant, Release
@@ -19,7 +19,7 @@ from privmob.releases.base import Accountant, Release
 from . import analyses as an
 from .config import MISSING_COLUMNS, ReportConfig
 from .inputs import Tiles
-from .sql import DUCKDB, Dialect, dense, ends_sql, queries, trips_sql, users_sql
+from .sql import ends_sql, queries, trips_sql, users_sql
 
 WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 
@@ -49,38 +49,30 @@ def report_cost(cfg: ReportConfig) -> Cost:
 
 
 def exact_counts(
-    con: Any, points: str, cfg: ReportConfig, tiles: Tiles, key: str, dialect: Dialect = DUCKDB
+    engine: Engine, points: str, cfg: ReportConfig, tiles: Tiles, key: int
 ) -> dict[str, np.ndarray]:
-    """Run the record-level SQL and return dense exact counts over the public domains.
+    """Run the record-level SQL in the engine; return dense exact counts over public domains.
 
-    This is the only function that touches records; its output is not released.
+    This is the only function that touches records; its output is never released as is.
     """
+    d = engine.dialect
     n_tb = len(time_bins(cfg))
-    con.execute(f"CREATE OR REPLACE TEMP TABLE pm_trips AS {trips_sql(points, cfg, key, dialect)}")
-    con.execute(f"CREATE OR REPLACE TEMP TABLE pm_ends AS {ends_sql('pm_trips')}")
-    con.execute(f"CREATE OR REPLACE TEMP TABLE pm_users AS {users_sql('pm_ends')}")
-    out = {}
-    for name, (sql, size) in queries(cfg, tiles.k, n_tb, dialect).items():
-        out[name] = dense(con.execute(sql).fetchall(), size)
-    for t in ("pm_users", "pm_ends", "pm_trips"):
-        con.execute(f"DROP TABLE IF EXISTS {t}")
-    return out
-
-
-def _key(rng: Randomness) -> str:
-    if rng.for_publication:
-        return secrets.token_hex(16)
-    return hashlib.sha256(f"privmob-test-{rng.seed}".encode()).hexdigest()[:32]
+    engine.materialize("pm_trips", trips_sql(points, cfg, key, d))
+    engine.materialize("pm_ends", ends_sql("pm_trips"))
+    engine.materialize("pm_users", users_sql("pm_ends"))
+    return {
+        name: dense_counts(engine, sql, (size,))
+        for name, (sql, size) in queries(cfg, tiles.k, n_tb, d).items()
+    }
 
 
 def mobility_report(
-    con: Any,
+    engine: Engine,
     points: str,
     tiles: Tiles,
     config: ReportConfig,
     accountant: Accountant,
     rng: Randomness | int | None = None,
-    dialect: Dialect = DUCKDB,
     progress: Callable[[str], None] | None = None,
 ) -> Release:
     """A differentially private mobility report of the trip points in table ``points``.
@@ -96,7 +88,7 @@ def mobility_report(
     accountant.precheck(cost)
     step = progress or (lambda _msg: None)
     step("aggregating in the engine")
-    exact = exact_counts(con, points, config, tiles, _key(r), dialect)
+    exact = exact_counts(engine, points, config, tiles, fresh_key(r))
     step("adding noise")
     results, tables = _release_all(exact, config, tiles, r)
     release = Release(

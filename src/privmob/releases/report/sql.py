@@ -1,56 +1,25 @@
 """The record-level half of the mobility report, in SQL that DuckDB and Spark SQL both accept.
 
-Input: a table of trip points ``uid, tid, datetime, lat, lng, tile`` (tile = tile index
-0..k-1, -1 outside the tessellation). Every query returns ``(idx, n)`` rows whose ``idx`` is a
-cell of a public domain; :func:`dense` turns them into one dense integer vector per analysis,
+Input: the canonical trip points view of :func:`privmob.data.sources.load_trip_points`,
+``uid, tid, time, lat, lng, tile`` (tile = tile index 0..k-1, -1 outside the tessellation).
+Every query returns ``(i0, n)`` rows whose ``i0`` is a cell of a public domain;
+:func:`privmob.engine.dense_counts` turns them into one dense integer vector per analysis,
 which is all the driver ever sees.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
+from privmob.engine.dialect import Dialect
+from privmob.prepare.bounding import bound_per_user
 from privmob.privacy.quantiles import Bins
 
 from .config import MISSING_COLUMNS, ReportConfig
 
 
-@dataclass(frozen=True)
-class Dialect:
-    """The few functions that differ between DuckDB and Spark SQL."""
-
-    name: str = "duckdb"
-
-    def epoch(self, expr: str) -> str:
-        """Seconds since 1970 of a TIMESTAMP (as DOUBLE)."""
-        if self.name == "spark":
-            return f"CAST(unix_timestamp({expr}) AS DOUBLE)"
-        return f"CAST(epoch({expr}) AS DOUBLE)"
-
-    def weekday(self, expr: str) -> str:
-        """0 = Monday .. 6 = Sunday."""
-        if self.name == "spark":
-            return f"((dayofweek({expr}) + 5) % 7)"
-        return f"(isodow({expr}) - 1)"
-
-    def keyed_hash(self, key: str, *cols: str) -> str:
-        """A 64-bit keyed hash; the key is a fresh random secret per release."""
-        parts = ", ".join(f"CAST({c} AS VARCHAR)" for c in cols)
-        if self.name == "spark":
-            parts = parts.replace("VARCHAR", "STRING")
-            return f"xxhash64('{key}', {parts})"
-        return f"hash(concat_ws('|', '{key}', {parts}))"
-
-
-DUCKDB = Dialect("duckdb")
-SPARK = Dialect("spark")
-
-
-def _ts(value: Any) -> str:
-    return f"TIMESTAMP '{value.isoformat(sep=' ')}'"
+def _ts(value: Any, d: Dialect) -> str:
+    return d.timestamp_literal(value.isoformat(sep=" "))
 
 
 def haversine_km(lat1: str, lng1: str, lat2: str, lng2: str) -> str:
@@ -61,7 +30,7 @@ def haversine_km(lat1: str, lng1: str, lat2: str, lng2: str) -> str:
     return f"(2 * 6371.0088 * asin(sqrt(least(1.0, {h}))))"
 
 
-def trips_sql(points: str, cfg: ReportConfig, key: str, d: Dialect) -> str:
+def trips_sql(points: str, cfg: ReportConfig, key: int, d: Dialect) -> str:
     """One row per kept trip: ends, tiles, times, ``in_period``; bounded to M per user.
 
     Rows without uid or tid cannot be attributed to a unit and are dropped (any count of them
@@ -69,33 +38,29 @@ def trips_sql(points: str, cfg: ReportConfig, key: str, d: Dialect) -> str:
     trips, chosen by a keyed hash of (key, uid, tid), independent of other users' data.
     """
     start, end = cfg.period
-    bound = f"WHERE rn <= {cfg.max_trips}" if cfg.unit.value == "user" else ""
-    return f"""
-WITH ends AS (
+    ends = f"""(
   SELECT uid, tid,
     COUNT(*) AS n_points,
-    MIN(datetime) AS start_time, MAX(datetime) AS end_time,
-    MIN_BY(lat, datetime) AS o_lat, MIN_BY(lng, datetime) AS o_lng,
-    MIN_BY(tile, datetime) AS o_tile,
-    MAX_BY(lat, datetime) AS d_lat, MAX_BY(lng, datetime) AS d_lng,
-    MAX_BY(tile, datetime) AS d_tile,
-    MAX(CASE WHEN datetime IS NULL THEN 1 ELSE 0 END) AS miss_datetime,
+    MIN(time) AS start_time, MAX(time) AS end_time,
+    MIN_BY(lat, time) AS o_lat, MIN_BY(lng, time) AS o_lng,
+    MIN_BY(tile, time) AS o_tile,
+    MAX_BY(lat, time) AS d_lat, MAX_BY(lng, time) AS d_lng,
+    MAX_BY(tile, time) AS d_tile,
+    MAX(CASE WHEN time IS NULL THEN 1 ELSE 0 END) AS miss_datetime,
     MAX(CASE WHEN lat IS NULL THEN 1 ELSE 0 END) AS miss_lat,
     MAX(CASE WHEN lng IS NULL THEN 1 ELSE 0 END) AS miss_lng
   FROM {points}
   WHERE uid IS NOT NULL AND tid IS NOT NULL
-  GROUP BY uid, tid
-), ranked AS (
-  SELECT *, ROW_NUMBER() OVER (
-    PARTITION BY uid ORDER BY {d.keyed_hash(key, "uid", "tid")}, tid) AS rn
-  FROM ends
-)
-SELECT *,
-  CASE WHEN start_time >= {_ts(start)} AND start_time < {_ts(end)} THEN 1 ELSE 0 END
+  GROUP BY uid, tid)"""
+    if cfg.unit.value == "user":
+        ends = f"({bound_per_user(ends, max_units=cfg.max_trips, key=key, dialect=d)})"
+    return f"""
+SELECT t_.*,
+  CASE WHEN start_time >= {_ts(start, d)} AND start_time < {_ts(end, d)} THEN 1 ELSE 0 END
     AS in_period,
   CASE WHEN n_points >= 2 AND start_time IS NOT NULL AND end_time > start_time
     AND o_lat IS NOT NULL AND d_lat IS NOT NULL THEN 1 ELSE 0 END AS complete
-FROM ranked {bound}
+FROM {ends} AS t_
 """
 
 
@@ -138,7 +103,7 @@ FROM c JOIN rog ON c.uid = rog.uid JOIN ent ON c.uid = ent.uid
 
 def _hist(table: str, expr: str, bins: Bins, where: str = "1 = 1") -> str:
     return (
-        f"SELECT {bins.sql_index(expr)} AS idx, COUNT(*) AS n FROM {table} WHERE {where} GROUP BY 1"
+        f"SELECT {bins.sql_index(expr)} AS i0, COUNT(*) AS n FROM {table} WHERE {where} GROUP BY i0"
     )
 
 
@@ -159,13 +124,14 @@ def _time_bin(ts: str, cfg: ReportConfig, d: Dialect, n_bins: int) -> str:
         raw = f"((year({ts}) - {start.year}) * 12 + month({ts}) - {start.month})"
     else:
         secs = 86400 if cfg.time_resolution == "day" else 7 * 86400
-        raw = f"CAST(FLOOR(({d.epoch(ts)} - {d.epoch(_ts(start))}) / {secs}) AS BIGINT)"
+        since = f"{d.epoch_seconds(ts)} - {d.epoch_seconds(_ts(start, d))}"
+        raw = f"CAST(FLOOR(({since}) / {secs}) AS BIGINT)"
     # out of period (or missing time) -> the outliers cell n_bins
     return f"CASE WHEN in_period = 1 THEN {raw} ELSE {n_bins} END"
 
 
 def queries(cfg: ReportConfig, k: int, n_time_bins: int, d: Dialect) -> dict[str, tuple[str, int]]:
-    """For each analysis, the SQL giving (idx, n) and the dense domain size.
+    """For each analysis, the SQL giving (i0, n) and the dense domain size.
 
     Tables used: ``pm_trips`` (bounded trips), ``pm_ends`` (trip ends), ``pm_users``.
     """
@@ -173,50 +139,50 @@ def queries(cfg: ReportConfig, k: int, n_time_bins: int, d: Dialect) -> dict[str
     nw = len(tw)
     q: dict[str, tuple[str, int]] = {}
     # dataset statistics: [users, complete trips, incomplete trips]
-    q["users"] = ("SELECT 0 AS idx, COUNT(DISTINCT uid) AS n FROM pm_trips WHERE in_period = 1", 1)
+    q["users"] = ("SELECT 0 AS i0, COUNT(DISTINCT uid) AS n FROM pm_trips WHERE in_period = 1", 1)
     q["trip_kinds"] = (
-        "SELECT 1 - complete AS idx, COUNT(*) AS n FROM pm_trips WHERE in_period = 1 GROUP BY 1",
+        "SELECT 1 - complete AS i0, COUNT(*) AS n FROM pm_trips WHERE in_period = 1 GROUP BY i0",
         2,
     )
     miss = " UNION ALL ".join(
-        f"SELECT {i} AS idx, SUM(miss_{c}) AS n FROM pm_trips"
+        f"SELECT {i} AS i0, COALESCE(SUM(miss_{c}), 0) AS n FROM pm_trips"
         for i, c in enumerate(MISSING_COLUMNS)
     )
     q["missing_values"] = (miss, len(MISSING_COLUMNS))
     q["trips_over_time"] = (
-        f"SELECT {_time_bin('start_time', cfg, d, n_time_bins)} AS idx, COUNT(*) AS n "
-        "FROM pm_trips GROUP BY 1",
+        f"SELECT {_time_bin('start_time', cfg, d, n_time_bins)} AS i0, COUNT(*) AS n "
+        "FROM pm_trips GROUP BY i0",
         n_time_bins + 1,
     )
     q["trips_per_weekday"] = (
-        f"SELECT {d.weekday('start_time')} AS idx, COUNT(*) AS n FROM pm_trips "
-        "WHERE in_period = 1 GROUP BY 1",
+        f"SELECT {d.weekday('start_time')} AS i0, COUNT(*) AS n FROM pm_trips "
+        "WHERE in_period = 1 GROUP BY i0",
         7,
     )
     # (is_end, weekend, hour) -> is_end*48 + weekend*24 + hour
     q["trips_per_hour"] = (
-        f"SELECT is_end * 48 + {_is_weekend('t', d)} * 24 + hour(t) AS idx, COUNT(*) AS n "
-        "FROM pm_ends WHERE t IS NOT NULL GROUP BY 1",
+        f"SELECT is_end * 48 + {_is_weekend('t', d)} * 24 + {d.hour('t')} AS i0, COUNT(*) AS n "
+        "FROM pm_ends WHERE t IS NOT NULL GROUP BY i0",
         96,
     )
     q["visits_per_tile"] = (
-        f"SELECT CASE WHEN tile >= 0 AND tile < {k} THEN tile ELSE {k} END AS idx, "
-        "COUNT(*) AS n FROM pm_ends GROUP BY 1",
+        f"SELECT CASE WHEN tile >= 0 AND tile < {k} THEN tile ELSE {k} END AS i0, "
+        "COUNT(*) AS n FROM pm_ends GROUP BY i0",
         k + 1,
     )
     q["visits_per_time_tile"] = (
         f"SELECT CASE WHEN tile >= 0 AND tile < {k} AND t IS NOT NULL THEN "
-        f"(tile * 2 + {_is_weekend('t', d)}) * {nw} + {_window_index('hour(t)', tw)} "
-        f"ELSE {k * 2 * nw} END AS idx, COUNT(*) AS n FROM pm_ends GROUP BY 1",
+        f"(tile * 2 + {_is_weekend('t', d)}) * {nw} + {_window_index(d.hour('t'), tw)} "
+        f"ELSE {k * 2 * nw} END AS i0, COUNT(*) AS n FROM pm_ends GROUP BY i0",
         k * 2 * nw + 1,
     )
     q["od_flows"] = (
         f"SELECT CASE WHEN o_tile >= 0 AND o_tile < {k} AND d_tile >= 0 AND d_tile < {k} "
-        f"THEN o_tile * {k} + d_tile ELSE {k * k} END AS idx, COUNT(*) AS n "
-        "FROM pm_trips WHERE in_period = 1 AND complete = 1 GROUP BY 1",
+        f"THEN o_tile * {k} + d_tile ELSE {k * k} END AS i0, COUNT(*) AS n "
+        "FROM pm_trips WHERE in_period = 1 AND complete = 1 GROUP BY i0",
         k * k + 1,
     )
-    tt = f"({d.epoch('end_time')} - {d.epoch('start_time')}) / 60.0"
+    tt = f"({d.epoch_seconds('end_time')} - {d.epoch_seconds('start_time')}) / 60.0"
     q["travel_time"] = (
         _hist("pm_trips", tt, cfg.bins("travel_time"), "in_period = 1 AND complete = 1"),
         cfg.bins("travel_time").size,
@@ -232,7 +198,8 @@ def queries(cfg: ReportConfig, k: int, n_time_bins: int, d: Dialect) -> dict[str
         cfg.bins("trips_per_user").size,
     )
     gaps = (
-        f"(SELECT ({d.epoch('start_time')} - {d.epoch('prev_end')}) / 3600.0 AS gap FROM "
+        f"(SELECT ({d.epoch_seconds('start_time')} - {d.epoch_seconds('prev_end')}) / 3600.0 "
+        "AS gap FROM "
         "(SELECT start_time, LAG(end_time) OVER (PARTITION BY uid ORDER BY start_time, tid) "
         "AS prev_end FROM pm_trips WHERE in_period = 1 AND start_time IS NOT NULL) s "
         "WHERE prev_end IS NOT NULL) g"
@@ -248,19 +215,3 @@ def queries(cfg: ReportConfig, k: int, n_time_bins: int, d: Dialect) -> dict[str
     ):
         q[name] = (_hist("pm_users", col, cfg.bins(name)), cfg.bins(name).size)
     return q
-
-
-def dense(rows: list[tuple[Any, Any]], size: int) -> np.ndarray:
-    """Scatter (idx, n) rows into a dense int64 vector over the public domain of ``size``.
-
-    Indices outside 0..size-1 cannot occur by construction; they raise rather than vanish.
-    """
-    out = np.zeros(size, dtype=np.int64)
-    for idx, n in rows:
-        if idx is None or n is None:
-            continue
-        i = int(idx)
-        if not 0 <= i < size:
-            raise AssertionError(f"domain index {i} outside 0..{size - 1}")
-        out[i] += int(n)
-    return out
