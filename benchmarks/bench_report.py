@@ -36,6 +36,7 @@ DPMR_PINS = [
     "diffprivlib<0.6.6",
     "opencv-python<4.11",
     "matplotlib<3.10",
+    "pyarrow<18",  # to read the same Parquet input
 ]
 EPSILON, M = 10.0, 10
 PERIOD = ("2024-01-01", "2024-01-29")
@@ -123,11 +124,14 @@ def data_for(n_trips: int) -> tuple[Path, Path]:
 def install_dpmr() -> Path:
     py = DPMR_VENV / "bin" / "python"
     if py.exists():
-        probe = subprocess.run([str(py), "-c", "import dp_mobility_report"], capture_output=True)
+        probe = subprocess.run(
+            [str(py), "-c", "import dp_mobility_report, pyarrow"], capture_output=True
+        )
         if probe.returncode == 0:
             return py
     print(f"installing dp_mobility_report into {DPMR_VENV} (uv) ...", flush=True)
-    subprocess.run(["uv", "venv", "--python", "3.11", str(DPMR_VENV)], check=True)
+    if not py.exists():
+        subprocess.run(["uv", "venv", "--python", "3.11", str(DPMR_VENV)], check=True)
     subprocess.run(["uv", "pip", "install", "--python", str(py), *DPMR_PINS], check=True)
     return py
 

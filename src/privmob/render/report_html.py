@@ -146,10 +146,11 @@ def _section(name: str, a: dict[str, Any], doc: dict[str, Any]) -> str:
         cells = []
         for dt, dname in ((0, "weekday"), (1, "weekend")):
             for w in range(nw):
+                vals = c[:, dt, w].tolist()
                 m = svg.choropleth(
-                    tess, c[:, dt, w].tolist(), width=190, height=160, title=f"{dname} {labels[w]}"
+                    tess, vals, width=190, height=160, title=f"{dname} {labels[w]}", legend=False
                 )
-                cells.append(f"<div>{dname} {labels[w]}{m}</div>")
+                cells.append(f"<div>{dname} {labels[w]} (max {_f(max(vals))}){m}</div>")
         body = (
             f"<div class='small-maps'>{''.join(cells)}</div>"
             f"<p class='meta'>outside the tessellation or without time: {_f(a['outliers'])}</p>"
@@ -159,6 +160,10 @@ def _section(name: str, a: dict[str, Any], doc: dict[str, Any]) -> str:
         c = np.asarray(a["counts"])
         top = np.argsort(-c, kind="stable")[: min(60, c.size)]
         flows = [(int(i // k), int(i % k), float(c[i])) for i in top]
+        # the largest of N noise draws of scale b reaches about b ln N: flows below that
+        # may be noise alone (post-processing of noisy values and public parameters only)
+        floor = a["noise"]["counts"]["scale"] * float(np.log(max(c.size, 2)))
+        drawn = [f for f in flows if f[2] > floor] or flows[:10]
         rank = _table(
             ["rank", "origin", "destination", "trips"],
             [
@@ -168,9 +173,11 @@ def _section(name: str, a: dict[str, Any], doc: dict[str, Any]) -> str:
         )
         body = (
             "<div class='row'>"
-            + svg.flow_map(tess, flows, title="largest OD flows")
+            + svg.flow_map(tess, drawn, title="largest OD flows")
             + f"<div>{rank}<p class='meta'>trips with an end outside the tessellation: "
-            f"{_f(a['outliers'])}</p></div></div>" + _cum_ranking(c.tolist(), "OD pairs")
+            f"{_f(a['outliers'])}<br>map: the {len(drawn)} largest flows above the noise "
+            f"floor ≈ {_f(round(floor))} (noise alone reaches about scale × ln(cells) "
+            f"over {c.size:,} cells)</p></div></div>" + _cum_ranking(c.tolist(), "OD pairs")
         )
     else:
         edges, counts = a["edges"], a["counts"]

@@ -209,19 +209,26 @@ def _color(v: float, vmax: float) -> str:
 
 
 def choropleth(
-    tess: dict, values: Sequence[float], *, width: int = 560, height: int = 420, title: str = ""
+    tess: dict,
+    values: Sequence[float],
+    *,
+    width: int = 560,
+    height: int = 420,
+    title: str = "",
+    legend: bool = True,
 ) -> str:
     """Tiles coloured by value (8 classes of equal width up to the largest noisy value)."""
     proj = Projection(tess["outlines"], width, height)
     vmax = max([0, *values])
-    parts = [_svg_open(proj.width, proj.height + 22, title)]
+    parts = [_svg_open(proj.width, proj.height + (22 if legend else 0), title)]
     for i, rings in enumerate(tess["outlines"]):
         parts.append(
             f"<path d='{_path(proj, rings)}' fill='{_color(values[i], vmax)}' stroke='#888' "
             f"stroke-width='0.5'><title>{escape(tess['names'][i])}: "
             f"{_fmt(values[i])}</title></path>"
         )
-    parts.append(_legend(vmax, proj.height + 4))
+    if legend:
+        parts.append(_legend(vmax, proj.height + 4))
     parts.append("</svg>")
     return "".join(parts)
 
