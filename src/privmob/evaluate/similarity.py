@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import optimize, stats
 
 from privmob.errors import ConfigError
@@ -23,7 +24,7 @@ from privmob.errors import ConfigError
 EARTH_RADIUS_M = 6_371_008.8
 
 
-def to_distribution(weights: np.ndarray) -> np.ndarray:
+def to_distribution(weights: ArrayLike) -> np.ndarray:
     """Clip negatives to 0 and normalise to sum 1 (all zeros -> uniform)."""
     w = np.clip(np.asarray(weights, dtype=np.float64), 0.0, None)
     total = w.sum()
@@ -34,7 +35,7 @@ def to_distribution(weights: np.ndarray) -> np.ndarray:
     return w / total
 
 
-def smape(true: np.ndarray | float, estimate: np.ndarray | float) -> float:
+def smape(true: ArrayLike, estimate: ArrayLike) -> float:
     """Symmetric mean absolute percentage error, in [0, 2].
 
     mean_i 2|e_i - t_i| / (|t_i| + |e_i|), with 0/0 counted as 0 (both zero: no error).
@@ -48,7 +49,7 @@ def smape(true: np.ndarray | float, estimate: np.ndarray | float) -> float:
     return float(terms.mean())
 
 
-def kl_divergence(p: np.ndarray, q: np.ndarray, base: float = 2.0) -> float:
+def kl_divergence(p: ArrayLike, q: ArrayLike, base: float = 2.0) -> float:
     """Kullback-Leibler divergence D(p || q) of the normalised weights (inf if q=0 where p>0)."""
     pp, qq = to_distribution(p), to_distribution(q)
     _same_shape(pp, qq)
@@ -58,7 +59,7 @@ def kl_divergence(p: np.ndarray, q: np.ndarray, base: float = 2.0) -> float:
     return float(np.sum(pp[mask] * np.log(pp[mask] / qq[mask])) / math.log(base))
 
 
-def js_divergence(p: np.ndarray, q: np.ndarray, base: float = 2.0) -> float:
+def js_divergence(p: ArrayLike, q: ArrayLike, base: float = 2.0) -> float:
     """Jensen-Shannon divergence; base 2 (default) gives a value in [0, 1]."""
     pp, qq = to_distribution(p), to_distribution(q)
     _same_shape(pp, qq)
@@ -66,12 +67,12 @@ def js_divergence(p: np.ndarray, q: np.ndarray, base: float = 2.0) -> float:
     return max(0.0, 0.5 * kl_divergence(pp, m, base) + 0.5 * kl_divergence(qq, m, base))
 
 
-def js_distance(p: np.ndarray, q: np.ndarray, base: float = 2.0) -> float:
+def js_distance(p: ArrayLike, q: ArrayLike, base: float = 2.0) -> float:
     """Jensen-Shannon distance: sqrt of :func:`js_divergence` in the same base (a metric)."""
     return math.sqrt(js_divergence(p, q, base))
 
 
-def emd_1d(p: np.ndarray, q: np.ndarray, positions: np.ndarray) -> float:
+def emd_1d(p: ArrayLike, q: ArrayLike, positions: ArrayLike) -> float:
     """Earth mover's distance between two histograms whose bins sit at ``positions``.
 
     Both are normalised first; the result is in the unit of ``positions`` (e.g. bin centres
@@ -84,7 +85,7 @@ def emd_1d(p: np.ndarray, q: np.ndarray, positions: np.ndarray) -> float:
     return float(stats.wasserstein_distance(x, x, pp, qq))
 
 
-def haversine_m(lat1: np.ndarray, lng1: np.ndarray, lat2: np.ndarray, lng2: np.ndarray):
+def haversine_m(lat1: ArrayLike, lng1: ArrayLike, lat2: ArrayLike, lng2: ArrayLike) -> np.ndarray:
     """Great-circle distance in metres (broadcasts)."""
     la1, lo1, la2, lo2 = (
         np.radians(np.asarray(a, dtype=np.float64)) for a in (lat1, lng1, lat2, lng2)
@@ -94,7 +95,7 @@ def haversine_m(lat1: np.ndarray, lng1: np.ndarray, lat2: np.ndarray, lng2: np.n
 
 
 def emd_spatial(
-    p: np.ndarray, q: np.ndarray, lat: np.ndarray, lng: np.ndarray, max_support: int = 1500
+    p: ArrayLike, q: ArrayLike, lat: ArrayLike, lng: ArrayLike, max_support: int = 1500
 ) -> float:
     """Earth mover's distance in metres between two spatial distributions over tiles.
 
@@ -138,7 +139,7 @@ def emd_spatial(
     return float(res.fun)
 
 
-def kendall_tau(a: np.ndarray, b: np.ndarray) -> float:
+def kendall_tau(a: ArrayLike, b: ArrayLike) -> float:
     """Kendall's tau-b rank correlation of two value vectors over the same items (nan -> 0)."""
     x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     _same_shape(x, y)
@@ -148,7 +149,7 @@ def kendall_tau(a: np.ndarray, b: np.ndarray) -> float:
     return 0.0 if tau is None or math.isnan(tau) else float(tau)
 
 
-def top_n_coverage(true: np.ndarray, estimate: np.ndarray, n: int = 10) -> float:
+def top_n_coverage(true: ArrayLike, estimate: ArrayLike, n: int = 10) -> float:
     """Share of the n items ranked highest by ``true`` that are also in the top n of
     ``estimate`` (ties broken by item index, so the result is deterministic)."""
     t, e = np.asarray(true, dtype=np.float64), np.asarray(estimate, dtype=np.float64)

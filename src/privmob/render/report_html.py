@@ -4,6 +4,7 @@ of JS). Rendered from the report's JSON document only."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from html import escape
 from typing import Any
 
@@ -70,7 +71,7 @@ def _f(v: Any) -> str:
     return escape(str(v))
 
 
-def _table(header: list[str], rows: list[list[Any]]) -> str:
+def _table(header: list[str], rows: Sequence[Sequence[Any]]) -> str:
     h = "".join(f"<th>{escape(c)}</th>" for c in header)
     body = "".join("<tr>" + "".join(f"<td>{_f(c)}</td>" for c in r) + "</tr>" for r in rows)
     return f"<table><tr>{h}</tr>{body}</table>"
@@ -177,7 +178,8 @@ def _section(name: str, a: dict[str, Any], doc: dict[str, Any]) -> str:
             + f"<div>{rank}<p class='meta'>trips with an end outside the tessellation: "
             f"{_f(a['outliers'])}<br>map: the {len(drawn)} largest flows above the noise "
             f"floor ≈ {_f(round(floor))} (noise alone reaches about scale × ln(cells) "
-            f"over {c.size:,} cells)</p></div></div>" + _cum_ranking(c.tolist(), "OD pairs")
+            f"over {c.size:,} cells)</p></div></div>"
+            + _cum_ranking(list(map(float, c)), "OD pairs")
         )
     else:
         edges, counts = a["edges"], a["counts"]
@@ -207,7 +209,7 @@ def _section(name: str, a: dict[str, Any], doc: dict[str, Any]) -> str:
     return f"<section id='{name}'><h2>{TITLES[name]}</h2>{_meta(a)}{body}</section>"
 
 
-def _cum_ranking(values: list[float], what: str) -> str:
+def _cum_ranking(values: Sequence[float], what: str) -> str:
     v = np.sort(np.clip(np.asarray(values, dtype=float), 0, None))[::-1]
     total = v.sum() or 1.0
     cum = (np.cumsum(v) / total).tolist()
