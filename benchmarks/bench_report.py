@@ -172,15 +172,20 @@ def main() -> None:
         )
         row = {"trips": n, "privmob_s": pm["process_s"], "privmob_gb": pm["peak_gb"]}
         if dpmr_py is not None and n <= args.dpmr_max:
-            dp = run(
-                str(dpmr_py),
-                DPMR_CHILD,
-                str(data),
-                str(tess),
-                str(EPSILON),
-                str(M),
-                timeout=args.timeout,
-            )
+            try:
+                dp = run(
+                    str(dpmr_py),
+                    DPMR_CHILD,
+                    str(data),
+                    str(tess),
+                    str(EPSILON),
+                    str(M),
+                    timeout=args.timeout,
+                )
+            except subprocess.TimeoutExpired:
+                print(f"DPMR did not finish within {args.timeout:.0f}s at {n:,} trips", flush=True)
+                rows.append(row)
+                continue
             row.update(
                 dpmr_s=dp["process_s"],
                 dpmr_gb=dp["peak_gb"],
