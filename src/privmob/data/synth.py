@@ -67,7 +67,7 @@ class SynthConfig:
     """Everything that determines a synthetic dataset (same config -> same bytes of data).
 
     ``mean_trips_per_user`` is over the whole period. ``chunk_users`` (default: about one
-    million trips per chunk) sets the row-group size and the memory bound; it is part of the
+    half a million trips per chunk) sets the row-group size and the memory bound; it is part of the
     seed stream, so changing it changes the data.
     """
 
@@ -110,7 +110,7 @@ class SynthConfig:
     def users_per_chunk(self) -> int:
         if self.chunk_users is not None:
             return max(1, int(self.chunk_users))
-        return max(1_000, int(1_000_000 / self.mean_trips_per_user))
+        return max(1_000, int(500_000 / self.mean_trips_per_user))
 
 
 @dataclass
@@ -327,14 +327,13 @@ def _trips(
     to_work = u < p_commute
     to_home = (u >= p_commute) & (u < 2 * p_commute)
     other = ~(to_work | to_home)
-    hour = np.where(
-        to_work,
-        rng.normal(8.0, 0.9, m),
-        np.where(
-            to_home, rng.normal(17.75, 1.2, m), rng.normal(np.where(weekend, 14.0, 13.0), 3.5, m)
-        ),
-    )
-    hour = np.where(rng.random(m) < 0.03, rng.uniform(0, 24, m), hour) % 24.0
+    # departure hour: ~N(8, 0.9) to work, ~N(17.75, 1.2) home, ~N(13 or 14, 3.5) otherwise
+    mean = np.where(to_work, 8.0, np.where(to_home, 17.75, np.where(weekend, 14.0, 13.0)))
+    sd = np.where(to_work, 0.9, np.where(to_home, 1.2, 3.5))
+    hour = mean + sd * rng.standard_normal(m)
+    anytime = np.flatnonzero(rng.random(m) < 0.03)  # 3% at a uniformly random time
+    hour[anytime] = rng.uniform(0, 24, len(anytime))
+    hour %= 24.0
 
     home, work = a["home"][user], a["work"][user]
     origin = np.where(to_home, work, home)
