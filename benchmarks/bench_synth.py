@@ -53,7 +53,7 @@ def child(kind: str, trips: int, outdir: Path) -> dict:
                 if pa.types.is_floating(f.type):
                     cols.append(pa.array(rng.random(n)))
                 else:
-                    cols.append(pa.array(rng.integers(0, 1 << 40, n)).cast(f.type))
+                    cols.append(pa.array(rng.integers(0, 1 << 30, n)).cast(f.type))
             w.write_table(pa.Table.from_arrays(cols, schema=schema))
     base = time.perf_counter() - t0
     return {

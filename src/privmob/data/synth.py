@@ -66,8 +66,8 @@ TS = pa.timestamp("us", tz="UTC")
 class SynthConfig:
     """Everything that determines a synthetic dataset (same config -> same bytes of data).
 
-    ``mean_trips_per_user`` is over the whole period. ``chunk_users`` (default: about one
-    half a million trips per chunk) sets the row-group size and the memory bound; it is part of the
+    ``mean_trips_per_user`` is over the whole period. ``chunk_users`` (default: about half a
+    million trips per chunk) sets the row-group size and the memory bound; it is part of the
     seed stream, so changing it changes the data.
     """
 
