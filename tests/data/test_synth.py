@@ -34,7 +34,6 @@ from privmob.data.synth import (
 from privmob.data.tessellation import Tessellation, load_tessellation
 from privmob.errors import ConfigError
 
-SHARED = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
 SMALL = {"n_users": 1500, "days": 14, "mean_trips_per_user": 12.0, "seed": 7}
 
 
@@ -101,10 +100,10 @@ def test_points_inside_irregular_polygons(tmp_path: Path) -> None:
     assert not df["origin_lng"].between(5, 6).any()
 
 
-def test_real_tessellation_points(tmp_path: Path) -> None:
-    path = SHARED / "nyc_taxi_zones" / "taxi_zones.geojson"
+def test_real_tessellation_points(tmp_path: Path, shared_data: Path) -> None:
+    path = shared_data / "nyc_taxi_zones" / "taxi_zones.geojson"
     if not path.exists():
-        pytest.skip(f"../shared/data not found: {path}")
+        pytest.skip(f"{path} not found (real-data tests need ../shared/data)")
     tess = load_tessellation(path)
     s = synth_trips(tmp_path / "t.parquet", tessellation=tess, coordinates=True, **SMALL)
     df = read(s.path)
