@@ -130,7 +130,7 @@ def test_heavy_tailed_trips_per_user(trips: pd.DataFrame) -> None:
 def test_weekly_rhythm(trips: pd.DataFrame) -> None:
     day = trips["start_time"].dt.floor("D")
     per_day = trips.groupby(day).size()
-    weekend = per_day.index.dayofweek >= 5
+    weekend = per_day.index.day_of_week >= 5
     assert per_day[~weekend].mean() > 1.3 * per_day[weekend].mean()
 
 
