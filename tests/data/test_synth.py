@@ -202,6 +202,21 @@ def test_events_and_cells(tmp_path: Path) -> None:
     work = office.groupby("uid")["cell_id"].agg(lambda c: c.mode().iloc[0])
     both = home.index.intersection(work.index)
     assert (home[both] != work[both]).mean() > 0.7
+    # along trips: the same config's trips (same seed stream) have records strictly inside
+    # their interval for ~1 - exp(-0.5) = 39% of trips (plus a few stays falling inside)
+    t = read(synth_trips(tmp_path / "t.parquet", **SMALL).path)
+    m = t.merge(ev, on="uid")
+    inside = (m["datetime"] > m["start_time"]) & (m["datetime"] < m["end_time"])
+    share = (
+        m[inside]
+        .groupby(["uid", "tid"])
+        .size()
+        .reindex(pd.MultiIndex.from_frame(t[["uid", "tid"]]), fill_value=0)
+    )
+    assert 0.3 < (share > 0).mean() < 0.55
+    # and departures are recorded at their exact start time for ~70% of trips
+    starts = t.merge(ev, left_on=["uid", "start_time"], right_on=["uid", "datetime"])
+    assert 0.6 < starts[["uid", "tid"]].drop_duplicates().shape[0] / len(t) < 0.8
 
 
 def test_streaming_bounded_memory(tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ Kinds: ``trips`` (uid, tid, start_time, end_time, origin, destination as tile id
 [+ coordinates]), ``trip-points`` (uid, tid, datetime, lat, lng; the origin, the destination
 and Poisson(``extra_points_per_trip``) points in between) and ``events`` (CDR-like: uid,
 datetime, cell_id, plus a cells table cell_id, lat, lng; events at the home tower at night,
-the work tower on weekday office hours, and at trip ends).
+the work tower on weekday office hours, at trip ends and along trips).
 """
 
 from __future__ import annotations
@@ -471,16 +471,23 @@ def _events_table(
     tower = np.where(office, work_tower[user], home_tower[user])
     local = day0_us + day * _DAY_US + (hour * 3600 * _US).astype(np.int64)
     when = _local_to_utc_us(local, cfg.timezone)
-    # trip ends: 70% of departures and arrivals leave a record at the nearest tower
+    # trip ends: 70% of departures and arrivals leave a record at the nearest tower, and
+    # Poisson(0.5) records per trip on the way (a point on the straight line, time interpolated)
     so = rng.random(len(t.user)) < 0.7
     sd = rng.random(len(t.user)) < 0.7
-    users = np.concatenate([user, t.user[so], t.user[sd]])
-    times = np.concatenate([when, t.start_us[so], t.end_us[sd]])
+    on_way = np.repeat(np.arange(len(t.user)), rng.poisson(0.5, len(t.user)))
+    f = rng.random(len(on_way))
+    w_lng = t.o_lng[on_way] + f * (t.d_lng[on_way] - t.o_lng[on_way])
+    w_lat = t.o_lat[on_way] + f * (t.d_lat[on_way] - t.o_lat[on_way])
+    w_time = t.start_us[on_way] + (f * (t.end_us[on_way] - t.start_us[on_way])).astype(np.int64)
+    users = np.concatenate([user, t.user[so], t.user[sd], t.user[on_way]])
+    times = np.concatenate([when, t.start_us[so], t.end_us[sd], w_time])
     towers = np.concatenate(
         [
             tower,
             world.nearest_tower(t.o_lng[so], t.o_lat[so]),
             world.nearest_tower(t.d_lng[sd], t.d_lat[sd]),
+            world.nearest_tower(w_lng, w_lat),
         ]
     )
     order = _sorted_by_user_time(users, times)
