@@ -258,7 +258,7 @@ def perturb_series(
         verify_landmark_budget(eps, _guaranteed_landmarks(scheme, marks, length), epsilon)
         out = _noisy_columns(x, eps, sensitivity, r, kind)
         published = eps > 0
-        if scheme is Scheme.SKIP:
+        if scheme is Scheme.SKIP and marks.size:
             warnings.warn(SKIP_WARNING, UserWarning, stacklevel=2)
             out = _carry_forward(out, published, fill_value)
         result = SeriesResult(out, eps, published, np.ones(length), kind)
