@@ -24,7 +24,7 @@ from privmob.releases.landmark import Scheme, perturb_series
 
 MANHATTAN = (40.70, -74.02, 40.88, -73.91)  # lat_min, lng_min, lat_max, lng_max
 DEFAULT_PERIOD = ("2010-09-01", "2010-10-01")  # public: [start, end) in UTC, 720 hours
-DEFAULT_SHARES = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+DEFAULT_SHARES = (0.0, 0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 1.0)
 ALL_SCHEMES = (Scheme.EVENT, Scheme.UNIFORM, Scheme.ADAPTIVE, Scheme.SKIP, Scheme.USER)
 
 
