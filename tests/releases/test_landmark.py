@@ -281,6 +281,7 @@ def test_skip_release_records_its_warning(tmp_path) -> None:  # type: ignore[no-
 @pytest.mark.parametrize("scheme", ["uniform", "adaptive"])
 def test_secure_noise_runs(scheme: str, integer: bool) -> None:
     values = np.zeros((500, 4), dtype=np.int64 if integer else np.float64)
+    values.flags.writeable = False  # as pandas' to_numpy() can return
     res = perturb_series(values, [1], 1.0, scheme, sensitivity=1.0, integer=integer)
     assert np.any(res.values != 0)
     ratio = _abs_noise_ratio(res.values[:, 0], 1.0 / res.epsilons[0], integer)

@@ -336,8 +336,8 @@ def tpl_command(
         )
         what = "multiple of the --budgets profile" if budgets else "per-timestamp budget"
         console.print(
-            f"largest {what} keeping the max {'landmark' if marks is not None else 'TPL'} "
-            f"loss <= {target:g}: {c:.6f}",
+            f"largest {what} keeping the max "
+            f"{'landmark loss' if marks is not None else 'TPL'} <= {target:g}: {c:.6f}",
             highlight=False,
         )
 

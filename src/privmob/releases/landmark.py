@@ -272,6 +272,7 @@ def _noise(kind: NoiseKind, eps: float, sensitivity: float) -> Noise:
 
 
 def _add(noise: Noise, column: np.ndarray, r: Randomness) -> np.ndarray:
+    column = np.array(column)  # a writable copy: OpenDP refuses read-only buffers
     if noise.kind is NoiseKind.DISCRETE_LAPLACE:
         return noise.add(column, r).astype(np.float64)
     return noise.add_float(column, r)
