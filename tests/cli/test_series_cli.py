@@ -111,3 +111,21 @@ def test_tpl_prints_the_spec_vector_and_searches(app: typer.Typer, tmp_path: Pat
     )
     assert res.exit_code == 0, res.output
     assert "max landmark loss" in res.output
+
+
+def test_errors_exit_2_without_traceback(tmp_path: Path) -> None:
+    """As a user runs it: one message plus a hint, exit code 2."""
+    import os
+    import subprocess
+    import sys
+
+    path = tmp_path / "d.csv"
+    pd.DataFrame({"t": [1, 2], "v": [1, 2]}).to_csv(path, index=False)
+    res = subprocess.run(
+        [sys.executable, "-m", "privmob", "series", str(path), "--value-column", "nope",
+         "--time-column", "t", "--epsilon", "1", "--sensitivity", "1", "-o",
+         str(tmp_path / "o"), "--ledger", str(tmp_path / "l.sqlite"), "--budget", "1"],
+        capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"}, timeout=300,
+    )  # fmt: skip
+    assert res.returncode == 2, res.stderr
+    assert "no such column" in res.stderr and "Traceback" not in res.stderr

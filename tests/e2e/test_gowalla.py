@@ -27,10 +27,18 @@ def nyc(shared_data):
 def test_gowalla_od_release(nyc, engine, ledger, tmp_path):
     tess, events_path = nyc
     assert tess.k == 263
-    events = load_events(events_path, engine=engine, tessellation=tess, header=False,
-                         names=GOWALLA_COLUMNS, delimiter="\t", timezone="America/New_York")
+    events = load_events(
+        events_path,
+        engine=engine,
+        tessellation=tess,
+        header=False,
+        names=GOWALLA_COLUMNS,
+        delimiter="\t",
+        timezone="America/New_York",
+    )
     n_events, n_users = engine.fetch(
-        f"SELECT count(*), count(DISTINCT uid) FROM {events.view}").iloc[0]
+        f"SELECT count(*), count(DISTINCT uid) FROM {events.view}"
+    ).iloc[0]
     assert (n_events, n_users) == (138_957, 7_115)  # SOURCE.md's figures: nothing dropped
     trips = consecutive_event_trips(events)
 
@@ -42,8 +50,9 @@ def test_gowalla_od_release(nyc, engine, ledger, tmp_path):
     assert bounded.sum() <= 10 * n_users < truth.sum()
 
     acct = Accountant(ledger, "gowalla-nyc", budget=2.0)
-    rel = od_matrix(trips, tessellation=tess, epsilon=1.0, accountant=acct, max_trips=10,
-                    period=period, tau=5)
+    rel = od_matrix(
+        trips, tessellation=tess, epsilon=1.0, accountant=acct, max_trips=10, period=period, tau=5
+    )
     od = rel.tables["od"]
     assert len(od) == 263 * 262
     paths = write_release(rel, tmp_path / "od")

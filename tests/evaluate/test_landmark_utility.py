@@ -17,11 +17,6 @@ from privmob.evaluate.landmark_utility import (
     utility_table,
 )
 
-GOWALLA = (
-    Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "gowalla_nyc"
-    / "gowalla_nyc_events.csv.gz"
-)  # fmt: skip
-
 
 def test_limits_match_the_reference_schemes(tmp_path: Path) -> None:
     x = synthetic_series(96, seed=1)
@@ -48,9 +43,8 @@ def test_landmark_sets_have_the_requested_share() -> None:
     assert np.array_equal(landmark_set(200, 1.0, 0), np.arange(200))
 
 
-def test_gowalla_hourly_counts_bound_each_user() -> None:
-    if not GOWALLA.is_file():
-        pytest.skip(f"../shared/data not found: {GOWALLA}")
+def test_gowalla_hourly_counts_bound_each_user(shared_data: Path) -> None:
+    GOWALLA = shared_data / "gowalla_nyc" / "gowalla_nyc_events.csv.gz"
     capped = gowalla_hourly_counts(GOWALLA, max_per_hour=1)
     loose = gowalla_hourly_counts(GOWALLA, max_per_hour=1000)
     assert len(capped) == 720  # the public grid: every hour of September 2010

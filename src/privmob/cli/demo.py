@@ -12,7 +12,8 @@ from privmob.cli import common as c
 
 def demo(
     output: Annotated[Path, typer.Option("--output", "-o", help="demo folder")] = Path(
-        "privmob-demo"),
+        "privmob-demo"
+    ),
     users: Annotated[int, typer.Option("--users", help="synthetic users")] = 20_000,
     epsilon: Annotated[float, typer.Option("--epsilon", "-e")] = 1.0,
     max_trips: Annotated[int, typer.Option("--max-trips", "-T")] = 20,
@@ -39,20 +40,28 @@ def demo(
         tess.gdf.to_file(tess_path, driver="GeoJSON")
         step(f"generating synthetic trips for {users:,} users over 28 days")
         data = output / "trips.parquet"
-        summary = synth_trips(data, n_users=users, start="2024-01-01", days=28,
-                              tessellation=tess, seed=0)
+        summary = synth_trips(
+            data, n_users=users, start="2024-01-01", days=28, tessellation=tess, seed=0
+        )
         acct = Accountant(Ledger(output / "ledger.sqlite"), "demo-trips", budget=100.0)
         step("reading and validating the trips")
         with DuckDBEngine() as engine:
             trips = load_trips(data, engine=engine, tessellation=tess)
-            release = od_matrix(trips, tessellation=tess, epsilon=epsilon, accountant=acct,
-                                max_trips=max_trips,
-                                period=StudyPeriod.parse("week", "2024-01-01", "2024-01-29"),
-                                step=step)
+            release = od_matrix(
+                trips,
+                tessellation=tess,
+                epsilon=epsilon,
+                accountant=acct,
+                max_trips=max_trips,
+                period=StudyPeriod.parse("week", "2024-01-01", "2024-01-29"),
+                step=step,
+            )
         step("writing the release")
         paths = write_release(release, output / "od", overwrite=True)
-    c.console.print(f"synthetic input: {data} ({summary.rows:,} trips of {summary.users:,} "
-                    f"users), tessellation: {tess_path} ({tess.k} tiles)")
+    c.console.print(
+        f"synthetic input: {data} ({summary.rows:,} trips of {summary.users:,} "
+        f"users), tessellation: {tess_path} ({tess.k} tiles)"
+    )
     c.print_release_summary(release, paths, acct)
     c.console.print(f"see the ledger: privmob ledger show --ledger {output / 'ledger.sqlite'}")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -10,7 +11,7 @@ import typer
 from rich.progress import Progress
 
 from privmob.cli.common import QuietOpt, console
-from privmob.errors import ConfigError
+from privmob.errors import ConfigError, InputError
 from privmob.evaluate.landmark_utility import (
     DEFAULT_SHARES,
     gowalla_hourly_counts,
@@ -20,7 +21,13 @@ from privmob.evaluate.landmark_utility import (
     utility_table,
 )
 
-DEFAULT_GOWALLA = Path("../shared/data/gowalla_nyc/gowalla_nyc_events.csv.gz")
+GOWALLA_FILE = Path("gowalla_nyc") / "gowalla_nyc_events.csv.gz"
+
+
+def default_gowalla() -> Path:
+    """$PRIVMOB_SHARED_DATA/gowalla_nyc/... or ../shared/data/gowalla_nyc/..."""
+    root = os.environ.get("PRIVMOB_SHARED_DATA")
+    return (Path(root) if root else Path("..") / "shared" / "data") / GOWALLA_FILE
 
 
 def series_utility(
@@ -47,7 +54,13 @@ def series_utility(
         raise ConfigError(f"--shares expects numbers in [0, 1]: {exc}") from exc
     if not grid or any(not 0 <= s <= 1 for s in grid):
         raise ConfigError("--shares expects numbers in [0, 1]")
-    source = gowalla if gowalla is not None else DEFAULT_GOWALLA
+    source = gowalla if gowalla is not None else default_gowalla()
+    if not source.is_file():
+        raise InputError(
+            "the Gowalla NYC check-ins were not found",
+            source=str(source),
+            hint="pass --gowalla PATH/gowalla_nyc_events.csv.gz or set PRIVMOB_SHARED_DATA",
+        )
     series = {"synthetic (daily cycle, 720 h)": (synthetic_series(720, seed), 1.0)}
     real = gowalla_hourly_counts(source, max_per_hour=max_per_hour)
     series["Gowalla Manhattan, hourly check-ins, Sep 2010"] = (real.to_numpy(), max_per_hour)
