@@ -21,6 +21,7 @@ from privmob.evaluate.landmark_utility import (
     utility_table,
 )
 
+DEFAULT_SHARES_TEXT = ",".join(str(share) for share in DEFAULT_SHARES)
 GOWALLA_FILE = Path("gowalla_nyc") / "gowalla_nyc_events.csv.gz"
 
 
@@ -37,9 +38,9 @@ def series_utility(
         typer.Option("--gowalla", help="Gowalla NYC events TSV (default ../shared/data/...)"),
     ] = None,
     epsilon: Annotated[float, typer.Option("--epsilon")] = 1.0,
-    shares: Annotated[str, typer.Option("--shares", help="landmark shares, comma-separated")] = (
-        ",".join(str(s) for s in DEFAULT_SHARES)
-    ),
+    shares: Annotated[
+        str, typer.Option("--shares", help="landmark shares, comma-separated")
+    ] = DEFAULT_SHARES_TEXT,
     trials: Annotated[int, typer.Option("--trials")] = 5,
     seed: Annotated[int, typer.Option("--seed")] = 0,
     max_per_hour: Annotated[

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TypeAlias
 
 import numpy as np
 
@@ -45,6 +46,7 @@ __all__ = [
 ]
 
 _ROW_SUM_TOLERANCE = 1e-6
+Budgets: TypeAlias = Sequence[float] | np.ndarray
 
 
 def transition_matrix(matrix: object, *, name: str = "transition matrix") -> np.ndarray:
@@ -113,7 +115,7 @@ def loss_increment(matrix: np.ndarray, alpha: float) -> float:
     return best
 
 
-def _budgets(epsilons: Sequence[float] | np.ndarray) -> np.ndarray:
+def _budgets(epsilons: Budgets) -> np.ndarray:
     eps = np.asarray(epsilons, dtype=np.float64)
     if eps.ndim != 1 or eps.size == 0:
         raise ConfigError("the budget sequence must be a non-empty 1-d sequence")
@@ -122,13 +124,13 @@ def _budgets(epsilons: Sequence[float] | np.ndarray) -> np.ndarray:
     return eps
 
 
-def backward_loss(backward: np.ndarray | None, epsilons: Sequence[float]) -> np.ndarray:
+def backward_loss(backward: np.ndarray | None, epsilons: Budgets) -> np.ndarray:
     """BPL_t for an event-level release with per-timestamp budgets (None: no correlation)."""
     eps = _budgets(epsilons)
     return _backward(None if backward is None else transition_matrix(backward), eps)
 
 
-def forward_loss(forward: np.ndarray | None, epsilons: Sequence[float]) -> np.ndarray:
+def forward_loss(forward: np.ndarray | None, epsilons: Budgets) -> np.ndarray:
     """FPL_t for an event-level release with per-timestamp budgets (None: no correlation)."""
     eps = _budgets(epsilons)
     return _forward(None if forward is None else transition_matrix(forward), eps)
@@ -150,7 +152,7 @@ def _forward(p: np.ndarray | None, eps: np.ndarray) -> np.ndarray:
 def temporal_loss(
     backward: np.ndarray | None,
     forward: np.ndarray | None,
-    epsilons: Sequence[float],
+    epsilons: Budgets,
 ) -> np.ndarray:
     """TPL_t = BPL_t + FPL_t - eps_t of an event-level release (Cao et al., Theorem 3)."""
     eps = _budgets(epsilons)
@@ -159,7 +161,7 @@ def temporal_loss(
     return _backward(pb, eps) + _forward(pf, eps) - eps
 
 
-def user_level_loss(epsilons: Sequence[float]) -> np.ndarray:
+def user_level_loss(epsilons: Budgets) -> np.ndarray:
     """Loss at every timestamp of a user-level release: sum_t eps_t.
 
     When the whole series is the unit, its loss is the sequential composition of all parts;
@@ -172,7 +174,7 @@ def user_level_loss(epsilons: Sequence[float]) -> np.ndarray:
 def landmark_loss(
     backward: np.ndarray | None,
     forward: np.ndarray | None,
-    epsilons: Sequence[float],
+    epsilons: Budgets,
     landmarks: Sequence[int] | np.ndarray,
 ) -> np.ndarray:
     """Loss at each t of a landmark release (seed 001, section "under temporal correlation").
@@ -223,7 +225,7 @@ def max_budget_for_target(
     forward: np.ndarray | None,
     length: int,
     landmarks: Sequence[int] | None = None,
-    profile: Sequence[float] | None = None,
+    profile: Budgets | None = None,
     tolerance: float = 1e-9,
 ) -> float:
     """Largest c such that the max loss of budgets c * profile stays <= target.

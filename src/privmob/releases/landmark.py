@@ -428,7 +428,9 @@ def publish_series(
     labels = list(timestamps) if timestamps is not None else list(range(length))
     if len(labels) != length:
         raise ConfigError(f"{len(labels)} timestamp labels for a series of {length}")
-    zone_labels = list(zones) if zones is not None else list(range(result.values.shape[0]))
+    zone_labels: list[object] = (
+        list(zones) if zones is not None else list(range(result.values.shape[0]))
+    )
     is_mark = np.zeros(length, dtype=bool)
     is_mark[marks] = True
     released = result.values
@@ -440,7 +442,7 @@ def publish_series(
         z, n = released.shape
         series = pd.DataFrame(
             {
-                "zone": np.repeat(zone_labels, n),
+                "zone": [zone for zone in zone_labels for _ in range(n)],
                 "t": np.tile(np.arange(n), z),
                 "timestamp": labels * z,
                 "value": released.ravel(),
