@@ -113,6 +113,7 @@ def test_tpl_prints_the_spec_vector_and_searches(app: typer.Typer, tmp_path: Pat
     assert "max landmark loss" in res.output
 
 
+@pytest.mark.slow
 def test_errors_exit_2_without_traceback(tmp_path: Path) -> None:
     """As a user runs it: one message plus a hint, exit code 2."""
     import os
@@ -129,3 +130,21 @@ def test_errors_exit_2_without_traceback(tmp_path: Path) -> None:
     )  # fmt: skip
     assert res.returncode == 2, res.stderr
     assert "no such column" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_series_counts_from_raw_events(app: typer.Typer, tmp_path: Path, shared_data) -> None:  # type: ignore[no-untyped-def]
+    args = [
+        "series-counts", str(shared_data / "gowalla_nyc" / "gowalla_nyc_events.csv.gz"),
+        "-t", str(shared_data / "nyc_taxi_zones" / "taxi_zones.geojson"),
+        "--names", "uid,datetime,lat,lng,location_id", "--delimiter", "\t",
+        "--timezone", "America/New_York", "--start", "2010-09-11", "--end", "2010-09-12",
+        "--landmarks", "2010-09-11 09:00", "--epsilon", "1", "--max-per-bin", "2",
+        "-o", str(tmp_path / "o"), "--budget", "1", "--ledger", str(tmp_path / "l.sqlite"),
+        "--seed", "1", "--quiet",
+    ]  # fmt: skip
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    meta = json.loads((tmp_path / "o" / "metadata.json").read_text())
+    assert meta["privacy"]["bounds"]["sensitivity_per_timestamp"] == 2.0
+    assert meta["params"]["landmarks"] == [9]
+    assert meta["domain"] == {"timestamps": 24, "zones": 264}

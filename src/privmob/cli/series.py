@@ -1,4 +1,5 @@
-"""``privmob series`` (landmark-private series) and ``privmob tpl`` (temporal privacy loss)."""
+"""``privmob series`` / ``series-counts`` (landmark-private series) and ``privmob tpl``
+(temporal privacy loss under correlation)."""
 
 from __future__ import annotations
 
@@ -14,14 +15,18 @@ import typer
 from rich.table import Table
 
 from privmob.cli.common import (
+    ColumnsOpt,
     DatasetOpt,
+    DelimiterOpt,
     LedgerOpt,
     OverwriteOpt,
     QuietOpt,
     SeedOpt,
+    Steps,
     console,
     console_err,
     dataset_name,
+    parse_columns,
 )
 from privmob.errors import ConfigError, InputError
 from privmob.privacy.costs import Cost
@@ -35,7 +40,7 @@ from privmob.privacy.temporal import (
     temporal_loss,
     transition_matrix,
 )
-from privmob.releases.base import Accountant, write_release
+from privmob.releases.base import Accountant, Release, write_release
 from privmob.releases.landmark import SCHEME_UNIT, AdaptiveRule, Scheme, publish_series
 
 
@@ -231,17 +236,111 @@ def series_command(
             value_bounds=bounds,
         )
     paths = write_release(release, output, overwrite=overwrite)
+    _summary(release, paths, len(marks), quiet)
+
+
+def _summary(release: Release, paths: list[Path], n_marks: int, quiet: bool) -> None:
     for note in release.extra["warnings"]:
         console_err.print(f"[yellow]warning:[/] {note}", highlight=False)
     if not quiet:
         b = release.tables["budgets"]
         console.print(
-            f"{scheme.value}: {release.cost.describe()}; {len(b)} timestamps, "
-            f"{len(marks)} landmarks, {int(b['published'].sum())} fresh releases; "
+            f"{release.params['scheme']}: {release.cost.describe()}; {len(b)} timestamps, "
+            f"{n_marks} landmarks, {int(b['published'].sum())} fresh releases; "
             f"max over t of sum_(L u t) eps_i = {release.extra['max_landmark_spend']:.6g}; "
             f"wrote {', '.join(str(p) for p in paths)}",
             highlight=False,
         )
+
+
+def series_counts_command(
+    events: Annotated[Path, typer.Argument(help="events file: uid, datetime, lat, lng")],
+    tessellation: Annotated[Path, typer.Option("--tessellation", "-t", help="zones (GeoJSON)")],
+    start: Annotated[str, typer.Option("--start", help="public period start (local time)")],
+    end: Annotated[str, typer.Option("--end", help="public period end, exclusive")],
+    epsilon: Annotated[float, typer.Option("--epsilon", help="landmark epsilon")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="output directory")],
+    freq: Annotated[str, typer.Option("--freq", help="time bin length, e.g. 1h, 30min, 1D")] = "1h",
+    max_per_bin: Annotated[
+        int,
+        typer.Option("--max-per-bin", help="events kept per user per bin (= the sensitivity)"),
+    ] = 1,
+    landmarks: Annotated[
+        str, typer.Option("--landmarks", help="landmark bins: timestamps (list or file)")
+    ] = "",
+    landmark_positions: Annotated[
+        bool, typer.Option("--landmark-positions", help="--landmarks are 0-based positions")
+    ] = False,
+    scheme: Annotated[Scheme, typer.Option("--scheme")] = Scheme.UNIFORM,
+    id_column: Annotated[
+        str | None, typer.Option("--id-column", help="tile id property of the zones")
+    ] = None,
+    columns: ColumnsOpt = None,
+    names: Annotated[
+        str | None, typer.Option("--names", help="column names of a file without header")
+    ] = None,
+    delimiter: DelimiterOpt = None,
+    timezone: Annotated[str, typer.Option("--timezone", help="study time zone")] = "UTC",
+    budget: Annotated[
+        float | None,
+        typer.Option("--budget", help="set the dataset's epsilon budget (scheme's unit) if none"),
+    ] = None,
+    group_size: Annotated[
+        int | None,
+        typer.Option("--group-size", help="charge a user-level budget by group privacy"),
+    ] = None,
+    ledger: LedgerOpt = None,
+    dataset: DatasetOpt = None,
+    seed: SeedOpt = None,
+    quiet: QuietOpt = False,
+    overwrite: OverwriteOpt = False,
+) -> None:
+    """Counts per zone and time bin from raw events (at most --max-per-bin per user and bin,
+    enforced), published under landmark epsilon-privacy."""
+    from privmob.data import load_events
+    from privmob.data.tessellation import load_tessellation
+    from privmob.engine import make_engine
+    from privmob.releases.landmark_counts import publish_zone_counts, time_grid
+
+    grid = time_grid(start, end, freq)
+    labels: list[object] = list(grid)
+    marks = resolve_landmarks(landmarks, labels, landmark_positions) if landmarks else []
+    led = Ledger(ledger)
+    name = dataset_name(dataset, events)
+    if budget is not None and not led.has_budget(name):
+        led.set_budget(name, budget, 0.0, SCHEME_UNIT[scheme])
+    accountant = Accountant(led, name, group_size=group_size)
+    accountant.precheck(Cost.pure(epsilon, SCHEME_UNIT[scheme]))  # before reading data
+    rng = Randomness.for_tests(seed) if seed is not None else Randomness.secure()
+    with Steps(quiet) as step:
+        step("reading the tessellation")
+        tess = load_tessellation(tessellation, id_column=id_column)
+        step("reading and validating the events")
+        loaded = load_events(
+            events,
+            engine=make_engine("duckdb"),
+            tessellation=tess,
+            columns=parse_columns(columns),
+            timezone=timezone,
+            delimiter=delimiter,
+            header=names is None,
+            names=[n.strip() for n in names.split(",")] if names else None,
+        )
+        step("bounding, counting, adding noise, charging the ledger")
+        release = publish_zone_counts(
+            loaded,
+            tile_ids=tess.tile_ids,
+            grid=grid,
+            max_per_bin=max_per_bin,
+            landmarks=marks,
+            epsilon=epsilon,
+            scheme=scheme,
+            accountant=accountant,
+            rng=rng,
+        )
+        step("writing the output")
+        paths = write_release(release, output, overwrite=overwrite)
+    _summary(release, paths, len(marks), quiet)
 
 
 def read_matrix(spec: str) -> np.ndarray | None:
@@ -344,4 +443,5 @@ def tpl_command(
 
 def register(app: typer.Typer) -> None:
     app.command("series")(series_command)
+    app.command("series-counts")(series_counts_command)
     app.command("tpl")(tpl_command)
