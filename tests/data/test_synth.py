@@ -261,3 +261,13 @@ def test_tessellation_from_file_and_grid(tmp_path: Path) -> None:
     s = synth_trips(tmp_path / "t.parquet", tessellation=gj, **SMALL)
     assert s.tiles == load_tessellation(gj).k
     assert isinstance(default_tessellation(50), Tessellation)
+
+
+def test_interrupted_run_leaves_no_file(tmp_path: Path) -> None:
+    def stop(users_done: int, rows: int) -> None:
+        raise KeyboardInterrupt
+
+    out = tmp_path / "t.parquet"
+    with pytest.raises(KeyboardInterrupt):
+        write_synthetic("trips", out, SynthConfig(**{**SMALL, "chunk_users": 500}), progress=stop)
+    assert list(tmp_path.iterdir()) == []

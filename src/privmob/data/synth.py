@@ -309,6 +309,8 @@ def write_synthetic(
 
     For ``events`` the towers go to ``cells_path`` (default: ``<path stem>.cells.parquet``
     next to ``path``). ``progress(users_done, rows_written)`` is called after each chunk.
+    The data go to ``<path>.partial`` first and are renamed to ``path`` (replacing it) only
+    once complete, so an interrupted run leaves no truncated file under the final name.
     """
     cfg = (config or SynthConfig()).validated()
     if kind not in KINDS:
@@ -320,19 +322,25 @@ def write_synthetic(
     rows = chunks = 0
     writer: pq.ParquetWriter | None = None
     users_done = 0
+    partial = path.with_name(path.name + ".partial")
     try:
         for table in iter_synthetic(kind, cfg, world):
             if writer is None:
-                writer = pq.ParquetWriter(path, table.schema, compression="zstd")
+                writer = pq.ParquetWriter(partial, table.schema, compression="zstd")
             writer.write_table(table)
             rows += table.num_rows
             chunks += 1
             users_done = min(cfg.n_users, chunks * cfg.users_per_chunk)
             if progress is not None:
                 progress(users_done, rows)
-    finally:
+    except BaseException:
         if writer is not None:
             writer.close()
+        partial.unlink(missing_ok=True)
+        raise
+    assert writer is not None  # n_users >= 1 gives at least one chunk
+    writer.close()
+    partial.replace(path)
     out_cells = None
     n_cells = 0
     if kind == "events":
