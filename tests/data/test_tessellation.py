@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import shapely
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from privmob.data.tessellation import (
     OVERLAP_TOLERANCE,
@@ -302,3 +304,35 @@ def test_overlaps_named_but_shared_borders_and_slivers_accepted(tmp_path: Path) 
         [feature({"tile_id": 1}, box(0, 0, 1, 1)), feature({"tile_id": 2}, box(1 - eps, 0, 2, 1))],
     )
     assert load_tessellation(p).k == 2
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    x0=st.floats(-170, 170),
+    y0=st.floats(-60, 60),
+    size=st.floats(100, 5000),
+    cells=st.integers(1, 12),
+    picks=st.lists(
+        st.tuples(st.integers(0, 13), st.integers(0, 13), st.floats(-0.2, 1.2)),
+        min_size=1,
+        max_size=40,
+    ),
+)
+def test_grid_assign_equals_brute_force(x0, y0, size, cells, picks) -> None:
+    # any grid, points on edges, corners, inside and outside: arithmetic == GEOS brute force
+    span = size * cells / 111_320 / np.cos(np.radians(y0 + 1))
+    g = square_grid((x0, y0, x0 + span, y0 + span * 0.7), size)
+    e, f = g.grid.lng_edges, g.grid.lat_edges
+    lng = np.array(
+        [e[min(i, len(e) - 1)] + (u if j % 2 else 0) * (e[1] - e[0]) for i, j, u in picks]
+    )
+    lat = np.array(
+        [f[min(j, len(f) - 1)] + (u if i % 2 else 0) * (f[1] - f[0]) for i, j, u in picks]
+    )
+    geoms = g.gdf.geometry.values
+    expect = []
+    for x, y in zip(lng, lat, strict=True):
+        hits = np.flatnonzero(shapely.intersects_xy(geoms, x, y))
+        expect.append(hits.min() if len(hits) else -1)
+    assert g.assign(lng, lat).tolist() == expect
+    assert Tessellation(g.gdf).assign(lng, lat).tolist() == expect
