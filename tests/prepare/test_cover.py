@@ -82,3 +82,11 @@ def test_cover_map_preserves_mass_and_sensitivity() -> None:
     # no cover step: cover cells are the zones
     plain = cover_map(shares)
     np.testing.assert_allclose(plain.to_zones @ (plain.to_cover @ x_t), shares.T @ x_t)
+
+
+def test_minimum_cover_does_not_modify_its_input() -> None:
+    import scipy.sparse as sp
+
+    shares = sp.csr_matrix(np.array([[0.25, 0.75], [0.0, 1.0]]))
+    minimum_cover(shares)
+    np.testing.assert_allclose(shares.toarray(), [[0.25, 0.75], [0.0, 1.0]])

@@ -41,7 +41,7 @@ class Cover:
 
 
 def _overlaps(shares: sp.spmatrix | np.ndarray) -> sp.csr_matrix:
-    m = sp.csr_matrix(shares, dtype=np.float64)
+    m = sp.csr_matrix(shares, dtype=np.float64, copy=True)
     m.data[m.data < SHARE_TOLERANCE] = 0.0
     m.eliminate_zeros()
     return m
