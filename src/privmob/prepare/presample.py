@@ -19,15 +19,14 @@ exact and non-private; only noisy functions of it leave the release.
 
 from __future__ import annotations
 
-import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 import numpy as np
 
+from privmob.engine.base import Engine, dense_counts
+from privmob.engine.dialect import DUCKDB, Dialect
 from privmob.errors import ConfigError
-from privmob.privacy.samplers import Randomness
 
 HOURS_PER_WEEK = 168
 
@@ -43,87 +42,67 @@ class DensityCounts:
     hourly: np.ndarray | None = None  # (towers, 168) hour-capped counts: EVALUATION ONLY
 
 
-def sampling_key(rng: Randomness) -> str:
-    """A fresh secret key per release; derived from the seed when seeded (tests only)."""
-    if rng.for_publication:
-        return secrets.token_hex(16)
-    return f"seed-{rng.seed}"
+def presample_sql(relation: str, week_start: datetime, key: int, dialect: Dialect = DUCKDB) -> str:
+    """SQL of the hourly visits (uid, hour, tower) with their per-user rank ``rnk`` (1-based).
 
-
-def _sql_literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
-def presample_sql(table: str, week_start: datetime, max_visits: int, key: str) -> str:
-    """SQL (DuckDB) of the hourly visits with their per-user rank (``rnk``, 1-based)."""
-    start = week_start.strftime("%Y-%m-%d %H:%M:%S")
-    end = (week_start + timedelta(days=7)).strftime("%Y-%m-%d %H:%M:%S")
-    k = _sql_literal(key)
-    return f"""
-    WITH week AS (
-        SELECT DISTINCT CAST(uid AS VARCHAR) AS uid,
-               CAST(floor(epoch(CAST(time AS TIMESTAMP) - TIMESTAMP '{start}') / 3600)
-                    AS INTEGER) AS hour,
-               CAST(tile AS INTEGER) AS tower
-        FROM {table}
-        WHERE time >= TIMESTAMP '{start}' AND time < TIMESTAMP '{end}' AND tile >= 0
-    ),
-    hourly AS (
-        SELECT uid, hour, tower FROM (
-            SELECT *, row_number() OVER (
-                PARTITION BY uid, hour
-                ORDER BY hash(concat({k}, '|h|', uid, '|', hour, '|', tower)), tower
-            ) AS pick FROM week
-        ) WHERE pick = 1
-    )
-    SELECT uid, hour, tower, row_number() OVER (
-        PARTITION BY uid ORDER BY hash(concat({k}, '|w|', uid, '|', hour)), hour
-    ) AS rnk
-    FROM hourly
+    Keeping ``rnk <= l`` is the uniform choice of at most l hourly visits per user.
     """
+    start = dialect.timestamp_literal(week_start.strftime("%Y-%m-%d %H:%M:%S"))
+    end = dialect.timestamp_literal((week_start + timedelta(days=7)).strftime("%Y-%m-%d %H:%M:%S"))
+    secs = f"({dialect.epoch_seconds('time')} - {dialect.epoch_seconds(start)})"
+    week = (
+        f"SELECT DISTINCT uid, CAST(floor({secs} / 3600) AS INT) AS hour, "
+        f"CAST(tile AS INT) AS tower FROM {relation} "
+        f"WHERE time >= {start} AND time < {end} AND tile >= 0"
+    )
+    hourly = (
+        f"SELECT uid, hour, tower FROM (SELECT w_.*, ROW_NUMBER() OVER (PARTITION BY uid, hour "
+        f"ORDER BY {dialect.keyed_hash(key, 'uid', 'hour', 'tower')}, tower) AS _pick "
+        f"FROM ({week}) AS w_) AS h_ WHERE _pick = 1"
+    )
+    return (
+        f"SELECT uid, hour, tower, ROW_NUMBER() OVER (PARTITION BY uid "
+        f"ORDER BY {dialect.keyed_hash(key + 1, 'uid', 'hour')}, hour) AS rnk "
+        f"FROM ({hourly}) AS v_"
+    )
 
 
 def density_counts(
-    con: Any,
-    table: str,
+    engine: Engine,
+    relation: str,
     n_towers: int,
     week_start: datetime,
     max_visits: int,
-    key: str,
+    key: int,
     *,
     with_truth: bool = False,
 ) -> DensityCounts:
-    """Run the pre-sampling in DuckDB (``con``: a duckdb connection) and return dense counts."""
-    if max_visits < 1 or max_visits > HOURS_PER_WEEK:
+    """Run the pre-sampling in the engine and return dense counts over the public domain.
+
+    ``relation``: events with uid, time (local TIMESTAMP), tile (= tower index, -1 outside).
+    """
+    if not 1 <= max_visits <= HOURS_PER_WEEK:
         raise ConfigError(f"--max-visits must be in 1..168, got {max_visits}")
-    base = presample_sql(table, week_start, max_visits, key)
-    q = con.execute
-    q(f"CREATE OR REPLACE TEMP TABLE _density_visits AS {base}")
-    sampled = np.zeros((n_towers, HOURS_PER_WEEK), dtype=np.float64)
-    rows = q(
-        f"SELECT tower, hour, count(*) FROM _density_visits WHERE rnk <= {int(max_visits)} "
-        "GROUP BY tower, hour"
-    ).fetchnumpy()
-    _fill(sampled, rows, n_towers)
-    one = np.zeros(n_towers, dtype=np.float64)
-    rows = q("SELECT tower, count(*) AS n FROM _density_visits WHERE rnk = 1 GROUP BY tower")
-    r1 = rows.fetchnumpy()
-    ok = (r1["tower"] >= 0) & (r1["tower"] < n_towers)
-    np.add.at(one, r1["tower"][ok].astype(np.int64), r1["n"][ok].astype(np.float64))
-    total = int(q("SELECT count(*) FROM _density_visits").fetchone()[0])
+    name = f"pm_density_visits_{abs(hash((relation, key))) % 10**9}"
+    engine.materialize(name, presample_sql(relation, week_start, key, engine.dialect))
+    shape = (n_towers, HOURS_PER_WEEK)
+    sampled = dense_counts(
+        engine,
+        f"SELECT tower AS i0, hour AS i1, count(*) AS n FROM {name} "
+        f"WHERE rnk <= {int(max_visits)} GROUP BY tower, hour",
+        shape,
+    ).astype(np.float64)
+    one = dense_counts(
+        engine,
+        f"SELECT tower AS i0, count(*) AS n FROM {name} WHERE rnk = 1 GROUP BY tower",
+        (n_towers,),
+    ).astype(np.float64)
+    total = int(engine.fetch(f"SELECT count(*) AS n FROM {name}")["n"].iloc[0])
     hourly = None
     if with_truth:
-        hourly = np.zeros((n_towers, HOURS_PER_WEEK), dtype=np.float64)
-        rows = q("SELECT tower, hour, count(*) FROM _density_visits GROUP BY tower, hour")
-        _fill(hourly, rows.fetchnumpy(), n_towers)
-    q("DROP TABLE _density_visits")
+        hourly = dense_counts(
+            engine,
+            f"SELECT tower AS i0, hour AS i1, count(*) AS n FROM {name} GROUP BY tower, hour",
+            shape,
+        ).astype(np.float64)
     return DensityCounts(sampled, one, total, int(max_visits), hourly)
-
-
-def _fill(out: np.ndarray, rows: dict[str, np.ndarray], n_towers: int) -> None:
-    names = list(rows)
-    t = rows[names[0]].astype(np.int64)
-    h = rows[names[1]].astype(np.int64)
-    c = rows[names[2]].astype(np.float64)
-    ok = (t >= 0) & (t < n_towers) & (h >= 0) & (h < HOURS_PER_WEEK)
-    np.add.at(out, (t[ok], h[ok]), c[ok])

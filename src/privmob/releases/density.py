@@ -35,9 +35,11 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import OptimizeWarning, curve_fit
 
+from privmob.engine.base import Engine
 from privmob.errors import ConfigError
+from privmob.prepare.bounding import fresh_key
 from privmob.prepare.cover import CoverMap, cover_map, minimum_cover
-from privmob.prepare.presample import HOURS_PER_WEEK, DensityCounts, density_counts, sampling_key
+from privmob.prepare.presample import HOURS_PER_WEEK, DensityCounts, density_counts
 from privmob.prepare.voronoi import VoronoiMap, voronoi_map
 from privmob.privacy import samplers
 from privmob.privacy.costs import Cost, Unit
@@ -328,6 +330,33 @@ class DensityGeometry:
         return int(self.voronoi.shares.shape[0])
 
 
+class SiteIndex:
+    """Tower positions ("sites") as a tessellation-like index: ``assign(lng, lat)`` returns the
+    site index of exact positions (to 1e-7 degrees), -1 for unknown ones. Towers sharing a
+    position share a site. Pass it as ``tessellation`` to ``load_events(..., cells=...)``."""
+
+    def __init__(self, lng: np.ndarray, lat: np.ndarray) -> None:
+        keys = _site_keys(np.asarray(lng, dtype=np.float64), np.asarray(lat, dtype=np.float64))
+        order = np.sort(np.unique(keys, return_index=True)[1])
+        self.lng = np.asarray(lng, dtype=np.float64)[order]
+        self.lat = np.asarray(lat, dtype=np.float64)[order]
+        self._index = {k: i for i, k in enumerate(keys[order])}
+
+    @property
+    def k(self) -> int:
+        return int(self.lng.size)
+
+    def assign(self, lng: np.ndarray, lat: np.ndarray) -> np.ndarray:
+        keys = _site_keys(np.asarray(lng, dtype=np.float64), np.asarray(lat, dtype=np.float64))
+        return np.array([self._index.get(k, -1) for k in keys], dtype=np.int32)
+
+
+def _site_keys(lng: np.ndarray, lat: np.ndarray) -> np.ndarray:
+    a = np.rint(lng * 1e7).astype(np.int64)
+    b = np.rint(lat * 1e7).astype(np.int64)
+    return np.array([f"{x}:{y}" for x, y in zip(a, b, strict=True)])
+
+
 def density_geometry(
     tower_lng: np.ndarray,
     tower_lat: np.ndarray,
@@ -350,8 +379,8 @@ def density_geometry(
 
 
 def density_release(
-    con: Any,
-    events_table: str,
+    engine: Engine,
+    events: str,
     geometry: DensityGeometry,
     config: DensityConfig,
     week_start: datetime,
@@ -360,10 +389,11 @@ def density_release(
 ) -> Release:
     """Hourly users per zone over the week starting at ``week_start`` (SPEC 4.3).
 
-    ``events_table`` in the DuckDB connection ``con`` has columns uid, time (local TIMESTAMP)
-    and tile = tower index in ``geometry`` (-1 outside). Guarantee: ``config.cost()`` per user
-    for the whole week (epsilon-DP with EFPA or LPA, (epsilon, delta)-DP with EFPAG); the
-    accountant is checked before the data is read and charged before the release is returned.
+    ``events`` is a relation in ``engine`` with columns uid, time (local TIMESTAMP) and
+    tile = site (tower position) index in ``geometry`` (-1 outside); see :class:`SiteIndex`.
+    Guarantee: ``config.cost()`` per user for the whole week (epsilon-DP with EFPA or LPA,
+    (epsilon, delta)-DP with EFPAG); the accountant is checked before the data is read and
+    charged before the release is returned.
     """
     r = resolve(rng)
     if geometry.cmap.to_cover.shape[1] != geometry.n_towers:
@@ -371,7 +401,7 @@ def density_release(
     cost = config.cost()
     accountant.precheck(cost)
     counts = density_counts(
-        con, events_table, geometry.n_towers, week_start, config.max_visits, sampling_key(r)
+        engine, events, geometry.n_towers, week_start, config.max_visits, fresh_key(r)
     )
     res = perturb_density(
         counts, geometry.cmap, geometry.centroids, config, r, first_hour=week_start.hour
