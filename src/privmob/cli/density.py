@@ -134,6 +134,7 @@ def density(
     from privmob.releases.base import Accountant, write_release
     from privmob.releases.density import DensityConfig, density_release
 
+    parse_week(week)  # parameters are checked before the ledger is touched
     config = DensityConfig(
         epsilon,
         max_visits,
