@@ -85,7 +85,7 @@ def evaluate_density(
 def summarise(table: pd.DataFrame) -> pd.DataFrame:
     metrics = [m for m in ("mre", "pearson", "emd_m") if m in table.columns]
     agg = table.groupby(["method", "epsilon"])[metrics].agg(["mean", "std"])
-    agg.columns = [f"{a}_{b}" for a, b in agg.columns]
+    agg.columns = ["_".join(map(str, col)) for col in agg.columns.to_flat_index()]
     return agg.reset_index()
 
 

@@ -179,5 +179,5 @@ def spatial_emd(
     for t in hrs:
         p = x[:, t] / x[:, t].sum() if x[:, t].sum() > 0 else np.full(n, 1.0 / n)
         q = y[:, t] / y[:, t].sum() if y[:, t].sum() > 0 else np.full(n, 1.0 / n)
-        out.append(emd(p, q, dist) if graph is None else _graph_emd(p, q, graph))
+        out.append(_graph_emd(p, q, graph) if graph is not None else emd(p, q, dist))  # type: ignore[arg-type]
     return SpatialEMD(np.array(out), hrs, 1.0 if graph is None else graph.stretch)
