@@ -116,7 +116,7 @@ class _Graph:
 
 
 def _knn_graph(pts: np.ndarray, k: int) -> _Graph:
-    from scipy.sparse.csgraph import dijkstra
+    from scipy.sparse.csgraph import dijkstra, minimum_spanning_tree
     from scipy.spatial import cKDTree
 
     lat0 = np.radians(pts[:, 1].mean())
@@ -124,6 +124,9 @@ def _knn_graph(pts: np.ndarray, k: int) -> _Graph:
     _, nb = cKDTree(xy).query(xy, k=min(k + 1, len(pts)))
     tail = np.repeat(np.arange(len(pts)), nb.shape[1] - 1)
     head = nb[:, 1:].ravel()
+    # plus a minimum spanning tree, so that the graph is always connected
+    mst = minimum_spanning_tree(sp.csr_matrix(haversine_matrix(pts, pts))).tocoo()
+    tail, head = np.concatenate([tail, mst.row]), np.concatenate([head, mst.col])
     tail, head = np.concatenate([tail, head]), np.concatenate([head, tail])
     pairs = np.unique(np.column_stack([tail, head]), axis=0)
     tail, head = pairs[:, 0], pairs[:, 1]
