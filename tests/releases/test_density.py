@@ -83,7 +83,7 @@ def test_cluster_cells_merges_smallest_into_nearest() -> None:
 
 
 def test_clustering_reads_only_noisy_totals(counts, geometry, monkeypatch) -> None:
-    fixed = np.linspace(1000.0, 40000.0, geometry.cmap.size)
+    fixed = np.linspace(1000.0, 40000.0, geometry.cmap.size + 1)  # + the outliers cell
     seen = []
     real_cluster = dens.cluster_cells
 
@@ -99,7 +99,7 @@ def test_clustering_reads_only_noisy_totals(counts, geometry, monkeypatch) -> No
     other = replace(counts, sampled=counts.sampled[::-1].copy() * 3)
     b = perturb_density(other, geometry.cmap, geometry.centroids, cfg, 2)
     np.testing.assert_array_equal(a.clusters, b.clusters)
-    assert len(seen) == 2 and all(np.array_equal(s, fixed) for s in seen)
+    assert len(seen) == 2 and all(np.array_equal(s, fixed[:-1]) for s in seen)
 
 
 def test_noisy_totals_calibration(counts, geometry) -> None:
@@ -110,7 +110,10 @@ def test_noisy_totals_calibration(counts, geometry) -> None:
 
     r = Randomness.for_tests(3)
     res = np.concatenate(
-        [dens.noisy_totals(counts, geometry.cmap, cfg, EPS / 2, r)[0] - true for _ in range(30)]
+        [
+            dens.noisy_totals(counts, geometry.cmap, cfg, EPS / 2, r)[0][:-1] - true
+            for _ in range(30)
+        ]
     )
     b = 30 / (EPS / 2)
     # mean |Laplace(b)| = b; > 1800 draws: 5 standard errors ~ 0.12 b; 2x off fails
@@ -186,3 +189,22 @@ def test_release_metadata_accounting(counts, geometry, city, tmp_path) -> None:
     assert len(tab) == len(city.zones) * 168 and tab["count"].min() >= 0
     noise = next(s for s in meta["privacy"]["noise"]["steps"] if s["step"] == "EFPAG")
     assert noise["l2_sensitivity"] == pytest.approx(math.sqrt(30))
+    out = pd.read_parquet(tmp_path / "out" / "outliers.parquet")
+    assert len(out) == 168 and set(out["zone"]) == {"outside"}
+
+
+def test_visits_of_towers_outside_the_area_go_to_the_outliers_cell() -> None:
+    from privmob.prepare.cover import cover_map
+    from privmob.prepare.presample import DensityCounts
+
+    shares = np.array([[0.4, 0.6], [0.0, 0.0], [0.0, 0.5]])  # tower 1 outside, 2 half outside
+    ext = dens.with_outliers(cover_map(shares))
+    np.testing.assert_allclose(np.asarray(ext.sum(axis=0)).ravel(), 1.0)
+    np.testing.assert_allclose(ext.toarray()[-1], [0.0, 1.0, 0.5])
+    sampled = np.zeros((3, 168))
+    sampled[1, :] = 1000.0
+    counts = DensityCounts(sampled, np.array([0.0, 500.0, 0.0]), 168_000, 30)
+    cfg = DensityConfig(1.0, 30, delta=1e-5, smoothing=False)
+    res = perturb_density(counts, cover_map(shares), np.array([[0, 0], [1, 0.0]]), cfg, 1)
+    assert res.outliers is not None and res.outliers.sum() > 0.9 * 168_000
+    assert res.zones.sum() < 0.1 * 168_000

@@ -33,6 +33,7 @@ from typing import Any
 import geopandas as gpd
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 from scipy.optimize import OptimizeWarning, curve_fit
 
 from privmob.engine.base import Engine
@@ -114,7 +115,8 @@ class DensityResult:
     cost: Cost
     steps: list[dict[str, Any]] = field(default_factory=list)
     clusters: np.ndarray | None = None  # cluster label of each cover cell
-    noisy_totals: np.ndarray | None = None
+    noisy_totals: np.ndarray | None = None  # per cover cell, then the outliers cell
+    outliers: np.ndarray | None = None  # (168,) noisy visits outside the area (SPEC 1.1)
 
 
 # -- clustering (Algorithm 3) -------------------------------------------------------------------
@@ -213,13 +215,26 @@ def _laplace(values: np.ndarray, scale: float, rng: Randomness) -> np.ndarray:
     return Noise(NoiseKind.LAPLACE_ROUNDED, scale).add_float(values, rng)
 
 
+def with_outliers(cmap: CoverMap) -> sp.csr_matrix:
+    """``cmap.to_cover`` plus a last row: the share of each tower cell outside the area.
+
+    The outliers cell (SPEC 1.1) makes every tower's column sum exactly 1, so a visit still
+    moves at most 1 in L1 norm per hour; it is public geometry, present even when all zeros.
+    """
+    inside = np.asarray(cmap.to_cover.sum(axis=0)).ravel()
+    outside = np.clip(1.0 - inside, 0.0, 1.0)
+    outside[outside < 1e-9] = 0.0
+    return sp.csr_matrix(sp.vstack([cmap.to_cover, sp.csr_matrix(outside[None, :])]))
+
+
 def noisy_totals(
     counts: DensityCounts, cmap: CoverMap, config: DensityConfig, epsilon: float, rng: Randomness
 ) -> tuple[np.ndarray, list[dict[str, Any]]]:
-    """Noisy weekly totals per cover cell, epsilon-DP (pure); see :class:`DensityConfig`."""
+    """Noisy weekly totals per cover cell and (last) the outliers cell, epsilon-DP (pure)."""
     ell = config.max_visits
+    ext = with_outliers(cmap)
     if config.totals == "sampled":
-        sampled = cmap.to_cover @ counts.sampled.sum(axis=1)
+        sampled = ext @ counts.sampled.sum(axis=1)
         scale = ell / epsilon
         est = _laplace(sampled, scale, rng)
         return est, [{"step": "totals (sampled)", "epsilon": epsilon, "laplace_scale": scale}]
@@ -228,10 +243,10 @@ def noisy_totals(
     grand_scale = MAX_VISITS_PER_WEEK / e_grand
     grand = float(_laplace(np.array([float(counts.total_visits)]), grand_scale, rng)[0])
     if config.totals == "one-visit":
-        base = cmap.to_cover @ counts.one_visit
+        base = ext @ counts.one_visit
         cell_scale = 1.0 / e_cell
     else:  # rescaled
-        base = cmap.to_cover @ counts.sampled.sum(axis=1)
+        base = ext @ counts.sampled.sum(axis=1)
         cell_scale = ell / e_cell
     noisy = np.maximum(_laplace(base, cell_scale, rng), 0.0)
     denom = noisy.sum()
@@ -266,20 +281,20 @@ def perturb_density(
     if counts.max_visits != config.max_visits:
         raise ConfigError("the counts were pre-sampled with another max_visits")
     ell = config.max_visits
-    x_cover = np.asarray(cmap.to_cover @ counts.sampled)  # (cells, 168)
+    n_c = cmap.size
+    x_cover = np.asarray(with_outliers(cmap) @ counts.sampled)  # (cells + outliers, 168)
     if config.method == "lpa":
         scale = ell / config.epsilon
         noisy = _laplace(x_cover, scale, r)
         steps = [{"step": "LPA", "epsilon": config.epsilon, "laplace_scale": scale}]
-        return DensityResult(np.asarray(cmap.to_zones @ noisy), config.cost(), steps)
+        zones = np.asarray(cmap.to_zones @ noisy[:n_c])
+        return DensityResult(zones, config.cost(), steps, outliers=noisy[n_c])
     half = config.epsilon / 2.0
     totals, steps = noisy_totals(counts, cmap, config, half, r)
     tau = config.tau if config.tau is not None else config.default_tau()
-    if config.clustering:
-        labels = cluster_cells(centroids, totals, tau)
-    else:
-        labels = np.arange(x_cover.shape[0])
-    m = int(labels.max()) + 1 if labels.size else 0
+    labels = cluster_cells(centroids, totals[:n_c], tau) if config.clustering else np.arange(n_c)
+    labels = np.append(labels, labels.max() + 1 if n_c else 0)  # outliers: a cluster alone
+    m = int(labels.max()) + 1
     stack = np.zeros((m, HOURS_PER_WEEK))
     np.add.at(stack, labels, x_cover)
     l2 = math.sqrt(ell)
@@ -309,8 +324,8 @@ def perturb_density(
     norm = shapes.sum(axis=1, keepdims=True)
     unit_shapes = np.divide(shapes, norm, out=np.zeros_like(shapes), where=norm > 0)
     cells = totals[:, None] * unit_shapes[labels]
-    zones = np.asarray(cmap.to_zones @ cells)
-    return DensityResult(zones, config.cost(), steps, labels, totals)
+    zones = np.asarray(cmap.to_zones @ cells[:n_c])
+    return DensityResult(zones, config.cost(), steps, labels[:n_c], totals, cells[n_c])
 
 
 # -- geometry and the release -------------------------------------------------------------------
@@ -430,11 +445,18 @@ def density_release(
             "towers": geometry.n_towers,
             "cover_cells": geometry.cmap.size,
         },
-        tables={"density": density_table(geometry.zone_ids, res.zones)},
+        tables={
+            "density": density_table(geometry.zone_ids, res.zones),
+            "outliers": density_table(np.array(["outside"]), _row(res.outliers)),
+        },
         for_publication=r.for_publication,
         extra={"accounting": accounting(config, res)},
     )
     return accountant.charge(release, description=f"density {config.mechanism}")
+
+
+def _row(values: np.ndarray | None) -> np.ndarray:
+    return np.zeros((1, HOURS_PER_WEEK)) if values is None else np.asarray(values)[None, :]
 
 
 def density_table(zone_ids: np.ndarray, zones: np.ndarray) -> pd.DataFrame:
