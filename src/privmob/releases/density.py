@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-import geopandas as gpd
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
@@ -39,15 +38,27 @@ from scipy.optimize import OptimizeWarning, curve_fit
 from privmob.engine.base import Engine
 from privmob.errors import ConfigError
 from privmob.prepare.bounding import fresh_key
-from privmob.prepare.cover import CoverMap, cover_map, minimum_cover
+from privmob.prepare.cover import CoverMap
+from privmob.prepare.density_geometry import DensityGeometry, SiteIndex, density_geometry
 from privmob.prepare.presample import HOURS_PER_WEEK, DensityCounts, density_counts
-from privmob.prepare.voronoi import VoronoiMap, voronoi_map
 from privmob.privacy import samplers
 from privmob.privacy.costs import Cost, Unit
 from privmob.privacy.efpa import fourier_perturb, gaussian_sigma
 from privmob.privacy.mechanisms import Noise, NoiseKind
 from privmob.privacy.samplers import Randomness, resolve
 from privmob.releases.base import Accountant, Release
+
+__all__ = [
+    "DensityConfig",
+    "DensityGeometry",
+    "DensityResult",
+    "SiteIndex",
+    "cluster_cells",
+    "density_geometry",
+    "density_release",
+    "perturb_density",
+    "smooth_nights",
+]
 
 MAX_VISITS_PER_WEEK = HOURS_PER_WEEK  # after the one-visit-per-hour cap
 TOTALS = ("one-visit", "rescaled", "sampled")
@@ -329,68 +340,6 @@ def perturb_density(
 
 
 # -- geometry and the release -------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class DensityGeometry:
-    """Public geometry of a density release: towers, zones, the cover and its maps."""
-
-    zone_ids: np.ndarray
-    voronoi: VoronoiMap
-    cmap: CoverMap
-    centroids: np.ndarray  # (cover cells, 2) lng, lat
-
-    @property
-    def n_towers(self) -> int:
-        return int(self.voronoi.shares.shape[0])
-
-
-class SiteIndex:
-    """Tower positions ("sites") as a tessellation-like index: ``assign(lng, lat)`` returns the
-    site index of exact positions (to 1e-7 degrees), -1 for unknown ones. Towers sharing a
-    position share a site. Pass it as ``tessellation`` to ``load_events(..., cells=...)``."""
-
-    def __init__(self, lng: np.ndarray, lat: np.ndarray) -> None:
-        keys = _site_keys(np.asarray(lng, dtype=np.float64), np.asarray(lat, dtype=np.float64))
-        order = np.sort(np.unique(keys, return_index=True)[1])
-        self.lng = np.asarray(lng, dtype=np.float64)[order]
-        self.lat = np.asarray(lat, dtype=np.float64)[order]
-        self._index = {k: i for i, k in enumerate(keys[order])}
-
-    @property
-    def k(self) -> int:
-        return int(self.lng.size)
-
-    def assign(self, lng: np.ndarray, lat: np.ndarray) -> np.ndarray:
-        keys = _site_keys(np.asarray(lng, dtype=np.float64), np.asarray(lat, dtype=np.float64))
-        return np.array([self._index.get(k, -1) for k in keys], dtype=np.int32)
-
-
-def _site_keys(lng: np.ndarray, lat: np.ndarray) -> np.ndarray:
-    a = np.rint(lng * 1e7).astype(np.int64)
-    b = np.rint(lat * 1e7).astype(np.int64)
-    return np.array([f"{x}:{y}" for x, y in zip(a, b, strict=True)])
-
-
-def density_geometry(
-    tower_lng: np.ndarray,
-    tower_lat: np.ndarray,
-    zones: gpd.GeoDataFrame,
-    zone_ids: np.ndarray | None = None,
-    *,
-    cover: bool = True,
-) -> DensityGeometry:
-    """Voronoi shares, the minimum cover (or the zones alone) and the cover cells' centroids."""
-    vm = voronoi_map(tower_lng, tower_lat, zones)
-    chosen = minimum_cover(vm.shares) if cover else None
-    cmap = cover_map(vm.shares, chosen)
-    cent = np.where(
-        (cmap.kinds == "tower")[:, None],
-        vm.tower_centroids[np.where(cmap.kinds == "tower", cmap.ids, 0)],
-        vm.zone_centroids[np.where(cmap.kinds == "zone", cmap.ids, 0)],
-    )
-    ids = np.arange(len(zones)) if zone_ids is None else np.asarray(zone_ids)
-    return DensityGeometry(ids, vm, cmap, cent)
 
 
 def density_release(
