@@ -72,7 +72,7 @@ def evaluate_density(
                     "epsilon": float(eps),
                     "repetition": rep,
                     "mre": float(mre(truth, est).mean()),
-                    "pearson": float(np.nanmean(pearson(truth, est))),
+                    "pearson": _nanmean(pearson(truth, est)),
                 }
                 if len(emd_hours):
                     e = spatial_emd(truth, est, zone_pts, hours=np.asarray(emd_hours))
@@ -80,6 +80,12 @@ def evaluate_density(
                     row["emd_stretch"] = e.stretch
                 rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _nanmean(values: np.ndarray) -> float:
+    """Mean over the series where the correlation is defined (NaN if it is nowhere)."""
+    ok = np.isfinite(values)
+    return float(values[ok].mean()) if ok.any() else float("nan")
 
 
 def summarise(table: pd.DataFrame) -> pd.DataFrame:
