@@ -20,14 +20,18 @@ from privmob.data.tessellation import (
 )
 from privmob.errors import ConfigError, InputError
 
-SHARED = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
 
+@pytest.fixture
+def shared(shared_data: Path):
+    """Path of a file in ../shared/data (the test skips when the folder is absent)."""
 
-def shared(rel: str) -> Path:
-    p = SHARED / rel
-    if not p.exists():
-        pytest.skip(f"../shared/data not found: {p} (real-data tests need the shared folder)")
-    return p
+    def path(rel: str) -> Path:
+        p = shared_data / rel
+        if not p.exists():
+            pytest.skip(f"{p} not found (real-data tests need ../shared/data)")
+        return p
+
+    return path
 
 
 def box(x0: float, y0: float, x1: float, y1: float) -> list:
@@ -55,7 +59,7 @@ def two_boxes(tmp_path: Path) -> Path:
 
 
 # -- real tessellations --------------------------------------------------------------------
-def test_nyc_taxi_zones_load_despite_slivers() -> None:
+def test_nyc_taxi_zones_load_despite_slivers(shared) -> None:
     # the file has ~300 sub-square-metre slivers between neighbouring zones (max 2e-7 of a
     # zone's area): far below OVERLAP_TOLERANCE, so it loads by default
     t = load_tessellation(shared("nyc_taxi_zones/taxi_zones.geojson"))
@@ -66,7 +70,7 @@ def test_nyc_taxi_zones_load_despite_slivers() -> None:
     assert t.tile_ids[t.assign(np.array([-73.9855]), np.array([40.7580]))[0]] == 230
 
 
-def test_other_real_tessellations() -> None:
+def test_other_real_tessellations(shared) -> None:
     sf = load_tessellation(shared("sf_neighborhoods/sf_neighborhoods.geojson"))
     assert sf.k == 40 and all(isinstance(i, str) for i in sf.tile_ids)  # single column: nhood
     milan = load_tessellation(shared("milan_grid/milano-grid.geojson"))
@@ -77,7 +81,7 @@ def test_other_real_tessellations() -> None:
     assert dpmr.k == 4 and dpmr.tile_names == [f"Tile name: {i}" for i in (1, 2, 3, 4)]
 
 
-def test_assign_real_polygons_matches_shapely() -> None:
+def test_assign_real_polygons_matches_shapely(shared) -> None:
     t = load_tessellation(shared("nyc_taxi_zones/taxi_zones.geojson"))
     rng = np.random.default_rng(1)
     x0, y0, x1, y1 = t.bounds
