@@ -32,6 +32,7 @@ COMMAND_MODULES = [
     "privmob.cli.demo",
     "privmob.cli.series",
     "privmob.cli.series_utility",
+    "privmob.cli.density",
 ]
 
 for _name in COMMAND_MODULES:
