@@ -30,6 +30,9 @@ COMMAND_MODULES = [
     "privmob.cli.ledger",
     "privmob.cli.synth",
     "privmob.cli.demo",
+    "privmob.cli.series",
+    "privmob.cli.series_utility",
+    "privmob.cli.density",
     "privmob.cli.report",
 ]
 
