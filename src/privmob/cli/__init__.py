@@ -31,6 +31,7 @@ COMMAND_MODULES = [
     "privmob.cli.synth",
     "privmob.cli.demo",
     "privmob.cli.plan",
+    "privmob.cli.evaluate",
 ]
 
 for _name in COMMAND_MODULES:

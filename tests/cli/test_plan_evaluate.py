@@ -53,3 +53,23 @@ def test_plan_needs_a_target() -> None:
 
     res = CliRunner().invoke(_app(), ["plan"])
     assert isinstance(res.exception, ConfigError)
+
+
+def test_evaluate_decisions_writes_tables_and_plot(tmp_path) -> None:
+    from privmob.cli import evaluate as ev
+
+    app = typer.Typer()
+    ev.register(app)
+
+    @app.callback()
+    def _root() -> None:
+        pass
+
+    out = tmp_path / "ev"
+    args = ["evaluate", "decisions", "-o", str(out), "--epsilons", "0.5,1", "-r", "1"]
+    args += ["--regions", "8", "--days", "7", "--sim-days", "60", "--seed", "3", "--quiet"]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    for name in ("decisions_table2.csv", "aid_table3.md", "error_vs_epsilon.png"):
+        assert (out / name).stat().st_size > 0
+    assert "eps=0.5" in (out / "aid_table3.md").read_text()
