@@ -32,6 +32,7 @@ COMMAND_MODULES = [
     "privmob.cli.demo",
     "privmob.cli.plan",
     "privmob.cli.evaluate",
+    "privmob.cli.population",
 ]
 
 for _name in COMMAND_MODULES:

@@ -1,0 +1,91 @@
+"""``privmob population``: DP counts of users per home zone from events (SPEC 4.4)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from privmob.cli import common as c
+from privmob.privacy.mechanisms import NoiseKind
+
+
+def population(
+    data: Annotated[Path, typer.Argument(help="events: uid, datetime, lat/lng or cell_id")],
+    tessellation: Annotated[
+        Path, typer.Option("--tessellation", "-t", help="zones (GeoJSON, GeoParquet, Shapefile)")
+    ],
+    epsilon: Annotated[float, typer.Option("--epsilon", "-e", help="privacy budget")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="output folder")] = Path(
+        "privmob-population"
+    ),
+    noise: Annotated[NoiseKind, typer.Option("--noise")] = NoiseKind.DISCRETE_LAPLACE,
+    delta: Annotated[float, typer.Option("--delta", help="for discrete-gaussian")] = 0.0,
+    night_start: Annotated[int, typer.Option("--night-start", help="night from (hour)")] = 20,
+    night_end: Annotated[int, typer.Option("--night-end", help="night until (hour)")] = 6,
+    start: Annotated[str | None, typer.Option("--start", help="study period start (date)")] = None,
+    end: Annotated[str | None, typer.Option("--end", help="study period end (exclusive)")] = None,
+    cells: Annotated[
+        Path | None, typer.Option("--cells", help="cells table for events with cell_id")
+    ] = None,
+    id_column: Annotated[
+        str | None, typer.Option("--tile-id", help="tile id column of the tessellation")
+    ] = None,
+    columns: c.ColumnsOpt = None,
+    delimiter: c.DelimiterOpt = None,
+    timezone: c.TimezoneOpt = "UTC",
+    ledger: c.LedgerOpt = None,
+    dataset: c.DatasetOpt = None,
+    budget: c.BudgetOpt = None,
+    engine: c.EngineOpt = "duckdb",
+    memory_limit: c.MemoryLimitOpt = None,
+    seed: c.SeedOpt = None,
+    overwrite: c.OverwriteOpt = False,
+    quiet: c.QuietOpt = False,
+) -> None:
+    """Release the number of users whose home (most frequent zone at night) is in each zone,
+    plus 'outside' and 'unknown home' cells; user-level epsilon-DP, sensitivity 1."""
+    from privmob.data.sources import load_events
+    from privmob.data.tessellation import load_tessellation
+    from privmob.engine import make_engine
+    from privmob.privacy.ledger import Ledger
+    from privmob.releases.base import Accountant, write_release
+    from privmob.releases.periods import StudyPeriod
+    from privmob.releases.population import population_counts
+
+    study = StudyPeriod.parse("all", start, end)
+    acct = Accountant(Ledger(ledger), c.dataset_name(dataset, data), budget=budget)
+    with c.Steps(quiet) as step:
+        step("reading the tessellation")
+        tess = load_tessellation(tessellation, id_column=id_column)
+        eng = make_engine(engine, **({"memory_limit": memory_limit} if memory_limit else {}))
+        step("reading and validating the events")
+        events = load_events(
+            data,
+            engine=eng,
+            tessellation=tess,
+            cells=cells,
+            columns=c.parse_columns(columns),
+            timezone=timezone,
+            delimiter=delimiter,
+        )
+        release = population_counts(
+            events,
+            tessellation=tess,
+            epsilon=epsilon,
+            accountant=acct,
+            noise=noise,
+            delta=delta,
+            night=(night_start, night_end),
+            period=study,
+            rng=seed,
+            step=step,
+        )
+        step("writing the output")
+        paths = write_release(release, output, overwrite=overwrite)
+    c.print_release_summary(release, paths, acct)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("population")(population)
