@@ -134,8 +134,10 @@ def register(app: typer.Typer) -> None:
         ] = None,
         as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
     ) -> None:
-        """Choose epsilon for an error target, or see the errors an epsilon gives (no data read,
-        no budget spent)."""
+        """Choose epsilon for an error target, or see what an epsilon gives (reads no data).
+
+        Seed 003's Theorems 2-7 and heuristics for both Laplace noise kinds; spends no budget.
+        """
         kinds = [noise] if noise is not None else PLAN_KINDS
         report = plan_report(
             alpha=alpha,

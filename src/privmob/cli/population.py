@@ -44,8 +44,11 @@ def population(
     overwrite: c.OverwriteOpt = False,
     quiet: c.QuietOpt = False,
 ) -> None:
-    """Release the number of users whose home (most frequent zone at night) is in each zone,
-    plus 'outside' and 'unknown home' cells; user-level epsilon-DP, sensitivity 1."""
+    """Release DP counts of users per home zone (SPEC 4.4).
+
+    Home = most frequent zone at night; every zone plus 'outside' and 'unknown home' cells get
+    noise; user-level epsilon-DP with sensitivity 1.
+    """
     from privmob.data.sources import load_events
     from privmob.data.tessellation import load_tessellation
     from privmob.engine import make_engine
