@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -237,3 +238,31 @@ def write_grid(
     md2.write_text(table2_markdown(t2))
     md3.write_text(table3_markdown(t3))
     return [*targets, md2, md3, *plot_grid(t2, t3, outdir / "error_vs_epsilon")]
+
+
+def scenario_from_events(
+    events: Any,
+    tessellation: Any,
+    period: Any,
+    *,
+    max_trips: int,
+    trip_rule: str = "events",
+) -> Scenario:
+    """Exact daily OD counts (T trips per user per period) and home counts from events.
+
+    Exact values: for the data holder's simulation only, never to be published.
+    """
+    from privmob.prepare.trips import events_to_trips
+    from privmob.privacy.costs import Unit
+    from privmob.releases.od import ODDomain, exact_counts
+    from privmob.releases.population import exact_home_counts
+
+    k = tessellation.k
+    trips = events_to_trips(events, trip_rule)
+    dom = ODDomain(k, period.n_bins)
+    counts = exact_counts(
+        trips, domain=dom, period=period, unit=Unit.USER, max_trips=max_trips, bound_per="period"
+    )
+    od = counts[: dom.od_size].reshape(period.n_bins, k, k)
+    homes = exact_home_counts(events, k, period=period)
+    return Scenario(od, homes[:k], [str(t) for t in tessellation.tile_ids])
