@@ -119,3 +119,18 @@ def test_bad_phone_records(tmp_path: Path, cdr, run) -> None:
     assert r.returncode == 0, r.stderr
     out = pd.read_parquet(tmp_path / "empty" / "outliers.parquet")
     assert out["count"].iloc[-1] > 100  # the out-of-period cell holds (noisy) all trips
+
+
+def test_evaluate_decisions_from_events(tmp_path: Path, cdr, run) -> None:
+    events, towers, zones = cdr
+    r = run(
+        "evaluate", "decisions", "--events", str(events), "--cells", str(towers),
+        "-t", str(zones), "--start", "2024-03-01", "--end", "2024-03-04", "-T", "4",
+        "--epsilons", "1", "-r", "1", "--sim-days", "30", "--tau", "0", "--seed", "1",
+        "-o", str(tmp_path / "ev"), "--quiet",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    t3 = pd.read_csv(tmp_path / "ev" / "aid_table3.csv")
+    assert t3.exact_out_migration.iloc[0] > 0 and len(t3) == 1
+    r = run("evaluate", "decisions", "--events", str(events), "-o", "x", cwd=tmp_path)
+    assert r.returncode == 2 and "--tessellation" in r.stderr
