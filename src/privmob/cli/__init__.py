@@ -33,6 +33,8 @@ COMMAND_MODULES = [
     "privmob.cli.plan",
     "privmob.cli.evaluate",
     "privmob.cli.population",
+    "privmob.cli.series",
+    "privmob.cli.series_utility",
 ]
 
 for _name in COMMAND_MODULES:

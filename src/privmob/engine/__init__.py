@@ -19,11 +19,11 @@ def make_engine(name: str | Engine | None = None, **options: Any) -> Engine:
         return name
     if name == "spark":
         try:
-            from privmob.engine.spark import SparkEngine  # type: ignore[import-not-found]
+            from privmob.engine.spark import SparkEngine
         except ImportError as exc:
             raise ConfigError(
                 "the Spark engine is not available",
                 hint="install privmob[spark] (PySpark) and Java",
             ) from exc
-        return SparkEngine(**options)  # type: ignore[no-any-return]
+        return SparkEngine(**options)
     raise ConfigError(f"unknown engine '{name}'", hint="use duckdb or spark")
