@@ -134,3 +134,21 @@ def test_evaluate_decisions_from_events(tmp_path: Path, cdr, run) -> None:
     assert t3.exact_out_migration.iloc[0] > 0 and len(t3) == 1
     r = run("evaluate", "decisions", "--events", str(events), "-o", "x", cwd=tmp_path)
     assert r.returncode == 2 and "--tessellation" in r.stderr
+
+
+def test_population_by_voronoi_shares(tmp_path: Path, cdr, run) -> None:
+    events, towers, zones = cdr
+    r = run(
+        "population", str(events), "--cells", str(towers), "-t", str(zones), "-e", "1",
+        "--zone-mapping", "voronoi", "--budget", "1", "-o", "vor", "--quiet", "--seed", "4",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    pop = pd.read_parquet(tmp_path / "vor" / "population.parquet")
+    assert len(pop) == 11 and (pop["count"] >= 0).all()
+    zones_only = pop[pop.kind == "zone"]["count"]
+    # four towers spread their users over all nine zones: shares give fractional values
+    assert (zones_only > 0).sum() > 4 and not np.allclose(zones_only, np.round(zones_only))
+    # about 200 users in total (noise of scale 1 on 6 cells)
+    assert abs(pop["count"].sum() - 200) < 30
+    meta = json.loads((tmp_path / "vor" / "metadata.json").read_text())
+    assert meta["params"]["zone_mapping"].startswith("voronoi")

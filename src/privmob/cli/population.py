@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from privmob.cli import common as c
+from privmob.errors import ConfigError
 from privmob.privacy.mechanisms import NoiseKind
 
 
@@ -29,6 +30,14 @@ def population(
     cells: Annotated[
         Path | None, typer.Option("--cells", help="cells table for events with cell_id")
     ] = None,
+    zone_mapping: Annotated[
+        str,
+        typer.Option(
+            "--zone-mapping",
+            help="with --cells: 'contain' (tower's zone) or 'voronoi' (area shares of the "
+            "towers' Voronoi cells, applied to noisy tower counts)",
+        ),
+    ] = "contain",
     id_column: Annotated[
         str | None, typer.Option("--tile-id", help="tile id column of the tessellation")
     ] = None,
@@ -57,6 +66,10 @@ def population(
     from privmob.releases.periods import StudyPeriod
     from privmob.releases.population import population_counts
 
+    if zone_mapping not in ("contain", "voronoi"):
+        raise ConfigError(f"unknown zone mapping '{zone_mapping}'", hint="contain or voronoi")
+    if zone_mapping == "voronoi" and cells is None:
+        raise ConfigError("--zone-mapping voronoi needs --cells (the towers table)")
     study = StudyPeriod.parse("all", start, end)
     acct = Accountant(Ledger(ledger), c.dataset_name(dataset, data), budget=budget)
     with c.Steps(quiet) as step:
@@ -73,18 +86,37 @@ def population(
             timezone=timezone,
             delimiter=delimiter,
         )
-        release = population_counts(
-            events,
-            tessellation=tess,
-            epsilon=epsilon,
-            accountant=acct,
-            noise=noise,
-            delta=delta,
-            night=(night_start, night_end),
-            period=study,
-            rng=seed,
-            step=step,
-        )
+        if zone_mapping == "voronoi":
+            from privmob.data.sources import load_cells
+            from privmob.releases.population import population_by_tower_shares
+
+            towers = eng.fetch(f"SELECT * FROM {load_cells(cells, engine=eng, tessellation=tess)}")
+            release = population_by_tower_shares(
+                events,
+                towers=towers,
+                tessellation=tess,
+                epsilon=epsilon,
+                accountant=acct,
+                noise=noise,
+                delta=delta,
+                night=(night_start, night_end),
+                period=study,
+                rng=seed,
+                step=step,
+            )
+        else:
+            release = population_counts(
+                events,
+                tessellation=tess,
+                epsilon=epsilon,
+                accountant=acct,
+                noise=noise,
+                delta=delta,
+                night=(night_start, night_end),
+                period=study,
+                rng=seed,
+                step=step,
+            )
         step("writing the output")
         paths = write_release(release, output, overwrite=overwrite)
     c.print_release_summary(release, paths, acct)
