@@ -49,10 +49,10 @@ def privatize_od(
     c = np.asarray(counts)
     if c.ndim < 2 or c.shape[-1] != c.shape[-2]:
         raise ConfigError("OD counts must have shape (..., k, k)")
+    from privmob.releases.od import suppress  # the release's own post-processing
+
     noise, _ = calibrate(kind, epsilon, l1_sensitivity=T)
-    noisy = noise.add(c.astype(np.int64), rng)
-    noisy[noisy < tau] = 0
-    noisy[noisy < 0] = 0
+    noisy = suppress(noise.add(c.astype(np.int64), rng), tau)
     idx = np.arange(c.shape[-1])
     noisy[..., idx, idx] = 0
     return noisy
