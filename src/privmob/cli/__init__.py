@@ -35,6 +35,7 @@ COMMAND_MODULES = [
     "privmob.cli.population",
     "privmob.cli.series",
     "privmob.cli.series_utility",
+    "privmob.cli.density",
 ]
 
 for _name in COMMAND_MODULES:
