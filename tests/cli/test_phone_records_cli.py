@@ -70,7 +70,7 @@ def test_daily_od_series_on_events(tmp_path: Path, cdr, run) -> None:
     args = ["od", str(events), "--cells", str(towers), "-t", str(zones), "-e", "0.5", "-T", "4"]
     args += ["--period", "day", "--start", "2024-03-01", "--end", "2024-03-04"]
     args += ["--bound-per", "period", "--budget", "10", "-o", "out", "--quiet", "--seed", "1"]
-    r = run(*args, "--trip-rule", "hourly", cwd=tmp_path)
+    r = run(*args, "--trip-rule", "hourly", "--unique", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "3 periods x epsilon=0.5" in r.stdout and "epsilon=2 over the series" in r.stdout
     od = pd.read_parquet(tmp_path / "out" / "od.parquet")

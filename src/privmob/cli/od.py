@@ -58,6 +58,13 @@ def od(
             "'hourly' (hourly modal zone changes), 'hourly-consecutive'",
         ),
     ] = "events",
+    unique: Annotated[
+        bool,
+        typer.Option(
+            "--unique",
+            help="count each (origin, destination) at most once per user per period (seed 002)",
+        ),
+    ] = False,
     id_column: Annotated[
         str | None, typer.Option("--tile-id", help="tile id column of the tessellation")
     ] = None,
@@ -110,6 +117,10 @@ def od(
             delimiter=delimiter,
             trip_rule=trip_rule,
         )
+        if unique:
+            from privmob.prepare.unique import unique_trips
+
+            trips = unique_trips(trips, study)
         release = od_matrix(
             trips,
             tessellation=tess,
