@@ -7,7 +7,7 @@ from here and decorate with ``@evaluate_app.command(...)``).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.progress import Progress
@@ -23,6 +23,9 @@ from privmob.cli.common import (
 )
 from privmob.errors import ConfigError
 from privmob.privacy.mechanisms import NoiseKind
+
+if TYPE_CHECKING:
+    from privmob.evaluate.decision_grid import Scenario
 
 evaluate_app = typer.Typer(
     help="Simulate decisions with private vs exact statistics (for the data holder; not a "
@@ -135,7 +138,7 @@ def _events_scenario(
     columns: str | None,
     delimiter: str | None,
     timezone: str,
-):  # type: ignore[no-untyped-def]
+) -> Scenario:
     from privmob.cli.common import parse_columns
     from privmob.data.sources import load_events
     from privmob.data.tessellation import load_tessellation
