@@ -1,4 +1,4 @@
-"""``privmob evaluate density``: utility of the density scheme vs LPA over epsilons (not private)."""
+"""``privmob evaluate density``: the density scheme vs LPA over epsilons (not private)."""
 
 from __future__ import annotations
 
