@@ -271,3 +271,21 @@ def test_out_of_domain_cell_noise_and_cost(geometry) -> None:
     with pytest.raises(ConfigError):
         DensityConfig(1.0, 30, outliers_epsilon=0.0)
     assert DensityConfig(1.0, 30, delta=1e-5, outliers_epsilon=0.5).cost().epsilon == 1.5
+
+
+def test_release_keeps_out_of_week_visits(geometry, tmp_path) -> None:
+    """End to end: the released out-of-domain cell is the bounded count (44 with l = 50) plus
+    discrete Laplace of scale 50 / 50 = 1 (|noise| > 15 has probability < 1e-6); it would be
+    about 0 if the visits were dropped."""
+    from datetime import datetime
+
+    eng = DuckDBEngine()
+    eng.register("ev", _week_events())
+    ledger = Ledger(tmp_path / "l.sqlite")
+    acct = Accountant(ledger, "d", budget=100.0)
+    cfg = DensityConfig(1.0, 50, method="lpa", outliers_epsilon=50.0)
+    rel = density_release(eng, "ev", geometry, cfg, datetime(2024, 1, 1), acct, 3)
+    ood = rel.tables["out_of_domain"]
+    assert abs(int(ood["count"].iloc[0]) - 44) <= 15
+    assert [e.cost.epsilon for e in rel.ledger_entries] == pytest.approx([1.0, 50.0])
+    assert ledger.spent("d").epsilon == pytest.approx(51.0)
