@@ -88,6 +88,7 @@ def decisions(
     pre-program or synthetic data, never publish them.
     """
     from privmob.evaluate.decision_grid import run_grid, synthetic_scenario, write_grid
+    from privmob.evaluate.notice import NOT_PRIVATE
 
     eps = _floats(epsilons)
     if events is None:
@@ -125,6 +126,7 @@ def decisions(
         console.print((out / "decisions_table2.md").read_text())
         console.print((out / "aid_table3.md").read_text())
     console.print(f"wrote {', '.join(str(p) for p in paths)}")
+    console.print(f"[yellow]{NOT_PRIVATE}[/]", highlight=False)
 
 
 def _events_scenario(

@@ -24,6 +24,7 @@ from privmob.evaluate.decisions import (
     privatize_od,
     seed_infection,
 )
+from privmob.evaluate.notice import NOT_PRIVATE, write_notice
 from privmob.privacy.mechanisms import NoiseKind
 from privmob.privacy.samplers import Randomness
 
@@ -166,6 +167,8 @@ def _pct(v: float, sd: float | None = None) -> str:
 
 def table2_markdown(t2: pd.DataFrame) -> str:
     lines = [
+        f"> {NOT_PRIVATE}",
+        "",
         "| Scenario | epsilon | Accuracy | Precision | Recall |",
         "|---|---|---|---|---|",
     ]
@@ -189,7 +192,7 @@ def table3_markdown(t3: pd.DataFrame) -> str:
     err = " | ".join(f"{v:.2f}%" for v in t3.percent_error)
     acc = " | ".join(f"{100 * v:.2f}%" for v in t3.topk_accuracy)
     return (
-        f"{head}\n{sep}\n| Total out-migration | {exact:,.0f} | {tot} |\n"
+        f"> {NOT_PRIVATE}\n\n{head}\n{sep}\n| Total out-migration | {exact:,.0f} | {tot} |\n"
         f"| Percent error in total out-migration | 0.00% | {err} |\n"
         f"| Accuracy of top-k regions (k={k}) | 100.00% | {acc} |\n"
     )
@@ -227,7 +230,8 @@ def plot_grid(t2: pd.DataFrame, t3: pd.DataFrame, stem: Path) -> list[Path]:
 def write_grid(
     t2: pd.DataFrame, t3: pd.DataFrame, outdir: Path, overwrite: bool = False
 ) -> list[Path]:
-    """decisions_table2.{csv,md}, aid_table3.{csv,md}, error_vs_epsilon.{png,svg}."""
+    """decisions_table2.{csv,md}, aid_table3.{csv,md}, error_vs_epsilon.{png,svg} and
+    NOT_PRIVATE.txt (the results compare with exact data: never publish them)."""
     outdir.mkdir(parents=True, exist_ok=True)
     targets = [outdir / n for n in ("decisions_table2.csv", "aid_table3.csv")]
     if not overwrite and any(p.exists() for p in targets):
@@ -237,7 +241,8 @@ def write_grid(
     md2, md3 = outdir / "decisions_table2.md", outdir / "aid_table3.md"
     md2.write_text(table2_markdown(t2))
     md3.write_text(table3_markdown(t3))
-    return [*targets, md2, md3, *plot_grid(t2, t3, outdir / "error_vs_epsilon")]
+    plots = plot_grid(t2, t3, outdir / "error_vs_epsilon")
+    return [*targets, md2, md3, *plots, write_notice(outdir)]
 
 
 def scenario_from_events(
