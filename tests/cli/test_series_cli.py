@@ -70,7 +70,8 @@ def test_series_per_zone_and_bad_landmark(app: typer.Typer, tmp_path: Path) -> N
     src = _csv(tmp_path, zones=True)
     base = [
         "series", str(src), "--value-column", "v", "--time-column", "t", "--zone-column",
-        "zone", "--epsilon", "1", "--sensitivity", "1", "--ledger", str(tmp_path / "l.sqlite"),
+        "zone", "--zones", "a,b", "--epsilon", "1", "--sensitivity", "1", "--ledger",
+        str(tmp_path / "l.sqlite"),
         "--budget", "10", "--seed", "1", "--scheme", "adaptive",
     ]  # fmt: skip
     res = CliRunner().invoke(
@@ -81,6 +82,31 @@ def test_series_per_zone_and_bad_landmark(app: typer.Typer, tmp_path: Path) -> N
     assert len(out) == 48 and set(out["zone"]) == {"a", "b"}
     res = CliRunner().invoke(app, [*base, "--landmarks", "1999-01-01", "-o", str(tmp_path / "x")])
     assert isinstance(res.exception, ConfigError)
+
+
+def test_series_zone_domain_is_declared_not_read(app: typer.Typer, tmp_path: Path) -> None:
+    # SPEC 1.1: the zones of the release are public; a zone without rows must not silently
+    # vanish from the output (that would reveal which zones are empty).
+    src = _csv(tmp_path, zones=True)  # rows for zones a and b only
+    base = [
+        "series", str(src), "--value-column", "v", "--time-column", "t", "--zone-column",
+        "zone", "--epsilon", "1", "--sensitivity", "1", "--ledger", str(tmp_path / "l.sqlite"),
+        "--budget", "10", "--seed", "1",
+    ]  # fmt: skip
+    runner = CliRunner()
+    res = runner.invoke(app, [*base, "--zones", "a,b,c", "-o", str(tmp_path / "o1")])
+    assert isinstance(res.exception, InputError), res.output
+    assert "no row" in str(res.exception)
+    res = runner.invoke(app, [*base, "--zones", "a", "-o", str(tmp_path / "o2")])
+    assert isinstance(res.exception, InputError), res.output
+    res = runner.invoke(app, [*base, "-o", str(tmp_path / "o3")])
+    assert isinstance(res.exception, ConfigError), res.output
+    res = runner.invoke(app, [*base, "--zones", "b,a", "-o", str(tmp_path / "o4")])
+    assert res.exit_code == 0, res.output
+    out = pd.read_parquet(tmp_path / "o4" / "series.parquet")
+    assert out["zone"].drop_duplicates().tolist() == ["b", "a"]
+    assert not any((tmp_path / d).exists() for d in ("o1", "o2", "o3"))
+    assert Ledger(tmp_path / "l.sqlite").spent("s").epsilon == pytest.approx(1.0)
 
 
 def test_series_refuses_duplicate_timestamps(app: typer.Typer, tmp_path: Path) -> None:
