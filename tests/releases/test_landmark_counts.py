@@ -83,6 +83,11 @@ def test_time_grid_is_checked() -> None:
     assert len(time_grid("2024-01-01", "2024-01-02", "1h")) == 24
     with pytest.raises(ConfigError):
         time_grid("2024-01-02", "2024-01-01", "1h")
+    # a last bin running past the declared (exclusive) end would count events after --end
+    # inside the period instead of in the outliers cell (SPEC 1.1)
+    with pytest.raises(ConfigError, match="whole number"):
+        time_grid("2024-01-01 00:00", "2024-01-01 05:30", "1h")
+    assert len(time_grid("2024-01-01 00:00", "2024-01-01 05:30", "30min")) == 11
 
 
 # -- events outside the declared period (SPEC 1, invariant 1) --------------------------------

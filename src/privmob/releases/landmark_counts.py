@@ -59,6 +59,13 @@ def time_grid(start: str, end: str, freq: str) -> pd.DatetimeIndex:
         raise ConfigError("the period holds fewer than two time bins", hint="check --start < --end")
     if np.unique(np.diff(grid.asi8)).size != 1:
         raise ConfigError("time bins must have a fixed length (use h, min, D or a multiple)")
+    # the last bin must end exactly at the declared end: otherwise events after --end would be
+    # counted inside the period instead of in the outliers cell
+    if grid[-1] + (grid[1] - grid[0]) != pd.Timestamp(end):
+        raise ConfigError(
+            f"the period [{start}, {end}) is not a whole number of {freq} bins",
+            hint="choose --end so that --end - --start is a multiple of --freq",
+        )
     return grid
 
 
