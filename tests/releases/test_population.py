@@ -71,3 +71,31 @@ def test_noise_scale_monte_carlo(engine, tmp_path) -> None:
     d = np.concatenate(diffs)
     q = np.exp(-0.5)
     assert d.std() == pytest.approx(np.sqrt(2 * q) / (1 - q), rel=0.06)
+
+
+def test_users_seen_only_outside_the_period_are_in_the_unknown_cell(engine) -> None:
+    # SPEC 1.1: records outside the declared period go to a noisy outliers cell, they are not
+    # silently dropped. Every user is in exactly one cell (sensitivity 1).
+    from privmob.releases.periods import StudyPeriod
+
+    t = pd.Timestamp
+    df = pd.DataFrame(
+        {
+            "uid": [1, 1, 2, 3, 3],
+            "time": [
+                t("2024-01-01 22:00"),
+                t("2024-01-05 22:00"),
+                t("2024-01-09 23:00"),
+                t("2024-01-02 12:00"),
+                t("2024-01-09 02:00"),
+            ],
+            "tile": np.array([0, 1, 1, 2, 1], dtype="int32"),
+        }
+    )
+    engine.register("pop_out", df)
+    ev = Loaded("pop_out", "test", "events", engine, ["uid", "time", "tile"])
+    period = StudyPeriod.parse("all", "2024-01-01", "2024-01-08")
+    counts = exact_home_counts(ev, 3, period=period)
+    # user 1: two nights in the period, tie -> zone 0; user 2: only outside -> unknown;
+    # user 3: no night event inside the period -> unknown
+    assert counts.tolist() == [1, 0, 0, 0, 2]

@@ -52,12 +52,14 @@ def home_cells_sql(
 ) -> str:
     """SQL ``i0, n``: users per home cell over the domain 0..k+1 (k = outside, k+1 = unknown).
 
-    Every user with at least one event (in ``where``) is counted exactly once.
+    Every user with at least one event is counted exactly once. Homes are found from the
+    events in ``where`` (e.g. the declared study period); a user without a night event there
+    (including a user whose events all lie outside the period, SPEC 1.1) is "unknown".
     """
     homes = homes_sql(events, dialect, night=night, where=where)
     return (
         f"SELECT CASE WHEN h.tile IS NULL THEN {k + 1} WHEN h.tile < 0 THEN {k} "
         "ELSE h.tile END AS i0, count(*) AS n FROM ("
-        f"SELECT DISTINCT uid FROM {events} AS all_ WHERE {where}) AS u "
+        f"SELECT DISTINCT uid FROM {events} AS all_) AS u "
         f"LEFT JOIN ({homes}) AS h ON u.uid = h.uid GROUP BY 1"
     )

@@ -24,7 +24,7 @@ from privmob.releases.base import Accountant, Release
 from privmob.releases.periods import StudyPeriod
 
 OUTSIDE = "home outside the zones"
-UNKNOWN = "unknown home (no night event)"
+UNKNOWN = "unknown home (no night event in the period)"
 
 
 def exact_home_counts(
@@ -61,8 +61,9 @@ def population_counts(
     (epsilon, delta)-DP (discrete Gaussian). Each user has exactly one cell (a zone, "outside"
     or "unknown home"), so adding or removing a user changes one count by 1 (L1 = L2
     sensitivity 1) whatever their events. Every cell of the public domain gets noise; clamping
-    negative values to 0 is post-processing. When ``period`` is declared only events inside it
-    are read; the period itself is public.
+    negative values to 0 is post-processing. When ``period`` is declared homes come from the
+    events inside it; a user with no night event inside it (e.g. seen only outside the period)
+    is counted in the "unknown home" outliers cell (SPEC 1.1); the period itself is public.
     """
     step = step or (lambda _m: None)
     r = resolve(rng)
