@@ -57,3 +57,24 @@ def test_bad_towers() -> None:
         tower_zone_shares(np.array([0.005, np.nan]), np.array([0.01, 0.01]), ZONES)
     with pytest.raises(InputError):
         apply_shares(np.ones(3), np.ones((2, 3)))
+
+
+def test_overlapping_zones_cannot_multiply_a_visit() -> None:
+    # The density release maps EXACT tower counts through these shares before the noise, so a
+    # tower's shares must sum to at most 1 even if zones overlap (the loader tolerates small
+    # overlaps; a GeoDataFrame may be passed directly). Two copies of the same zone would
+    # otherwise count every visit twice and double the sensitivity.
+    from privmob.prepare.cover import cover_map, minimum_cover
+    from privmob.prepare.voronoi import voronoi_map
+
+    twice = gpd.GeoDataFrame(
+        {"tile_id": ["A", "A2"]},
+        geometry=[shapely.box(0.0, 0.0, 0.02, 0.02), shapely.box(0.0, 0.0, 0.02, 0.02)],
+        crs=4326,
+    )
+    vm = voronoi_map(np.array([0.005, 0.015]), np.array([0.01, 0.01]), twice)
+    row_sums = np.asarray(vm.shares.sum(axis=1)).ravel()
+    assert row_sums.max() <= 1.0 + 1e-12
+    for cover in (None, minimum_cover(vm.shares)):
+        to_cover = cover_map(vm.shares, cover).to_cover
+        assert np.asarray(to_cover.sum(axis=0)).ravel().max() <= 1.0 + 1e-12
