@@ -109,6 +109,28 @@ def test_series_zone_domain_is_declared_not_read(app: typer.Typer, tmp_path: Pat
     assert Ledger(tmp_path / "l.sqlite").spent("s").epsilon == pytest.approx(1.0)
 
 
+def test_series_time_domain_can_be_declared(app: typer.Typer, tmp_path: Path) -> None:
+    # a timestamp without a row must not silently vanish from the release (SPEC 1.1)
+    path = tmp_path / "gap.csv"
+    t = pd.date_range("2024-01-01", periods=24, freq="h").delete(5)  # hour 5 has no row
+    pd.DataFrame({"t": t, "v": np.arange(23)}).to_csv(path, index=False)
+    base = [
+        "series", str(path), "--value-column", "v", "--time-column", "t", "--epsilon", "1",
+        "--sensitivity", "1", "--ledger", str(tmp_path / "l.sqlite"), "--budget", "5",
+        "--seed", "1", "--start", "2024-01-01", "--end", "2024-01-02",
+    ]  # fmt: skip
+    res = CliRunner().invoke(app, [*base, "--freq", "1h", "-o", str(tmp_path / "o1")])
+    assert isinstance(res.exception, InputError), res.output
+    assert "no row for 2024-01-01 05:00" in str(res.exception)
+    res = CliRunner().invoke(app, [*base, "-o", str(tmp_path / "o2")])  # --freq missing
+    assert isinstance(res.exception, ConfigError), res.output
+    full = _csv(tmp_path)
+    ok = [str(full), *base[2:], "--freq", "1h", "-o", str(tmp_path / "o3")]
+    res = CliRunner().invoke(app, ["series", *ok])
+    assert res.exit_code == 0, res.output
+    assert Ledger(tmp_path / "l.sqlite").spent("s").epsilon == pytest.approx(1.0)
+
+
 def test_series_refuses_duplicate_timestamps(app: typer.Typer, tmp_path: Path) -> None:
     path = tmp_path / "d.csv"
     pd.DataFrame({"t": [1, 1, 2], "v": [1, 2, 3]}).to_csv(path, index=False)

@@ -211,6 +211,13 @@ def series_command(
     ] = None,
     value_min: Annotated[float | None, typer.Option("--value-min", help="clamp below")] = None,
     value_max: Annotated[float | None, typer.Option("--value-max", help="clamp above")] = None,
+    start: Annotated[
+        str | None, typer.Option("--start", help="public period start (with --end, --freq)")
+    ] = None,
+    end: Annotated[str | None, typer.Option("--end", help="public period end, exclusive")] = None,
+    freq: Annotated[
+        str | None, typer.Option("--freq", help="time step: the file must hold every step")
+    ] = None,
     fill_value: Annotated[
         float, typer.Option("--fill-value", help="public value before the first release")
     ] = 0.0,
@@ -241,6 +248,7 @@ def series_command(
     accountant.precheck(Cost.pure(epsilon, SCHEME_UNIT[scheme]))  # before reading data
     declared = _tokens(zones_spec) if zones_spec else None
     values, labels, zones = read_series(input, value_column, time_column, zone_column, declared)
+    check_time_domain(labels, start, end, freq, input)
     marks = resolve_landmarks(landmarks, labels, landmark_positions) if landmarks else []
     bounds = None
     if value_min is not None or value_max is not None:
@@ -268,6 +276,40 @@ def series_command(
         )
     paths = write_release(release, output, overwrite=overwrite)
     _summary(release, paths, len(marks), quiet)
+
+
+def check_time_domain(
+    labels: list[object], start: str | None, end: str | None, freq: str | None, path: Path
+) -> None:
+    """With --start/--end/--freq, the file's timestamps must be exactly that public grid (a
+    timestamp without a row would otherwise vanish from the release and reveal an empty step);
+    without them the file's rows are taken as the declared domain (a warning says so)."""
+    from privmob.releases.landmark_counts import time_grid
+
+    given = [x is not None for x in (start, end, freq)]
+    if not any(given):
+        console_err.print(
+            "[yellow]warning:[/] the time domain is the file's rows; declare it with --start, "
+            "--end and --freq to have gaps refused",
+            highlight=False,
+        )
+        return
+    if not all(given):
+        raise ConfigError("give --start, --end and --freq together")
+    grid = time_grid(str(start), str(end), str(freq))
+    try:
+        stamps = pd.DatetimeIndex(pd.to_datetime(pd.Series(labels), format="mixed"))
+    except (ValueError, TypeError) as exc:
+        raise InputError("the time column does not hold timestamps", source=str(path)) from exc
+    missing = grid.difference(stamps)
+    extra = stamps.difference(grid)
+    if len(missing) or len(extra):
+        what = f"no row for {missing[0]}" if len(missing) else f"{extra[0]} is outside the grid"
+        raise InputError(
+            f"the timestamps are not the declared grid [{start}, {end}) every {freq}: {what}",
+            source=str(path),
+            hint="add rows with value 0 for missing steps; the domain is public",
+        )
 
 
 def _summary(release: Release, paths: list[Path], n_marks: int, quiet: bool) -> None:
