@@ -16,3 +16,27 @@ def test_decision_grid_outputs_say_not_private(tmp_path) -> None:
     notice = tmp_path / NOTICE_FILE
     assert notice in paths
     assert "do not publish" in notice.read_text()
+
+
+def test_series_utility_outputs_say_not_private(tmp_path) -> None:
+    import typer
+    from typer.testing import CliRunner
+
+    from privmob.cli import series_utility
+
+    app = typer.Typer(pretty_exceptions_enable=False)
+    series_utility.register(app)
+
+    @app.callback()
+    def _root() -> None:
+        pass
+
+    tsv = tmp_path / "g.tsv"  # a few Gowalla-shaped rows in Manhattan, September 2010
+    rows = [f"{u}\t2010-09-0{d}T1{u}:00:00Z\t40.75\t-73.98\t1" for u in range(3) for d in (1, 2)]
+    tsv.write_text("\n".join(rows) + "\n")
+    out = tmp_path / "u"
+    args = ["series-utility", "-o", str(out), "--gowalla", str(tsv), "--shares", "0,0.5"]
+    res = CliRunner().invoke(app, [*args, "--trials", "1", "--quiet"])
+    assert res.exit_code == 0, res.output
+    assert "NOT DIFFERENTIALLY PRIVATE" in (out / "utility.md").read_text()
+    assert (out / NOTICE_FILE).is_file()
