@@ -1,0 +1,55 @@
+"""Edges of the public time domain: every trip inside the declared period lands in its own bin
+(never outside the domain, never in another period's cells)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from tests.helpers import box_grid
+
+from privmob.data import load_trips
+from privmob.privacy.costs import Unit
+from privmob.releases.od import ODDomain, exact_counts
+from privmob.releases.periods import StudyPeriod
+
+
+@pytest.fixture(scope="module")
+def grid():
+    return box_grid(3)
+
+
+def _trips(times: list[str]) -> pd.DataFrame:
+    n = len(times)
+    return pd.DataFrame(
+        {
+            "uid": np.arange(n),
+            "tid": np.arange(n),
+            "start_time": pd.to_datetime(times, format="ISO8601"),
+            "origin": [8] * n,
+            "destination": [0] * n,
+        }
+    )
+
+
+@pytest.mark.parametrize("bound_per", ["release", "period"])
+def test_sub_second_times_before_the_end_stay_in_the_last_bin(engine, grid, bound_per):
+    """23:59:59.7 is inside day 1; rounding epoch seconds to nearest used to put it in bin 2
+    (outside the domain, or in another period's outliers cell)."""
+    times = ["2024-01-01 23:59:59.7", "2024-01-02 23:59:59.999", "2024-01-02 00:00:00.2"]
+    trips = load_trips(_trips(times), engine=engine, tessellation=grid)
+    period = StudyPeriod.parse("day", "2024-01-01", "2024-01-03")
+    dom = ODDomain(9, period.n_bins)
+    counts = exact_counts(
+        trips, domain=dom, period=period, unit=Unit.USER, max_trips=1, bound_per=bound_per
+    )
+    od = counts[: dom.od_size].reshape(2, 9, 9)
+    assert od[0, 8, 0] == 1 and od[1, 8, 0] == 2
+    assert counts[dom.od_size :].sum() == 0  # no outliers: every trip is inside the period
+
+
+def test_fractional_declared_bounds_keep_bins_in_the_domain(engine, grid):
+    times = ["2024-01-02 00:00:00.3"]  # inside [00:00:00.5 on Jan 1, 00:00:00.5 on Jan 2)
+    trips = load_trips(_trips(times), engine=engine, tessellation=grid)
+    period = StudyPeriod.parse("day", "2024-01-01 00:00:00.5", "2024-01-02 00:00:00.5")
+    dom = ODDomain(9, period.n_bins)
+    counts = exact_counts(trips, domain=dom, period=period, unit=Unit.USER, max_trips=1)
+    assert counts[: dom.od_size].reshape(1, 9, 9)[0, 8, 0] == 1
