@@ -83,7 +83,9 @@ class Accountant:
     """Who pays for a release: a ledger and the dataset whose budget is charged.
 
     ``group_size`` converts a trip- or event-level cost to a user-level budget by group
-    privacy. ``budget``, when given, sets the dataset's budget if it has none yet.
+    privacy. ``budget``, when given, sets the dataset's budget if it has none yet; if the
+    dataset already has a different budget this is refused (never silently ignored: a data
+    holder who asks for a total of 1 must not be charged against an older total of 10).
     """
 
     ledger: Ledger
@@ -95,7 +97,8 @@ class Accountant:
     def __post_init__(self) -> None:
         if not self.dataset:
             raise ConfigError("a dataset name is needed to charge the ledger")
-        if self.budget is not None and not self.ledger.has_budget(self.dataset):
+        if self.budget is not None:
+            # set once; the same budget again is a no-op, a different one a BudgetError
             self.ledger.set_budget(self.dataset, self.budget, self.budget_delta)
 
     def precheck(self, cost: Cost) -> None:
