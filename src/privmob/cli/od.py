@@ -78,11 +78,13 @@ def od(
     from privmob.data.tessellation import load_tessellation
     from privmob.engine import make_engine
     from privmob.privacy.ledger import Ledger
-    from privmob.releases.base import Accountant, write_release
+    from privmob.releases.base import Accountant, refuse_existing_output, write_release
     from privmob.releases.od import od_matrix
     from privmob.releases.periods import StudyPeriod
 
     study = StudyPeriod.parse(period, start, end)
+    # before anything is read or charged: a release that cannot be written must cost nothing
+    refuse_existing_output(output, ("od", "outliers"), overwrite=overwrite)
     acct = Accountant(
         Ledger(ledger), c.dataset_name(dataset, data), group_size=group_size, budget=budget
     )

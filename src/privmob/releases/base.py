@@ -9,6 +9,7 @@ output exists, and :func:`write_release` refuses to write a release that was not
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -128,6 +129,24 @@ class Accountant:
         return release
 
 
+def refuse_existing_output(
+    outdir: str | Path, tables: Iterable[str] = (), *, overwrite: bool = False
+) -> None:
+    """Raise :class:`InputError` if ``outdir`` already holds a release (its ``metadata.json``)
+    or one of the named tables. Call it before any work, so that a release that could not be
+    written is never charged."""
+    if overwrite:
+        return
+    out = Path(outdir)
+    targets = [out / f"{name}.parquet" for name in tables] + [out / "metadata.json"]
+    existing = [p for p in targets if p.exists()]
+    if existing:
+        raise InputError(
+            f"output file {existing[0]} exists; nothing was written",
+            hint="choose another --output or pass --overwrite",
+        )
+
+
 def write_release(release: Release, outdir: str | Path, *, overwrite: bool = False) -> list[Path]:
     """Write a charged release: one Parquet file per table and ``metadata.json``.
 
@@ -136,14 +155,8 @@ def write_release(release: Release, outdir: str | Path, *, overwrite: bool = Fal
     if release.ledger_entry is None:
         raise ConfigError("a release must be charged to the ledger before it is written")
     out = Path(outdir)
+    refuse_existing_output(out, release.tables, overwrite=overwrite)
     out.mkdir(parents=True, exist_ok=True)
-    targets = [out / f"{name}.parquet" for name in release.tables] + [out / "metadata.json"]
-    existing = [p for p in targets if p.exists()]
-    if existing and not overwrite:
-        raise InputError(
-            f"output file {existing[0]} exists; nothing was written",
-            hint="choose another --output or pass --overwrite",
-        )
     written = []
     for name, df in release.tables.items():
         path = out / f"{name}.parquet"
