@@ -53,3 +53,22 @@ def test_fractional_declared_bounds_keep_bins_in_the_domain(engine, grid):
     dom = ODDomain(9, period.n_bins)
     counts = exact_counts(trips, domain=dom, period=period, unit=Unit.USER, max_trips=1)
     assert counts[: dom.od_size].reshape(1, 9, 9)[0, 8, 0] == 1
+
+
+def test_engine_failure_while_counting_is_an_engine_error_and_charges_nothing(
+    engine, grid, tmp_path
+):
+    from privmob.errors import EngineError
+    from privmob.privacy.ledger import Ledger
+    from privmob.releases.base import Accountant
+    from privmob.releases.od import od_matrix
+
+    path = tmp_path / "trips.parquet"
+    _trips(["2024-01-01 08:00:00"]).to_parquet(path)
+    trips = load_trips(path, engine=engine, tessellation=grid)
+    path.unlink()  # the input disappears between validation and counting
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    acct = Accountant(ledger, "d", budget=1.0)
+    with pytest.raises(EngineError, match="failed while counting"):
+        od_matrix(trips, tessellation=grid, epsilon=0.5, accountant=acct, max_trips=1, rng=1)
+    assert ledger.entries("d") == []
