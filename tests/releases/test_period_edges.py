@@ -72,3 +72,29 @@ def test_engine_failure_while_counting_is_an_engine_error_and_charges_nothing(
     with pytest.raises(EngineError, match="failed while counting"):
         od_matrix(trips, tessellation=grid, epsilon=0.5, accountant=acct, max_trips=1, rng=1)
     assert ledger.entries("d") == []
+
+
+def test_trip_level_group_size_is_enforced_not_assumed(engine, grid, tmp_path):
+    """Charging g x epsilon to a user budget is only valid if no user has more than g trips:
+    with group_size 3, a user with 40 trips must move the exact counts by at most 3."""
+    from privmob.privacy.ledger import Ledger
+    from privmob.privacy.samplers import Randomness
+    from privmob.releases.base import Accountant
+    from privmob.releases.od import od_matrix
+
+    heavy = _trips(["2024-01-01 08:00:00"] * 40).assign(uid=7)
+    trips = load_trips(heavy, engine=engine, tessellation=grid)
+    acct = Accountant(Ledger(tmp_path / "l.sqlite"), "d", budget=200.0, group_size=3)
+    # noise scale 1/epsilon with epsilon 50: |noise| >= 1 w.p. 2e^-50/(1+e^-0.02), negligible
+    rel = od_matrix(
+        trips,
+        tessellation=grid,
+        epsilon=50.0,
+        accountant=acct,
+        unit="trip",
+        rng=Randomness.for_tests(0),
+    )
+    od = rel.tables["od"]
+    assert od["count"].sum() == 3
+    assert rel.bounds["group_size_enforced"] == 3
+    assert acct.ledger.spent("d").epsilon == pytest.approx(150.0)

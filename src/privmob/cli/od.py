@@ -61,7 +61,7 @@ def od(
         typer.Option(
             "--group-size",
             help="trip-level only: most trips of one user, to charge a user-level "
-            "budget by group privacy",
+            "budget by group privacy (enforced: each user keeps at most this many trips)",
         ),
     ] = None,
     ledger: c.LedgerOpt = None,

@@ -91,9 +91,11 @@ def od_matrix(
     delta)-DP via zCDP). With ``bound_per="release"`` (default) the bound T holds over the whole
     release and the whole release costs epsilon. With ``bound_per="period"`` each user keeps T
     trips in every period; each period (and the out-of-period outliers cell) then costs epsilon
-    and the ledger is charged once per period. With ``unit="trip"`` no user bound is enforced
-    and the guarantee is per trip (a user with g trips loses g x epsilon). Rounding and
-    suppression below ``tau`` read only noisy values (post-processing).
+    and the ledger is charged once per period. With ``unit="trip"`` the guarantee is per trip
+    (a user with g trips loses g x epsilon); if the accountant states a ``group_size`` g (to
+    charge g x epsilon to a user-level budget), each user keeps at most g trips (same keyed
+    sampling), so that charge rests on an enforced bound, not on a claim about the data.
+    Rounding and suppression below ``tau`` read only noisy values (post-processing).
     """
     step = step or (lambda _msg: None)
     r = resolve(rng)
@@ -137,14 +139,19 @@ def od_matrix(
         total = total + c
     accountant.precheck(total)  # refuse before reading any data
 
+    # trip level charged to a user budget by group privacy: enforce the stated group size
+    group = accountant.group_size if unit is Unit.TRIP else None
+    if group is not None and (int(group) != group or group < 1):
+        raise ConfigError(f"--group-size must be a whole number >= 1, got {group}")
+
     step("counting trips over the public domain")
     counts = exact_counts(
         trips,
         domain=domain,
         period=period,
-        unit=unit,
-        max_trips=t_bound,
-        bound_per=bound_per,
+        unit=Unit.USER if group is not None else unit,
+        max_trips=int(group) if group is not None else t_bound,
+        bound_per="release" if group is not None else bound_per,
         rng=r,
     )
     step(f"adding {noise_dist.kind} noise to {domain.released_cells:,} cells")
@@ -165,6 +172,7 @@ def od_matrix(
         bounds={
             "max_trips_per_user": t_bound if unit is Unit.USER else None,
             "bound_per": bound_per if unit is Unit.USER else None,
+            **({"group_size_enforced": int(group)} if group is not None else {}),
         },
         noise={
             **noise_dist.to_dict(),
