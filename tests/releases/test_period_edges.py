@@ -98,3 +98,24 @@ def test_trip_level_group_size_is_enforced_not_assumed(engine, grid, tmp_path):
     assert od["count"].sum() == 3
     assert rel.bounds["group_size_enforced"] == 3
     assert acct.ledger.spent("d").epsilon == pytest.approx(150.0)
+
+
+def test_period_scope_without_declared_period_charges_one_part(engine, grid, tmp_path):
+    """With no declared period every trip is in the single bin: the out-of-period cell reads
+    no data and must not be charged a second epsilon."""
+    from privmob.privacy.ledger import Ledger
+    from privmob.releases.base import Accountant
+    from privmob.releases.od import od_matrix
+
+    trips = load_trips(_trips(["2024-01-01 08:00:00"]), engine=engine, tessellation=grid)
+    acct = Accountant(Ledger(tmp_path / "l.sqlite"), "d", budget=1.0)
+    od_matrix(
+        trips,
+        tessellation=grid,
+        epsilon=1.0,
+        accountant=acct,
+        max_trips=1,
+        bound_per="period",
+        rng=1,
+    )
+    assert acct.ledger.spent("d").epsilon == pytest.approx(1.0)

@@ -131,7 +131,8 @@ def od_matrix(
     labels = period.labels()
     if bound_per == "period" and unit is Unit.USER:
         parts = [(f"period {lab}", cost_each) for lab in labels]
-        parts.append(("trips outside the study period (outliers)", cost_each))
+        if period.declared:  # undeclared: no trip can be outside, that cell reads no data
+            parts.append(("trips outside the study period (outliers)", cost_each))
     else:
         parts = [("all periods", cost_each)]
     total = parts[0][1]
