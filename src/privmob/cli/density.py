@@ -197,6 +197,8 @@ def write_geojson(release: Any, zones: Any, path: Path) -> Path:
 
 def register(app: typer.Typer) -> None:
     from privmob.cli.density_eval import density_eval
+    from privmob.cli.evaluate import evaluate_app
 
     app.command("density")(density)
-    app.command("density-eval")(density_eval)
+    evaluate_app.command("density")(density_eval)
+    app.command("density-eval", hidden=True)(density_eval)  # older name, kept as an alias

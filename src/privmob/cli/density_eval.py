@@ -1,4 +1,4 @@
-"""``privmob density-eval``: utility of the density scheme vs LPA over epsilons (not private)."""
+"""``privmob evaluate density``: the density scheme vs LPA over epsilons (not private)."""
 
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ def density_eval(
             if events is None or cells is None or zones is None or week is None:
                 raise ConfigError(
                     "give EVENTS with --cells, --zones and --week, or --synthetic N",
-                    hint="privmob density-eval --synthetic 100000",
+                    hint="privmob evaluate density --synthetic 100000",
                 )
             inp = load_density_inputs(
                 events,
