@@ -45,3 +45,14 @@ def test_taken_output_folder_costs_nothing(tmp_path):
     assert ledger.spent("d").epsilon == pytest.approx(0.5)  # ... and nothing charged
     assert _od(tmp_path, "--overwrite") == 0
     assert ledger.spent("d").epsilon == pytest.approx(1.0)
+
+
+def test_budget_is_checked_before_the_input_is_read(tmp_path, capsys):
+    """An over-budget release is refused before the (here unreadable) input is even opened."""
+    (tmp_path / "trips.parquet").write_text("not a parquet file")
+    box_grid(3).gdf.to_file(tmp_path / "grid.geojson", driver="GeoJSON")
+    Ledger(tmp_path / "ledger.sqlite").set_budget("d", 10.0)
+    assert _od(tmp_path, "-e", "20") == 2
+    err = capsys.readouterr().err
+    assert "refused" in err and "cannot be read" not in err
+    assert Ledger(tmp_path / "ledger.sqlite").entries("d") == []

@@ -94,7 +94,7 @@ def od(
     from privmob.engine import make_engine
     from privmob.privacy.ledger import Ledger
     from privmob.releases.base import Accountant, refuse_existing_output, write_release
-    from privmob.releases.od import od_matrix
+    from privmob.releases.od import od_matrix, od_precheck
     from privmob.releases.periods import StudyPeriod
 
     study = StudyPeriod.parse(period, start, end)
@@ -102,6 +102,18 @@ def od(
     refuse_existing_output(output, ("od", "outliers"), overwrite=overwrite)
     acct = Accountant(
         Ledger(ledger), c.dataset_name(dataset, data), group_size=group_size, budget=budget
+    )
+    # refuse a release the budget cannot pay for before the input is read or validated
+    od_precheck(
+        acct,
+        epsilon=epsilon,
+        unit=unit,
+        max_trips=max_trips,
+        tau=tau,
+        noise=noise,
+        delta=delta,
+        period=study,
+        bound_per=bound_per,
     )
     with c.Steps(quiet) as step:
         step("reading the tessellation")
