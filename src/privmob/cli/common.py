@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -51,3 +51,97 @@ def dataset_name(explicit: str | None, source: str | Path) -> str:
     for suffix in (".gz", ".parquet", ".csv", ".tsv", ".txt"):
         name = name.removesuffix(suffix)
     return name or "dataset"
+
+
+ColumnsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--columns",
+        help="column mapping, canonical=yours, comma-separated (e.g. uid=user_id,datetime=ts)",
+    ),
+]
+DelimiterOpt = Annotated[
+    str | None, typer.Option("--delimiter", help="CSV delimiter (default: detected)")
+]
+EngineOpt = Annotated[str, typer.Option("--engine", help="duckdb (default) or spark")]
+MemoryLimitOpt = Annotated[
+    str | None, typer.Option("--memory-limit", help="engine memory limit, e.g. 8GB")
+]
+
+
+def parse_columns(text: str | None) -> dict[str, str] | None:
+    """``uid=user_id,datetime=ts`` → ``{"uid": "user_id", "datetime": "ts"}``."""
+    if not text:
+        return None
+    from privmob.errors import ConfigError
+
+    mapping = {}
+    for part in text.split(","):
+        if "=" not in part:
+            raise ConfigError(
+                f"cannot read the column mapping '{part}'",
+                hint="use canonical=yours, e.g. --columns uid=user_id",
+            )
+        canon, yours = (s.strip() for s in part.split("=", 1))
+        mapping[canon] = yours
+    return mapping
+
+
+class Steps:
+    """Progress on stderr: a spinner with the current step and a line per finished step."""
+
+    def __init__(self, quiet: bool) -> None:
+        import time
+
+        self.quiet = quiet
+        self._time = time.perf_counter
+        self._start = self._time()
+        self._status: Any = None
+        self._current: str | None = None
+
+    def __enter__(self) -> Steps:
+        if not self.quiet:
+            self._status = console_err.status("starting")
+            self._status.__enter__()
+        return self
+
+    def __call__(self, message: str) -> None:
+        if self.quiet:
+            return
+        self._finish_current()
+        self._current = message
+        self._step_start = self._time()
+        self._status.update(message)
+
+    def _finish_current(self) -> None:
+        if self._current is not None:
+            console_err.print(
+                f"[green]✓[/] {self._current} [dim]({self._time() - self._step_start:.1f}s)[/]"
+            )
+            self._current = None
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        if self.quiet:
+            return
+        if exc_type is None:
+            self._finish_current()
+        self._status.__exit__(exc_type, *rest)
+
+
+def print_release_summary(release: Any, paths: list[Path], accountant: Any) -> None:
+    """What was written and what it cost (printed to stdout)."""
+    cost = release.cost
+    console.print(f"[bold]{release.kind}[/] release written:")
+    for p in paths:
+        console.print(f"  {p}")
+    console.print(
+        f"privacy cost: {cost.describe()}"
+        + (f" ({len(release.cost_parts)} ledger entries)" if len(release.cost_parts) > 1 else "")
+    )
+    remaining = accountant.ledger.remaining(accountant.dataset)
+    console.print(
+        f"ledger {accountant.ledger.path}: dataset '{accountant.dataset}' has "
+        f"epsilon={remaining.epsilon:.6g} left"
+    )
+    if not release.for_publication:
+        console.print("[bold red]NOT FOR PUBLICATION[/]: made with --seed (test noise)")

@@ -1,1 +1,1 @@
-"""privmob.prepare."""
+"""Preparation (non-private): tiles, trips from events, homes, unique trips, bounding."""

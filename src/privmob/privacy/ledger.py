@@ -234,6 +234,29 @@ class Ledger:
         for_publication: bool = True,
     ) -> Entry:
         """Charge a release atomically, or raise :class:`BudgetError` and charge nothing."""
+        return self.charge_parts(
+            dataset,
+            [(description, cost)],
+            kind=kind,
+            params=params,
+            group_size=group_size,
+            for_publication=for_publication,
+        )[0]
+
+    def charge_parts(
+        self,
+        dataset: str,
+        parts: list[tuple[str, Cost]],
+        *,
+        kind: str,
+        params: dict[str, Any] | None = None,
+        group_size: int | None = None,
+        for_publication: bool = True,
+    ) -> list[Entry]:
+        """Charge several parts of one release (e.g. one per period) in one transaction:
+        all entries are written, or none is."""
+        if not parts:
+            raise ConfigError("nothing to charge")
         with self._connect() as con:
             for attempt in range(50):
                 try:
@@ -255,48 +278,56 @@ class Ledger:
                         hint=f"privmob ledger init {dataset} --epsilon E",
                     )
                 b = Budget(row[0], row[1], row[2], Unit(row[3]), row[4])
-                charged = _convert(cost, b.unit, group_size)
-                _refuse_if_over(b, _spent(con, dataset), charged, self.path)
+                charged = [_convert(c, b.unit, group_size) for _, c in parts]
+                total = charged[0]
+                for c in charged[1:]:
+                    total = total + c
+                _refuse_if_over(b, _spent(con, dataset), total, self.path)
                 created = _now()
-                cur = con.execute(
-                    "INSERT INTO releases (dataset, created_at, kind, epsilon, delta, rho, unit, "
-                    "release_epsilon, release_delta, release_unit, group_size, for_publication, "
-                    "description, params) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (
-                        dataset,
-                        created,
-                        kind,
-                        charged.epsilon,
-                        charged.delta,
-                        charged.rho,
-                        charged.unit.value,
-                        cost.epsilon,
-                        cost.delta,
-                        cost.unit.value,
-                        group_size,
-                        int(for_publication),
-                        description,
-                        json.dumps(params or {}, default=str),
-                    ),
-                )
-                entry_id = int(cur.lastrowid or 0)
+                entries = []
+                for (description, cost), ch in zip(parts, charged, strict=True):
+                    cur = con.execute(
+                        "INSERT INTO releases (dataset, created_at, kind, epsilon, delta, rho, "
+                        "unit, release_epsilon, release_delta, release_unit, group_size, "
+                        "for_publication, description, params) VALUES "
+                        "(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                        (
+                            dataset,
+                            created,
+                            kind,
+                            ch.epsilon,
+                            ch.delta,
+                            ch.rho,
+                            ch.unit.value,
+                            cost.epsilon,
+                            cost.delta,
+                            cost.unit.value,
+                            group_size,
+                            int(for_publication),
+                            description,
+                            json.dumps(params or {}, default=str),
+                        ),
+                    )
+                    entries.append(
+                        Entry(
+                            int(cur.lastrowid or 0),
+                            dataset,
+                            created,
+                            kind,
+                            ch,
+                            cost,
+                            group_size,
+                            for_publication,
+                            description,
+                            params or {},
+                        )
+                    )
                 con.execute("COMMIT")
             except BaseException:
                 if con.in_transaction:
                     con.execute("ROLLBACK")
                 raise
-        return Entry(
-            entry_id,
-            dataset,
-            created,
-            kind,
-            charged,
-            cost,
-            group_size,
-            for_publication,
-            description,
-            params or {},
-        )
+        return entries
 
     def entries(self, dataset: str | None = None) -> list[Entry]:
         sql = (

@@ -44,7 +44,10 @@ class Release:
     tables: dict[str, pd.DataFrame]
     for_publication: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
+    #: how the cost splits into ledger entries (e.g. one per period); default: one entry
+    cost_parts: list[tuple[str, Cost]] = field(default_factory=list)
     ledger_entry: Entry | None = None
+    ledger_entries: list[Entry] = field(default_factory=list)
     created_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
     software_version: str = __version__
 
@@ -67,7 +70,7 @@ class Release:
             "for_publication": self.for_publication,
             "software": {"name": "privmob", "version": self.software_version},
             "created_at": self.created_at,
-            "ledger_entry": self.ledger_entry.to_dict() if self.ledger_entry else None,
+            "ledger_entries": [e.to_dict() for e in self.ledger_entries],
             **self.extra,
         }
         if not self.for_publication:
@@ -99,19 +102,26 @@ class Accountant:
         """Refuse early, before any data is read, if the cost cannot fit."""
         self.ledger.check(self.dataset, cost, self.group_size)
 
+    def charged_cost(self, cost: Cost) -> Cost:
+        """``cost`` as charged to the dataset's budget (converted by group privacy if needed)."""
+        return self.ledger.in_budget_unit(self.dataset, cost, self.group_size)
+
     def charge(self, release: Release, description: str = "") -> Release:
-        """Charge the ledger for ``release`` (atomic) and attach the entry to it."""
+        """Charge the ledger for ``release`` (atomically: all its parts or nothing) and attach
+        the entries to it."""
         if release.ledger_entry is not None:
             raise ConfigError("this release was already charged")
-        release.ledger_entry = self.ledger.charge(
+        parts = release.cost_parts or [(description, release.cost)]
+        entries = self.ledger.charge_parts(
             self.dataset,
-            release.cost,
+            parts,
             kind=release.kind,
-            description=description,
             params={"params": release.params, "bounds": release.bounds, "noise": release.noise},
             group_size=self.group_size,
             for_publication=release.for_publication,
         )
+        release.ledger_entries = entries
+        release.ledger_entry = entries[-1]
         return release
 
 

@@ -1,0 +1,34 @@
+"""Run a benchmark step in a child process; report wall time and the child's peak memory."""
+
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def run_child(script: Path, *args: str) -> dict[str, float]:
+    """Run ``python script --child ... args``; the child prints a JSON dict on its last line."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    t0 = time.perf_counter()
+    out = subprocess.run(
+        [sys.executable, str(script), "--child", *args], check=True, capture_output=True, text=True
+    )
+    wall = time.perf_counter() - t0
+    peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    result["process_wall_s"] = wall
+    # ru_maxrss of children is the max over all children so far: report it when it grew
+    result["peak_rss_gb"] = max(peak_kb, before) / 1024**2
+    return result
+
+
+def peak_rss_gb() -> float:
+    """This process's peak resident memory (GB), read in the child itself."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024**2
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2

@@ -1,0 +1,70 @@
+"""``privmob demo``: synthetic trips → a weekly private OD matrix, end to end, offline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from privmob.cli import common as c
+
+
+def demo(
+    output: Annotated[Path, typer.Option("--output", "-o", help="demo folder")] = Path(
+        "privmob-demo"
+    ),
+    users: Annotated[int, typer.Option("--users", help="synthetic users")] = 20_000,
+    epsilon: Annotated[float, typer.Option("--epsilon", "-e")] = 1.0,
+    max_trips: Annotated[int, typer.Option("--max-trips", "-T")] = 20,
+    quiet: c.QuietOpt = False,
+) -> None:
+    """Generate synthetic trips, release weekly private OD matrices, show what it cost.
+
+    Everything is written to the demo folder: the tessellation, the synthetic trips, a
+    privacy ledger (budget epsilon = 100 for the dataset 'demo-trips') and the release.
+    """
+    from privmob.data import load_trips
+    from privmob.data.synth import default_tessellation, synth_trips
+    from privmob.engine import DuckDBEngine
+    from privmob.privacy.ledger import Ledger
+    from privmob.releases.base import Accountant, write_release
+    from privmob.releases.od import od_matrix
+    from privmob.releases.periods import StudyPeriod
+
+    output.mkdir(parents=True, exist_ok=True)
+    with c.Steps(quiet) as step:
+        step("making a square grid over New York")
+        tess = default_tessellation()
+        tess_path = output / "tessellation.geojson"
+        tess.gdf.to_file(tess_path, driver="GeoJSON")
+        step(f"generating synthetic trips for {users:,} users over 28 days")
+        data = output / "trips.parquet"
+        summary = synth_trips(
+            data, n_users=users, start="2024-01-01", days=28, tessellation=tess, seed=0
+        )
+        acct = Accountant(Ledger(output / "ledger.sqlite"), "demo-trips", budget=100.0)
+        step("reading and validating the trips")
+        with DuckDBEngine() as engine:
+            trips = load_trips(data, engine=engine, tessellation=tess)
+            release = od_matrix(
+                trips,
+                tessellation=tess,
+                epsilon=epsilon,
+                accountant=acct,
+                max_trips=max_trips,
+                period=StudyPeriod.parse("week", "2024-01-01", "2024-01-29"),
+                step=step,
+            )
+        step("writing the release")
+        paths = write_release(release, output / "od", overwrite=True)
+    c.console.print(
+        f"synthetic input: {data} ({summary.rows:,} trips of {summary.users:,} "
+        f"users), tessellation: {tess_path} ({tess.k} tiles)"
+    )
+    c.print_release_summary(release, paths, acct)
+    c.console.print(f"see the ledger: privmob ledger show --ledger {output / 'ledger.sqlite'}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("demo")(demo)

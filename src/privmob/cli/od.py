@@ -1,0 +1,125 @@
+"""``privmob od``: a private origin-destination matrix from trips, trip points or events."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from privmob.cli import common as c
+from privmob.privacy.costs import Unit
+from privmob.privacy.mechanisms import NoiseKind
+
+
+def od(
+    data: Annotated[Path, typer.Argument(help="trips, trip points or events (CSV or Parquet)")],
+    tessellation: Annotated[
+        Path, typer.Option("--tessellation", "-t", help="tiles (GeoJSON, GeoParquet, Shapefile)")
+    ],
+    epsilon: Annotated[
+        float,
+        typer.Option(
+            "--epsilon",
+            "-e",
+            help="privacy budget of the release (per period with --bound-per period)",
+        ),
+    ],
+    output: Annotated[Path, typer.Option("--output", "-o", help="output folder")] = Path(
+        "privmob-od"
+    ),
+    unit: Annotated[Unit, typer.Option("--unit", help="user or trip")] = Unit.USER,
+    max_trips: Annotated[
+        int | None, typer.Option("--max-trips", "-T", help="most trips counted per user")
+    ] = None,
+    tau: Annotated[int, typer.Option("--tau", help="suppress noisy counts below tau")] = 0,
+    noise: Annotated[NoiseKind, typer.Option("--noise")] = NoiseKind.DISCRETE_LAPLACE,
+    delta: Annotated[float, typer.Option("--delta", help="for discrete-gaussian")] = 0.0,
+    period: Annotated[str, typer.Option("--period", help="all, day or week")] = "all",
+    start: Annotated[str | None, typer.Option("--start", help="study period start (date)")] = None,
+    end: Annotated[str | None, typer.Option("--end", help="study period end (exclusive)")] = None,
+    bound_per: Annotated[
+        str,
+        typer.Option(
+            "--bound-per", help="release: T trips per user in all; period: T per user per period"
+        ),
+    ] = "release",
+    input_shape: Annotated[
+        str, typer.Option("--input-shape", help="auto, trips, trip-points, events")
+    ] = "auto",
+    cells: Annotated[
+        Path | None, typer.Option("--cells", help="cells table for events with cell_id")
+    ] = None,
+    id_column: Annotated[
+        str | None, typer.Option("--tile-id", help="tile id column of the tessellation")
+    ] = None,
+    columns: c.ColumnsOpt = None,
+    delimiter: c.DelimiterOpt = None,
+    timezone: c.TimezoneOpt = "UTC",
+    group_size: Annotated[
+        int | None,
+        typer.Option(
+            "--group-size",
+            help="trip-level only: most trips of one user, to charge a user-level "
+            "budget by group privacy",
+        ),
+    ] = None,
+    ledger: c.LedgerOpt = None,
+    dataset: c.DatasetOpt = None,
+    budget: c.BudgetOpt = None,
+    engine: c.EngineOpt = "duckdb",
+    memory_limit: c.MemoryLimitOpt = None,
+    seed: c.SeedOpt = None,
+    overwrite: c.OverwriteOpt = False,
+    quiet: c.QuietOpt = False,
+) -> None:
+    """Release a differentially private origin-destination matrix (SPEC 4.1)."""
+    from privmob.data import load_trips_any
+    from privmob.data.tessellation import load_tessellation
+    from privmob.engine import make_engine
+    from privmob.privacy.ledger import Ledger
+    from privmob.releases.base import Accountant, write_release
+    from privmob.releases.od import od_matrix
+    from privmob.releases.periods import StudyPeriod
+
+    study = StudyPeriod.parse(period, start, end)
+    acct = Accountant(
+        Ledger(ledger), c.dataset_name(dataset, data), group_size=group_size, budget=budget
+    )
+    with c.Steps(quiet) as step:
+        step("reading the tessellation")
+        tess = load_tessellation(tessellation, id_column=id_column)
+        eng = make_engine(engine, **({"memory_limit": memory_limit} if memory_limit else {}))
+        step("reading and validating the input")
+        trips = load_trips_any(
+            data,
+            engine=eng,
+            tessellation=tess,
+            shape=input_shape,
+            cells=cells,
+            columns=c.parse_columns(columns),
+            timezone=timezone,
+            delimiter=delimiter,
+        )
+        release = od_matrix(
+            trips,
+            tessellation=tess,
+            epsilon=epsilon,
+            accountant=acct,
+            unit=unit,
+            max_trips=max_trips,
+            tau=tau,
+            noise=noise,
+            delta=delta,
+            period=study,
+            bound_per=bound_per,
+            rng=seed,
+            step=step,
+        )
+        step("writing the output")
+        paths = write_release(release, output, overwrite=overwrite)
+    c.print_release_summary(release, paths, acct)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("od")(od)

@@ -1,0 +1,677 @@
+"""Loading and validating input records into the engine (SPEC section 0).
+
+Three input shapes, each read from CSV (any delimiter, gzip ok), Parquet, or an in-memory
+pandas / Polars / Arrow table, with an optional column mapping for other names:
+
+* trips (one row per trip): ``uid, start_time[, end_time][, tid]`` plus ``origin, destination``
+  (tile ids) or ``origin_lat, origin_lng, destination_lat, destination_lng``;
+* trip points (dp_mobility_report's shape): ``uid, tid, datetime, lat, lng[, tile_id]``;
+* events (CDR, check-ins, GPS fixes): ``uid, datetime`` plus ``lat, lng`` or ``cell_id`` with a
+  separate cells table ``cell_id, lat, lng``.
+
+Each loader validates the input in the engine (one aggregate pass; an example row is fetched
+only when something is wrong) and raises :class:`~privmob.errors.InputError` naming the file,
+the column and an example row. It then exposes a view with the canonical schema:
+
+* trips: ``uid, tid, start_time, end_time, origin, destination``
+* trip points: ``uid, tid, time, lat, lng, tile``
+* events: ``uid, time, tile`` (+ ``lat, lng`` or ``cell_id`` when given)
+
+Times are local wall-clock TIMESTAMPs in the study time zone: naive inputs are taken to be in
+``timezone`` (default UTC); inputs with an offset are converted to it. Tiles are integer indexes
+into the tessellation (``-1`` = outside every tile: such records go to the outliers cell, never
+dropped). Input files are only read, never modified.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from privmob.engine.base import Engine
+from privmob.errors import ConfigError, EngineError, InputError
+
+_counter = itertools.count()
+
+CSV_SUFFIXES = {".csv", ".tsv", ".txt", ".gz"}
+OFFSET_RE = r"[0-9]:[0-9]{2}(:[0-9]{2}([.,][0-9]+)?)?\s*([zZ]|[+-][0-9]{2}(:?[0-9]{2})?)$"
+
+
+@dataclass
+class Loaded:
+    """A validated input exposed in the engine as a view with the canonical schema."""
+
+    view: str
+    source: str
+    shape: str
+    engine: Engine
+    columns: list[str] = field(default_factory=list)
+
+
+def _new_name(prefix: str) -> str:
+    return f"pm_{prefix}_{next(_counter)}"
+
+
+def describe_source(source: Any) -> str:
+    if isinstance(source, str | Path):
+        return str(source)
+    return f"<{type(source).__module__.split('.')[0]} {type(source).__name__}>"
+
+
+def check_timezone(timezone: str) -> str:
+    try:
+        ZoneInfo(timezone)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ConfigError(
+            f"unknown time zone '{timezone}'", hint="use an IANA name such as UTC or Europe/Paris"
+        ) from exc
+    return timezone
+
+
+def read_raw(
+    engine: Engine,
+    source: Any,
+    *,
+    delimiter: str | None = None,
+    header: bool = True,
+    names: list[str] | None = None,
+) -> tuple[str, str]:
+    """Expose ``source`` as a raw view (all columns as read). Returns (view, display name)."""
+    display = describe_source(source)
+    view = _new_name("raw")
+    if isinstance(source, str | Path):
+        path = Path(source)
+        if not path.exists():
+            raise InputError("file not found", source=display, hint="check the path")
+        if path.is_dir():
+            if not any(path.glob("*.parquet")):
+                raise InputError("directory holds no .parquet files", source=display)
+            _sql_view(engine, view, f"SELECT * FROM read_parquet('{_q(path)}/*.parquet')", display)
+        elif path.stat().st_size == 0:
+            raise InputError(
+                "the file is empty",
+                source=display,
+                hint="give a file with a header row and records",
+            )
+        elif path.suffix.lower() in {".parquet", ".pq"}:
+            _sql_view(engine, view, f"SELECT * FROM read_parquet('{_q(path)}')", display)
+        else:
+            opts = ["header = " + ("true" if header else "false"), "all_varchar = true"]
+            if delimiter:
+                opts.append(f"delim = '{_q(delimiter)}'")
+            if names:
+                opts.append("names = [" + ", ".join(f"'{_q(n)}'" for n in names) + "]")
+            _sql_view(
+                engine, view, f"SELECT * FROM read_csv('{_q(path)}', {', '.join(opts)})", display
+            )
+    elif isinstance(source, pd.DataFrame | pa.Table) or hasattr(source, "to_arrow"):
+        engine.register(view, source)
+    else:
+        raise ConfigError(
+            f"cannot read input of type {type(source).__name__}",
+            hint="give a CSV/Parquet path or a pandas/Polars/Arrow table",
+        )
+    return view, display
+
+
+def _sql_view(engine: Engine, view: str, sql: str, display: str) -> None:
+    try:
+        engine.create_view(view, sql)
+        engine.fetch(f"SELECT * FROM {view} LIMIT 0")
+    except InputError:
+        raise
+    except Exception as exc:  # engine-specific read errors
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(
+            f"cannot be read: {first}",
+            source=display,
+            hint="check the file format and delimiter (--delimiter)",
+        ) from exc
+
+
+def _q(text: str | Path) -> str:
+    return str(text).replace("'", "''")
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+# -- columns ----------------------------------------------------------------------------------
+
+
+def resolve_columns(
+    engine: Engine,
+    view: str,
+    display: str,
+    *,
+    required: list[str],
+    optional: list[str],
+    mapping: Mapping[str, str] | None,
+) -> dict[str, str]:
+    """Map canonical names to the source's columns; raise a clear error if one is missing."""
+    available = engine.columns(view)
+    mapping = dict(mapping or {})
+    unknown = set(mapping) - set(required) - set(optional)
+    if unknown:
+        raise ConfigError(
+            f"unknown canonical column(s) in the mapping: {sorted(unknown)}",
+            hint=f"canonical names are: {', '.join(required + optional)}",
+        )
+    lower = {c.lower(): c for c in available}
+    resolved: dict[str, str] = {}
+    for canon in required + optional:
+        actual = mapping.get(canon, canon)
+        if actual in available:
+            resolved[canon] = actual
+        elif actual.lower() in lower:
+            resolved[canon] = lower[actual.lower()]
+        elif canon in required:
+            hint = f"map it: --columns {canon}=<your column>"
+            if len(available) == 1 and any(d in available[0] for d in ";,\t|"):
+                sep = next(d for d in ";\t|," if d in available[0])
+                hint = (
+                    f"the file seems to use {sep!r} as delimiter: pass --delimiter {sep!r}"
+                    if sep != "\t"
+                    else "pass --delimiter '\\t'"
+                )
+            raise InputError(
+                f"missing column '{actual}' (columns found: {', '.join(available)})",
+                source=display,
+                column=actual,
+                hint=hint,
+            )
+    return resolved
+
+
+def _types(engine: Engine, view: str) -> dict[str, str]:
+    df = engine.fetch(f"DESCRIBE SELECT * FROM {view}")
+    return dict(zip(df["column_name"], df["column_type"].str.upper(), strict=True))
+
+
+def time_expr(col: str, coltype: str, timezone: str) -> str:
+    """SQL turning a source column into a local wall-clock TIMESTAMP (NULL if unparsable)."""
+    c = _ident(col)
+    tz = _q(timezone)
+    if coltype.startswith("TIMESTAMP WITH TIME ZONE") or coltype == "TIMESTAMPTZ":
+        return f"timezone('{tz}', {c})"
+    if coltype.startswith("TIMESTAMP") or coltype == "DATE":
+        return f"CAST({c} AS TIMESTAMP)"
+    if coltype in {"BIGINT", "INTEGER", "DOUBLE", "FLOAT", "HUGEINT", "UBIGINT", "DECIMAL"}:
+        return f"timezone('{tz}', to_timestamp(CAST({c} AS DOUBLE)))"
+    s = f"trim(CAST({c} AS VARCHAR))"
+    return (
+        f"CASE WHEN regexp_matches({s}, '{OFFSET_RE}') "
+        f"THEN timezone('{tz}', TRY_CAST({s} AS TIMESTAMPTZ)) "
+        f"ELSE TRY_CAST({s} AS TIMESTAMP) END"
+    )
+
+
+def float_expr(col: str) -> str:
+    return f"TRY_CAST({_ident(col)} AS DOUBLE)"
+
+
+# -- validation --------------------------------------------------------------------------------
+
+
+@dataclass
+class Check:
+    """One validity condition: ``bad`` is SQL true for a bad row."""
+
+    column: str
+    bad: str
+    message: str
+    hint: str
+
+
+def validate(
+    engine: Engine, raw_view: str, parsed_view: str, display: str, checks: list[Check]
+) -> int:
+    """Run all checks in one pass; raise on the first failing one with an example row."""
+    exprs = ["count(*) AS n_rows"] + [f"count_if({c.bad}) AS c{i}" for i, c in enumerate(checks)]
+    try:
+        row = engine.fetch(f"SELECT {', '.join(exprs)} FROM {parsed_view}").iloc[0]
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0]
+        raise InputError(
+            f"cannot be read: {first}",
+            source=display,
+            hint="check the file format, delimiter and column types",
+        ) from exc
+    n_rows = int(row["n_rows"])
+    if n_rows == 0:
+        raise InputError(
+            "has no records",
+            source=display,
+            hint="check the file (a header row alone is not enough)",
+        )
+    for i, c in enumerate(checks):
+        n_bad = int(row[f"c{i}"])
+        if n_bad:
+            example = engine.fetch(
+                f"SELECT * EXCLUDE (_pm_row) FROM {parsed_view} WHERE {c.bad} LIMIT 1"
+            )
+            raw = example[[col for col in example.columns if not col.startswith("_p_")]]
+            shown = raw.iloc[0].to_dict() if len(raw) else None
+            raise InputError(
+                f"{c.message} ({n_bad} of {n_rows} rows)",
+                source=display,
+                column=c.column,
+                example=shown,
+                hint=c.hint,
+            )
+    return n_rows
+
+
+def _parsed_view(engine: Engine, raw: str, parsed: dict[str, str]) -> str:
+    view = _new_name("parsed")
+    extra = ", ".join(f"{expr} AS _p_{name}" for name, expr in parsed.items())
+    engine.create_view(view, f"SELECT *, 0 AS _pm_row, {extra} FROM {raw}")
+    return view
+
+
+def time_checks(col: str) -> list[Check]:
+    return [
+        Check(col, f"_p_{col}_raw IS NULL", "missing timestamp", "every record needs a time"),
+        Check(
+            col,
+            f"_p_{col} IS NULL AND _p_{col}_raw IS NOT NULL",
+            "unparsable timestamp",
+            "use ISO 8601 (2024-01-31 08:15:00, optionally with +01:00 or Z) or epoch seconds",
+        ),
+    ]
+
+
+def coord_checks(lat: str, lng: str) -> list[Check]:
+    hint = "coordinates must be WGS84 degrees: lat in [-90, 90], lng in [-180, 180]"
+    return [
+        Check(
+            lat,
+            f"_p_{lat} IS NULL OR isnan(_p_{lat}) OR abs(_p_{lat}) > 90",
+            "missing, NaN or out-of-range latitude",
+            hint,
+        ),
+        Check(
+            lng,
+            f"_p_{lng} IS NULL OR isnan(_p_{lng}) OR abs(_p_{lng}) > 180",
+            "missing, NaN or out-of-range longitude",
+            hint,
+        ),
+    ]
+
+
+def uid_check(col: str) -> Check:
+    return Check(col, f"{_ident(col)} IS NULL", "missing user id", "every record needs a user id")
+
+
+# -- tiles -------------------------------------------------------------------------------------
+
+
+def tile_id_table(engine: Engine, tessellation: Any) -> str:
+    """Register ``tile_key (VARCHAR) -> tile (INTEGER index)`` for joining tile ids."""
+    name = _new_name("tiles")
+    keys = [str(t) for t in tessellation.tile_ids]
+    engine.register(
+        name,
+        pa.table(
+            {
+                "tile_key": pa.array(keys, pa.string()),
+                "tile": pa.array(np.arange(len(keys), dtype=np.int32)),
+            }
+        ),
+    )
+    return name
+
+
+def coordinate_tiles(engine: Engine, tessellation: Any, pairs_sql: str) -> str:
+    """Assign tiles to the distinct (lng, lat) pairs of ``pairs_sql``; returns a lookup view.
+
+    Point-in-polygon runs vectorised on the distinct coordinates (GEOS via the tessellation)
+    and the result is joined back in the engine.
+    """
+    df = engine.fetch(f"SELECT DISTINCT lng, lat FROM ({pairs_sql}) AS p_")
+    lng = df["lng"].to_numpy(dtype=np.float64)
+    lat = df["lat"].to_numpy(dtype=np.float64)
+    tiles = np.asarray(tessellation.assign(lng, lat), dtype=np.int32)
+    name = _new_name("coordtiles")
+    engine.register(name, pa.table({"lng": lng, "lat": lat, "tile": tiles}))
+    return name
+
+
+# -- loaders -----------------------------------------------------------------------------------
+
+
+def load_events(
+    source: Any,
+    *,
+    engine: Engine,
+    tessellation: Any,
+    cells: Any = None,
+    columns: Mapping[str, str] | None = None,
+    cell_columns: Mapping[str, str] | None = None,
+    timezone: str = "UTC",
+    delimiter: str | None = None,
+    header: bool = True,
+    names: list[str] | None = None,
+) -> Loaded:
+    """Events (``uid, datetime`` + ``lat, lng`` or ``cell_id`` with ``cells``) → canonical view.
+
+    Canonical columns: ``uid, time, tile`` plus ``lat, lng`` (coordinates) or ``cell_id``.
+    """
+    check_timezone(timezone)
+    raw, display = read_raw(engine, source, delimiter=delimiter, header=header, names=names)
+    use_cells = cells is not None
+    required = ["uid", "datetime"] + (["cell_id"] if use_cells else ["lat", "lng"])
+    cols = resolve_columns(engine, raw, display, required=required, optional=[], mapping=columns)
+    types = _types(engine, raw)
+    parsed = {
+        "datetime": time_expr(cols["datetime"], types[cols["datetime"]], timezone),
+        "datetime_raw": _ident(cols["datetime"]),
+    }
+    checks = [uid_check(cols["uid"]), *time_checks("datetime")]
+    if not use_cells:
+        parsed |= {"lat": float_expr(cols["lat"]), "lng": float_expr(cols["lng"])}
+        checks += coord_checks("lat", "lng")
+    pview = _parsed_view(engine, raw, parsed)
+    _relabel(checks, cols)
+    validate(engine, raw, pview, display, checks)
+    view = _new_name("events")
+    if use_cells:
+        cell_view = load_cells(
+            cells, engine=engine, tessellation=tessellation, columns=cell_columns
+        )
+        cid = f"CAST(e.{_ident(cols['cell_id'])} AS VARCHAR)"
+        missing = engine.fetch(
+            f"SELECT {cid} AS cell_id FROM {pview} AS e LEFT JOIN "
+            f"{cell_view} AS c ON {cid} = c.cell_key "
+            "WHERE c.cell_key IS NULL LIMIT 1"
+        )
+        if len(missing):
+            raise InputError(
+                f"cell id '{missing.iloc[0, 0]!s}' is not in the cells table",
+                source=display,
+                column=cols["cell_id"],
+                example={cols["cell_id"]: missing.iloc[0, 0]},
+                hint="every event's cell must appear in the cells table",
+            )
+        engine.create_view(
+            view,
+            (
+                f"SELECT e.{_ident(cols['uid'])} AS uid, e._p_datetime AS time, c.tile AS tile, "
+                f"c.cell_key AS cell_id FROM {pview} AS e JOIN {cell_view} AS c "
+                f"ON {cid} = c.cell_key"
+            ),
+        )
+    else:
+        lookup = coordinate_tiles(
+            engine, tessellation, f"SELECT _p_lng AS lng, _p_lat AS lat FROM {pview}"
+        )
+        engine.create_view(
+            view,
+            (
+                f"SELECT e.{_ident(cols['uid'])} AS uid, e._p_datetime AS time, t.tile AS tile, "
+                f"e._p_lat AS lat, e._p_lng AS lng FROM {pview} AS e JOIN {lookup} AS t "
+                f"ON e._p_lng = t.lng AND e._p_lat = t.lat"
+            ),
+        )
+    return Loaded(view, display, "events", engine, engine.columns(view))
+
+
+def load_cells(
+    cells: Any, *, engine: Engine, tessellation: Any, columns: Mapping[str, str] | None = None
+) -> str:
+    """Cells (towers) ``cell_id, lat, lng`` → view ``cell_key (VARCHAR), lat, lng, tile``."""
+    raw, display = read_raw(engine, cells)
+    cols = resolve_columns(
+        engine, raw, display, required=["cell_id", "lat", "lng"], optional=[], mapping=columns
+    )
+    pview = _parsed_view(
+        engine, raw, {"lat": float_expr(cols["lat"]), "lng": float_expr(cols["lng"])}
+    )
+    checks = [
+        Check(
+            cols["cell_id"],
+            f"{_ident(cols['cell_id'])} IS NULL",
+            "missing cell id",
+            "every cell needs an id",
+        ),
+        *coord_checks("lat", "lng"),
+    ]
+    _relabel(checks, cols)
+    validate(engine, raw, pview, display, checks)
+    key = f"CAST({_ident(cols['cell_id'])} AS VARCHAR)"
+    dup = engine.fetch(
+        f"SELECT {key} AS k, count(*) AS n FROM {pview} GROUP BY 1 HAVING count(*) > 1 LIMIT 1"
+    )
+    if len(dup):
+        raise InputError(
+            f"duplicate cell id '{dup.iloc[0, 0]!s}'",
+            source=display,
+            column=cols["cell_id"],
+            example={cols["cell_id"]: dup.iloc[0, 0]},
+            hint="each cell id must appear once in the cells table",
+        )
+    df = engine.fetch(f"SELECT {key} AS cell_key, _p_lat AS lat, _p_lng AS lng FROM {pview}")
+    df["tile"] = np.asarray(
+        tessellation.assign(df["lng"].to_numpy(), df["lat"].to_numpy()), dtype=np.int32
+    )
+    view = _new_name("cells")
+    engine.register(view, pa.Table.from_pandas(df, preserve_index=False))
+    return view
+
+
+def load_trip_points(
+    source: Any,
+    *,
+    engine: Engine,
+    tessellation: Any,
+    columns: Mapping[str, str] | None = None,
+    timezone: str = "UTC",
+    delimiter: str | None = None,
+) -> Loaded:
+    """Trip points (``uid, tid, datetime, lat, lng[, tile_id]``) → canonical view
+    ``uid, tid, time, lat, lng, tile``."""
+    check_timezone(timezone)
+    raw, display = read_raw(engine, source, delimiter=delimiter)
+    cols = resolve_columns(
+        engine,
+        raw,
+        display,
+        required=["uid", "tid", "datetime", "lat", "lng"],
+        optional=["tile_id"],
+        mapping=columns,
+    )
+    types = _types(engine, raw)
+    pview = _parsed_view(
+        engine,
+        raw,
+        {
+            "datetime": time_expr(cols["datetime"], types[cols["datetime"]], timezone),
+            "datetime_raw": _ident(cols["datetime"]),
+            "lat": float_expr(cols["lat"]),
+            "lng": float_expr(cols["lng"]),
+        },
+    )
+    checks = [
+        uid_check(cols["uid"]),
+        Check(
+            cols["tid"],
+            f"{_ident(cols['tid'])} IS NULL",
+            "missing trip id",
+            "every point needs the id of its trip",
+        ),
+        *time_checks("datetime"),
+        *coord_checks("lat", "lng"),
+    ]
+    _relabel(checks, cols)
+    validate(engine, raw, pview, display, checks)
+    view = _new_name("points")
+    if "tile_id" in cols:
+        tiles = tile_id_table(engine, tessellation)
+        tile_sql = (
+            f"LEFT JOIN {tiles} AS t ON CAST(e.{_ident(cols['tile_id'])} AS VARCHAR) = t.tile_key"
+        )
+    else:
+        lookup = coordinate_tiles(
+            engine, tessellation, f"SELECT _p_lng AS lng, _p_lat AS lat FROM {pview}"
+        )
+        tile_sql = f"LEFT JOIN {lookup} AS t ON e._p_lng = t.lng AND e._p_lat = t.lat"
+    engine.create_view(
+        view,
+        (
+            f"SELECT e.{_ident(cols['uid'])} AS uid, e.{_ident(cols['tid'])} AS tid, "
+            f"e._p_datetime AS time, e._p_lat AS lat, e._p_lng AS lng, "
+            f"COALESCE(t.tile, -1) AS tile FROM {pview} AS e {tile_sql}"
+        ),
+    )
+    return Loaded(view, display, "trip_points", engine, engine.columns(view))
+
+
+def trips_from_points(points: Loaded) -> Loaded:
+    """One row per trip from trip points: first point = origin, last point = destination."""
+    view = _new_name("trips")
+    points.engine.create_view(
+        view,
+        (
+            "SELECT uid, tid, min(time) AS start_time, max(time) AS end_time, "
+            "arg_min(tile, time) AS origin, arg_max(tile, time) AS destination "
+            f"FROM {points.view} GROUP BY uid, tid"
+        ),
+    )
+    return Loaded(view, points.source, "trips", points.engine, points.engine.columns(view))
+
+
+def load_trips(
+    source: Any,
+    *,
+    engine: Engine,
+    tessellation: Any,
+    columns: Mapping[str, str] | None = None,
+    timezone: str = "UTC",
+    delimiter: str | None = None,
+) -> Loaded:
+    """One-row trips → canonical view ``uid, tid, start_time, end_time, origin, destination``.
+
+    Origin and destination are tile ids (``origin``, ``destination``) or coordinates
+    (``origin_lat, origin_lng, destination_lat, destination_lng``); tile ids not in the
+    tessellation and coordinates outside it become ``-1`` (outliers).
+    """
+    check_timezone(timezone)
+    raw, display = read_raw(engine, source, delimiter=delimiter)
+    available = {c.lower() for c in engine.columns(raw)}
+    mapping = dict(columns or {})
+    by_coords = (
+        "origin" not in mapping
+        and "origin" not in available
+        and ("origin_lat" in available or "origin_lat" in mapping)
+    )
+    ends = (
+        ["origin_lat", "origin_lng", "destination_lat", "destination_lng"]
+        if by_coords
+        else ["origin", "destination"]
+    )
+    cols = resolve_columns(
+        engine,
+        raw,
+        display,
+        required=["uid", "start_time", *ends],
+        optional=["end_time", "tid"],
+        mapping=mapping,
+    )
+    types = _types(engine, raw)
+    parsed = {
+        "start_time": time_expr(cols["start_time"], types[cols["start_time"]], timezone),
+        "start_time_raw": _ident(cols["start_time"]),
+    }
+    checks = [uid_check(cols["uid"]), *time_checks("start_time")]
+    if "end_time" in cols:
+        parsed |= {
+            "end_time": time_expr(cols["end_time"], types[cols["end_time"]], timezone),
+            "end_time_raw": _ident(cols["end_time"]),
+        }
+        checks.append(
+            Check(
+                "end_time",
+                "_p_end_time IS NULL AND _p_end_time_raw IS NOT NULL",
+                "unparsable timestamp",
+                "use ISO 8601 or epoch seconds",
+            )
+        )
+    if by_coords:
+        for end in ("origin", "destination"):
+            parsed |= {
+                f"{end}_lat": float_expr(cols[f"{end}_lat"]),
+                f"{end}_lng": float_expr(cols[f"{end}_lng"]),
+            }
+            checks += coord_checks(f"{end}_lat", f"{end}_lng")
+    else:
+        checks += [
+            Check(
+                cols[e],
+                f"{_ident(cols[e])} IS NULL",
+                f"missing {e} tile id",
+                "every trip needs an origin and a destination",
+            )
+            for e in ends
+        ]
+    pview = _parsed_view(engine, raw, parsed)
+    _relabel(checks, cols)
+    validate(engine, raw, pview, display, checks)
+    tid = _ident(cols["tid"]) if "tid" in cols else "row_number() OVER ()"
+    end = "_p_end_time" if "end_time" in cols else "_p_start_time"
+    view = _new_name("trips")
+    if by_coords:
+        lookup = coordinate_tiles(
+            engine,
+            tessellation,
+            (
+                f"SELECT _p_origin_lng AS lng, _p_origin_lat AS lat FROM {pview} UNION "
+                f"SELECT _p_destination_lng, _p_destination_lat FROM {pview}"
+            ),
+        )
+        engine.create_view(
+            view,
+            (
+                f"SELECT e.{_ident(cols['uid'])} AS uid, {tid} AS tid, e._p_start_time AS "
+                f"start_time, e.{end} AS end_time, o.tile AS origin, d.tile AS destination "
+                f"FROM {pview} AS e "
+                f"JOIN {lookup} AS o ON e._p_origin_lng = o.lng AND e._p_origin_lat = o.lat "
+                f"JOIN {lookup} AS d ON e._p_destination_lng = d.lng "
+                f"AND e._p_destination_lat = d.lat"
+            ),
+        )
+    else:
+        tiles = tile_id_table(engine, tessellation)
+        o, d = _ident(cols["origin"]), _ident(cols["destination"])
+        engine.create_view(
+            view,
+            (
+                f"SELECT e.{_ident(cols['uid'])} AS uid, {tid} AS tid, "
+                f"e._p_start_time AS start_time, e.{end} AS end_time, "
+                f"COALESCE(o.tile, -1) AS origin, COALESCE(d.tile, -1) AS destination "
+                f"FROM {pview} AS e "
+                f"LEFT JOIN {tiles} AS o ON CAST(e.{o} AS VARCHAR) = o.tile_key "
+                f"LEFT JOIN {tiles} AS d ON CAST(e.{d} AS VARCHAR) = d.tile_key"
+            ),
+        )
+    return Loaded(view, display, "trips", engine, engine.columns(view))
+
+
+def _relabel(checks: list[Check], cols: Mapping[str, str]) -> None:
+    """Show the user's own column names in messages."""
+    for c in checks:
+        c.column = cols.get(c.column, c.column)
+
+
+def require_engine(engine: Any) -> Engine:
+    if engine is None:
+        raise EngineError("no engine given")
+    return engine

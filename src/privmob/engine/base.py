@@ -1,0 +1,65 @@
+"""The engine interface: where all work that touches raw records happens.
+
+An engine registers input tables, runs SQL, and returns small dense integer arrays over public
+domains to the driver. The driver (mechanisms, accountant, renderers) never sees raw records.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import numpy as np
+import pandas as pd
+
+from privmob.engine.dialect import Dialect
+
+
+class Engine(Protocol):
+    """What every engine offers (DuckDB by default; Spark for data beyond one machine)."""
+
+    name: str
+    dialect: Dialect
+
+    def register(self, name: str, data: Any) -> None:
+        """Expose an Arrow table, pandas/Polars DataFrame or Parquet path as a view."""
+
+    def create_view(self, name: str, sql: str) -> None: ...
+
+    def materialize(self, name: str, sql: str) -> None:
+        """Store the result of ``sql`` as a table (for relations queried many times)."""
+
+    def fetch(self, sql: str) -> pd.DataFrame:
+        """Run a query whose result is small (aggregates, examples) and return it."""
+
+    def columns(self, name: str) -> list[str]: ...
+
+    def close(self) -> None: ...
+
+
+def scatter_counts(
+    index_cols: list[np.ndarray], counts: np.ndarray, shape: tuple[int, ...]
+) -> np.ndarray:
+    """Dense int64 array of ``shape`` with ``counts`` at ``index_cols`` (zeros elsewhere).
+
+    Indices outside the shape are an internal error: the SQL must map everything outside the
+    public domain to the outliers cell first.
+    """
+    dense = np.zeros(shape, dtype=np.int64)
+    if counts.size == 0:
+        return dense
+    idx = tuple(np.asarray(c, dtype=np.int64) for c in index_cols)
+    for axis, (c, n) in enumerate(zip(idx, shape, strict=True)):
+        if c.size and (c.min() < 0 or c.max() >= n):
+            raise AssertionError(
+                f"engine returned an index outside the public domain on axis "
+                f"{axis}: [{c.min()}, {c.max()}] not in [0, {n})"
+            )
+    np.add.at(dense, idx, np.asarray(counts, dtype=np.int64))
+    return dense
+
+
+def dense_counts(engine: Engine, sql: str, shape: tuple[int, ...]) -> np.ndarray:
+    """Run ``sql`` returning columns ``i0, i1, ..., n`` and scatter into a dense array."""
+    df = engine.fetch(sql)
+    index_cols = [df[f"i{a}"].to_numpy() for a in range(len(shape))]
+    return scatter_counts(index_cols, df["n"].to_numpy(), shape)

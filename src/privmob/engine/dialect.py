@@ -1,0 +1,50 @@
+"""The few SQL functions that differ between engines.
+
+privmob's pipeline queries are plain SQL text that DuckDB and Spark SQL both accept (window
+functions, CASE, GROUP BY, subqueries with aliases). What differs (the keyed hash used for
+bounding, epoch seconds, day of week) is produced by a :class:`Dialect`, so one query definition
+serves both engines. Hash functions differ per backend: engines agree on aggregates whenever
+bounds truncate nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Dialect:
+    name: str
+
+    def keyed_hash(self, key: int, *columns: str) -> str:
+        """A 64-bit hash of (key, columns...): the per-release random sort key for bounding.
+
+        The choice for one user depends only on that user's own records and the secret key,
+        never on other users' data.
+        """
+        cols = ", ".join(columns)
+        if self.name == "spark":
+            return f"xxhash64(CAST({key} AS BIGINT), {cols})"
+        return f"hash(CAST({key} AS BIGINT), {cols})"
+
+    def epoch_seconds(self, expr: str) -> str:
+        """Seconds since 1970-01-01 of a TIMESTAMP (local wall-clock, no zone)."""
+        if self.name == "spark":
+            return f"CAST(unix_timestamp({expr}) AS BIGINT)"
+        return f"CAST(epoch({expr}) AS BIGINT)"
+
+    def weekday(self, expr: str) -> str:
+        """Day of week, Monday = 0 ... Sunday = 6."""
+        if self.name == "spark":
+            return f"(CAST(dayofweek({expr}) AS INT) + 5) % 7"
+        return f"(CAST(isodow({expr}) AS INT) - 1)"
+
+    def hour(self, expr: str) -> str:
+        return f"CAST(hour({expr}) AS INT)"
+
+    def timestamp_literal(self, iso: str) -> str:
+        return f"TIMESTAMP '{iso}'"
+
+
+DUCKDB = Dialect("duckdb")
+SPARK = Dialect("spark")

@@ -1,0 +1,271 @@
+"""Private origin-destination matrices (SPEC 4.1; seed 003, Algorithm 1).
+
+Data flow: trips → (user-level) keep at most T trips per user → exact counts over the public
+domain (every ordered pair of distinct tiles in every period, plus outliers cells) → noise on
+every cell, zeros included → round / suppress below tau → charge the ledger → output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from privmob.data.sources import Loaded
+from privmob.engine.base import dense_counts
+from privmob.errors import ConfigError
+from privmob.prepare.bounding import bound_per_user, fresh_key
+from privmob.privacy.costs import Cost, Unit
+from privmob.privacy.mechanisms import Noise, NoiseKind, calibrate
+from privmob.privacy.samplers import Randomness, resolve
+from privmob.releases.base import Accountant, Release
+from privmob.releases.periods import StudyPeriod
+
+Step = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class ODDomain:
+    """The public domain: ``n_periods`` x k x k OD cells (diagonal not released), one
+    outliers cell per period (an end outside the tessellation) and one for trips outside the
+    declared study period. Fixed from public parameters only."""
+
+    k: int
+    n_periods: int
+
+    @property
+    def od_size(self) -> int:
+        return self.n_periods * self.k * self.k
+
+    @property
+    def size(self) -> int:
+        return self.od_size + self.n_periods + 1
+
+    @property
+    def released_cells(self) -> int:
+        return self.n_periods * self.k * (self.k - 1) + self.n_periods + 1
+
+    def released_mask(self) -> np.ndarray:
+        mask = np.ones(self.size, dtype=bool)
+        diag = np.zeros((self.n_periods, self.k, self.k), dtype=bool)
+        diag[:, np.arange(self.k), np.arange(self.k)] = True
+        mask[: self.od_size] = ~diag.ravel()
+        return mask
+
+    def cell_sql(self, period: str, origin: str, destination: str) -> str:
+        """SQL: the flat cell index of a trip, or -1 for a trip within one tile (not released)."""
+        k, n = self.k, self.n_periods
+        return (
+            f"CASE WHEN {period} < 0 THEN {self.od_size + n} "
+            f"WHEN {origin} < 0 OR {destination} < 0 THEN {self.od_size} + {period} "
+            f"WHEN {origin} = {destination} THEN -1 "
+            f"ELSE {period} * {k * k} + {origin} * {k} + {destination} END"
+        )
+
+
+def od_matrix(
+    trips: Loaded,
+    *,
+    tessellation: Any,
+    epsilon: float,
+    accountant: Accountant,
+    unit: Unit | str = Unit.USER,
+    max_trips: int | None = None,
+    tau: int = 0,
+    noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE,
+    delta: float = 0.0,
+    period: StudyPeriod | None = None,
+    bound_per: str = "release",
+    rng: Randomness | int | None = None,
+    step: Step | None = None,
+) -> Release:
+    """A differentially private origin-destination matrix, per period.
+
+    Guarantee: with ``unit="user"`` each user keeps at most ``max_trips`` trips (uniformly at
+    random, by a keyed hash with a fresh key), so adding or removing one user changes the
+    counts by at most T in L1 (and L2) norm; every cell of the public domain gets independent
+    noise of scale T/epsilon (discrete Laplace: epsilon-DP; discrete Gaussian: (epsilon,
+    delta)-DP via zCDP). With ``bound_per="release"`` (default) the bound T holds over the whole
+    release and the whole release costs epsilon. With ``bound_per="period"`` each user keeps T
+    trips in every period; each period (and the out-of-period outliers cell) then costs epsilon
+    and the ledger is charged once per period. With ``unit="trip"`` no user bound is enforced
+    and the guarantee is per trip (a user with g trips loses g x epsilon). Rounding and
+    suppression below ``tau`` read only noisy values (post-processing).
+    """
+    step = step or (lambda _msg: None)
+    r = resolve(rng)
+    unit = Unit(unit)
+    period = period or StudyPeriod()
+    if unit not in (Unit.USER, Unit.TRIP):
+        raise ConfigError(f"the OD release protects a user or a trip, not a {unit}")
+    if unit is Unit.USER:
+        if max_trips is None:
+            raise ConfigError(
+                "user-level privacy needs --max-trips T, the most trips counted per user",
+                hint="T is a public bound, never taken from the data; it sets the noise scale",
+            )
+        if int(max_trips) != max_trips or max_trips < 1:
+            raise ConfigError(f"--max-trips must be a whole number >= 1, got {max_trips}")
+        t_bound = int(max_trips)
+    else:
+        if max_trips not in (None, 1):
+            raise ConfigError(
+                "trip-level releases count every trip once (T = 1)",
+                hint="drop --max-trips or use --unit user",
+            )
+        t_bound = 1
+    if bound_per not in ("release", "period"):
+        raise ConfigError(f"unknown bound scope '{bound_per}'", hint="use release or period")
+    if tau < 0 or int(tau) != tau:
+        raise ConfigError(f"the suppression threshold tau must be a whole number >= 0, got {tau}")
+
+    domain = ODDomain(tessellation.k, period.n_bins)
+    noise_dist, cost_each = calibrate(
+        noise, epsilon, l1_sensitivity=t_bound, l2_sensitivity=t_bound, delta=delta, unit=unit
+    )
+    labels = period.labels()
+    if bound_per == "period" and unit is Unit.USER:
+        parts = [(f"period {lab}", cost_each) for lab in labels]
+        parts.append(("trips outside the study period (outliers)", cost_each))
+    else:
+        parts = [("all periods", cost_each)]
+    total = parts[0][1]
+    for _, c in parts[1:]:
+        total = total + c
+    accountant.precheck(total)  # refuse before reading any data
+
+    step("counting trips over the public domain")
+    counts = exact_counts(
+        trips,
+        domain=domain,
+        period=period,
+        unit=unit,
+        max_trips=t_bound,
+        bound_per=bound_per,
+        rng=r,
+    )
+    step(f"adding {noise_dist.kind} noise to {domain.released_cells:,} cells")
+    mask = domain.released_mask()
+    noisy = np.zeros(domain.size, dtype=np.int64)
+    noisy[mask] = noise_dist.add(counts[mask], r)
+    published = suppress(noisy, tau) * mask
+
+    od = published[: domain.od_size].reshape(domain.n_periods, domain.k, domain.k)
+    tables = {
+        "od": od_table(od, tessellation.tile_ids, labels),
+        "outliers": outliers_table(published[domain.od_size :], labels),
+    }
+    release = Release(
+        kind="od-matrix",
+        cost=total,
+        unit=unit,
+        bounds={
+            "max_trips_per_user": t_bound if unit is Unit.USER else None,
+            "bound_per": bound_per if unit is Unit.USER else None,
+        },
+        noise={
+            **noise_dist.to_dict(),
+            "l1_sensitivity": t_bound,
+            "margin_of_error_95": noise_dist.margin_of_error(0.95),
+        },
+        params={
+            "epsilon": epsilon,
+            "delta": delta,
+            "tau": int(tau),
+            "period": period.to_dict(),
+            "epsilon_per_part": cost_each.epsilon,
+        },
+        domain={
+            "tiles": domain.k,
+            "periods": domain.n_periods,
+            "od_cells": domain.n_periods * domain.k * (domain.k - 1),
+            "outlier_cells": domain.n_periods + 1,
+            "diagonal": "not released",
+        },
+        tables=tables,
+        for_publication=r.for_publication,
+        cost_parts=parts,
+    )
+    step("charging the privacy ledger")
+    accountant.charge(release, description=f"OD matrix, {domain.n_periods} period(s)")
+    return release
+
+
+def exact_counts(
+    trips: Loaded,
+    *,
+    domain: ODDomain,
+    period: StudyPeriod,
+    unit: Unit,
+    max_trips: int,
+    bound_per: str = "release",
+    rng: Randomness | None = None,
+) -> np.ndarray:
+    """Exact bounded counts over the flat domain (no noise: never publish these)."""
+    engine = trips.engine
+    d = engine.dialect
+    binned = (
+        f"(SELECT uid, tid, origin, destination, "
+        f"{period.bin_sql('start_time', d)} AS period FROM {trips.view})"
+    )
+    if unit is Unit.USER:
+        partition = ("period",) if bound_per == "period" else ()
+        rows = (
+            "("
+            + bound_per_user(
+                binned, max_units=max_trips, key=fresh_key(rng), dialect=d, partition=partition
+            )
+            + ")"
+        )
+    else:
+        rows = binned
+    cell = domain.cell_sql("period", "origin", "destination")
+    sql = (
+        f"SELECT cell AS i0, count(*) AS n FROM (SELECT {cell} AS cell FROM {rows} AS r_) "
+        "AS c_ WHERE cell >= 0 GROUP BY cell"
+    )
+    return dense_counts(engine, sql, (domain.size,))
+
+
+def suppress(noisy: np.ndarray, tau: int) -> np.ndarray:
+    """Post-processing: values below tau (and negative values) become 0."""
+    out = noisy.copy()
+    out[out < max(int(tau), 0)] = 0
+    out[out < 0] = 0
+    return out
+
+
+def od_table(od: np.ndarray, tile_ids: list[Any], labels: list[str]) -> pd.DataFrame:
+    """Long table (period, origin, destination, count) over every off-diagonal cell."""
+    n, k, _ = od.shape
+    p, o, dst = np.meshgrid(np.arange(n), np.arange(k), np.arange(k), indexing="ij")
+    keep = (o != dst).ravel()
+    ids = np.asarray([str(t) for t in tile_ids], dtype=object)
+    return pd.DataFrame(
+        {
+            "period": np.asarray(labels, dtype=object)[p.ravel()[keep]],
+            "origin": ids[o.ravel()[keep]],
+            "destination": ids[dst.ravel()[keep]],
+            "count": od.ravel()[keep].astype(np.int64),
+        }
+    )
+
+
+def outliers_table(values: np.ndarray, labels: list[str]) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "period": [*labels, "outside study period"],
+            "cell": ["end outside the tessellation"] * len(labels) + ["start outside the period"],
+            "count": values.astype(np.int64),
+        }
+    )
+
+
+def noise_for(
+    kind: NoiseKind | str, epsilon: float, max_trips: int, delta: float = 0.0
+) -> tuple[Noise, Cost]:
+    """The noise and cost of one OD period (for planning tools)."""
+    return calibrate(kind, epsilon, l1_sensitivity=max_trips, l2_sensitivity=max_trips, delta=delta)

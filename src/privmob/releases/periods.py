@@ -1,0 +1,103 @@
+"""Public time domains: study periods split into days or weeks, fixed before data is read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+
+from privmob.errors import ConfigError
+
+PERIOD_SECONDS = {"day": 86_400, "week": 7 * 86_400}
+
+
+@dataclass(frozen=True)
+class StudyPeriod:
+    """A declared, public time range ``[start, end)`` in local wall-clock time, cut into bins.
+
+    ``granularity`` is ``all`` (one bin), ``day`` or ``week`` (weeks start on ``start``).
+    With ``all`` and no declared range, every record is in the single bin.
+    """
+
+    granularity: str = "all"
+    start: datetime | None = None
+    end: datetime | None = None
+
+    def __post_init__(self) -> None:
+        if self.granularity not in ("all", "day", "week"):
+            raise ConfigError(f"unknown period '{self.granularity}'", hint="use all, day or week")
+        if (self.start is None) != (self.end is None):
+            raise ConfigError("declare both the start and the end of the study period")
+        if self.granularity != "all" and self.start is None:
+            raise ConfigError(
+                f"--period {self.granularity} needs a declared study period",
+                hint="pass --start 2024-01-01 --end 2024-02-01 (public dates, never read from "
+                "the data)",
+            )
+        if self.start is not None and self.end is not None and self.end <= self.start:
+            raise ConfigError("the study period must end after it starts")
+
+    @classmethod
+    def parse(
+        cls, granularity: str, start: str | date | None, end: str | date | None
+    ) -> StudyPeriod:
+        return cls(granularity, _to_datetime(start), _to_datetime(end))
+
+    @property
+    def declared(self) -> bool:
+        return self.start is not None
+
+    @property
+    def seconds(self) -> int | None:
+        return PERIOD_SECONDS.get(self.granularity)
+
+    @property
+    def n_bins(self) -> int:
+        if self.granularity == "all" or self.start is None or self.end is None:
+            return 1
+        total = (self.end - self.start).total_seconds()
+        step = PERIOD_SECONDS[self.granularity]
+        return int(-(-total // step))
+
+    def labels(self) -> list[str]:
+        """Public label of each bin: its start date (ISO), or ``all``."""
+        if self.granularity == "all" or self.start is None:
+            return ["all"]
+        step = timedelta(seconds=PERIOD_SECONDS[self.granularity])
+        return [(self.start + i * step).date().isoformat() for i in range(self.n_bins)]
+
+    def bin_sql(self, time_col: str, dialect: object) -> str:
+        """SQL: the bin index of ``time_col``, or -1 outside the declared period."""
+        if self.start is None or self.end is None:
+            return "0"
+        s = f"TIMESTAMP '{self.start.isoformat(sep=' ')}'"
+        e = f"TIMESTAMP '{self.end.isoformat(sep=' ')}'"
+        inside = f"{time_col} >= {s} AND {time_col} < {e}"
+        if self.granularity == "all":
+            return f"CASE WHEN {inside} THEN 0 ELSE -1 END"
+        epoch = dialect.epoch_seconds  # type: ignore[attr-defined]
+        step = PERIOD_SECONDS[self.granularity]
+        return (
+            f"CASE WHEN {inside} THEN CAST(FLOOR(({epoch(time_col)} - {epoch(s)}) / {step}) "
+            "AS INT) ELSE -1 END"
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "granularity": self.granularity,
+            "start": self.start.isoformat() if self.start else None,
+            "end": self.end.isoformat() if self.end else None,
+            "bins": self.n_bins,
+        }
+
+
+def _to_datetime(value: str | date | None) -> datetime | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        return value.replace(tzinfo=None)
+    if isinstance(value, date):
+        return datetime(value.year, value.month, value.day)
+    try:
+        return datetime.fromisoformat(str(value)).replace(tzinfo=None)
+    except ValueError as exc:
+        raise ConfigError(f"cannot read the date '{value}'", hint="use YYYY-MM-DD") from exc

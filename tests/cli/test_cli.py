@@ -1,0 +1,133 @@
+"""The command line as a user runs it: real subprocesses, exit codes, no tracebacks."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from tests.conftest import REPO
+
+
+def run(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "privmob", *args],
+        cwd=cwd,
+        text=True,
+        capture_output=True,
+        env={**os.environ, "COLUMNS": "200", **(env or {})},
+        timeout=300,
+    )
+
+
+@pytest.fixture
+def fixture_files(shared_data):
+    return (
+        shared_data / "dpmr_fixture" / "test_data.csv",
+        shared_data / "dpmr_fixture" / "test_tessellation.geojson",
+    )
+
+
+def test_od_end_to_end_and_ledger_show(tmp_path, fixture_files):
+    data, tess = fixture_files
+    r = run(
+        "od",
+        str(data),
+        "-t",
+        str(tess),
+        "-e",
+        "0.5",
+        "-T",
+        "3",
+        "--budget",
+        "1",
+        "-o",
+        "out",
+        "--quiet",
+        cwd=tmp_path,
+    )
+    assert r.returncode == 0, r.stderr
+    assert "privacy cost: epsilon=0.5 per user" in r.stdout
+    meta = json.loads((tmp_path / "out" / "metadata.json").read_text())
+    assert meta["privacy"]["bounds"]["max_trips_per_user"] == 3 and meta["for_publication"]
+    assert len(pd.read_parquet(tmp_path / "out" / "od.parquet")) == 12
+    r = run("ledger", "show", cwd=tmp_path)
+    assert r.returncode == 0 and "od-matrix" in r.stdout and "left epsilon=0.5" in r.stdout
+
+
+def test_overspend_exits_2_and_writes_nothing(tmp_path, fixture_files):
+    data, tess = fixture_files
+    r = run(
+        "od",
+        str(data),
+        "-t",
+        str(tess),
+        "-e",
+        "2",
+        "-T",
+        "3",
+        "--budget",
+        "1",
+        "-o",
+        "out",
+        cwd=tmp_path,
+    )
+    assert r.returncode == 2
+    assert "refused" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("content", "expect"),
+    [
+        ("uid,tid,datetime,lat,lng\n1,1,not-a-time,52.5,13.4\n", "unparsable timestamp"),
+        ("uid;tid;datetime;lat;lng\n1;1;2024-01-01;52.5;13.4\n", "delimiter"),
+        ("", "empty"),
+    ],
+)
+def test_bad_input_exits_2_with_one_message(tmp_path, fixture_files, content, expect):
+    _, tess = fixture_files
+    bad = tmp_path / "bad.csv"
+    bad.write_text(content)
+    args = [
+        "od",
+        str(bad),
+        "-t",
+        str(tess),
+        "-e",
+        "1",
+        "-T",
+        "1",
+        "--budget",
+        "5",
+        "-o",
+        "o",
+        "--input-shape",
+        "trip-points",
+    ]
+    if "delimiter" in expect:
+        args += ["--delimiter", ","]
+    r = run(*args, cwd=tmp_path)
+    assert r.returncode == 2, r.stderr
+    assert expect in r.stderr and "Traceback" not in r.stderr
+    assert str(bad) in r.stderr or expect == "delimiter"
+    assert bad.read_text() == content
+
+
+def test_missing_max_trips_is_a_config_error(tmp_path, fixture_files):
+    data, tess = fixture_files
+    r = run("od", str(data), "-t", str(tess), "-e", "1", "--budget", "5", cwd=tmp_path)
+    assert r.returncode == 2 and "--max-trips" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_module_entry_point_has_help():
+    r = subprocess.run(
+        [sys.executable, "-m", "privmob", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
+    assert r.returncode == 0 and "od" in r.stdout

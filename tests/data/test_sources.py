@@ -1,0 +1,169 @@
+"""Bad input gets one clear message naming the file, the column and an example row; files are
+never modified; outliers are counted, never dropped."""
+
+import hashlib
+
+import pandas as pd
+import polars as pl
+import pyarrow as pa
+import pytest
+from tests.helpers import box_grid
+
+from privmob.data import load_events, load_trip_points, load_trips
+from privmob.errors import ConfigError, InputError
+
+GOOD = (
+    "uid,tid,datetime,lat,lng\n1,1,2024-01-01 08:00:00,52.005,13.005\n"
+    "1,1,2024-01-01 08:30:00,52.015,13.015\n"
+)
+
+
+@pytest.fixture(scope="module")
+def grid():
+    return box_grid(3)
+
+
+def write(tmp_path, text, name="points.csv"):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def digest(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize(
+    ("text", "column", "words"),
+    [
+        ("uid,tid,datetime,lat\n1,1,2024-01-01 08:00,52.0\n", "lng", "missing column"),
+        ("uid,tid,datetime,lat,lng\n1,1,yesterday,52.005,13.005\n", "datetime", "unparsable"),
+        ("uid,tid,datetime,lat,lng\n1,1,2024-01-01 08:00,NaN,13.0\n", "lat", "NaN"),
+        ("uid,tid,datetime,lat,lng\n1,1,2024-01-01 08:00,52.0,\n", "lng", "missing"),
+        ("uid,tid,datetime,lat,lng\n1,1,2024-01-01 08:00,95.0,13.0\n", "lat", "out-of-range"),
+        ("uid,tid,datetime,lat,lng\n,1,2024-01-01 08:00,52.0,13.0\n", "uid", "user id"),
+        ("uid,tid,datetime,lat,lng\n1,1,,52.0,13.0\n", "datetime", "missing timestamp"),
+    ],
+)
+def test_bad_trip_points(tmp_path, engine, grid, text, column, words):
+    path = write(tmp_path, text)
+    before = digest(path)
+    with pytest.raises(InputError) as err:
+        load_trip_points(path, engine=engine, tessellation=grid)
+    msg = str(err.value)
+    assert str(path) in msg and f"'{column}'" in msg and words in msg
+    if "missing column" not in words:
+        assert "example row" in msg
+    assert digest(path) == before  # never modified
+
+
+def test_empty_file_and_header_only(tmp_path, engine, grid):
+    with pytest.raises(InputError, match="empty"):
+        load_trip_points(write(tmp_path, ""), engine=engine, tessellation=grid)
+    with pytest.raises(InputError, match="no records"):
+        load_trip_points(
+            write(tmp_path, "uid,tid,datetime,lat,lng\n", "h.csv"), engine=engine, tessellation=grid
+        )
+
+
+def test_missing_file(tmp_path, engine, grid):
+    with pytest.raises(InputError, match="not found"):
+        load_trip_points(tmp_path / "nope.csv", engine=engine, tessellation=grid)
+
+
+def test_wrong_delimiter_gets_a_hint(tmp_path, engine, grid):
+    path = write(tmp_path, GOOD.replace(",", ";"))
+    with pytest.raises(InputError) as err:
+        load_trip_points(path, engine=engine, tessellation=grid, delimiter=",")
+    assert "delimiter" in (err.value.hint or "") and "';'" in err.value.hint
+
+
+def test_sniffed_delimiter_and_column_mapping(tmp_path, engine, grid):
+    path = write(tmp_path, GOOD.replace(",", ";").replace("uid", "user"))
+    pts = load_trip_points(path, engine=engine, tessellation=grid, columns={"uid": "user"})
+    df = engine.fetch(f"SELECT * FROM {pts.view} ORDER BY time")
+    assert list(df["tile"]) == [0, 4]
+    with pytest.raises(ConfigError, match="unknown canonical"):
+        load_trip_points(path, engine=engine, tessellation=grid, columns={"user_id": "user"})
+
+
+def test_outside_the_tessellation_is_an_outlier_not_an_error(tmp_path, engine, grid):
+    path = write(tmp_path, GOOD + "2,2,2024-01-01 09:00:00,48.0,2.0\n")
+    pts = load_trip_points(path, engine=engine, tessellation=grid)
+    df = engine.fetch(f"SELECT uid, tile FROM {pts.view} ORDER BY uid")
+    assert df["tile"].tolist()[-1] == -1 and len(df) == 3
+
+
+@pytest.mark.parametrize("kind", ["pandas", "polars", "arrow", "parquet"])
+def test_in_memory_tables_and_parquet(tmp_path, engine, grid, kind):
+    df = pd.DataFrame(
+        {
+            "uid": [1, 2],
+            "start_time": pd.to_datetime(["2024-01-01 08:00"] * 2),
+            "origin": [0, 1],
+            "destination": [1, 2],
+        }
+    )
+    source = {
+        "pandas": df,
+        "polars": pl.from_pandas(df),
+        "arrow": pa.Table.from_pandas(df),
+        "parquet": tmp_path / "t.parquet",
+    }[kind]
+    if kind == "parquet":
+        df.to_parquet(source)
+    trips = load_trips(source, engine=engine, tessellation=grid)
+    out = engine.fetch(f"SELECT origin, destination FROM {trips.view} ORDER BY origin")
+    assert out.values.tolist() == [[0, 1], [1, 2]]
+
+
+def test_trips_by_coordinates(engine, grid):
+    df = pd.DataFrame(
+        {
+            "uid": [1],
+            "start_time": ["2024-01-01 08:00"],
+            "origin_lat": [52.005],
+            "origin_lng": [13.005],
+            "destination_lat": [52.025],
+            "destination_lng": [13.025],
+        }
+    )
+    trips = load_trips(df, engine=engine, tessellation=grid)
+    assert engine.fetch(f"SELECT origin, destination FROM {trips.view}").values.tolist() == [[0, 8]]
+
+
+def test_timezones(engine, grid):
+    df = pd.DataFrame(
+        {
+            "uid": [1, 1, 1],
+            "datetime": [
+                "2024-06-01 12:00:00",
+                "2024-06-01T12:00:00Z",
+                "2024-06-01T12:00:00+02:00",
+            ],
+            "lat": [52.005] * 3,
+            "lng": [13.005] * 3,
+        }
+    )
+    utc = load_events(df, engine=engine, tessellation=grid)
+    paris = load_events(df, engine=engine, tessellation=grid, timezone="Europe/Paris")
+    hours = lambda ev: engine.fetch(f"SELECT hour(time) AS h FROM {ev.view}")["h"].tolist()  # noqa: E731
+    assert hours(utc) == [12, 12, 10]  # naive = UTC; offsets converted to UTC
+    assert hours(paris) == [12, 14, 12]  # naive = Paris time; offsets converted to Paris
+    with pytest.raises(ConfigError, match="time zone"):
+        load_events(df, engine=engine, tessellation=grid, timezone="Mars/Olympus")
+
+
+def test_events_with_cells(tmp_path, engine, grid):
+    cells = pd.DataFrame({"cell_id": ["a", "b"], "lat": [52.005, 60.0], "lng": [13.005, 13.0]})
+    ev = pd.DataFrame(
+        {"uid": [1, 1], "datetime": ["2024-01-01 08:00", "2024-01-01 09:00"], "cell_id": ["a", "b"]}
+    )
+    loaded = load_events(ev, cells=cells, engine=engine, tessellation=grid)
+    assert sorted(engine.fetch(f"SELECT tile FROM {loaded.view}")["tile"]) == [-1, 0]
+    ev.loc[1, "cell_id"] = "zzz"
+    with pytest.raises(InputError, match="'zzz' is not in the cells table"):
+        load_events(ev, cells=cells, engine=engine, tessellation=grid)
+    cells.loc[1, "cell_id"] = "a"
+    with pytest.raises(InputError, match="duplicate cell id"):
+        load_events(ev, cells=cells, engine=engine, tessellation=grid)

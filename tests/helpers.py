@@ -1,0 +1,57 @@
+"""Small builders shared by tests (tessellations and records made in memory)."""
+
+from __future__ import annotations
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+from shapely.geometry import box
+
+
+def box_grid(n: int = 3, size: float = 0.01, lng0: float = 13.0, lat0: float = 52.0):
+    """An n x n grid of square tiles with ids 0..n*n-1, as a Tessellation."""
+    from privmob.data.tessellation import load_tessellation
+
+    tiles = [
+        box(lng0 + c * size, lat0 + r * size, lng0 + (c + 1) * size, lat0 + (r + 1) * size)
+        for r in range(n)
+        for c in range(n)
+    ]
+    gdf = gpd.GeoDataFrame({"tile_id": list(range(n * n))}, geometry=tiles, crs="EPSG:4326")
+    return load_tessellation(gdf)
+
+
+def trips_frame(rows: list[tuple], start: str = "2024-01-01 08:00:00") -> pd.DataFrame:
+    """Trips (uid, origin, destination[, minutes offset]) as a one-row-per-trip frame."""
+    t0 = pd.Timestamp(start)
+    out = []
+    for i, r in enumerate(rows):
+        uid, o, d = r[:3]
+        minutes = r[3] if len(r) > 3 else i
+        out.append(
+            {
+                "uid": uid,
+                "tid": i,
+                "start_time": t0 + pd.Timedelta(minutes=minutes),
+                "origin": o,
+                "destination": d,
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def random_trips(n_users: int, k: int, seed: int, max_per_user: int = 8) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    counts = rng.integers(1, max_per_user + 1, n_users)
+    uid = np.repeat(np.arange(n_users), counts)
+    n = uid.size
+    return pd.DataFrame(
+        {
+            "uid": uid,
+            "tid": np.arange(n),
+            "start_time": pd.Timestamp("2024-01-01")
+            + pd.to_timedelta(rng.integers(0, 86_400 * 3, n), unit="s"),
+            "origin": (o := rng.integers(0, k, n)),
+            "destination": (o + 1 + rng.integers(0, k - 1, n)) % k,
+        }
+    )  # never within one tile
