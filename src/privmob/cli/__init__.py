@@ -30,6 +30,7 @@ COMMAND_MODULES = [
     "privmob.cli.ledger",
     "privmob.cli.synth",
     "privmob.cli.demo",
+    "privmob.cli.audit",
 ]
 
 for _name in COMMAND_MODULES:
