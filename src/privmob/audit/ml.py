@@ -332,26 +332,27 @@ def attack(
     seed = int(gen.integers(2**31))
 
     def fit(m: str, x: np.ndarray, idx: np.ndarray, y: np.ndarray) -> Any:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return _model(m, n_estimators, n_jobs, seed).fit(x[idx], y[idx])  # type: ignore[attr-defined]
+        return _model(m, n_estimators, n_jobs, seed).fit(x[idx], y[idx])  # type: ignore[attr-defined]
 
     def auc(mdl: Any, x: np.ndarray, idx: np.ndarray, y: np.ndarray) -> float:
         return float(roc_auc_score(y[idx], mdl.predict_proba(x[idx])[:, 1]))
 
-    for t in range(labels.shape[0]):
-        y = labels[t]
-        tr, te = _balanced(train_idx, y, gen), _balanced(test_idx, y, gen)
-        if tr.size >= 6 and te.size >= 2:
-            for m in models:
-                raw_model = fit(m, raw_x, tr, y)
-                raw_auc = auc(raw_model, raw_x, te, y)
-                for i, px in enumerate(priv_x):
-                    aucs[(i, m, "raw/raw")].append(raw_auc)
-                    aucs[(i, m, "raw/private")].append(auc(raw_model, px, te, y))
-                    aucs[(i, m, "private/private")].append(auc(fit(m, px, tr, y), px, te, y))
-        if progress:
-            progress(1)
+    with warnings.catch_warnings():
+        # scikit-learn's convergence and joblib-configuration chatter, not results
+        warnings.simplefilter("ignore")
+        for t in range(labels.shape[0]):
+            y = labels[t]
+            tr, te = _balanced(train_idx, y, gen), _balanced(test_idx, y, gen)
+            if tr.size >= 6 and te.size >= 2:
+                for m in models:
+                    raw_model = fit(m, raw_x, tr, y)
+                    raw_auc = auc(raw_model, raw_x, te, y)
+                    for i, px in enumerate(priv_x):
+                        aucs[(i, m, "raw/raw")].append(raw_auc)
+                        aucs[(i, m, "raw/private")].append(auc(raw_model, px, te, y))
+                        aucs[(i, m, "private/private")].append(auc(fit(m, px, tr, y), px, te, y))
+            if progress:
+                progress(1)
     rows = []
     for (i, m, s), vals in aucs.items():
         rows.append(
