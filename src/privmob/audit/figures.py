@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from privmob.audit.epsilon import empirical_epsilon
-from privmob.audit.lrt import LRTResult, ReleaseConfig, simulate
+from privmob.audit.lrt import LRTResult, NoiseModel, ReleaseConfig, ReleaseStyle, simulate
 from privmob.audit.ml import PrivateOD, attack, auc_table, synthetic_membership_data
 from privmob.privacy.costs import Unit
 
@@ -36,10 +36,14 @@ def lrt_styles(cfg: FigureConfig) -> dict[str, ReleaseConfig]:
     """Seed 002's release (trip-level Laplace, threshold) beside privmob's user-level one."""
     return {
         "seed 002: trip-level Laplace 1/eps": ReleaseConfig(
-            cfg.epsilon, cfg.tau, "laplace", "trip"
+            cfg.epsilon, cfg.tau, NoiseModel.LAPLACE, ReleaseStyle.TRIP
         ),
         f"privmob: user-level, T={cfg.user_bound}, discrete Laplace T/eps": ReleaseConfig(
-            cfg.epsilon, cfg.tau, "discrete-laplace", "user", bound=cfg.user_bound
+            cfg.epsilon,
+            cfg.tau,
+            NoiseModel.DISCRETE_LAPLACE,
+            ReleaseStyle.USER,
+            bound=cfg.user_bound,
         ),
     }
 
@@ -140,7 +144,7 @@ def write_figures(
     wide = pick.pivot_table(
         index="k", columns="release", values=["accuracy", "bound", "epsilon_lower"], sort=False
     )
-    wide.columns = [f"{v} [{r.split(':')[0]}]" for v, r in wide.columns]
+    wide.columns = [f"{c[0]} [{str(c[1]).split(':')[0]}]" for c in wide.columns]
     (outdir / "lrt_accuracy.md").write_text(_markdown(wide.reset_index()))
     plot_lrt(lrt, outdir / "lrt_accuracy.png", cfg.epsilon)
     written += [outdir / f"lrt_accuracy.{x}" for x in ("csv", "md", "png")]

@@ -372,7 +372,7 @@ def attack(
 def auc_table(results: pd.DataFrame) -> pd.DataFrame:
     """Seed 003's Table S1 layout: rows = panel (train raw / train private) x release,
     columns = features x model, cells = mean AUC. The 'Non-private' row is raw/raw."""
-    rows = []
+    rows: list[tuple[Any, ...]] = []
     for panel, setting in (
         ("A: train raw", "raw/private"),
         ("B: train private", "private/private"),

@@ -104,13 +104,22 @@ def lrt(
     """Likelihood-ratio membership attack with perfect knowledge (SPEC 7, seed 002)."""
     from privmob.audit.figures import with_epsilon_bounds
     from privmob.audit.lrt import (
+        NoiseModel,
         ReleaseConfig,
+        ReleaseStyle,
         background_from_counts,
         simulate,
         synthetic_background,
     )
 
-    cfg = ReleaseConfig(epsilon, tau, noise, style, bound, periods, scale_factor)  # type: ignore[arg-type]
+    try:
+        noise_model, release_style = NoiseModel(noise), ReleaseStyle(style)
+    except ValueError as exc:
+        raise ConfigError(
+            str(exc),
+            hint=f"--noise {' | '.join(NoiseModel)}; --style {' | '.join(ReleaseStyle)}",
+        ) from None
+    cfg = ReleaseConfig(epsilon, tau, noise_model, release_style, bound, periods, scale_factor)
     if background is not None and trips is not None:
         raise ConfigError("give --background or --trips, not both")
     if background is not None:
