@@ -145,6 +145,7 @@ def test_lrt_background_from_synthetic_trips(tmp_path) -> None:
     )
     assert r.exit_code == 0, r.output
     assert "weekly unique trips" in r.output
+    assert "real user-weeks" in r.output
 
 
 def test_bad_flags_exit_2_without_traceback(tmp_path) -> None:

@@ -56,3 +56,19 @@ def background_counts(trips: pd.DataFrame, period: str = "W") -> np.ndarray:
     ).drop_duplicates()
     counts = unique.groupby(["p", "o", "d"]).size().to_numpy()
     return counts.astype(np.int64)
+
+
+def unique_trips_per_user(trips: pd.DataFrame, period: str = "W") -> np.ndarray:
+    """k for every (user, period) with trips: the number of unique OD pairs of the user.
+
+    With :func:`privmob.audit.lrt.simulate` this turns per-k accuracies into what the attack
+    does to the real users of a dataset.
+    """
+    t = trips[(trips.origin >= 0) & (trips.destination >= 0) & (trips.origin != trips.destination)]
+    if t.empty:
+        raise InputError("no trips between two different tiles", column="origin")
+    per = pd.to_datetime(t.start_time).dt.to_period(period)
+    unique = pd.DataFrame(
+        {"p": per, "uid": t.uid, "o": t.origin, "d": t.destination}
+    ).drop_duplicates()
+    return unique.groupby(["p", "uid"]).size().to_numpy().astype(np.int64)

@@ -126,14 +126,17 @@ def lrt(
         bg = background_from_counts(_read_counts(background))
         source = str(background)
     elif trips is not None:
-        from privmob.audit.trips import background_counts
+        from privmob.audit.trips import background_counts, unique_trips_per_user
 
         df, _zones = _load_trips(trips, tessellation, tile_id)
         bg = background_from_counts(background_counts(df, "W"))
+        user_ks = unique_trips_per_user(df, "W")
         source = f"weekly unique trips of {trips}"
     else:
         bg = synthetic_background()
         source = "synthetic log-normal counts, median 100"
+    if trips is None:
+        user_ks = None
     with _bar(k_max + 1, "attacking", quiet) as progress:
         res = simulate(cfg, range(k_max + 1), trials, bg, rng=seed, progress=progress)
     df = with_epsilon_bounds(res)
@@ -155,6 +158,26 @@ def lrt(
         )
     else:
         console.print("accuracy at or below the bound for every k (4.5 s.e. tolerance)")
+    if user_ks is not None:
+        _real_users(df, user_ks, epsilon)
+
+
+def _real_users(df: pd.DataFrame, user_ks: np.ndarray, epsilon: float) -> None:
+    """What the per-k accuracies mean for the dataset's real user-weeks."""
+    from privmob.privacy.costs import membership_posterior_bound
+
+    acc = df.set_index("k").accuracy
+    ks = np.minimum(user_ks, int(acc.index.max()))
+    per_user = acc.reindex(ks).to_numpy()
+    claimed = membership_posterior_bound(epsilon)
+    console.print(
+        f"real user-weeks: {user_ks.size:,}; unique trips per week median "
+        f"{int(np.median(user_ks))}, 90th percentile {int(np.percentile(user_ks, 90))}, max "
+        f"{int(user_ks.max())} (k above --k-max counted at --k-max); mean attack accuracy over "
+        f"them {per_user.mean():.4f}; share attacked with accuracy above the claimed "
+        f"{claimed:.4f}: {(per_user > claimed).mean():.1%}",
+        highlight=False,
+    )
 
 
 def _read_counts(path: Path) -> np.ndarray:
