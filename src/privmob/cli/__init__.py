@@ -30,6 +30,8 @@ COMMAND_MODULES = [
     "privmob.cli.ledger",
     "privmob.cli.synth",
     "privmob.cli.demo",
+    "privmob.cli.series",
+    "privmob.cli.series_utility",
     "privmob.cli.audit",
 ]
 

@@ -315,20 +315,66 @@ def uid_check(col: str) -> Check:
 # -- tiles -------------------------------------------------------------------------------------
 
 
-def tile_id_table(engine: Engine, tessellation: Any) -> str:
-    """Register ``tile_key (VARCHAR) -> tile (INTEGER index)`` for joining tile ids."""
+INTEGER_TYPES = {
+    "TINYINT",
+    "SMALLINT",
+    "INTEGER",
+    "BIGINT",
+    "HUGEINT",
+    "UTINYINT",
+    "USMALLINT",
+    "UINTEGER",
+    "UBIGINT",
+}
+
+
+def tile_index(
+    engine: Engine, tessellation: Any, column: str, coltype: str, alias: str
+) -> tuple[str, str]:
+    """SQL mapping a tile-id column to the tile index (-1 if unknown): (expression, join).
+
+    Integer ids forming a contiguous range map arithmetically (no join); other integer ids
+    join on BIGINT; anything else joins on the id's text.
+    """
+    ids = list(tessellation.tile_ids)
+    int_ids = all(isinstance(t, int | np.integer) for t in ids)
+    col = f"e.{_ident(column)}"
+    if int_ids and coltype in INTEGER_TYPES:
+        lo, hi = int(min(ids)), int(max(ids))
+        if [int(t) for t in ids] == list(range(lo, hi + 1)):
+            expr = (
+                f"CASE WHEN {col} BETWEEN {lo} AND {hi} THEN CAST({col} - {lo} AS INTEGER) "
+                "ELSE -1 END"
+            )
+            return expr, ""
+        name = _new_name("tiles")
+        engine.register(
+            name,
+            pa.table(
+                {
+                    "tile_key": pa.array([int(t) for t in ids], pa.int64()),
+                    "tile": pa.array(np.arange(len(ids), dtype=np.int32)),
+                }
+            ),
+        )
+        return (
+            f"COALESCE({alias}.tile, -1)",
+            f"LEFT JOIN {name} AS {alias} ON CAST({col} AS BIGINT) = {alias}.tile_key",
+        )
     name = _new_name("tiles")
-    keys = [str(t) for t in tessellation.tile_ids]
     engine.register(
         name,
         pa.table(
             {
-                "tile_key": pa.array(keys, pa.string()),
-                "tile": pa.array(np.arange(len(keys), dtype=np.int32)),
+                "tile_key": pa.array([str(t) for t in ids], pa.string()),
+                "tile": pa.array(np.arange(len(ids), dtype=np.int32)),
             }
         ),
     )
-    return name
+    return (
+        f"COALESCE({alias}.tile, -1)",
+        f"LEFT JOIN {name} AS {alias} ON CAST({col} AS VARCHAR) = {alias}.tile_key",
+    )
 
 
 def coordinate_tiles(engine: Engine, tessellation: Any, pairs_sql: str) -> str:
@@ -515,21 +561,21 @@ def load_trip_points(
     validate(engine, raw, pview, display, checks)
     view = _new_name("points")
     if "tile_id" in cols:
-        tiles = tile_id_table(engine, tessellation)
-        tile_sql = (
-            f"LEFT JOIN {tiles} AS t ON CAST(e.{_ident(cols['tile_id'])} AS VARCHAR) = t.tile_key"
+        tile_expr, tile_sql = tile_index(
+            engine, tessellation, cols["tile_id"], types[cols["tile_id"]], "t"
         )
     else:
         lookup = coordinate_tiles(
             engine, tessellation, f"SELECT _p_lng AS lng, _p_lat AS lat FROM {pview}"
         )
+        tile_expr = "COALESCE(t.tile, -1)"
         tile_sql = f"LEFT JOIN {lookup} AS t ON e._p_lng = t.lng AND e._p_lat = t.lat"
     engine.create_view(
         view,
         (
             f"SELECT e.{_ident(cols['uid'])} AS uid, e.{_ident(cols['tid'])} AS tid, "
             f"e._p_datetime AS time, e._p_lat AS lat, e._p_lng AS lng, "
-            f"COALESCE(t.tile, -1) AS tile FROM {pview} AS e {tile_sql}"
+            f"{tile_expr} AS tile FROM {pview} AS e {tile_sql}"
         ),
     )
     return Loaded(view, display, "trip_points", engine, engine.columns(view))
@@ -649,17 +695,19 @@ def load_trips(
             ),
         )
     else:
-        tiles = tile_id_table(engine, tessellation)
-        o, d = _ident(cols["origin"]), _ident(cols["destination"])
+        o_expr, o_join = tile_index(
+            engine, tessellation, cols["origin"], types[cols["origin"]], "o"
+        )
+        d_expr, d_join = tile_index(
+            engine, tessellation, cols["destination"], types[cols["destination"]], "d"
+        )
         engine.create_view(
             view,
             (
                 f"SELECT e.{_ident(cols['uid'])} AS uid, {tid} AS tid, "
                 f"e._p_start_time AS start_time, e.{end} AS end_time, "
-                f"COALESCE(o.tile, -1) AS origin, COALESCE(d.tile, -1) AS destination "
-                f"FROM {pview} AS e "
-                f"LEFT JOIN {tiles} AS o ON CAST(e.{o} AS VARCHAR) = o.tile_key "
-                f"LEFT JOIN {tiles} AS d ON CAST(e.{d} AS VARCHAR) = d.tile_key"
+                f"{o_expr} AS origin, {d_expr} AS destination "
+                f"FROM {pview} AS e {o_join} {d_join}"
             ),
         )
     return Loaded(view, display, "trips", engine, engine.columns(view))
