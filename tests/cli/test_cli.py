@@ -137,8 +137,13 @@ def test_demo_runs_offline_and_reports_cost(tmp_path):
     r = run("demo", "--users", "300", "-o", "d", "--quiet", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     out = tmp_path / "d"
-    for name in ("trips.parquet", "tessellation.geojson", "ledger.sqlite", "od/od.parquet",
-                 "od/metadata.json"):
+    for name in (
+        "trips.parquet",
+        "tessellation.geojson",
+        "ledger.sqlite",
+        "od/od.parquet",
+        "od/metadata.json",
+    ):
         assert (out / name).exists(), name
     assert "privacy cost: epsilon=1 per user" in r.stdout
     meta = json.loads((out / "od" / "metadata.json").read_text())

@@ -133,21 +133,14 @@ def write_figures(
     cfg: FigureConfig,
     *,
     ml: bool = True,
+    lrt: bool = True,
     progress: Callable[[int], None] | None = None,
 ) -> list[Path]:
     """Write lrt_accuracy.{csv,md,png} and ml_auc.{csv,md}; return the paths."""
     outdir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
-    lrt = lrt_figure(cfg, progress)
-    lrt.to_csv(outdir / "lrt_accuracy.csv", index=False)
-    pick = lrt[lrt.k.isin([0, 1, 2, 5, 10, 20, 30, 40, 50, 60, 70])]
-    wide = pick.pivot_table(
-        index="k", columns="release", values=["accuracy", "bound", "epsilon_lower"], sort=False
-    )
-    wide.columns = [f"{c[0]} [{str(c[1]).split(':')[0]}]" for c in wide.columns]
-    (outdir / "lrt_accuracy.md").write_text(_markdown(wide.reset_index()))
-    plot_lrt(lrt, outdir / "lrt_accuracy.png", cfg.epsilon)
-    written += [outdir / f"lrt_accuracy.{x}" for x in ("csv", "md", "png")]
+    if lrt:
+        written += _write_lrt(outdir, cfg, progress)
     if ml:
         res = ml_figure(cfg, progress)
         res.to_csv(outdir / "ml_auc.csv", index=False)
@@ -158,9 +151,24 @@ def write_figures(
     return written
 
 
-def figure_steps(cfg: FigureConfig, ml: bool = True) -> int:
+def _write_lrt(
+    outdir: Path, cfg: FigureConfig, progress: Callable[[int], None] | None
+) -> list[Path]:
+    lrt = lrt_figure(cfg, progress)
+    lrt.to_csv(outdir / "lrt_accuracy.csv", index=False)
+    pick = lrt[lrt.k.isin([0, 1, 2, 5, 10, 20, 30, 40, 50, 60, 70])]
+    wide = pick.pivot_table(
+        index="k", columns="release", values=["accuracy", "bound", "epsilon_lower"], sort=False
+    )
+    wide.columns = [f"{c[0]} [{str(c[1]).split(':')[0]}]" for c in wide.columns]
+    (outdir / "lrt_accuracy.md").write_text(_markdown(wide.reset_index()))
+    plot_lrt(lrt, outdir / "lrt_accuracy.png", cfg.epsilon)
+    return [outdir / f"lrt_accuracy.{x}" for x in ("csv", "md", "png")]
+
+
+def figure_steps(cfg: FigureConfig, ml: bool = True, lrt: bool = True) -> int:
     """Progress steps of :func:`write_figures`."""
-    return 2 * (cfg.k_max + 1) + (2 * cfg.ml_targets if ml else 0)
+    return (2 * (cfg.k_max + 1) if lrt else 0) + (2 * cfg.ml_targets if ml else 0)
 
 
 __all__ = ["FigureConfig", "figure_steps", "lrt_figure", "ml_figure", "write_figures"]

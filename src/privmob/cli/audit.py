@@ -374,6 +374,7 @@ def figures(
     targets: Annotated[int, typer.Option("--targets", help="ML attack targets")] = 10,
     trees: Annotated[int, typer.Option("--trees", help="random forest size")] = 100,
     no_ml: Annotated[bool, typer.Option("--no-ml", help="skip the ML attack")] = False,
+    no_lrt: Annotated[bool, typer.Option("--no-lrt", help="skip the LRT attack")] = False,
     seed: SeedOpt = 0,
     quiet: QuietOpt = False,
 ) -> None:
@@ -383,8 +384,8 @@ def figures(
     cfg = FigureConfig(
         trials=trials, user_bound=user_bound, ml_targets=targets, trees=trees, seed=seed
     )
-    with _bar(figure_steps(cfg, not no_ml), "auditing", quiet) as progress:
-        paths = write_figures(outdir, cfg, ml=not no_ml, progress=progress)
+    with _bar(figure_steps(cfg, not no_ml, not no_lrt), "auditing", quiet) as progress:
+        paths = write_figures(outdir, cfg, ml=not no_ml, lrt=not no_lrt, progress=progress)
     for p in paths:
         console.print(f"wrote {p}", highlight=False)
 
