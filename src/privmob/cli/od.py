@@ -50,6 +50,21 @@ def od(
     cells: Annotated[
         Path | None, typer.Option("--cells", help="cells table for events with cell_id")
     ] = None,
+    trip_rule: Annotated[
+        str,
+        typer.Option(
+            "--trip-rule",
+            help="events only: 'events' (consecutive events in different zones, seed 003), "
+            "'hourly' (hourly modal zone changes), 'hourly-consecutive'",
+        ),
+    ] = "events",
+    unique: Annotated[
+        bool,
+        typer.Option(
+            "--unique",
+            help="count each (origin, destination) at most once per user per period (seed 002)",
+        ),
+    ] = False,
     id_column: Annotated[
         str | None, typer.Option("--tile-id", help="tile id column of the tessellation")
     ] = None,
@@ -100,7 +115,12 @@ def od(
             columns=c.parse_columns(columns),
             timezone=timezone,
             delimiter=delimiter,
+            trip_rule=trip_rule,
         )
+        if unique:
+            from privmob.prepare.unique import unique_trips
+
+            trips = unique_trips(trips, study)
         release = od_matrix(
             trips,
             tessellation=tess,
@@ -119,6 +139,10 @@ def od(
         step("writing the output")
         paths = write_release(release, output, overwrite=overwrite)
     c.print_release_summary(release, paths, acct)
+    from privmob.releases.series import series_cost_lines
+
+    for line in series_cost_lines(release, group_size):
+        c.console.print(line)
 
 
 def register(app: typer.Typer) -> None:

@@ -94,6 +94,13 @@ def _float_laplace(scale: float) -> Any:
     return dp.m.make_laplace(domain, dp.l1_distance(T=float), scale=scale)
 
 
+@lru_cache(maxsize=64)
+def _float_gaussian(sigma: float) -> Any:
+    dp = _opendp()
+    domain = dp.vector_domain(dp.atom_domain(T=float, nan=False))
+    return dp.m.make_gaussian(domain, dp.l2_distance(T=float), scale=sigma)
+
+
 def _threads() -> int:
     return max(1, min(8, os.cpu_count() or 1))
 
@@ -155,6 +162,23 @@ def secure_laplace(values: np.ndarray, scale: float) -> np.ndarray:
     if flat.size == 0:
         return flat.reshape(np.shape(values))
     return _chunked(_float_laplace(float(scale)), flat, np.float64).reshape(np.shape(values))
+
+
+def secure_gaussian(values: np.ndarray, sigma: float) -> np.ndarray:
+    """values + continuous Gaussian(sigma) noise, from OpenDP's floating-point-safe sampler."""
+    flat = np.ascontiguousarray(values, dtype=np.float64).ravel()
+    if flat.size == 0:
+        return flat.reshape(np.shape(values))
+    return _chunked(_float_gaussian(float(sigma)), flat, np.float64).reshape(np.shape(values))
+
+
+def gaussian(values: np.ndarray, sigma: float, rng: Randomness | int | None = None) -> np.ndarray:
+    """values + continuous Gaussian(sigma) noise: secure by default, numpy's when seeded."""
+    r = resolve(rng)
+    values = np.asarray(values, dtype=np.float64)
+    if r.for_publication:
+        return secure_gaussian(values, sigma)
+    return values + r.generator.normal(0.0, sigma, values.shape)
 
 
 # -- seeded samplers (tests only) --------------------------------------------------------------
