@@ -122,6 +122,7 @@ def lrt(
     cfg = ReleaseConfig(epsilon, tau, noise_model, release_style, bound, periods, scale_factor)
     if background is not None and trips is not None:
         raise ConfigError("give --background or --trips, not both")
+    user_ks: np.ndarray | None = None
     if background is not None:
         bg = background_from_counts(_read_counts(background))
         source = str(background)
@@ -135,8 +136,6 @@ def lrt(
     else:
         bg = synthetic_background()
         source = "synthetic log-normal counts, median 100"
-    if trips is None:
-        user_ks = None
     with _bar(k_max + 1, "attacking", quiet) as progress:
         res = simulate(cfg, range(k_max + 1), trials, bg, rng=seed, progress=progress)
     df = with_epsilon_bounds(res)
