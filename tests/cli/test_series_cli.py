@@ -139,7 +139,7 @@ def test_series_counts_from_raw_events(app: typer.Typer, tmp_path: Path, shared_
         "--names", "uid,datetime,lat,lng,location_id", "--delimiter", "\t",
         "--timezone", "America/New_York", "--start", "2010-09-11", "--end", "2010-09-12",
         "--landmarks", "2010-09-11 09:00", "--epsilon", "1", "--max-per-bin", "2",
-        "-o", str(tmp_path / "o"), "--budget", "1", "--ledger", str(tmp_path / "l.sqlite"),
+        "-o", str(tmp_path / "o"), "--budget", "1.1", "--ledger", str(tmp_path / "l.sqlite"),
         "--seed", "1", "--quiet",
     ]  # fmt: skip
     res = CliRunner().invoke(app, args)
@@ -148,3 +148,10 @@ def test_series_counts_from_raw_events(app: typer.Typer, tmp_path: Path, shared_
     assert meta["privacy"]["bounds"]["sensitivity_per_timestamp"] == 2.0
     assert meta["params"]["landmarks"] == [9]
     assert meta["domain"] == {"timestamps": 24, "zones": 264}
+    # SPEC 1.1: the events outside the period are one noisy cell, charged on top (0.1 x eps)
+    out = pd.read_parquet(tmp_path / "o" / "outliers.parquet")
+    assert len(out) == 1 and out["epsilon"].iloc[0] == pytest.approx(0.1)
+    assert out["noise_scale"].iloc[0] == pytest.approx(2 / 0.1)
+    assert meta["privacy"]["cost"]["epsilon"] == pytest.approx(1.1)
+    assert [e["cost"]["epsilon"] for e in meta["ledger_entries"]] == pytest.approx([1.0, 0.1])
+    assert Ledger(tmp_path / "l.sqlite").spent("gowalla_nyc_events").epsilon == pytest.approx(1.1)

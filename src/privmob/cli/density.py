@@ -119,6 +119,14 @@ def density(
     ] = None,
     fourier: Annotated[bool, typer.Option("--fourier/--no-fourier", help="EFPA(G) step")] = True,
     smoothing: Annotated[bool, typer.Option("--smoothing/--no-smoothing")] = True,
+    outliers_epsilon: Annotated[
+        float | None,
+        typer.Option(
+            "--outliers-epsilon",
+            help="budget of the noisy cell of visits outside the week or at unknown towers, "
+            "charged on top of --epsilon (default: 0.1 x --epsilon)",
+        ),
+    ] = None,
     zone_id: ZoneIdOpt = None,
     columns: c.ColumnsOpt = None,
     timezone: c.TimezoneOpt = "UTC",
@@ -146,6 +154,7 @@ def density(
         tau=tau,
         fourier=fourier,
         smoothing=smoothing,
+        outliers_epsilon=outliers_epsilon,
     )
     acct = Accountant(
         Ledger(ledger),

@@ -248,7 +248,12 @@ def _summary(release: Release, paths: list[Path], n_marks: int, quiet: bool) -> 
             f"{release.params['scheme']}: {release.cost.describe()}; {len(b)} timestamps, "
             f"{n_marks} landmarks, {int(b['published'].sum())} fresh releases; "
             f"max over t of sum_(L u t) eps_i = {release.extra['max_landmark_spend']:.6g}; "
-            f"wrote {', '.join(str(p) for p in paths)}",
+            + (
+                f"outliers cell (outside the period): epsilon={out:.6g}; "
+                if (out := release.extra.get("outliers_epsilon")) is not None
+                else ""
+            )
+            + f"wrote {', '.join(str(p) for p in paths)}",
             highlight=False,
         )
 
@@ -272,6 +277,14 @@ def series_counts_command(
         bool, typer.Option("--landmark-positions", help="--landmarks are 0-based positions")
     ] = False,
     scheme: Annotated[Scheme, typer.Option("--scheme")] = Scheme.UNIFORM,
+    outliers_epsilon: Annotated[
+        float | None,
+        typer.Option(
+            "--outliers-epsilon",
+            help="budget of the noisy cell of events outside the period, charged on top of "
+            "--epsilon (default: 0.1 x --epsilon)",
+        ),
+    ] = None,
     id_column: Annotated[
         str | None, typer.Option("--id-column", help="tile id property of the zones")
     ] = None,
@@ -300,9 +313,14 @@ def series_counts_command(
     from privmob.data import load_events
     from privmob.data.tessellation import load_tessellation
     from privmob.engine import make_engine
-    from privmob.releases.landmark_counts import publish_zone_counts, time_grid
+    from privmob.releases.landmark_counts import (
+        outliers_epsilon_for,
+        publish_zone_counts,
+        time_grid,
+    )
 
     grid = time_grid(start, end, freq)
+    eps_out = outliers_epsilon_for(epsilon, outliers_epsilon)
     labels: list[object] = list(grid)
     marks = resolve_landmarks(landmarks, labels, landmark_positions) if landmarks else []
     led = Ledger(ledger)
@@ -310,7 +328,8 @@ def series_counts_command(
     if budget is not None and not led.has_budget(name):
         led.set_budget(name, budget, 0.0, SCHEME_UNIT[scheme])
     accountant = Accountant(led, name, group_size=group_size)
-    accountant.precheck(Cost.pure(epsilon, SCHEME_UNIT[scheme]))  # before reading data
+    # series + outliers cell, before reading data
+    accountant.precheck(Cost.pure(epsilon + eps_out, SCHEME_UNIT[scheme]))
     rng = Randomness.for_tests(seed) if seed is not None else Randomness.secure()
     with Steps(quiet) as step:
         step("reading the tessellation")
@@ -337,6 +356,7 @@ def series_counts_command(
             scheme=scheme,
             accountant=accountant,
             rng=rng,
+            outliers_epsilon=eps_out,
         )
         step("writing the output")
         paths = write_release(release, output, overwrite=overwrite)
