@@ -20,3 +20,19 @@ def test_a_different_budget_is_refused_not_ignored(ledger):
     with pytest.raises(BudgetError, match="already has a budget"):
         Accountant(ledger, "d", budget=10.0, budget_delta=1e-6)
     assert ledger.budget("d").epsilon == 10.0
+
+
+def test_release_extras_cannot_overwrite_the_stamp_or_cost():
+    from privmob.errors import ConfigError
+    from privmob.privacy.costs import Unit
+    from privmob.releases.base import Release
+
+    def rel(extra):
+        return Release(
+            "k", Cost.pure(1.0), Unit.USER, {}, {}, {}, {}, {}, for_publication=False, extra=extra
+        )
+
+    assert rel({"note": 1}).metadata()["note"] == 1
+    for key in ("for_publication", "privacy", "warning"):
+        with pytest.raises(ConfigError, match="may not replace"):
+            rel({key: True}).metadata()
