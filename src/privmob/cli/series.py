@@ -58,19 +58,12 @@ def _tokens(spec: str) -> list[str]:
 
 
 def read_series(
-    path: Path,
-    value_column: str,
-    time_column: str,
-    zone_column: str | None,
-    zones: list[str] | None = None,
+    path: Path, value_column: str, time_column: str, zone_column: str | None
 ) -> tuple[np.ndarray, list[object], list[object] | None]:
     """Read a series file (CSV/Parquet): one row per timestamp (and zone).
 
     The rows list the complete, public time domain: every timestamp (and zone) must be present,
-    zeros included. With ``zone_column`` the zone domain is ``zones``, declared by the caller
-    (public, SPEC 1): it is never taken from the zones that happen to have rows, which would
-    reveal which zones are empty. Returns values (T,) or (zones, T), time labels, zone labels
-    (in the declared order).
+    zeros included. Returns values (T,) or (zones, T), time labels, zone labels.
     """
     if not path.is_file():
         raise InputError("file not found", source=str(path))
@@ -112,24 +105,7 @@ def read_series(
     df = df.sort_values(time_column, kind="stable")
     if zone_column is None:
         return df[value_column].to_numpy(), df[time_column].tolist(), None
-    if not zones:
-        raise ConfigError(
-            "a series per zone needs the public list of zones (--zones)",
-            hint="pass --zones a,b,c or a file with one zone per line: the zones are never "
-            "taken from the data",
-        )
-    if len(set(zones)) != len(zones):
-        raise ConfigError("--zones lists a zone twice")
-    df = df.assign(**{zone_column: df[zone_column].astype(str)})
-    unknown = ~df[zone_column].isin(zones)
-    if unknown.any():
-        raise InputError(
-            "a zone that is not in the declared --zones",
-            source=str(path),
-            column=zone_column,
-            example=df[unknown].iloc[0].to_dict(),
-        )
-    wide = df.pivot(index=zone_column, columns=time_column, values=value_column).reindex(zones)
+    wide = df.pivot(index=zone_column, columns=time_column, values=value_column)
     if wide.isna().any().any():
         raise InputError(
             "some (zone, timestamp) pairs have no row; the file must list the full domain",
@@ -192,12 +168,6 @@ def series_command(
     zone_column: Annotated[
         str | None, typer.Option("--zone-column", help="one series per zone (counts per zone)")
     ] = None,
-    zones_spec: Annotated[
-        str | None,
-        typer.Option(
-            "--zones", help="with --zone-column: the public zones (a list or a file, one a line)"
-        ),
-    ] = None,
     landmarks: Annotated[
         str, typer.Option("--landmarks", help="public landmark timestamps: a list or a file")
     ] = "",
@@ -239,8 +209,7 @@ def series_command(
         led.set_budget(name, budget, 0.0, SCHEME_UNIT[scheme])
     accountant = Accountant(led, name, group_size=group_size)
     accountant.precheck(Cost.pure(epsilon, SCHEME_UNIT[scheme]))  # before reading data
-    declared = _tokens(zones_spec) if zones_spec else None
-    values, labels, zones = read_series(input, value_column, time_column, zone_column, declared)
+    values, labels, zones = read_series(input, value_column, time_column, zone_column)
     marks = resolve_landmarks(landmarks, labels, landmark_positions) if landmarks else []
     bounds = None
     if value_min is not None or value_max is not None:
