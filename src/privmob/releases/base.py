@@ -72,8 +72,11 @@ class Release:
             "software": {"name": "privmob", "version": self.software_version},
             "created_at": self.created_at,
             "ledger_entries": [e.to_dict() for e in self.ledger_entries],
-            **self.extra,
         }
+        clash = set(self.extra) & (set(meta) | {"warning"})
+        if clash:  # a release's extras must never overwrite its cost, unit or seed stamp
+            raise ConfigError(f"release extras may not replace {sorted(clash)}")
+        meta.update(self.extra)
         if not self.for_publication:
             meta["warning"] = NOT_FOR_PUBLICATION
         return meta
