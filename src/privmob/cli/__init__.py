@@ -36,6 +36,7 @@ COMMAND_MODULES = [
     "privmob.cli.series",
     "privmob.cli.series_utility",
     "privmob.cli.density",
+    "privmob.cli.audit",
 ]
 
 for _name in COMMAND_MODULES:

@@ -76,7 +76,7 @@ def od(
         typer.Option(
             "--group-size",
             help="trip-level only: most trips of one user, to charge a user-level "
-            "budget by group privacy",
+            "budget by group privacy (enforced: each user keeps at most this many trips)",
         ),
     ] = None,
     ledger: c.LedgerOpt = None,
@@ -93,13 +93,27 @@ def od(
     from privmob.data.tessellation import load_tessellation
     from privmob.engine import make_engine
     from privmob.privacy.ledger import Ledger
-    from privmob.releases.base import Accountant, write_release
-    from privmob.releases.od import od_matrix
+    from privmob.releases.base import Accountant, refuse_existing_output, write_release
+    from privmob.releases.od import od_matrix, od_precheck
     from privmob.releases.periods import StudyPeriod
 
     study = StudyPeriod.parse(period, start, end)
+    # before anything is read or charged: a release that cannot be written must cost nothing
+    refuse_existing_output(output, ("od", "outliers"), overwrite=overwrite)
     acct = Accountant(
         Ledger(ledger), c.dataset_name(dataset, data), group_size=group_size, budget=budget
+    )
+    # refuse a release the budget cannot pay for before the input is read or validated
+    od_precheck(
+        acct,
+        epsilon=epsilon,
+        unit=unit,
+        max_trips=max_trips,
+        tau=tau,
+        noise=noise,
+        delta=delta,
+        period=study,
+        bound_per=bound_per,
     )
     with c.Steps(quiet) as step:
         step("reading the tessellation")

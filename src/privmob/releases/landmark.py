@@ -497,7 +497,9 @@ def publish_series(
             (f"landmark series ({scheme.value})", series_cost),
             ("outliers cell (outside the period)", Cost.pure(eps_out, unit)),
         ]
-    notes = [str(w.message) for w in caught]
+    # only known, data-independent notes reach the metadata (a warning raised while working
+    # on the exact series could quote a data value)
+    notes = [SKIP_WARNING] if any(str(w.message) == SKIP_WARNING for w in caught) else []
     if scheme is Scheme.EVENT and marks.size:
         notes.append("event-level scheme: the landmarks are NOT protected as a whole")
     release = Release(
