@@ -203,3 +203,17 @@ def test_series_counts_from_raw_events(app: typer.Typer, tmp_path: Path, shared_
     assert meta["privacy"]["cost"]["epsilon"] == pytest.approx(1.1)
     assert [e["cost"]["epsilon"] for e in meta["ledger_entries"]] == pytest.approx([1.0, 0.1])
     assert Ledger(tmp_path / "l.sqlite").spent("gowalla_nyc_events").epsilon == pytest.approx(1.1)
+
+
+def test_taken_output_is_refused_before_charging(app: typer.Typer, tmp_path: Path) -> None:
+    src = _csv(tmp_path)
+    led = tmp_path / "l.sqlite"
+    args = [
+        "series", str(src), "--value-column", "v", "--time-column", "t", "--epsilon", "1",
+        "--sensitivity", "1", "-o", str(tmp_path / "out"), "--ledger", str(led),
+        "--budget", "5", "--seed", "1",
+    ]  # fmt: skip
+    assert CliRunner().invoke(app, args).exit_code == 0
+    res = CliRunner().invoke(app, args)  # same folder, no --overwrite
+    assert isinstance(res.exception, InputError), res.output
+    assert Ledger(led).spent("s").epsilon == pytest.approx(1.0)  # nothing burnt

@@ -139,10 +139,11 @@ def density(
 ) -> None:
     """Release the number of users per zone and hour of a week (SPEC 4.3, seed 004)."""
     from privmob.privacy.ledger import Ledger
-    from privmob.releases.base import Accountant, write_release
+    from privmob.releases.base import Accountant, refuse_existing_output, write_release
     from privmob.releases.density import DensityConfig, density_release
 
     parse_week(week)  # parameters are checked before the ledger is touched
+    refuse_existing_output(output, ("density", "outliers", "out_of_domain"), overwrite=overwrite)
     config = DensityConfig(
         epsilon,
         max_visits,

@@ -62,7 +62,7 @@ def population(
     from privmob.data.tessellation import load_tessellation
     from privmob.engine import make_engine
     from privmob.privacy.ledger import Ledger
-    from privmob.releases.base import Accountant, write_release
+    from privmob.releases.base import Accountant, refuse_existing_output, write_release
     from privmob.releases.periods import StudyPeriod
     from privmob.releases.population import population_counts
 
@@ -71,6 +71,8 @@ def population(
     if zone_mapping == "voronoi" and cells is None:
         raise ConfigError("--zone-mapping voronoi needs --cells (the towers table)")
     study = StudyPeriod.parse("all", start, end)
+    # before anything is read or charged: a release that cannot be written must cost nothing
+    refuse_existing_output(output, ("population",), overwrite=overwrite)
     acct = Accountant(Ledger(ledger), c.dataset_name(dataset, data), budget=budget)
     with c.Steps(quiet) as step:
         step("reading the tessellation")

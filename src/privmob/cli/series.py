@@ -40,7 +40,7 @@ from privmob.privacy.temporal import (
     temporal_loss,
     transition_matrix,
 )
-from privmob.releases.base import Accountant, Release, write_release
+from privmob.releases.base import Accountant, Release, refuse_existing_output, write_release
 from privmob.releases.landmark import SCHEME_UNIT, AdaptiveRule, Scheme, publish_series
 
 
@@ -240,6 +240,7 @@ def series_command(
 ) -> None:
     """Publish a series under landmark epsilon-privacy (uniform, skip, adaptive) or at the
     event / user level; writes series.parquet, budgets.parquet and metadata.json."""
+    refuse_existing_output(output, ("series", "budgets"), overwrite=overwrite)
     led = Ledger(ledger)
     name = dataset_name(dataset, input)
     if budget is not None and not led.has_budget(name):
@@ -396,6 +397,7 @@ def series_counts_command(
     eps_out = outliers_epsilon_for(epsilon, outliers_epsilon)
     labels: list[object] = list(grid)
     marks = resolve_landmarks(landmarks, labels, landmark_positions) if landmarks else []
+    refuse_existing_output(output, ("series", "budgets", "outliers"), overwrite=overwrite)
     led = Ledger(ledger)
     name = dataset_name(dataset, events)
     if budget is not None and not led.has_budget(name):
