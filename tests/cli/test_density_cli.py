@@ -65,7 +65,8 @@ def test_density_cli_writes_parquet_geojson_and_charges(files, tmp_path, capsys)
     assert len(layer["features"]) == 25
     assert len(layer["features"][0]["properties"]["counts"]) == 168
     meta = json.loads((out / "metadata.json").read_text())
-    assert meta["privacy"]["cost"]["epsilon"] == pytest.approx(0.5)
+    assert meta["privacy"]["cost"]["epsilon"] == pytest.approx(0.55)  # + out-of-domain cell
+    assert (out / "out_of_domain.parquet").exists()
     assert "NOT FOR PUBLICATION" in meta["warning"]
     # a second release would exceed the budget of 0.8: refused, exit code 2, nothing written
     capsys.readouterr()

@@ -70,7 +70,8 @@ def test_series_per_zone_and_bad_landmark(app: typer.Typer, tmp_path: Path) -> N
     src = _csv(tmp_path, zones=True)
     base = [
         "series", str(src), "--value-column", "v", "--time-column", "t", "--zone-column",
-        "zone", "--epsilon", "1", "--sensitivity", "1", "--ledger", str(tmp_path / "l.sqlite"),
+        "zone", "--zones", "a,b", "--epsilon", "1", "--sensitivity", "1", "--ledger",
+        str(tmp_path / "l.sqlite"),
         "--budget", "10", "--seed", "1", "--scheme", "adaptive",
     ]  # fmt: skip
     res = CliRunner().invoke(
@@ -81,6 +82,53 @@ def test_series_per_zone_and_bad_landmark(app: typer.Typer, tmp_path: Path) -> N
     assert len(out) == 48 and set(out["zone"]) == {"a", "b"}
     res = CliRunner().invoke(app, [*base, "--landmarks", "1999-01-01", "-o", str(tmp_path / "x")])
     assert isinstance(res.exception, ConfigError)
+
+
+def test_series_zone_domain_is_declared_not_read(app: typer.Typer, tmp_path: Path) -> None:
+    # SPEC 1.1: the zones of the release are public; a zone without rows must not silently
+    # vanish from the output (that would reveal which zones are empty).
+    src = _csv(tmp_path, zones=True)  # rows for zones a and b only
+    base = [
+        "series", str(src), "--value-column", "v", "--time-column", "t", "--zone-column",
+        "zone", "--epsilon", "1", "--sensitivity", "1", "--ledger", str(tmp_path / "l.sqlite"),
+        "--budget", "10", "--seed", "1",
+    ]  # fmt: skip
+    runner = CliRunner()
+    res = runner.invoke(app, [*base, "--zones", "a,b,c", "-o", str(tmp_path / "o1")])
+    assert isinstance(res.exception, InputError), res.output
+    assert "no row" in str(res.exception)
+    res = runner.invoke(app, [*base, "--zones", "a", "-o", str(tmp_path / "o2")])
+    assert isinstance(res.exception, InputError), res.output
+    res = runner.invoke(app, [*base, "-o", str(tmp_path / "o3")])
+    assert isinstance(res.exception, ConfigError), res.output
+    res = runner.invoke(app, [*base, "--zones", "b,a", "-o", str(tmp_path / "o4")])
+    assert res.exit_code == 0, res.output
+    out = pd.read_parquet(tmp_path / "o4" / "series.parquet")
+    assert out["zone"].drop_duplicates().tolist() == ["b", "a"]
+    assert not any((tmp_path / d).exists() for d in ("o1", "o2", "o3"))
+    assert Ledger(tmp_path / "l.sqlite").spent("s").epsilon == pytest.approx(1.0)
+
+
+def test_series_time_domain_can_be_declared(app: typer.Typer, tmp_path: Path) -> None:
+    # a timestamp without a row must not silently vanish from the release (SPEC 1.1)
+    path = tmp_path / "gap.csv"
+    t = pd.date_range("2024-01-01", periods=24, freq="h").delete(5)  # hour 5 has no row
+    pd.DataFrame({"t": t, "v": np.arange(23)}).to_csv(path, index=False)
+    base = [
+        "series", str(path), "--value-column", "v", "--time-column", "t", "--epsilon", "1",
+        "--sensitivity", "1", "--ledger", str(tmp_path / "l.sqlite"), "--budget", "5",
+        "--seed", "1", "--start", "2024-01-01", "--end", "2024-01-02",
+    ]  # fmt: skip
+    res = CliRunner().invoke(app, [*base, "--freq", "1h", "-o", str(tmp_path / "o1")])
+    assert isinstance(res.exception, InputError), res.output
+    assert "no row for 2024-01-01 05:00" in str(res.exception)
+    res = CliRunner().invoke(app, [*base, "-o", str(tmp_path / "o2")])  # --freq missing
+    assert isinstance(res.exception, ConfigError), res.output
+    full = _csv(tmp_path)
+    ok = [str(full), *base[2:], "--freq", "1h", "-o", str(tmp_path / "o3")]
+    res = CliRunner().invoke(app, ["series", *ok])
+    assert res.exit_code == 0, res.output
+    assert Ledger(tmp_path / "l.sqlite").spent("s").epsilon == pytest.approx(1.0)
 
 
 def test_series_refuses_duplicate_timestamps(app: typer.Typer, tmp_path: Path) -> None:
@@ -139,7 +187,7 @@ def test_series_counts_from_raw_events(app: typer.Typer, tmp_path: Path, shared_
         "--names", "uid,datetime,lat,lng,location_id", "--delimiter", "\t",
         "--timezone", "America/New_York", "--start", "2010-09-11", "--end", "2010-09-12",
         "--landmarks", "2010-09-11 09:00", "--epsilon", "1", "--max-per-bin", "2",
-        "-o", str(tmp_path / "o"), "--budget", "1", "--ledger", str(tmp_path / "l.sqlite"),
+        "-o", str(tmp_path / "o"), "--budget", "1.1", "--ledger", str(tmp_path / "l.sqlite"),
         "--seed", "1", "--quiet",
     ]  # fmt: skip
     res = CliRunner().invoke(app, args)
@@ -148,3 +196,24 @@ def test_series_counts_from_raw_events(app: typer.Typer, tmp_path: Path, shared_
     assert meta["privacy"]["bounds"]["sensitivity_per_timestamp"] == 2.0
     assert meta["params"]["landmarks"] == [9]
     assert meta["domain"] == {"timestamps": 24, "zones": 264}
+    # SPEC 1.1: the events outside the period are one noisy cell, charged on top (0.1 x eps)
+    out = pd.read_parquet(tmp_path / "o" / "outliers.parquet")
+    assert len(out) == 1 and out["epsilon"].iloc[0] == pytest.approx(0.1)
+    assert out["noise_scale"].iloc[0] == pytest.approx(2 / 0.1)
+    assert meta["privacy"]["cost"]["epsilon"] == pytest.approx(1.1)
+    assert [e["cost"]["epsilon"] for e in meta["ledger_entries"]] == pytest.approx([1.0, 0.1])
+    assert Ledger(tmp_path / "l.sqlite").spent("gowalla_nyc_events").epsilon == pytest.approx(1.1)
+
+
+def test_taken_output_is_refused_before_charging(app: typer.Typer, tmp_path: Path) -> None:
+    src = _csv(tmp_path)
+    led = tmp_path / "l.sqlite"
+    args = [
+        "series", str(src), "--value-column", "v", "--time-column", "t", "--epsilon", "1",
+        "--sensitivity", "1", "-o", str(tmp_path / "out"), "--ledger", str(led),
+        "--budget", "5", "--seed", "1",
+    ]  # fmt: skip
+    assert CliRunner().invoke(app, args).exit_code == 0
+    res = CliRunner().invoke(app, args)  # same folder, no --overwrite
+    assert isinstance(res.exception, InputError), res.output
+    assert Ledger(led).spent("s").epsilon == pytest.approx(1.0)  # nothing burnt

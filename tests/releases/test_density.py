@@ -13,6 +13,7 @@ import pytest
 from privmob.data.density_synth import synthetic_city
 from privmob.data.sources import load_events
 from privmob.engine import DuckDBEngine
+from privmob.errors import ConfigError
 from privmob.evaluate.density_metrics import mre, pearson
 from privmob.prepare.presample import density_counts
 from privmob.privacy.ledger import Ledger
@@ -167,19 +168,28 @@ def test_scheme_beats_lpa_end_to_end(city, tmp_path) -> None:
     assert efpa[0] < lpa[0] / 4 and efpa[1] > lpa[1] + 0.3, scores
     assert efpag[0] < 0.6 and efpag[1] > 0.8, scores
     spent = ledger.spent("city")
-    assert spent.epsilon == pytest.approx(3 * EPS)
+    assert spent.epsilon == pytest.approx(3 * 1.1 * EPS)  # + each out-of-domain cell (0.1 eps)
 
 
 def test_release_metadata_accounting(counts, geometry, city, tmp_path) -> None:
     eng = DuckDBEngine()
     eng.register("ev", city.events[["uid", "time", "tile"]])
-    acct = Accountant(Ledger(tmp_path / "l.sqlite"), "d", budget=1.0, budget_delta=1e-4)
+    ledger = Ledger(tmp_path / "l.sqlite")
+    acct = Accountant(ledger, "d", budget=1.0, budget_delta=1e-4)
     cfg = DensityConfig(EPS, 30, delta=DELTA)
     rel = density_release(eng, "ev", geometry, cfg, city.week_start, acct, 9)
     paths = write_release(rel, tmp_path / "out")
     meta = json.loads((tmp_path / "out" / "metadata.json").read_text())
     steps = meta["accounting"]["steps"]
-    assert sum(s["epsilon"] for s in steps) == pytest.approx(EPS)
+    # the mechanism (EPS) and the out-of-domain cell (0.1 EPS) compose sequentially
+    assert sum(s["epsilon"] for s in steps) == pytest.approx(1.1 * EPS)
+    assert meta["privacy"]["cost"]["epsilon"] == pytest.approx(1.1 * EPS)
+    assert [e["cost"]["epsilon"] for e in meta["ledger_entries"]] == pytest.approx([EPS, 0.1 * EPS])
+    assert ledger.spent("d").epsilon == pytest.approx(1.1 * EPS)
+    assert ledger.spent("d").delta == pytest.approx(DELTA)
+    ood = pd.read_parquet(tmp_path / "out" / "out_of_domain.parquet")
+    assert len(ood) == 1 and ood["epsilon"].iloc[0] == pytest.approx(0.1 * EPS)
+    assert ood["noise_scale"].iloc[0] == pytest.approx(30 / (0.1 * EPS))
     efpag = [s for s in steps if s["step"] == "EFPAG"]
     assert efpag and efpag[0]["epsilon"] == pytest.approx(EPS / 2)
     assert efpag[0]["delta"] == DELTA
@@ -208,3 +218,74 @@ def test_visits_of_towers_outside_the_area_go_to_the_outliers_cell() -> None:
     res = perturb_density(counts, cover_map(shares), np.array([[0, 0], [1, 0.0]]), cfg, 1)
     assert res.outliers is not None and res.outliers.sum() > 0.9 * 168_000
     assert res.zones.sum() < 0.1 * 168_000
+
+
+# -- visits outside the declared week (SPEC 1, invariant 1) ------------------------------------
+
+
+def _week_events() -> pd.DataFrame:
+    """Week from 2024-01-01 00:00 (exclusive end 2024-01-08 00:00); 2 towers."""
+    rows = [
+        ("a", "2024-01-01 01:30", 0),  # in the week
+        ("a", "2023-12-31 10:05", 0), ("a", "2023-12-31 10:40", 1),  # one hour before
+        ("a", "2023-12-31 11:00", 1),
+        ("a", "2024-01-08 00:00", 0),  # exactly at the exclusive end
+        ("b", "2024-01-02 05:10", 1), ("b", "2024-01-02 05:20", -1),  # unknown tower
+        *[("c", str(pd.Timestamp("2024-02-01") + pd.Timedelta(hours=h)), 0) for h in range(40)],
+    ]  # fmt: skip
+    df = pd.DataFrame(rows, columns=["uid", "time", "tile"])
+    return df.assign(time=pd.to_datetime(df["time"], format="mixed"))
+
+
+@pytest.mark.parametrize(("ell", "expected"), [(1, 3), (5, 9), (50, 44)])
+def test_out_of_week_visits_are_counted_bounded(ell, expected) -> None:
+    from datetime import datetime
+
+    eng = DuckDBEngine()
+    eng.register("ev", _week_events())
+    c = density_counts(eng, "ev", 2, datetime(2024, 1, 1), ell, 11)
+    # a: 3 hourly visits outside, b: 1 (unknown tower), c: 40 -- each capped at l, none dropped
+    assert c.outside == expected
+    assert c.sampled.sum() == 2 and c.sampled[0, 1] == 1 and c.sampled[1, 29] == 1
+
+
+def test_out_of_domain_cell_noise_and_cost(geometry) -> None:
+    """The cell is the bounded count plus discrete Laplace of scale l / eps_out.
+
+    300 draws with scale 300 (l = 30, eps_out = 0.1): the mean |noise| has sd about 17; the
+    window +-80 (4.7 sd) fails falsely with probability < 1e-5; a 2x-off scale fails.
+    """
+    from privmob.prepare.presample import DensityCounts
+    from privmob.privacy.samplers import Randomness
+
+    n = geometry.n_towers
+    counts = DensityCounts(np.zeros((n, 168)), np.zeros(n), 0, 30, outside=100_000)
+    cfg = DensityConfig(1.0, 30, method="lpa")
+    assert cfg.cost().epsilon == pytest.approx(1.1) and cfg.epsilon_outliers == 0.1
+    res = perturb_density(counts, geometry.cmap, geometry.centroids, cfg, 1)
+    assert res.out_of_domain is not None and abs(res.out_of_domain - 100_000) < 300 * 15
+    assert sum(s["epsilon"] for s in res.steps) == pytest.approx(cfg.cost().epsilon)
+    r = Randomness.for_tests(5)
+    draws = np.array([dens.noisy_out_of_domain(counts, cfg, r)[0] for _ in range(300)])
+    assert abs(np.abs(draws - 100_000).mean() - 300) < 80
+    with pytest.raises(ConfigError):
+        DensityConfig(1.0, 30, outliers_epsilon=0.0)
+    assert DensityConfig(1.0, 30, delta=1e-5, outliers_epsilon=0.5).cost().epsilon == 1.5
+
+
+def test_release_keeps_out_of_week_visits(geometry, tmp_path) -> None:
+    """End to end: the released out-of-domain cell is the bounded count (44 with l = 50) plus
+    discrete Laplace of scale 50 / 50 = 1 (|noise| > 15 has probability < 1e-6); it would be
+    about 0 if the visits were dropped."""
+    from datetime import datetime
+
+    eng = DuckDBEngine()
+    eng.register("ev", _week_events())
+    ledger = Ledger(tmp_path / "l.sqlite")
+    acct = Accountant(ledger, "d", budget=100.0)
+    cfg = DensityConfig(1.0, 50, method="lpa", outliers_epsilon=50.0)
+    rel = density_release(eng, "ev", geometry, cfg, datetime(2024, 1, 1), acct, 3)
+    ood = rel.tables["out_of_domain"]
+    assert abs(int(ood["count"].iloc[0]) - 44) <= 15
+    assert [e.cost.epsilon for e in rel.ledger_entries] == pytest.approx([1.0, 50.0])
+    assert ledger.spent("d").epsilon == pytest.approx(51.0)

@@ -286,3 +286,26 @@ def test_secure_noise_runs(scheme: str, integer: bool) -> None:
     assert np.any(res.values != 0)
     ratio = _abs_noise_ratio(res.values[:, 0], 1.0 / res.epsilons[0], integer)
     assert 0.75 < ratio < 1.25  # 500 draws: SE 4.5%, so 25% is 5.5 SE
+
+
+def test_metadata_keeps_only_known_notes(ledger, monkeypatch):
+    """A warning raised while the exact series is processed never reaches the metadata."""
+    import warnings
+
+    import privmob.releases.landmark as lm
+    from privmob.releases.base import Accountant
+
+    real = lm.perturb_series
+
+    def leaky(*args, **kwargs):
+        warnings.warn("value 123456 looks odd", UserWarning, stacklevel=1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(lm, "perturb_series", leaky)
+    ledger.set_budget("s", 100.0, unit=Unit.LANDMARK)
+    acct = Accountant(ledger, "s")
+    rel = lm.publish_series(np.arange(10.0), [2], 1.0, "skip", sensitivity=1.0,
+                            accountant=acct, rng=1)
+    notes = rel.metadata()["warnings"]
+    assert lm.SKIP_WARNING in notes
+    assert not any("123456" in n for n in notes)

@@ -119,6 +119,14 @@ def density(
     ] = None,
     fourier: Annotated[bool, typer.Option("--fourier/--no-fourier", help="EFPA(G) step")] = True,
     smoothing: Annotated[bool, typer.Option("--smoothing/--no-smoothing")] = True,
+    outliers_epsilon: Annotated[
+        float | None,
+        typer.Option(
+            "--outliers-epsilon",
+            help="budget of the noisy cell of visits outside the week or at unknown towers, "
+            "charged on top of --epsilon (default: 0.1 x --epsilon)",
+        ),
+    ] = None,
     zone_id: ZoneIdOpt = None,
     columns: c.ColumnsOpt = None,
     timezone: c.TimezoneOpt = "UTC",
@@ -131,10 +139,11 @@ def density(
 ) -> None:
     """Release the number of users per zone and hour of a week (SPEC 4.3, seed 004)."""
     from privmob.privacy.ledger import Ledger
-    from privmob.releases.base import Accountant, write_release
+    from privmob.releases.base import Accountant, refuse_existing_output, write_release
     from privmob.releases.density import DensityConfig, density_release
 
     parse_week(week)  # parameters are checked before the ledger is touched
+    refuse_existing_output(output, ("density", "outliers", "out_of_domain"), overwrite=overwrite)
     config = DensityConfig(
         epsilon,
         max_visits,
@@ -146,6 +155,7 @@ def density(
         tau=tau,
         fourier=fourier,
         smoothing=smoothing,
+        outliers_epsilon=outliers_epsilon,
     )
     acct = Accountant(
         Ledger(ledger),
@@ -197,6 +207,8 @@ def write_geojson(release: Any, zones: Any, path: Path) -> Path:
 
 def register(app: typer.Typer) -> None:
     from privmob.cli.density_eval import density_eval
+    from privmob.cli.evaluate import evaluate_app
 
     app.command("density")(density)
-    app.command("density-eval")(density_eval)
+    evaluate_app.command("density")(density_eval)
+    app.command("density-eval", hidden=True)(density_eval)  # older name, kept as an alias

@@ -1,4 +1,4 @@
-"""``privmob density-eval``: utility of the density scheme vs LPA over epsilons (not private)."""
+"""``privmob evaluate density``: the density scheme vs LPA over epsilons (not private)."""
 
 from __future__ import annotations
 
@@ -44,6 +44,7 @@ def density_eval(
     """
     from privmob.cli.density import load_density_inputs
     from privmob.evaluate.density_eval import evaluate_density, plot_summary, summarise
+    from privmob.evaluate.notice import write_notice
     from privmob.prepare.presample import density_counts
 
     eps = [float(e) for e in epsilons.split(",") if e.strip()]
@@ -66,7 +67,7 @@ def density_eval(
             if events is None or cells is None or zones is None or week is None:
                 raise ConfigError(
                     "give EVENTS with --cells, --zones and --week, or --synthetic N",
-                    hint="privmob density-eval --synthetic 100000",
+                    hint="privmob evaluate density --synthetic 100000",
                 )
             inp = load_density_inputs(
                 events,
@@ -100,6 +101,8 @@ def density_eval(
         summary = summarise(table)
         summary.to_csv(output / "summary.csv", index=False)
         plot_summary(summary, output / "density_eval.png")
+        write_notice(output)
     c.console.print(summary.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-    c.console.print(f"written to {output}/ (runs.csv, summary.csv, density_eval.png)")
+    names = "runs.csv, summary.csv, density_eval.png, NOT_PRIVATE.txt"
+    c.console.print(f"written to {output}/ ({names})")
     c.console.print("[yellow]not a private output[/]: it compares with the exact data")

@@ -40,7 +40,7 @@ from privmob.privacy.temporal import (
     temporal_loss,
     transition_matrix,
 )
-from privmob.releases.base import Accountant, Release, write_release
+from privmob.releases.base import Accountant, Release, refuse_existing_output, write_release
 from privmob.releases.landmark import SCHEME_UNIT, AdaptiveRule, Scheme, publish_series
 
 
@@ -58,12 +58,19 @@ def _tokens(spec: str) -> list[str]:
 
 
 def read_series(
-    path: Path, value_column: str, time_column: str, zone_column: str | None
+    path: Path,
+    value_column: str,
+    time_column: str,
+    zone_column: str | None,
+    zones: list[str] | None = None,
 ) -> tuple[np.ndarray, list[object], list[object] | None]:
     """Read a series file (CSV/Parquet): one row per timestamp (and zone).
 
     The rows list the complete, public time domain: every timestamp (and zone) must be present,
-    zeros included. Returns values (T,) or (zones, T), time labels, zone labels.
+    zeros included. With ``zone_column`` the zone domain is ``zones``, declared by the caller
+    (public, SPEC 1): it is never taken from the zones that happen to have rows, which would
+    reveal which zones are empty. Returns values (T,) or (zones, T), time labels, zone labels
+    (in the declared order).
     """
     if not path.is_file():
         raise InputError("file not found", source=str(path))
@@ -105,7 +112,24 @@ def read_series(
     df = df.sort_values(time_column, kind="stable")
     if zone_column is None:
         return df[value_column].to_numpy(), df[time_column].tolist(), None
-    wide = df.pivot(index=zone_column, columns=time_column, values=value_column)
+    if not zones:
+        raise ConfigError(
+            "a series per zone needs the public list of zones (--zones)",
+            hint="pass --zones a,b,c or a file with one zone per line: the zones are never "
+            "taken from the data",
+        )
+    if len(set(zones)) != len(zones):
+        raise ConfigError("--zones lists a zone twice")
+    df = df.assign(**{zone_column: df[zone_column].astype(str)})
+    unknown = ~df[zone_column].isin(zones)
+    if unknown.any():
+        raise InputError(
+            "a zone that is not in the declared --zones",
+            source=str(path),
+            column=zone_column,
+            example=df[unknown].iloc[0].to_dict(),
+        )
+    wide = df.pivot(index=zone_column, columns=time_column, values=value_column).reindex(zones)
     if wide.isna().any().any():
         raise InputError(
             "some (zone, timestamp) pairs have no row; the file must list the full domain",
@@ -168,6 +192,12 @@ def series_command(
     zone_column: Annotated[
         str | None, typer.Option("--zone-column", help="one series per zone (counts per zone)")
     ] = None,
+    zones_spec: Annotated[
+        str | None,
+        typer.Option(
+            "--zones", help="with --zone-column: the public zones (a list or a file, one a line)"
+        ),
+    ] = None,
     landmarks: Annotated[
         str, typer.Option("--landmarks", help="public landmark timestamps: a list or a file")
     ] = "",
@@ -181,6 +211,13 @@ def series_command(
     ] = None,
     value_min: Annotated[float | None, typer.Option("--value-min", help="clamp below")] = None,
     value_max: Annotated[float | None, typer.Option("--value-max", help="clamp above")] = None,
+    start: Annotated[
+        str | None, typer.Option("--start", help="public period start (with --end, --freq)")
+    ] = None,
+    end: Annotated[str | None, typer.Option("--end", help="public period end, exclusive")] = None,
+    freq: Annotated[
+        str | None, typer.Option("--freq", help="time step: the file must hold every step")
+    ] = None,
     fill_value: Annotated[
         float, typer.Option("--fill-value", help="public value before the first release")
     ] = 0.0,
@@ -203,13 +240,16 @@ def series_command(
 ) -> None:
     """Publish a series under landmark epsilon-privacy (uniform, skip, adaptive) or at the
     event / user level; writes series.parquet, budgets.parquet and metadata.json."""
+    refuse_existing_output(output, ("series", "budgets"), overwrite=overwrite)
     led = Ledger(ledger)
     name = dataset_name(dataset, input)
     if budget is not None and not led.has_budget(name):
         led.set_budget(name, budget, 0.0, SCHEME_UNIT[scheme])
     accountant = Accountant(led, name, group_size=group_size)
     accountant.precheck(Cost.pure(epsilon, SCHEME_UNIT[scheme]))  # before reading data
-    values, labels, zones = read_series(input, value_column, time_column, zone_column)
+    declared = _tokens(zones_spec) if zones_spec else None
+    values, labels, zones = read_series(input, value_column, time_column, zone_column, declared)
+    check_time_domain(labels, start, end, freq, input)
     marks = resolve_landmarks(landmarks, labels, landmark_positions) if landmarks else []
     bounds = None
     if value_min is not None or value_max is not None:
@@ -239,6 +279,40 @@ def series_command(
     _summary(release, paths, len(marks), quiet)
 
 
+def check_time_domain(
+    labels: list[object], start: str | None, end: str | None, freq: str | None, path: Path
+) -> None:
+    """With --start/--end/--freq, the file's timestamps must be exactly that public grid (a
+    timestamp without a row would otherwise vanish from the release and reveal an empty step);
+    without them the file's rows are taken as the declared domain (a warning says so)."""
+    from privmob.releases.landmark_counts import time_grid
+
+    given = [x is not None for x in (start, end, freq)]
+    if not any(given):
+        console_err.print(
+            "[yellow]warning:[/] the time domain is the file's rows; declare it with --start, "
+            "--end and --freq to have gaps refused",
+            highlight=False,
+        )
+        return
+    if not all(given):
+        raise ConfigError("give --start, --end and --freq together")
+    grid = time_grid(str(start), str(end), str(freq))
+    try:
+        stamps = pd.DatetimeIndex(pd.to_datetime(pd.Series(labels), format="mixed"))
+    except (ValueError, TypeError) as exc:
+        raise InputError("the time column does not hold timestamps", source=str(path)) from exc
+    missing = grid.difference(stamps)
+    extra = stamps.difference(grid)
+    if len(missing) or len(extra):
+        what = f"no row for {missing[0]}" if len(missing) else f"{extra[0]} is outside the grid"
+        raise InputError(
+            f"the timestamps are not the declared grid [{start}, {end}) every {freq}: {what}",
+            source=str(path),
+            hint="add rows with value 0 for missing steps; the domain is public",
+        )
+
+
 def _summary(release: Release, paths: list[Path], n_marks: int, quiet: bool) -> None:
     for note in release.extra["warnings"]:
         console_err.print(f"[yellow]warning:[/] {note}", highlight=False)
@@ -248,7 +322,12 @@ def _summary(release: Release, paths: list[Path], n_marks: int, quiet: bool) -> 
             f"{release.params['scheme']}: {release.cost.describe()}; {len(b)} timestamps, "
             f"{n_marks} landmarks, {int(b['published'].sum())} fresh releases; "
             f"max over t of sum_(L u t) eps_i = {release.extra['max_landmark_spend']:.6g}; "
-            f"wrote {', '.join(str(p) for p in paths)}",
+            + (
+                f"outliers cell (outside the period): epsilon={out:.6g}; "
+                if (out := release.extra.get("outliers_epsilon")) is not None
+                else ""
+            )
+            + f"wrote {', '.join(str(p) for p in paths)}",
             highlight=False,
         )
 
@@ -272,6 +351,14 @@ def series_counts_command(
         bool, typer.Option("--landmark-positions", help="--landmarks are 0-based positions")
     ] = False,
     scheme: Annotated[Scheme, typer.Option("--scheme")] = Scheme.UNIFORM,
+    outliers_epsilon: Annotated[
+        float | None,
+        typer.Option(
+            "--outliers-epsilon",
+            help="budget of the noisy cell of events outside the period, charged on top of "
+            "--epsilon (default: 0.1 x --epsilon)",
+        ),
+    ] = None,
     id_column: Annotated[
         str | None, typer.Option("--id-column", help="tile id property of the zones")
     ] = None,
@@ -300,17 +387,24 @@ def series_counts_command(
     from privmob.data import load_events
     from privmob.data.tessellation import load_tessellation
     from privmob.engine import make_engine
-    from privmob.releases.landmark_counts import publish_zone_counts, time_grid
+    from privmob.releases.landmark_counts import (
+        outliers_epsilon_for,
+        publish_zone_counts,
+        time_grid,
+    )
 
     grid = time_grid(start, end, freq)
+    eps_out = outliers_epsilon_for(epsilon, outliers_epsilon)
     labels: list[object] = list(grid)
     marks = resolve_landmarks(landmarks, labels, landmark_positions) if landmarks else []
+    refuse_existing_output(output, ("series", "budgets", "outliers"), overwrite=overwrite)
     led = Ledger(ledger)
     name = dataset_name(dataset, events)
     if budget is not None and not led.has_budget(name):
         led.set_budget(name, budget, 0.0, SCHEME_UNIT[scheme])
     accountant = Accountant(led, name, group_size=group_size)
-    accountant.precheck(Cost.pure(epsilon, SCHEME_UNIT[scheme]))  # before reading data
+    # series + outliers cell, before reading data
+    accountant.precheck(Cost.pure(epsilon + eps_out, SCHEME_UNIT[scheme]))
     rng = Randomness.for_tests(seed) if seed is not None else Randomness.secure()
     with Steps(quiet) as step:
         step("reading the tessellation")
@@ -337,6 +431,7 @@ def series_counts_command(
             scheme=scheme,
             accountant=accountant,
             rng=rng,
+            outliers_epsilon=eps_out,
         )
         step("writing the output")
         paths = write_release(release, output, overwrite=overwrite)

@@ -20,6 +20,7 @@ from privmob.evaluate.landmark_utility import (
     to_markdown,
     utility_table,
 )
+from privmob.evaluate.notice import NOT_PRIVATE, write_notice
 
 DEFAULT_SHARES_TEXT = ",".join(str(share) for share in DEFAULT_SHARES)
 GOWALLA_FILE = Path("gowalla_nyc") / "gowalla_nyc_events.csv.gz"
@@ -48,7 +49,11 @@ def series_utility(
     ] = 1,
     quiet: QuietOpt = False,
 ) -> None:
-    """Writes utility.csv, utility.md and utility.png (synthetic and Gowalla Manhattan)."""
+    """Writes utility.csv, utility.md and utility.png (synthetic and Gowalla Manhattan).
+
+    The MAE compares private series with the exact ones: NOT private, never charged, not
+    for publication (the files say so).
+    """
     try:
         grid = [float(s) for s in shares.split(",") if s.strip()]
     except ValueError as exc:
@@ -75,14 +80,19 @@ def series_utility(
             ).assign(series=name)
             bar.advance(task)
     pd.concat(tables.values()).to_csv(output / "utility.csv", index=False)
-    md = "".join(
+    md = f"> {NOT_PRIVATE}\n\n" + "".join(
         f"### {name} (epsilon = {epsilon:g})\n\n{to_markdown(t)}\n" for name, t in tables.items()
     )
     (output / "utility.md").write_text(md)
     plot_utility(tables, output / "utility.png")
+    write_notice(output)
     if not quiet:
         console.print(md, highlight=False)
-        console.print(f"wrote {output / 'utility.csv'}, utility.md, utility.png", highlight=False)
+        console.print(
+            f"wrote {output / 'utility.csv'}, utility.md, utility.png, NOT_PRIVATE.txt",
+            highlight=False,
+        )
+    console.print(f"[yellow]{NOT_PRIVATE}[/]", highlight=False)
 
 
 def register(app: typer.Typer) -> None:

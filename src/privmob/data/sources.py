@@ -43,6 +43,12 @@ _counter = itertools.count()
 
 CSV_SUFFIXES = {".csv", ".tsv", ".txt", ".gz"}
 OFFSET_RE = r"[0-9]:[0-9]{2}(:[0-9]{2}([.,][0-9]+)?)?\s*([zZ]|[+-][0-9]{2}(:?[0-9]{2})?)$"
+# a zone name after the time ("08:00 Europe/Paris", "08:00 CET"): DuckDB's TIMESTAMP cast would
+# silently drop it, so such strings go through TIMESTAMPTZ (unknown names become unparsable)
+ZONE_NAME_RE = r"[0-9]\s+[A-Za-z][A-Za-z_]*(/[A-Za-z0-9_+-]+)*$"
+# epoch seconds written as text (CSV): 9-10 digits, 1973-03-03 to 2286-11-20
+EPOCH_RE = r"^-?[0-9]{9,10}([.][0-9]+)?$"
+NUMERIC_TIME_TYPES = {"DOUBLE", "FLOAT", "REAL"}
 
 
 @dataclass
@@ -205,12 +211,14 @@ def time_expr(col: str, coltype: str, timezone: str) -> str:
         return f"timezone('{tz}', {c})"
     if coltype.startswith("TIMESTAMP") or coltype == "DATE":
         return f"CAST({c} AS TIMESTAMP)"
-    if coltype in {"BIGINT", "INTEGER", "DOUBLE", "FLOAT", "HUGEINT", "UBIGINT", "DECIMAL"}:
+    if coltype in INTEGER_TYPES | NUMERIC_TIME_TYPES or coltype.startswith("DECIMAL"):
         return f"timezone('{tz}', to_timestamp(CAST({c} AS DOUBLE)))"
     s = f"trim(CAST({c} AS VARCHAR))"
     return (
-        f"CASE WHEN regexp_matches({s}, '{OFFSET_RE}') "
+        f"CASE WHEN regexp_matches({s}, '({OFFSET_RE})|({ZONE_NAME_RE})') "
         f"THEN timezone('{tz}', TRY_CAST({s} AS TIMESTAMPTZ)) "
+        f"WHEN regexp_matches({s}, '{EPOCH_RE}') "
+        f"THEN timezone('{tz}', to_timestamp(TRY_CAST({s} AS DOUBLE))) "
         f"ELSE TRY_CAST({s} AS TIMESTAMP) END"
     )
 
@@ -360,6 +368,22 @@ def tile_index(
         return (
             f"COALESCE({alias}.tile, -1)",
             f"LEFT JOIN {name} AS {alias} ON CAST({col} AS BIGINT) = {alias}.tile_key",
+        )
+    if int_ids and (coltype in NUMERIC_TIME_TYPES or coltype.startswith("DECIMAL")):
+        # integer ids stored as floats (3.0): compare numbers, not their text ("3.0" != "3")
+        name = _new_name("tiles")
+        engine.register(
+            name,
+            pa.table(
+                {
+                    "tile_key": pa.array([float(t) for t in ids], pa.float64()),
+                    "tile": pa.array(np.arange(len(ids), dtype=np.int32)),
+                }
+            ),
+        )
+        return (
+            f"COALESCE({alias}.tile, -1)",
+            f"LEFT JOIN {name} AS {alias} ON CAST({col} AS DOUBLE) = {alias}.tile_key",
         )
     name = _new_name("tiles")
     engine.register(

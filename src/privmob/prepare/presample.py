@@ -9,6 +9,11 @@ From events (uid, time, tile) where ``tile`` is the tower index (0..n-1; -1 = ou
 After step 3 one user changes at most l (tower, hour) counts by 1, at most one per hour:
 L1 sensitivity l, L2 sensitivity sqrt(l).
 
+Outside the domain (SPEC 1, invariant 1): events outside the declared week, or at no known
+tower (tile -1), are not dropped. They are bounded the same way -- one visit per user per
+(absolute) hour, at most l such hourly visits per user, chosen by a keyed hash with its own
+key -- and counted into ONE number (``DensityCounts.outside``, L1 sensitivity l).
+
 Also counted, for the improved scaling of seed 004 5.4.1: one hourly visit per user (the first
 in the keyed-hash order, so uniform; L1 sensitivity 1) per tower, and the number of hourly
 visits over all users (L1 sensitivity 168: a user has at most one visit per hour).
@@ -39,6 +44,7 @@ class DensityCounts:
     one_visit: np.ndarray  # (towers,): one uniform hourly visit per user (L1 sensitivity 1)
     total_visits: int  # hourly visits of all users (L1 sensitivity 168)
     max_visits: int
+    outside: int = 0  # hourly visits outside the week or at no tower, <= l per user (L1: l)
     hourly: np.ndarray | None = None  # (towers, 168) hour-capped counts: EVALUATION ONLY
 
 
@@ -64,6 +70,27 @@ def presample_sql(relation: str, week_start: datetime, key: int, dialect: Dialec
         f"SELECT uid, hour, tower, ROW_NUMBER() OVER (PARTITION BY uid "
         f"ORDER BY {dialect.keyed_hash(key + 1, 'uid', 'hour')}, hour) AS rnk "
         f"FROM ({hourly}) AS v_"
+    )
+
+
+def outside_sql(relation: str, week_start: datetime, key: int, dialect: Dialect = DUCKDB) -> str:
+    """SQL of the hourly visits outside the domain (uid, hour) with their per-user rank ``rnk``.
+
+    A visit is a (user, absolute hour since ``week_start``) with at least one event outside
+    [week_start, week_start + 7 days) or at no known tower. Keeping ``rnk <= l`` bounds a
+    user's contribution to l, like the visits inside the domain.
+    """
+    start = dialect.timestamp_literal(week_start.strftime("%Y-%m-%d %H:%M:%S"))
+    end = dialect.timestamp_literal((week_start + timedelta(days=7)).strftime("%Y-%m-%d %H:%M:%S"))
+    secs = f"({dialect.epoch_seconds('time')} - {dialect.epoch_seconds(start)})"
+    visits = (
+        f"SELECT DISTINCT uid, CAST(floor({secs} / 3600) AS BIGINT) AS hour FROM {relation} "
+        f"WHERE NOT (time >= {start} AND time < {end} AND tile >= 0)"
+    )
+    return (
+        f"SELECT uid, hour, ROW_NUMBER() OVER (PARTITION BY uid "
+        f"ORDER BY {dialect.keyed_hash(key + 2, 'uid', 'hour')}, hour) AS rnk "
+        f"FROM ({visits}) AS o_"
     )
 
 
@@ -98,6 +125,12 @@ def density_counts(
         (n_towers,),
     ).astype(np.float64)
     total = int(engine.fetch(f"SELECT count(*) AS n FROM {name}")["n"].iloc[0])
+    out_sql = outside_sql(relation, week_start, key, engine.dialect)
+    outside = int(
+        engine.fetch(f"SELECT count(*) AS n FROM ({out_sql}) AS q_ WHERE rnk <= {int(max_visits)}")[
+            "n"
+        ].iloc[0]
+    )
     hourly = None
     if with_truth:
         hourly = dense_counts(
@@ -105,4 +138,4 @@ def density_counts(
             f"SELECT tower AS i0, hour AS i1, count(*) AS n FROM {name} GROUP BY tower, hour",
             shape,
         ).astype(np.float64)
-    return DensityCounts(sampled, one, total, int(max_visits), hourly)
+    return DensityCounts(sampled, one, total, int(max_visits), outside=outside, hourly=hourly)

@@ -70,6 +70,11 @@ def voronoi_map(lng: np.ndarray, lat: np.ndarray, zones: gpd.GeoDataFrame) -> Vo
     ti, zi = tree.query(clipped, predicate="intersects")
     inter = shapely.area(shapely.intersection(clipped[ti], np.asarray(zm.values)[zi]))
     share = inter / np.where(cell_area[ti] > 0, cell_area[ti], 1.0)
+    # Zones that overlap (within the loader's tolerance, or a GeoDataFrame passed directly)
+    # would let a tower's shares sum above 1 and so multiply one visit: cap each row at 1, so
+    # that the map never increases L1 sensitivity whatever the zones (SPEC 1.2).
+    row_sum = np.bincount(ti, weights=share, minlength=lng.size)
+    share = share / np.maximum(row_sum[ti], 1.0)
     keep = share > 0
     shares = sp.csr_matrix(
         (share[keep], (ti[keep], zi[keep])), shape=(lng.size, len(zm)), dtype=np.float64
@@ -82,3 +87,61 @@ def voronoi_map(lng: np.ndarray, lat: np.ndarray, zones: gpd.GeoDataFrame) -> Vo
     zc_geo = gpd.GeoSeries(zm.centroid, crs=metric).to_crs("EPSG:4326")
     zc = np.column_stack([zc_geo.x.to_numpy(), zc_geo.y.to_numpy()])
     return VoronoiMap(cells, shares, tc, zc)
+
+
+# -- the phone-records view of the same map (issue 3) ------------------------------------------
+#
+# Population and other presence counts use the shares with an explicit "outside every zone"
+# column, so that every row sums to exactly 1 and nothing is silently dropped. privmob applies
+# the shares *after* the noise (noisy integer tower counts, then shares: post-processing, no
+# extra cost, fractional zone values); applying them to exact counts before noise would need
+# real-valued noise. Trips keep the containing zone of each tower: shares would turn one trip
+# into fractional trips between several zone pairs.
+
+
+def _zones_gdf(zones: object) -> gpd.GeoDataFrame:
+    gdf = zones.gdf if hasattr(zones, "gdf") else zones
+    if not isinstance(gdf, gpd.GeoDataFrame):
+        raise InputError("zones must be a Tessellation or a GeoDataFrame")
+    return gdf
+
+
+def _check_towers(lng: np.ndarray, lat: np.ndarray) -> None:
+    bad = ~(np.isfinite(lng) & np.isfinite(lat))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError(
+            f"{int(bad.sum())} tower(s) have no valid coordinates (first: row {i})",
+            column="lat/lng",
+            hint="every tower needs lat and lng to build its Voronoi cell",
+        )
+
+
+def tower_voronoi(lng: np.ndarray, lat: np.ndarray, zones: object) -> gpd.GeoDataFrame:
+    """Voronoi cells of the towers clipped to the study area, one row per tower (EPSG:4326)."""
+    lng, lat = np.asarray(lng, dtype=np.float64), np.asarray(lat, dtype=np.float64)
+    _check_towers(lng, lat)
+    vm = voronoi_map(lng, lat, _zones_gdf(zones))
+    return gpd.GeoDataFrame({"tower": np.arange(len(lng))}, geometry=vm.cells.values, crs=4326)
+
+
+def tower_zone_shares(lng: np.ndarray, lat: np.ndarray, zones: object) -> np.ndarray:
+    """Dense (n_towers, k + 1) shares; column k = the part outside every zone. Rows sum to 1
+    (a tower whose clipped cell is empty maps wholly to column k)."""
+    lng, lat = np.asarray(lng, dtype=np.float64), np.asarray(lat, dtype=np.float64)
+    _check_towers(lng, lat)
+    s = voronoi_map(lng, lat, _zones_gdf(zones)).shares.toarray()
+    out = np.zeros((s.shape[0], s.shape[1] + 1), dtype=np.float64)
+    out[:, :-1] = s
+    out[:, -1] = np.clip(1.0 - s.sum(axis=1), 0.0, 1.0)
+    return out / out.sum(axis=1, keepdims=True)
+
+
+def apply_shares(tower_counts: np.ndarray, shares: np.ndarray) -> np.ndarray:
+    """Zone values (..., k + 1) from tower values (..., n_towers): y = x @ S (linear)."""
+    x = np.asarray(tower_counts, dtype=np.float64)
+    if x.shape[-1] != shares.shape[0]:
+        raise InputError(
+            f"{x.shape[-1]} tower values but {shares.shape[0]} towers in the share matrix"
+        )
+    return x @ shares

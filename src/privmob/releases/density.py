@@ -15,8 +15,16 @@ Pipeline (each step after pre-sampling can be switched off in :class:`DensityCon
 
 The LPA baseline instead adds Laplace noise of scale l/epsilon to every (cover cell, hour) count.
 
-Privacy: the release is epsilon-DP (EFPA, LPA) or (epsilon, delta)-DP (EFPAG) per user, for a
-user's whole week: totals and EFPA(G) compose sequentially; the cover, the clustering, the
+Outside the domain (SPEC 1, invariant 1): the parts of tower cells outside the zones form the
+outliers series (a row of the cover, inside the mechanism above); the visits outside the
+declared week or at no known tower are pre-sampled the same way (one per user and hour, at
+most l per user) and summed into ONE out-of-domain cell released with discrete Laplace noise
+of scale l / epsilon_out, its own budget (``outliers_epsilon``, default 0.1 x epsilon).
+
+Privacy: the release is (epsilon + epsilon_out)-DP (EFPA, LPA) or (epsilon + epsilon_out,
+delta)-DP (EFPAG) per user, for a user's whole week and everything they did outside it:
+totals, EFPA(G) and the out-of-domain cell compose sequentially (two ledger entries: the
+mechanism, epsilon; the out-of-domain cell, epsilon_out); the cover, the clustering, the
 scaling and the smoothing read only public geometry and noisy values. EFPA(G) runs on the stack
 of all cluster series at once (see :mod:`privmob.privacy.efpa`), which keeps the guarantee for a
 user whose visits fall in several clusters.
@@ -44,7 +52,7 @@ from privmob.prepare.presample import HOURS_PER_WEEK, DensityCounts, density_cou
 from privmob.privacy import samplers
 from privmob.privacy.costs import Cost, Unit
 from privmob.privacy.efpa import fourier_perturb, gaussian_sigma
-from privmob.privacy.mechanisms import Noise, NoiseKind
+from privmob.privacy.mechanisms import Noise, NoiseKind, calibrate
 from privmob.privacy.samplers import Randomness, resolve
 from privmob.releases.base import Accountant, Release
 
@@ -62,6 +70,8 @@ __all__ = [
 
 MAX_VISITS_PER_WEEK = HOURS_PER_WEEK  # after the one-visit-per-hour cap
 TOTALS = ("one-visit", "rescaled", "sampled")
+OUTLIERS_SHARE = 0.1  # default budget of the out-of-domain cell, as a share of epsilon
+OUT_OF_DOMAIN = "visits outside the week or at no known tower"
 
 
 @dataclass(frozen=True)
@@ -79,6 +89,7 @@ class DensityConfig:
     tau: float | None = None  # None: sqrt(168) * per-coefficient noise std / 0.01 (seed 004)
     fourier: bool = True  # False: plain noise on every cluster count
     smoothing: bool = True
+    outliers_epsilon: float | None = None  # out-of-domain cell; None: OUTLIERS_SHARE x epsilon
 
     def __post_init__(self) -> None:
         if not (self.epsilon > 0 and math.isfinite(self.epsilon)):
@@ -93,6 +104,13 @@ class DensityConfig:
             raise ConfigError("totals_split must be in (0, 1)")
         if not 0 <= self.delta < 1:
             raise ConfigError(f"delta must be in [0, 1), got {self.delta}")
+        if self.outliers_epsilon is not None and not (
+            self.outliers_epsilon > 0 and math.isfinite(self.outliers_epsilon)
+        ):
+            raise ConfigError(
+                f"the out-of-domain cell needs a budget > 0, got {self.outliers_epsilon}",
+                hint="--outliers-epsilon must be a positive number (SPEC 1: it is always released)",
+            )
 
     @property
     def mechanism(self) -> str:
@@ -100,11 +118,26 @@ class DensityConfig:
             return "LPA"
         return "EFPAG" if self.delta > 0 else "EFPA"
 
-    def cost(self) -> Cost:
-        """The whole release's cost, known before any data is read."""
+    @property
+    def epsilon_outliers(self) -> float:
+        """The out-of-domain cell's budget (public)."""
+        if self.outliers_epsilon is None:
+            return OUTLIERS_SHARE * self.epsilon
+        return float(self.outliers_epsilon)
+
+    def mechanism_cost(self) -> Cost:
+        """The cost of the density mechanism (totals + EFPA(G)/LPA) over the week's domain."""
         if self.method == "lpa" or self.delta == 0:
             return Cost.pure(self.epsilon, Unit.USER)
         return Cost.approx(self.epsilon, self.delta, Unit.USER)
+
+    def outliers_cost(self) -> Cost:
+        """The cost of the out-of-domain cell (visits outside the week or at no tower)."""
+        return Cost.pure(self.epsilon_outliers, Unit.USER)
+
+    def cost(self) -> Cost:
+        """The whole release's cost, known before any data is read (sequential composition)."""
+        return self.mechanism_cost() + self.outliers_cost()
 
     def default_tau(self) -> float:
         """Seed 004: tau = sqrt(168) * sigma / 0.01, sigma the noise std per coefficient when
@@ -128,6 +161,7 @@ class DensityResult:
     clusters: np.ndarray | None = None  # cluster label of each cover cell
     noisy_totals: np.ndarray | None = None  # per cover cell, then the outliers cell
     outliers: np.ndarray | None = None  # (168,) noisy visits outside the area (SPEC 1.1)
+    out_of_domain: int | None = None  # noisy visits outside the week or at no tower
 
 
 # -- clustering (Algorithm 3) -------------------------------------------------------------------
@@ -294,12 +328,15 @@ def perturb_density(
     ell = config.max_visits
     n_c = cmap.size
     x_cover = np.asarray(with_outliers(cmap) @ counts.sampled)  # (cells + outliers, 168)
+    out_of_domain, out_step = noisy_out_of_domain(counts, config, r)
     if config.method == "lpa":
         scale = ell / config.epsilon
         noisy = _laplace(x_cover, scale, r)
-        steps = [{"step": "LPA", "epsilon": config.epsilon, "laplace_scale": scale}]
+        steps = [{"step": "LPA", "epsilon": config.epsilon, "laplace_scale": scale}, out_step]
         zones = np.asarray(cmap.to_zones @ noisy[:n_c])
-        return DensityResult(zones, config.cost(), steps, outliers=noisy[n_c])
+        return DensityResult(
+            zones, config.cost(), steps, outliers=noisy[n_c], out_of_domain=out_of_domain
+        )
     half = config.epsilon / 2.0
     totals, steps = noisy_totals(counts, cmap, config, half, r)
     tau = config.tau if config.tau is not None else config.default_tau()
@@ -336,7 +373,27 @@ def perturb_density(
     unit_shapes = np.divide(shapes, norm, out=np.zeros_like(shapes), where=norm > 0)
     cells = totals[:, None] * unit_shapes[labels]
     zones = np.asarray(cmap.to_zones @ cells[:n_c])
-    return DensityResult(zones, config.cost(), steps, labels[:n_c], totals, cells[n_c])
+    steps.append(out_step)
+    return DensityResult(
+        zones, config.cost(), steps, labels[:n_c], totals, cells[n_c], out_of_domain
+    )
+
+
+def noisy_out_of_domain(
+    counts: DensityCounts, config: DensityConfig, rng: Randomness
+) -> tuple[int, dict[str, Any]]:
+    """The out-of-domain cell: discrete Laplace of scale l / epsilon_out on the bounded count
+    of visits outside the week or at no tower (<= l per user): epsilon_out-DP per user."""
+    eps = config.epsilon_outliers
+    noise, _ = calibrate(
+        NoiseKind.DISCRETE_LAPLACE, eps, l1_sensitivity=config.max_visits, unit=Unit.USER
+    )
+    value = int(noise.add(np.array([int(counts.outside)], dtype=np.int64), rng)[0])
+    step = {"step": f"outliers: {OUT_OF_DOMAIN}", "epsilon": eps}
+    step.update(
+        {"noise": noise.kind.value, "scale": noise.scale, "l1_sensitivity": config.max_visits}
+    )
+    return value, step
 
 
 # -- geometry and the release -------------------------------------------------------------------
@@ -355,9 +412,10 @@ def density_release(
 
     ``events`` is a relation in ``engine`` with columns uid, time (local TIMESTAMP) and
     tile = site (tower position) index in ``geometry`` (-1 outside); see :class:`SiteIndex`.
-    Guarantee: ``config.cost()`` per user for the whole week (epsilon-DP with EFPA or LPA,
-    (epsilon, delta)-DP with EFPAG); the accountant is checked before the data is read and
-    charged before the release is returned.
+    Guarantee: ``config.cost()`` per user for the whole week and the visits outside it
+    ((epsilon + epsilon_out)-DP with EFPA or LPA, (epsilon + epsilon_out, delta)-DP with
+    EFPAG; the out-of-domain cell is the ``out_of_domain`` table); the accountant is checked
+    before the data is read and charged (two entries) before the release is returned.
     """
     r = resolve(rng)
     if geometry.cmap.to_cover.shape[1] != geometry.n_towers:
@@ -386,6 +444,7 @@ def density_release(
             "tau": config.tau if config.tau is not None else config.default_tau(),
             "fourier": config.fourier,
             "smoothing": config.smoothing,
+            "outliers_epsilon": config.epsilon_outliers,
             "week_start": week_start.isoformat(),
         },
         domain={
@@ -397,9 +456,21 @@ def density_release(
         tables={
             "density": density_table(geometry.zone_ids, res.zones),
             "outliers": density_table(np.array(["outside"]), _row(res.outliers)),
+            "out_of_domain": pd.DataFrame(
+                {
+                    "cell": [OUT_OF_DOMAIN],
+                    "count": [max(int(res.out_of_domain or 0), 0)],
+                    "epsilon": [config.epsilon_outliers],
+                    "noise_scale": [config.max_visits / config.epsilon_outliers],
+                }
+            ),
         },
         for_publication=r.for_publication,
         extra={"accounting": accounting(config, res)},
+        cost_parts=[
+            (f"density {config.mechanism}", config.mechanism_cost()),
+            (f"density outliers cell ({OUT_OF_DOMAIN})", config.outliers_cost()),
+        ],
     )
     return accountant.charge(release, description=f"density {config.mechanism}")
 

@@ -385,6 +385,7 @@ def publish_series(
     fill_value: float = 0.0,
     value_bounds: tuple[float, float] | None = None,
     sensitivity_note: str = "",
+    outliers: tuple[float, float] | None = None,
 ) -> Release:
     """Publish a series under landmark epsilon-privacy with a public landmark set.
 
@@ -397,10 +398,21 @@ def publish_series(
     public parameters. The cost (epsilon, in the scheme's unit) is prechecked before the
     noise and charged after it; the tables hold only noisy or post-processed values plus the
     per-timestamp budgets (``budgets`` table).
+
+    ``outliers = (exact value, outliers_epsilon)``: one more cell, the values outside the
+    declared period (SPEC 1, invariant 1), which the caller bounds so that one unit changes
+    it by at most ``sensitivity``. It gets its own noise of scale sensitivity /
+    outliers_epsilon (``outliers`` table) and composes sequentially with the series: the
+    cost is epsilon + outliers_epsilon, charged as two ledger entries (series, outliers).
     """
     scheme = Scheme(scheme)
     unit = SCHEME_UNIT[scheme]
-    cost = Cost.pure(epsilon, unit)
+    series_cost = Cost.pure(epsilon, unit)
+    cost = series_cost
+    if outliers is not None:
+        if not (outliers[1] > 0 and math.isfinite(outliers[1])):
+            raise ConfigError(f"the outliers cell needs a budget > 0, got {outliers[1]}")
+        cost = series_cost + Cost.pure(outliers[1], unit)
     accountant.precheck(cost)
     x = np.asarray(values)
     if value_bounds is not None:
@@ -461,7 +473,33 @@ def publish_series(
             "sampling_rate": result.rates,
         }
     )
-    notes = [str(w.message) for w in caught]
+    tables = {"series": series, "budgets": budgets}
+    parts: list[tuple[str, Cost]] = []
+    if outliers is not None:
+        value, eps_out = float(outliers[0]), float(outliers[1])
+        if not math.isfinite(value):
+            raise InputError("the outliers cell must hold a finite number")
+        whole = result.noise_kind is NoiseKind.DISCRETE_LAPLACE
+        if whole and value != round(value):
+            raise InputError("the outliers cell of an integer series must be a whole number")
+        exact = np.array([round(value)], dtype=np.int64) if whole else np.array([value])
+        noisy = _add(_noise(result.noise_kind, eps_out, sensitivity), exact, r)
+        cell: float | int = round(float(noisy[0])) if whole else float(noisy[0])
+        tables["outliers"] = pd.DataFrame(
+            {
+                "cell": ["outside the period"],
+                "value": [cell],
+                "epsilon": [eps_out],
+                "noise_scale": [sensitivity / eps_out],
+            }
+        )
+        parts = [
+            (f"landmark series ({scheme.value})", series_cost),
+            ("outliers cell (outside the period)", Cost.pure(eps_out, unit)),
+        ]
+    # only known, data-independent notes reach the metadata (a warning raised while working
+    # on the exact series could quote a data value)
+    notes = [SKIP_WARNING] if any(str(w.message) == SKIP_WARNING for w in caught) else []
     if scheme is Scheme.EVENT and marks.size:
         notes.append("event-level scheme: the landmarks are NOT protected as a whole")
     release = Release(
@@ -485,12 +523,17 @@ def publish_series(
             "fill_value": fill_value if scheme is Scheme.SKIP else None,
         },
         domain={"timestamps": length, "zones": None if single else len(zone_labels)},
-        tables={"series": series, "budgets": budgets},
+        tables=tables,
         for_publication=r.for_publication,
         extra={
             "max_landmark_spend": float(landmark_spend(result.epsilons, marks).max()),
             "sum_epsilon_t": float(result.epsilons.sum()),
+            "outliers_epsilon": float(outliers[1]) if outliers is not None else None,
+            "composition": "series (landmark theorem) + outliers cell, sequential"
+            if outliers is not None
+            else "series (landmark theorem)",
             "warnings": notes,
         },
+        cost_parts=parts,
     )
     return accountant.charge(release, description=f"landmark series ({scheme.value})")
