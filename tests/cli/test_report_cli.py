@@ -8,6 +8,7 @@ import typer
 from typer.testing import CliRunner
 
 from privmob.cli.report import register
+from privmob.privacy.ledger import Ledger
 
 FIXTURE = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "dpmr_fixture"
 
@@ -87,6 +88,11 @@ def test_report_and_compare_on_dpmr_fixture(tmp_path, fixture_dir):
     # budget: 1 + 2 spent of 10; an 8 would overspend and is refused before any output
     r3 = _run([*common, "--epsilon", "8", "-o", str(tmp_path / "c" / "report.html")])
     assert getattr(r3, "exit_code", 2) == 2 and not (tmp_path / "c").exists()
+    # a taken output is refused before anything is charged
+    spent = len(Ledger(ledger).entries("test_data"))
+    r5 = _run([*common, "--epsilon", "1", "-o", str(tmp_path / "a" / "report.html")])
+    assert getattr(r5, "exit_code", 2) == 2
+    assert len(Ledger(ledger).entries("test_data")) == spent
     out = tmp_path / "cmp.html"
 
     res = CliRunner().invoke(

@@ -95,7 +95,7 @@ def report(
     from privmob.privacy.ledger import Ledger
     from privmob.releases.base import Accountant
     from privmob.releases.report import ReportConfig, Tiles, mobility_report, report_cost
-    from privmob.render.report_files import write_report
+    from privmob.render.report_files import refuse_taken, write_report
 
     cfg = ReportConfig.build(
         epsilon=epsilon,
@@ -112,6 +112,7 @@ def report(
     acct = Accountant(
         Ledger(ledger), c.dataset_name(dataset, data), group_size=group_size, budget=budget
     )
+    refuse_taken(output, overwrite)  # a taken output must not burn epsilon
     acct.precheck(report_cost(cfg))  # refuse before reading anything
     with c.Steps(quiet) as step:
         step("reading the tessellation")

@@ -20,6 +20,28 @@ def report_document(release: Release) -> dict[str, Any]:
     return json.loads(json.dumps(doc, default=_json_default))
 
 
+def report_paths(html_path: str | Path) -> dict[str, Path]:
+    """Where :func:`write_report` writes: the HTML, the JSON beside it, the tables folder."""
+    html = Path(html_path)
+    if html.suffix.lower() not in (".html", ".htm"):
+        html = html.with_suffix(".html")
+    return {
+        "html": html,
+        "json": html.with_suffix(".json"),
+        "tables": html.with_name(html.stem + "_tables"),
+    }
+
+
+def refuse_taken(html_path: str | Path, overwrite: bool = False) -> None:
+    """Refuse existing outputs *before* anything is read or charged."""
+    existing = [p for p in report_paths(html_path).values() if p.exists()]
+    if existing and not overwrite:
+        raise InputError(
+            f"output {existing[0]} exists; nothing was read, charged or written",
+            hint="choose another -o or pass --overwrite",
+        )
+
+
 def write_report(
     release: Release, html_path: str | Path, *, overwrite: bool = False
 ) -> dict[str, Path]:
@@ -31,17 +53,9 @@ def write_report(
 
     if release.ledger_entry is None:
         raise InputError("a release must be charged to the ledger before it is written")
-    html = Path(html_path)
-    if html.suffix.lower() not in (".html", ".htm"):
-        html = html.with_suffix(".html")
-    js = html.with_suffix(".json")
-    tables = html.with_name(html.stem + "_tables")
-    existing = [p for p in (html, js, tables) if p.exists()]
-    if existing and not overwrite:
-        raise InputError(
-            f"output {existing[0]} exists; nothing was written",
-            hint="choose another -o or pass --overwrite",
-        )
+    paths = report_paths(html_path)
+    html, js, tables = paths["html"], paths["json"], paths["tables"]
+    refuse_taken(html, overwrite)
     doc = report_document(release)
     html.parent.mkdir(parents=True, exist_ok=True)
     js.write_text(json.dumps(doc, indent=1) + "\n")
