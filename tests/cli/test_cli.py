@@ -131,3 +131,22 @@ def test_module_entry_point_has_help():
         timeout=120,
     )
     assert r.returncode == 0 and "od" in r.stdout
+
+
+def test_demo_runs_offline_and_reports_cost(tmp_path):
+    r = run("demo", "--users", "300", "-o", "d", "--quiet", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "d"
+    for name in (
+        "trips.parquet",
+        "tessellation.geojson",
+        "ledger.sqlite",
+        "od/od.parquet",
+        "od/metadata.json",
+    ):
+        assert (out / name).exists(), name
+    assert "privacy cost: epsilon=1 per user" in r.stdout
+    meta = json.loads((out / "od" / "metadata.json").read_text())
+    assert meta["params"]["period"]["granularity"] == "week" and meta["domain"]["periods"] == 4
+    r2 = run("demo", "--users", "300", "-o", "d", "--quiet", cwd=tmp_path)  # runs again
+    assert r2.returncode == 0 and "epsilon=98 left" in r2.stdout

@@ -34,7 +34,6 @@ from privmob.data.synth import (
 from privmob.data.tessellation import Tessellation, load_tessellation
 from privmob.errors import ConfigError
 
-SHARED = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
 SMALL = {"n_users": 1500, "days": 14, "mean_trips_per_user": 12.0, "seed": 7}
 
 
@@ -101,10 +100,10 @@ def test_points_inside_irregular_polygons(tmp_path: Path) -> None:
     assert not df["origin_lng"].between(5, 6).any()
 
 
-def test_real_tessellation_points(tmp_path: Path) -> None:
-    path = SHARED / "nyc_taxi_zones" / "taxi_zones.geojson"
+def test_real_tessellation_points(tmp_path: Path, shared_data: Path) -> None:
+    path = shared_data / "nyc_taxi_zones" / "taxi_zones.geojson"
     if not path.exists():
-        pytest.skip(f"../shared/data not found: {path}")
+        pytest.skip(f"{path} not found (real-data tests need ../shared/data)")
     tess = load_tessellation(path)
     s = synth_trips(tmp_path / "t.parquet", tessellation=tess, coordinates=True, **SMALL)
     df = read(s.path)
@@ -131,7 +130,7 @@ def test_heavy_tailed_trips_per_user(trips: pd.DataFrame) -> None:
 def test_weekly_rhythm(trips: pd.DataFrame) -> None:
     day = trips["start_time"].dt.floor("D")
     per_day = trips.groupby(day).size()
-    weekend = per_day.index.dayofweek >= 5
+    weekend = per_day.index.day_of_week >= 5
     assert per_day[~weekend].mean() > 1.3 * per_day[weekend].mean()
 
 
@@ -156,7 +155,9 @@ def test_commutes_go_to_a_few_central_tiles(trips: pd.DataFrame) -> None:
 
 
 def test_timezone_shifts_the_rhythm(tmp_path: Path) -> None:
-    s = synth_trips(tmp_path / "t.parquet", timezone="America/New_York", **SMALL)
+    # the period spans the end of daylight saving time (2024-11-03): ambiguous hours are fine
+    cfg = {**SMALL, "start": "2024-10-28"}
+    s = synth_trips(tmp_path / "t.parquet", timezone="America/New_York", **cfg)
     df = read(s.path)
     wd = df[df["start_time"].dt.tz_convert("America/New_York").dt.day_of_week < 5]
     local = wd["start_time"].dt.tz_convert("America/New_York").dt.hour.value_counts()
@@ -203,6 +204,21 @@ def test_events_and_cells(tmp_path: Path) -> None:
     work = office.groupby("uid")["cell_id"].agg(lambda c: c.mode().iloc[0])
     both = home.index.intersection(work.index)
     assert (home[both] != work[both]).mean() > 0.7
+    # along trips: the same config's trips (same seed stream) have records strictly inside
+    # their interval for ~1 - exp(-0.5) = 39% of trips (plus a few stays falling inside)
+    t = read(synth_trips(tmp_path / "t.parquet", **SMALL).path)
+    m = t.merge(ev, on="uid")
+    inside = (m["datetime"] > m["start_time"]) & (m["datetime"] < m["end_time"])
+    share = (
+        m[inside]
+        .groupby(["uid", "tid"])
+        .size()
+        .reindex(pd.MultiIndex.from_frame(t[["uid", "tid"]]), fill_value=0)
+    )
+    assert 0.3 < (share > 0).mean() < 0.55
+    # and departures are recorded at their exact start time for ~70% of trips
+    starts = t.merge(ev, left_on=["uid", "start_time"], right_on=["uid", "datetime"])
+    assert 0.6 < starts[["uid", "tid"]].drop_duplicates().shape[0] / len(t) < 0.8
 
 
 def test_streaming_bounded_memory(tmp_path: Path) -> None:
@@ -245,3 +261,13 @@ def test_tessellation_from_file_and_grid(tmp_path: Path) -> None:
     s = synth_trips(tmp_path / "t.parquet", tessellation=gj, **SMALL)
     assert s.tiles == load_tessellation(gj).k
     assert isinstance(default_tessellation(50), Tessellation)
+
+
+def test_interrupted_run_leaves_no_file(tmp_path: Path) -> None:
+    def stop(users_done: int, rows: int) -> None:
+        raise KeyboardInterrupt
+
+    out = tmp_path / "t.parquet"
+    with pytest.raises(KeyboardInterrupt):
+        write_synthetic("trips", out, SynthConfig(**{**SMALL, "chunk_users": 500}), progress=stop)
+    assert list(tmp_path.iterdir()) == []

@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import shapely
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from privmob.data.tessellation import (
     OVERLAP_TOLERANCE,
@@ -20,14 +22,18 @@ from privmob.data.tessellation import (
 )
 from privmob.errors import ConfigError, InputError
 
-SHARED = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
 
+@pytest.fixture
+def shared(shared_data: Path):
+    """Path of a file in ../shared/data (the test skips when the folder is absent)."""
 
-def shared(rel: str) -> Path:
-    p = SHARED / rel
-    if not p.exists():
-        pytest.skip(f"../shared/data not found: {p} (real-data tests need the shared folder)")
-    return p
+    def path(rel: str) -> Path:
+        p = shared_data / rel
+        if not p.exists():
+            pytest.skip(f"{p} not found (real-data tests need ../shared/data)")
+        return p
+
+    return path
 
 
 def box(x0: float, y0: float, x1: float, y1: float) -> list:
@@ -55,7 +61,7 @@ def two_boxes(tmp_path: Path) -> Path:
 
 
 # -- real tessellations --------------------------------------------------------------------
-def test_nyc_taxi_zones_load_despite_slivers() -> None:
+def test_nyc_taxi_zones_load_despite_slivers(shared) -> None:
     # the file has ~300 sub-square-metre slivers between neighbouring zones (max 2e-7 of a
     # zone's area): far below OVERLAP_TOLERANCE, so it loads by default
     t = load_tessellation(shared("nyc_taxi_zones/taxi_zones.geojson"))
@@ -66,7 +72,7 @@ def test_nyc_taxi_zones_load_despite_slivers() -> None:
     assert t.tile_ids[t.assign(np.array([-73.9855]), np.array([40.7580]))[0]] == 230
 
 
-def test_other_real_tessellations() -> None:
+def test_other_real_tessellations(shared) -> None:
     sf = load_tessellation(shared("sf_neighborhoods/sf_neighborhoods.geojson"))
     assert sf.k == 40 and all(isinstance(i, str) for i in sf.tile_ids)  # single column: nhood
     milan = load_tessellation(shared("milan_grid/milano-grid.geojson"))
@@ -77,7 +83,7 @@ def test_other_real_tessellations() -> None:
     assert dpmr.k == 4 and dpmr.tile_names == [f"Tile name: {i}" for i in (1, 2, 3, 4)]
 
 
-def test_assign_real_polygons_matches_shapely() -> None:
+def test_assign_real_polygons_matches_shapely(shared) -> None:
     t = load_tessellation(shared("nyc_taxi_zones/taxi_zones.geojson"))
     rng = np.random.default_rng(1)
     x0, y0, x1, y1 = t.bounds
@@ -298,3 +304,35 @@ def test_overlaps_named_but_shared_borders_and_slivers_accepted(tmp_path: Path) 
         [feature({"tile_id": 1}, box(0, 0, 1, 1)), feature({"tile_id": 2}, box(1 - eps, 0, 2, 1))],
     )
     assert load_tessellation(p).k == 2
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    x0=st.floats(-170, 170),
+    y0=st.floats(-60, 60),
+    size=st.floats(100, 5000),
+    cells=st.integers(1, 12),
+    picks=st.lists(
+        st.tuples(st.integers(0, 13), st.integers(0, 13), st.floats(-0.2, 1.2)),
+        min_size=1,
+        max_size=40,
+    ),
+)
+def test_grid_assign_equals_brute_force(x0, y0, size, cells, picks) -> None:
+    # any grid, points on edges, corners, inside and outside: arithmetic == GEOS brute force
+    span = size * cells / 111_320 / np.cos(np.radians(y0 + 1))
+    g = square_grid((x0, y0, x0 + span, y0 + span * 0.7), size)
+    e, f = g.grid.lng_edges, g.grid.lat_edges
+    lng = np.array(
+        [e[min(i, len(e) - 1)] + (u if j % 2 else 0) * (e[1] - e[0]) for i, j, u in picks]
+    )
+    lat = np.array(
+        [f[min(j, len(f) - 1)] + (u if i % 2 else 0) * (f[1] - f[0]) for i, j, u in picks]
+    )
+    geoms = g.gdf.geometry.values
+    expect = []
+    for x, y in zip(lng, lat, strict=True):
+        hits = np.flatnonzero(shapely.intersects_xy(geoms, x, y))
+        expect.append(hits.min() if len(hits) else -1)
+    assert g.assign(lng, lat).tolist() == expect
+    assert Tessellation(g.gdf).assign(lng, lat).tolist() == expect

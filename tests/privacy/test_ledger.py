@@ -81,8 +81,8 @@ def test_racing_processes_cannot_overspend(tmp_path):
     for p in procs:
         p.start()
     for p in procs:
-        p.join(120)
-    outcomes = [results.get(timeout=5) for _ in procs]
+        p.join(600)
+    outcomes = [results.get(timeout=60) for _ in procs]
     assert sum(outcomes) == 3
     led = Ledger(path)
     assert len(led.entries("d")) == 3

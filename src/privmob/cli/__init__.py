@@ -30,6 +30,14 @@ COMMAND_MODULES = [
     "privmob.cli.ledger",
     "privmob.cli.synth",
     "privmob.cli.demo",
+    "privmob.cli.plan",
+    "privmob.cli.evaluate",
+    "privmob.cli.population",
+    "privmob.cli.series",
+    "privmob.cli.series_utility",
+    "privmob.cli.density",
+    "privmob.cli.audit",
+    "privmob.cli.report",
 ]
 
 for _name in COMMAND_MODULES:

@@ -27,7 +27,11 @@ DatasetOpt = Annotated[
 ]
 BudgetOpt = Annotated[
     float | None,
-    typer.Option("--budget", help="set the dataset's total epsilon budget if it has none yet"),
+    typer.Option(
+        "--budget",
+        help="the dataset's total epsilon budget: set if it has none yet, refused if it "
+        "already has a different one",
+    ),
 ]
 SeedOpt = Annotated[
     int | None,

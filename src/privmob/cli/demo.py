@@ -34,7 +34,7 @@ def demo(
 
     output.mkdir(parents=True, exist_ok=True)
     with c.Steps(quiet) as step:
-        step("making a 256-tile grid over New York")
+        step("making a square grid over New York")
         tess = default_tessellation()
         tess_path = output / "tessellation.geojson"
         tess.gdf.to_file(tess_path, driver="GeoJSON")

@@ -81,4 +81,9 @@ def show(
 
 
 def register(app: typer.Typer) -> None:
+    from privmob.cli.audit import cost
+
+    # the per-person cost of a programme of releases (group privacy, repeated releases,
+    # thresholding delta, posterior bound), also reachable as `privmob audit cost`
+    ledger_app.command("cost")(cost)
     app.add_typer(ledger_app, name="ledger")

@@ -50,6 +50,21 @@ def od(
     cells: Annotated[
         Path | None, typer.Option("--cells", help="cells table for events with cell_id")
     ] = None,
+    trip_rule: Annotated[
+        str,
+        typer.Option(
+            "--trip-rule",
+            help="events only: 'events' (consecutive events in different zones, seed 003), "
+            "'hourly' (hourly modal zone changes), 'hourly-consecutive'",
+        ),
+    ] = "events",
+    unique: Annotated[
+        bool,
+        typer.Option(
+            "--unique",
+            help="count each (origin, destination) at most once per user per period (seed 002)",
+        ),
+    ] = False,
     id_column: Annotated[
         str | None, typer.Option("--tile-id", help="tile id column of the tessellation")
     ] = None,
@@ -61,7 +76,7 @@ def od(
         typer.Option(
             "--group-size",
             help="trip-level only: most trips of one user, to charge a user-level "
-            "budget by group privacy",
+            "budget by group privacy (enforced: each user keeps at most this many trips)",
         ),
     ] = None,
     ledger: c.LedgerOpt = None,
@@ -78,13 +93,27 @@ def od(
     from privmob.data.tessellation import load_tessellation
     from privmob.engine import make_engine
     from privmob.privacy.ledger import Ledger
-    from privmob.releases.base import Accountant, write_release
-    from privmob.releases.od import od_matrix
+    from privmob.releases.base import Accountant, refuse_existing_output, write_release
+    from privmob.releases.od import od_matrix, od_precheck
     from privmob.releases.periods import StudyPeriod
 
     study = StudyPeriod.parse(period, start, end)
+    # before anything is read or charged: a release that cannot be written must cost nothing
+    refuse_existing_output(output, ("od", "outliers"), overwrite=overwrite)
     acct = Accountant(
         Ledger(ledger), c.dataset_name(dataset, data), group_size=group_size, budget=budget
+    )
+    # refuse a release the budget cannot pay for before the input is read or validated
+    od_precheck(
+        acct,
+        epsilon=epsilon,
+        unit=unit,
+        max_trips=max_trips,
+        tau=tau,
+        noise=noise,
+        delta=delta,
+        period=study,
+        bound_per=bound_per,
     )
     with c.Steps(quiet) as step:
         step("reading the tessellation")
@@ -100,7 +129,12 @@ def od(
             columns=c.parse_columns(columns),
             timezone=timezone,
             delimiter=delimiter,
+            trip_rule=trip_rule,
         )
+        if unique:
+            from privmob.prepare.unique import unique_trips
+
+            trips = unique_trips(trips, study)
         release = od_matrix(
             trips,
             tessellation=tess,
@@ -119,6 +153,10 @@ def od(
         step("writing the output")
         paths = write_release(release, output, overwrite=overwrite)
     c.print_release_summary(release, paths, acct)
+    from privmob.releases.series import series_cost_lines
+
+    for line in series_cost_lines(release, group_size):
+        c.console.print(line)
 
 
 def register(app: typer.Typer) -> None:

@@ -127,7 +127,7 @@ def synth(
     ) as bar:
         task = bar.add_task("synth", total=users, rows=0)
         summary = write_synthetic(
-            kind.value,  # type: ignore[arg-type]
+            kind.value,
             output,
             cfg,
             cells_path=cells,

@@ -58,10 +58,12 @@ def load_trips_any(
     columns: Mapping[str, str] | None = None,
     timezone: str = "UTC",
     delimiter: str | None = None,
+    trip_rule: str = "events",
 ) -> Loaded:
     """Trips from any input shape: one-row trips as they are, trip points by first/last
-    point, events by seed 003's rule (consecutive events in different tiles)."""
-    from privmob.prepare.trips import consecutive_event_trips
+    point, events by ``trip_rule`` (default seed 003's rule: consecutive events in different
+    tiles; or ``hourly`` / ``hourly-consecutive`` modal locations, see prepare.trips)."""
+    from privmob.prepare.trips import events_to_trips
 
     if shape not in SHAPES:
         raise ConfigError(f"unknown input shape '{shape}'", hint=f"use one of {SHAPES}")
@@ -78,4 +80,4 @@ def load_trips_any(
         return load_trips(source, **common)
     if shape == "trip-points":
         return trips_from_points(load_trip_points(source, **common))
-    return consecutive_event_trips(load_events(source, cells=cells, **common))
+    return events_to_trips(load_events(source, cells=cells, **common), trip_rule)

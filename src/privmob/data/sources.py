@@ -43,6 +43,12 @@ _counter = itertools.count()
 
 CSV_SUFFIXES = {".csv", ".tsv", ".txt", ".gz"}
 OFFSET_RE = r"[0-9]:[0-9]{2}(:[0-9]{2}([.,][0-9]+)?)?\s*([zZ]|[+-][0-9]{2}(:?[0-9]{2})?)$"
+# a zone name after the time ("08:00 Europe/Paris", "08:00 CET"): DuckDB's TIMESTAMP cast would
+# silently drop it, so such strings go through TIMESTAMPTZ (unknown names become unparsable)
+ZONE_NAME_RE = r"[0-9]\s+[A-Za-z][A-Za-z_]*(/[A-Za-z0-9_+-]+)*$"
+# epoch seconds written as text (CSV): 9-10 digits, 1973-03-03 to 2286-11-20
+EPOCH_RE = r"^-?[0-9]{9,10}([.][0-9]+)?$"
+NUMERIC_TIME_TYPES = {"DOUBLE", "FLOAT", "REAL"}
 
 
 @dataclass
@@ -209,12 +215,14 @@ def time_expr(col: str, coltype: str, timezone: str) -> str:
         return f"timezone('{tz}', {c})"
     if coltype.startswith("TIMESTAMP") or coltype == "DATE":
         return f"CAST({c} AS TIMESTAMP)"
-    if coltype in {"BIGINT", "INTEGER", "DOUBLE", "FLOAT", "HUGEINT", "UBIGINT", "DECIMAL"}:
+    if coltype in INTEGER_TYPES | NUMERIC_TIME_TYPES or coltype.startswith("DECIMAL"):
         return f"timezone('{tz}', to_timestamp(CAST({c} AS DOUBLE)))"
     s = f"trim(CAST({c} AS VARCHAR))"
     return (
-        f"CASE WHEN regexp_matches({s}, '{OFFSET_RE}') "
+        f"CASE WHEN regexp_matches({s}, '({OFFSET_RE})|({ZONE_NAME_RE})') "
         f"THEN timezone('{tz}', TRY_CAST({s} AS TIMESTAMPTZ)) "
+        f"WHEN regexp_matches({s}, '{EPOCH_RE}') "
+        f"THEN timezone('{tz}', to_timestamp(TRY_CAST({s} AS DOUBLE))) "
         f"ELSE TRY_CAST({s} AS TIMESTAMP) END"
     )
 
@@ -319,20 +327,82 @@ def uid_check(col: str) -> Check:
 # -- tiles -------------------------------------------------------------------------------------
 
 
-def tile_id_table(engine: Engine, tessellation: Any) -> str:
-    """Register ``tile_key (VARCHAR) -> tile (INTEGER index)`` for joining tile ids."""
+INTEGER_TYPES = {
+    "TINYINT",
+    "SMALLINT",
+    "INTEGER",
+    "BIGINT",
+    "HUGEINT",
+    "UTINYINT",
+    "USMALLINT",
+    "UINTEGER",
+    "UBIGINT",
+}
+
+
+def tile_index(
+    engine: Engine, tessellation: Any, column: str, coltype: str, alias: str
+) -> tuple[str, str]:
+    """SQL mapping a tile-id column to the tile index (-1 if unknown): (expression, join).
+
+    Integer ids forming a contiguous range map arithmetically (no join); other integer ids
+    join on BIGINT; anything else joins on the id's text.
+    """
+    ids = list(tessellation.tile_ids)
+    int_ids = all(isinstance(t, int | np.integer) for t in ids)
+    col = f"e.{_ident(column)}"
+    if int_ids and coltype in INTEGER_TYPES:
+        lo, hi = int(min(ids)), int(max(ids))
+        if [int(t) for t in ids] == list(range(lo, hi + 1)):
+            expr = (
+                f"CASE WHEN {col} BETWEEN {lo} AND {hi} THEN CAST({col} - {lo} AS INTEGER) "
+                "ELSE -1 END"
+            )
+            return expr, ""
+        name = _new_name("tiles")
+        engine.register(
+            name,
+            pa.table(
+                {
+                    "tile_key": pa.array([int(t) for t in ids], pa.int64()),
+                    "tile": pa.array(np.arange(len(ids), dtype=np.int32)),
+                }
+            ),
+        )
+        return (
+            f"COALESCE({alias}.tile, -1)",
+            f"LEFT JOIN {name} AS {alias} ON CAST({col} AS BIGINT) = {alias}.tile_key",
+        )
+    if int_ids and (coltype in NUMERIC_TIME_TYPES or coltype.startswith("DECIMAL")):
+        # integer ids stored as floats (3.0): compare numbers, not their text ("3.0" != "3")
+        name = _new_name("tiles")
+        engine.register(
+            name,
+            pa.table(
+                {
+                    "tile_key": pa.array([float(t) for t in ids], pa.float64()),
+                    "tile": pa.array(np.arange(len(ids), dtype=np.int32)),
+                }
+            ),
+        )
+        return (
+            f"COALESCE({alias}.tile, -1)",
+            f"LEFT JOIN {name} AS {alias} ON CAST({col} AS DOUBLE) = {alias}.tile_key",
+        )
     name = _new_name("tiles")
-    keys = [str(t) for t in tessellation.tile_ids]
     engine.register(
         name,
         pa.table(
             {
-                "tile_key": pa.array(keys, pa.string()),
-                "tile": pa.array(np.arange(len(keys), dtype=np.int32)),
+                "tile_key": pa.array([str(t) for t in ids], pa.string()),
+                "tile": pa.array(np.arange(len(ids), dtype=np.int32)),
             }
         ),
     )
-    return name
+    return (
+        f"COALESCE({alias}.tile, -1)",
+        f"LEFT JOIN {name} AS {alias} ON CAST({col} AS VARCHAR) = {alias}.tile_key",
+    )
 
 
 def coordinate_tiles(engine: Engine, tessellation: Any, pairs_sql: str) -> str:
@@ -519,21 +589,21 @@ def load_trip_points(
     validate(engine, raw, pview, display, checks)
     view = _new_name("points")
     if "tile_id" in cols:
-        tiles = tile_id_table(engine, tessellation)
-        tile_sql = (
-            f"LEFT JOIN {tiles} AS t ON CAST(e.{_ident(cols['tile_id'])} AS VARCHAR) = t.tile_key"
+        tile_expr, tile_sql = tile_index(
+            engine, tessellation, cols["tile_id"], types[cols["tile_id"]], "t"
         )
     else:
         lookup = coordinate_tiles(
             engine, tessellation, f"SELECT _p_lng AS lng, _p_lat AS lat FROM {pview}"
         )
+        tile_expr = "COALESCE(t.tile, -1)"
         tile_sql = f"LEFT JOIN {lookup} AS t ON e._p_lng = t.lng AND e._p_lat = t.lat"
     engine.create_view(
         view,
         (
             f"SELECT e.{_ident(cols['uid'])} AS uid, e.{_ident(cols['tid'])} AS tid, "
             f"e._p_datetime AS time, e._p_lat AS lat, e._p_lng AS lng, "
-            f"COALESCE(t.tile, -1) AS tile FROM {pview} AS e {tile_sql}"
+            f"{tile_expr} AS tile FROM {pview} AS e {tile_sql}"
         ),
     )
     return Loaded(view, display, "trip_points", engine, engine.columns(view))
@@ -661,17 +731,19 @@ def load_trips(
             ),
         )
     else:
-        tiles = tile_id_table(engine, tessellation)
-        o, d = _ident(cols["origin"]), _ident(cols["destination"])
+        o_expr, o_join = tile_index(
+            engine, tessellation, cols["origin"], types[cols["origin"]], "o"
+        )
+        d_expr, d_join = tile_index(
+            engine, tessellation, cols["destination"], types[cols["destination"]], "d"
+        )
         engine.create_view(
             view,
             (
                 f"SELECT e.{_ident(cols['uid'])} AS uid, {tid} AS tid, "
                 f"e._p_start_time AS start_time, e.{end} AS end_time, "
-                f"COALESCE(o.tile, -1) AS origin, COALESCE(d.tile, -1) AS destination "
-                f"FROM {pview} AS e "
-                f"LEFT JOIN {tiles} AS o ON CAST(e.{o} AS VARCHAR) = o.tile_key "
-                f"LEFT JOIN {tiles} AS d ON CAST(e.{d} AS VARCHAR) = d.tile_key"
+                f"{o_expr} AS origin, {d_expr} AS destination "
+                f"FROM {pview} AS e {o_join} {d_join}"
             ),
         )
     return Loaded(view, display, "trips", engine, engine.columns(view))

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from privmob.engine.dialect import Dialect
+from privmob.errors import EngineError
 
 
 class Engine(Protocol):
@@ -59,7 +60,21 @@ def scatter_counts(
 
 
 def dense_counts(engine: Engine, sql: str, shape: tuple[int, ...]) -> np.ndarray:
-    """Run ``sql`` returning columns ``i0, i1, ..., n`` and scatter into a dense array."""
-    df = engine.fetch(sql)
+    """Run ``sql`` returning columns ``i0, i1, ..., n`` and scatter into a dense array.
+
+    An engine failure (input changed or unreadable since validation, out of memory or disk)
+    becomes an :class:`~privmob.errors.EngineError`: one message, no traceback, and since
+    counting precedes the ledger charge, nothing is charged.
+    """
+    try:
+        df = engine.fetch(sql)
+    except Exception as exc:
+        text = str(exc).strip()
+        first = text.splitlines()[0] if text else type(exc).__name__
+        raise EngineError(
+            f"the {getattr(engine, 'name', 'query')} engine failed while counting: {first}",
+            hint="check that the input files are unchanged and readable; for memory errors "
+            "pass --memory-limit or use a machine with more memory",
+        ) from exc
     index_cols = [df[f"i{a}"].to_numpy() for a in range(len(shape))]
     return scatter_counts(index_cols, df["n"].to_numpy(), shape)

@@ -28,10 +28,12 @@ class Dialect:
         return f"hash(CAST({key} AS BIGINT), {cols})"
 
     def epoch_seconds(self, expr: str) -> str:
-        """Seconds since 1970-01-01 of a TIMESTAMP (local wall-clock, no zone)."""
+        """Whole seconds since 1970-01-01 of a TIMESTAMP (local wall-clock, no zone), rounded
+        down: a time before a bin's end must never be counted in the next bin (DuckDB's
+        ``epoch`` keeps fractions and a plain cast to BIGINT rounds them to nearest)."""
         if self.name == "spark":
             return f"CAST(unix_timestamp({expr}) AS BIGINT)"
-        return f"CAST(epoch({expr}) AS BIGINT)"
+        return f"CAST(floor(epoch({expr})) AS BIGINT)"
 
     def weekday(self, expr: str) -> str:
         """Day of week, Monday = 0 ... Sunday = 6."""

@@ -16,6 +16,10 @@ from enum import StrEnum
 
 from privmob.errors import ConfigError
 
+#: the largest float below 1: a composed delta that reaches 1 is capped here (no guarantee left,
+#: and any budget refuses it); a cap written as 1 - 1e-300 is exactly 1.0 in floating point.
+ALMOST_ONE = math.nextafter(1.0, 0.0)
+
 
 class Unit(StrEnum):
     """What neighbouring datasets differ in (Tumult's ``ProtectedChange``)."""
@@ -84,7 +88,7 @@ class Cost:
             )
         rho = self.rho + other.rho if self.rho is not None and other.rho is not None else None
         return Cost(
-            self.epsilon + other.epsilon, min(self.delta + other.delta, 1 - 1e-300), rho, self.unit
+            self.epsilon + other.epsilon, min(self.delta + other.delta, ALMOST_ONE), rho, self.unit
         )
 
     def __mul__(self, k: int) -> Cost:
@@ -92,7 +96,7 @@ class Cost:
         if k < 0:
             raise ConfigError("a release cannot be repeated a negative number of times")
         rho = self.rho * k if self.rho is not None else None
-        return Cost(self.epsilon * k, min(self.delta * k, 1 - 1e-300), rho, self.unit)
+        return Cost(self.epsilon * k, min(self.delta * k, ALMOST_ONE), rho, self.unit)
 
     __rmul__ = __mul__
 
@@ -105,11 +109,10 @@ class Cost:
         if size < 1:
             raise ConfigError(f"group size must be >= 1, got {size}")
         g = int(size)
-        delta = (
-            0.0
-            if self.delta == 0
-            else min(g * math.exp((g - 1) * self.epsilon) * self.delta, 1 - 1e-300)
-        )
+        delta = 0.0
+        if self.delta > 0:  # in logs: e^{(g-1) epsilon} overflows for large groups
+            log_delta = math.log(g) + (g - 1) * self.epsilon + math.log(self.delta)
+            delta = min(math.exp(log_delta), ALMOST_ONE) if log_delta < 0 else ALMOST_ONE
         rho = self.rho * g * g if self.rho is not None else None
         return Cost(self.epsilon * g, delta, rho, unit)
 

@@ -173,6 +173,12 @@ def noisy_max(
         raise ConfigError("noisy_max needs a non-empty vector of scores")
     if not np.all(np.isfinite(s)):
         raise ConfigError("scores must be finite")
+    if not (epsilon > 0 and math.isfinite(epsilon)):
+        raise ConfigError(f"epsilon must be a finite number > 0, got {epsilon}")
+    if not (sensitivity > 0 and math.isfinite(sensitivity)):
+        raise ConfigError(
+            f"the utility's sensitivity must be a finite number > 0, got {sensitivity}"
+        )
     scale = 2.0 * sensitivity / epsilon
     r = resolve(rng)
     if not r.for_publication:

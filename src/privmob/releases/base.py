@@ -9,6 +9,7 @@ output exists, and :func:`write_release` refuses to write a release that was not
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -71,8 +72,11 @@ class Release:
             "software": {"name": "privmob", "version": self.software_version},
             "created_at": self.created_at,
             "ledger_entries": [e.to_dict() for e in self.ledger_entries],
-            **self.extra,
         }
+        clash = set(self.extra) & (set(meta) | {"warning"})
+        if clash:  # a release's extras must never overwrite its cost, unit or seed stamp
+            raise ConfigError(f"release extras may not replace {sorted(clash)}")
+        meta.update(self.extra)
         if not self.for_publication:
             meta["warning"] = NOT_FOR_PUBLICATION
         return meta
@@ -83,7 +87,9 @@ class Accountant:
     """Who pays for a release: a ledger and the dataset whose budget is charged.
 
     ``group_size`` converts a trip- or event-level cost to a user-level budget by group
-    privacy. ``budget``, when given, sets the dataset's budget if it has none yet.
+    privacy. ``budget``, when given, sets the dataset's budget if it has none yet; if the
+    dataset already has a different budget this is refused (never silently ignored: a data
+    holder who asks for a total of 1 must not be charged against an older total of 10).
     """
 
     ledger: Ledger
@@ -95,7 +101,8 @@ class Accountant:
     def __post_init__(self) -> None:
         if not self.dataset:
             raise ConfigError("a dataset name is needed to charge the ledger")
-        if self.budget is not None and not self.ledger.has_budget(self.dataset):
+        if self.budget is not None:
+            # set once; the same budget again is a no-op, a different one a BudgetError
             self.ledger.set_budget(self.dataset, self.budget, self.budget_delta)
 
     def precheck(self, cost: Cost) -> None:
@@ -125,6 +132,24 @@ class Accountant:
         return release
 
 
+def refuse_existing_output(
+    outdir: str | Path, tables: Iterable[str] = (), *, overwrite: bool = False
+) -> None:
+    """Raise :class:`InputError` if ``outdir`` already holds a release (its ``metadata.json``)
+    or one of the named tables. Call it before any work, so that a release that could not be
+    written is never charged."""
+    if overwrite:
+        return
+    out = Path(outdir)
+    targets = [out / f"{name}.parquet" for name in tables] + [out / "metadata.json"]
+    existing = [p for p in targets if p.exists()]
+    if existing:
+        raise InputError(
+            f"output file {existing[0]} exists; nothing was written",
+            hint="choose another --output or pass --overwrite",
+        )
+
+
 def write_release(release: Release, outdir: str | Path, *, overwrite: bool = False) -> list[Path]:
     """Write a charged release: one Parquet file per table and ``metadata.json``.
 
@@ -133,14 +158,8 @@ def write_release(release: Release, outdir: str | Path, *, overwrite: bool = Fal
     if release.ledger_entry is None:
         raise ConfigError("a release must be charged to the ledger before it is written")
     out = Path(outdir)
+    refuse_existing_output(out, release.tables, overwrite=overwrite)
     out.mkdir(parents=True, exist_ok=True)
-    targets = [out / f"{name}.parquet" for name in release.tables] + [out / "metadata.json"]
-    existing = [p for p in targets if p.exists()]
-    if existing and not overwrite:
-        raise InputError(
-            f"output file {existing[0]} exists; nothing was written",
-            hint="choose another --output or pass --overwrite",
-        )
     written = []
     for name, df in release.tables.items():
         path = out / f"{name}.parquet"

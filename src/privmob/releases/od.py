@@ -93,63 +93,53 @@ def od_matrix(
     delta)-DP via zCDP). With ``bound_per="release"`` (default) the bound T holds over the whole
     release and the whole release costs epsilon. With ``bound_per="period"`` each user keeps T
     trips in every period; each period (and the out-of-period outliers cell) then costs epsilon
-    and the ledger is charged once per period. With ``unit="trip"`` no user bound is enforced
-    and the guarantee is per trip (a user with g trips loses g x epsilon). Rounding and
-    suppression below ``tau`` read only noisy values (post-processing).
+    and the ledger is charged once per period. With ``unit="trip"`` the guarantee is per trip
+    (a user with g trips loses g x epsilon); if the accountant states a ``group_size`` g (to
+    charge g x epsilon to a user-level budget), each user keeps at most g trips (same keyed
+    sampling), so that charge rests on an enforced bound, not on a claim about the data.
+    Rounding and suppression below ``tau`` read only noisy values (post-processing).
 
     Out of core: ``buckets`` (default: sized to the engine's memory limit) splits the users by
     a hash of the user id and sums the bucket counts; bounding stays exact per user.
     """
     step = step or (lambda _msg: None)
     r = resolve(rng)
-    unit = Unit(unit)
     period = period or StudyPeriod()
-    if unit not in (Unit.USER, Unit.TRIP):
-        raise ConfigError(f"the OD release protects a user or a trip, not a {unit}")
-    if unit is Unit.USER:
-        if max_trips is None:
-            raise ConfigError(
-                "user-level privacy needs --max-trips T, the most trips counted per user",
-                hint="T is a public bound, never taken from the data; it sets the noise scale",
-            )
-        if int(max_trips) != max_trips or max_trips < 1:
-            raise ConfigError(f"--max-trips must be a whole number >= 1, got {max_trips}")
-        t_bound = int(max_trips)
-    else:
-        if max_trips not in (None, 1):
-            raise ConfigError(
-                "trip-level releases count every trip once (T = 1)",
-                hint="drop --max-trips or use --unit user",
-            )
-        t_bound = 1
-    if bound_per not in ("release", "period"):
-        raise ConfigError(f"unknown bound scope '{bound_per}'", hint="use release or period")
-    if tau < 0 or int(tau) != tau:
-        raise ConfigError(f"the suppression threshold tau must be a whole number >= 0, got {tau}")
-
-    domain = ODDomain(tessellation.k, period.n_bins)
-    noise_dist, cost_each = calibrate(
-        noise, epsilon, l1_sensitivity=t_bound, l2_sensitivity=t_bound, delta=delta, unit=unit
+    plan = plan_od(
+        epsilon=epsilon,
+        unit=unit,
+        max_trips=max_trips,
+        tau=tau,
+        noise=noise,
+        delta=delta,
+        period=period,
+        bound_per=bound_per,
     )
+    unit, t_bound, noise_dist, cost_each, parts, total = (
+        plan.unit,
+        plan.t_bound,
+        plan.noise,
+        plan.cost_each,
+        plan.parts,
+        plan.total,
+    )
+    domain = ODDomain(tessellation.k, period.n_bins)
     labels = period.labels()
-    if bound_per == "period" and unit is Unit.USER:
-        parts = [(f"period {lab}", cost_each) for lab in labels]
-        parts.append(("trips outside the study period (outliers)", cost_each))
-    else:
-        parts = [("all periods", cost_each)]
-    total = parts[0][1]
-    for _, c in parts[1:]:
-        total = total + c
     accountant.precheck(total)  # refuse before reading any data
+
+    # trip level charged to a user budget by group privacy: enforce the stated group size
+    group = accountant.group_size if unit is Unit.TRIP else None
+    if group is not None and (int(group) != group or group < 1):
+        raise ConfigError(f"--group-size must be a whole number >= 1, got {group}")
 
     step("counting trips over the public domain")
     counts = exact_counts(
         trips,
         domain=domain,
         period=period,
-        unit=unit,
-        max_trips=t_bound,
-        bound_per=bound_per,
+        unit=Unit.USER if group is not None else unit,
+        max_trips=int(group) if group is not None else t_bound,
+        bound_per="release" if group is not None else bound_per,
         rng=r,
         buckets=buckets,
         step=step,
@@ -172,6 +162,7 @@ def od_matrix(
         bounds={
             "max_trips_per_user": t_bound if unit is Unit.USER else None,
             "bound_per": bound_per if unit is Unit.USER else None,
+            **({"group_size_enforced": int(group)} if group is not None else {}),
         },
         noise={
             **noise_dist.to_dict(),
@@ -199,6 +190,77 @@ def od_matrix(
     step("charging the privacy ledger")
     accountant.charge(release, description=f"OD matrix, {domain.n_periods} period(s)")
     return release
+
+
+@dataclass(frozen=True)
+class ODPlan:
+    """What an OD release will cost, from its public parameters only."""
+
+    unit: Unit
+    t_bound: int
+    noise: Noise
+    cost_each: Cost
+    parts: list[tuple[str, Cost]]
+    total: Cost
+
+
+def plan_od(
+    *,
+    epsilon: float,
+    unit: Unit | str = Unit.USER,
+    max_trips: int | None = None,
+    tau: int = 0,
+    noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE,
+    delta: float = 0.0,
+    period: StudyPeriod | None = None,
+    bound_per: str = "release",
+) -> ODPlan:
+    """Check the parameters and compute the noise and ledger parts (no data is read)."""
+    unit = Unit(unit)
+    period = period or StudyPeriod()
+    if unit not in (Unit.USER, Unit.TRIP):
+        raise ConfigError(f"the OD release protects a user or a trip, not a {unit}")
+    if unit is Unit.USER:
+        if max_trips is None:
+            raise ConfigError(
+                "user-level privacy needs --max-trips T, the most trips counted per user",
+                hint="T is a public bound, never taken from the data; it sets the noise scale",
+            )
+        if int(max_trips) != max_trips or max_trips < 1:
+            raise ConfigError(f"--max-trips must be a whole number >= 1, got {max_trips}")
+        t_bound = int(max_trips)
+    else:
+        if max_trips not in (None, 1):
+            raise ConfigError(
+                "trip-level releases count every trip once (T = 1)",
+                hint="drop --max-trips or use --unit user",
+            )
+        t_bound = 1
+    if bound_per not in ("release", "period"):
+        raise ConfigError(f"unknown bound scope '{bound_per}'", hint="use release or period")
+    if tau < 0 or int(tau) != tau:
+        raise ConfigError(f"the suppression threshold tau must be a whole number >= 0, got {tau}")
+    noise_dist, cost_each = calibrate(
+        noise, epsilon, l1_sensitivity=t_bound, l2_sensitivity=t_bound, delta=delta, unit=unit
+    )
+    if bound_per == "period" and unit is Unit.USER:
+        parts = [(f"period {lab}", cost_each) for lab in period.labels()]
+        if period.declared:  # undeclared: no trip can be outside, that cell reads no data
+            parts.append(("trips outside the study period (outliers)", cost_each))
+    else:
+        parts = [("all periods", cost_each)]
+    total = parts[0][1]
+    for _, c in parts[1:]:
+        total = total + c
+    return ODPlan(unit, t_bound, noise_dist, cost_each, parts, total)
+
+
+def od_precheck(accountant: Accountant, **params: Any) -> ODPlan:
+    """Refuse an OD release the budget cannot pay for, before any data is read or validated
+    (``params`` as for :func:`plan_od`)."""
+    plan = plan_od(**params)
+    accountant.precheck(plan.total)
+    return plan
 
 
 def exact_counts(

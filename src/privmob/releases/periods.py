@@ -76,10 +76,10 @@ class StudyPeriod:
             return f"CASE WHEN {inside} THEN 0 ELSE -1 END"
         epoch = dialect.epoch_seconds  # type: ignore[attr-defined]
         step = PERIOD_SECONDS[self.granularity]
-        return (
-            f"CASE WHEN {inside} THEN CAST(FLOOR(({epoch(time_col)} - {epoch(s)}) / {step}) "
-            "AS INT) ELSE -1 END"
-        )
+        # clamped to the public bins: whole-second rounding of a declared start or end with
+        # fractions must not put a time inside the period into a bin outside the domain
+        index = f"CAST(FLOOR(({epoch(time_col)} - {epoch(s)}) / {step}) AS INT)"
+        return f"CASE WHEN {inside} THEN LEAST(GREATEST({index}, 0), {self.n_bins - 1}) ELSE -1 END"
 
     def to_dict(self) -> dict[str, object]:
         return {

@@ -1,0 +1,215 @@
+"""Benchmark: `privmob report` against dp_mobility_report (DPMR) on the same trip points.
+
+For each size, synthetic trip points (10 trips per user, exactly two points per trip, a
+263-cell grid over New York) are generated once into benchmarks/out/. Each run happens in a
+fresh child process, which reports its wall time and peak memory (VmHWM):
+
+* privmob: load + validate + tile assignment, bounding to M, all 15 analyses in DuckDB, secure
+  noise, DP quantiles, ledger charge, HTML + JSON + Parquet output;
+* DPMR (with --with-dpmr): ``DpMobilityReport(df, tessellation, privacy_budget, user_privacy,
+  max_trips_per_user).to_file(html)`` in a throw-away virtual environment that this script
+  creates with uv (DPMR needs old numpy/pandas/scipy pins).
+
+    uv run python benchmarks/bench_report.py --sizes 100000
+    uv run python benchmarks/bench_report.py --sizes 100000 1000000 --with-dpmr
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+OUT = Path(__file__).resolve().parent / "out"
+DPMR_VENV = Path(os.environ.get("DPMR_VENV", "/tmp/dpmr"))
+DPMR_PINS = [
+    "dp_mobility_report",
+    "numpy<2",
+    "scipy<=1.13.1",
+    "pandas<3",
+    "scikit-learn<1.6",
+    "geopandas<1.1",
+    "diffprivlib<0.6.6",
+    "opencv-python<4.11",
+    "matplotlib<3.10",
+    "pyarrow<18",  # to read the same Parquet input
+]
+EPSILON, M = 10.0, 10
+PERIOD = ("2024-01-01", "2024-01-29")
+
+PEAK = """
+def _peak_gb():
+    for line in open('/proc/self/status'):
+        if line.startswith('VmHWM:'):
+            return int(line.split()[1]) / 1024**2
+"""
+
+PRIVMOB_CHILD = (
+    PEAK
+    + """
+import json, sys, tempfile, time
+t0 = time.perf_counter()
+from pathlib import Path
+from privmob.data.sources import load_trip_points
+from privmob.data.tessellation import load_tessellation
+from privmob.engine import DuckDBEngine
+from privmob.privacy.ledger import Ledger
+from privmob.releases.base import Accountant
+from privmob.releases.report import ReportConfig, Tiles, mobility_report
+from privmob.render.report_files import write_report
+data, tess_path, eps, m, start, end = sys.argv[1:7]
+tmp = Path(tempfile.mkdtemp())
+tess = load_tessellation(tess_path)
+eng = DuckDBEngine()
+view = load_trip_points(data, engine=eng, tessellation=tess).view
+cfg = ReportConfig.build(epsilon=float(eps), max_trips=int(m), period=(start, end))
+acc = Accountant(Ledger(tmp / "ledger.sqlite"), "bench", budget=1e9)
+rel = mobility_report(eng, view, Tiles.from_tessellation(tess), cfg, acc)
+write_report(rel, tmp / "report.html")
+print(json.dumps({"wall_s": time.perf_counter() - t0, "peak_gb": _peak_gb()}))
+"""
+)
+
+DPMR_CHILD = (
+    PEAK
+    + """
+import json, sys, tempfile, time, warnings
+warnings.filterwarnings("ignore")
+t0 = time.perf_counter()
+import geopandas as gpd, pandas as pd
+from dp_mobility_report import DpMobilityReport
+data, tess_path, eps, m = sys.argv[1:5]
+df = pd.read_parquet(data)
+df["datetime"] = pd.to_datetime(df["datetime"]).dt.tz_localize(None)
+tess = gpd.read_file(tess_path)
+tess["tile_id"] = tess["tile_id"].astype(str)
+rep = DpMobilityReport(df, tess, privacy_budget=float(eps), user_privacy=True,
+                       max_trips_per_user=int(m))
+rep.to_file(tempfile.mkdtemp() + "/dpmr.html")
+print(json.dumps({"wall_s": time.perf_counter() - t0, "peak_gb": _peak_gb()}))
+"""
+)
+
+
+def data_for(n_trips: int) -> tuple[Path, Path]:
+    from privmob.data.synth import default_tessellation, synth_trip_points
+
+    OUT.mkdir(exist_ok=True)
+    path = OUT / f"trip_points_{n_trips}.parquet"
+    tess_path = OUT / "grid263.geojson"
+    tess = default_tessellation(263)
+    if not tess_path.exists():
+        tess.gdf.to_file(tess_path, driver="GeoJSON")
+    if not path.exists():
+        t0 = time.perf_counter()
+        synth_trip_points(
+            path,
+            n_users=max(1, n_trips // 10),
+            mean_trips_per_user=10.0,
+            trips_sigma=0.0,
+            extra_points_per_trip=0.0,
+            days=28,
+            start=PERIOD[0],
+            tessellation=tess,
+            seed=1,
+        )
+        print(f"generated {path.name} in {time.perf_counter() - t0:.1f}s", flush=True)
+    return path, tess_path
+
+
+def install_dpmr() -> Path:
+    py = DPMR_VENV / "bin" / "python"
+    if py.exists():
+        probe = subprocess.run(
+            [str(py), "-c", "import dp_mobility_report, pyarrow"], capture_output=True
+        )
+        if probe.returncode == 0:
+            return py
+    print(f"installing dp_mobility_report into {DPMR_VENV} (uv) ...", flush=True)
+    if not py.exists():
+        subprocess.run(["uv", "venv", "--python", "3.11", str(DPMR_VENV)], check=True)
+    subprocess.run(["uv", "pip", "install", "--python", str(py), *DPMR_PINS], check=True)
+    return py
+
+
+def run(python: str, code: str, *args: str, timeout: float) -> dict[str, float]:
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    t0 = time.perf_counter()
+    res = subprocess.run(
+        [python, "-c", code, *args], capture_output=True, text=True, timeout=timeout, env=env
+    )
+    if res.returncode != 0:
+        raise RuntimeError(f"child failed:\n{res.stderr[-3000:]}")
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    out["process_s"] = time.perf_counter() - t0
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[100_000])
+    ap.add_argument("--with-dpmr", action="store_true", help="install and run DPMR too")
+    ap.add_argument("--dpmr-max", type=int, default=1_000_000, help="largest size for DPMR")
+    ap.add_argument("--timeout", type=float, default=3600)
+    args = ap.parse_args()
+    dpmr_py = install_dpmr() if args.with_dpmr else None
+    rows = []
+    for n in args.sizes:
+        data, tess = data_for(n)
+        pm = run(
+            sys.executable,
+            PRIVMOB_CHILD,
+            str(data),
+            str(tess),
+            str(EPSILON),
+            str(M),
+            *PERIOD,
+            timeout=args.timeout,
+        )
+        row = {"trips": n, "privmob_s": pm["process_s"], "privmob_gb": pm["peak_gb"]}
+        if dpmr_py is not None and n <= args.dpmr_max:
+            try:
+                dp = run(
+                    str(dpmr_py),
+                    DPMR_CHILD,
+                    str(data),
+                    str(tess),
+                    str(EPSILON),
+                    str(M),
+                    timeout=args.timeout,
+                )
+            except subprocess.TimeoutExpired:
+                print(f"DPMR did not finish within {args.timeout:.0f}s at {n:,} trips", flush=True)
+                rows.append(row)
+                continue
+            row.update(
+                dpmr_s=dp["process_s"],
+                dpmr_gb=dp["peak_gb"],
+                speedup=dp["process_s"] / pm["process_s"],
+                memory_ratio=pm["peak_gb"] / dp["peak_gb"],
+            )
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    print("\ntrips       privmob s  privmob GB    DPMR s   DPMR GB  speed-up  mem privmob/DPMR")
+    for r in rows:
+        print(
+            f"{r['trips']:>10,}  {r['privmob_s']:>9.1f}  {r['privmob_gb']:>10.2f}"
+            + (
+                f"  {r['dpmr_s']:>8.1f}  {r['dpmr_gb']:>8.2f}  {r['speedup']:>7.1f}x"
+                f"  {r['memory_ratio']:>14.2f}"
+                if "dpmr_s" in r
+                else ""
+            )
+        )
+    print(
+        f"(epsilon {EPSILON}, M {M}, user-level, 263 tiles; wall time of the whole child "
+        "process incl. imports; peak = VmHWM)"
+    )
+
+
+if __name__ == "__main__":
+    main()

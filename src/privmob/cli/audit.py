@@ -1,0 +1,393 @@
+"""``privmob audit``: membership attacks, empirical epsilon and the cost of a programme.
+
+Audits are seeded simulations run by the data holder: they publish nothing and charge no
+budget. ``lrt`` and ``ml`` attack a configurable release; ``epsilon`` turns an attack's error
+counts into an epsilon lower bound; ``cost`` states what a programme of releases costs a person;
+``figures`` writes the documented tables and plot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import pandas as pd
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from privmob.cli.common import LedgerOpt, QuietOpt, console, console_err
+from privmob.errors import ConfigError, InputError
+from privmob.privacy.costs import Unit
+
+audit_app = typer.Typer(
+    help="Privacy audits: membership attacks, empirical epsilon, programme cost.",
+    no_args_is_help=True,
+)
+
+SeedOpt = Annotated[int, typer.Option("--seed", help="simulation seed (audits are seeded)")]
+OutOpt = Annotated[Path | None, typer.Option("--output", "-o", help="also write a CSV here")]
+TripsOpt = Annotated[
+    Path | None, typer.Option("--trips", help="trips/events input (any privmob input shape)")
+]
+TessOpt = Annotated[Path | None, typer.Option("--tessellation", "-t", help="tiles for --trips")]
+TileIdOpt = Annotated[str | None, typer.Option("--tile-id", help="tile id column")]
+
+
+@contextmanager
+def _bar(total: int, label: str, quiet: bool) -> Iterator[Callable[[int], None] | None]:
+    if quiet:
+        yield None
+        return
+    with Progress(
+        TextColumn(label),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console_err,
+        transient=True,
+    ) as prog:
+        task = prog.add_task(label, total=total)
+        yield lambda n: prog.advance(task, n)
+
+
+def _print_frame(df: pd.DataFrame, title: str) -> None:
+    table = Table(title=title)
+    for col in df.columns:
+        table.add_column(str(col))
+    for row in df.itertuples(index=False):
+        table.add_row(*(f"{v:.4g}" if isinstance(v, float) else str(v) for v in row))
+    console.print(table)
+
+
+def _load_trips(trips: Path, tessellation: Path | None, tile_id: str | None) -> tuple:
+    from privmob.audit.trips import load_trips_frame
+
+    if tessellation is None:
+        raise ConfigError("--trips needs --tessellation", hint="pass -t tiles.geojson")
+    return load_trips_frame(trips, tessellation, tile_id=tile_id)
+
+
+@audit_app.command("lrt")
+def lrt(
+    epsilon: Annotated[
+        float, typer.Option("--epsilon", "-e", help="claimed epsilon per period")
+    ] = 0.66,
+    tau: Annotated[float, typer.Option("--tau", help="suppression threshold (0: none)")] = 100.0,
+    noise: Annotated[
+        str, typer.Option("--noise", help="laplace | laplace-rounded | discrete-laplace")
+    ] = "laplace",
+    style: Annotated[
+        str, typer.Option("--style", help="trip (noise 1/eps per trip) | user (bound T, T/eps)")
+    ] = "trip",
+    bound: Annotated[int, typer.Option("--bound", "-T", help="trips per user (style user)")] = 70,
+    periods: Annotated[int, typer.Option("--periods", help="periods the attacker sees")] = 1,
+    k_max: Annotated[int, typer.Option("--k-max", help="targets with k = 0..K trips")] = 70,
+    trials: Annotated[int, typer.Option("--trials", help="balanced trials per k")] = 10_000,
+    scale_factor: Annotated[
+        float, typer.Option("--scale-factor", help="x correct noise scale (<1: broken)")
+    ] = 1.0,
+    background: Annotated[
+        Path | None,
+        typer.Option("--background", help="per-cell counts c (.npy, or CSV/Parquet column)"),
+    ] = None,
+    trips: TripsOpt = None,
+    tessellation: TessOpt = None,
+    tile_id: TileIdOpt = None,
+    seed: SeedOpt = 0,
+    output: OutOpt = None,
+    quiet: QuietOpt = False,
+) -> None:
+    """Likelihood-ratio membership attack with perfect knowledge (SPEC 7, seed 002)."""
+    from privmob.audit.figures import with_epsilon_bounds
+    from privmob.audit.lrt import (
+        NoiseModel,
+        ReleaseConfig,
+        ReleaseStyle,
+        background_from_counts,
+        simulate,
+        synthetic_background,
+    )
+
+    try:
+        noise_model, release_style = NoiseModel(noise), ReleaseStyle(style)
+    except ValueError as exc:
+        raise ConfigError(
+            str(exc),
+            hint=f"--noise {' | '.join(NoiseModel)}; --style {' | '.join(ReleaseStyle)}",
+        ) from None
+    cfg = ReleaseConfig(epsilon, tau, noise_model, release_style, bound, periods, scale_factor)
+    if background is not None and trips is not None:
+        raise ConfigError("give --background or --trips, not both")
+    user_ks: np.ndarray | None = None
+    if background is not None:
+        bg = background_from_counts(_read_counts(background))
+        source = str(background)
+    elif trips is not None:
+        from privmob.audit.trips import background_counts, unique_trips_per_user
+
+        df, _zones = _load_trips(trips, tessellation, tile_id)
+        bg = background_from_counts(background_counts(df, "W"))
+        user_ks = unique_trips_per_user(df, "W")
+        source = f"weekly unique trips of {trips}"
+    else:
+        bg = synthetic_background()
+        source = "synthetic log-normal counts, median 100"
+    with _bar(k_max + 1, "attacking", quiet) as progress:
+        res = simulate(cfg, range(k_max + 1), trials, bg, rng=seed, progress=progress)
+    df = with_epsilon_bounds(res)
+    if output:
+        df.to_csv(output, index=False)
+    show = df[(df.k % 5 == 0) | (df.k <= 2)][
+        ["k", "epsilon_user", "accuracy", "bound", "fpr", "fnr", "epsilon_lower"]
+    ]
+    _print_frame(
+        show,
+        f"LRT attack: {cfg.style}-level {cfg.noise} noise b={cfg.scale:.4g}, tau={tau:g}, "
+        f"{periods} period(s), {trials} trials/k; background: {source}",
+    )
+    over = df[df.accuracy > df.bound + 4.5 * 0.5 / np.sqrt(df.trials)]
+    if len(over):
+        console.print(
+            f"[bold red]accuracy above the bound[/] for k = {', '.join(map(str, over.k))}: "
+            "the release does not deliver its claimed user-level epsilon"
+        )
+    else:
+        console.print("accuracy at or below the bound for every k (4.5 s.e. tolerance)")
+    if user_ks is not None:
+        _real_users(df, user_ks, epsilon)
+
+
+def _real_users(df: pd.DataFrame, user_ks: np.ndarray, epsilon: float) -> None:
+    """What the per-k accuracies mean for the dataset's real user-weeks."""
+    from privmob.privacy.costs import membership_posterior_bound
+
+    acc = df.set_index("k").accuracy
+    ks = np.minimum(user_ks, int(acc.index.max()))
+    per_user = acc.reindex(ks).to_numpy()
+    claimed = membership_posterior_bound(epsilon)
+    console.print(
+        f"real user-weeks: {user_ks.size:,}; unique trips per week median "
+        f"{int(np.median(user_ks))}, 90th percentile {int(np.percentile(user_ks, 90))}, max "
+        f"{int(user_ks.max())} (k above --k-max counted at --k-max); mean attack accuracy over "
+        f"them {per_user.mean():.4f}; share attacked with accuracy above the claimed "
+        f"{claimed:.4f}: {(per_user > claimed).mean():.1%}",
+        highlight=False,
+    )
+
+
+def _read_counts(path: Path) -> np.ndarray:
+    if not path.exists():
+        raise InputError(f"file not found: {path}", source=str(path))
+    if path.suffix == ".npy":
+        return np.load(path).ravel()
+    df = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+    col = "count" if "count" in df.columns else df.columns[-1]
+    vals = pd.to_numeric(df[col], errors="coerce")
+    if vals.isna().any() or (vals < 0).any():
+        raise InputError(
+            "background counts must be integers >= 0", source=str(path), column=str(col)
+        )
+    return vals.to_numpy(dtype=np.int64)
+
+
+@audit_app.command("ml")
+def ml(
+    epsilon: Annotated[
+        list[float] | None, typer.Option("--epsilon", "-e", help="release epsilon (repeatable)")
+    ] = None,
+    unit: Annotated[Unit, typer.Option("--unit", help="trip or user (bound T)")] = Unit.TRIP,
+    bound: Annotated[int, typer.Option("--bound", "-T", help="trips per user per day")] = 4,
+    tau: Annotated[int, typer.Option("--tau", help="suppress noisy counts below tau")] = 0,
+    weekday: Annotated[bool, typer.Option("--weekday", help="add weekday dummies")] = False,
+    targets: Annotated[int, typer.Option("--targets", help="target users")] = 10,
+    min_days: Annotated[int, typer.Option("--min-days", help="active days per half")] = 10,
+    users: Annotated[int, typer.Option("--users", help="synthetic population size")] = 150,
+    days: Annotated[int, typer.Option("--days", help="synthetic periods (days)")] = 120,
+    zones: Annotated[int, typer.Option("--zones", help="synthetic zones")] = 8,
+    trees: Annotated[int, typer.Option("--trees", help="random forest size")] = 100,
+    models: Annotated[str, typer.Option("--models", help="logistic,forest")] = "logistic,forest",
+    trips: TripsOpt = None,
+    tessellation: TessOpt = None,
+    tile_id: TileIdOpt = None,
+    seed: SeedOpt = 0,
+    output: OutOpt = None,
+    quiet: QuietOpt = False,
+) -> None:
+    """Pyrgelis-style ML membership attack on daily OD matrices (seed 003 appendix)."""
+    from privmob.audit.ml import PrivateOD, attack, auc_table, from_trips
+    from privmob.audit.ml import synthetic_membership_data as synth
+
+    eps = epsilon or [0.1, 0.5, 1.0]
+    model_list = [m.strip() for m in models.split(",") if m.strip()]
+    if trips is not None:
+        df, k = _load_trips(trips, tessellation, tile_id)
+        data = from_trips(df, k, n_targets=targets, min_days=min_days, bounds=(bound,), seed=seed)
+    else:
+        data = synth(
+            users=users,
+            zones=zones,
+            periods=days,
+            n_targets=targets,
+            min_days=min_days,
+            bounds=(bound,),
+            seed=seed,
+        )
+    releases = [PrivateOD(e, unit, bound if unit == Unit.USER else 1, tau=tau) for e in eps]
+    with _bar(data.targets.shape[0], "training", quiet) as progress:
+        res = attack(
+            data,
+            releases,
+            models=model_list,
+            weekday=weekday,
+            n_estimators=trees,
+            rng=seed,
+            progress=progress,
+        )
+    if output:
+        res.to_csv(output, index=False)
+    table = auc_table(res).reset_index()
+    table.columns = [str(c) for c in table.columns]
+    _print_frame(table, f"mean test AUC over {int(res.targets.max())} targets")
+
+
+@audit_app.command("epsilon")
+def epsilon_cmd(
+    false_positives: Annotated[int, typer.Option("--fp", help="non-members guessed 'in'")],
+    negatives: Annotated[int, typer.Option("--negatives", help="non-member trials")],
+    false_negatives: Annotated[int, typer.Option("--fn", help="members guessed 'out'")],
+    positives: Annotated[int, typer.Option("--positives", help="member trials")],
+    delta: Annotated[float, typer.Option("--delta")] = 0.0,
+    confidence: Annotated[float, typer.Option("--confidence")] = 0.95,
+    claimed: Annotated[float | None, typer.Option("--claimed", help="claimed epsilon")] = None,
+) -> None:
+    """Empirical epsilon lower bound from an attack's errors (Clopper-Pearson, SPEC 7)."""
+    from privmob.audit.epsilon import empirical_epsilon
+
+    a = empirical_epsilon(
+        false_positives,
+        negatives,
+        false_negatives,
+        positives,
+        delta=delta,
+        confidence=confidence,
+        claimed=claimed,
+    )
+    console.print(a.describe(), highlight=False)
+    if a.violated:
+        raise typer.Exit(1)
+
+
+@audit_app.command("cost")
+def cost(
+    epsilon: Annotated[
+        float | None, typer.Option("--epsilon", "-e", help="epsilon of each release")
+    ] = None,
+    unit: Annotated[Unit, typer.Option("--unit", help="unit of each release")] = Unit.USER,
+    max_trips: Annotated[
+        int | None, typer.Option("--max-trips", help="most trips of one person per release")
+    ] = None,
+    releases: Annotated[int, typer.Option("--releases", help="number of releases")] = 1,
+    tau: Annotated[
+        float | None,
+        typer.Option("--tau", help="threshold on a PRIVATE key set: adds delta (seed 002)"),
+    ] = None,
+    user_trips: Annotated[
+        int | None,
+        typer.Option("--user-trips", help="a person's trips over the whole programme"),
+    ] = None,
+    ledger: LedgerOpt = None,
+    dataset: Annotated[
+        str | None, typer.Option("--dataset", help="read every release of it from --ledger")
+    ] = None,
+) -> None:
+    """Per-person cost of a release programme, with seed 002/003 conversions (SPEC 5)."""
+    from privmob.audit.programme import ledger_programme, repeated, trips_over_releases
+    from privmob.privacy.costs import membership_posterior_bound
+    from privmob.privacy.ledger import Ledger
+
+    if dataset is not None:
+        led = Ledger(ledger)
+        lines = ledger_programme(led, dataset, max_units=max_trips)
+        title = f"releases of '{dataset}' in {led.path}"
+    elif epsilon is not None:
+        if user_trips is not None:
+            if unit != Unit.TRIP:
+                raise ConfigError("--user-trips is for trip-level releases", hint="--unit trip")
+            total = trips_over_releases(epsilon, [1] * user_trips)
+            console.print(
+                f"a person with {user_trips} trips over {releases} trip-level releases at "
+                f"epsilon {epsilon:g} loses epsilon = {total.epsilon:.6g} "
+                f"(releases without their trips cost them nothing); membership posterior "
+                f"bound {membership_posterior_bound(total.epsilon):.6f}",
+                highlight=False,
+            )
+            return
+        lines = repeated(epsilon, releases, unit=unit, max_units=max_trips, tau=tau)
+        title = f"{releases} release(s) at epsilon {epsilon:g} per {unit}"
+    else:
+        raise ConfigError("give --epsilon (a programme) or --dataset (from the ledger)")
+    table = Table(title=title)
+    for col in ("release", "eps", "delta", "unit", "group", "eps/person", "delta/person"):
+        table.add_column(col)
+    for col in ("total eps", "total delta", "posterior"):
+        table.add_column(col)
+    shown = lines if len(lines) <= 12 else [*lines[:3], *lines[-3:]]
+    for ln in shown:
+        rc, uc, cu = ln.release_cost, ln.user_cost, ln.cumulative
+        table.add_row(
+            ln.label,
+            f"{rc.epsilon:.6g}",
+            f"{rc.delta:.3g}",
+            str(rc.unit),
+            str(ln.group_size or "-"),
+            f"{uc.epsilon:.6g}",
+            f"{uc.delta:.3g}",
+            f"{cu.epsilon:.6g}",
+            f"{cu.delta:.3g}",
+            f"{ln.posterior_bound:.6f}",
+        )
+    console.print(table)
+    last = lines[-1]
+    console.print(
+        f"total per person: {last.cumulative.describe()}; membership posterior bound "
+        f"(50% prior) {last.posterior_bound:.6f}",
+        highlight=False,
+    )
+    if tau is not None and lines[0].release_cost.delta:
+        console.print(
+            f"noise + thresholding on a private key set: delta per cell "
+            f"{lines[0].release_cost.delta:.5g} (0.5 exp(-eps (tau - 1)))",
+            highlight=False,
+        )
+
+
+@audit_app.command("figures")
+def figures(
+    outdir: Annotated[Path, typer.Option("--output", "-o", help="directory for the files")],
+    trials: Annotated[int, typer.Option("--trials", help="LRT trials per k")] = 10_000,
+    user_bound: Annotated[int, typer.Option("--bound", "-T", help="privmob's T")] = 10,
+    targets: Annotated[int, typer.Option("--targets", help="ML attack targets")] = 10,
+    trees: Annotated[int, typer.Option("--trees", help="random forest size")] = 100,
+    no_ml: Annotated[bool, typer.Option("--no-ml", help="skip the ML attack")] = False,
+    no_lrt: Annotated[bool, typer.Option("--no-lrt", help="skip the LRT attack")] = False,
+    seed: SeedOpt = 0,
+    quiet: QuietOpt = False,
+) -> None:
+    """Write the audit tables and plot (docs/audits.md) into a directory."""
+    from privmob.audit.figures import FigureConfig, figure_steps, write_figures
+
+    cfg = FigureConfig(
+        trials=trials, user_bound=user_bound, ml_targets=targets, trees=trees, seed=seed
+    )
+    with _bar(figure_steps(cfg, not no_ml, not no_lrt), "auditing", quiet) as progress:
+        paths = write_figures(outdir, cfg, ml=not no_ml, lrt=not no_lrt, progress=progress)
+    for p in paths:
+        console.print(f"wrote {p}", highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(audit_app, name="audit")

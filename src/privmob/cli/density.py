@@ -1,0 +1,214 @@
+"""``privmob density``: hourly users per zone over a week (SPEC 4.3), and ``privmob
+density-eval``: the scheme against the LPA baseline over several epsilons (seed 004 Figs 7-9)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+import typer
+
+from privmob.cli import common as c
+from privmob.errors import ConfigError
+
+EventsArg = Annotated[Path, typer.Argument(help="events: uid, datetime, cell_id (CSV/Parquet)")]
+CellsOpt = Annotated[Path, typer.Option("--cells", help="cells table: cell_id, lat, lng")]
+ZonesOpt = Annotated[Path, typer.Option("--zones", help="zones (GeoJSON, GeoParquet, Shapefile)")]
+ZoneIdOpt = Annotated[str | None, typer.Option("--zone-id", help="zone id column")]
+MaxVisitsOpt = Annotated[
+    int, typer.Option("--max-visits", "-l", help="hourly visits kept per user per week (l)")
+]
+WeekOpt = Annotated[
+    str, typer.Option("--week", help="start of the week, local time (e.g. 2007-09-10)")
+]
+
+
+@dataclass
+class DensityInputs:
+    engine: Any
+    events: str
+    geometry: Any
+    zones: Any  # Tessellation
+    week_start: datetime
+
+
+class _NoTiles:
+    """load_cells needs a tessellation; the density release maps cells to sites itself."""
+
+    def assign(self, lng: np.ndarray, lat: np.ndarray) -> np.ndarray:
+        return np.zeros(len(lng), dtype=np.int32)
+
+
+def parse_week(text: str) -> datetime:
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise ConfigError(
+            f"cannot read the week start '{text}'", hint="use a date such as 2007-09-10"
+        ) from exc
+
+
+def load_density_inputs(
+    events: Path,
+    cells: Path,
+    zones: Path,
+    *,
+    zone_id: str | None,
+    week: str,
+    cover: bool,
+    timezone: str,
+    columns: str | None,
+    step: Any,
+    engine: str = "duckdb",
+) -> DensityInputs:
+    """Zones, tower sites, Voronoi shares and cover (public), then the validated events."""
+    from privmob.data.sources import load_cells, load_events
+    from privmob.data.tessellation import load_tessellation
+    from privmob.engine import make_engine
+    from privmob.releases.density import SiteIndex, density_geometry
+
+    week_start = parse_week(week)
+    step("reading the zones")
+    tess = load_tessellation(zones, id_column=zone_id)
+    eng = make_engine(engine)
+    step("reading the cells")
+    view = load_cells(str(cells), engine=eng, tessellation=_NoTiles())
+    pos = eng.fetch(f"SELECT lng, lat FROM {view}")
+    sites = SiteIndex(pos["lng"].to_numpy(), pos["lat"].to_numpy())
+    step("Voronoi cells, area shares and the minimum cover")
+    geometry = density_geometry(
+        sites.lng, sites.lat, tess.gdf, np.asarray(tess.tile_ids), cover=cover
+    )
+    step("reading and validating the events")
+    loaded = load_events(
+        str(events),
+        engine=eng,
+        tessellation=sites,
+        cells=str(cells),
+        columns=c.parse_columns(columns),
+        timezone=timezone,
+    )
+    return DensityInputs(eng, loaded.view, geometry, tess, week_start)
+
+
+def density(
+    events: EventsArg,
+    cells: CellsOpt,
+    zones: ZonesOpt,
+    epsilon: Annotated[float, typer.Option("--epsilon", "-e", help="privacy budget")],
+    week: WeekOpt,
+    output: Annotated[Path, typer.Option("--output", "-o", help="output folder")] = Path(
+        "privmob-density"
+    ),
+    delta: Annotated[
+        float, typer.Option("--delta", help="> 0: EFPAG ((epsilon, delta)-DP); 0: EFPA (pure)")
+    ] = 0.0,
+    max_visits: MaxVisitsOpt = 30,
+    method: Annotated[str, typer.Option("--method", help="scheme or lpa (baseline)")] = "scheme",
+    cover: Annotated[bool, typer.Option("--cover/--no-cover", help="minimum cover step")] = True,
+    totals: Annotated[
+        str, typer.Option("--totals", help="one-visit (seed 5.4.1), rescaled, sampled")
+    ] = "one-visit",
+    clustering: Annotated[bool, typer.Option("--clustering/--no-clustering")] = True,
+    tau: Annotated[
+        float | None, typer.Option("--tau", help="minimum noisy cluster total (default: seed)")
+    ] = None,
+    fourier: Annotated[bool, typer.Option("--fourier/--no-fourier", help="EFPA(G) step")] = True,
+    smoothing: Annotated[bool, typer.Option("--smoothing/--no-smoothing")] = True,
+    outliers_epsilon: Annotated[
+        float | None,
+        typer.Option(
+            "--outliers-epsilon",
+            help="budget of the noisy cell of visits outside the week or at unknown towers, "
+            "charged on top of --epsilon (default: 0.1 x --epsilon)",
+        ),
+    ] = None,
+    zone_id: ZoneIdOpt = None,
+    columns: c.ColumnsOpt = None,
+    timezone: c.TimezoneOpt = "UTC",
+    ledger: c.LedgerOpt = None,
+    dataset: c.DatasetOpt = None,
+    budget: c.BudgetOpt = None,
+    seed: c.SeedOpt = None,
+    overwrite: c.OverwriteOpt = False,
+    quiet: c.QuietOpt = False,
+) -> None:
+    """Release the number of users per zone and hour of a week (SPEC 4.3, seed 004)."""
+    from privmob.privacy.ledger import Ledger
+    from privmob.releases.base import Accountant, refuse_existing_output, write_release
+    from privmob.releases.density import DensityConfig, density_release
+
+    parse_week(week)  # parameters are checked before the ledger is touched
+    refuse_existing_output(output, ("density", "outliers", "out_of_domain"), overwrite=overwrite)
+    config = DensityConfig(
+        epsilon,
+        max_visits,
+        delta,
+        method=method,
+        cover=cover,
+        totals=totals,
+        clustering=clustering,
+        tau=tau,
+        fourier=fourier,
+        smoothing=smoothing,
+        outliers_epsilon=outliers_epsilon,
+    )
+    acct = Accountant(
+        Ledger(ledger),
+        c.dataset_name(dataset, events),
+        budget=budget,
+        budget_delta=delta if budget is not None else 0.0,
+    )
+    acct.precheck(config.cost())
+    with c.Steps(quiet) as step:
+        inp = load_density_inputs(
+            events,
+            cells,
+            zones,
+            zone_id=zone_id,
+            week=week,
+            cover=cover,
+            timezone=timezone,
+            columns=columns,
+            step=step,
+        )
+        step("pre-sampling, noise and post-processing")
+        release = density_release(
+            inp.engine, inp.events, inp.geometry, config, inp.week_start, acct, seed
+        )
+        step("writing the output")
+        paths = write_release(release, output, overwrite=overwrite)
+        paths.append(write_geojson(release, inp.zones, Path(output) / "density.geojson"))
+    c.print_release_summary(release, paths, acct)
+
+
+def write_geojson(release: Any, zones: Any, path: Path) -> Path:
+    """Zones with their 168 released counts (``counts``), mean and peak hour (noisy values)."""
+    tab = release.tables["density"]
+    wide = tab.pivot(index="zone", columns="hour", values="count")
+    gdf = zones.gdf.copy()
+    values = wide.reindex(gdf["tile_id"]).to_numpy()
+    feats = json.loads(gdf[["tile_id", "geometry"]].to_json())
+    for f, row in zip(feats["features"], values, strict=True):
+        f["properties"] = {
+            "zone": f["properties"]["tile_id"],
+            "mean": float(np.mean(row)),
+            "peak_hour": int(np.argmax(row)),
+            "counts": [int(v) for v in row],
+        }
+    feats["privmob"] = {"kind": "density", "for_publication": release.for_publication}
+    path.write_text(json.dumps(feats))
+    return path
+
+
+def register(app: typer.Typer) -> None:
+    from privmob.cli.density_eval import density_eval
+    from privmob.cli.evaluate import evaluate_app
+
+    app.command("density")(density)
+    evaluate_app.command("density")(density_eval)
+    app.command("density-eval", hidden=True)(density_eval)  # older name, kept as an alias

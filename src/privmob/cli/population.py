@@ -1,0 +1,128 @@
+"""``privmob population``: DP counts of users per home zone from events (SPEC 4.4)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from privmob.cli import common as c
+from privmob.errors import ConfigError
+from privmob.privacy.mechanisms import NoiseKind
+
+
+def population(
+    data: Annotated[Path, typer.Argument(help="events: uid, datetime, lat/lng or cell_id")],
+    tessellation: Annotated[
+        Path, typer.Option("--tessellation", "-t", help="zones (GeoJSON, GeoParquet, Shapefile)")
+    ],
+    epsilon: Annotated[float, typer.Option("--epsilon", "-e", help="privacy budget")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="output folder")] = Path(
+        "privmob-population"
+    ),
+    noise: Annotated[NoiseKind, typer.Option("--noise")] = NoiseKind.DISCRETE_LAPLACE,
+    delta: Annotated[float, typer.Option("--delta", help="for discrete-gaussian")] = 0.0,
+    night_start: Annotated[int, typer.Option("--night-start", help="night from (hour)")] = 20,
+    night_end: Annotated[int, typer.Option("--night-end", help="night until (hour)")] = 6,
+    start: Annotated[str | None, typer.Option("--start", help="study period start (date)")] = None,
+    end: Annotated[str | None, typer.Option("--end", help="study period end (exclusive)")] = None,
+    cells: Annotated[
+        Path | None, typer.Option("--cells", help="cells table for events with cell_id")
+    ] = None,
+    zone_mapping: Annotated[
+        str,
+        typer.Option(
+            "--zone-mapping",
+            help="with --cells: 'contain' (tower's zone) or 'voronoi' (area shares of the "
+            "towers' Voronoi cells, applied to noisy tower counts)",
+        ),
+    ] = "contain",
+    id_column: Annotated[
+        str | None, typer.Option("--tile-id", help="tile id column of the tessellation")
+    ] = None,
+    columns: c.ColumnsOpt = None,
+    delimiter: c.DelimiterOpt = None,
+    timezone: c.TimezoneOpt = "UTC",
+    ledger: c.LedgerOpt = None,
+    dataset: c.DatasetOpt = None,
+    budget: c.BudgetOpt = None,
+    engine: c.EngineOpt = "duckdb",
+    memory_limit: c.MemoryLimitOpt = None,
+    seed: c.SeedOpt = None,
+    overwrite: c.OverwriteOpt = False,
+    quiet: c.QuietOpt = False,
+) -> None:
+    """Release DP counts of users per home zone (SPEC 4.4).
+
+    Home = most frequent zone at night; every zone plus 'outside' and 'unknown home' cells get
+    noise; user-level epsilon-DP with sensitivity 1.
+    """
+    from privmob.data.sources import load_events
+    from privmob.data.tessellation import load_tessellation
+    from privmob.engine import make_engine
+    from privmob.privacy.ledger import Ledger
+    from privmob.releases.base import Accountant, refuse_existing_output, write_release
+    from privmob.releases.periods import StudyPeriod
+    from privmob.releases.population import population_counts
+
+    if zone_mapping not in ("contain", "voronoi"):
+        raise ConfigError(f"unknown zone mapping '{zone_mapping}'", hint="contain or voronoi")
+    if zone_mapping == "voronoi" and cells is None:
+        raise ConfigError("--zone-mapping voronoi needs --cells (the towers table)")
+    study = StudyPeriod.parse("all", start, end)
+    # before anything is read or charged: a release that cannot be written must cost nothing
+    refuse_existing_output(output, ("population",), overwrite=overwrite)
+    acct = Accountant(Ledger(ledger), c.dataset_name(dataset, data), budget=budget)
+    with c.Steps(quiet) as step:
+        step("reading the tessellation")
+        tess = load_tessellation(tessellation, id_column=id_column)
+        eng = make_engine(engine, **({"memory_limit": memory_limit} if memory_limit else {}))
+        step("reading and validating the events")
+        events = load_events(
+            data,
+            engine=eng,
+            tessellation=tess,
+            cells=cells,
+            columns=c.parse_columns(columns),
+            timezone=timezone,
+            delimiter=delimiter,
+        )
+        if zone_mapping == "voronoi":
+            from privmob.data.sources import load_cells
+            from privmob.releases.population import population_by_tower_shares
+
+            towers = eng.fetch(f"SELECT * FROM {load_cells(cells, engine=eng, tessellation=tess)}")
+            release = population_by_tower_shares(
+                events,
+                towers=towers,
+                tessellation=tess,
+                epsilon=epsilon,
+                accountant=acct,
+                noise=noise,
+                delta=delta,
+                night=(night_start, night_end),
+                period=study,
+                rng=seed,
+                step=step,
+            )
+        else:
+            release = population_counts(
+                events,
+                tessellation=tess,
+                epsilon=epsilon,
+                accountant=acct,
+                noise=noise,
+                delta=delta,
+                night=(night_start, night_end),
+                period=study,
+                rng=seed,
+                step=step,
+            )
+        step("writing the output")
+        paths = write_release(release, output, overwrite=overwrite)
+    c.print_release_summary(release, paths, acct)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("population")(population)

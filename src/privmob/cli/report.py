@@ -1,0 +1,183 @@
+"""``privmob report`` (DP mobility report) and ``privmob compare`` (report comparison)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from privmob.cli import common as c
+from privmob.errors import ConfigError, InputError
+from privmob.privacy.costs import Unit
+
+
+def _pairs(text: str | None, what: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for part in (text or "").split(","):
+        if not part.strip():
+            continue
+        if "=" not in part:
+            raise ConfigError(f"cannot read {what} {part!r}", hint="write name=value,name=value")
+        k, v = part.split("=", 1)
+        out[k.strip()] = v.strip()
+    return out
+
+
+def _float(text: str, what: str) -> float:
+    try:
+        return float(text)
+    except ValueError as exc:
+        raise ConfigError(f"cannot read the {what} {text!r}") from exc
+
+
+def _range(text: str) -> tuple[float, float, float]:
+    parts = text.split(":")
+    if len(parts) != 3:
+        raise ConfigError(f"cannot read the range {text!r}", hint="write lo:hi:width")
+    lo, hi, width = (_float(x, "range") for x in parts)
+    return lo, hi, width
+
+
+def report(
+    data: Annotated[
+        Path, typer.Argument(help="trip points: CSV or Parquet with uid, tid, datetime, lat, lng")
+    ],
+    tessellation: Annotated[Path, typer.Option("--tessellation", "-t", help="tiles (GeoJSON...)")],
+    epsilon: Annotated[float, typer.Option("--epsilon", "-e", help="total epsilon of the report")],
+    max_trips: Annotated[int, typer.Option("--max-trips", "-M", help="M: trips kept per user")],
+    period: Annotated[
+        tuple[str, str],
+        typer.Option("--period", help="declared study period START END (ISO, END excluded)"),
+    ],
+    output: Annotated[Path, typer.Option("--output", "-o", help="report.html (JSON beside)")],
+    unit: Annotated[Unit, typer.Option("--unit", help="user or trip")] = Unit.USER,
+    analyses: Annotated[
+        str | None, typer.Option("--analyses", help="comma-separated subset (default: all 15)")
+    ] = None,
+    budget_split: Annotated[
+        str | None,
+        typer.Option("--budget-split", help="weights, e.g. od_flows=3,visits_per_tile=2"),
+    ] = None,
+    ranges: Annotated[
+        str | None,
+        typer.Option("--range", help="histogram ranges lo:hi:width, e.g. travel_time=0:120:5"),
+    ] = None,
+    time_windows: Annotated[
+        str, typer.Option("--time-windows", help="hours starting the time windows")
+    ] = "2,6,10,14,18,22",
+    id_column: Annotated[
+        str | None, typer.Option("--tile-id", help="tile id column of the tessellation")
+    ] = None,
+    columns: c.ColumnsOpt = None,
+    delimiter: c.DelimiterOpt = None,
+    timezone: c.TimezoneOpt = "UTC",
+    group_size: Annotated[
+        int | None,
+        typer.Option(
+            "--group-size",
+            help="trip level only: most trips of one user, to charge a user-level budget",
+        ),
+    ] = None,
+    ledger: c.LedgerOpt = None,
+    dataset: c.DatasetOpt = None,
+    budget: c.BudgetOpt = None,
+    engine: c.EngineOpt = "duckdb",
+    memory_limit: c.MemoryLimitOpt = None,
+    seed: c.SeedOpt = None,
+    quiet: c.QuietOpt = False,
+    overwrite: c.OverwriteOpt = False,
+) -> None:
+    """A differentially private mobility report: 15 analyses, one offline HTML + JSON."""
+    from privmob.data.sources import load_trip_points
+    from privmob.data.tessellation import load_tessellation
+    from privmob.engine import make_engine
+    from privmob.privacy.ledger import Ledger
+    from privmob.releases.base import Accountant
+    from privmob.releases.report import ReportConfig, Tiles, mobility_report, report_cost
+    from privmob.render.report_files import refuse_taken, write_report
+
+    cfg = ReportConfig.build(
+        epsilon=epsilon,
+        max_trips=max_trips,
+        period=period,
+        unit=unit,
+        analyses=[a.strip() for a in analyses.split(",")] if analyses else None,
+        weights={k: _float(v, "budget weight") for k, v in _pairs(budget_split, "weight").items()},
+        ranges={k: _range(v) for k, v in _pairs(ranges, "range").items()},
+        time_windows=[int(h) for h in time_windows.split(",")],
+    )
+    if not output.suffix.lower().startswith(".htm"):
+        raise InputError(f"-o should name an .html file, got {output}")
+    acct = Accountant(
+        Ledger(ledger), c.dataset_name(dataset, data), group_size=group_size, budget=budget
+    )
+    refuse_taken(output, overwrite)  # a taken output must not burn epsilon
+    acct.precheck(report_cost(cfg))  # refuse before reading anything
+    with c.Steps(quiet) as step:
+        step("reading the tessellation")
+        tess = load_tessellation(tessellation, id_column=id_column)
+        tiles = Tiles.from_tessellation(tess)
+        eng = make_engine(engine, **({"memory_limit": memory_limit} if memory_limit else {}))
+        step("reading and validating the trip points")
+        points = load_trip_points(
+            data,
+            engine=eng,
+            tessellation=tess,
+            columns=c.parse_columns(columns),
+            timezone=timezone,
+            delimiter=delimiter,
+        )
+        rel = mobility_report(eng, points.view, tiles, cfg, acct, rng=seed, progress=step)
+        step("writing the report")
+        paths = write_report(rel, output, overwrite=overwrite)
+    if not quiet:
+        e = rel.ledger_entry
+        assert e is not None
+        c.console.print(
+            f"report written: {paths['html']} (+ {paths['json'].name}, {paths['tables'].name}/);"
+            f" charged epsilon={e.cost.epsilon:.6g} per {e.cost.unit} to '{e.dataset}' "
+            f"(ledger entry #{e.id})"
+        )
+        if not rel.for_publication:
+            c.console.print("[bold red]NOT FOR PUBLICATION[/]: made with --seed")
+
+
+def compare(
+    a: Annotated[Path, typer.Argument(help="reference report JSON")],
+    b: Annotated[Path, typer.Argument(help="report JSON to compare")],
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="compare.html")] = None,
+    overwrite: c.OverwriteOpt = False,
+) -> None:
+    """Similarity of two reports per analysis (SMAPE, JS base 2, KL, EMD, Kendall, top-n)."""
+    from rich.table import Table
+
+    from privmob.evaluate.benchmark import compare_reports
+    from privmob.render.compare_html import COLUMNS, render_compare_html
+    from privmob.render.report_files import read_report
+
+    table = compare_reports(read_report(a), read_report(b))
+    t = Table(title=f"{a.name} vs {b.name} (JS and KL in bits)")
+    t.add_column("analysis")
+    for col in COLUMNS.values():
+        t.add_column(col, justify="right")
+    for r in table.to_dict("records"):
+        t.add_row(r["analysis"], *(_show(r[c]) for c in COLUMNS))
+    c.console.print(t)
+    if output is not None:
+        if output.exists() and not overwrite:
+            raise InputError(f"{output} exists; nothing was written", hint="pass --overwrite")
+        output.write_text(render_compare_html(table, str(a), str(b)), encoding="utf-8")
+        table.to_csv(output.with_suffix(".csv"), index=False)
+        c.console.print(f"comparison written: {output} (+ {output.with_suffix('.csv').name})")
+
+
+def _show(v: object) -> str:
+    if v is None or v != v:  # None or NaN
+        return "–"
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("report")(report)
+    app.command("compare")(compare)

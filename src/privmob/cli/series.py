@@ -1,0 +1,542 @@
+"""``privmob series`` / ``series-counts`` (landmark-private series) and ``privmob tpl``
+(temporal privacy loss under correlation)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import warnings
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import pandas as pd
+import typer
+from rich.table import Table
+
+from privmob.cli.common import (
+    ColumnsOpt,
+    DatasetOpt,
+    DelimiterOpt,
+    LedgerOpt,
+    OverwriteOpt,
+    QuietOpt,
+    SeedOpt,
+    Steps,
+    console,
+    console_err,
+    dataset_name,
+    parse_columns,
+)
+from privmob.errors import ConfigError, InputError
+from privmob.privacy.costs import Cost
+from privmob.privacy.ledger import Ledger
+from privmob.privacy.samplers import Randomness
+from privmob.privacy.temporal import (
+    backward_loss,
+    forward_loss,
+    landmark_loss,
+    max_budget_for_target,
+    temporal_loss,
+    transition_matrix,
+)
+from privmob.releases.base import Accountant, Release, refuse_existing_output, write_release
+from privmob.releases.landmark import SCHEME_UNIT, AdaptiveRule, Scheme, publish_series
+
+
+def _tokens(spec: str) -> list[str]:
+    """A comma-separated list, or a file with one item per line (or its first CSV column)."""
+    path = Path(spec)
+    if spec and path.is_file():
+        items = []
+        for line in path.read_text().splitlines():
+            line = line.strip()
+            if line and not line.startswith("#"):
+                items.append(line.split(",")[0].strip())
+        return items
+    return [t.strip() for t in spec.replace(";", ",").split(",") if t.strip()]
+
+
+def read_series(
+    path: Path,
+    value_column: str,
+    time_column: str,
+    zone_column: str | None,
+    zones: list[str] | None = None,
+) -> tuple[np.ndarray, list[object], list[object] | None]:
+    """Read a series file (CSV/Parquet): one row per timestamp (and zone).
+
+    The rows list the complete, public time domain: every timestamp (and zone) must be present,
+    zeros included. With ``zone_column`` the zone domain is ``zones``, declared by the caller
+    (public, SPEC 1): it is never taken from the zones that happen to have rows, which would
+    reveal which zones are empty. Returns values (T,) or (zones, T), time labels, zone labels
+    (in the declared order).
+    """
+    if not path.is_file():
+        raise InputError("file not found", source=str(path))
+    try:
+        df = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+    except Exception as exc:  # pandas raises many kinds
+        raise InputError(f"cannot read the series: {exc}", source=str(path)) from exc
+    for col in (value_column, time_column, zone_column):
+        if col is not None and col not in df.columns:
+            raise InputError(
+                "no such column",
+                source=str(path),
+                column=col,
+                hint=f"columns are: {', '.join(map(str, df.columns))}",
+            )
+    values = pd.to_numeric(df[value_column], errors="coerce")
+    bad = values.isna() | ~np.isfinite(values.astype(float))
+    if bad.any():
+        raise InputError(
+            "values must be finite numbers",
+            source=str(path),
+            column=value_column,
+            example=df[bad].iloc[0].to_dict(),
+        )
+    df = df.assign(**{value_column: values})
+    if df[time_column].dtype == object:
+        with contextlib.suppress(ValueError, TypeError):  # labels that are not dates stay text
+            df[time_column] = pd.to_datetime(df[time_column], format="mixed")
+    keys = [time_column] + ([zone_column] if zone_column else [])
+    dup = df.duplicated(keys, keep=False)
+    if dup.any():
+        raise InputError(
+            "more than one row per timestamp" + (" and zone" if zone_column else ""),
+            source=str(path),
+            column=time_column,
+            example=df[dup].iloc[0].to_dict(),
+            hint="aggregate first: the file must hold one value per timestamp (and zone)",
+        )
+    df = df.sort_values(time_column, kind="stable")
+    if zone_column is None:
+        return df[value_column].to_numpy(), df[time_column].tolist(), None
+    if not zones:
+        raise ConfigError(
+            "a series per zone needs the public list of zones (--zones)",
+            hint="pass --zones a,b,c or a file with one zone per line: the zones are never "
+            "taken from the data",
+        )
+    if len(set(zones)) != len(zones):
+        raise ConfigError("--zones lists a zone twice")
+    df = df.assign(**{zone_column: df[zone_column].astype(str)})
+    unknown = ~df[zone_column].isin(zones)
+    if unknown.any():
+        raise InputError(
+            "a zone that is not in the declared --zones",
+            source=str(path),
+            column=zone_column,
+            example=df[unknown].iloc[0].to_dict(),
+        )
+    wide = df.pivot(index=zone_column, columns=time_column, values=value_column).reindex(zones)
+    if wide.isna().any().any():
+        raise InputError(
+            "some (zone, timestamp) pairs have no row; the file must list the full domain",
+            source=str(path),
+            hint="add rows with value 0 for the missing pairs",
+        )
+    return wide.to_numpy(), list(wide.columns), list(wide.index)
+
+
+def resolve_landmarks(spec: str, labels: list[object], positions: bool) -> list[int]:
+    """Landmark positions from timestamps (matched to the time column) or from positions."""
+    tokens = _tokens(spec)
+    if positions:
+        try:
+            return [int(t) for t in tokens]
+        except ValueError as exc:
+            raise ConfigError(f"--landmark-positions expects integers: {exc}") from exc
+    as_text = {str(v): i for i, v in enumerate(labels)}
+    parsed: dict[object, int] = {}
+    try:
+        stamps = pd.to_datetime(pd.Series(labels), format="mixed")
+        parsed = {ts: i for i, ts in enumerate(stamps)}
+    except (ValueError, TypeError):
+        pass
+    out = []
+    for tok in tokens:
+        if tok in as_text:
+            out.append(as_text[tok])
+            continue
+        idx = None
+        if parsed:
+            try:
+                idx = parsed.get(pd.Timestamp(tok))
+            except ValueError:
+                idx = None
+        if idx is None:
+            raise ConfigError(
+                f"landmark '{tok}' is not a timestamp of the series",
+                hint="give values of the time column, or positions with --landmark-positions",
+            )
+        out.append(idx)
+    return out
+
+
+def series_command(
+    input: Annotated[Path, typer.Argument(help="series file (CSV or Parquet)")],
+    epsilon: Annotated[float, typer.Option("--epsilon", help="landmark epsilon")],
+    sensitivity: Annotated[
+        float,
+        typer.Option(
+            "--sensitivity",
+            help="enforced bound: how much one event changes the value at one timestamp "
+            "(L1 over zones), e.g. c for counts with at most c contributions per person per "
+            "timestamp",
+        ),
+    ],
+    output: Annotated[Path, typer.Option("--output", "-o", help="output directory")],
+    value_column: Annotated[str, typer.Option("--value-column")] = "value",
+    time_column: Annotated[str, typer.Option("--time-column")] = "time",
+    zone_column: Annotated[
+        str | None, typer.Option("--zone-column", help="one series per zone (counts per zone)")
+    ] = None,
+    zones_spec: Annotated[
+        str | None,
+        typer.Option(
+            "--zones", help="with --zone-column: the public zones (a list or a file, one a line)"
+        ),
+    ] = None,
+    landmarks: Annotated[
+        str, typer.Option("--landmarks", help="public landmark timestamps: a list or a file")
+    ] = "",
+    landmark_positions: Annotated[
+        bool, typer.Option("--landmark-positions", help="--landmarks are 0-based positions")
+    ] = False,
+    scheme: Annotated[Scheme, typer.Option("--scheme")] = Scheme.UNIFORM,
+    integer: Annotated[
+        bool | None,
+        typer.Option("--integer/--real", help="discrete Laplace (counts) or Laplace (reals)"),
+    ] = None,
+    value_min: Annotated[float | None, typer.Option("--value-min", help="clamp below")] = None,
+    value_max: Annotated[float | None, typer.Option("--value-max", help="clamp above")] = None,
+    start: Annotated[
+        str | None, typer.Option("--start", help="public period start (with --end, --freq)")
+    ] = None,
+    end: Annotated[str | None, typer.Option("--end", help="public period end, exclusive")] = None,
+    freq: Annotated[
+        str | None, typer.Option("--freq", help="time step: the file must hold every step")
+    ] = None,
+    fill_value: Annotated[
+        float, typer.Option("--fill-value", help="public value before the first release")
+    ] = 0.0,
+    initial_rate: Annotated[float, typer.Option("--initial-rate")] = 1.0,
+    rate_step: Annotated[float, typer.Option("--rate-step")] = 0.1,
+    min_rate: Annotated[float, typer.Option("--min-rate")] = 0.1,
+    group_size: Annotated[
+        int | None,
+        typer.Option("--group-size", help="charge a user-level budget by group privacy"),
+    ] = None,
+    budget: Annotated[
+        float | None,
+        typer.Option("--budget", help="set the dataset's epsilon budget (scheme's unit) if none"),
+    ] = None,
+    ledger: LedgerOpt = None,
+    dataset: DatasetOpt = None,
+    seed: SeedOpt = None,
+    quiet: QuietOpt = False,
+    overwrite: OverwriteOpt = False,
+) -> None:
+    """Publish a series under landmark epsilon-privacy (uniform, skip, adaptive) or at the
+    event / user level; writes series.parquet, budgets.parquet and metadata.json."""
+    refuse_existing_output(output, ("series", "budgets"), overwrite=overwrite)
+    led = Ledger(ledger)
+    name = dataset_name(dataset, input)
+    if budget is not None and not led.has_budget(name):
+        led.set_budget(name, budget, 0.0, SCHEME_UNIT[scheme])
+    accountant = Accountant(led, name, group_size=group_size)
+    accountant.precheck(Cost.pure(epsilon, SCHEME_UNIT[scheme]))  # before reading data
+    declared = _tokens(zones_spec) if zones_spec else None
+    values, labels, zones = read_series(input, value_column, time_column, zone_column, declared)
+    check_time_domain(labels, start, end, freq, input)
+    marks = resolve_landmarks(landmarks, labels, landmark_positions) if landmarks else []
+    bounds = None
+    if value_min is not None or value_max is not None:
+        if value_min is None or value_max is None:
+            raise ConfigError("give both --value-min and --value-max")
+        bounds = (value_min, value_max)
+    rng = Randomness.for_tests(seed) if seed is not None else Randomness.secure()
+    rule = AdaptiveRule(initial_rate=initial_rate, step=rate_step, min_rate=min_rate)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        release = publish_series(
+            values,
+            marks,
+            epsilon,
+            scheme,
+            sensitivity=sensitivity,
+            accountant=accountant,
+            rng=rng,
+            timestamps=labels,
+            zones=zones,
+            integer=integer,
+            rule=rule,
+            fill_value=fill_value,
+            value_bounds=bounds,
+        )
+    paths = write_release(release, output, overwrite=overwrite)
+    _summary(release, paths, len(marks), quiet)
+
+
+def check_time_domain(
+    labels: list[object], start: str | None, end: str | None, freq: str | None, path: Path
+) -> None:
+    """With --start/--end/--freq, the file's timestamps must be exactly that public grid (a
+    timestamp without a row would otherwise vanish from the release and reveal an empty step);
+    without them the file's rows are taken as the declared domain (a warning says so)."""
+    from privmob.releases.landmark_counts import time_grid
+
+    given = [x is not None for x in (start, end, freq)]
+    if not any(given):
+        console_err.print(
+            "[yellow]warning:[/] the time domain is the file's rows; declare it with --start, "
+            "--end and --freq to have gaps refused",
+            highlight=False,
+        )
+        return
+    if not all(given):
+        raise ConfigError("give --start, --end and --freq together")
+    grid = time_grid(str(start), str(end), str(freq))
+    try:
+        stamps = pd.DatetimeIndex(pd.to_datetime(pd.Series(labels), format="mixed"))
+    except (ValueError, TypeError) as exc:
+        raise InputError("the time column does not hold timestamps", source=str(path)) from exc
+    missing = grid.difference(stamps)
+    extra = stamps.difference(grid)
+    if len(missing) or len(extra):
+        what = f"no row for {missing[0]}" if len(missing) else f"{extra[0]} is outside the grid"
+        raise InputError(
+            f"the timestamps are not the declared grid [{start}, {end}) every {freq}: {what}",
+            source=str(path),
+            hint="add rows with value 0 for missing steps; the domain is public",
+        )
+
+
+def _summary(release: Release, paths: list[Path], n_marks: int, quiet: bool) -> None:
+    for note in release.extra["warnings"]:
+        console_err.print(f"[yellow]warning:[/] {note}", highlight=False)
+    if not quiet:
+        b = release.tables["budgets"]
+        console.print(
+            f"{release.params['scheme']}: {release.cost.describe()}; {len(b)} timestamps, "
+            f"{n_marks} landmarks, {int(b['published'].sum())} fresh releases; "
+            f"max over t of sum_(L u t) eps_i = {release.extra['max_landmark_spend']:.6g}; "
+            + (
+                f"outliers cell (outside the period): epsilon={out:.6g}; "
+                if (out := release.extra.get("outliers_epsilon")) is not None
+                else ""
+            )
+            + f"wrote {', '.join(str(p) for p in paths)}",
+            highlight=False,
+        )
+
+
+def series_counts_command(
+    events: Annotated[Path, typer.Argument(help="events file: uid, datetime, lat, lng")],
+    tessellation: Annotated[Path, typer.Option("--tessellation", "-t", help="zones (GeoJSON)")],
+    start: Annotated[str, typer.Option("--start", help="public period start (local time)")],
+    end: Annotated[str, typer.Option("--end", help="public period end, exclusive")],
+    epsilon: Annotated[float, typer.Option("--epsilon", help="landmark epsilon")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="output directory")],
+    freq: Annotated[str, typer.Option("--freq", help="time bin length, e.g. 1h, 30min, 1D")] = "1h",
+    max_per_bin: Annotated[
+        int,
+        typer.Option("--max-per-bin", help="events kept per user per bin (= the sensitivity)"),
+    ] = 1,
+    landmarks: Annotated[
+        str, typer.Option("--landmarks", help="landmark bins: timestamps (list or file)")
+    ] = "",
+    landmark_positions: Annotated[
+        bool, typer.Option("--landmark-positions", help="--landmarks are 0-based positions")
+    ] = False,
+    scheme: Annotated[Scheme, typer.Option("--scheme")] = Scheme.UNIFORM,
+    outliers_epsilon: Annotated[
+        float | None,
+        typer.Option(
+            "--outliers-epsilon",
+            help="budget of the noisy cell of events outside the period, charged on top of "
+            "--epsilon (default: 0.1 x --epsilon)",
+        ),
+    ] = None,
+    id_column: Annotated[
+        str | None, typer.Option("--id-column", help="tile id property of the zones")
+    ] = None,
+    columns: ColumnsOpt = None,
+    names: Annotated[
+        str | None, typer.Option("--names", help="column names of a file without header")
+    ] = None,
+    delimiter: DelimiterOpt = None,
+    timezone: Annotated[str, typer.Option("--timezone", help="study time zone")] = "UTC",
+    budget: Annotated[
+        float | None,
+        typer.Option("--budget", help="set the dataset's epsilon budget (scheme's unit) if none"),
+    ] = None,
+    group_size: Annotated[
+        int | None,
+        typer.Option("--group-size", help="charge a user-level budget by group privacy"),
+    ] = None,
+    ledger: LedgerOpt = None,
+    dataset: DatasetOpt = None,
+    seed: SeedOpt = None,
+    quiet: QuietOpt = False,
+    overwrite: OverwriteOpt = False,
+) -> None:
+    """Counts per zone and time bin from raw events (at most --max-per-bin per user and bin,
+    enforced), published under landmark epsilon-privacy."""
+    from privmob.data import load_events
+    from privmob.data.tessellation import load_tessellation
+    from privmob.engine import make_engine
+    from privmob.releases.landmark_counts import (
+        outliers_epsilon_for,
+        publish_zone_counts,
+        time_grid,
+    )
+
+    grid = time_grid(start, end, freq)
+    eps_out = outliers_epsilon_for(epsilon, outliers_epsilon)
+    labels: list[object] = list(grid)
+    marks = resolve_landmarks(landmarks, labels, landmark_positions) if landmarks else []
+    refuse_existing_output(output, ("series", "budgets", "outliers"), overwrite=overwrite)
+    led = Ledger(ledger)
+    name = dataset_name(dataset, events)
+    if budget is not None and not led.has_budget(name):
+        led.set_budget(name, budget, 0.0, SCHEME_UNIT[scheme])
+    accountant = Accountant(led, name, group_size=group_size)
+    # series + outliers cell, before reading data
+    accountant.precheck(Cost.pure(epsilon + eps_out, SCHEME_UNIT[scheme]))
+    rng = Randomness.for_tests(seed) if seed is not None else Randomness.secure()
+    with Steps(quiet) as step:
+        step("reading the tessellation")
+        tess = load_tessellation(tessellation, id_column=id_column)
+        step("reading and validating the events")
+        loaded = load_events(
+            events,
+            engine=make_engine("duckdb"),
+            tessellation=tess,
+            columns=parse_columns(columns),
+            timezone=timezone,
+            delimiter=delimiter,
+            header=names is None,
+            names=[n.strip() for n in names.split(",")] if names else None,
+        )
+        step("bounding, counting, adding noise, charging the ledger")
+        release = publish_zone_counts(
+            loaded,
+            tile_ids=tess.tile_ids,
+            grid=grid,
+            max_per_bin=max_per_bin,
+            landmarks=marks,
+            epsilon=epsilon,
+            scheme=scheme,
+            accountant=accountant,
+            rng=rng,
+            outliers_epsilon=eps_out,
+        )
+        step("writing the output")
+        paths = write_release(release, output, overwrite=overwrite)
+    _summary(release, paths, len(marks), quiet)
+
+
+def read_matrix(spec: str) -> np.ndarray | None:
+    """A transition matrix from a CSV (no header) or JSON file; 'none' = no correlation."""
+    if spec.lower() == "none":
+        return None
+    path = Path(spec)
+    if not path.is_file():
+        raise InputError("matrix file not found", source=spec)
+    try:
+        if path.suffix == ".json":
+            data = json.loads(path.read_text())
+            if isinstance(data, dict):
+                data = data.get("matrix", data)
+            matrix = np.asarray(data, dtype=float)
+        else:
+            matrix = np.loadtxt(path, delimiter=",", ndmin=2)
+    except (ValueError, json.JSONDecodeError) as exc:
+        raise InputError(f"cannot read a matrix of numbers: {exc}", source=spec) from exc
+    return transition_matrix(matrix, name=f"matrix {spec}")
+
+
+def tpl_command(
+    matrix: Annotated[
+        str | None, typer.Option("--matrix", help="transition matrix for both directions")
+    ] = None,
+    backward: Annotated[
+        str | None, typer.Option("--backward", help="backward matrix P(l_t-1 | l_t), or none")
+    ] = None,
+    forward: Annotated[
+        str | None, typer.Option("--forward", help="forward matrix P(l_t+1 | l_t), or none")
+    ] = None,
+    epsilon_t: Annotated[float, typer.Option("--epsilon-t", help="budget per timestamp")] = 0.1,
+    budgets: Annotated[
+        str | None, typer.Option("--budgets", help="per-timestamp budgets (list or file)")
+    ] = None,
+    length: Annotated[int, typer.Option("--T", "--length", help="number of timestamps")] = 10,
+    landmarks: Annotated[
+        str, typer.Option("--landmarks", help="0-based landmark positions (list or file)")
+    ] = "",
+    target: Annotated[float | None, typer.Option("--target", help="loss not to exceed")] = None,
+    search: Annotated[
+        bool, typer.Option("--search", help="search the largest budget keeping max loss <= target")
+    ] = False,
+) -> None:
+    """Temporal privacy loss under a Markov correlation (Cao et al.): per timestamp and max."""
+    if matrix is None and backward is None and forward is None:
+        raise ConfigError("give --matrix, or --backward and/or --forward")
+    pb = read_matrix(backward if backward is not None else matrix or "none")
+    pf = read_matrix(forward if forward is not None else matrix or "none")
+    if budgets:
+        try:
+            eps = np.array([float(t) for t in _tokens(budgets)])
+        except ValueError as exc:
+            raise ConfigError(f"--budgets expects numbers: {exc}") from exc
+        length = eps.size
+    else:
+        eps = np.full(length, float(epsilon_t))
+    marks = [int(t) for t in _tokens(landmarks)] if landmarks else None
+    bpl = backward_loss(pb, eps)
+    fpl = forward_loss(pf, eps)
+    tpl = temporal_loss(pb, pf, eps)
+    lml = landmark_loss(pb, pf, eps, marks) if marks is not None else None
+    table = Table(
+        title="temporal privacy loss (event-level release"
+        + (", and landmark release)" if marks is not None else ")")
+    )
+    for col in ("t", "eps_t", "BPL", "FPL", "TPL"):
+        table.add_column(col, justify="right")
+    if lml is not None:
+        table.add_column("landmark loss", justify="right")
+    for t in range(length):
+        row = [str(t), f"{eps[t]:.6f}", f"{bpl[t]:.6f}", f"{fpl[t]:.6f}", f"{tpl[t]:.6f}"]
+        if lml is not None:
+            row.append(f"{lml[t]:.6f}" + (" *" if t in marks else ""))  # type: ignore[operator]
+        table.add_row(*row)
+    console.print(table)
+    console.print(f"max TPL (event-level) = {tpl.max():.6f}", highlight=False)
+    if lml is not None:
+        console.print(f"max landmark loss = {lml.max():.6f}", highlight=False)
+    console.print(f"user-level loss = {eps.sum():.6f}", highlight=False)
+    if search:
+        if target is None:
+            raise ConfigError("--search needs --target")
+        c = max_budget_for_target(
+            target,
+            backward=pb,
+            forward=pf,
+            length=length,
+            landmarks=marks,
+            profile=eps if budgets else None,
+        )
+        what = "multiple of the --budgets profile" if budgets else "per-timestamp budget"
+        console.print(
+            f"largest {what} keeping the max "
+            f"{'landmark loss' if marks is not None else 'TPL'} <= {target:g}: {c:.6f}",
+            highlight=False,
+        )
+
+
+def register(app: typer.Typer) -> None:
+    app.command("series")(series_command)
+    app.command("series-counts")(series_counts_command)
+    app.command("tpl")(tpl_command)

@@ -1,0 +1,141 @@
+"""Pre-sampling of events for the density release (SPEC 4.3 step 1), in the engine.
+
+From events (uid, time, tile) where ``tile`` is the tower index (0..n-1; -1 = outside):
+1. keep the events of the declared week [start, start + 7 days);
+2. one visit per user per hour: among the distinct towers a user was seen at in an hour, one
+   chosen uniformly by a keyed hash;
+3. at most ``max_visits`` (l) of those hourly visits per user over the week, chosen uniformly by
+   a keyed hash of (key, uid, hour).
+After step 3 one user changes at most l (tower, hour) counts by 1, at most one per hour:
+L1 sensitivity l, L2 sensitivity sqrt(l).
+
+Outside the domain (SPEC 1, invariant 1): events outside the declared week, or at no known
+tower (tile -1), are not dropped. They are bounded the same way -- one visit per user per
+(absolute) hour, at most l such hourly visits per user, chosen by a keyed hash with its own
+key -- and counted into ONE number (``DensityCounts.outside``, L1 sensitivity l).
+
+Also counted, for the improved scaling of seed 004 5.4.1: one hourly visit per user (the first
+in the keyed-hash order, so uniform; L1 sensitivity 1) per tower, and the number of hourly
+visits over all users (L1 sensitivity 168: a user has at most one visit per hour).
+
+The choice for one user depends only on the key and that user's own records. All of this is
+exact and non-private; only noisy functions of it leave the release.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import numpy as np
+
+from privmob.engine.base import Engine, dense_counts
+from privmob.engine.dialect import DUCKDB, Dialect
+from privmob.errors import ConfigError
+
+HOURS_PER_WEEK = 168
+
+
+@dataclass(frozen=True)
+class DensityCounts:
+    """Exact bounded counts over the public domain (towers x 168 hours)."""
+
+    sampled: np.ndarray  # (towers, 168): visits kept after both caps (L1 sensitivity l)
+    one_visit: np.ndarray  # (towers,): one uniform hourly visit per user (L1 sensitivity 1)
+    total_visits: int  # hourly visits of all users (L1 sensitivity 168)
+    max_visits: int
+    outside: int = 0  # hourly visits outside the week or at no tower, <= l per user (L1: l)
+    hourly: np.ndarray | None = None  # (towers, 168) hour-capped counts: EVALUATION ONLY
+
+
+def presample_sql(relation: str, week_start: datetime, key: int, dialect: Dialect = DUCKDB) -> str:
+    """SQL of the hourly visits (uid, hour, tower) with their per-user rank ``rnk`` (1-based).
+
+    Keeping ``rnk <= l`` is the uniform choice of at most l hourly visits per user.
+    """
+    start = dialect.timestamp_literal(week_start.strftime("%Y-%m-%d %H:%M:%S"))
+    end = dialect.timestamp_literal((week_start + timedelta(days=7)).strftime("%Y-%m-%d %H:%M:%S"))
+    secs = f"({dialect.epoch_seconds('time')} - {dialect.epoch_seconds(start)})"
+    week = (
+        f"SELECT DISTINCT uid, CAST(floor({secs} / 3600) AS INT) AS hour, "
+        f"CAST(tile AS INT) AS tower FROM {relation} "
+        f"WHERE time >= {start} AND time < {end} AND tile >= 0"
+    )
+    hourly = (
+        f"SELECT uid, hour, tower FROM (SELECT w_.*, ROW_NUMBER() OVER (PARTITION BY uid, hour "
+        f"ORDER BY {dialect.keyed_hash(key, 'uid', 'hour', 'tower')}, tower) AS _pick "
+        f"FROM ({week}) AS w_) AS h_ WHERE _pick = 1"
+    )
+    return (
+        f"SELECT uid, hour, tower, ROW_NUMBER() OVER (PARTITION BY uid "
+        f"ORDER BY {dialect.keyed_hash(key + 1, 'uid', 'hour')}, hour) AS rnk "
+        f"FROM ({hourly}) AS v_"
+    )
+
+
+def outside_sql(relation: str, week_start: datetime, key: int, dialect: Dialect = DUCKDB) -> str:
+    """SQL of the hourly visits outside the domain (uid, hour) with their per-user rank ``rnk``.
+
+    A visit is a (user, absolute hour since ``week_start``) with at least one event outside
+    [week_start, week_start + 7 days) or at no known tower. Keeping ``rnk <= l`` bounds a
+    user's contribution to l, like the visits inside the domain.
+    """
+    start = dialect.timestamp_literal(week_start.strftime("%Y-%m-%d %H:%M:%S"))
+    end = dialect.timestamp_literal((week_start + timedelta(days=7)).strftime("%Y-%m-%d %H:%M:%S"))
+    secs = f"({dialect.epoch_seconds('time')} - {dialect.epoch_seconds(start)})"
+    visits = (
+        f"SELECT DISTINCT uid, CAST(floor({secs} / 3600) AS BIGINT) AS hour FROM {relation} "
+        f"WHERE NOT (time >= {start} AND time < {end} AND tile >= 0)"
+    )
+    return (
+        f"SELECT uid, hour, ROW_NUMBER() OVER (PARTITION BY uid "
+        f"ORDER BY {dialect.keyed_hash(key + 2, 'uid', 'hour')}, hour) AS rnk "
+        f"FROM ({visits}) AS o_"
+    )
+
+
+def density_counts(
+    engine: Engine,
+    relation: str,
+    n_towers: int,
+    week_start: datetime,
+    max_visits: int,
+    key: int,
+    *,
+    with_truth: bool = False,
+) -> DensityCounts:
+    """Run the pre-sampling in the engine and return dense counts over the public domain.
+
+    ``relation``: events with uid, time (local TIMESTAMP), tile (= tower index, -1 outside).
+    """
+    if not 1 <= max_visits <= HOURS_PER_WEEK:
+        raise ConfigError(f"--max-visits must be in 1..168, got {max_visits}")
+    name = f"pm_density_visits_{abs(hash((relation, key))) % 10**9}"
+    engine.materialize(name, presample_sql(relation, week_start, key, engine.dialect))
+    shape = (n_towers, HOURS_PER_WEEK)
+    sampled = dense_counts(
+        engine,
+        f"SELECT tower AS i0, hour AS i1, count(*) AS n FROM {name} "
+        f"WHERE rnk <= {int(max_visits)} GROUP BY tower, hour",
+        shape,
+    ).astype(np.float64)
+    one = dense_counts(
+        engine,
+        f"SELECT tower AS i0, count(*) AS n FROM {name} WHERE rnk = 1 GROUP BY tower",
+        (n_towers,),
+    ).astype(np.float64)
+    total = int(engine.fetch(f"SELECT count(*) AS n FROM {name}")["n"].iloc[0])
+    out_sql = outside_sql(relation, week_start, key, engine.dialect)
+    outside = int(
+        engine.fetch(f"SELECT count(*) AS n FROM ({out_sql}) AS q_ WHERE rnk <= {int(max_visits)}")[
+            "n"
+        ].iloc[0]
+    )
+    hourly = None
+    if with_truth:
+        hourly = dense_counts(
+            engine,
+            f"SELECT tower AS i0, hour AS i1, count(*) AS n FROM {name} GROUP BY tower, hour",
+            shape,
+        ).astype(np.float64)
+    return DensityCounts(sampled, one, total, int(max_visits), outside=outside, hourly=hourly)

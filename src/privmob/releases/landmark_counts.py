@@ -1,0 +1,168 @@
+"""Counts per zone and time bin from raw events, for landmark-private publication.
+
+The engine bins each event into the public grid of time bins [start, end) and the public
+tessellation, keeps at most ``max_per_bin`` events per user per bin (a keyed-hash sample:
+the choice for one user depends only on that user's records and a fresh key), and counts.
+That bound, enforced here before aggregation, is the sensitivity per timestamp of the series
+(L1 over zones): one user's events at one timestamp change the column by at most
+``max_per_bin``. Events outside the tessellation are counted in an extra ``outside`` zone.
+
+Events outside the declared period (SPEC 1, invariant 1) are summed into ONE noisy
+``outliers`` cell. They are bounded like a bin: all of a user's out-of-period events form one
+extra group, of which at most ``max_per_bin`` are kept (keyed hash), so one user changes the
+cell by at most ``max_per_bin`` whatever they did outside the period. The cell has its own
+budget ``outliers_epsilon`` (public, default ``OUTLIERS_SHARE`` x epsilon) and is composed
+sequentially with the series: the series alone still satisfies the landmark theorem with
+epsilon (checked on its per-timestamp budgets), and the release costs
+epsilon + outliers_epsilon in the scheme's unit, charged as two ledger entries. The driver
+sees only the dense zones x bins matrix and the one outliers count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from privmob.data.sources import Loaded
+from privmob.engine.base import dense_counts
+from privmob.errors import ConfigError
+from privmob.prepare.bounding import bound_per_user, fresh_key
+from privmob.privacy.costs import Cost
+from privmob.privacy.samplers import Randomness, resolve
+from privmob.releases.base import Accountant, Release
+from privmob.releases.landmark import SCHEME_UNIT, AdaptiveRule, Scheme, publish_series
+
+OUTSIDE = "outside"
+OUTLIERS_SHARE = 0.1  # default budget of the outliers cell, as a share of epsilon
+
+
+def outliers_epsilon_for(epsilon: float, outliers_epsilon: float | None) -> float:
+    """The outliers cell's budget: the given one (> 0) or ``OUTLIERS_SHARE`` x epsilon."""
+    value = OUTLIERS_SHARE * epsilon if outliers_epsilon is None else float(outliers_epsilon)
+    if not (value > 0 and np.isfinite(value)):
+        raise ConfigError(
+            f"the outliers cell needs a budget > 0, got {value}",
+            hint="--outliers-epsilon must be a positive number (SPEC 1: it is always released)",
+        )
+    return value
+
+
+def time_grid(start: str, end: str, freq: str) -> pd.DatetimeIndex:
+    """The public time bins: left edges of [start, end) every ``freq`` (e.g. 1h, 1D)."""
+    try:
+        grid = pd.date_range(pd.Timestamp(start), pd.Timestamp(end), freq=freq, inclusive="left")
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"cannot build the time bins: {exc}", hint="e.g. --freq 1h") from exc
+    if len(grid) < 2:
+        raise ConfigError("the period holds fewer than two time bins", hint="check --start < --end")
+    if np.unique(np.diff(grid.asi8)).size != 1:
+        raise ConfigError("time bins must have a fixed length (use h, min, D or a multiple)")
+    # the last bin must end exactly at the declared end: otherwise events after --end would be
+    # counted inside the period instead of in the outliers cell
+    if grid[-1] + (grid[1] - grid[0]) != pd.Timestamp(end):
+        raise ConfigError(
+            f"the period [{start}, {end}) is not a whole number of {freq} bins",
+            hint="choose --end so that --end - --start is a multiple of --freq",
+        )
+    return grid
+
+
+def bounded_zone_counts(
+    events: Loaded,
+    *,
+    tiles: int,
+    grid: pd.DatetimeIndex,
+    max_per_bin: int,
+    rng: Randomness | None = None,
+) -> tuple[np.ndarray, int]:
+    """Exact bounded counts, shape (tiles + 1, bins) (the last row is ``outside``), and the
+    bounded number of events outside the period (at most ``max_per_bin`` per user in all).
+
+    Never publish these: they are the input of the noise.
+    """
+    engine = events.engine
+    d = engine.dialect
+    if len(grid) < 2:
+        raise ConfigError("a series needs at least two time bins")
+    start = d.timestamp_literal(grid[0].isoformat(sep=" "))
+    end_ts = grid[-1] + (grid[1] - grid[0])
+    width = int((grid[1] - grid[0]).total_seconds())
+    end = d.timestamp_literal(end_ts.isoformat(sep=" "))
+    bins = len(grid)  # bin index `bins` = outside the period: one more bounded group
+    binned = (
+        f"(SELECT uid, time, tile, CASE WHEN time >= {start} AND time < {end} THEN "
+        f"CAST(floor(({d.epoch_seconds('time')} - {d.epoch_seconds(start)}) / {width}) "
+        f"AS BIGINT) ELSE {bins} END AS bin FROM {events.view})"
+    )
+    bounded = bound_per_user(
+        binned,
+        max_units=max_per_bin,
+        key=fresh_key(rng),
+        dialect=d,
+        unit=("time", "tile"),
+        partition=("bin",),
+    )
+    sql = (
+        f"SELECT CASE WHEN tile >= 0 THEN tile ELSE {tiles} END AS i0, bin AS i1, "
+        f"count(*) AS n FROM ({bounded}) AS q_ GROUP BY 1, 2"
+    )
+    dense = dense_counts(engine, sql, (tiles + 1, bins + 1))
+    return dense[:, :bins], int(dense[:, bins].sum())
+
+
+def publish_zone_counts(
+    events: Loaded,
+    *,
+    tile_ids: Sequence[object],
+    grid: pd.DatetimeIndex,
+    max_per_bin: int,
+    landmarks: Sequence[int],
+    epsilon: float,
+    scheme: Scheme | str,
+    accountant: Accountant,
+    rng: Randomness | int | None = None,
+    rule: AdaptiveRule | None = None,
+    outliers_epsilon: float | None = None,
+) -> Release:
+    """Counts per zone and time bin, published under landmark epsilon-privacy, plus one noisy
+    cell of the events outside the period.
+
+    Guarantee: the series as :func:`privmob.releases.landmark.publish_series` with sensitivity
+    ``max_per_bin``, which the engine enforces per user and bin before counting (landmark
+    epsilon-privacy; the theorem is checked on the budgets). The outliers cell (events outside
+    the period, at most ``max_per_bin`` per user in all) gets discrete Laplace noise of scale
+    max_per_bin / outliers_epsilon: outliers_epsilon-DP for all of a user's out-of-period
+    events. By sequential composition the release satisfies landmark
+    (epsilon + outliers_epsilon)-privacy in the scheme's unit, which is what the ledger is
+    charged (two entries). Landmarks are positions in ``grid`` (public). Zones: the
+    tessellation's tiles plus ``outside``.
+    """
+    scheme = Scheme(scheme)
+    eps_out = outliers_epsilon_for(epsilon, outliers_epsilon)
+    unit = SCHEME_UNIT[scheme]
+    accountant.precheck(Cost.pure(epsilon + eps_out, unit))  # before reading the data
+    r = resolve(rng)
+    counts, outliers = bounded_zone_counts(
+        events, tiles=len(tile_ids), grid=grid, max_per_bin=max_per_bin, rng=r
+    )
+    return publish_series(
+        counts,
+        landmarks,
+        epsilon,
+        scheme,
+        sensitivity=float(max_per_bin),
+        accountant=accountant,
+        rng=r,
+        timestamps=list(grid),
+        zones=[*(str(t) for t in tile_ids), OUTSIDE],  # one type for Parquet
+        integer=True,
+        rule=rule,
+        outliers=(outliers, eps_out),
+        sensitivity_note=(
+            f"each user keeps at most {max_per_bin} event(s) per time bin (keyed-hash sample), "
+            "enforced by the engine before counting; at most "
+            f"{max_per_bin} event(s) per user outside the period in all (outliers cell)"
+        ),
+    )

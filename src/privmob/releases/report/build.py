@@ -1,0 +1,213 @@
+"""The DP mobility report (SPEC 4.2): all 15 analyses of dp_mobility_report as one release."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from privmob.engine import Engine, dense_counts
+from privmob.prepare.bounding import fresh_key
+from privmob.privacy.costs import Cost
+from privmob.privacy.samplers import Randomness, resolve
+from privmob.releases.base import Accountant, Release
+
+from . import analyses as an
+from .config import MISSING_COLUMNS, ReportConfig
+from .inputs import Tiles
+from .sql import ends_sql, queries, trips_sql, users_sql
+
+WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+
+def time_bins(cfg: ReportConfig) -> list[datetime]:
+    """Start of every *trips over time* bin, from the declared period only."""
+    start, end = cfg.period
+    out = []
+    t = start
+    while t < end:
+        out.append(t)
+        if cfg.time_resolution == "day":
+            t = t + timedelta(days=1)
+        elif cfg.time_resolution == "week":
+            t = t + timedelta(days=7)
+        else:
+            y, m = (t.year + 1, 1) if t.month == 12 else (t.year, t.month + 1)
+            t = datetime(y, m, 1)
+    if cfg.time_resolution == "month" and out:
+        out[0] = datetime(start.year, start.month, 1)
+    return out
+
+
+def report_cost(cfg: ReportConfig) -> Cost:
+    """The cost of the whole report: the sum of the per-analysis epsilons (= cfg.epsilon)."""
+    return Cost.pure(math.fsum(cfg.epsilon_for(a) for a in cfg.selected), cfg.unit)
+
+
+def exact_counts(
+    engine: Engine, points: str, cfg: ReportConfig, tiles: Tiles, key: int
+) -> dict[str, np.ndarray]:
+    """Run the record-level SQL in the engine; return dense exact counts over public domains.
+
+    This is the only function that touches records; its output is never released as is.
+    """
+    d = engine.dialect
+    n_tb = len(time_bins(cfg))
+    engine.materialize("pm_trips", trips_sql(points, cfg, key, d))
+    engine.materialize("pm_ends", ends_sql("pm_trips"))
+    engine.materialize("pm_users", users_sql("pm_ends"))
+    return {
+        name: dense_counts(engine, sql, (size,))
+        for name, (sql, size) in queries(cfg, tiles.k, n_tb, d).items()
+    }
+
+
+def mobility_report(
+    engine: Engine,
+    points: str,
+    tiles: Tiles,
+    config: ReportConfig,
+    accountant: Accountant,
+    rng: Randomness | int | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Release:
+    """A differentially private mobility report of the trip points in table ``points``.
+
+    Guarantee: ``config.epsilon``-DP (pure) for the declared unit of privacy — a user with at
+    most ``config.max_trips`` trips (enforced by sampling) or one trip. The budget is split
+    over the selected analyses by weight and charged once, before the release is returned;
+    every selected analysis is present in the output whatever the data holds, over domains
+    (tiles, tile pairs, time bins, histogram bins) built from public parameters only.
+    """
+    r = resolve(rng)
+    cost = report_cost(config)
+    accountant.precheck(cost)
+    step = progress or (lambda _msg: None)
+    step("aggregating in the engine")
+    exact = exact_counts(engine, points, config, tiles, fresh_key(r))
+    step("adding noise")
+    results, tables = _release_all(exact, config, tiles, r)
+    release = Release(
+        kind="mobility_report",
+        cost=cost,
+        unit=config.unit,
+        bounds={"max_trips_per_user": config.max_trips, "ends_per_trip": 2},
+        noise={"kind": config.noise_kind.value, "confidence": config.confidence},
+        params=config.to_dict(),
+        domain={
+            "tiles": tiles.k,
+            "tile_ids": tiles.ids,
+            "time_bins": [t.isoformat() for t in time_bins(config)],
+        },
+        tables=tables,
+        for_publication=r.for_publication,
+        extra={
+            "analyses": {name: res.to_dict() for name, res in results.items()},
+            "tessellation": {
+                "ids": tiles.ids,
+                "names": tiles.names,
+                "lat": tiles.lat.tolist(),
+                "lng": tiles.lng.tolist(),
+                "outlines": tiles.outlines,
+            },
+        },
+    )
+    step("charging the ledger")
+    return accountant.charge(release, description="DP mobility report")
+
+
+def _release_all(
+    exact: dict[str, np.ndarray], cfg: ReportConfig, tiles: Tiles, rng: Randomness
+) -> tuple[dict[str, an.AnalysisResult], dict[str, pd.DataFrame]]:
+    results: dict[str, an.AnalysisResult] = {}
+    tables: dict[str, pd.DataFrame] = {}
+    k = tiles.k
+    for name in cfg.selected:
+        eps = cfg.epsilon_for(name)
+        if name == "dataset_statistics":
+            res = an.dataset_statistics(exact["users"], exact["trip_kinds"], eps, cfg, rng)
+            tables[name] = pd.DataFrame(
+                {
+                    "statistic": [*res.values],
+                    "value": [*res.values.values()],
+                    "margin_of_error_95": [res.margin_of_error.get(s) for s in res.values],
+                }
+            )
+        elif an.is_distribution(name):
+            res = an.distribution(name, exact[name], eps, cfg, rng)
+            v = res.values
+            tables[name] = pd.DataFrame(
+                {
+                    "bin_lo": [*v["edges"][:-1], None],
+                    "bin_hi": [*v["edges"][1:], None],
+                    "count": [*v["counts"], v["outliers"]],
+                    "is_outliers": [False] * len(v["counts"]) + [True],
+                }
+            )
+        else:
+            noisy, res = an.counts(name, exact[name], eps, an.sensitivity(name, cfg), cfg, rng)
+            res.name = name
+            tables[name] = _count_table(name, noisy, cfg, tiles, k)
+            res.values = _count_values(name, noisy, cfg, k)
+        results[name] = res
+    return results, tables
+
+
+def _count_values(name: str, noisy: np.ndarray, cfg: ReportConfig, k: int) -> dict[str, Any]:
+    v = noisy.tolist()
+    if name == "trips_over_time":
+        return {"counts": v[:-1], "outliers": v[-1], "resolution": cfg.time_resolution}
+    if name in ("visits_per_tile", "od_flows", "visits_per_time_tile"):
+        return {"counts": v[:-1], "outliers": v[-1]}
+    return {"counts": v}
+
+
+def _count_table(
+    name: str, noisy: np.ndarray, cfg: ReportConfig, tiles: Tiles, k: int
+) -> pd.DataFrame:
+    if name == "missing_values":
+        return pd.DataFrame({"column": list(MISSING_COLUMNS), "trips_with_missing": noisy})
+    if name == "trips_over_time":
+        starts = [t.date().isoformat() for t in time_bins(cfg)]
+        return pd.DataFrame({"bin_start": [*starts, "outside period"], "trips": noisy})
+    if name == "trips_per_weekday":
+        return pd.DataFrame({"weekday": list(WEEKDAYS), "trips": noisy})
+    if name == "trips_per_hour":
+        idx = np.arange(96)
+        return pd.DataFrame(
+            {
+                "end": np.where(idx // 48 == 1, "end", "start"),
+                "day_type": np.where((idx // 24) % 2 == 1, "weekend", "weekday"),
+                "hour": idx % 24,
+                "trips": noisy,
+            }
+        )
+    if name == "visits_per_tile":
+        return pd.DataFrame({"tile_id": [*tiles.ids, "outliers"], "visits": noisy})
+    if name == "visits_per_time_tile":
+        nw = len(cfg.time_windows)
+        idx = np.arange(k * 2 * nw)
+        labels = np.array(cfg.window_labels)
+        return pd.DataFrame(
+            {
+                "tile_id": [*np.array(tiles.ids)[idx // (2 * nw)].tolist(), "outliers"],
+                "day_type": [*np.where((idx // nw) % 2 == 1, "weekend", "weekday"), None],
+                "time_window": [*labels[idx % nw].tolist(), None],
+                "visits": noisy,
+            }
+        )
+    if name == "od_flows":
+        ids = np.array(tiles.ids)
+        idx = np.arange(k * k)
+        return pd.DataFrame(
+            {
+                "origin": [*ids[idx // k].tolist(), "outliers"],
+                "destination": [*ids[idx % k].tolist(), "outliers"],
+                "trips": noisy,
+            }
+        )
+    raise KeyError(name)

@@ -1,0 +1,210 @@
+"""Public parameters of a DP mobility report (SPEC 4.2): everything that shapes the output is
+declared here, before any data is read — the study period, the histogram ranges, the time
+windows, the contribution bound M, the unit of privacy and the budget split.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import date, datetime
+
+from privmob.errors import ConfigError
+from privmob.privacy.costs import Unit
+from privmob.privacy.mechanisms import NoiseKind
+from privmob.privacy.quantiles import Bins
+
+# the 15 analyses of dp_mobility_report, in report order
+ANALYSES: tuple[str, ...] = (
+    "dataset_statistics",
+    "missing_values",
+    "trips_over_time",
+    "trips_per_weekday",
+    "trips_per_hour",
+    "visits_per_tile",
+    "visits_per_time_tile",
+    "od_flows",
+    "travel_time",
+    "jump_length",
+    "trips_per_user",
+    "time_between_trips",
+    "radius_of_gyration",
+    "user_tile_count",
+    "mobility_entropy",
+)
+
+# analyses that release a histogram over declared bins plus a DP five-number summary
+DISTRIBUTIONS: tuple[str, ...] = (
+    "travel_time",
+    "jump_length",
+    "trips_per_user",
+    "time_between_trips",
+    "radius_of_gyration",
+    "user_tile_count",
+    "mobility_entropy",
+)
+
+# documented default histogram ranges (lo, hi, width) and their units
+DEFAULT_RANGES: dict[str, tuple[float, float, float]] = {
+    "travel_time": (0.0, 180.0, 5.0),  # minutes
+    "jump_length": (0.0, 30.0, 1.0),  # km
+    "time_between_trips": (0.0, 72.0, 2.0),  # hours
+    "radius_of_gyration": (0.0, 30.0, 1.0),  # km
+    "mobility_entropy": (0.0, 1.0, 0.05),  # normalised Shannon entropy
+}
+UNITS: dict[str, str] = {
+    "travel_time": "minutes",
+    "jump_length": "km",
+    "time_between_trips": "hours",
+    "radius_of_gyration": "km",
+    "mobility_entropy": "normalised entropy",
+    "trips_per_user": "trips",
+    "user_tile_count": "tiles",
+}
+
+DEFAULT_TIME_WINDOWS: tuple[int, ...] = (2, 6, 10, 14, 18, 22)
+MISSING_COLUMNS: tuple[str, ...] = ("datetime", "lat", "lng")
+
+
+def _to_datetime(value: str | date | datetime) -> datetime:
+    if isinstance(value, datetime):
+        return value.replace(tzinfo=None)
+    if isinstance(value, date):
+        return datetime(value.year, value.month, value.day)
+    try:
+        return datetime.fromisoformat(str(value)).replace(tzinfo=None)
+    except ValueError as exc:
+        raise ConfigError(
+            f"cannot read the date {value!r}", hint="use ISO dates like 2020-12-01"
+        ) from exc
+
+
+@dataclass(frozen=True)
+class ReportConfig:
+    """Declared parameters of a mobility report.
+
+    ``period`` is [start, end): trips starting outside it go to the outliers cell of
+    *trips over time* and are left out of the other analyses. ``max_trips`` (M) is enforced by
+    sampling before aggregation; there is no data-dependent default. ``weights`` split epsilon
+    over the selected analyses (missing weights count 1). ``quantile_share`` is the share of a
+    distribution analysis' epsilon spent on its five-number summary.
+    """
+
+    epsilon: float
+    max_trips: int
+    period: tuple[datetime, datetime]
+    unit: Unit = Unit.USER
+    analyses: tuple[str, ...] = ANALYSES
+    weights: dict[str, float] = field(default_factory=dict)
+    ranges: dict[str, tuple[float, float, float]] = field(default_factory=dict)
+    time_windows: tuple[int, ...] = DEFAULT_TIME_WINDOWS
+    noise_kind: NoiseKind = NoiseKind.DISCRETE_LAPLACE
+    quantile_share: float = 0.5
+    confidence: float = 0.95
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        epsilon: float,
+        max_trips: int,
+        period: tuple[str | date | datetime, str | date | datetime],
+        unit: Unit | str = Unit.USER,
+        analyses: tuple[str, ...] | list[str] | None = None,
+        weights: dict[str, float] | None = None,
+        ranges: dict[str, tuple[float, float, float]] | None = None,
+        time_windows: tuple[int, ...] | list[int] = DEFAULT_TIME_WINDOWS,
+        noise_kind: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE,
+        quantile_share: float = 0.5,
+    ) -> ReportConfig:
+        return cls(
+            epsilon=float(epsilon),
+            max_trips=int(max_trips),
+            period=(_to_datetime(period[0]), _to_datetime(period[1])),
+            unit=Unit(unit),
+            analyses=tuple(analyses) if analyses else ANALYSES,
+            weights=dict(weights or {}),
+            ranges=dict(ranges or {}),
+            time_windows=tuple(int(h) for h in time_windows),
+            noise_kind=NoiseKind(noise_kind),
+            quantile_share=float(quantile_share),
+        )
+
+    def __post_init__(self) -> None:
+        if not (self.epsilon > 0 and math.isfinite(self.epsilon)):
+            raise ConfigError(f"epsilon must be a finite number > 0, got {self.epsilon}")
+        if self.max_trips < 1:
+            raise ConfigError(
+                "max trips per user (M) must be declared and >= 1",
+                hint="there is no data-dependent default: pass --max-trips",
+            )
+        if self.unit not in (Unit.USER, Unit.TRIP):
+            raise ConfigError(f"a mobility report protects a user or a trip, not {self.unit}")
+        if not self.period[0] < self.period[1]:
+            raise ConfigError("the study period needs start < end")
+        unknown = [a for a in self.analyses if a not in ANALYSES]
+        if unknown or not self.analyses:
+            raise ConfigError(
+                f"unknown analyses: {unknown}", hint="choose from: " + ", ".join(ANALYSES)
+            )
+        bad_w = [a for a, w in self.weights.items() if a not in ANALYSES or not w > 0]
+        if bad_w:
+            raise ConfigError(f"budget weights must name analyses and be > 0: {bad_w}")
+        tw = self.time_windows
+        if len(tw) < 2 or list(tw) != sorted(set(tw)) or tw[0] < 0 or tw[-1] > 23:
+            raise ConfigError("time windows must be increasing hours in 0..23, at least two")
+        if self.noise_kind is NoiseKind.DISCRETE_GAUSSIAN:
+            raise ConfigError("the mobility report uses Laplace noise (pure epsilon-DP)")
+        if not 0 < self.quantile_share < 1:
+            raise ConfigError("quantile_share must be in (0, 1)")
+        for name in self.ranges:
+            if name not in DEFAULT_RANGES:
+                raise ConfigError(f"no declared range for {name!r}")
+
+    # -- derived public parameters ----------------------------------------------------
+    @property
+    def selected(self) -> tuple[str, ...]:
+        return tuple(a for a in ANALYSES if a in self.analyses)
+
+    def epsilon_for(self, analysis: str) -> float:
+        total = sum(self.weights.get(a, 1.0) for a in self.selected)
+        return self.epsilon * self.weights.get(analysis, 1.0) / total
+
+    def bins(self, analysis: str) -> Bins:
+        if analysis == "trips_per_user":
+            return Bins(1.0, float(self.max_trips + 1), 1.0)
+        if analysis == "user_tile_count":
+            return Bins(1.0, float(2 * self.max_trips + 1), 1.0)
+        lo, hi, width = self.ranges.get(analysis, DEFAULT_RANGES[analysis])
+        return Bins(float(lo), float(hi), float(width))
+
+    @property
+    def time_resolution(self) -> str:
+        """Bins of *trips over time*: chosen from the declared period length only."""
+        days = (self.period[1] - self.period[0]).total_seconds() / 86400
+        if days <= 92:
+            return "day"
+        if days <= 2 * 366:
+            return "week"
+        return "month"
+
+    @property
+    def window_labels(self) -> list[str]:
+        tw = self.time_windows
+        return [f"{tw[i]:02d}-{tw[(i + 1) % len(tw)]:02d}" for i in range(len(tw))]
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "epsilon": self.epsilon,
+            "max_trips_per_user": self.max_trips,
+            "unit": self.unit.value,
+            "period": [self.period[0].isoformat(), self.period[1].isoformat()],
+            "analyses": list(self.selected),
+            "weights": {a: self.weights.get(a, 1.0) for a in self.selected},
+            "time_windows": list(self.time_windows),
+            "noise": self.noise_kind.value,
+            "quantile_share": self.quantile_share,
+            "confidence": self.confidence,
+            "time_resolution": self.time_resolution,
+            "ranges": {a: self.bins(a).to_dict() for a in DISTRIBUTIONS},
+        }

@@ -1,0 +1,72 @@
+"""What the report needs from its inputs: the public tiles (ids, names, centroids, outlines
+for maps) and, for check-in data, trip points built from consecutive check-ins."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from privmob.data.tessellation import Tessellation
+
+
+@dataclass(frozen=True)
+class Tiles:
+    """The public tessellation as the report needs it, in the tessellation's index order."""
+
+    ids: list[str]
+    names: list[str]
+    lat: np.ndarray
+    lng: np.ndarray
+    outlines: list[list[list[list[float]]]]  # per tile: rings of [lng, lat]
+
+    @property
+    def k(self) -> int:
+        return len(self.ids)
+
+    @classmethod
+    def from_tessellation(cls, tess: Tessellation, simplify_m: float = 30.0) -> Tiles:
+        """Outlines simplified to ``simplify_m`` metres (public geometry, smaller HTML)."""
+        gdf = tess.gdf
+        metric = gdf.to_crs(gdf.estimate_utm_crs())
+        simple = metric.geometry.simplify(simplify_m).to_crs(4326)
+        outlines = []
+        for geom in simple:
+            polys = list(geom.geoms) if geom.geom_type == "MultiPolygon" else [geom]
+            outlines.append(
+                [
+                    [[round(x, 6), round(y, 6)] for x, y in p.exterior.coords]
+                    for p in polys
+                    if not p.is_empty
+                ]
+            )
+        ids = [str(t) for t in tess.tile_ids]
+        names = [str(n) for n in tess.tile_names] if tess.tile_names else ids
+        cents = tess.centroids()
+        return cls(ids, names, cents[:, 1].copy(), cents[:, 0].copy(), outlines)
+
+
+def trip_points_from_checkins(events: pd.DataFrame, same_day: bool = True) -> pd.DataFrame:
+    """Trip points from check-ins (uid, datetime, lat, lng): each pair of consecutive
+    check-ins of a user (on the same calendar day when ``same_day``) is a trip of two points.
+
+    Non-private preparation: runs before bounding, one user's trips depend on that user only.
+    """
+    ev = events[["uid", "datetime", "lat", "lng"]].copy()
+    ev["datetime"] = pd.to_datetime(ev["datetime"], errors="coerce", utc=True).dt.tz_localize(None)
+    ev = ev.dropna(subset=["datetime"]).sort_values(["uid", "datetime"], kind="stable")
+    nxt = ev.groupby("uid", sort=False).shift(-1)
+    ok = nxt["datetime"].notna()
+    if same_day:
+        ok &= nxt["datetime"].dt.normalize() == ev["datetime"].dt.normalize()
+    a = ev[ok].reset_index(drop=True)
+    b = nxt[ok].reset_index(drop=True)
+    tid = a["uid"].astype(str) + "-" + pd.Series(range(len(a)), dtype="int64").astype(str)
+    start = pd.DataFrame(
+        {"uid": a["uid"], "tid": tid, "datetime": a["datetime"], "lat": a["lat"], "lng": a["lng"]}
+    )
+    end = pd.DataFrame(
+        {"uid": a["uid"], "tid": tid, "datetime": b["datetime"], "lat": b["lat"], "lng": b["lng"]}
+    )
+    return pd.concat([start, end], ignore_index=True)

@@ -1,0 +1,217 @@
+"""The record-level half of the mobility report, in SQL that DuckDB and Spark SQL both accept.
+
+Input: the canonical trip points view of :func:`privmob.data.sources.load_trip_points`,
+``uid, tid, time, lat, lng, tile`` (tile = tile index 0..k-1, -1 outside the tessellation).
+Every query returns ``(i0, n)`` rows whose ``i0`` is a cell of a public domain;
+:func:`privmob.engine.dense_counts` turns them into one dense integer vector per analysis,
+which is all the driver ever sees.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from privmob.engine.dialect import Dialect
+from privmob.prepare.bounding import bound_per_user
+from privmob.privacy.quantiles import Bins
+
+from .config import MISSING_COLUMNS, ReportConfig
+
+
+def _ts(value: Any, d: Dialect) -> str:
+    return d.timestamp_literal(value.isoformat(sep=" "))
+
+
+def haversine_km(lat1: str, lng1: str, lat2: str, lng2: str) -> str:
+    h = (
+        f"pow(sin(radians({lat2} - {lat1}) / 2), 2) + cos(radians({lat1})) * "
+        f"cos(radians({lat2})) * pow(sin(radians({lng2} - {lng1}) / 2), 2)"
+    )
+    return f"(2 * 6371.0088 * asin(sqrt(least(1.0, {h}))))"
+
+
+def trips_sql(points: str, cfg: ReportConfig, key: int, d: Dialect) -> str:
+    """One row per kept trip: ends, tiles, times, ``in_period``; bounded to M per user.
+
+    Rows without uid or tid cannot be attributed to a unit and are dropped (any count of them
+    would have unbounded sensitivity). Under user-level privacy each user keeps at most M
+    trips, chosen by a keyed hash of (key, uid, tid), independent of other users' data.
+    """
+    start, end = cfg.period
+    ends = f"""(
+  SELECT uid, tid,
+    COUNT(*) AS n_points,
+    MIN(time) AS start_time, MAX(time) AS end_time,
+    MIN_BY(lat, time) AS o_lat, MIN_BY(lng, time) AS o_lng,
+    MIN_BY(tile, time) AS o_tile,
+    MAX_BY(lat, time) AS d_lat, MAX_BY(lng, time) AS d_lng,
+    MAX_BY(tile, time) AS d_tile,
+    MAX(CASE WHEN time IS NULL THEN 1 ELSE 0 END) AS miss_datetime,
+    MAX(CASE WHEN lat IS NULL THEN 1 ELSE 0 END) AS miss_lat,
+    MAX(CASE WHEN lng IS NULL THEN 1 ELSE 0 END) AS miss_lng
+  FROM {points}
+  WHERE uid IS NOT NULL AND tid IS NOT NULL
+  GROUP BY uid, tid)"""
+    if cfg.unit.value == "user":
+        ends = f"({bound_per_user(ends, max_units=cfg.max_trips, key=key, dialect=d)})"
+    return f"""
+SELECT t_.*,
+  CASE WHEN start_time >= {_ts(start, d)} AND start_time < {_ts(end, d)} THEN 1 ELSE 0 END
+    AS in_period,
+  CASE WHEN n_points >= 2 AND start_time IS NOT NULL AND end_time > start_time
+    AND o_lat IS NOT NULL AND d_lat IS NOT NULL THEN 1 ELSE 0 END AS complete
+FROM {ends} AS t_
+"""
+
+
+def ends_sql(trips: str) -> str:
+    """Trip ends (origin and destination) of in-period trips: one row per point."""
+    return f"""
+SELECT uid, tid, start_time AS t, o_lat AS lat, o_lng AS lng, o_tile AS tile, 0 AS is_end
+FROM {trips} WHERE in_period = 1 AND o_lat IS NOT NULL
+UNION ALL
+SELECT uid, tid, end_time AS t, d_lat AS lat, d_lng AS lng, d_tile AS tile, 1 AS is_end
+FROM {trips} WHERE in_period = 1 AND n_points >= 2 AND d_lat IS NOT NULL
+"""
+
+
+def users_sql(ends: str) -> str:
+    """Per-user aggregates over trip ends: visits, distinct tiles, radius of gyration (km),
+    normalised mobility entropy."""
+    hav = haversine_km("e.lat", "e.lng", "c.clat", "c.clng")
+    return f"""
+WITH c AS (
+  SELECT uid, AVG(lat) AS clat, AVG(lng) AS clng, COUNT(*) AS n_visits,
+    COUNT(DISTINCT CASE WHEN tile >= 0 THEN tile END) AS n_tiles
+  FROM {ends} GROUP BY uid
+), rog AS (
+  SELECT e.uid, sqrt(AVG(pow({hav}, 2))) AS rog
+  FROM {ends} e JOIN c ON e.uid = c.uid GROUP BY e.uid
+), tc AS (
+  SELECT uid, tile, COUNT(*) AS cnt FROM {ends} GROUP BY uid, tile
+), ent AS (
+  SELECT tc.uid,
+    CASE WHEN MAX(c.n_visits) > 1 THEN
+      (ln(MAX(c.n_visits)) - SUM(tc.cnt * ln(tc.cnt)) / MAX(c.n_visits)) / ln(MAX(c.n_visits))
+    ELSE 0.0 END AS entropy
+  FROM tc JOIN c ON tc.uid = c.uid GROUP BY tc.uid
+)
+SELECT c.uid, c.n_visits, c.n_tiles, rog.rog, least(ent.entropy, 0.999999) AS entropy
+FROM c JOIN rog ON c.uid = rog.uid JOIN ent ON c.uid = ent.uid
+"""
+
+
+def _hist(table: str, expr: str, bins: Bins, where: str = "1 = 1") -> str:
+    return (
+        f"SELECT {bins.sql_index(expr)} AS i0, COUNT(*) AS n FROM {table} WHERE {where} GROUP BY i0"
+    )
+
+
+def _window_index(hour: str, tw: tuple[int, ...]) -> str:
+    cases = " ".join(
+        f"WHEN {hour} >= {tw[i]} AND {hour} < {tw[i + 1]} THEN {i}" for i in range(len(tw) - 1)
+    )
+    return f"CASE {cases} ELSE {len(tw) - 1} END"
+
+
+def _is_weekend(ts: str, d: Dialect) -> str:
+    return f"CASE WHEN {d.weekday(ts)} >= 5 THEN 1 ELSE 0 END"
+
+
+def _time_bin(ts: str, cfg: ReportConfig, d: Dialect, n_bins: int) -> str:
+    start = cfg.period[0]
+    if cfg.time_resolution == "month":
+        raw = f"((year({ts}) - {start.year}) * 12 + month({ts}) - {start.month})"
+    else:
+        secs = 86400 if cfg.time_resolution == "day" else 7 * 86400
+        since = f"{d.epoch_seconds(ts)} - {d.epoch_seconds(_ts(start, d))}"
+        raw = f"CAST(FLOOR(({since}) / {secs}) AS BIGINT)"
+    # out of period (or missing time) -> the outliers cell n_bins
+    return f"CASE WHEN in_period = 1 THEN {raw} ELSE {n_bins} END"
+
+
+def queries(cfg: ReportConfig, k: int, n_time_bins: int, d: Dialect) -> dict[str, tuple[str, int]]:
+    """For each analysis, the SQL giving (i0, n) and the dense domain size.
+
+    Tables used: ``pm_trips`` (bounded trips), ``pm_ends`` (trip ends), ``pm_users``.
+    """
+    tw = cfg.time_windows
+    nw = len(tw)
+    q: dict[str, tuple[str, int]] = {}
+    # dataset statistics: [users, complete trips, incomplete trips]
+    q["users"] = ("SELECT 0 AS i0, COUNT(DISTINCT uid) AS n FROM pm_trips WHERE in_period = 1", 1)
+    q["trip_kinds"] = (
+        "SELECT 1 - complete AS i0, COUNT(*) AS n FROM pm_trips WHERE in_period = 1 GROUP BY i0",
+        2,
+    )
+    miss = " UNION ALL ".join(
+        f"SELECT {i} AS i0, COALESCE(SUM(miss_{c}), 0) AS n FROM pm_trips"
+        for i, c in enumerate(MISSING_COLUMNS)
+    )
+    q["missing_values"] = (miss, len(MISSING_COLUMNS))
+    q["trips_over_time"] = (
+        f"SELECT {_time_bin('start_time', cfg, d, n_time_bins)} AS i0, COUNT(*) AS n "
+        "FROM pm_trips GROUP BY i0",
+        n_time_bins + 1,
+    )
+    q["trips_per_weekday"] = (
+        f"SELECT {d.weekday('start_time')} AS i0, COUNT(*) AS n FROM pm_trips "
+        "WHERE in_period = 1 GROUP BY i0",
+        7,
+    )
+    # (is_end, weekend, hour) -> is_end*48 + weekend*24 + hour
+    q["trips_per_hour"] = (
+        f"SELECT is_end * 48 + {_is_weekend('t', d)} * 24 + {d.hour('t')} AS i0, COUNT(*) AS n "
+        "FROM pm_ends WHERE t IS NOT NULL GROUP BY i0",
+        96,
+    )
+    q["visits_per_tile"] = (
+        f"SELECT CASE WHEN tile >= 0 AND tile < {k} THEN tile ELSE {k} END AS i0, "
+        "COUNT(*) AS n FROM pm_ends GROUP BY i0",
+        k + 1,
+    )
+    q["visits_per_time_tile"] = (
+        f"SELECT CASE WHEN tile >= 0 AND tile < {k} AND t IS NOT NULL THEN "
+        f"(tile * 2 + {_is_weekend('t', d)}) * {nw} + {_window_index(d.hour('t'), tw)} "
+        f"ELSE {k * 2 * nw} END AS i0, COUNT(*) AS n FROM pm_ends GROUP BY i0",
+        k * 2 * nw + 1,
+    )
+    q["od_flows"] = (
+        f"SELECT CASE WHEN o_tile >= 0 AND o_tile < {k} AND d_tile >= 0 AND d_tile < {k} "
+        f"THEN o_tile * {k} + d_tile ELSE {k * k} END AS i0, COUNT(*) AS n "
+        "FROM pm_trips WHERE in_period = 1 AND complete = 1 GROUP BY i0",
+        k * k + 1,
+    )
+    tt = f"({d.epoch_seconds('end_time')} - {d.epoch_seconds('start_time')}) / 60.0"
+    q["travel_time"] = (
+        _hist("pm_trips", tt, cfg.bins("travel_time"), "in_period = 1 AND complete = 1"),
+        cfg.bins("travel_time").size,
+    )
+    jl = haversine_km("o_lat", "o_lng", "d_lat", "d_lng")
+    q["jump_length"] = (
+        _hist("pm_trips", jl, cfg.bins("jump_length"), "in_period = 1 AND complete = 1"),
+        cfg.bins("jump_length").size,
+    )
+    per_user = "(SELECT uid, COUNT(*) AS trips FROM pm_trips WHERE in_period = 1 GROUP BY uid) u"
+    q["trips_per_user"] = (
+        _hist(per_user, "trips", cfg.bins("trips_per_user")),
+        cfg.bins("trips_per_user").size,
+    )
+    gaps = (
+        f"(SELECT ({d.epoch_seconds('start_time')} - {d.epoch_seconds('prev_end')}) / 3600.0 "
+        "AS gap FROM "
+        "(SELECT start_time, LAG(end_time) OVER (PARTITION BY uid ORDER BY start_time, tid) "
+        "AS prev_end FROM pm_trips WHERE in_period = 1 AND start_time IS NOT NULL) s "
+        "WHERE prev_end IS NOT NULL) g"
+    )
+    q["time_between_trips"] = (
+        _hist(gaps, "gap", cfg.bins("time_between_trips")),
+        cfg.bins("time_between_trips").size,
+    )
+    for name, col in (
+        ("radius_of_gyration", "rog"),
+        ("user_tile_count", "n_tiles"),
+        ("mobility_entropy", "entropy"),
+    ):
+        q[name] = (_hist("pm_users", col, cfg.bins(name)), cfg.bins(name).size)
+    return q

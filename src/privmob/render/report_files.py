@@ -1,0 +1,78 @@
+"""Files of a mobility report: the JSON document (every analysis), Parquet tables and HTML.
+
+The JSON document is the release's metadata (which holds every released number); the HTML is
+rendered from that same document, so both always show the same numbers.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from privmob.errors import InputError
+from privmob.releases.base import Release, _json_default
+
+
+def report_document(release: Release) -> dict[str, Any]:
+    """The JSON-ready document of a charged mobility report release."""
+    doc = release.metadata()
+    return json.loads(json.dumps(doc, default=_json_default))
+
+
+def report_paths(html_path: str | Path) -> dict[str, Path]:
+    """Where :func:`write_report` writes: the HTML, the JSON beside it, the tables folder."""
+    html = Path(html_path)
+    if html.suffix.lower() not in (".html", ".htm"):
+        html = html.with_suffix(".html")
+    return {
+        "html": html,
+        "json": html.with_suffix(".json"),
+        "tables": html.with_name(html.stem + "_tables"),
+    }
+
+
+def refuse_taken(html_path: str | Path, overwrite: bool = False) -> None:
+    """Refuse existing outputs *before* anything is read or charged."""
+    existing = [p for p in report_paths(html_path).values() if p.exists()]
+    if existing and not overwrite:
+        raise InputError(
+            f"output {existing[0]} exists; nothing was read, charged or written",
+            hint="choose another -o or pass --overwrite",
+        )
+
+
+def write_report(
+    release: Release, html_path: str | Path, *, overwrite: bool = False
+) -> dict[str, Path]:
+    """Write ``report.html``, ``report.json`` beside it and ``report_tables/*.parquet``.
+
+    Refuses an uncharged release and existing files unless ``overwrite``.
+    """
+    from privmob.render.report_html import render_report_html
+
+    if release.ledger_entry is None:
+        raise InputError("a release must be charged to the ledger before it is written")
+    paths = report_paths(html_path)
+    html, js, tables = paths["html"], paths["json"], paths["tables"]
+    refuse_taken(html, overwrite)
+    doc = report_document(release)
+    html.parent.mkdir(parents=True, exist_ok=True)
+    js.write_text(json.dumps(doc, indent=1) + "\n")
+    html.write_text(render_report_html(doc), encoding="utf-8")
+    tables.mkdir(exist_ok=True)
+    for name, df in release.tables.items():
+        df.to_parquet(tables / f"{name}.parquet", index=False)
+    return {"html": html, "json": js, "tables": tables}
+
+
+def read_report(path: str | Path) -> dict[str, Any]:
+    """Read a report JSON document written by :func:`write_report`."""
+    p = Path(path)
+    try:
+        doc = json.loads(p.read_text())
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read the report {p}: {exc}", source=str(p)) from exc
+    if doc.get("kind") != "mobility_report":
+        raise InputError(f"{p} is not a privmob mobility report JSON", source=str(p))
+    return doc

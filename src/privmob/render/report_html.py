@@ -1,0 +1,284 @@
+"""One self-contained, offline HTML file for a mobility report (inline CSS, SVG, a few lines
+of JS). Rendered from the report's JSON document only."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from html import escape
+from typing import Any
+
+import numpy as np
+
+from privmob.render import svg
+
+TITLES = {
+    "dataset_statistics": "Dataset statistics",
+    "missing_values": "Missing values",
+    "trips_over_time": "Trips over time",
+    "trips_per_weekday": "Trips per weekday",
+    "trips_per_hour": "Trips per hour",
+    "visits_per_tile": "Visits per tile",
+    "visits_per_time_tile": "Visits per tile and time window",
+    "od_flows": "Origin-destination flows",
+    "travel_time": "Travel time",
+    "jump_length": "Jump length",
+    "trips_per_user": "Trips per user",
+    "time_between_trips": "Time between trips",
+    "radius_of_gyration": "Radius of gyration",
+    "user_tile_count": "Tiles per user",
+    "mobility_entropy": "Mobility entropy",
+}
+WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+
+CSS = """
+body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:0;
+background:#fafafa;color:#222}
+header{background:#08306b;color:#fff;padding:16px 28px}
+header h1{margin:0 0 4px;font-size:22px}
+main{max-width:1200px;margin:0 auto;padding:12px 20px}
+section{background:#fff;border:1px solid #e3e3e3;border-radius:6px;margin:14px 0;padding:12px 18px}
+h2{font-size:17px;margin:4px 0 8px}
+.meta{color:#555;font-size:12px;margin-bottom:6px}
+.warn{background:#fde0dc;color:#8b0000;padding:8px 12px;border-radius:4px;font-weight:600}
+.row{display:flex;flex-wrap:wrap;gap:18px;align-items:flex-start}
+table{border-collapse:collapse;font-size:12.5px}
+td,th{border-bottom:1px solid #eee;padding:3px 8px;text-align:right}
+th{background:#f3f6fa}
+td:first-child,th:first-child{text-align:left}
+.small-maps{display:grid;grid-template-columns:repeat(6,1fr);gap:4px}
+.small-maps div{font-size:11px;text-align:center}
+.small-maps svg{width:100%;height:auto}
+nav a{color:#c6dbef;margin-right:10px;font-size:12px}
+#js-errors:empty{display:none}
+#js-errors{background:#fde0dc;padding:6px}
+"""
+
+JS = """
+window.__pmErrors=[];
+window.addEventListener('error',function(e){var d=document.getElementById('js-errors');
+window.__pmErrors.push(String(e.message));if(d){d.textContent+=String(e.message)+'\\n';}});
+document.addEventListener('DOMContentLoaded',function(){document.body.setAttribute(
+'data-rendered',String(document.querySelectorAll('svg').length));});
+"""
+
+
+def _f(v: Any) -> str:
+    if isinstance(v, float) and not v.is_integer():
+        return f"{v:.4g}"
+    if isinstance(v, (int, float)):
+        return f"{int(v):,}"
+    return escape(str(v))
+
+
+def _table(header: list[str], rows: Sequence[Sequence[Any]]) -> str:
+    h = "".join(f"<th>{escape(c)}</th>" for c in header)
+    body = "".join("<tr>" + "".join(f"<td>{_f(c)}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table><tr>{h}</tr>{body}</table>"
+
+
+def _meta(a: dict[str, Any]) -> str:
+    sens = ", ".join(f"{k} {v}" for k, v in a["sensitivity"].items())
+    moe = ", ".join(f"{k} ±{v:,}" for k, v in a["margin_of_error_95"].items())
+    return (
+        f"<div class='meta'>ε = {a['epsilon']:.4g} · L1 sensitivity: {escape(sens)} · "
+        f"95% margin of error: {escape(moe)}</div>"
+    )
+
+
+def _section(name: str, a: dict[str, Any], doc: dict[str, Any]) -> str:
+    tess = doc["tessellation"]
+    body = ""
+    if name == "dataset_statistics":
+        moe = a["margin_of_error_95"]
+        rows = [
+            [k.replace("_", " "), a[k], f"±{moe[k]:,}" if k in moe else "derived"]
+            for k in ("users", "trips", "complete_trips", "incomplete_trips", "trip_ends")
+        ]
+        body = _table(["statistic", "noisy value", "95% margin"], rows)
+    elif name == "missing_values":
+        cols = ("datetime", "lat", "lng")
+        body = _table(
+            ["column", "trips with a missing value"], list(zip(cols, a["counts"], strict=True))
+        )
+    elif name == "trips_over_time":
+        labels = [t[:10] for t in doc["domain"]["time_bins"]]
+        every = max(1, len(labels) // 10)
+        body = svg.bar_chart(
+            labels, a["counts"], label_every=every, width=760, title="trips per " + a["resolution"]
+        )
+        body += (
+            f"<p class='meta'>per {a['resolution']}; trips outside the declared period: "
+            f"{_f(a['outliers'])}</p>"
+        )
+    elif name == "trips_per_weekday":
+        body = svg.bar_chart(list(WEEKDAYS), a["counts"], title="trips per weekday")
+    elif name == "trips_per_hour":
+        c = np.asarray(a["counts"]).reshape(2, 2, 24)
+        series = {
+            "weekday start": c[0, 0].tolist(),
+            "weekday end": c[1, 0].tolist(),
+            "weekend start": c[0, 1].tolist(),
+            "weekend end": c[1, 1].tolist(),
+        }
+        body = svg.line_chart(
+            [str(h) for h in range(24)], series, width=760, label_every=2, title="trips per hour"
+        )
+    elif name == "visits_per_tile":
+        vals = a["counts"]
+        order = np.argsort(-np.asarray(vals), kind="stable")[:10]
+        rank = _table(
+            ["rank", "tile", "visits"],
+            [[i + 1, tess["names"][j], vals[j]] for i, j in enumerate(order)],
+        )
+        body = (
+            "<div class='row'>"
+            + svg.choropleth(tess, vals, title="visits per tile")
+            + f"<div>{rank}<p class='meta'>outside the tessellation: {_f(a['outliers'])}</p>"
+            + "</div></div>"
+        )
+        body += _cum_ranking(vals, "tiles")
+    elif name == "visits_per_time_tile":
+        nw = len(doc["params"]["time_windows"])
+        k = len(tess["ids"])
+        c = np.asarray(a["counts"]).reshape(k, 2, nw)
+        tw = doc["params"]["time_windows"]
+        labels = [f"{tw[i]:02d}-{tw[(i + 1) % nw]:02d}h" for i in range(nw)]
+        cells = []
+        for dt, dname in ((0, "weekday"), (1, "weekend")):
+            for w in range(nw):
+                vals = c[:, dt, w].tolist()
+                m = svg.choropleth(
+                    tess, vals, width=190, height=160, title=f"{dname} {labels[w]}", legend=False
+                )
+                cells.append(f"<div>{dname} {labels[w]} (max {_f(max(vals))}){m}</div>")
+        body = (
+            f"<div class='small-maps'>{''.join(cells)}</div>"
+            f"<p class='meta'>outside the tessellation or without time: {_f(a['outliers'])}</p>"
+        )
+    elif name == "od_flows":
+        k = len(tess["ids"])
+        c = np.asarray(a["counts"])
+        top = np.argsort(-c, kind="stable")[: min(60, c.size)]
+        flows = [(int(i // k), int(i % k), float(c[i])) for i in top]
+        # the largest of N noise draws of scale b reaches about b ln N: flows below that
+        # may be noise alone (post-processing of noisy values and public parameters only)
+        floor = a["noise"]["counts"]["scale"] * float(np.log(max(c.size, 2)))
+        drawn = [f for f in flows if f[2] > floor] or flows[:10]
+        rank = _table(
+            ["rank", "origin", "destination", "trips"],
+            [
+                [r + 1, tess["names"][o], tess["names"][d], v]
+                for r, (o, d, v) in enumerate(flows[:10])
+            ],
+        )
+        body = (
+            "<div class='row'>"
+            + svg.flow_map(tess, drawn, title="largest OD flows")
+            + f"<div>{rank}<p class='meta'>trips with an end outside the tessellation: "
+            f"{_f(a['outliers'])}<br>map: the {len(drawn)} largest flows above the noise "
+            f"floor ≈ {_f(round(floor))} (noise alone reaches about scale × ln(cells) "
+            f"over {c.size:,} cells)</p></div></div>"
+            + _cum_ranking(list(map(float, c)), "OD pairs")
+        )
+    else:
+        edges, counts = a["edges"], a["counts"]
+        labels = [_f(e) for e in edges[:-1]] + ["outliers"]
+        every = max(1, len(labels) // 12)
+        five = a["five_number_summary"]
+        body = (
+            "<div class='row'><div>"
+            + svg.bar_chart(
+                labels,
+                [*counts, a["outliers"]],
+                highlight_last=True,
+                label_every=every,
+                title=f"histogram ({a['unit']})",
+            )
+            + "</div><div>"
+            + _table(["", a["unit"]], [[k, v] for k, v in five.items()])
+            + "</div></div>"
+            + svg.box_plot(five, edges[0], edges[-1], a["unit"])
+            + svg.cumulative(edges, counts, a["unit"])
+        )
+        body += (
+            f"<p class='meta'>bins of width {_f(a['bins']['width'])} {escape(a['unit'])} "
+            f"from {_f(edges[0])} to {_f(edges[-1])} (declared); outliers: "
+            f"{_f(a['outliers'])}</p>"
+        )
+    return f"<section id='{name}'><h2>{TITLES[name]}</h2>{_meta(a)}{body}</section>"
+
+
+def _cum_ranking(values: Sequence[float], what: str) -> str:
+    v = np.sort(np.clip(np.asarray(values, dtype=float), 0, None))[::-1]
+    total = v.sum() or 1.0
+    cum = (np.cumsum(v) / total).tolist()
+    n = len(cum)
+    pts = np.unique(np.linspace(0, n - 1, min(n, 60)).astype(int))
+    return svg.line_chart(
+        [str(i + 1) for i in pts],
+        {f"cumulative share by {what} rank": [cum[i] for i in pts]},
+        y_max=1.0,
+        label_every=max(1, len(pts) // 8),
+        height=170,
+        width=760,
+    )
+
+
+def render_report_html(doc: dict[str, Any]) -> str:
+    """The HTML page of a report document (from :func:`report_document` or its JSON)."""
+    p = doc["params"]
+    an = doc["analyses"]
+    warn = f"<p class='warn'>{escape(doc['warning'])}</p>" if doc.get("warning") else ""
+    budget_rows = [
+        [
+            TITLES[n],
+            an[n]["epsilon"],
+            p["weights"][n],
+            ", ".join(f"{k} {v}" for k, v in an[n]["sensitivity"].items()),
+            ", ".join(f"±{v:,}" for v in an[n]["margin_of_error_95"].values()) or "—",
+        ]
+        for n in p["analyses"]
+    ]
+    entries = doc.get("ledger_entries") or [doc.get("ledger_entry") or {}]
+    entry = entries[-1]
+    settings = _table(
+        ["setting", "value"],
+        [
+            ["ε (total)", doc["privacy"]["cost"]["epsilon"]],
+            ["unit of privacy", p["unit"]],
+            ["max trips per user (M)", p["max_trips_per_user"]],
+            ["study period", f"{p['period'][0]} to {p['period'][1]} (declared)"],
+            ["noise", f"{p['noise']} (secure sampler)" if doc["for_publication"] else p["noise"]],
+            ["time windows", ", ".join(str(h) for h in p["time_windows"])],
+            ["tiles", doc["domain"]["tiles"]],
+            [
+                "ledger entry",
+                f"#{entry.get('id', '?')} dataset {entry.get('dataset', '?')} "
+                f"at {entry.get('created_at', '?')}",
+            ],
+            ["software", f"privmob {doc['software']['version']}"],
+        ],
+    )
+    nav = "".join(f"<a href='#{n}'>{TITLES[n]}</a>" for n in p["analyses"])
+    sections = "".join(_section(n, an[n], doc) for n in p["analyses"])
+    return (
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width,initial-scale=1'>"
+        f"<title>privmob mobility report</title><style>{CSS}</style><script>{JS}</script>"
+        "</head><body><div id='js-errors'></div>"
+        f"<header><h1>Differentially private mobility report</h1><nav>{nav}</nav></header><main>"
+        f"{warn}<section id='privacy'><h2>Privacy settings</h2><div class='row'>{settings}"
+        f"<div>{_table(['analysis', 'ε', 'weight', 'L1 sensitivity', '95% margin'], budget_rows)}"
+        "</div></div><p class='meta'>Every count carries noise, zero cells and outliers cells "
+        "included; quantiles are chosen from the declared bin edges by the exponential "
+        "mechanism; all domains (tiles, time bins, histogram bins) are public.</p></section>"
+        f"{sections}</main>"
+        f"<script type='application/json' id='report-data'>{_embed(doc)}</script>"
+        "</body></html>"
+    )
+
+
+def _embed(doc: dict[str, Any]) -> str:
+    small = {k: v for k, v in doc.items() if k != "tessellation"}
+    return json.dumps(small).replace("</", "<\\/")

@@ -1,0 +1,107 @@
+"""``privmob density`` and ``privmob density-eval`` as a user runs them (in-process)."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from privmob.cli import main
+from privmob.data.density_synth import synthetic_city
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("density")
+    city = synthetic_city(5000, 40, 5, seed=3)
+    city.events[["uid", "time", "cell_id"]].rename(columns={"time": "datetime"}).to_csv(
+        d / "events.csv", index=False
+    )
+    city.towers.to_csv(d / "cells.csv", index=False)
+    city.zones.to_file(d / "zones.geojson", driver="GeoJSON")
+    return d
+
+
+def run(argv: list[str]) -> int:
+    try:
+        main(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    return 0
+
+
+def test_density_cli_writes_parquet_geojson_and_charges(files, tmp_path, capsys) -> None:
+    out = tmp_path / "out"
+    args = [
+        "density",
+        str(files / "events.csv"),
+        "--cells",
+        str(files / "cells.csv"),
+        "--zones",
+        str(files / "zones.geojson"),
+        "--epsilon",
+        "0.5",
+        "--delta",
+        "1e-5",
+        "--max-visits",
+        "20",
+        "--week",
+        "2026-03-02",
+        "-o",
+        str(out),
+        "--ledger",
+        str(tmp_path / "l.sqlite"),
+        "--budget",
+        "0.8",
+        "--seed",
+        "4",
+        "--quiet",
+    ]
+    assert run(args) == 0
+    tab = pd.read_parquet(out / "density.parquet")
+    assert len(tab) == 25 * 168
+    layer = json.loads((out / "density.geojson").read_text())
+    assert len(layer["features"]) == 25
+    assert len(layer["features"][0]["properties"]["counts"]) == 168
+    meta = json.loads((out / "metadata.json").read_text())
+    assert meta["privacy"]["cost"]["epsilon"] == pytest.approx(0.55)  # + out-of-domain cell
+    assert (out / "out_of_domain.parquet").exists()
+    assert "NOT FOR PUBLICATION" in meta["warning"]
+    # a second release would exceed the budget of 0.8: refused, exit code 2, nothing written
+    capsys.readouterr()
+    assert run([*args[:-4], "-o", str(tmp_path / "out2"), "--seed", "4", "--quiet"]) == 2
+    assert "budget" in capsys.readouterr().err.lower()
+    assert not (tmp_path / "out2" / "density.parquet").exists()
+
+
+def test_density_cli_bad_week_is_a_clear_error(files, tmp_path, capsys) -> None:
+    code = run(
+        [
+            "density",
+            str(files / "events.csv"),
+            "--cells",
+            str(files / "cells.csv"),
+            "--zones",
+            str(files / "zones.geojson"),
+            "-e",
+            "0.5",
+            "--week",
+            "next monday",
+            "--ledger",
+            str(tmp_path / "l.sqlite"),
+        ]
+    )
+    assert code == 2
+    assert "week start" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_density_eval_writes_table_and_plot(tmp_path) -> None:
+    out = tmp_path / "eval"
+    argv = ["density-eval", "--synthetic", "4000", "--towers", "30", "--grid", "4"]
+    argv += ["--epsilons", "0.5,1.0", "-r", "2", "--emd-hours", "12", "-o", str(out), "--quiet"]
+    assert run(argv) == 0
+    summary = pd.read_csv(out / "summary.csv")
+    assert set(summary["method"]) >= {"LPA", "EFPA", "EFPAG"}
+    assert (out / "density_eval.png").stat().st_size > 1000
