@@ -40,7 +40,7 @@ class StudyPeriod:
     def parse(
         cls, granularity: str, start: str | date | None, end: str | date | None
     ) -> StudyPeriod:
-        return cls(granularity, _to_datetime(start), _to_datetime(end))
+        return cls(granularity, parse_date(start), parse_date(end))
 
     @property
     def declared(self) -> bool:
@@ -90,7 +90,8 @@ class StudyPeriod:
         }
 
 
-def _to_datetime(value: str | date | None) -> datetime | None:
+def parse_date(value: str | date | None) -> datetime | None:
+    """A declared (public) date or datetime as a naive local datetime; None stays None."""
     if value is None or value == "":
         return None
     if isinstance(value, datetime):

@@ -13,6 +13,7 @@ from privmob.errors import ConfigError
 from privmob.privacy.costs import Unit
 from privmob.privacy.mechanisms import NoiseKind
 from privmob.privacy.quantiles import Bins
+from privmob.releases.periods import parse_date
 
 # the 15 analyses of dp_mobility_report, in report order
 ANALYSES: tuple[str, ...] = (
@@ -67,16 +68,12 @@ MISSING_COLUMNS: tuple[str, ...] = ("datetime", "lat", "lng")
 
 
 def _to_datetime(value: str | date | datetime) -> datetime:
-    if isinstance(value, datetime):
-        return value.replace(tzinfo=None)
-    if isinstance(value, date):
-        return datetime(value.year, value.month, value.day)
-    try:
-        return datetime.fromisoformat(str(value)).replace(tzinfo=None)
-    except ValueError as exc:
+    parsed = parse_date(value)
+    if parsed is None:
         raise ConfigError(
-            f"cannot read the date {value!r}", hint="use ISO dates like 2020-12-01"
-        ) from exc
+            "the study period needs a start and an end date", hint="use ISO dates like 2020-12-01"
+        )
+    return parsed
 
 
 @dataclass(frozen=True)
