@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -184,11 +186,17 @@ def noisy_max(
     if not r.for_publication:
         # exponential mechanism by Gumbel-max (tests only)
         return int(np.argmax(s / scale + r.generator.gumbel(size=s.size)))
+    meas = _noisy_max_measurement(scale)
+    return int(meas(s.tolist()))
+
+
+@lru_cache(maxsize=128)
+def _noisy_max_measurement(scale: float) -> Any:
+    """OpenDP's report-noisy-max (exponential noise) for one scale, built once."""
     dp = samplers._opendp()
-    meas = dp.m.make_noisy_max(
+    return dp.m.make_noisy_max(
         dp.vector_domain(dp.atom_domain(T=float, nan=False)),
         dp.linf_distance(T=float),
         dp.max_divergence(),
         scale=scale,
     )
-    return int(meas(s.tolist()))
