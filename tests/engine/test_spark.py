@@ -7,8 +7,6 @@ both respect the bound exactly instead). Needs Java: marked ``spark``; runs in C
 
 from __future__ import annotations
 
-import shutil
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -23,33 +21,6 @@ from privmob.releases.periods import StudyPeriod
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 NO_TRUNCATION = 10**6
-
-
-@pytest.fixture(scope="module")
-def spark_engine():
-    if shutil.which("java") is None:
-        pytest.skip("Java not found: the Spark engine needs Java 17")
-    pytest.importorskip("pyspark")
-    from privmob.engine.spark import SparkEngine
-
-    eng = SparkEngine(
-        master="local[2]",
-        conf={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"},
-    )
-    yield eng
-    eng.close()
-
-
-@pytest.fixture(scope="module")
-def synth_dir(tmp_path_factory):
-    from privmob.data.synth import default_tessellation, synth_events, synth_trips
-
-    d = tmp_path_factory.mktemp("synth")
-    tess = default_tessellation(36)
-    cfg = {"n_users": 60, "days": 3, "tessellation": tess, "seed": 7}
-    synth_trips(d / "trips.parquet", mean_trips_per_user=6.0, **cfg)
-    synth_events(d / "events.parquet", d / "cells.parquet", **cfg)
-    return d, tess
 
 
 def counts(engine, trips, tess, period, max_trips):
