@@ -10,6 +10,8 @@ do not depend on the choice) must be identical. Needs Java: marked ``spark``; ru
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -17,6 +19,8 @@ import pytest
 from privmob.data import load_events
 from privmob.data.sources import Loaded
 from privmob.engine import DuckDBEngine
+from privmob.prepare.presample import HOURS_PER_WEEK, density_counts
+from privmob.releases.landmark_counts import bounded_zone_counts, time_grid
 from privmob.releases.periods import StudyPeriod
 from privmob.releases.population import exact_home_counts
 
@@ -87,3 +91,56 @@ def test_population_home_counts_identical(synth_events_both, hand_made_both) -> 
         )
         assert duck.sum() == 40 and duck[K] > 0 and duck[K + 1] > 0  # outside and unknown
         np.testing.assert_array_equal(duck, spark)
+
+
+def test_landmark_bounded_zone_counts_identical(synth_events_both, hand_made_both) -> None:
+    loaded, tess = synth_events_both
+    cases = [
+        (loaded, tess.k, time_grid("2024-01-01", "2024-01-04", "1h")),
+        (hand_made_both, K, time_grid("2024-01-01", "2024-01-03", "3h")),
+    ]
+    for events, tiles, grid in cases:
+        (duck, duck_out), (spark, spark_out) = (
+            bounded_zone_counts(events[n], tiles=tiles, grid=grid, max_per_bin=10**6)
+            for n in ("duckdb", "spark")
+        )
+        assert duck.shape == (tiles + 1, len(grid)) and duck.sum() > 100
+        np.testing.assert_array_equal(duck, spark)
+        assert duck_out == spark_out
+    assert duck[tiles].sum() > 0 and duck_out > 0  # hand-made: outside the zones and period
+
+
+def test_density_presampling_counts_identical(engines, synth_events_both) -> None:
+    """Pre-sampling keeps one tower per user-hour (chosen by the keyed hash, which differs
+    between engines) and at most l visits per user. With l = 168 nothing is truncated: the
+    visit counts per hour, the totals and the outside cell are identical; per tower and hour
+    they are identical when every user-hour has one tower (the hand-made frame below)."""
+    loaded, tess = synth_events_both
+    frame = hand_made_frame()
+    hour = frame["time"].dt.floor("h")
+    frame["tile"] = frame.groupby(["uid", hour])["tile"].transform("first")  # one per hour
+    for eng in engines.values():
+        eng.register("pm_density_events", frame)
+    cases = [
+        ({n: loaded[n].view for n in engines}, tess.k, False),
+        ({n: "pm_density_events" for n in engines}, K, True),
+    ]
+    week = datetime(2024, 1, 1)
+    for relation, towers, one_tower_per_hour in cases:
+        duck, spark = (
+            density_counts(
+                engines[n], relation[n], towers, week, HOURS_PER_WEEK, 11, with_truth=True
+            )
+            for n in ("duckdb", "spark")
+        )
+        assert duck.total_visits > 100 and duck.hourly is not None and spark.hourly is not None
+        np.testing.assert_array_equal(duck.sampled, duck.hourly)  # l = 168 truncates nothing
+        np.testing.assert_array_equal(duck.sampled.sum(axis=0), spark.sampled.sum(axis=0))
+        np.testing.assert_array_equal(duck.hourly.sum(axis=0), spark.hourly.sum(axis=0))
+        assert (duck.total_visits, duck.outside) == (spark.total_visits, spark.outside)
+        # one uniformly chosen visit per user: the tower depends on the hash, the total does not
+        assert duck.one_visit.sum() == spark.one_visit.sum()
+        if one_tower_per_hour:
+            np.testing.assert_array_equal(duck.sampled, spark.sampled)
+            np.testing.assert_array_equal(duck.hourly, spark.hourly)
+    assert duck.outside > 0  # hand-made: visits before the week and outside the zones
