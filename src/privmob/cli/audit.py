@@ -19,7 +19,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from privmob.cli.common import LedgerOpt, QuietOpt, console, console_err
+from privmob.cli.common import LedgerOpt, QuietOpt, TileIdOpt, console, console_err
 from privmob.errors import ConfigError, InputError
 from privmob.privacy.costs import Unit
 
@@ -34,7 +34,6 @@ TripsOpt = Annotated[
     Path | None, typer.Option("--trips", help="trips/events input (any privmob input shape)")
 ]
 TessOpt = Annotated[Path | None, typer.Option("--tessellation", "-t", help="tiles for --trips")]
-TileIdOpt = Annotated[str | None, typer.Option("--tile-id", help="tile id column")]
 
 
 @contextmanager

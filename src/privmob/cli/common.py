@@ -68,6 +68,9 @@ DelimiterOpt = Annotated[
     str | None, typer.Option("--delimiter", help="CSV delimiter (default: detected)")
 ]
 EngineOpt = Annotated[str, typer.Option("--engine", help="duckdb (default) or spark")]
+TileIdOpt = Annotated[
+    str | None, typer.Option("--tile-id", help="tile id column of the tessellation")
+]
 MemoryLimitOpt = Annotated[
     str | None, typer.Option("--memory-limit", help="engine memory limit, e.g. 8GB")
 ]
@@ -149,3 +152,10 @@ def print_release_summary(release: Any, paths: list[Path], accountant: Any) -> N
     )
     if not release.for_publication:
         console.print("[bold red]NOT FOR PUBLICATION[/]: made with --seed (test noise)")
+
+
+def open_engine(engine: str, memory_limit: str | None) -> Any:
+    """The engine chosen on the command line, with its memory limit if one was given."""
+    from privmob.engine import make_engine
+
+    return make_engine(engine, **({"memory_limit": memory_limit} if memory_limit else {}))

@@ -65,9 +65,7 @@ def od(
             help="count each (origin, destination) at most once per user per period (seed 002)",
         ),
     ] = False,
-    id_column: Annotated[
-        str | None, typer.Option("--tile-id", help="tile id column of the tessellation")
-    ] = None,
+    id_column: c.TileIdOpt = None,
     columns: c.ColumnsOpt = None,
     delimiter: c.DelimiterOpt = None,
     timezone: c.TimezoneOpt = "UTC",
@@ -91,7 +89,6 @@ def od(
     """Release a differentially private origin-destination matrix (SPEC 4.1)."""
     from privmob.data import load_trips_any
     from privmob.data.tessellation import load_tessellation
-    from privmob.engine import make_engine
     from privmob.privacy.ledger import Ledger
     from privmob.releases.base import Accountant, refuse_existing_output, write_release
     from privmob.releases.od import od_matrix, od_precheck
@@ -118,7 +115,7 @@ def od(
     with c.Steps(quiet) as step:
         step("reading the tessellation")
         tess = load_tessellation(tessellation, id_column=id_column)
-        eng = make_engine(engine, **({"memory_limit": memory_limit} if memory_limit else {}))
+        eng = c.open_engine(engine, memory_limit)
         step("reading and validating the input")
         trips = load_trips_any(
             data,

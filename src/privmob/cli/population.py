@@ -38,9 +38,7 @@ def population(
             "towers' Voronoi cells, applied to noisy tower counts)",
         ),
     ] = "contain",
-    id_column: Annotated[
-        str | None, typer.Option("--tile-id", help="tile id column of the tessellation")
-    ] = None,
+    id_column: c.TileIdOpt = None,
     columns: c.ColumnsOpt = None,
     delimiter: c.DelimiterOpt = None,
     timezone: c.TimezoneOpt = "UTC",
@@ -60,7 +58,6 @@ def population(
     """
     from privmob.data.sources import load_events
     from privmob.data.tessellation import load_tessellation
-    from privmob.engine import make_engine
     from privmob.privacy.ledger import Ledger
     from privmob.releases.base import Accountant, refuse_existing_output, write_release
     from privmob.releases.periods import StudyPeriod
@@ -77,7 +74,7 @@ def population(
     with c.Steps(quiet) as step:
         step("reading the tessellation")
         tess = load_tessellation(tessellation, id_column=id_column)
-        eng = make_engine(engine, **({"memory_limit": memory_limit} if memory_limit else {}))
+        eng = c.open_engine(engine, memory_limit)
         step("reading and validating the events")
         events = load_events(
             data,

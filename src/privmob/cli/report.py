@@ -66,9 +66,7 @@ def report(
     time_windows: Annotated[
         str, typer.Option("--time-windows", help="hours starting the time windows")
     ] = "2,6,10,14,18,22",
-    id_column: Annotated[
-        str | None, typer.Option("--tile-id", help="tile id column of the tessellation")
-    ] = None,
+    id_column: c.TileIdOpt = None,
     columns: c.ColumnsOpt = None,
     delimiter: c.DelimiterOpt = None,
     timezone: c.TimezoneOpt = "UTC",
@@ -91,7 +89,6 @@ def report(
     """A differentially private mobility report: 15 analyses, one offline HTML + JSON."""
     from privmob.data.sources import load_trip_points
     from privmob.data.tessellation import load_tessellation
-    from privmob.engine import make_engine
     from privmob.privacy.ledger import Ledger
     from privmob.releases.base import Accountant
     from privmob.releases.report import ReportConfig, Tiles, mobility_report, report_cost
@@ -118,7 +115,7 @@ def report(
         step("reading the tessellation")
         tess = load_tessellation(tessellation, id_column=id_column)
         tiles = Tiles.from_tessellation(tess)
-        eng = make_engine(engine, **({"memory_limit": memory_limit} if memory_limit else {}))
+        eng = c.open_engine(engine, memory_limit)
         step("reading and validating the trip points")
         points = load_trip_points(
             data,

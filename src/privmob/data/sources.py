@@ -359,49 +359,30 @@ def tile_index(
                 "ELSE -1 END"
             )
             return expr, ""
-        name = _new_name("tiles")
-        engine.register(
-            name,
-            pa.table(
-                {
-                    "tile_key": pa.array([int(t) for t in ids], pa.int64()),
-                    "tile": pa.array(np.arange(len(ids), dtype=np.int32)),
-                }
-            ),
-        )
-        return (
-            f"COALESCE({alias}.tile, -1)",
-            f"LEFT JOIN {name} AS {alias} ON CAST({col} AS BIGINT) = {alias}.tile_key",
-        )
+        return _join_tile_keys(engine, [int(t) for t in ids], pa.int64(), "BIGINT", col, alias)
     if int_ids and (coltype in NUMERIC_TIME_TYPES or coltype.startswith("DECIMAL")):
         # integer ids stored as floats (3.0): compare numbers, not their text ("3.0" != "3")
-        name = _new_name("tiles")
-        engine.register(
-            name,
-            pa.table(
-                {
-                    "tile_key": pa.array([float(t) for t in ids], pa.float64()),
-                    "tile": pa.array(np.arange(len(ids), dtype=np.int32)),
-                }
-            ),
-        )
-        return (
-            f"COALESCE({alias}.tile, -1)",
-            f"LEFT JOIN {name} AS {alias} ON CAST({col} AS DOUBLE) = {alias}.tile_key",
-        )
+        return _join_tile_keys(engine, [float(t) for t in ids], pa.float64(), "DOUBLE", col, alias)
+    return _join_tile_keys(engine, [str(t) for t in ids], pa.string(), "VARCHAR", col, alias)
+
+
+def _join_tile_keys(
+    engine: Engine, keys: list[Any], arrow_type: pa.DataType, sql_type: str, col: str, alias: str
+) -> tuple[str, str]:
+    """Register ``tile_key -> tile index`` and LEFT JOIN ``col`` (cast to ``sql_type``) on it."""
     name = _new_name("tiles")
     engine.register(
         name,
         pa.table(
             {
-                "tile_key": pa.array([str(t) for t in ids], pa.string()),
-                "tile": pa.array(np.arange(len(ids), dtype=np.int32)),
+                "tile_key": pa.array(keys, arrow_type),
+                "tile": pa.array(np.arange(len(keys), dtype=np.int32)),
             }
         ),
     )
     return (
         f"COALESCE({alias}.tile, -1)",
-        f"LEFT JOIN {name} AS {alias} ON CAST({col} AS VARCHAR) = {alias}.tile_key",
+        f"LEFT JOIN {name} AS {alias} ON CAST({col} AS {sql_type}) = {alias}.tile_key",
     )
 
 
