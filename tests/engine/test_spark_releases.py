@@ -111,6 +111,17 @@ def test_landmark_bounded_zone_counts_identical(synth_events_both, hand_made_bot
         np.testing.assert_array_equal(duck, spark)
         assert duck_out == spark_out
     assert duck[tiles].sum() > 0 and duck_out > 0  # hand-made: outside the zones and period
+    # one event per user and bin: which event is kept differs, the count per bin does not
+    (duck, duck_out), (spark, spark_out) = (
+        bounded_zone_counts(hand_made_both[n], tiles=K, grid=grid, max_per_bin=1)
+        for n in ("duckdb", "spark")
+    )
+    frame = hand_made_frame()
+    in_period = (frame["time"] >= grid[0]) & (frame["time"] < grid[-1] + (grid[1] - grid[0]))
+    per_bin = frame[in_period].groupby(frame["time"].dt.floor("3h"))["uid"].nunique()
+    np.testing.assert_array_equal(duck.sum(axis=0), per_bin.reindex(grid, fill_value=0))
+    np.testing.assert_array_equal(duck.sum(axis=0), spark.sum(axis=0))
+    assert duck_out == spark_out == frame[~in_period]["uid"].nunique()
 
 
 def test_density_presampling_counts_identical(engines, synth_events_both) -> None:
@@ -147,6 +158,12 @@ def test_density_presampling_counts_identical(engines, synth_events_both) -> Non
             np.testing.assert_array_equal(duck.sampled, spark.sampled)
             np.testing.assert_array_equal(duck.hourly, spark.hourly)
     assert duck.outside > 0  # hand-made: visits before the week and outside the zones
+    # l = 5 truncates: which visits are kept differs, how many each user keeps does not
+    l5 = [
+        density_counts(engines[n], "pm_density_events", K, week, 5, 11) for n in ("duckdb", "spark")
+    ]
+    assert l5[0].sampled.sum() == l5[1].sampled.sum() < duck.sampled.sum()
+    assert l5[0].outside == l5[1].outside < duck.outside
 
 
 def report_points(n_users: int, seed: int) -> pd.DataFrame:
