@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +107,9 @@ def spark_session(
     master: str | None = None, conf: dict[str, str] | None = None, app_name: str = "privmob"
 ) -> Any:
     """Get or create a SparkSession with privmob's settings (UTC, naive timestamps)."""
+    # pyspark warns that it has not been tested with pandas >= 3; privmob's Spark tests cover
+    # the paths it uses, so the warning only clutters the command line
+    warnings.filterwarnings("ignore", category=FutureWarning, module=r"pyspark(\..*)?")
     try:
         from pyspark.sql import SparkSession
     except ImportError as exc:  # pragma: no cover - depends on the installation
