@@ -122,14 +122,12 @@ def test_same_sql_runs_on_spark() -> None:
         .config("spark.sql.session.timeZone", "UTC")
         .getOrCreate()
     )
-    try:
-        df = pd.DataFrame(ROWS, columns=["uid", "time", "tile"])
-        df["time"] = pd.to_datetime(df["time"])
-        spark.createDataFrame(df).createOrReplaceTempView("ev_test")
-        q = f"SELECT uid, origin, destination FROM ({hourly_trips_sql('ev_test', SPARK)}) t"
-        got = sorted(tuple(int(v) for v in r) for r in spark.sql(q).collect())
-        assert got == [(1, 0, 1), (1, 1, 2), (2, 5, 4)]
-        h = spark.sql(home_cells_sql("ev_test", SPARK, 6)).collect()
-        assert sum(r["n"] for r in h) == 2
-    finally:
-        spark.stop()
+    # getOrCreate may return the session other tests share: use it, never stop it here
+    df = pd.DataFrame(ROWS, columns=["uid", "time", "tile"])
+    df["time"] = pd.to_datetime(df["time"])
+    spark.createDataFrame(df).createOrReplaceTempView("ev_test")
+    q = f"SELECT uid, origin, destination FROM ({hourly_trips_sql('ev_test', SPARK)}) t"
+    got = sorted(tuple(int(v) for v in r) for r in spark.sql(q).collect())
+    assert got == [(1, 0, 1), (1, 1, 2), (2, 5, 4)]
+    h = spark.sql(home_cells_sql("ev_test", SPARK, 6)).collect()
+    assert sum(r["n"] for r in h) == 2

@@ -304,8 +304,9 @@ def test_metadata_keeps_only_known_notes(ledger, monkeypatch):
     monkeypatch.setattr(lm, "perturb_series", leaky)
     ledger.set_budget("s", 100.0, unit=Unit.LANDMARK)
     acct = Accountant(ledger, "s")
-    rel = lm.publish_series(np.arange(10.0), [2], 1.0, "skip", sensitivity=1.0,
-                            accountant=acct, rng=1)
+    rel = lm.publish_series(
+        np.arange(10.0), [2], 1.0, "skip", sensitivity=1.0, accountant=acct, rng=1
+    )
     notes = rel.metadata()["warnings"]
     assert lm.SKIP_WARNING in notes
     assert not any("123456" in n for n in notes)

@@ -192,10 +192,16 @@ class SparkEngine:
         return list(self.spark.table(name).columns)
 
     def close(self) -> None:
-        """Drop cached tables; the session stays (it may be shared)."""
-        for df in self._cached:
+        """Drop cached tables; the session stays (it may be shared).
+
+        If the shared session was already stopped elsewhere, its caches are gone with it and
+        there is nothing left to drop.
+        """
+        cached, self._cached = self._cached, []
+        if self.spark.sparkContext._jsc is None:  # the SparkContext was stopped
+            return
+        for df in cached:
             df.unpersist()
-        self._cached.clear()
 
     def __enter__(self) -> SparkEngine:
         return self
