@@ -65,6 +65,18 @@ class Loaded:
     base: Loaded | None = None
     derive: Callable[[Loaded], Loaded] | None = None
 
+    def derived(self, view: str, shape: str, derive: Callable[[Loaded], Loaded]) -> Loaded:
+        """A relation built from this one by ``derive`` (which can rebuild it per bucket)."""
+        return Loaded(
+            view,
+            self.source,
+            shape,
+            self.engine,
+            self.engine.columns(view),
+            base=self,
+            derive=derive,
+        )
+
 
 def _new_name(prefix: str) -> str:
     return f"pm_{prefix}_{next(_counter)}"
@@ -601,15 +613,7 @@ def trips_from_points(points: Loaded) -> Loaded:
             f"FROM {points.view} GROUP BY uid, tid"
         ),
     )
-    return Loaded(
-        view,
-        points.source,
-        "trips",
-        points.engine,
-        points.engine.columns(view),
-        base=points,
-        derive=trips_from_points,
-    )
+    return points.derived(view, "trips", trips_from_points)
 
 
 def load_trips(

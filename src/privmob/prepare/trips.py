@@ -41,15 +41,7 @@ def consecutive_event_trips(events: Loaded) -> Loaded:
             "WHERE next_tile IS NOT NULL AND next_tile <> tile"
         ),
     )
-    return Loaded(
-        view,
-        events.source,
-        "trips",
-        events.engine,
-        events.engine.columns(view),
-        base=events,
-        derive=consecutive_event_trips,
-    )
+    return events.derived(view, "trips", consecutive_event_trips)
 
 
 def hourly_modal_sql(events: str, dialect: Dialect) -> str:
@@ -94,14 +86,8 @@ def hourly_trips(events: Loaded, *, consecutive_hours: bool = False) -> Loaded:
     view = _new_name("trips")
     sql = hourly_trips_sql(events.view, events.engine.dialect, consecutive_hours=consecutive_hours)
     events.engine.create_view(view, sql)
-    return Loaded(
-        view,
-        events.source,
-        "trips",
-        events.engine,
-        events.engine.columns(view),
-        base=events,
-        derive=lambda e: hourly_trips(e, consecutive_hours=consecutive_hours),
+    return events.derived(
+        view, "trips", lambda e: hourly_trips(e, consecutive_hours=consecutive_hours)
     )
 
 
