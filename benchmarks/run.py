@@ -25,45 +25,13 @@ import os
 import platform
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out"
-T = 10
-DAYS = 28
-RELEASES = ("od-daily-events", "od-trips")
-
-
-# -- data ---------------------------------------------------------------------------------------
-
-
-def data_for(release: str, n: int) -> tuple[Path, Path | None, Path]:
-    """Synthetic input with about ``n`` records (cached in benchmarks/out/)."""
-    from privmob.data.synth import default_tessellation, synth_events, synth_trips
-
-    OUT.mkdir(exist_ok=True)
-    tess_path = OUT / "grid263.geojson"
-    tess = default_tessellation(263)
-    if not tess_path.exists():
-        tess.gdf.to_file(tess_path, driver="GeoJSON")
-    t0 = time.perf_counter()
-    if release == "od-trips":
-        path = OUT / f"trips_{n}.parquet"
-        if not path.exists():
-            synth_trips(path, n_users=max(1, n // 20), days=DAYS, tessellation=tess, seed=1)
-        cells = None
-    else:
-        path, cells = OUT / f"events_{n}.parquet", OUT / f"events_{n}.cells.parquet"
-        if not path.exists():
-            synth_events(
-                path, cells, n_users=max(1, n // (5 * DAYS)), days=DAYS, tessellation=tess, seed=1
-            )
-    if time.perf_counter() - t0 > 1:
-        print(f"  generated {path.name} in {time.perf_counter() - t0:.0f}s", flush=True)
-    return path, cells, tess_path
-
+sys.path.insert(0, str(HERE))
+from suite import DAYS, RELEASES, SPARK, T, data_for, run_floor, timed_privmob  # noqa: E402
 
 # -- children -----------------------------------------------------------------------------------
 
@@ -92,73 +60,14 @@ def peak_gb(include_children: bool = False) -> float:
 
 
 def child_floor(release: str, path: str, cells: str, tess_path: str) -> dict[str, float]:
-    import duckdb
-    import pyarrow as pa
-
-    from privmob.data.tessellation import load_tessellation
-
-    con = duckdb.connect()
-    t0 = time.perf_counter()
-    if release == "od-trips":
-        sql = f"""
-            SELECT origin, destination, count(*) AS n FROM (
-              SELECT origin, destination, row_number() OVER (
-                  PARTITION BY uid ORDER BY hash(uid, tid, 12345)) AS r
-              FROM read_parquet('{path}')) WHERE r <= {T} GROUP BY ALL"""
-    else:
-        tess = load_tessellation(tess_path)
-        ct = con.execute(f"SELECT cell_id, lat, lng FROM read_parquet('{cells}')").df()
-        ct["tile"] = tess.assign(ct["lng"].to_numpy(), ct["lat"].to_numpy())
-        tiles = pa.Table.from_pandas(ct[["cell_id", "tile"]], preserve_index=False)  # noqa: F841
-        sql = f"""
-            WITH ev AS (SELECT e.uid, e.datetime AS time, c.tile FROM read_parquet('{path}') e
-                        JOIN tiles c ON e.cell_id = c.cell_id),
-            tr AS (SELECT uid, time, tile, lead(tile) OVER w AS nt, row_number() OVER w AS seq
-                   FROM ev WINDOW w AS (PARTITION BY uid ORDER BY time, tile)),
-            b AS (SELECT time, tile, nt, row_number() OVER (
-                      PARTITION BY uid ORDER BY hash(uid, seq, 12345)) AS r
-                  FROM tr WHERE nt IS NOT NULL AND nt <> tile)
-            SELECT CAST(time AS DATE) AS d, tile, nt, count(*) AS n FROM b WHERE r <= {T}
-            GROUP BY ALL"""
-    groups = len(con.execute(sql).fetchall())
-    return {"seconds": time.perf_counter() - t0, "groups": groups, "peak_gb": peak_gb()}
+    return {**run_floor(release, path, cells, tess_path), "peak_gb": peak_gb()}
 
 
 def child_privmob(
     release: str, path: str, cells: str, tess_path: str, engine_name: str, memory_limit: str
 ) -> dict[str, float]:
-    from privmob.data import load_trips_any
-    from privmob.data.tessellation import load_tessellation
-    from privmob.engine import make_engine
-    from privmob.privacy.ledger import Ledger
-    from privmob.releases.base import Accountant, write_release
-    from privmob.releases.od import od_matrix
-    from privmob.releases.periods import StudyPeriod
-
-    options: dict[str, object] = {}
-    if engine_name == "spark":
-        options = {"master": "local[2]", "conf": {"spark.sql.shuffle.partitions": "8"}}
-    if memory_limit:
-        options["memory_limit"] = memory_limit
-    eng = make_engine(engine_name, **options)
-    t0 = time.perf_counter()
-    tess = load_tessellation(tess_path)
-    with tempfile.TemporaryDirectory() as tmp:
-        acct = Accountant(Ledger(Path(tmp) / "l.sqlite"), "bench", budget=10.0)
-        if release == "od-trips":
-            trips = load_trips_any(path, engine=eng, tessellation=tess, shape="trips")
-            period = StudyPeriod()
-        else:
-            trips = load_trips_any(
-                path, engine=eng, tessellation=tess, shape="events", cells=cells or None
-            )
-            period = StudyPeriod.parse("day", "2024-01-01", f"2024-01-{DAYS + 1:02d}")
-        rel = od_matrix(
-            trips, tessellation=tess, epsilon=1.0, accountant=acct, max_trips=T, period=period
-        )
-        write_release(rel, Path(tmp) / "od")
-    seconds = time.perf_counter() - t0
-    return {"seconds": seconds, "cells": len(rel.tables["od"]), "peak_gb": peak_gb(True)}
+    res = timed_privmob(release, path, cells, tess_path, engine_name, memory_limit)
+    return {**res, "peak_gb": peak_gb(True)}
 
 
 def run_child(*args: str) -> dict[str, float]:
@@ -208,12 +117,12 @@ def main() -> None:
     for release in args.releases:
         for n in sorted({int(x) for x in args.sizes + args.spark_sizes}):
             print(f"{release} {n:,} records", flush=True)
-            path, cells, tess = data_for(release, n)
+            path, cells, tess = data_for(release, n, OUT)
             common = (release, str(path), str(cells or ""), str(tess))
             floor = run_child("floor", *common)
             duck = run_child("privmob", *common, "duckdb", args.memory_limit)
             spark = None
-            if n in {int(x) for x in args.spark_sizes}:
+            if n in {int(x) for x in args.spark_sizes} and release in SPARK:
                 spark = run_child("privmob", *common, "spark", "")
             floor_txt = f"{floor['seconds']:.1f} s" if "seconds" in floor else "failed"
             line = f"| {release} | {n:,} | {floor_txt} {fmt(duck, floor)}{fmt(spark, floor)}|"

@@ -1,0 +1,375 @@
+"""The releases of the benchmark suite (benchmarks/run.py): input, floor, privmob run.
+
+For every release there are three pieces, all on the same synthetic file:
+
+* ``data``: the input kind (``events`` + cells table, one-row ``trips``, trip ``points``);
+* the **floor**: a bare DuckDB query written by hand doing the same bounded work as the
+  release (same bounding rule, same group-by, same tile assignment) and nothing else: no
+  validation, no dense public domain, no noise, no ledger, no output files;
+* the **privmob** run: the release through its Python API (validation, tiles, bounding, dense
+  counts, secure noise, ledger charge, output files), on DuckDB or Spark local.
+
+What each floor computes (``FLOORS`` below):
+
+* od-trips: T trips per user (keyed hash), GROUP BY origin, destination;
+* od-daily-events: tiles of the cells, consecutive-event trips (LEAD), T trips per user,
+  GROUP BY day, origin, destination;
+* population: the most frequent night tile per user (20:00-06:00, ties to the smaller tile),
+  users without a night event as "unknown", GROUP BY home cell;
+* series-counts: hourly bins over the 28 days (+ one out-of-period bin), at most 1 event per
+  user and bin (keyed hash), GROUP BY tile, bin;
+* density: the pre-sampling (one tower per user and hour by keyed hash, at most l = 30 hourly
+  visits per user and week by keyed hash), GROUP BY tower, hour. privmob also counts the
+  one-visit totals, the number of visits and the out-of-domain cell (three more small
+  queries over the materialised visits and one over the input): they are not in the floor;
+* report: the floor is the bounded trips table (trip ends per (uid, tid), M trips per user by
+  keyed hash) and three of the report's count group-bys over it: OD flows, visits per tile and
+  trips per day. The report runs 16 count vectors (histograms, per-user statistics with a
+  radius of gyration, ...): the floor is a lower bound on its relational work, not all of it.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+T = 10  # trips per user (OD, report)
+DAYS = 28
+START, END = "2024-01-01", f"2024-01-{DAYS + 1:02d}"
+L_VISITS = 30  # density: hourly visits per user and week
+EPSILON = 1.0
+KEY = 12345  # floors: a fixed key (the bounding cost does not depend on it)
+
+RELEASES = ("od-daily-events", "od-trips", "population", "series-counts", "density", "report")
+DATA = {
+    "od-daily-events": "events",
+    "od-trips": "trips",
+    "population": "events",
+    "series-counts": "events",
+    "density": "events",
+    "report": "points",
+}
+SPARK = set(RELEASES)  # every release runs on Spark through the Python API
+
+# -- data ---------------------------------------------------------------------------------------
+
+
+def data_for(release: str, n: int, out: Path) -> tuple[Path, Path | None, Path]:
+    """Synthetic input with about ``n`` records (cached in ``out``)."""
+    from privmob.data.synth import (
+        default_tessellation,
+        synth_events,
+        synth_trip_points,
+        synth_trips,
+    )
+
+    out.mkdir(exist_ok=True)
+    tess_path = out / "grid263.geojson"
+    if not tess_path.exists():
+        default_tessellation(263).gdf.to_file(tess_path, driver="GeoJSON")
+    tess = None
+    t0 = time.perf_counter()
+    kind = DATA[release]
+    cells = None
+    if kind == "trips":
+        path = out / f"trips_{n}.parquet"
+        if not path.exists():
+            tess = default_tessellation(263)
+            synth_trips(path, n_users=max(1, n // 20), days=DAYS, tessellation=tess, seed=1)
+    elif kind == "points":  # 10 trips per user, two points per trip (as bench_report.py)
+        path = out / f"trip_points_{n}.parquet"
+        if not path.exists():
+            tess = default_tessellation(263)
+            synth_trip_points(
+                path,
+                n_users=max(1, n // 20),
+                mean_trips_per_user=10.0,
+                trips_sigma=0.0,
+                extra_points_per_trip=0.0,
+                days=DAYS,
+                start=START,
+                tessellation=tess,
+                seed=1,
+            )
+    else:
+        path, cells = out / f"events_{n}.parquet", out / f"events_{n}.cells.parquet"
+        if not path.exists():
+            tess = default_tessellation(263)
+            synth_events(
+                path, cells, n_users=max(1, n // (5 * DAYS)), days=DAYS, tessellation=tess, seed=1
+            )
+    if time.perf_counter() - t0 > 1:
+        print(f"  generated {path.name} in {time.perf_counter() - t0:.0f}s", flush=True)
+    return path, cells, tess_path
+
+
+# -- floors -------------------------------------------------------------------------------------
+
+
+def _cell_tiles(con: Any, cells: str, tess_path: str, sites: bool = False) -> Any:
+    """cell_id -> tile index (point in polygon, as privmob does), or -> site index (density)."""
+    import numpy as np
+    import pyarrow as pa
+
+    ct = con.execute(f"SELECT cell_id, lat, lng FROM read_parquet('{cells}')").df()
+    if sites:  # every distinct tower position is a site (privmob's SiteIndex)
+        key = ct["lng"].round(7).astype(str) + ":" + ct["lat"].round(7).astype(str)
+        tile = key.map({k: i for i, k in enumerate(dict.fromkeys(key))}).to_numpy(np.int32)
+    else:
+        from privmob.data.tessellation import load_tessellation
+
+        tile = load_tessellation(tess_path).assign(ct["lng"].to_numpy(), ct["lat"].to_numpy())
+    return pa.table({"cell_id": ct["cell_id"].to_numpy(), "tile": np.asarray(tile, np.int32)})
+
+
+def _events(path: str) -> str:
+    return (
+        f"SELECT e.uid, CAST(e.datetime AS TIMESTAMP) AS time, c.tile "
+        f"FROM read_parquet('{path}') e JOIN tiles c ON e.cell_id = c.cell_id"
+    )
+
+
+def floor_od_trips(con: Any, path: str, cells: str, tess_path: str) -> str:
+    return f"""
+        SELECT origin, destination, count(*) AS n FROM (
+          SELECT origin, destination, row_number() OVER (
+              PARTITION BY uid ORDER BY hash(uid, tid, {KEY})) AS r
+          FROM read_parquet('{path}')) WHERE r <= {T} GROUP BY ALL"""
+
+
+def floor_od_daily_events(con: Any, path: str, cells: str, tess_path: str) -> str:
+    tiles = _cell_tiles(con, cells, tess_path)
+    con.register("tiles", tiles)
+    return f"""
+        WITH ev AS ({_events(path)}),
+        tr AS (SELECT uid, time, tile, lead(tile) OVER w AS nt, row_number() OVER w AS seq
+               FROM ev WINDOW w AS (PARTITION BY uid ORDER BY time, tile)),
+        b AS (SELECT time, tile, nt, row_number() OVER (
+                  PARTITION BY uid ORDER BY hash(uid, seq, {KEY})) AS r
+              FROM tr WHERE nt IS NOT NULL AND nt <> tile)
+        SELECT CAST(time AS DATE) AS d, tile, nt, count(*) AS n FROM b WHERE r <= {T}
+        GROUP BY ALL"""
+
+
+def floor_population(con: Any, path: str, cells: str, tess_path: str) -> str:
+    con.register("tiles", _cell_tiles(con, cells, tess_path))
+    return f"""
+        WITH ev AS ({_events(path)}),
+        nc AS (SELECT uid, tile, count(*) AS n FROM ev
+               WHERE hour(time) >= 20 OR hour(time) < 6 GROUP BY uid, tile),
+        h AS (SELECT uid, tile FROM (SELECT uid, tile, row_number() OVER (
+                  PARTITION BY uid ORDER BY n DESC, tile) AS r FROM nc) WHERE r = 1),
+        u AS (SELECT DISTINCT uid FROM ev)
+        SELECT coalesce(h.tile, -2) AS home, count(*) AS n FROM u LEFT JOIN h ON u.uid = h.uid
+        GROUP BY 1"""
+
+
+def floor_series_counts(con: Any, path: str, cells: str, tess_path: str) -> str:
+    con.register("tiles", _cell_tiles(con, cells, tess_path))
+    bins = DAYS * 24
+    return f"""
+        WITH ev AS ({_events(path)}),
+        b AS (SELECT uid, time, tile, CASE WHEN time >= TIMESTAMP '{START}'
+                  AND time < TIMESTAMP '{END}' THEN CAST(floor((epoch(time)
+                  - epoch(TIMESTAMP '{START}')) / 3600) AS BIGINT) ELSE {bins} END AS bin
+              FROM ev),
+        r AS (SELECT tile, bin, row_number() OVER (
+                  PARTITION BY uid, bin ORDER BY hash({KEY}, uid, time, tile)) AS r FROM b)
+        SELECT tile, bin, count(*) AS n FROM r WHERE r <= 1 GROUP BY ALL"""
+
+
+def floor_density(con: Any, path: str, cells: str, tess_path: str) -> str:
+    con.register("tiles", _cell_tiles(con, cells, tess_path, sites=True))
+    return f"""
+        WITH ev AS ({_events(path)}),
+        w AS (SELECT DISTINCT uid, CAST(floor((epoch(time) - epoch(TIMESTAMP '{START}'))
+                  / 3600) AS INT) AS hour, tile AS tower FROM ev
+              WHERE time >= TIMESTAMP '{START}' AND time < TIMESTAMP '{START}' + INTERVAL 7 DAY),
+        h AS (SELECT uid, hour, tower FROM (SELECT w.*, row_number() OVER (
+                  PARTITION BY uid, hour ORDER BY hash({KEY}, uid, hour, tower)) AS p FROM w)
+              WHERE p = 1),
+        s AS (SELECT tower, hour, row_number() OVER (
+                  PARTITION BY uid ORDER BY hash({KEY + 1}, uid, hour)) AS rnk FROM h)
+        SELECT tower, hour, count(*) AS n FROM s WHERE rnk <= {L_VISITS} GROUP BY ALL"""
+
+
+def floor_report(con: Any, path: str, cells: str, tess_path: str) -> str:
+    import numpy as np
+    import pyarrow as pa
+
+    from privmob.data.tessellation import load_tessellation
+
+    xy = con.execute(f"SELECT DISTINCT lng, lat FROM read_parquet('{path}')").df()
+    tile = load_tessellation(tess_path).assign(xy["lng"].to_numpy(), xy["lat"].to_numpy())
+    con.register(
+        "coords",
+        pa.table({"lng": xy["lng"], "lat": xy["lat"], "tile": np.asarray(tile, np.int32)}),
+    )
+    con.execute(f"""
+        CREATE TEMP TABLE tr AS SELECT * FROM (
+          SELECT *, row_number() OVER (PARTITION BY uid ORDER BY hash({KEY}, uid, tid)) AS r
+          FROM (SELECT p.uid, p.tid, min(CAST(p.datetime AS TIMESTAMP)) AS st,
+                  arg_min(c.tile, p.datetime) AS o, arg_max(c.tile, p.datetime) AS d
+                FROM read_parquet('{path}') p JOIN coords c ON p.lng = c.lng AND p.lat = c.lat
+                GROUP BY p.uid, p.tid)) WHERE r <= {T}""")
+    return """
+        SELECT 0 AS q, o AS a, d AS b, count(*) AS n FROM tr GROUP BY ALL
+        UNION ALL SELECT 1, o, 0, count(*) FROM (SELECT o FROM tr UNION ALL SELECT d FROM tr)
+            GROUP BY ALL
+        UNION ALL SELECT 2, CAST(datediff('day', TIMESTAMP '2024-01-01', st) AS INT), 0,
+            count(*) FROM tr GROUP BY ALL"""
+
+
+FLOORS: dict[str, Callable[[Any, str, str, str], str]] = {
+    "od-trips": floor_od_trips,
+    "od-daily-events": floor_od_daily_events,
+    "population": floor_population,
+    "series-counts": floor_series_counts,
+    "density": floor_density,
+    "report": floor_report,
+}
+
+
+def run_floor(release: str, path: str, cells: str, tess_path: str) -> dict[str, float]:
+    """Time the floor (connection, tile assignment and query; the imports are not counted)."""
+    import duckdb
+
+    import privmob.data.tessellation  # noqa: F401 (import time is not the floor's)
+
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    t0 = time.perf_counter()
+    sql = FLOORS[release](con, path, cells, tess_path)
+    groups = len(con.execute(sql).fetchall())
+    return {"seconds": time.perf_counter() - t0, "groups": groups}
+
+
+# -- privmob ------------------------------------------------------------------------------------
+
+
+def make_engine_for(engine_name: str, memory_limit: str) -> Any:
+    from privmob.engine import make_engine
+
+    options: dict[str, object] = {}
+    if engine_name == "spark":
+        options = {"master": "local[2]", "conf": {"spark.sql.shuffle.partitions": "8"}}
+    if memory_limit:
+        options["memory_limit"] = memory_limit
+    return make_engine(engine_name, **options)
+
+
+def run_privmob(
+    release: str, path: str, cells: str, tess_path: str, eng: Any, tmp: Path
+) -> dict[str, Any]:
+    """The whole release through its Python API; returns the number of published cells."""
+    from privmob.privacy.ledger import Ledger
+    from privmob.releases.base import Accountant, write_release
+
+    acct = Accountant(Ledger(tmp / "l.sqlite"), "bench", budget=1e6)
+    if release == "density":
+        return _density(path, cells, tess_path, eng, acct, tmp)
+    if release == "report":
+        return _report(path, tess_path, eng, acct, tmp)
+    from privmob.data.tessellation import load_tessellation
+
+    tess = load_tessellation(tess_path)
+    if release.startswith("od-"):
+        from privmob.data import load_trips_any
+        from privmob.releases.od import od_matrix
+        from privmob.releases.periods import StudyPeriod
+
+        if release == "od-trips":
+            trips = load_trips_any(path, engine=eng, tessellation=tess, shape="trips")
+            period = StudyPeriod()
+        else:
+            trips = load_trips_any(path, engine=eng, tessellation=tess, shape="events", cells=cells)
+            period = StudyPeriod.parse("day", START, END)
+        rel = od_matrix(
+            trips, tessellation=tess, epsilon=EPSILON, accountant=acct, max_trips=T, period=period
+        )
+    else:
+        from privmob.data import load_events
+
+        events = load_events(path, engine=eng, tessellation=tess, cells=cells)
+        if release == "population":
+            from privmob.releases.population import population_counts
+
+            rel = population_counts(events, tessellation=tess, epsilon=EPSILON, accountant=acct)
+        else:  # series-counts, as `privmob series-counts` (hourly bins, 1 event per bin)
+            from privmob.releases.base import Accountant
+            from privmob.releases.landmark import SCHEME_UNIT, Scheme
+            from privmob.releases.landmark_counts import publish_zone_counts, time_grid
+
+            led = acct.ledger
+            led.set_budget("series", 1e6, 0.0, SCHEME_UNIT[Scheme.UNIFORM])
+            acct = Accountant(led, "series")
+            rel = publish_zone_counts(
+                events,
+                tile_ids=tess.tile_ids,
+                grid=time_grid(START, END, "1h"),
+                max_per_bin=1,
+                landmarks=[],
+                epsilon=EPSILON,
+                scheme="uniform",
+                accountant=acct,
+            )
+    write_release(rel, tmp / "out")
+    return {"cells": int(sum(len(t) for t in rel.tables.values()))}
+
+
+def _density(path: str, cells: str, tess_path: str, eng: Any, acct: Any, tmp: Path) -> dict:
+    """As `privmob density` (EFPA, l = 30, minimum cover), the week starting on day 1."""
+    from privmob.cli.density import load_density_inputs
+    from privmob.releases.base import write_release
+    from privmob.releases.density import DensityConfig, density_release
+
+    name = "spark" if type(eng).__name__.startswith("Spark") else "duckdb"
+    if name == "spark":  # load_density_inputs builds its own engine from these
+        os.environ["PRIVMOB_SPARK_MASTER"] = "local[2]"
+        os.environ["PRIVMOB_SPARK_CONF"] = "spark.sql.shuffle.partitions=8"
+    inp = load_density_inputs(
+        Path(path),
+        Path(cells),
+        Path(tess_path),
+        zone_id=None,
+        week=START,
+        cover=True,
+        timezone="UTC",
+        columns=None,
+        step=lambda _m: None,
+        engine=name,
+    )
+    config = DensityConfig(EPSILON, max_visits=L_VISITS)
+    rel = density_release(inp.engine, inp.events, inp.geometry, config, inp.week_start, acct)
+    write_release(rel, tmp / "out")
+    return {"cells": int(sum(len(t) for t in rel.tables.values()))}
+
+
+def _report(path: str, tess_path: str, eng: Any, acct: Any, tmp: Path) -> dict:
+    """As `privmob report` (all analyses, M = T, the 28 days), HTML + JSON + Parquet out."""
+    from privmob.data.sources import load_trip_points
+    from privmob.data.tessellation import load_tessellation
+    from privmob.releases.report import ReportConfig, Tiles, mobility_report
+    from privmob.render.report_files import write_report
+
+    tess = load_tessellation(tess_path)
+    view = load_trip_points(path, engine=eng, tessellation=tess).view
+    cfg = ReportConfig.build(epsilon=EPSILON, max_trips=T, period=(START, END))
+    rel = mobility_report(eng, view, Tiles.from_tessellation(tess), cfg, acct)
+    write_report(rel, tmp / "report.html")
+    return {"cells": int(sum(len(t) for t in rel.tables.values()))}
+
+
+def timed_privmob(
+    release: str, path: str, cells: str, tess_path: str, engine_name: str, memory_limit: str
+) -> dict[str, Any]:
+    """Engine start, then the release (its imports included: they are a per-release cost)."""
+    eng = make_engine_for(engine_name, memory_limit)
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        res = run_privmob(release, path, cells, tess_path, eng, Path(tmp))
+    return {"seconds": time.perf_counter() - t0, **res}
