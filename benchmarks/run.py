@@ -71,8 +71,12 @@ def child_privmob(
 
 
 def run_child(*args: str) -> dict[str, float]:
+    # cached bytecode, as any installed package has (this sandbox sets PYTHONDONTWRITEBYTECODE,
+    # which recompiles pandas, geopandas, ... on every start of floor and privmob alike)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     res = subprocess.run(
         [sys.executable, str(Path(__file__)), "--child", *args],
+        env=env,
         check=False,
         capture_output=True,
         text=True,

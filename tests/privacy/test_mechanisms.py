@@ -124,3 +124,37 @@ def test_noisy_max_follows_the_exponential_mechanism():
     # the secure path picks the clear winner most of the time
     secure = [noisy_max(np.array([0.0, 0.0, 50.0]), 1.0, 1.0) for _ in range(50)]
     assert secure.count(2) >= 48
+
+
+@pytest.mark.parametrize("kind", list(NoiseKind))
+def test_add_later_secure_is_values_plus_noise_of_the_right_scale(kind):
+    """Noise drawn in the background (secure source) has the same law as ``add`` and is
+    added to the values given later; false-failure rate 1e-4 per kind (chi-square)."""
+    b, n = 2.0, 40_000
+    values = np.arange(n, dtype=np.int64) % 7
+    x = Noise(kind, b).add_later(n)(values) - values
+    assert x.dtype == np.int64
+    if kind is NoiseKind.DISCRETE_LAPLACE:
+        pmf, wrong = (lambda k: dlap_pmf(k, b)), (lambda k: dlap_pmf(k, 2 * b))
+    elif kind is NoiseKind.DISCRETE_GAUSSIAN:
+        pmf, wrong = (lambda k: dgauss_pmf(k, b)), (lambda k: dgauss_pmf(k, b / 2))
+    else:  # rounded Laplace: P(|x| > a) within 5 standard errors, and 2b rejected
+        for a in (0, 2, 5):
+            p, p2 = Noise(kind, b).tail(a), Noise(kind, 2 * b).tail(a)
+            se = math.sqrt(p * (1 - p) / n)
+            assert abs(np.mean(np.abs(x) > a) - p) < 5 * se
+        assert abs(np.mean(np.abs(x) > 2) - p2) > 5 * se
+        return
+    assert chi2_pvalue(x, pmf, -14, 14) > ALPHA
+    assert chi2_pvalue(x, wrong, -14, 14) < ALPHA
+
+
+def test_add_later_seeded_matches_add_and_checks_the_size():
+    values = np.arange(1000, dtype=np.int64)
+    for kind in NoiseKind:
+        later = Noise(kind, 3.0).add_later(values.size, Randomness.for_tests(5))
+        assert np.array_equal(later(values), Noise(kind, 3.0).add(values, 5))
+    with pytest.raises(ValueError):
+        Noise(NoiseKind.DISCRETE_LAPLACE, 3.0).add_later(10)(np.zeros(9, dtype=np.int64))
+    with pytest.raises(ValueError):
+        Noise(NoiseKind.DISCRETE_LAPLACE, 3.0).add_later(2, 1)(np.zeros(2))

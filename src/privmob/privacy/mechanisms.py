@@ -8,6 +8,8 @@ the *enforced* sensitivity; nothing here ever looks at the data to choose a scal
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
@@ -67,6 +69,41 @@ class Noise:
         else:
             noisy = values + r.generator.laplace(0.0, self.scale, values.shape)
         return np.floor(noisy + 0.5).astype(np.int64)
+
+    def add_later(
+        self, size: int, rng: Randomness | int | None = None
+    ) -> Callable[[np.ndarray], np.ndarray]:
+        """Start drawing the noise of ``size`` integer cells now; add it when counts are ready.
+
+        Returns ``add(values)``, equal in distribution to :meth:`add` on ``size`` integer
+        values: the noise does not depend on the data (its scale and the domain are public),
+        so it can be drawn while the engine counts. With the secure source the draw runs in a
+        background thread (the samplers and DuckDB release the GIL); with a seeded source it
+        runs inside ``add`` so that the draw order, hence the output for a seed, is unchanged.
+        Nothing is released here: the caller still adds the noise after counting and charges
+        the ledger before anything is written.
+        """
+        r = resolve(rng)
+        size = int(size)
+        if not r.for_publication:
+            return lambda values: self.add(self._check(values, size), r)
+        pool = ThreadPoolExecutor(1, thread_name_prefix="privmob-noise")
+        pending = pool.submit(self.add, np.zeros(size, dtype=np.int64), r)
+        pool.shutdown(wait=False)
+
+        def add(values: np.ndarray) -> np.ndarray:
+            values = self._check(values, size)
+            # integer counts: values + round(z) = round(values + z) for laplace-rounded too
+            return values.astype(np.int64) + pending.result().reshape(values.shape)
+
+        return add
+
+    @staticmethod
+    def _check(values: np.ndarray, size: int) -> np.ndarray:
+        values = np.asarray(values)
+        if values.size != size or not np.issubdtype(values.dtype, np.integer):
+            raise ValueError(f"expected {size} integer counts, got {values.size} {values.dtype}")
+        return values
 
     def add_float(self, values: np.ndarray, rng: Randomness | int | None = None) -> np.ndarray:
         """Continuous noise on real values (Laplace kinds only); no rounding."""
