@@ -14,11 +14,12 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import shapely
-from scipy.spatial import cKDTree
 
 from privmob.data.tessellation import Tessellation, grid_with_about, load_tessellation
 
 if TYPE_CHECKING:
+    from scipy.spatial import cKDTree
+
     from privmob.data.synth import SynthConfig
 
 #: Default study area when no tessellation is given: central New York City.
@@ -109,6 +110,8 @@ class World:
 
     def nearest_tower(self, lng: np.ndarray, lat: np.ndarray) -> np.ndarray:
         if self.tower_tree is None:
+            from scipy.spatial import cKDTree  # lazy: every `privmob` command imports this module
+
             self.tower_tree = cKDTree(self._tower_xy)
         return self.tower_tree.query(self.to_km(lng, lat))[1].astype(np.int32)
 

@@ -33,8 +33,6 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from scipy.special import lambertw
-
 from privmob.errors import ConfigError
 from privmob.privacy.mechanisms import NoiseKind
 
@@ -226,6 +224,8 @@ def thm7_epsilon(alpha: int, beta: float, T: int = 1) -> float:
     _check(1.0, T)
     if beta > 0.5 / math.e:
         raise ConfigError(f"Theorem 7 needs beta <= 0.5/e = {0.5 / math.e:.4f}, got {beta}")
+    from scipy.special import lambertw  # lazy: scipy.special costs ~0.5 s at every start
+
     w = lambertw(-2.0 * beta * math.exp(-2.0), k=-1)
     return T * (-2.0 - float(w.real)) / (alpha + 1)
 
