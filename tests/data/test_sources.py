@@ -167,3 +167,27 @@ def test_events_with_cells(tmp_path, engine, grid):
     cells.loc[1, "cell_id"] = "a"
     with pytest.raises(InputError, match="duplicate cell id"):
         load_events(ev, cells=cells, engine=engine, tessellation=grid)
+
+
+@pytest.mark.parametrize(
+    ("cell_ids", "event_ids"),
+    [([7, 8], [7, 8, 8]), (["7", "8"], [7, 8, 8]), ([7, 8], ["7", "8", "8"])],
+)
+def test_events_with_integer_or_text_cell_ids_get_the_same_tiles(engine, grid, cell_ids, event_ids):
+    """Integer ids on both sides join on integers (fast path), mixed types on their text:
+    the same events get the same tiles and the same cell_id, and unknown ids are refused."""
+    cells = pd.DataFrame({"cell_id": cell_ids, "lat": [52.005, 60.0], "lng": [13.005, 13.0]})
+    ev = pd.DataFrame(
+        {
+            "uid": [1, 1, 2],
+            "datetime": ["2024-01-01 08:00", "2024-01-01 09:00", "2024-01-01 10:00"],
+            "cell_id": event_ids,
+        }
+    )
+    loaded = load_events(ev, cells=cells, engine=engine, tessellation=grid)
+    got = engine.fetch(f"SELECT uid, cell_id, tile FROM {loaded.view} ORDER BY uid, time")
+    assert got["tile"].tolist() == [0, -1, -1]
+    assert got["cell_id"].astype(str).tolist() == ["7", "8", "8"]
+    ev.loc[2, "cell_id"] = type(event_ids[0])(9)
+    with pytest.raises(InputError, match="'9' is not in the cells table"):
+        load_events(ev, cells=cells, engine=engine, tessellation=grid)

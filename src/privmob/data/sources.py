@@ -339,6 +339,8 @@ def uid_check(col: str) -> Check:
 # -- tiles -------------------------------------------------------------------------------------
 
 
+# integer types whose every value fits a BIGINT (so that CAST AS BIGINT is exact)
+INT64_SAFE_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER"}
 INTEGER_TYPES = {
     "TINYINT",
     "SMALLINT",
@@ -456,9 +458,13 @@ def load_events(
             cells, engine=engine, tessellation=tessellation, columns=cell_columns
         )
         cid = f"CAST(e.{_ident(cols['cell_id'])} AS VARCHAR)"
+        on = f"{cid} = c.cell_key"
+        if types[cols["cell_id"]] in INT64_SAFE_TYPES and _has_int_keys(engine, cell_view):
+            # integer ids on both sides: the same match as on their text, on integers
+            on = f"CAST(e.{_ident(cols['cell_id'])} AS BIGINT) = c.cell_int"
         missing = engine.fetch(
             f"SELECT {cid} AS cell_id FROM {pview} AS e LEFT JOIN "
-            f"{cell_view} AS c ON {cid} = c.cell_key "
+            f"{cell_view} AS c ON {on} "
             "WHERE c.cell_key IS NULL LIMIT 1"
         )
         if len(missing):
@@ -473,8 +479,7 @@ def load_events(
             view,
             (
                 f"SELECT e.{_ident(cols['uid'])} AS uid, e._p_datetime AS time, c.tile AS tile, "
-                f"c.cell_key AS cell_id FROM {pview} AS e JOIN {cell_view} AS c "
-                f"ON {cid} = c.cell_key"
+                f"c.cell_key AS cell_id FROM {pview} AS e JOIN {cell_view} AS c ON {on}"
             ),
         )
     else:
@@ -492,10 +497,17 @@ def load_events(
     return Loaded(view, display, "events", engine, engine.columns(view))
 
 
+def _has_int_keys(engine: Engine, cell_view: str) -> bool:
+    """True when every cell has an integer key (the cells' id column is an integer type)."""
+    row = engine.fetch(f"SELECT count(*) AS n, count(cell_int) AS k FROM {cell_view}").iloc[0]
+    return int(row["k"]) == int(row["n"])
+
+
 def load_cells(
     cells: Any, *, engine: Engine, tessellation: Any, columns: Mapping[str, str] | None = None
 ) -> str:
-    """Cells (towers) ``cell_id, lat, lng`` → view ``cell_key (VARCHAR), lat, lng, tile``."""
+    """Cells (towers) ``cell_id, lat, lng`` → view ``cell_key (VARCHAR), lat, lng, cell_int,
+    tile`` (``cell_int``: the id as BIGINT when the id column is an integer type, else NULL)."""
     raw, display = read_raw(engine, cells)
     cols = resolve_columns(
         engine, raw, display, required=["cell_id", "lat", "lng"], optional=[], mapping=columns
@@ -526,7 +538,13 @@ def load_cells(
             example={cols["cell_id"]: dup.iloc[0, 0]},
             hint="each cell id must appear once in the cells table",
         )
-    df = engine.fetch(f"SELECT {key} AS cell_key, _p_lat AS lat, _p_lng AS lng FROM {pview}")
+    # integer ids also get an integer key: events join on it, much faster than on text
+    int_key = _types(engine, raw)[cols["cell_id"]] in INT64_SAFE_TYPES
+    cell_int = f"CAST({_ident(cols['cell_id'])} AS BIGINT)" if int_key else "CAST(NULL AS BIGINT)"
+    df = engine.fetch(
+        f"SELECT {key} AS cell_key, _p_lat AS lat, _p_lng AS lng, {cell_int} AS cell_int "
+        f"FROM {pview}"
+    )
     df["tile"] = np.asarray(
         tessellation.assign(df["lng"].to_numpy(), df["lat"].to_numpy()), dtype=np.int32
     )
