@@ -249,6 +249,33 @@ def test_out_of_week_visits_are_counted_bounded(ell, expected) -> None:
     assert c.sampled.sum() == 2 and c.sampled[0, 1] == 1 and c.sampled[1, 29] == 1
 
 
+def test_out_of_domain_count_equals_the_ranked_selection() -> None:
+    """The out-of-domain cell is counted as sum(min(h, l)) per user; it must equal the count
+    of the keyed-hash ranked rows (outside_sql, rnk <= l) for any key and l, NULL times too."""
+    from datetime import datetime
+
+    from privmob.engine.dialect import DUCKDB
+    from privmob.prepare.presample import outside_count_sql, outside_sql
+
+    rng = np.random.default_rng(3)
+    n = 3000
+    times = pd.Timestamp("2023-12-25") + pd.to_timedelta(rng.integers(0, 30 * 24 * 60, n), "min")
+    df = pd.DataFrame(
+        {"uid": rng.integers(0, 60, n), "time": times, "tile": rng.integers(-1, 4, n)}
+    )
+    df.loc[rng.choice(n, 20, replace=False), "time"] = pd.NaT
+    eng = DuckDBEngine()
+    eng.register("ev", df)
+    week = datetime(2024, 1, 1)
+    for ell in (1, 3, 30, 168):
+        fast = int(eng.fetch(outside_count_sql("ev", week, ell, DUCKDB))["n"].iloc[0])
+        for key in (5, 99):
+            ranked = outside_sql("ev", week, key, DUCKDB)
+            slow = eng.fetch(f"SELECT count(*) AS n FROM ({ranked}) q WHERE rnk <= {ell}")
+            assert fast == int(slow["n"].iloc[0])
+    assert fast > 0
+
+
 def test_out_of_domain_cell_noise_and_cost(geometry) -> None:
     """The cell is the bounded count plus discrete Laplace of scale l / eps_out.
 

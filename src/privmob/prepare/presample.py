@@ -94,6 +94,29 @@ def outside_sql(relation: str, week_start: datetime, key: int, dialect: Dialect 
     )
 
 
+def outside_count_sql(
+    relation: str, week_start: datetime, max_visits: int, dialect: Dialect
+) -> str:
+    """SQL of the out-of-domain cell: the number of rows of :func:`outside_sql` with
+    ``rnk <= max_visits``, computed without the ranking.
+
+    A user with h hourly visits outside the domain keeps min(h, l) of them whichever l the
+    keyed hash picks, and the cell is their sum: the same exact number as counting the kept
+    rows, for any key, without a window over the (usually many) out-of-week events.
+    """
+    start = dialect.timestamp_literal(week_start.strftime("%Y-%m-%d %H:%M:%S"))
+    end = dialect.timestamp_literal((week_start + timedelta(days=7)).strftime("%Y-%m-%d %H:%M:%S"))
+    secs = f"({dialect.epoch_seconds('time')} - {dialect.epoch_seconds(start)})"
+    hour = f"CAST(floor({secs} / 3600) AS BIGINT)"
+    # DISTINCT in outside_sql keeps one NULL hour (NULL time at an unknown tower) as a visit
+    hours = (
+        f"SELECT uid, count(DISTINCT hr) + max(CASE WHEN hr IS NULL THEN 1 ELSE 0 END) AS h "
+        f"FROM (SELECT uid, {hour} AS hr FROM {relation} "
+        f"WHERE NOT (time >= {start} AND time < {end} AND tile >= 0)) AS e_ GROUP BY uid"
+    )
+    return f"SELECT COALESCE(sum(least(h, {int(max_visits)})), 0) AS n FROM ({hours}) AS o_"
+
+
 def density_counts(
     engine: Engine,
     relation: str,
@@ -125,9 +148,8 @@ def density_counts(
         (n_towers,),
     ).astype(np.float64)
     total = int(engine.fetch(f"SELECT count(*) AS n FROM {name}")["n"].iloc[0])
-    out_sql = outside_sql(relation, week_start, key, engine.dialect)
     outside = int(
-        engine.fetch(f"SELECT count(*) AS n FROM ({out_sql}) AS q_ WHERE rnk <= {int(max_visits)}")[
+        engine.fetch(outside_count_sql(relation, week_start, int(max_visits), engine.dialect))[
             "n"
         ].iloc[0]
     )
