@@ -1,12 +1,15 @@
 """Benchmark suite: every release on synthetic data, DuckDB and Spark, against the floor.
 
-One command runs, for each release and size, three child processes on the same Parquet file:
+Releases: od-daily-events, od-trips, population, series-counts, density, report (see
+benchmarks/suite.py for what each runs and what its floor computes). For each release and
+size, three child processes on the same Parquet file (cached in benchmarks/out/):
 
-* ``floor``: a bare DuckDB query doing the same bounded group-by by hand (for daily OD from
-  events: tile join, consecutive-event trips by LEAD, T trips per user by ROW_NUMBER over a
-  hash, GROUP BY day, origin, destination) — the least work any bounded count needs;
-* ``privmob`` on DuckDB: the full release (validation, tiles, bounding, dense counts over the
-  public domain, secure noise on every cell, ledger charge, output files);
+* ``floor``: a bare DuckDB query doing the same bounded group-by by hand (same bounding rule,
+  same group-by, same tile assignment), without validation, dense domain, noise, ledger or
+  output -- the least work any bounded count needs;
+* ``privmob`` on DuckDB: the full release through its Python API (validation, tiles,
+  bounding, dense counts over the public domain, secure noise on every cell, ledger charge,
+  output files);
 * ``privmob`` on Spark local mode (sizes in ``--spark-sizes``).
 
 It prints and writes a Markdown table (``--out``, default docs/benchmarks.md) with wall time,
