@@ -191,3 +191,31 @@ def test_events_with_integer_or_text_cell_ids_get_the_same_tiles(engine, grid, c
     ev.loc[2, "cell_id"] = type(event_ids[0])(9)
     with pytest.raises(InputError, match="'9' is not in the cells table"):
         load_events(ev, cells=cells, engine=engine, tessellation=grid)
+
+
+@pytest.mark.parametrize(
+    ("coltype", "n_checks"),
+    [("TIMESTAMP", 1), ("TIMESTAMP WITH TIME ZONE", 1), ("DATE", 1), ("VARCHAR", 2), ("BIGINT", 2)],
+)
+def test_native_time_columns_skip_only_the_parse_check(coltype, n_checks):
+    from privmob.data.sources import time_checks
+
+    checks = time_checks("datetime", coltype)
+    assert len(checks) == n_checks
+    assert checks[0].message == "missing timestamp"
+
+
+def test_native_time_column_with_a_missing_value_is_still_refused(engine, grid):
+    ev = pd.DataFrame(
+        {
+            "uid": [1, 2],
+            "datetime": pd.to_datetime(["2024-01-01 08:00", None]).tz_localize("UTC"),
+            "lat": [52.005, 52.005],
+            "lng": [13.005, 13.005],
+        }
+    )
+    with pytest.raises(InputError, match="missing timestamp"):
+        load_events(ev, engine=engine, tessellation=grid)
+    ev.loc[1, "datetime"] = pd.Timestamp("2024-01-01 09:00", tz="UTC")
+    loaded = load_events(ev, engine=engine, tessellation=grid)
+    assert engine.fetch(f"SELECT count(time) AS n FROM {loaded.view}")["n"].iloc[0] == 2

@@ -302,16 +302,25 @@ def _parsed_view(engine: Engine, raw: str, parsed: dict[str, str]) -> str:
     return view
 
 
-def time_checks(col: str) -> list[Check]:
-    return [
-        Check(col, f"_p_{col}_raw IS NULL", "missing timestamp", "every record needs a time"),
-        Check(
-            col,
-            f"_p_{col} IS NULL AND _p_{col}_raw IS NOT NULL",
-            "unparsable timestamp",
-            "use ISO 8601 (2024-01-31 08:15:00, optionally with +01:00 or Z) or epoch seconds",
-        ),
-    ]
+def native_time(coltype: str) -> bool:
+    """A column already of a time type: :func:`time_expr` casts or shifts it, never to NULL."""
+    return coltype.startswith("TIMESTAMP") or coltype == "DATE"
+
+
+def time_checks(col: str, coltype: str = "") -> list[Check]:
+    """Missing and unparsable times. A native time column cannot be unparsable: that check
+    (which converts every row, e.g. through the ICU time zone code) is left out."""
+    checks = [Check(col, f"_p_{col}_raw IS NULL", "missing timestamp", "every record needs a time")]
+    if not native_time(coltype):
+        checks.append(
+            Check(
+                col,
+                f"_p_{col} IS NULL AND _p_{col}_raw IS NOT NULL",
+                "unparsable timestamp",
+                "use ISO 8601 (2024-01-31 08:15:00, optionally with +01:00 or Z) or epoch seconds",
+            )
+        )
+    return checks
 
 
 def coord_checks(lat: str, lng: str) -> list[Check]:
@@ -445,7 +454,7 @@ def load_events(
         "datetime": time_expr(cols["datetime"], types[cols["datetime"]], timezone),
         "datetime_raw": _ident(cols["datetime"]),
     }
-    checks = [uid_check(cols["uid"]), *time_checks("datetime")]
+    checks = [uid_check(cols["uid"]), *time_checks("datetime", types[cols["datetime"]])]
     if not use_cells:
         parsed |= {"lat": float_expr(cols["lat"]), "lng": float_expr(cols["lng"])}
         checks += coord_checks("lat", "lng")
@@ -593,7 +602,7 @@ def load_trip_points(
             "missing trip id",
             "every point needs the id of its trip",
         ),
-        *time_checks("datetime"),
+        *time_checks("datetime", types[cols["datetime"]]),
         *coord_checks("lat", "lng"),
     ]
     _relabel(checks, cols)
@@ -676,20 +685,21 @@ def load_trips(
         "start_time": time_expr(cols["start_time"], types[cols["start_time"]], timezone),
         "start_time_raw": _ident(cols["start_time"]),
     }
-    checks = [uid_check(cols["uid"]), *time_checks("start_time")]
+    checks = [uid_check(cols["uid"]), *time_checks("start_time", types[cols["start_time"]])]
     if "end_time" in cols:
         parsed |= {
             "end_time": time_expr(cols["end_time"], types[cols["end_time"]], timezone),
             "end_time_raw": _ident(cols["end_time"]),
         }
-        checks.append(
-            Check(
-                "end_time",
-                "_p_end_time IS NULL AND _p_end_time_raw IS NOT NULL",
-                "unparsable timestamp",
-                "use ISO 8601 or epoch seconds",
+        if not native_time(types[cols["end_time"]]):
+            checks.append(
+                Check(
+                    "end_time",
+                    "_p_end_time IS NULL AND _p_end_time_raw IS NOT NULL",
+                    "unparsable timestamp",
+                    "use ISO 8601 or epoch seconds",
+                )
             )
-        )
     if by_coords:
         for end in ("origin", "destination"):
             parsed |= {
