@@ -74,6 +74,14 @@ TileIdOpt = Annotated[
 MemoryLimitOpt = Annotated[
     str | None, typer.Option("--memory-limit", help="engine memory limit, e.g. 8GB")
 ]
+SpillDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--spill-dir",
+        help="directory for temporary files (DuckDB spills, user buckets under "
+        "--memory-limit); default: the system temp directory/privmob",
+    ),
+]
 
 
 def parse_columns(text: str | None) -> dict[str, str] | None:
@@ -154,8 +162,12 @@ def print_release_summary(release: Any, paths: list[Path], accountant: Any) -> N
         console.print("[bold red]NOT FOR PUBLICATION[/]: made with --seed (test noise)")
 
 
-def open_engine(engine: str, memory_limit: str | None) -> Any:
-    """The engine chosen on the command line, with its memory limit if one was given."""
+def open_engine(engine: str, memory_limit: str | None, spill_dir: Path | None = None) -> Any:
+    """The engine chosen on the command line, with its memory limit and (DuckDB) spill
+    directory if given."""
     from privmob.engine import make_engine
 
-    return make_engine(engine, **({"memory_limit": memory_limit} if memory_limit else {}))
+    options: dict[str, Any] = {"memory_limit": memory_limit} if memory_limit else {}
+    if spill_dir is not None and engine in ("duckdb", None):
+        options |= {"temp_directory": spill_dir, "spill_dir": spill_dir}
+    return make_engine(engine, **options)

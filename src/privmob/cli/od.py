@@ -82,6 +82,7 @@ def od(
     budget: c.BudgetOpt = None,
     engine: c.EngineOpt = "duckdb",
     memory_limit: c.MemoryLimitOpt = None,
+    spill_dir: c.SpillDirOpt = None,
     seed: c.SeedOpt = None,
     overwrite: c.OverwriteOpt = False,
     quiet: c.QuietOpt = False,
@@ -115,7 +116,7 @@ def od(
     with c.Steps(quiet) as step:
         step("reading the tessellation")
         tess = load_tessellation(tessellation, id_column=id_column)
-        eng = c.open_engine(engine, memory_limit)
+        eng = c.open_engine(engine, memory_limit, spill_dir)
         step("reading and validating the input")
         trips = load_trips_any(
             data,

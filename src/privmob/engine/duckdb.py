@@ -25,16 +25,24 @@ class DuckDBEngine:
         memory_limit: str | None = None,
         threads: int | None = None,
         temp_directory: str | os.PathLike[str] | None = None,
+        spill_dir: str | os.PathLike[str] | None = None,
     ) -> None:
+        from privmob.engine.buckets import duckdb_memory_limit
+
         self.con = duckdb.connect(":memory:")
-        self.memory_limit = memory_limit  # also sizes the user buckets (engine/buckets.py)
+        # the whole process's limit: sizes the user buckets (engine/buckets.py); DuckDB itself
+        # gets a share of it and spills its sorts, joins and group-bys to temp_directory above
+        self.memory_limit = memory_limit
         self.con.execute("SET TimeZone = 'UTC'")
         if memory_limit:
-            self.con.execute(f"SET memory_limit = '{memory_limit}'")
+            self.con.execute(f"SET memory_limit = '{duckdb_memory_limit(memory_limit)}'")
         if threads:
             self.con.execute(f"SET threads = {int(threads)}")
         tmp = Path(temp_directory) if temp_directory else Path(tempfile.gettempdir()) / "privmob"
-        self.con.execute(f"SET temp_directory = '{tmp}'")
+        self.temp_directory = tmp
+        # where user buckets are written (private subdirectories, removed after counting)
+        self.spill_dir = Path(spill_dir) if spill_dir else tmp
+        self.con.execute(f"SET temp_directory = '{_quote(tmp)}'")
         self.con.execute("SET preserve_insertion_order = false")
         self._keep: list[Any] = []  # Python objects registered as views must stay alive
 
