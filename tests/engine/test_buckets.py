@@ -228,3 +228,17 @@ def test_memory_limit_plans_buckets_and_release_reports_them(events_files, accou
     ]  # one progress line per bucket, after the one partitioning pass
     assert "counting trips: writing 3 user buckets" in steps
     assert len(rel.tables["od"]) == tess.k * (tess.k - 1)
+
+
+def test_unique_trips_are_rebuilt_per_bucket(events_files, tmp_path):
+    from privmob.prepare.unique import unique_trips
+
+    d, tess = events_files
+    period = StudyPeriod.parse("day", "2024-01-01", "2024-01-04")
+    with DuckDBEngine(spill_dir=tmp_path) as eng:
+        trips = unique_trips(load_events(eng, d, tess), period)
+        assert trips.base is not None  # the window is cut per bucket, not above it
+        one = od_counts(trips, tess.k, 10**6, buckets=1)
+        many = od_counts(trips, tess.k, 10**6, buckets=4)
+    assert one.sum() > 50
+    np.testing.assert_array_equal(one, many)
