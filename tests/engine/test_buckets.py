@@ -242,3 +242,27 @@ def test_unique_trips_are_rebuilt_per_bucket(events_files, tmp_path):
         many = od_counts(trips, tess.k, 10**6, buckets=4)
     assert one.sum() > 50
     np.testing.assert_array_equal(one, many)
+
+
+def test_cli_memory_limit_and_spill_dir(tmp_path, monkeypatch):
+    import privmob.engine.buckets as buckets_module
+    from privmob.cli import main
+
+    random_trips(50, 9, seed=9).to_parquet(tmp_path / "trips.parquet")
+    box_grid(3).gdf.to_file(tmp_path / "grid.geojson", driver="GeoJSON")
+    spill = tmp_path / "spill"
+    planned: list[int] = []
+    plan = buckets_module.buckets_for
+    monkeypatch.setattr(buckets_module, "BYTES_PER_ROW", 10**6)  # tiny input, many buckets
+    monkeypatch.setattr(
+        buckets_module, "buckets_for", lambda *a: planned.append(plan(*a)) or planned[-1]
+    )
+    args = ["od", str(tmp_path / "trips.parquet"), "-t", str(tmp_path / "grid.geojson")]
+    args += ["-e", "0.5", "-T", "2", "--budget", "1", "--ledger", str(tmp_path / "l.sqlite")]
+    args += ["-o", str(tmp_path / "out"), "--quiet", "--seed", "1"]
+    with pytest.raises(SystemExit) as exc:
+        main([*args, "--memory-limit", "100MB", "--spill-dir", str(spill)])
+    assert exc.value.code in (0, None)
+    assert planned and planned[0] > 1  # really bucketed ...
+    assert spill.is_dir() and spill_dirs(spill) == []  # ... and nothing left behind
+    assert (tmp_path / "out" / "od.parquet").exists()
