@@ -35,8 +35,8 @@ from privmob.errors import ConfigError, EngineError
 
 #: Engine memory one input row needs in the window steps of a bucket (events -> trips ->
 #: bounding -> counts, or trips -> bounding -> counts). Measured on DuckDB 2.0 (docs/scale.md):
-#: the peak RSS of one pass grows by 30 B per input event and 45 B per input trip above a
-#: ~0.3 GB base; 80 B leaves a margin of nearly 2x (skewed users, other column types).
+#: the peak RSS of one pass grows by 22-30 B per input event and 45 B per input trip above a
+#: ~0.3 GB base; 80 B leaves a margin of about 2x (skewed users, other column types).
 BYTES_PER_ROW = 80
 #: Fraction of the memory limit one bucket may use (the rest: the base process, DuckDB's
 #: buffers for reading and writing, the dense count vectors and the noise).
