@@ -86,15 +86,15 @@ def test_spilled_buckets_partition_the_users_in_a_private_directory(tmp_path):
     with DuckDBEngine(spill_dir=tmp_path) as eng:
         trips = load_trips(df, engine=eng, tessellation=box_grid(3))
         seen: list[set[int]] = []
-        modes: list[int] = []
+        dir_modes: list[int] = []
+        other_access: list[int] = []  # group/other permission bits of spilled files
         rows: list[int] = []
 
         def count(part):
             (spill,) = spill_dirs(tmp_path)  # one spill directory while counting
-            modes.append(stat.S_IMODE(spill.stat().st_mode))
-            modes.extend(
-                stat.S_IMODE(f.stat().st_mode) & 0o077 for f in spill.rglob("*") if f.is_file()
-            )
+            dir_modes.append(stat.S_IMODE(spill.stat().st_mode))
+            files = [f for f in spill.rglob("*") if f.is_file()]
+            other_access.extend(stat.S_IMODE(f.stat().st_mode) & 0o077 for f in files)
             got = eng.fetch(f"SELECT uid FROM {part.view}")["uid"]
             rows.append(len(got))
             seen.append(set(got))
@@ -105,8 +105,8 @@ def test_spilled_buckets_partition_the_users_in_a_private_directory(tmp_path):
     assert sum(len(s) for s in seen) == 300  # each user in exactly one bucket
     assert set().union(*seen) == set(range(300))
     assert sum(1 for s in seen if s) >= 5
-    assert modes[0] == 0o700 and all(m == 0o700 for m in modes[::1] if m > 0o077)
-    assert not any(m for m in modes if m <= 0o077)  # files: no group / other access
+    assert dir_modes == [0o700] * n_buckets  # the spill directory is private ...
+    assert other_access and not any(other_access)  # ... and so are its files
     assert spill_dirs(tmp_path) == []  # removed after success
 
 
