@@ -26,8 +26,10 @@ dropped). Input files are only read, never modified.
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -110,30 +112,15 @@ def read_raw(
     display = describe_source(source)
     view = _new_name("raw")
     if isinstance(source, str | Path):
-        path = Path(source)
-        if not path.exists():
-            raise InputError("file not found", source=display, hint="check the path")
-        if path.is_dir():
-            if not any(path.glob("*.parquet")):
-                raise InputError("directory holds no .parquet files", source=display)
-            _sql_view(engine, view, f"SELECT * FROM read_parquet('{_q(path)}/*.parquet')", display)
-        elif path.stat().st_size == 0:
-            raise InputError(
-                "the file is empty",
-                source=display,
-                hint="give a file with a header row and records",
+        text = str(source)
+        if _is_csv(text, display):
+            read = partial(
+                engine.read_csv, view, text, delimiter=delimiter, header=header, names=names
             )
-        elif path.suffix.lower() in {".parquet", ".pq"}:
-            _sql_view(engine, view, f"SELECT * FROM read_parquet('{_q(path)}')", display)
-        else:
-            opts = ["header = " + ("true" if header else "false"), "all_varchar = true"]
-            if delimiter:
-                opts.append(f"delim = '{_q(delimiter)}'")
-            if names:
-                opts.append("names = [" + ", ".join(f"'{_q(n)}'" for n in names) + "]")
-            _sql_view(
-                engine, view, f"SELECT * FROM read_csv('{_q(path)}', {', '.join(opts)})", display
-            )
+        else:  # a Parquet file, or a folder of Parquet files
+            read = partial(engine.read_parquet, view, text)
+        _engine_read(display, read)
+        _engine_read(display, partial(engine.fetch, f"SELECT * FROM {view} LIMIT 0"))
     elif isinstance(source, pd.DataFrame | pa.Table) or hasattr(source, "to_arrow"):
         engine.register(view, source)
     else:
@@ -144,10 +131,42 @@ def read_raw(
     return view, display
 
 
-def _sql_view(engine: Engine, view: str, sql: str, display: str) -> None:
+def is_url(text: str) -> bool:
+    """``s3a://bucket/x``, ``hdfs://nn/x``, ``file:///x``: read by the engine, not checked here."""
+    return re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", text) is not None
+
+
+def _is_csv(text: str, display: str) -> bool:
+    """Whether a path names a CSV file (else Parquet). Local paths are checked first (exist,
+    not empty); a local file is Parquet by its .parquet/.pq name, CSV otherwise; a URL is CSV
+    by its .csv/.tsv/.txt/.gz name, otherwise a Parquet file or folder."""
+    parquet = {".parquet", ".pq"}
+    if is_url(text):
+        suffix = Path(text.rstrip("/")).suffix.lower()
+        return suffix in CSV_SUFFIXES
+    path = Path(text)
+    _check_local_file(path, display)
+    return not path.is_dir() and path.suffix.lower() not in parquet
+
+
+def _check_local_file(path: Path, display: str) -> None:
+    if not path.exists():
+        raise InputError("file not found", source=display, hint="check the path")
+    if path.is_dir():
+        if not any(path.glob("*.parquet")):
+            raise InputError("directory holds no .parquet files", source=display)
+    elif path.stat().st_size == 0:
+        raise InputError(
+            "the file is empty",
+            source=display,
+            hint="give a file with a header row and records",
+        )
+
+
+def _engine_read(display: str, read: Callable[[], Any]) -> None:
+    """Run an engine's read step; its own read errors become one InputError."""
     try:
-        engine.create_view(view, sql)
-        engine.fetch(f"SELECT * FROM {view} LIMIT 0")
+        read()
     except InputError:
         raise
     except Exception as exc:  # engine-specific read errors
@@ -280,11 +299,9 @@ def validate(
     for i, c in enumerate(checks):
         n_bad = int(row[f"c{i}"])
         if n_bad:
-            example = engine.fetch(
-                f"SELECT * EXCLUDE (_pm_row) FROM {parsed_view} WHERE {c.bad} LIMIT 1"
-            )
-            raw = example[[col for col in example.columns if not col.startswith("_p_")]]
-            shown = raw.iloc[0].to_dict() if len(raw) else None
+            example = engine.fetch(f"SELECT * FROM {parsed_view} WHERE {c.bad} LIMIT 1")
+            raw = example[[col for col in example.columns if not col.startswith(("_p_", "_pm_"))]]
+            shown = _example_row(raw)
             raise InputError(
                 f"{c.message} ({n_bad} of {n_rows} rows)",
                 source=display,
@@ -293,6 +310,17 @@ def validate(
                 hint=c.hint,
             )
     return n_rows
+
+
+def _example_row(rows: pd.DataFrame) -> dict[str, Any] | None:
+    """The first row as shown in messages; a missing value is None on every engine."""
+    if not len(rows):
+        return None
+    return {k: (None if _is_missing(v) else v) for k, v in rows.iloc[0].to_dict().items()}
+
+
+def _is_missing(value: Any) -> bool:
+    return value is None or value is pd.NaT or (isinstance(value, float) and np.isnan(value))
 
 
 def _parsed_view(engine: Engine, raw: str, parsed: dict[str, str]) -> str:
