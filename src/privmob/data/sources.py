@@ -48,6 +48,9 @@ OFFSET_RE = r"[0-9]:[0-9]{2}(:[0-9]{2}([.,][0-9]+)?)?\s*([zZ]|[+-][0-9]{2}(:?[0-
 # a zone name after the time ("08:00 Europe/Paris", "08:00 CET"): DuckDB's TIMESTAMP cast would
 # silently drop it, so such strings go through TIMESTAMPTZ (unknown names become unparsable)
 ZONE_NAME_RE = r"[0-9]\s+[A-Za-z][A-Za-z_]*(/[A-Za-z0-9_+-]+)*$"
+# hours and minutes followed by a zone, without seconds ("10:00+02:00", "10:00Z", "10:00 CET")
+HHMM_ZONE_RE = r"(^|[ T])[0-9]{1,2}:[0-9]{2}\s*([+-][0-9]|[A-Za-z])"
+HHMM_ZONE_SPLIT = r"^(.*?[0-9]{1,2}:[0-9]{2})(\s*([+-][0-9]|[A-Za-z]).*)$"
 # epoch seconds written as text (CSV): 9-10 digits, 1973-03-03 to 2286-11-20
 EPOCH_RE = r"^-?[0-9]{9,10}([.][0-9]+)?$"
 NUMERIC_TIME_TYPES = {"DOUBLE", "FLOAT", "REAL"}
@@ -249,9 +252,20 @@ def time_expr(col: str, coltype: str, timezone: str) -> str:
     if coltype in INTEGER_TYPES | NUMERIC_TIME_TYPES or coltype.startswith("DECIMAL"):
         return f"timezone('{tz}', to_timestamp(CAST({c} AS DOUBLE)))"
     s = f"trim(CAST({c} AS VARCHAR))"
+    # written so that DuckDB and Spark read the same strings alike: "10:00+02:00" -> seconds
+    # added ("10:00:00+02:00", Spark needs them before a zone); "08:15 +09:00" -> no space
+    # before the offset (DuckDB refuses it). No back-references: their syntax differs.
+    hhmm = f"regexp_extract({s}, '{HHMM_ZONE_SPLIT}', "
+    with_seconds = (
+        f"CASE WHEN regexp_matches({s}, '{HHMM_ZONE_RE}') "
+        f"THEN concat({hhmm}1), ':00', {hhmm}2)) ELSE {s} END"
+    )
+    offset = f"regexp_replace(regexp_replace({with_seconds}, '\\s+[+]', '+'), '\\s+-', '-')"
     return (
-        f"CASE WHEN regexp_matches({s}, '({OFFSET_RE})|({ZONE_NAME_RE})') "
-        f"THEN timezone('{tz}', TRY_CAST({s} AS TIMESTAMPTZ)) "
+        f"CASE WHEN regexp_matches({s}, '{OFFSET_RE}') "
+        f"THEN timezone('{tz}', TRY_CAST({offset} AS TIMESTAMPTZ)) "
+        f"WHEN regexp_matches({s}, '{ZONE_NAME_RE}') "
+        f"THEN timezone('{tz}', TRY_CAST({with_seconds} AS TIMESTAMPTZ)) "
         f"WHEN regexp_matches({s}, '{EPOCH_RE}') "
         f"THEN timezone('{tz}', to_timestamp(TRY_CAST({s} AS DOUBLE))) "
         f"ELSE TRY_CAST({s} AS TIMESTAMP) END"
