@@ -180,6 +180,7 @@ def open_engine(
     memory_limit: str | None = None,
     spark_master: str | None = None,
     spark_conf: list[str] | None = None,
+    step: Any = None,
 ) -> Any:
     """The engine chosen on the command line (``--engine``), with its memory limit and, for
     Spark, the master URL and settings (``--spark-master``, ``--spark-conf key=value``)."""
@@ -203,6 +204,8 @@ def open_engine(
                 hint="use --spark-conf key=value, e.g. --spark-conf spark.executor.memory=16g",
             )
         conf[key.strip()] = value.strip()
+    if step is not None:
+        step("starting Spark")  # tens of seconds for a local session
     if spark_master:
         options["master"] = spark_master
     if conf:

@@ -183,7 +183,7 @@ def density(
             timezone=timezone,
             columns=columns,
             step=step,
-            engine=c.open_engine(engine, memory_limit, spark_master, spark_conf),
+            engine=c.open_engine(engine, memory_limit, spark_master, spark_conf, step),
         )
         step("pre-sampling, noise and post-processing")
         release = density_release(

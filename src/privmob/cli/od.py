@@ -117,7 +117,7 @@ def od(
     with c.Steps(quiet) as step:
         step("reading the tessellation")
         tess = load_tessellation(tessellation, id_column=id_column)
-        eng = c.open_engine(engine, memory_limit, spark_master, spark_conf)
+        eng = c.open_engine(engine, memory_limit, spark_master, spark_conf, step)
         step("reading and validating the input")
         trips = load_trips_any(
             data,

@@ -78,7 +78,7 @@ def population(
     with c.Steps(quiet) as step:
         step("reading the tessellation")
         tess = load_tessellation(tessellation, id_column=id_column)
-        eng = c.open_engine(engine, memory_limit, spark_master, spark_conf)
+        eng = c.open_engine(engine, memory_limit, spark_master, spark_conf, step)
         step("reading and validating the events")
         events = load_events(
             data,

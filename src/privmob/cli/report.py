@@ -118,7 +118,7 @@ def report(
         step("reading the tessellation")
         tess = load_tessellation(tessellation, id_column=id_column)
         tiles = Tiles.from_tessellation(tess)
-        eng = c.open_engine(engine, memory_limit, spark_master, spark_conf)
+        eng = c.open_engine(engine, memory_limit, spark_master, spark_conf, step)
         step("reading and validating the trip points")
         points = load_trip_points(
             data,

@@ -420,7 +420,7 @@ def series_counts_command(
     with Steps(quiet) as step:
         step("reading the tessellation")
         tess = load_tessellation(tessellation, id_column=id_column)
-        eng = open_engine(engine, memory_limit, spark_master, spark_conf)
+        eng = open_engine(engine, memory_limit, spark_master, spark_conf, step)
         step("reading and validating the events")
         loaded = load_events(
             events,
