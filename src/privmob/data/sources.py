@@ -330,7 +330,7 @@ def _example_row(rows: pd.DataFrame) -> dict[str, Any] | None:
     """The first row as shown in messages; a missing value is None on every engine."""
     if not len(rows):
         return None
-    return {k: (None if _is_missing(v) else v) for k, v in rows.iloc[0].to_dict().items()}
+    return {str(k): (None if _is_missing(v) else v) for k, v in rows.iloc[0].to_dict().items()}
 
 
 def _is_missing(value: Any) -> bool:
