@@ -39,7 +39,8 @@ DEFAULT_CONF = {
     "spark.sql.timestampType": "TIMESTAMP_NTZ",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.shuffle.partitions": "8",
-    "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
+    "spark.driver.extraJavaOptions": "-Duser.timezone=UTC -Dlog4j2.configurationFile="
+    + (Path(__file__).with_name("log4j2.properties").as_uri()),
 }
 
 _READ_PARQUET = re.compile(r"read_parquet\('((?:[^']|'')*)'\)")
