@@ -262,10 +262,8 @@ def time_expr(col: str, coltype: str, timezone: str) -> str:
     )
     offset = f"regexp_replace(regexp_replace({with_seconds}, '\\s+[+]', '+'), '\\s+-', '-')"
     return (
-        f"CASE WHEN regexp_matches({s}, '{OFFSET_RE}') "
+        f"CASE WHEN regexp_matches({s}, '({OFFSET_RE})|({ZONE_NAME_RE})') "
         f"THEN timezone('{tz}', TRY_CAST({offset} AS TIMESTAMPTZ)) "
-        f"WHEN regexp_matches({s}, '{ZONE_NAME_RE}') "
-        f"THEN timezone('{tz}', TRY_CAST({with_seconds} AS TIMESTAMPTZ)) "
         f"WHEN regexp_matches({s}, '{EPOCH_RE}') "
         f"THEN timezone('{tz}', to_timestamp(TRY_CAST({s} AS DOUBLE))) "
         f"ELSE TRY_CAST({s} AS TIMESTAMP) END"
