@@ -132,6 +132,14 @@ def test_trips_and_trip_points_csv_parse_alike(engines, tmp_path) -> None:
         ),
     )
     assert out["tile"].tolist() == [0]
+    windows = tmp_path / "windows.csv"  # byte order mark, CRLF, spaces after the delimiter
+    windows.write_bytes(
+        "\ufeffuid, datetime, lat, lng\r\nu1, 2024-01-01 08:00, 52.005, 13.005\r\n".encode()
+    )
+    out = same_on_both(
+        engines, lambda eng: load_events(str(windows), engine=eng, tessellation=grid)
+    )
+    assert out["tile"].tolist() == [0] and out["time"].dt.hour.tolist() == [8]
 
 
 @pytest.fixture(scope="module")

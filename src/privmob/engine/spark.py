@@ -194,12 +194,11 @@ class SparkEngine:
         )
         df = reader.csv(path)
         given = list(names or [])
-        if not header or given:
-            cols = df.columns
-            renamed = [
-                given[i] if i < len(given) else (c if header else f"column{i}")
-                for i, c in enumerate(cols)
-            ]
+        renamed = [  # header names without surrounding spaces, as DuckDB reads them
+            given[i] if i < len(given) else (c.strip() if header else f"column{i}")
+            for i, c in enumerate(df.columns)
+        ]
+        if renamed != df.columns:
             df = df.toDF(*renamed)
         df.createOrReplaceTempView(name)
 
