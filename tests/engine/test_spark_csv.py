@@ -140,6 +140,14 @@ def test_trips_and_trip_points_csv_parse_alike(engines, tmp_path) -> None:
         engines, lambda eng: load_events(str(windows), engine=eng, tessellation=grid)
     )
     assert out["tile"].tolist() == [0] and out["time"].dt.hour.tolist() == [8]
+    folder = tmp_path / "parts"  # a folder of CSV files (one gzipped), read as one input
+    folder.mkdir()
+    (folder / "part-0.csv").write_text("uid;datetime;lat;lng\nu1;2024-01-01 08:00;52.005;13.005\n")
+    with gzip.open(folder / "part-1.csv.gz", "wt") as f:
+        f.write("uid;datetime;lat;lng\nu2;2024-01-01 09:00;52.025;13.025\n")
+    (folder / "README.md").write_text("not data")
+    out = same_on_both(engines, lambda eng: load_events(str(folder), engine=eng, tessellation=grid))
+    assert out["uid"].tolist() == ["u1", "u2"] and out["tile"].tolist() == [0, 8]
 
 
 @pytest.fixture(scope="module")

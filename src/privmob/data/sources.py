@@ -117,8 +117,9 @@ def read_raw(
     if isinstance(source, str | Path):
         text = str(source)
         if _is_csv(text, display):
+            files = _csv_files(Path(text)) if not is_url(text) and Path(text).is_dir() else text
             read = partial(
-                engine.read_csv, view, text, delimiter=delimiter, header=header, names=names
+                engine.read_csv, view, files, delimiter=delimiter, header=header, names=names
             )
         else:  # a Parquet file, or a folder of Parquet files
             read = partial(engine.read_parquet, view, text)
@@ -140,24 +141,33 @@ def is_url(text: str) -> bool:
 
 
 def _is_csv(text: str, display: str) -> bool:
-    """Whether a path names a CSV file (else Parquet). Local paths are checked first (exist,
-    not empty); a local file is Parquet by its .parquet/.pq name, CSV otherwise; a URL is CSV
-    by its .csv/.tsv/.txt/.gz name, otherwise a Parquet file or folder."""
+    """Whether a path names CSV (else Parquet). Local paths are checked first (exist, not
+    empty); a local file is Parquet by its .parquet/.pq name, CSV otherwise; a local folder is
+    Parquet if it holds .parquet files, else its .csv/.tsv/.txt/.gz files are read; a URL is
+    CSV by its .csv/.tsv/.txt/.gz name (globs too), otherwise a Parquet file or folder."""
     parquet = {".parquet", ".pq"}
     if is_url(text):
         suffix = Path(text.rstrip("/")).suffix.lower()
         return suffix in CSV_SUFFIXES
     path = Path(text)
     _check_local_file(path, display)
-    return not path.is_dir() and path.suffix.lower() not in parquet
+    if path.is_dir():  # a folder of Parquet files, else of CSV files
+        return not any(path.glob("*.parquet"))
+    return path.suffix.lower() not in parquet
+
+
+def _csv_files(folder: Path) -> list[str]:
+    return sorted(
+        str(p) for p in folder.iterdir() if p.is_file() and p.suffix.lower() in CSV_SUFFIXES
+    )
 
 
 def _check_local_file(path: Path, display: str) -> None:
     if not path.exists():
         raise InputError("file not found", source=display, hint="check the path")
     if path.is_dir():
-        if not any(path.glob("*.parquet")):
-            raise InputError("directory holds no .parquet files", source=display)
+        if not any(path.glob("*.parquet")) and not _csv_files(path):
+            raise InputError("directory holds no .parquet files and no CSV files", source=display)
     elif path.stat().st_size == 0:
         raise InputError(
             "the file is empty",

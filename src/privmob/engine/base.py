@@ -30,13 +30,14 @@ class Engine(Protocol):
     def read_csv(
         self,
         name: str,
-        path: str,
+        path: str | list[str],
         *,
         delimiter: str | None = None,
         header: bool = True,
         names: list[str] | None = None,
     ) -> None:
-        """Expose a CSV file (gzip ok) as a view whose columns are all text.
+        """Expose a CSV file (gzip ok), or several with the same columns, as a view whose
+        columns are all text.
 
         The delimiter is detected when not given; ``names`` names the columns of a file
         without header row. Parsing (times, numbers) is left to the shared loader SQL, so

@@ -56,19 +56,24 @@ class DuckDBEngine:
     def read_csv(
         self,
         name: str,
-        path: str,
+        path: str | list[str],
         *,
         delimiter: str | None = None,
         header: bool = True,
         names: list[str] | None = None,
     ) -> None:
-        """A CSV file (gzip ok) as text columns; the delimiter is detected unless given."""
+        """CSV file(s) (gzip ok) as text columns; the delimiter is detected unless given."""
         opts = ["header = " + ("true" if header else "false"), "all_varchar = true"]
         if delimiter:
             opts.append(f"delim = '{_quote(delimiter)}'")
         if names:
             opts.append("names = [" + ", ".join(f"'{_quote(n)}'" for n in names) + "]")
-        self.create_view(name, f"SELECT * FROM read_csv('{_quote(path)}', {', '.join(opts)})")
+        files = (
+            f"'{_quote(path)}'"
+            if isinstance(path, str)
+            else "[" + ", ".join(f"'{_quote(p)}'" for p in path) + "]"
+        )
+        self.create_view(name, f"SELECT * FROM read_csv({files}, {', '.join(opts)})")
 
     def create_view(self, name: str, sql: str) -> None:
         self.con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS {sql}")

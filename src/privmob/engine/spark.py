@@ -173,7 +173,7 @@ class SparkEngine:
     def read_csv(
         self,
         name: str,
-        path: str,
+        path: str | list[str],
         *,
         delimiter: str | None = None,
         header: bool = True,
@@ -183,7 +183,8 @@ class SparkEngine:
         it: RFC 4180 quoting (a quote inside a field is doubled), empty fields are NULL, a row
         with a different number of fields is an error, the delimiter is detected from the
         first line unless given, columns of a file without header are ``column0, ...``."""
-        sep = delimiter or sniff_delimiter(self._first_line(path))
+        first = path if isinstance(path, str) else path[0]
+        sep = delimiter or sniff_delimiter(self._first_line(first))
         reader = self.spark.read.options(
             header="true" if header else "false",
             sep=sep,
