@@ -48,12 +48,40 @@ class DuckDBEngine:
 
     def register(self, name: str, data: Any) -> None:
         if isinstance(data, str | Path):
-            self.create_view(name, f"SELECT * FROM read_parquet('{_quote(data)}')")
+            self.read_parquet(name, str(data))
             return
         if hasattr(data, "to_arrow") and not isinstance(data, pd.DataFrame):
             data = data.to_arrow()  # Polars
         self._keep.append(data)
         self.con.register(name, data)
+
+    def read_parquet(self, name: str, path: str) -> None:
+        """A Parquet file, or every ``*.parquet`` file of a folder (local or a URL DuckDB reads)."""
+        if path.endswith("/") or Path(path).is_dir():
+            path = path.rstrip("/") + "/*.parquet"
+        self.create_view(name, f"SELECT * FROM read_parquet('{_quote(path)}')")
+
+    def read_csv(
+        self,
+        name: str,
+        path: str | list[str],
+        *,
+        delimiter: str | None = None,
+        header: bool = True,
+        names: list[str] | None = None,
+    ) -> None:
+        """CSV file(s) (gzip ok) as text columns; the delimiter is detected unless given."""
+        opts = ["header = " + ("true" if header else "false"), "all_varchar = true"]
+        if delimiter:
+            opts.append(f"delim = '{_quote(delimiter)}'")
+        if names:
+            opts.append("names = [" + ", ".join(f"'{_quote(n)}'" for n in names) + "]")
+        files = (
+            f"'{_quote(path)}'"
+            if isinstance(path, str)
+            else "[" + ", ".join(f"'{_quote(p)}'" for p in path) + "]"
+        )
+        self.create_view(name, f"SELECT * FROM read_csv({files}, {', '.join(opts)})")
 
     def create_view(self, name: str, sql: str) -> None:
         self.con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS {sql}")
