@@ -266,3 +266,15 @@ def test_cli_memory_limit_and_spill_dir(tmp_path, monkeypatch):
     assert planned and planned[0] > 1  # really bucketed ...
     assert spill.is_dir() and spill_dirs(spill) == []  # ... and nothing left behind
     assert (tmp_path / "out" / "od.parquet").exists()
+
+
+def test_plan_counts_rows_of_a_csv_folder(tmp_path):
+    folder = tmp_path / "csv"
+    folder.mkdir()
+    df = random_trips(30, 9, seed=10)
+    df.iloc[:40].to_csv(folder / "a.csv", index=False)
+    df.iloc[40:].to_csv(folder / "b.csv", index=False)
+    with DuckDBEngine() as eng:
+        trips = load_trips(str(folder), engine=eng, tessellation=box_grid(3))
+        assert plan_buckets(trips, math.ceil(len(df) * BYTES_PER_ROW / BUCKET_SHARE)) == 1
+        assert plan_buckets(trips, math.ceil(len(df) * BYTES_PER_ROW / BUCKET_SHARE / 3)) == 3

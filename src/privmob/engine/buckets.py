@@ -90,7 +90,7 @@ def source_rows(loaded: Loaded) -> int:
     path = Path(loaded.source)
     if eng.name == "duckdb" and path.suffix.lower() in {".parquet", ".pq"} and path.exists():
         sql = f"SELECT count(*) AS n FROM read_parquet('{str(path).replace(chr(39), '')}')"
-    elif eng.name == "duckdb" and path.is_dir():
+    elif eng.name == "duckdb" and path.is_dir() and any(path.glob("*.parquet")):
         sql = f"SELECT count(*) AS n FROM read_parquet('{path}/*.parquet')"
     else:
         sql = f"SELECT count(*) AS n FROM {root(loaded).view}"
