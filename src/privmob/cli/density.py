@@ -139,6 +139,7 @@ def density(
     budget: c.BudgetOpt = None,
     engine: c.EngineOpt = "duckdb",
     memory_limit: c.MemoryLimitOpt = None,
+    spill_dir: c.SpillDirOpt = None,
     spark_master: c.SparkMasterOpt = None,
     spark_conf: c.SparkConfOpt = None,
     seed: c.SeedOpt = None,
@@ -183,7 +184,9 @@ def density(
             timezone=timezone,
             columns=columns,
             step=step,
-            engine=c.open_engine(engine, memory_limit, spark_master, spark_conf, step),
+            engine=c.open_engine(
+                engine, memory_limit, spark_master, spark_conf, step, spill_dir=spill_dir
+            ),
         )
         step("pre-sampling, noise and post-processing")
         release = density_release(

@@ -49,6 +49,7 @@ def population(
     budget: c.BudgetOpt = None,
     engine: c.EngineOpt = "duckdb",
     memory_limit: c.MemoryLimitOpt = None,
+    spill_dir: c.SpillDirOpt = None,
     spark_master: c.SparkMasterOpt = None,
     spark_conf: c.SparkConfOpt = None,
     seed: c.SeedOpt = None,
@@ -78,7 +79,9 @@ def population(
     with c.Steps(quiet) as step:
         step("reading the tessellation")
         tess = load_tessellation(tessellation, id_column=id_column)
-        eng = c.open_engine(engine, memory_limit, spark_master, spark_conf, step)
+        eng = c.open_engine(
+            engine, memory_limit, spark_master, spark_conf, step, spill_dir=spill_dir
+        )
         step("reading and validating the events")
         events = load_events(
             data,

@@ -27,6 +27,7 @@ from privmob.cli.common import (
     SeedOpt,
     SparkConfOpt,
     SparkMasterOpt,
+    SpillDirOpt,
     Steps,
     console,
     console_err,
@@ -388,6 +389,7 @@ def series_counts_command(
     dataset: DatasetOpt = None,
     engine: EngineOpt = "duckdb",
     memory_limit: MemoryLimitOpt = None,
+    spill_dir: SpillDirOpt = None,
     spark_master: SparkMasterOpt = None,
     spark_conf: SparkConfOpt = None,
     seed: SeedOpt = None,
@@ -420,7 +422,7 @@ def series_counts_command(
     with Steps(quiet) as step:
         step("reading the tessellation")
         tess = load_tessellation(tessellation, id_column=id_column)
-        eng = open_engine(engine, memory_limit, spark_master, spark_conf, step)
+        eng = open_engine(engine, memory_limit, spark_master, spark_conf, step, spill_dir=spill_dir)
         step("reading and validating the events")
         loaded = load_events(
             events,
