@@ -224,6 +224,11 @@ def time_expr(col: str, coltype: str, timezone: str) -> str:
     c = _ident(col)
     tz = _q(timezone)
     if coltype.startswith("TIMESTAMP WITH TIME ZONE") or coltype == "TIMESTAMPTZ":
+        if timezone == "UTC":  # the stored instant is UTC: no zone lookup per row (30x faster)
+            return (
+                f"CASE WHEN isfinite({c}) THEN make_timestamp(epoch_us({c})) "
+                f"ELSE timezone('UTC', {c}) END"
+            )
         return f"timezone('{tz}', {c})"
     if coltype.startswith("TIMESTAMP") or coltype == "DATE":
         return f"CAST({c} AS TIMESTAMP)"
@@ -395,6 +400,65 @@ def _join_tile_keys(
     return (
         f"COALESCE({alias}.tile, -1)",
         f"LEFT JOIN {name} AS {alias} ON CAST({col} AS {sql_type}) = {alias}.tile_key",
+    )
+
+
+def _edge_bin_sql(x: str, edges: np.ndarray, dialect: Any) -> str | None:
+    """SQL for :func:`privmob.data.tessellation._edge_bin` (bin i = (e_i, e_i+1], bin 0
+    closed, -1 outside or NaN/NULL): an arithmetic guess corrected once against the exact
+    edges. None when the edges are too irregular for one correction to be enough."""
+    e = np.asarray(edges, dtype=np.float64)
+    n = len(e) - 1
+    span = float(e[-1] - e[0])
+    scale = n / span
+    # the guess for a value in bin i lies in i-1..i+1 when every edge is within 1/4 bin of
+    # its place on the uniform grid (float error of the guess is far below that)
+    if not np.all(np.abs((e - e[0]) * scale - np.arange(n + 1)) < 0.25):
+        return None
+    lo, hi = f"CAST('{float(e[0])!r}' AS DOUBLE)", f"CAST('{float(e[-1])!r}' AS DOUBLE)"
+    guess = (
+        f"least(greatest(CAST(floor(({x} - {lo}) * CAST('{scale!r}' AS DOUBLE)) AS BIGINT), 0), "
+        f"{n - 1})"
+    )
+    at = dialect.double_at
+    return (
+        f"(CASE WHEN NOT ({x} >= {lo} AND {x} <= {hi}) THEN -1 "
+        f"WHEN {guess} > 0 AND {x} <= {at(list(e), guess)} THEN {guess} - 1 "
+        f"WHEN {guess} < {n - 1} AND {x} > {at(list(e), f'{guess} + 1')} THEN {guess} + 1 "
+        f"ELSE {guess} END)"
+    )
+
+
+def grid_tiles_sql(grid: Any, lng: str, lat: str, dialect: Any) -> str | None:
+    """SQL giving the tile index of (lng, lat) on a regular grid, exactly as
+    :meth:`privmob.data.tessellation.GridSpec.assign` does; None if the edges are irregular."""
+    col = _edge_bin_sql(lng, grid.lng_edges, dialect)
+    row = _edge_bin_sql(lat, grid.lat_edges, dialect)
+    if col is None or row is None:
+        return None
+    return (
+        f"CASE WHEN {col} < 0 OR {row} < 0 THEN -1 "
+        f"ELSE CAST({row} * {grid.ncols} + {col} AS INTEGER) END"
+    )
+
+
+def coordinate_tiles_sql(engine: Engine, tessellation: Any, parsed_view: str) -> tuple[str, str]:
+    """(expression, join) giving the tile index of ``e._p_lng, e._p_lat`` in ``parsed_view``.
+
+    A regular grid is computed in the engine (no pass over the data); other tessellations
+    assign the distinct coordinates with :func:`coordinate_tiles` and join the result.
+    """
+    grid = getattr(tessellation, "grid", None)
+    if grid is not None:
+        expr = grid_tiles_sql(grid, "e._p_lng", "e._p_lat", engine.dialect)
+        if expr is not None:
+            return expr, ""
+    lookup = coordinate_tiles(
+        engine, tessellation, f"SELECT _p_lng AS lng, _p_lat AS lat FROM {parsed_view}"
+    )
+    return (
+        "COALESCE(t.tile, -1)",
+        f"LEFT JOIN {lookup} AS t ON e._p_lng = t.lng AND e._p_lat = t.lat",
     )
 
 
@@ -586,11 +650,7 @@ def load_trip_points(
             engine, tessellation, cols["tile_id"], types[cols["tile_id"]], "t"
         )
     else:
-        lookup = coordinate_tiles(
-            engine, tessellation, f"SELECT _p_lng AS lng, _p_lat AS lat FROM {pview}"
-        )
-        tile_expr = "COALESCE(t.tile, -1)"
-        tile_sql = f"LEFT JOIN {lookup} AS t ON e._p_lng = t.lng AND e._p_lat = t.lat"
+        tile_expr, tile_sql = coordinate_tiles_sql(engine, tessellation, pview)
     engine.create_view(
         view,
         (
