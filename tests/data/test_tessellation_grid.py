@@ -50,9 +50,9 @@ def _probe_points(spec, n: int = 3_000, seed: int = 0) -> tuple[np.ndarray, np.n
 def _sql_assign(spec, lng: np.ndarray, lat: np.ndarray) -> np.ndarray:
     con = duckdb.connect()
     con.register("p", pa.table({"i": np.arange(len(lng)), "lng": lng, "lat": lat}))
-    expr = grid_tiles_sql(spec, "lng", "lat", DUCKDB)
-    assert expr is not None
-    res = con.execute(f"SELECT {expr} AS t FROM p ORDER BY i").fetchnumpy()["t"]
+    sql = grid_tiles_sql(spec, "p", "lng", "lat", DUCKDB)
+    assert sql is not None
+    res = con.execute(f"SELECT _pm_tile AS t FROM ({sql}) ORDER BY i").fetchnumpy()["t"]
     return np.asarray(res, dtype=np.int64)
 
 
@@ -93,8 +93,9 @@ def test_irregular_grid_edges_follow_polygons(tmp_path: Path) -> None:
     lng, lat = _probe_points(loaded.grid)
     want = poly.assign(lng, lat)
     assert np.array_equal(loaded.assign(lng, lat), want)
-    expr = grid_tiles_sql(loaded.grid, "lng", "lat", DUCKDB)
-    if expr is not None:  # too irregular for one correction: the loader falls back
+    if (
+        grid_tiles_sql(loaded.grid, "p", "lng", "lat", DUCKDB) is not None
+    ):  # too irregular for one correction: the loader falls back
         assert np.array_equal(_sql_assign(loaded.grid, lng, lat), want)
 
 

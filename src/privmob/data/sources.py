@@ -403,62 +403,69 @@ def _join_tile_keys(
     )
 
 
-def _edge_bin_sql(x: str, edges: np.ndarray, dialect: Any) -> str | None:
+def _edge_bin_sql(x: str, edges: np.ndarray, dialect: Any) -> tuple[str, str] | None:
     """SQL for :func:`privmob.data.tessellation._edge_bin` (bin i = (e_i, e_i+1], bin 0
-    closed, -1 outside or NaN/NULL): an arithmetic guess corrected once against the exact
-    edges. None when the edges are too irregular for one correction to be enough."""
+    closed, -1 outside or NaN/NULL) in two steps: (guess, fix). ``guess`` is an arithmetic
+    bin (-1 outside); ``fix`` corrects it once against the exact edges, reading the guess
+    from column ``{x}_g``. None when the edges are too irregular for one correction."""
     e = np.asarray(edges, dtype=np.float64)
     n = len(e) - 1
-    span = float(e[-1] - e[0])
-    scale = n / span
+    scale = n / float(e[-1] - e[0])
     # the guess for a value in bin i lies in i-1..i+1 when every edge is within 1/4 bin of
     # its place on the uniform grid (float error of the guess is far below that)
     if not np.all(np.abs((e - e[0]) * scale - np.arange(n + 1)) < 0.25):
         return None
     lo, hi = f"CAST('{float(e[0])!r}' AS DOUBLE)", f"CAST('{float(e[-1])!r}' AS DOUBLE)"
     guess = (
-        f"least(greatest(CAST(floor(({x} - {lo}) * CAST('{scale!r}' AS DOUBLE)) AS BIGINT), 0), "
-        f"{n - 1})"
+        f"CASE WHEN {x} >= {lo} AND {x} <= {hi} THEN least(greatest(CAST(floor(({x} - {lo}) "
+        f"* CAST('{scale!r}' AS DOUBLE)) AS BIGINT), 0), {n - 1}) ELSE -1 END"
     )
+    g = "{g}"
     at = dialect.double_at
-    return (
-        f"(CASE WHEN NOT ({x} >= {lo} AND {x} <= {hi}) THEN -1 "
-        f"WHEN {guess} > 0 AND {x} <= {at(list(e), guess)} THEN {guess} - 1 "
-        f"WHEN {guess} < {n - 1} AND {x} > {at(list(e), f'{guess} + 1')} THEN {guess} + 1 "
-        f"ELSE {guess} END)"
+    fix = (
+        f"CASE WHEN {g} < 0 THEN -1 "
+        f"WHEN {g} > 0 AND {x} <= {at(list(e), g)} THEN {g} - 1 "
+        f"WHEN {g} < {n - 1} AND {x} > {at(list(e), f'{g} + 1')} THEN {g} + 1 "
+        f"ELSE {g} END"
     )
+    return guess, fix
 
 
-def grid_tiles_sql(grid: Any, lng: str, lat: str, dialect: Any) -> str | None:
-    """SQL giving the tile index of (lng, lat) on a regular grid, exactly as
-    :meth:`privmob.data.tessellation.GridSpec.assign` does; None if the edges are irregular."""
+def grid_tiles_sql(grid: Any, relation: str, lng: str, lat: str, dialect: Any) -> str | None:
+    """``SELECT *, <tile index> AS _pm_tile FROM relation``: the tile index of (lng, lat) on a
+    regular grid, exactly as :meth:`privmob.data.tessellation.GridSpec.assign` gives it (each
+    bin computed once per row); None if the edges are too irregular."""
     col = _edge_bin_sql(lng, grid.lng_edges, dialect)
     row = _edge_bin_sql(lat, grid.lat_edges, dialect)
     if col is None or row is None:
         return None
     return (
-        f"CASE WHEN {col} < 0 OR {row} < 0 THEN -1 "
-        f"ELSE CAST({row} * {grid.ncols} + {col} AS INTEGER) END"
+        f"SELECT s2_.*, CASE WHEN _pm_c < 0 OR _pm_r < 0 THEN -1 "
+        f"ELSE CAST(_pm_r * {grid.ncols} + _pm_c AS INTEGER) END AS _pm_tile FROM ("
+        f"SELECT s1_.*, {col[1].format(g='_pm_gc')} AS _pm_c, "
+        f"{row[1].format(g='_pm_gr')} AS _pm_r FROM ("
+        f"SELECT *, {col[0]} AS _pm_gc, {row[0]} AS _pm_gr FROM {relation}) AS s1_) AS s2_"
     )
 
 
 def coordinate_tiles_sql(engine: Engine, tessellation: Any, parsed_view: str) -> tuple[str, str]:
-    """(expression, join) giving the tile index of ``e._p_lng, e._p_lat`` in ``parsed_view``.
+    """(source, tile expression) for the tile index of ``_p_lng, _p_lat`` in
+    ``parsed_view``: ``source`` is the FROM clause (alias ``e``).
 
     A regular grid is computed in the engine (no pass over the data); other tessellations
     assign the distinct coordinates with :func:`coordinate_tiles` and join the result.
     """
     grid = getattr(tessellation, "grid", None)
     if grid is not None:
-        expr = grid_tiles_sql(grid, "e._p_lng", "e._p_lat", engine.dialect)
-        if expr is not None:
-            return expr, ""
+        sql = grid_tiles_sql(grid, parsed_view, "_p_lng", "_p_lat", engine.dialect)
+        if sql is not None:
+            return f"({sql}) AS e", "e._pm_tile"
     lookup = coordinate_tiles(
         engine, tessellation, f"SELECT _p_lng AS lng, _p_lat AS lat FROM {parsed_view}"
     )
     return (
+        f"{parsed_view} AS e LEFT JOIN {lookup} AS t ON e._p_lng = t.lng AND e._p_lat = t.lat",
         "COALESCE(t.tile, -1)",
-        f"LEFT JOIN {lookup} AS t ON e._p_lng = t.lng AND e._p_lat = t.lat",
     )
 
 
@@ -649,14 +656,15 @@ def load_trip_points(
         tile_expr, tile_sql = tile_index(
             engine, tessellation, cols["tile_id"], types[cols["tile_id"]], "t"
         )
+        source = f"{pview} AS e {tile_sql}"
     else:
-        tile_expr, tile_sql = coordinate_tiles_sql(engine, tessellation, pview)
+        source, tile_expr = coordinate_tiles_sql(engine, tessellation, pview)
     engine.create_view(
         view,
         (
             f"SELECT e.{_ident(cols['uid'])} AS uid, e.{_ident(cols['tid'])} AS tid, "
             f"e._p_datetime AS time, e._p_lat AS lat, e._p_lng AS lng, "
-            f"{tile_expr} AS tile FROM {pview} AS e {tile_sql}"
+            f"{tile_expr} AS tile FROM {source}"
         ),
     )
     return Loaded(view, display, "trip_points", engine, engine.columns(view))
