@@ -77,27 +77,27 @@ FROM {trips} WHERE in_period = 1 AND n_points >= 2 AND d_lat IS NOT NULL
 
 def users_sql(ends: str) -> str:
     """Per-user aggregates over trip ends: visits, distinct tiles, radius of gyration (km),
-    normalised mobility entropy."""
+    normalised mobility entropy. Visits, tiles and entropy come from one (user, tile) count;
+    the radius needs the user's centre first, then a second pass over the ends."""
     hav = haversine_km("e.lat", "e.lng", "c.clat", "c.clng")
     return f"""
-WITH c AS (
-  SELECT uid, AVG(lat) AS clat, AVG(lng) AS clng, COUNT(*) AS n_visits,
-    COUNT(DISTINCT CASE WHEN tile >= 0 THEN tile END) AS n_tiles
-  FROM {ends} GROUP BY uid
+WITH tc AS (
+  SELECT uid, tile, COUNT(*) AS cnt FROM {ends} GROUP BY uid, tile
+), u AS (
+  SELECT uid, CAST(SUM(cnt) AS BIGINT) AS n_visits, COUNT_IF(tile >= 0) AS n_tiles,
+    SUM(cnt * ln(cnt)) AS cnt_ln_cnt
+  FROM tc GROUP BY uid
+), c AS (
+  SELECT uid, AVG(lat) AS clat, AVG(lng) AS clng FROM {ends} GROUP BY uid
 ), rog AS (
   SELECT e.uid, sqrt(AVG(pow({hav}, 2))) AS rog
   FROM {ends} e JOIN c ON e.uid = c.uid GROUP BY e.uid
-), tc AS (
-  SELECT uid, tile, COUNT(*) AS cnt FROM {ends} GROUP BY uid, tile
-), ent AS (
-  SELECT tc.uid,
-    CASE WHEN MAX(c.n_visits) > 1 THEN
-      (ln(MAX(c.n_visits)) - SUM(tc.cnt * ln(tc.cnt)) / MAX(c.n_visits)) / ln(MAX(c.n_visits))
-    ELSE 0.0 END AS entropy
-  FROM tc JOIN c ON tc.uid = c.uid GROUP BY tc.uid
 )
-SELECT c.uid, c.n_visits, c.n_tiles, rog.rog, least(ent.entropy, 0.999999) AS entropy
-FROM c JOIN rog ON c.uid = rog.uid JOIN ent ON c.uid = ent.uid
+SELECT u.uid, u.n_visits, u.n_tiles, rog.rog,
+  least(CASE WHEN u.n_visits > 1 THEN
+      (ln(u.n_visits) - u.cnt_ln_cnt / u.n_visits) / ln(u.n_visits)
+    ELSE 0.0 END, 0.999999) AS entropy
+FROM u JOIN rog ON u.uid = rog.uid
 """
 
 
