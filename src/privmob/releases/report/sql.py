@@ -30,6 +30,24 @@ def haversine_km(lat1: str, lng1: str, lat2: str, lng2: str) -> str:
     return f"(2 * 6371.0088 * asin(sqrt(least(1.0, {h}))))"
 
 
+TRIP_COLUMNS = (
+    "uid",
+    "tid",
+    "n_points",
+    "start_time",
+    "end_time",
+    "o_lat",
+    "o_lng",
+    "o_tile",
+    "d_lat",
+    "d_lng",
+    "d_tile",
+    "miss_datetime",
+    "miss_lat",
+    "miss_lng",
+)
+
+
 def trips_sql(points: str, cfg: ReportConfig, key: int, d: Dialect) -> str:
     """One row per kept trip: ends, tiles, times, ``in_period``; bounded to M per user.
 
@@ -46,16 +64,16 @@ def trips_sql(points: str, cfg: ReportConfig, key: int, d: Dialect) -> str:
     MIN_BY(tile, time) AS o_tile,
     MAX_BY(lat, time) AS d_lat, MAX_BY(lng, time) AS d_lng,
     MAX_BY(tile, time) AS d_tile,
-    MAX(CASE WHEN time IS NULL THEN 1 ELSE 0 END) AS miss_datetime,
-    MAX(CASE WHEN lat IS NULL THEN 1 ELSE 0 END) AS miss_lat,
-    MAX(CASE WHEN lng IS NULL THEN 1 ELSE 0 END) AS miss_lng
+    CASE WHEN COUNT(*) > COUNT(time) THEN 1 ELSE 0 END AS miss_datetime,
+    CASE WHEN COUNT(*) > COUNT(lat) THEN 1 ELSE 0 END AS miss_lat,
+    CASE WHEN COUNT(*) > COUNT(lng) THEN 1 ELSE 0 END AS miss_lng
   FROM {points}
   WHERE uid IS NOT NULL AND tid IS NOT NULL
   GROUP BY uid, tid)"""
     if cfg.unit.value == "user":
         ends = f"({bound_per_user(ends, max_units=cfg.max_trips, key=key, dialect=d)})"
     return f"""
-SELECT t_.*,
+SELECT {", ".join(TRIP_COLUMNS)},
   CASE WHEN start_time >= {_ts(start, d)} AND start_time < {_ts(end, d)} THEN 1 ELSE 0 END
     AS in_period,
   CASE WHEN n_points >= 2 AND start_time IS NOT NULL AND end_time > start_time
