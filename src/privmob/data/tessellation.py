@@ -446,6 +446,10 @@ def _read(path: Path) -> gpd.GeoDataFrame:
     try:
         if suffix in (".parquet", ".geoparquet"):
             return gpd.read_parquet(path)
+        if suffix in (".geojson", ".json"):
+            plain = _read_plain_geojson(path)
+            if plain is not None:
+                return plain
         return gpd.read_file(path)
     except Exception as exc:  # pyogrio / pyarrow errors: report the reader's message
         raise InputError(
@@ -453,6 +457,28 @@ def _read(path: Path) -> gpd.GeoDataFrame:
             source=str(path),
             hint="is it a valid GeoJSON / GeoParquet / Shapefile?",
         ) from None
+
+
+def _read_plain_geojson(path: Path) -> gpd.GeoDataFrame | None:
+    """A plain RFC 7946 FeatureCollection (WGS84, no legacy ``crs`` member) read without GDAL
+    (less memory and start-up time); None for anything else, which GDAL then reads."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(doc, dict) or doc.get("type") != "FeatureCollection" or "crs" in doc:
+        return None
+    feats = doc.get("features")
+    if not isinstance(feats, list) or not feats:
+        return None
+    if not all(
+        isinstance(f, dict) and isinstance(f.get("properties", {}), dict | None) for f in feats
+    ):
+        return None
+    try:
+        return gpd.GeoDataFrame.from_features(feats, crs=4326)
+    except Exception:  # unusual geometry or properties: let GDAL read (and report) it
+        return None
 
 
 def _pick_id_column(gdf: gpd.GeoDataFrame, id_column: str | None, label: str) -> str:

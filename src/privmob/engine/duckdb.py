@@ -36,6 +36,7 @@ class DuckDBEngine:
         tmp = Path(temp_directory) if temp_directory else Path(tempfile.gettempdir()) / "privmob"
         self.con.execute(f"SET temp_directory = '{tmp}'")
         self.con.execute("SET preserve_insertion_order = false")
+        self.con.execute("SET enable_progress_bar = false")  # the CLI has its own progress
         self._keep: list[Any] = []  # Python objects registered as views must stay alive
 
     def register(self, name: str, data: Any) -> None:
