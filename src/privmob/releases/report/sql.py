@@ -22,10 +22,13 @@ def _ts(value: Any, d: Dialect) -> str:
     return d.timestamp_literal(value.isoformat(sep=" "))
 
 
-def haversine_km(lat1: str, lng1: str, lat2: str, lng2: str) -> str:
+def haversine_km(lat1: str, lng1: str, lat2: str, lng2: str, cos_lat2: str | None = None) -> str:
+    """Great-circle distance in km; ``cos_lat2``: a column holding ``cos(radians(lat2))``
+    already (the same float, computed once per user instead of once per row)."""
+    cos2 = cos_lat2 or f"cos(radians({lat2}))"
     h = (
         f"pow(sin(radians({lat2} - {lat1}) / 2), 2) + cos(radians({lat1})) * "
-        f"cos(radians({lat2})) * pow(sin(radians({lng2} - {lng1}) / 2), 2)"
+        f"{cos2} * pow(sin(radians({lng2} - {lng1}) / 2), 2)"
     )
     return f"(2 * 6371.0088 * asin(sqrt(least(1.0, {h}))))"
 
@@ -97,7 +100,7 @@ def users_sql(ends: str) -> str:
     """Per-user aggregates over trip ends: visits, distinct tiles, radius of gyration (km),
     normalised mobility entropy. Visits, tiles and entropy come from one (user, tile) count;
     the radius needs the user's centre first, then a second pass over the ends."""
-    hav = haversine_km("e.lat", "e.lng", "c.clat", "c.clng")
+    hav = haversine_km("e.lat", "e.lng", "c.clat", "c.clng", "c.cos_clat")
     return f"""
 WITH tc AS (
   SELECT uid, tile, COUNT(*) AS cnt FROM {ends} GROUP BY uid, tile
@@ -106,7 +109,8 @@ WITH tc AS (
     SUM(cnt * ln(cnt)) AS cnt_ln_cnt
   FROM tc GROUP BY uid
 ), c AS (
-  SELECT uid, AVG(lat) AS clat, AVG(lng) AS clng FROM {ends} GROUP BY uid
+  SELECT uid, clat, clng, cos(radians(clat)) AS cos_clat
+  FROM (SELECT uid, AVG(lat) AS clat, AVG(lng) AS clng FROM {ends} GROUP BY uid) AS a_
 ), rog AS (
   SELECT e.uid, sqrt(AVG(pow({hav}, 2))) AS rog
   FROM {ends} e JOIN c ON e.uid = c.uid GROUP BY e.uid
