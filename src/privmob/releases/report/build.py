@@ -60,7 +60,7 @@ def exact_counts(
     d = engine.dialect
     n_tb = len(time_bins(cfg))
     engine.materialize("pm_trips", trips_sql(points, cfg, key, d))
-    engine.materialize("pm_ends", ends_sql("pm_trips"))
+    engine.create_view("pm_ends", ends_sql("pm_trips"))  # cheaper to re-derive than to store
     engine.materialize("pm_users", users_sql("pm_ends"))
     return {
         name: dense_counts(engine, sql, (size,))

@@ -155,7 +155,7 @@ def _time_bin(ts: str, cfg: ReportConfig, d: Dialect, n_bins: int) -> str:
 def queries(cfg: ReportConfig, k: int, n_time_bins: int, d: Dialect) -> dict[str, tuple[str, int]]:
     """For each analysis, the SQL giving (i0, n) and the dense domain size.
 
-    Tables used: ``pm_trips`` (bounded trips), ``pm_ends`` (trip ends), ``pm_users``.
+    Relations used: ``pm_trips`` (bounded trips), ``pm_ends`` (a view of their ends), ``pm_users``.
     """
     tw = cfg.time_windows
     nw = len(tw)
