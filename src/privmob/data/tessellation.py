@@ -466,8 +466,13 @@ def _read_plain_geojson(path: Path) -> gpd.GeoDataFrame | None:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError):
         return None
-    if not isinstance(doc, dict) or doc.get("type") != "FeatureCollection" or "crs" in doc:
+    if not isinstance(doc, dict) or doc.get("type") != "FeatureCollection":
         return None
+    if "crs" in doc:  # legacy member: only lng/lat WGS84 (as GDAL writes it) is read here
+        crs = doc["crs"]
+        name = crs.get("properties", {}).get("name") if isinstance(crs, dict) else None
+        if name not in ("urn:ogc:def:crs:OGC:1.3:CRS84", "OGC:CRS84"):
+            return None
     feats = doc.get("features")
     if not isinstance(feats, list) or not feats:
         return None
