@@ -450,16 +450,9 @@ def grid_tiles_sql(grid: Any, relation: str, lng: str, lat: str, dialect: Any) -
 
 def coordinate_tiles_sql(engine: Engine, tessellation: Any, parsed_view: str) -> tuple[str, str]:
     """(source, tile expression) for the tile index of ``_p_lng, _p_lat`` in
-    ``parsed_view``: ``source`` is the FROM clause (alias ``e``).
-
-    A regular grid is computed in the engine (no pass over the data); other tessellations
-    assign the distinct coordinates with :func:`coordinate_tiles` and join the result.
+    ``parsed_view``: ``source`` is the FROM clause (alias ``e``). The distinct coordinates
+    are assigned with :func:`coordinate_tiles` and the result joined back.
     """
-    grid = getattr(tessellation, "grid", None)
-    if grid is not None:
-        sql = grid_tiles_sql(grid, parsed_view, "_p_lng", "_p_lat", engine.dialect)
-        if sql is not None:
-            return f"({sql}) AS e", "e._pm_tile"
     lookup = coordinate_tiles(
         engine, tessellation, f"SELECT _p_lng AS lng, _p_lat AS lat FROM {parsed_view}"
     )
@@ -652,6 +645,19 @@ def load_trip_points(
     _relabel(checks, cols)
     validate(engine, raw, pview, display, checks)
     view = _new_name("points")
+    canonical = (
+        f"e.{_ident(cols['uid'])} AS uid, e.{_ident(cols['tid'])} AS tid, "
+        "e._p_datetime AS time, e._p_lat AS lat, e._p_lng AS lng"
+    )
+    grid = getattr(tessellation, "grid", None)
+    regular = grid is not None and grid_tiles_sql(grid, "p_", "lng", "lat", engine.dialect)
+    if "tile_id" not in cols and regular:
+        # tiles are arithmetic on the coordinates: the points are derived from the parsed
+        # input, so user buckets filter before the tile arithmetic, not after it
+        base = _new_name("untiled")
+        engine.create_view(base, f"SELECT {canonical} FROM {pview} AS e")
+        untiled = Loaded(base, display, "trip_points_untiled", engine, engine.columns(base))
+        return _grid_tiled_points(untiled, grid)
     if "tile_id" in cols:
         tile_expr, tile_sql = tile_index(
             engine, tessellation, cols["tile_id"], types[cols["tile_id"]], "t"
@@ -659,15 +665,18 @@ def load_trip_points(
         source = f"{pview} AS e {tile_sql}"
     else:
         source, tile_expr = coordinate_tiles_sql(engine, tessellation, pview)
-    engine.create_view(
-        view,
-        (
-            f"SELECT e.{_ident(cols['uid'])} AS uid, e.{_ident(cols['tid'])} AS tid, "
-            f"e._p_datetime AS time, e._p_lat AS lat, e._p_lng AS lng, "
-            f"{tile_expr} AS tile FROM {source}"
-        ),
-    )
+    engine.create_view(view, f"SELECT {canonical}, {tile_expr} AS tile FROM {source}")
     return Loaded(view, display, "trip_points", engine, engine.columns(view))
+
+
+def _grid_tiled_points(untiled: Loaded, grid: Any) -> Loaded:
+    """Canonical trip points with ``tile`` computed on a regular grid from ``untiled``
+    (``uid, tid, time, lat, lng``); rebuilt per user bucket by :mod:`privmob.engine.buckets`."""
+    eng = untiled.engine
+    sql = grid_tiles_sql(grid, untiled.view, "lng", "lat", eng.dialect)
+    view = _new_name("points")
+    eng.create_view(view, f"SELECT uid, tid, time, lat, lng, _pm_tile AS tile FROM ({sql}) AS g_")
+    return untiled.derived(view, "trip_points", lambda b: _grid_tiled_points(b, grid))
 
 
 def trips_from_points(points: Loaded) -> Loaded:
