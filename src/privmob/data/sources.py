@@ -219,12 +219,15 @@ def _types(engine: Engine, view: str) -> dict[str, str]:
     return dict(zip(df["column_name"], df["column_type"].str.upper(), strict=True))
 
 
-def time_expr(col: str, coltype: str, timezone: str) -> str:
-    """SQL turning a source column into a local wall-clock TIMESTAMP (NULL if unparsable)."""
+def time_expr(col: str, coltype: str, timezone: str, *, duckdb: bool = False) -> str:
+    """SQL turning a source column into a local wall-clock TIMESTAMP (NULL if unparsable).
+
+    ``duckdb``: the engine is DuckDB, which reads a UTC instant's wall clock without a zone
+    lookup per row (30x faster than ``timezone('UTC', ...)``)."""
     c = _ident(col)
     tz = _q(timezone)
     if coltype.startswith("TIMESTAMP WITH TIME ZONE") or coltype == "TIMESTAMPTZ":
-        if timezone == "UTC":  # the stored instant is UTC: no zone lookup per row (30x faster)
+        if timezone == "UTC" and duckdb:
             return (
                 f"CASE WHEN isfinite({c}) THEN make_timestamp(epoch_us({c})) "
                 f"ELSE timezone('UTC', {c}) END"
@@ -625,7 +628,12 @@ def load_trip_points(
         engine,
         raw,
         {
-            "datetime": time_expr(cols["datetime"], types[cols["datetime"]], timezone),
+            "datetime": time_expr(
+                cols["datetime"],
+                types[cols["datetime"]],
+                timezone,
+                duckdb=engine.dialect.name == "duckdb",
+            ),
             "datetime_raw": _ident(cols["datetime"]),
             "lat": float_expr(cols["lat"]),
             "lng": float_expr(cols["lng"]),
