@@ -49,7 +49,7 @@ class Dialect:
         written so that it parses to exactly the same float (shortest round-trip text)."""
         items = ", ".join(f"CAST('{float(v)!r}' AS DOUBLE)" for v in values)
         if self.name == "spark":
-            return f"element_at(array({items}), ({index}) + 1)"
+            return f"element_at(array({items}), CAST(({index}) + 1 AS INT))"
         return f"([{items}])[({index}) + 1]"
 
     def timestamp_literal(self, iso: str) -> str:
