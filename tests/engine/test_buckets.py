@@ -1,6 +1,10 @@
-"""Out-of-core counting by user buckets (DuckDB): same counts as one pass, bounds kept."""
+"""Out-of-core counting by user buckets (DuckDB): same counts as one pass, bounds kept,
+the input partitioned once into a private spill directory that never outlives the count."""
 
 from __future__ import annotations
+
+import math
+import stat
 
 import numpy as np
 import pytest
@@ -8,7 +12,17 @@ from tests.helpers import box_grid, random_trips
 
 from privmob.data import load_trips, load_trips_any
 from privmob.engine import DuckDBEngine
-from privmob.engine.buckets import parse_memory, plan_buckets, user_buckets
+from privmob.engine.buckets import (
+    BUCKET_SHARE,
+    BYTES_PER_ROW,
+    DUCKDB_SHARE,
+    SPILL_PREFIX,
+    bucketed_counts,
+    buckets_for,
+    parse_memory,
+    plan_buckets,
+    user_buckets,
+)
 from privmob.errors import ConfigError
 from privmob.privacy.costs import Unit
 from privmob.privacy.samplers import Randomness
@@ -28,6 +42,16 @@ def events_files(tmp_path_factory):
     return d, tess
 
 
+def load_events(eng, d, tess):
+    return load_trips_any(
+        str(d / "ev.parquet"),
+        engine=eng,
+        tessellation=tess,
+        shape="events",
+        cells=str(d / "cells.parquet"),
+    )
+
+
 def od_counts(trips, k, max_trips, buckets, period=None):
     period = period or StudyPeriod.parse("day", "2024-01-01", "2024-01-04")
     return exact_counts(
@@ -41,7 +65,11 @@ def od_counts(trips, k, max_trips, buckets, period=None):
     )
 
 
-def test_buckets_partition_the_users(engine):
+def spill_dirs(parent):
+    return [p for p in parent.iterdir() if p.name.startswith(SPILL_PREFIX)]
+
+
+def test_filtered_view_buckets_partition_the_users(engine):
     df = random_trips(200, 9, seed=1)
     trips = load_trips(df, engine=engine, tessellation=box_grid(3))
     seen = []
@@ -52,20 +80,103 @@ def test_buckets_partition_the_users(engine):
     assert sum(1 for s in seen if s) >= 5  # and really split
 
 
-def test_bucketed_events_counts_equal_one_pass(events_files):
-    d, tess = events_files
+def test_spilled_buckets_partition_the_users_in_a_private_directory(tmp_path):
+    df = random_trips(300, 9, seed=4)
+    n_buckets = 7
+    with DuckDBEngine(spill_dir=tmp_path) as eng:
+        trips = load_trips(df, engine=eng, tessellation=box_grid(3))
+        seen: list[set[int]] = []
+        dir_modes: list[int] = []
+        other_access: list[int] = []  # group/other permission bits of spilled files
+        rows: list[int] = []
+
+        def count(part):
+            (spill,) = spill_dirs(tmp_path)  # one spill directory while counting
+            dir_modes.append(stat.S_IMODE(spill.stat().st_mode))
+            files = [f for f in spill.rglob("*") if f.is_file()]
+            other_access.extend(stat.S_IMODE(f.stat().st_mode) & 0o077 for f in files)
+            got = eng.fetch(f"SELECT uid FROM {part.view}")["uid"]
+            rows.append(len(got))
+            seen.append(set(got))
+            return np.array([len(got)])
+
+        total = bucketed_counts(trips, count, n_buckets)
+    assert total[0] == len(df) == sum(rows)  # every row read once, from its own bucket
+    assert sum(len(s) for s in seen) == 300  # each user in exactly one bucket
+    assert set().union(*seen) == set(range(300))
+    assert sum(1 for s in seen if s) >= 5
+    assert dir_modes == [0o700] * n_buckets  # the spill directory is private ...
+    assert other_access and not any(other_access)  # ... and so are its files
+    assert spill_dirs(tmp_path) == []  # removed after success
+
+
+def test_spill_directory_is_removed_after_a_failure(tmp_path):
+    df = random_trips(50, 9, seed=6)
+    with DuckDBEngine(spill_dir=tmp_path) as eng:
+        trips = load_trips(df, engine=eng, tessellation=box_grid(3))
+        calls = []
+
+        def failing(part):
+            calls.append(1)
+            assert spill_dirs(tmp_path)
+            if len(calls) == 2:
+                raise RuntimeError("disk full")
+            return np.zeros(1)
+
+        with pytest.raises(RuntimeError, match="disk full"):
+            bucketed_counts(trips, failing, 4)
+    assert len(calls) == 2
+    assert spill_dirs(tmp_path) == []
+
+
+def test_unusable_spill_directory_is_a_config_error(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
     with DuckDBEngine() as eng:
-        trips = load_trips_any(
-            str(d / "ev.parquet"),
-            engine=eng,
-            tessellation=tess,
-            shape="events",
-            cells=str(d / "cells.parquet"),
-        )
+        trips = load_trips(random_trips(20, 9, seed=7), engine=eng, tessellation=box_grid(3))
+        with pytest.raises(ConfigError, match="spill directory"):
+            bucketed_counts(trips, lambda p: np.zeros(1), 3, spill_dir=blocker / "sub")
+
+
+def test_bucketed_events_counts_equal_one_pass(events_files, tmp_path):
+    d, tess = events_files
+    with DuckDBEngine(spill_dir=tmp_path) as eng:
+        trips = load_events(eng, d, tess)
         one = od_counts(trips, tess.k, 10**6, buckets=1)
         many = od_counts(trips, tess.k, 10**6, buckets=6)
+        assert spill_dirs(tmp_path) == []
     assert one.sum() > 100
     np.testing.assert_array_equal(one, many)
+
+
+def test_bucketed_trips_and_trip_points_equal_one_pass(tmp_path):
+    df = random_trips(120, 9, seed=8)
+    points = df.melt(
+        id_vars=["uid", "tid", "start_time"], value_vars=["origin", "destination"]
+    ).rename(columns={"start_time": "datetime"})
+    points["datetime"] += pd_seconds(points["variable"].eq("destination").astype(int) * 600)
+    grid = box_grid(3)  # tile t = row t // 3, column t % 3, 0.01 degree squares
+    points["lng"] = 13.0 + (points["value"] % 3 + 0.5) * 0.01
+    points["lat"] = 52.0 + (points["value"] // 3 + 0.5) * 0.01
+    with DuckDBEngine(spill_dir=tmp_path) as eng:
+        for shape, data in (("trips", df), ("trip-points", points)):
+            cols = ["uid", "tid", "datetime", "lat", "lng"]
+            trips = load_trips_any(
+                data if shape == "trips" else data[cols],
+                engine=eng,
+                tessellation=grid,
+                shape=shape,
+            )
+            one = od_counts(trips, 9, 10**6, buckets=1, period=StudyPeriod())
+            many = od_counts(trips, 9, 10**6, buckets=5, period=StudyPeriod())
+            assert one.sum() == len(df), shape
+            np.testing.assert_array_equal(one, many)
+
+
+def pd_seconds(values):
+    import pandas as pd
+
+    return pd.to_timedelta(values, unit="s")
 
 
 def test_bucketed_truncation_keeps_the_bound(engine):
@@ -76,22 +187,31 @@ def test_bucketed_truncation_keeps_the_bound(engine):
         assert od_counts(trips, 9, 2, buckets=b, period=StudyPeriod()).sum() == expected
 
 
+def test_bucket_estimate_follows_rows_and_limit():
+    assert parse_memory("8GB") == 8 * 10**9 and parse_memory("512MiB") == 512 * 2**20
+    for bad in ("lots", "1..2GB"):
+        with pytest.raises(ConfigError):
+            parse_memory(bad)
+    rows = 10**9
+    fits = math.ceil(rows * BYTES_PER_ROW / BUCKET_SHARE)  # just one bucket's share
+    assert buckets_for(rows, fits) == 1
+    assert buckets_for(rows, fits - 1) == 2
+    assert buckets_for(rows, fits // 10 + 1) == 10
+    assert buckets_for(rows, "12GB") == int(np.ceil(rows * BYTES_PER_ROW / (12e9 * BUCKET_SHARE)))
+    # DuckDB's own limit is a share of the process limit (Python, results, counts beside it)
+    with DuckDBEngine(memory_limit="1GB") as eng:
+        got = eng.fetch("SELECT current_setting('memory_limit') AS m")["m"].iloc[0]
+        assert abs(parse_memory(got.replace(" ", "")) - DUCKDB_SHARE * 1e9) < 0.02e9
+
+
 def test_memory_limit_plans_buckets_and_release_reports_them(events_files, accountant):
     d, tess = events_files
-    assert parse_memory("8GB") == 8 * 10**9 and parse_memory("512MiB") == 512 * 2**20
-    with pytest.raises(ConfigError):
-        parse_memory("lots")
     with DuckDBEngine(memory_limit="200MB") as eng:
-        trips = load_trips_any(
-            str(d / "ev.parquet"),
-            engine=eng,
-            tessellation=tess,
-            shape="events",
-            cells=str(d / "cells.parquet"),
-        )
+        trips = load_events(eng, d, tess)
         assert plan_buckets(trips, None) == 1
         rows = int(eng.fetch(f"SELECT count(*) AS n FROM {trips.base.view}")["n"].iloc[0])
-        assert plan_buckets(trips, rows * 200 * 2 // 3 + 10) == 3  # 200 B/row, half the limit
+        per_bucket = rows * BYTES_PER_ROW / BUCKET_SHARE
+        assert plan_buckets(trips, int(per_bucket / 3) + 10) == 3
         steps: list[str] = []
         rel = od_matrix(
             trips,
@@ -103,5 +223,58 @@ def test_memory_limit_plans_buckets_and_release_reports_them(events_files, accou
             buckets=3,
             step=steps.append,
         )
-    assert sum("user bucket" in s for s in steps) == 3
+    assert [s for s in steps if "user bucket " in s] == [
+        f"counting trips: user bucket {i}/3" for i in (1, 2, 3)
+    ]  # one progress line per bucket, after the one partitioning pass
+    assert "counting trips: writing 3 user buckets" in steps
     assert len(rel.tables["od"]) == tess.k * (tess.k - 1)
+
+
+def test_unique_trips_are_rebuilt_per_bucket(events_files, tmp_path):
+    from privmob.prepare.unique import unique_trips
+
+    d, tess = events_files
+    period = StudyPeriod.parse("day", "2024-01-01", "2024-01-04")
+    with DuckDBEngine(spill_dir=tmp_path) as eng:
+        trips = unique_trips(load_events(eng, d, tess), period)
+        assert trips.base is not None  # the window is cut per bucket, not above it
+        one = od_counts(trips, tess.k, 10**6, buckets=1)
+        many = od_counts(trips, tess.k, 10**6, buckets=4)
+    assert one.sum() > 50
+    np.testing.assert_array_equal(one, many)
+
+
+def test_cli_memory_limit_and_spill_dir(tmp_path, monkeypatch):
+    import privmob.engine.buckets as buckets_module
+    from privmob.cli import main
+
+    random_trips(50, 9, seed=9).to_parquet(tmp_path / "trips.parquet")
+    box_grid(3).gdf.to_file(tmp_path / "grid.geojson", driver="GeoJSON")
+    spill = tmp_path / "spill"
+    planned: list[int] = []
+    plan = buckets_module.buckets_for
+    monkeypatch.setattr(buckets_module, "BYTES_PER_ROW", 10**6)  # tiny input, many buckets
+    monkeypatch.setattr(
+        buckets_module, "buckets_for", lambda *a: planned.append(plan(*a)) or planned[-1]
+    )
+    args = ["od", str(tmp_path / "trips.parquet"), "-t", str(tmp_path / "grid.geojson")]
+    args += ["-e", "0.5", "-T", "2", "--budget", "1", "--ledger", str(tmp_path / "l.sqlite")]
+    args += ["-o", str(tmp_path / "out"), "--quiet", "--seed", "1"]
+    with pytest.raises(SystemExit) as exc:
+        main([*args, "--memory-limit", "100MB", "--spill-dir", str(spill)])
+    assert exc.value.code in (0, None)
+    assert planned and planned[0] > 1  # really bucketed ...
+    assert spill.is_dir() and spill_dirs(spill) == []  # ... and nothing left behind
+    assert (tmp_path / "out" / "od.parquet").exists()
+
+
+def test_plan_counts_rows_of_a_csv_folder(tmp_path):
+    folder = tmp_path / "csv"
+    folder.mkdir()
+    df = random_trips(30, 9, seed=10)
+    df.iloc[:40].to_csv(folder / "a.csv", index=False)
+    df.iloc[40:].to_csv(folder / "b.csv", index=False)
+    with DuckDBEngine() as eng:
+        trips = load_trips(str(folder), engine=eng, tessellation=box_grid(3))
+        assert plan_buckets(trips, math.ceil(len(df) * BYTES_PER_ROW / BUCKET_SHARE)) == 1
+        assert plan_buckets(trips, math.ceil(len(df) * BYTES_PER_ROW / BUCKET_SHARE / 3)) == 3

@@ -67,12 +67,41 @@ ColumnsOpt = Annotated[
 DelimiterOpt = Annotated[
     str | None, typer.Option("--delimiter", help="CSV delimiter (default: detected)")
 ]
-EngineOpt = Annotated[str, typer.Option("--engine", help="duckdb (default) or spark")]
+#: help of an input argument: a local file/folder or, with --engine spark, any URL Spark reads
+INPUT_HELP = "{} (CSV, CSV.gz, Parquet file or folder; with --engine spark any URL Spark reads)"
+EngineOpt = Annotated[
+    str,
+    typer.Option("--engine", help="duckdb (default; in process) or spark (local or a cluster)"),
+]
+SparkMasterOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--spark-master",
+        help="with --engine spark: the master URL, e.g. local[4], spark://host:7077, yarn, "
+        "k8s://https://host:443 (default $PRIVMOB_SPARK_MASTER or local[*])",
+    ),
+]
+SparkConfOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--spark-conf",
+        help="with --engine spark: a Spark setting key=value (repeat the option for several), "
+        "e.g. spark.executor.memory=16g; added to $PRIVMOB_SPARK_CONF",
+    ),
+]
 TileIdOpt = Annotated[
     str | None, typer.Option("--tile-id", help="tile id column of the tessellation")
 ]
 MemoryLimitOpt = Annotated[
     str | None, typer.Option("--memory-limit", help="engine memory limit, e.g. 8GB")
+]
+SpillDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--spill-dir",
+        help="directory for temporary files (DuckDB spills, user buckets under "
+        "--memory-limit); default: the system temp directory/privmob",
+    ),
 ]
 
 
@@ -154,8 +183,43 @@ def print_release_summary(release: Any, paths: list[Path], accountant: Any) -> N
         console.print("[bold red]NOT FOR PUBLICATION[/]: made with --seed (test noise)")
 
 
-def open_engine(engine: str, memory_limit: str | None) -> Any:
-    """The engine chosen on the command line, with its memory limit if one was given."""
+def open_engine(
+    engine: str,
+    memory_limit: str | None = None,
+    spark_master: str | None = None,
+    spark_conf: list[str] | None = None,
+    step: Any = None,
+    spill_dir: Path | None = None,
+) -> Any:
+    """The engine chosen on the command line (``--engine``), with its memory limit, for DuckDB
+    the spill directory (``--spill-dir``) and, for Spark, the master URL and settings
+    (``--spark-master``, ``--spark-conf key=value``)."""
     from privmob.engine import make_engine
+    from privmob.errors import ConfigError
 
-    return make_engine(engine, **({"memory_limit": memory_limit} if memory_limit else {}))
+    options: dict[str, Any] = {"memory_limit": memory_limit} if memory_limit else {}
+    if engine != "spark":
+        if spark_master or spark_conf:
+            raise ConfigError(
+                "--spark-master and --spark-conf apply to the Spark engine",
+                hint="add --engine spark",
+            )
+        if spill_dir is not None:
+            options |= {"temp_directory": spill_dir, "spill_dir": spill_dir}
+        return make_engine(engine, **options)
+    conf = {}
+    for item in spark_conf or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(
+                f"cannot read the Spark setting '{item}'",
+                hint="use --spark-conf key=value, e.g. --spark-conf spark.executor.memory=16g",
+            )
+        conf[key.strip()] = value.strip()
+    if step is not None:
+        step("starting Spark")  # tens of seconds for a local session
+    if spark_master:
+        options["master"] = spark_master
+    if conf:
+        options["conf"] = conf
+    return make_engine(engine, **options)

@@ -15,8 +15,10 @@ import typer
 from privmob.cli import common as c
 from privmob.errors import ConfigError
 
-EventsArg = Annotated[Path, typer.Argument(help="events: uid, datetime, cell_id (CSV/Parquet)")]
-CellsOpt = Annotated[Path, typer.Option("--cells", help="cells table: cell_id, lat, lng")]
+EventsArg = Annotated[
+    str, typer.Argument(help=c.INPUT_HELP.format("events: uid, datetime, cell_id"))
+]
+CellsOpt = Annotated[str, typer.Option("--cells", help="cells table: cell_id, lat, lng")]
 ZonesOpt = Annotated[Path, typer.Option("--zones", help="zones (GeoJSON, GeoParquet, Shapefile)")]
 ZoneIdOpt = Annotated[str | None, typer.Option("--zone-id", help="zone id column")]
 MaxVisitsOpt = Annotated[
@@ -53,8 +55,8 @@ def parse_week(text: str) -> datetime:
 
 
 def load_density_inputs(
-    events: Path,
-    cells: Path,
+    events: str | Path,
+    cells: str | Path,
     zones: Path,
     *,
     zone_id: str | None,
@@ -63,9 +65,11 @@ def load_density_inputs(
     timezone: str,
     columns: str | None,
     step: Any,
-    engine: str = "duckdb",
+    engine: Any = "duckdb",
 ) -> DensityInputs:
-    """Zones, tower sites, Voronoi shares and cover (public), then the validated events."""
+    """Zones, tower sites, Voronoi shares and cover (public), then the validated events.
+
+    ``engine``: a name (``duckdb``, ``spark``) or an engine already opened."""
     from privmob.data.sources import load_cells, load_events
     from privmob.data.tessellation import load_tessellation
     from privmob.engine import make_engine
@@ -74,7 +78,7 @@ def load_density_inputs(
     week_start = parse_week(week)
     step("reading the zones")
     tess = load_tessellation(zones, id_column=zone_id)
-    eng = make_engine(engine)
+    eng = make_engine(engine) if isinstance(engine, str) else engine
     step("reading the cells")
     view = load_cells(str(cells), engine=eng, tessellation=_NoTiles())
     pos = eng.fetch(f"SELECT lng, lat FROM {view}")
@@ -133,6 +137,11 @@ def density(
     ledger: c.LedgerOpt = None,
     dataset: c.DatasetOpt = None,
     budget: c.BudgetOpt = None,
+    engine: c.EngineOpt = "duckdb",
+    memory_limit: c.MemoryLimitOpt = None,
+    spill_dir: c.SpillDirOpt = None,
+    spark_master: c.SparkMasterOpt = None,
+    spark_conf: c.SparkConfOpt = None,
     seed: c.SeedOpt = None,
     overwrite: c.OverwriteOpt = False,
     quiet: c.QuietOpt = False,
@@ -175,6 +184,9 @@ def density(
             timezone=timezone,
             columns=columns,
             step=step,
+            engine=c.open_engine(
+                engine, memory_limit, spark_master, spark_conf, step, spill_dir=spill_dir
+            ),
         )
         step("pre-sampling, noise and post-processing")
         release = density_release(

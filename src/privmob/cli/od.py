@@ -13,7 +13,7 @@ from privmob.privacy.mechanisms import NoiseKind
 
 
 def od(
-    data: Annotated[Path, typer.Argument(help="trips, trip points or events (CSV or Parquet)")],
+    data: Annotated[str, typer.Argument(help=c.INPUT_HELP.format("trips, trip points or events"))],
     tessellation: Annotated[
         Path, typer.Option("--tessellation", "-t", help="tiles (GeoJSON, GeoParquet, Shapefile)")
     ],
@@ -48,7 +48,7 @@ def od(
         str, typer.Option("--input-shape", help="auto, trips, trip-points, events")
     ] = "auto",
     cells: Annotated[
-        Path | None, typer.Option("--cells", help="cells table for events with cell_id")
+        str | None, typer.Option("--cells", help="cells table for events with cell_id")
     ] = None,
     trip_rule: Annotated[
         str,
@@ -82,6 +82,9 @@ def od(
     budget: c.BudgetOpt = None,
     engine: c.EngineOpt = "duckdb",
     memory_limit: c.MemoryLimitOpt = None,
+    spill_dir: c.SpillDirOpt = None,
+    spark_master: c.SparkMasterOpt = None,
+    spark_conf: c.SparkConfOpt = None,
     seed: c.SeedOpt = None,
     overwrite: c.OverwriteOpt = False,
     quiet: c.QuietOpt = False,
@@ -115,7 +118,9 @@ def od(
     with c.Steps(quiet) as step:
         step("reading the tessellation")
         tess = load_tessellation(tessellation, id_column=id_column)
-        eng = c.open_engine(engine, memory_limit)
+        eng = c.open_engine(
+            engine, memory_limit, spark_master, spark_conf, step, spill_dir=spill_dir
+        )
         step("reading and validating the input")
         trips = load_trips_any(
             data,

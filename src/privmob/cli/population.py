@@ -13,7 +13,9 @@ from privmob.privacy.mechanisms import NoiseKind
 
 
 def population(
-    data: Annotated[Path, typer.Argument(help="events: uid, datetime, lat/lng or cell_id")],
+    data: Annotated[
+        str, typer.Argument(help=c.INPUT_HELP.format("events: uid, datetime, lat/lng or cell_id"))
+    ],
     tessellation: Annotated[
         Path, typer.Option("--tessellation", "-t", help="zones (GeoJSON, GeoParquet, Shapefile)")
     ],
@@ -28,7 +30,7 @@ def population(
     start: Annotated[str | None, typer.Option("--start", help="study period start (date)")] = None,
     end: Annotated[str | None, typer.Option("--end", help="study period end (exclusive)")] = None,
     cells: Annotated[
-        Path | None, typer.Option("--cells", help="cells table for events with cell_id")
+        str | None, typer.Option("--cells", help="cells table for events with cell_id")
     ] = None,
     zone_mapping: Annotated[
         str,
@@ -47,6 +49,9 @@ def population(
     budget: c.BudgetOpt = None,
     engine: c.EngineOpt = "duckdb",
     memory_limit: c.MemoryLimitOpt = None,
+    spill_dir: c.SpillDirOpt = None,
+    spark_master: c.SparkMasterOpt = None,
+    spark_conf: c.SparkConfOpt = None,
     seed: c.SeedOpt = None,
     overwrite: c.OverwriteOpt = False,
     quiet: c.QuietOpt = False,
@@ -74,7 +79,9 @@ def population(
     with c.Steps(quiet) as step:
         step("reading the tessellation")
         tess = load_tessellation(tessellation, id_column=id_column)
-        eng = c.open_engine(engine, memory_limit)
+        eng = c.open_engine(
+            engine, memory_limit, spark_master, spark_conf, step, spill_dir=spill_dir
+        )
         step("reading and validating the events")
         events = load_events(
             data,

@@ -41,7 +41,8 @@ def _range(text: str) -> tuple[float, float, float]:
 
 def report(
     data: Annotated[
-        Path, typer.Argument(help="trip points: CSV or Parquet with uid, tid, datetime, lat, lng")
+        str,
+        typer.Argument(help=c.INPUT_HELP.format("trip points: uid, tid, datetime, lat, lng")),
     ],
     tessellation: Annotated[Path, typer.Option("--tessellation", "-t", help="tiles (GeoJSON...)")],
     epsilon: Annotated[float, typer.Option("--epsilon", "-e", help="total epsilon of the report")],
@@ -82,6 +83,8 @@ def report(
     budget: c.BudgetOpt = None,
     engine: c.EngineOpt = "duckdb",
     memory_limit: c.MemoryLimitOpt = None,
+    spark_master: c.SparkMasterOpt = None,
+    spark_conf: c.SparkConfOpt = None,
     seed: c.SeedOpt = None,
     quiet: c.QuietOpt = False,
     overwrite: c.OverwriteOpt = False,
@@ -115,7 +118,7 @@ def report(
         step("reading the tessellation")
         tess = load_tessellation(tessellation, id_column=id_column)
         tiles = Tiles.from_tessellation(tess)
-        eng = c.open_engine(engine, memory_limit)
+        eng = c.open_engine(engine, memory_limit, spark_master, spark_conf, step)
         step("reading and validating the trip points")
         points = load_trip_points(
             data,

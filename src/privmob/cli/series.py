@@ -15,17 +15,24 @@ import typer
 from rich.table import Table
 
 from privmob.cli.common import (
+    INPUT_HELP,
     ColumnsOpt,
     DatasetOpt,
     DelimiterOpt,
+    EngineOpt,
     LedgerOpt,
+    MemoryLimitOpt,
     OverwriteOpt,
     QuietOpt,
     SeedOpt,
+    SparkConfOpt,
+    SparkMasterOpt,
+    SpillDirOpt,
     Steps,
     console,
     console_err,
     dataset_name,
+    open_engine,
     parse_columns,
 )
 from privmob.errors import ConfigError, InputError
@@ -333,7 +340,9 @@ def _summary(release: Release, paths: list[Path], n_marks: int, quiet: bool) -> 
 
 
 def series_counts_command(
-    events: Annotated[Path, typer.Argument(help="events file: uid, datetime, lat, lng")],
+    events: Annotated[
+        str, typer.Argument(help=INPUT_HELP.format("events: uid, datetime, lat, lng"))
+    ],
     tessellation: Annotated[Path, typer.Option("--tessellation", "-t", help="zones (GeoJSON)")],
     start: Annotated[str, typer.Option("--start", help="public period start (local time)")],
     end: Annotated[str, typer.Option("--end", help="public period end, exclusive")],
@@ -378,6 +387,11 @@ def series_counts_command(
     ] = None,
     ledger: LedgerOpt = None,
     dataset: DatasetOpt = None,
+    engine: EngineOpt = "duckdb",
+    memory_limit: MemoryLimitOpt = None,
+    spill_dir: SpillDirOpt = None,
+    spark_master: SparkMasterOpt = None,
+    spark_conf: SparkConfOpt = None,
     seed: SeedOpt = None,
     quiet: QuietOpt = False,
     overwrite: OverwriteOpt = False,
@@ -386,7 +400,6 @@ def series_counts_command(
     enforced), published under landmark epsilon-privacy."""
     from privmob.data import load_events
     from privmob.data.tessellation import load_tessellation
-    from privmob.engine import make_engine
     from privmob.releases.landmark_counts import (
         outliers_epsilon_for,
         publish_zone_counts,
@@ -409,10 +422,11 @@ def series_counts_command(
     with Steps(quiet) as step:
         step("reading the tessellation")
         tess = load_tessellation(tessellation, id_column=id_column)
+        eng = open_engine(engine, memory_limit, spark_master, spark_conf, step, spill_dir=spill_dir)
         step("reading and validating the events")
         loaded = load_events(
             events,
-            engine=make_engine("duckdb"),
+            engine=eng,
             tessellation=tess,
             columns=parse_columns(columns),
             timezone=timezone,

@@ -26,8 +26,10 @@ dropped). Input files are only read, never modified.
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -46,6 +48,9 @@ OFFSET_RE = r"[0-9]:[0-9]{2}(:[0-9]{2}([.,][0-9]+)?)?\s*([zZ]|[+-][0-9]{2}(:?[0-
 # a zone name after the time ("08:00 Europe/Paris", "08:00 CET"): DuckDB's TIMESTAMP cast would
 # silently drop it, so such strings go through TIMESTAMPTZ (unknown names become unparsable)
 ZONE_NAME_RE = r"[0-9]\s+[A-Za-z][A-Za-z_]*(/[A-Za-z0-9_+-]+)*$"
+# hours and minutes followed by a zone, without seconds ("10:00+02:00", "10:00Z", "10:00 CET")
+HHMM_ZONE_RE = r"(^|[ T])[0-9]{1,2}:[0-9]{2}\s*([+-][0-9]|[A-Za-z])"
+HHMM_ZONE_SPLIT = r"^(.*?[0-9]{1,2}:[0-9]{2})(\s*([+-][0-9]|[A-Za-z]).*)$"
 # epoch seconds written as text (CSV): 9-10 digits, 1973-03-03 to 2286-11-20
 EPOCH_RE = r"^-?[0-9]{9,10}([.][0-9]+)?$"
 NUMERIC_TIME_TYPES = {"DOUBLE", "FLOAT", "REAL"}
@@ -110,30 +115,16 @@ def read_raw(
     display = describe_source(source)
     view = _new_name("raw")
     if isinstance(source, str | Path):
-        path = Path(source)
-        if not path.exists():
-            raise InputError("file not found", source=display, hint="check the path")
-        if path.is_dir():
-            if not any(path.glob("*.parquet")):
-                raise InputError("directory holds no .parquet files", source=display)
-            _sql_view(engine, view, f"SELECT * FROM read_parquet('{_q(path)}/*.parquet')", display)
-        elif path.stat().st_size == 0:
-            raise InputError(
-                "the file is empty",
-                source=display,
-                hint="give a file with a header row and records",
+        text = str(source)
+        if _is_csv(text, display):
+            files = _csv_files(Path(text)) if not is_url(text) and Path(text).is_dir() else text
+            read = partial(
+                engine.read_csv, view, files, delimiter=delimiter, header=header, names=names
             )
-        elif path.suffix.lower() in {".parquet", ".pq"}:
-            _sql_view(engine, view, f"SELECT * FROM read_parquet('{_q(path)}')", display)
-        else:
-            opts = ["header = " + ("true" if header else "false"), "all_varchar = true"]
-            if delimiter:
-                opts.append(f"delim = '{_q(delimiter)}'")
-            if names:
-                opts.append("names = [" + ", ".join(f"'{_q(n)}'" for n in names) + "]")
-            _sql_view(
-                engine, view, f"SELECT * FROM read_csv('{_q(path)}', {', '.join(opts)})", display
-            )
+        else:  # a Parquet file, or a folder of Parquet files
+            read = partial(engine.read_parquet, view, text)
+        _engine_read(display, read)
+        _engine_read(display, partial(engine.fetch, f"SELECT * FROM {view} LIMIT 0"))
     elif isinstance(source, pd.DataFrame | pa.Table) or hasattr(source, "to_arrow"):
         engine.register(view, source)
     else:
@@ -144,10 +135,51 @@ def read_raw(
     return view, display
 
 
-def _sql_view(engine: Engine, view: str, sql: str, display: str) -> None:
+def is_url(text: str) -> bool:
+    """``s3a://bucket/x``, ``hdfs://nn/x``, ``file:///x``: read by the engine, not checked here."""
+    return re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", text) is not None
+
+
+def _is_csv(text: str, display: str) -> bool:
+    """Whether a path names CSV (else Parquet). Local paths are checked first (exist, not
+    empty); a local file is Parquet by its .parquet/.pq name, CSV otherwise; a local folder is
+    Parquet if it holds .parquet files, else its .csv/.tsv/.txt/.gz files are read; a URL is
+    CSV by its .csv/.tsv/.txt/.gz name (globs too), otherwise a Parquet file or folder."""
+    parquet = {".parquet", ".pq"}
+    if is_url(text):
+        suffix = Path(text.rstrip("/")).suffix.lower()
+        return suffix in CSV_SUFFIXES
+    path = Path(text)
+    _check_local_file(path, display)
+    if path.is_dir():  # a folder of Parquet files, else of CSV files
+        return not any(path.glob("*.parquet"))
+    return path.suffix.lower() not in parquet
+
+
+def _csv_files(folder: Path) -> list[str]:
+    return sorted(
+        str(p) for p in folder.iterdir() if p.is_file() and p.suffix.lower() in CSV_SUFFIXES
+    )
+
+
+def _check_local_file(path: Path, display: str) -> None:
+    if not path.exists():
+        raise InputError("file not found", source=display, hint="check the path")
+    if path.is_dir():
+        if not any(path.glob("*.parquet")) and not _csv_files(path):
+            raise InputError("directory holds no .parquet files and no CSV files", source=display)
+    elif path.stat().st_size == 0:
+        raise InputError(
+            "the file is empty",
+            source=display,
+            hint="give a file with a header row and records",
+        )
+
+
+def _engine_read(display: str, read: Callable[[], Any]) -> None:
+    """Run an engine's read step; its own read errors become one InputError."""
     try:
-        engine.create_view(view, sql)
-        engine.fetch(f"SELECT * FROM {view} LIMIT 0")
+        read()
     except InputError:
         raise
     except Exception as exc:  # engine-specific read errors
@@ -238,9 +270,18 @@ def time_expr(col: str, coltype: str, timezone: str, *, duckdb: bool = False) ->
     if coltype in INTEGER_TYPES | NUMERIC_TIME_TYPES or coltype.startswith("DECIMAL"):
         return f"timezone('{tz}', to_timestamp(CAST({c} AS DOUBLE)))"
     s = f"trim(CAST({c} AS VARCHAR))"
+    # written so that DuckDB and Spark read the same strings alike: "10:00+02:00" -> seconds
+    # added ("10:00:00+02:00", Spark needs them before a zone); "08:15 +09:00" -> no space
+    # before the offset (DuckDB refuses it). No back-references: their syntax differs.
+    hhmm = f"regexp_extract({s}, '{HHMM_ZONE_SPLIT}', "
+    with_seconds = (
+        f"CASE WHEN regexp_matches({s}, '{HHMM_ZONE_RE}') "
+        f"THEN concat({hhmm}1), ':00', {hhmm}2)) ELSE {s} END"
+    )
+    offset = f"regexp_replace(regexp_replace({with_seconds}, '\\s+[+]', '+'), '\\s+-', '-')"
     return (
         f"CASE WHEN regexp_matches({s}, '({OFFSET_RE})|({ZONE_NAME_RE})') "
-        f"THEN timezone('{tz}', TRY_CAST({s} AS TIMESTAMPTZ)) "
+        f"THEN timezone('{tz}', TRY_CAST({offset} AS TIMESTAMPTZ)) "
         f"WHEN regexp_matches({s}, '{EPOCH_RE}') "
         f"THEN timezone('{tz}', to_timestamp(TRY_CAST({s} AS DOUBLE))) "
         f"ELSE TRY_CAST({s} AS TIMESTAMP) END"
@@ -288,11 +329,9 @@ def validate(
     for i, c in enumerate(checks):
         n_bad = int(row[f"c{i}"])
         if n_bad:
-            example = engine.fetch(
-                f"SELECT * EXCLUDE (_pm_row) FROM {parsed_view} WHERE {c.bad} LIMIT 1"
-            )
-            raw = example[[col for col in example.columns if not col.startswith("_p_")]]
-            shown = raw.iloc[0].to_dict() if len(raw) else None
+            example = engine.fetch(f"SELECT * FROM {parsed_view} WHERE {c.bad} LIMIT 1")
+            raw = example[[col for col in example.columns if not col.startswith(("_p_", "_pm_"))]]
+            shown = _example_row(raw)
             raise InputError(
                 f"{c.message} ({n_bad} of {n_rows} rows)",
                 source=display,
@@ -301,6 +340,17 @@ def validate(
                 hint=c.hint,
             )
     return n_rows
+
+
+def _example_row(rows: pd.DataFrame) -> dict[str, Any] | None:
+    """The first row as shown in messages; a missing value is None on every engine."""
+    if not len(rows):
+        return None
+    return {str(k): (None if _is_missing(v) else v) for k, v in rows.iloc[0].to_dict().items()}
+
+
+def _is_missing(value: Any) -> bool:
+    return value is None or value is pd.NaT or (isinstance(value, float) and np.isnan(value))
 
 
 def _parsed_view(engine: Engine, raw: str, parsed: dict[str, str]) -> str:

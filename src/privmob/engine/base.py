@@ -24,6 +24,26 @@ class Engine(Protocol):
     def register(self, name: str, data: Any) -> None:
         """Expose an Arrow table, pandas/Polars DataFrame or Parquet path as a view."""
 
+    def read_parquet(self, name: str, path: str) -> None:
+        """Expose a Parquet file or folder (any path or URL the engine reads) as a view."""
+
+    def read_csv(
+        self,
+        name: str,
+        path: str | list[str],
+        *,
+        delimiter: str | None = None,
+        header: bool = True,
+        names: list[str] | None = None,
+    ) -> None:
+        """Expose a CSV file (gzip ok), or several with the same columns, as a view whose
+        columns are all text.
+
+        The delimiter is detected when not given; ``names`` names the columns of a file
+        without header row. Parsing (times, numbers) is left to the shared loader SQL, so
+        every engine applies the same rules.
+        """
+
     def create_view(self, name: str, sql: str) -> None: ...
 
     def materialize(self, name: str, sql: str) -> None:

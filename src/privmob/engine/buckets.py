@@ -2,31 +2,49 @@
 
 DuckDB's window step (per-user bounding, trips from events) holds a whole partition set in
 memory. To run on inputs larger than memory, the users are split into ``B`` buckets by a hash of
-the user id; each bucket is a filtered view of the input, bounded and counted on its own, and
-the dense bucket counts are summed. Every user falls in exactly one bucket, so per-user bounding
-(and building trips from a user's events) is exact within a bucket and the sum equals the
-single-pass result: privacy semantics are unchanged. The bucket hash is not secret (it only
-partitions work); the bounding hash keeps its own fresh key per bucket.
+the user id; each bucket is bounded and counted on its own, and the dense bucket counts are
+summed. Every user falls in exactly one bucket, so per-user bounding (and building trips from a
+user's events) is exact within a bucket and the sum equals the single-pass result: privacy
+semantics are unchanged. The bucket hash is not secret (it only partitions work); the bounding
+hash keeps its own fresh key per bucket. The number of buckets depends only on the input's row
+count and the memory limit, and nothing about the buckets reaches the output.
+
+Partition once (DuckDB): with ``B > 1`` one streaming pass writes the validated, tile-assigned
+input (only the columns the count needs) into ``B`` hash-partitioned Parquet files in a private
+spill directory (mode 0700, under ``--spill-dir`` / the engine's temp directory); each bucket then
+reads only its own file. The spill files hold user records: they are deleted when counting ends,
+also after an error. Other engines (Spark) get filtered views of the input instead.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import re
-from collections.abc import Callable, Iterator
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from privmob.data.sources import Loaded, _new_name
-from privmob.errors import ConfigError
+from privmob.errors import ConfigError, EngineError
 
-#: Bytes of engine memory one input row needs in the window steps (measured ~100 on DuckDB
-#: 1.x for events/trips; doubled for headroom).
-BYTES_PER_ROW = 200
-#: Fraction of the memory limit one bucket may use.
-BUCKET_SHARE = 0.5
+#: Engine memory one input row needs in the window steps of a bucket (events -> trips ->
+#: bounding -> counts, or trips -> bounding -> counts). Measured on DuckDB 2.0 (docs/scale.md):
+#: the peak RSS of one pass grows by 22-30 B per input event and 45 B per input trip above a
+#: ~0.3 GB base; 80 B leaves a margin of about 2x (skewed users, other column types).
+BYTES_PER_ROW = 80
+#: Fraction of the memory limit one bucket may use (the rest: the base process, DuckDB's
+#: buffers for reading and writing, the dense count vectors and the noise).
+BUCKET_SHARE = 0.6
+#: Share of ``--memory-limit`` given to DuckDB's own ``memory_limit`` (it spills above it).
+DUCKDB_SHARE = 0.8
+#: Prefix of the spill directories (one per bucketed count, removed afterwards).
+SPILL_PREFIX = "privmob-buckets-"
 
 _UNITS = {
     "": 1,
@@ -47,14 +65,23 @@ def parse_memory(text: str) -> int:
     m = re.fullmatch(r"\s*([0-9.eE+]+)\s*([A-Za-z]*)\s*", text)
     if not m or m.group(2).upper() not in _UNITS:
         raise ConfigError(f"cannot read memory limit '{text}'", hint="use e.g. 8GB or 512MB")
-    return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
+    try:
+        value = float(m.group(1))
+    except ValueError as exc:
+        raise ConfigError(f"cannot read memory limit '{text}'", hint="use e.g. 8GB") from exc
+    return int(value * _UNITS[m.group(2).upper()])
+
+
+def bucket_expr(dialect_name: str, n_buckets: int, user: str = "uid") -> str:
+    """SQL: the bucket (0..n_buckets-1) of a user (a plain, unkeyed hash of the user id)."""
+    if dialect_name == "spark":
+        return f"pmod(xxhash64({user}), {n_buckets})"
+    return f"hash({user}) % {n_buckets}"
 
 
 def bucket_predicate(dialect_name: str, n_buckets: int, bucket: int, user: str = "uid") -> str:
-    """SQL true for the users of one bucket (a plain, unkeyed hash of the user id)."""
-    if dialect_name == "spark":
-        return f"pmod(xxhash64({user}), {n_buckets}) = {bucket}"
-    return f"hash({user}) % {n_buckets} = {bucket}"
+    """SQL true for the users of one bucket."""
+    return f"{bucket_expr(dialect_name, n_buckets, user)} = {bucket}"
 
 
 def source_rows(loaded: Loaded) -> int:
@@ -63,24 +90,57 @@ def source_rows(loaded: Loaded) -> int:
     path = Path(loaded.source)
     if eng.name == "duckdb" and path.suffix.lower() in {".parquet", ".pq"} and path.exists():
         sql = f"SELECT count(*) AS n FROM read_parquet('{str(path).replace(chr(39), '')}')"
-    elif eng.name == "duckdb" and path.is_dir():
+    elif eng.name == "duckdb" and path.is_dir() and any(path.glob("*.parquet")):
         sql = f"SELECT count(*) AS n FROM read_parquet('{path}/*.parquet')"
     else:
-        sql = f"SELECT count(*) AS n FROM {loaded.view}"
+        sql = f"SELECT count(*) AS n FROM {root(loaded).view}"
     return int(eng.fetch(sql)["n"].iloc[0])
+
+
+def buckets_for(rows: int, memory_limit: str | int) -> int:
+    """Buckets so that one bucket's window work (``BYTES_PER_ROW`` per row) fits in
+    ``BUCKET_SHARE`` of the limit."""
+    limit = parse_memory(memory_limit) if isinstance(memory_limit, str) else int(memory_limit)
+    if limit <= 0:
+        raise ConfigError(f"the memory limit must be positive, got {memory_limit}")
+    return max(1, math.ceil(rows * BYTES_PER_ROW / (limit * BUCKET_SHARE)))
 
 
 def plan_buckets(loaded: Loaded, memory_limit: str | int | None) -> int:
     """How many user buckets keep one bucket's window work within the memory limit."""
     if memory_limit is None or loaded.engine.name != "duckdb":
         return 1  # no limit given, or an engine that spills by itself (Spark)
+    return buckets_for(source_rows(loaded), memory_limit)
+
+
+def duckdb_memory_limit(memory_limit: str | int) -> str:
+    """DuckDB's own ``memory_limit`` for a privmob ``--memory-limit`` (a share of it: the
+    process also holds Python, Arrow results and the count vectors)."""
     limit = parse_memory(memory_limit) if isinstance(memory_limit, str) else int(memory_limit)
-    need = source_rows(loaded) * BYTES_PER_ROW
-    return max(1, math.ceil(need / (limit * BUCKET_SHARE)))
+    return f"{max(1, int(limit * DUCKDB_SHARE) // 2**20)}MiB"
+
+
+# -- the derivation chain ----------------------------------------------------------------------
+
+
+def root(loaded: Loaded) -> Loaded:
+    """The loaded input a relation was derived from (itself when not derived)."""
+    while loaded.base is not None and loaded.derive is not None:
+        loaded = loaded.base
+    return loaded
+
+
+def rebuild(loaded: Loaded, base: Loaded) -> Loaded:
+    """``loaded``'s derivation (trips from events, ...) applied to ``base`` instead of its root:
+    engines do not push a user filter below a window, so buckets are cut at the input."""
+    if loaded.base is not None and loaded.derive is not None:
+        return loaded.derive(rebuild(loaded.base, base))
+    return base
 
 
 def user_buckets(loaded: Loaded, n_buckets: int) -> Iterator[Loaded]:
-    """The input split into ``n_buckets`` disjoint views by a hash of the user id."""
+    """The input split into ``n_buckets`` disjoint filtered views by a hash of the user id
+    (each view re-reads the input; :func:`spilled_buckets` reads it once)."""
     if n_buckets <= 1:
         yield loaded
         return
@@ -89,14 +149,90 @@ def user_buckets(loaded: Loaded, n_buckets: int) -> Iterator[Loaded]:
 
 
 def one_bucket(loaded: Loaded, n_buckets: int, bucket: int) -> Loaded:
-    """The users of one bucket. Derived relations (trips from events, from trip points) are
-    rebuilt from the bucketed input, since engines do not push a filter below a window."""
-    if loaded.base is not None and loaded.derive is not None:
-        return loaded.derive(one_bucket(loaded.base, n_buckets, bucket))
+    """The users of one bucket as a filtered view of the input."""
+    base = root(loaded)
     view = _new_name("bucket")
-    pred = bucket_predicate(loaded.engine.dialect.name, n_buckets, bucket)
-    loaded.engine.create_view(view, f"SELECT * FROM {loaded.view} WHERE {pred}")
-    return replace(loaded, view=view)
+    pred = bucket_predicate(base.engine.dialect.name, n_buckets, bucket)
+    base.engine.create_view(view, f"SELECT * FROM {base.view} WHERE {pred}")
+    return rebuild(loaded, replace(base, view=view))
+
+
+# -- partition once ----------------------------------------------------------------------------
+
+
+def default_spill_parent(engine: object) -> Path:
+    """Where spill directories go: the engine's spill / temp directory, else the system temp."""
+    for attr in ("spill_dir", "temp_directory"):
+        value = getattr(engine, attr, None)
+        if value:
+            return Path(value)
+    return Path(tempfile.gettempdir()) / "privmob"
+
+
+@contextmanager
+def spill_directory(parent: str | os.PathLike[str] | None = None) -> Iterator[Path]:
+    """A fresh private directory (mode 0700) under ``parent``, removed on exit (also on error).
+    It holds user-level records: never leave it behind."""
+    base = Path(parent) if parent else Path(tempfile.gettempdir()) / "privmob"
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        path = Path(tempfile.mkdtemp(prefix=SPILL_PREFIX, dir=base))  # created 0700
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot create a spill directory under {base}: {exc.strerror or exc}",
+            hint="pass --spill-dir with a writable directory on a disk with room for the input",
+        ) from exc
+    try:
+        os.chmod(path, 0o700)
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def spilled_buckets(
+    loaded: Loaded,
+    n_buckets: int,
+    directory: Path,
+    columns: Sequence[str] | None = None,
+) -> Iterator[Loaded]:
+    """Write the input once into ``n_buckets`` user-hash partitions under ``directory`` (DuckDB,
+    one streaming pass), then yield each bucket (reading only its own partition) with the
+    derivation of ``loaded`` rebuilt on it. ``columns``: the input columns the count needs."""
+    base = root(loaded)
+    eng = base.engine
+    cols = [c for c in (columns or base.columns) if c in base.columns] or list(base.columns)
+    if "uid" not in cols:
+        cols.insert(0, "uid")
+    select = ", ".join(f'"{c}"' for c in cols)
+    target = str(directory / "parts").replace("'", "''")
+    bucket = bucket_expr(eng.dialect.name, n_buckets)
+    try:
+        eng.con.execute(  # type: ignore[attr-defined]
+            f"COPY (SELECT {select}, CAST({bucket} AS INTEGER) AS pm_bucket FROM {base.view}) "
+            f"TO '{target}' (FORMAT parquet, PARTITION_BY (pm_bucket), "
+            "COMPRESSION 'lz4_raw', OVERWRITE_OR_IGNORE)"
+        )
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise EngineError(
+            f"writing the user buckets failed: {first}",
+            hint="check the input files and the room in the spill directory (--spill-dir)",
+        ) from exc
+    for name in Path(target).rglob("*"):
+        os.chmod(name, 0o700 if name.is_dir() else 0o600)
+    empty = f"SELECT {select} FROM {base.view} LIMIT 0"
+    for b in range(n_buckets):
+        part = Path(target) / f"pm_bucket={b}"
+        view = _new_name("bucket")
+        if part.is_dir() and any(part.glob("*.parquet")):
+            glob = str(part / "*.parquet").replace("'", "''")
+            eng.create_view(
+                view, f"SELECT {select} FROM read_parquet('{glob}', hive_partitioning = false)"
+            )
+        else:  # no user hashed here
+            eng.create_view(view, empty)
+        yield rebuild(loaded, replace(base, view=view, columns=cols))
+        shutil.rmtree(part, ignore_errors=True)  # done with this bucket: free the disk
 
 
 def bucketed_counts(
@@ -105,13 +241,35 @@ def bucketed_counts(
     n_buckets: int,
     step: Callable[[str], None] | None = None,
     what: str = "counting",
+    *,
+    columns: Sequence[str] | None = None,
+    spill_dir: str | os.PathLike[str] | None = None,
 ) -> np.ndarray:
-    """Sum of ``count(bucket)`` over the user buckets (one progress step per bucket)."""
+    """Sum of ``count(bucket)`` over the user buckets (one progress step per bucket).
+
+    On DuckDB with ``n_buckets > 1`` the input is partitioned once into a spill directory
+    (``spill_dir``, default :func:`default_spill_parent`) that is removed afterwards;
+    ``columns`` names the input columns ``count`` needs (default: all).
+    """
+    if n_buckets <= 1:
+        return count(loaded)
+    eng = root(loaded).engine
     total: np.ndarray | None = None
-    for i, part in enumerate(user_buckets(loaded, n_buckets)):
-        if step is not None and n_buckets > 1:
-            step(f"{what}: user bucket {i + 1}/{n_buckets}")
-        c = count(part)
-        total = c if total is None else total + c
+    if eng.name != "duckdb" or not hasattr(eng, "con"):
+        for i, part in enumerate(user_buckets(loaded, n_buckets)):
+            if step is not None:
+                step(f"{what}: user bucket {i + 1}/{n_buckets}")
+            c = count(part)
+            total = c if total is None else total + c
+        assert total is not None
+        return total
+    with spill_directory(spill_dir or default_spill_parent(eng)) as directory:
+        if step is not None:
+            step(f"{what}: writing {n_buckets} user buckets")
+        for i, part in enumerate(spilled_buckets(loaded, n_buckets, directory, columns)):
+            if step is not None:
+                step(f"{what}: user bucket {i + 1}/{n_buckets}")
+            c = count(part)
+            total = c if total is None else total + c
     assert total is not None
     return total

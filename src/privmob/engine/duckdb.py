@@ -25,28 +25,64 @@ class DuckDBEngine:
         memory_limit: str | None = None,
         threads: int | None = None,
         temp_directory: str | os.PathLike[str] | None = None,
+        spill_dir: str | os.PathLike[str] | None = None,
     ) -> None:
+        from privmob.engine.buckets import duckdb_memory_limit
+
         self.con = duckdb.connect(":memory:")
-        self.memory_limit = memory_limit  # also sizes the user buckets (engine/buckets.py)
+        # the whole process's limit: sizes the user buckets (engine/buckets.py); DuckDB itself
+        # gets a share of it and spills its sorts, joins and group-bys to temp_directory above
+        self.memory_limit = memory_limit
         self.con.execute("SET TimeZone = 'UTC'")
         if memory_limit:
-            self.con.execute(f"SET memory_limit = '{memory_limit}'")
+            self.con.execute(f"SET memory_limit = '{duckdb_memory_limit(memory_limit)}'")
         if threads:
             self.con.execute(f"SET threads = {int(threads)}")
         tmp = Path(temp_directory) if temp_directory else Path(tempfile.gettempdir()) / "privmob"
-        self.con.execute(f"SET temp_directory = '{tmp}'")
+        self.temp_directory = tmp
+        # where user buckets are written (private subdirectories, removed after counting)
+        self.spill_dir = Path(spill_dir) if spill_dir else tmp
+        self.con.execute(f"SET temp_directory = '{_quote(tmp)}'")
         self.con.execute("SET preserve_insertion_order = false")
         self.con.execute("SET enable_progress_bar = false")  # the CLI has its own progress
         self._keep: list[Any] = []  # Python objects registered as views must stay alive
 
     def register(self, name: str, data: Any) -> None:
         if isinstance(data, str | Path):
-            self.create_view(name, f"SELECT * FROM read_parquet('{_quote(data)}')")
+            self.read_parquet(name, str(data))
             return
         if hasattr(data, "to_arrow") and not isinstance(data, pd.DataFrame):
             data = data.to_arrow()  # Polars
         self._keep.append(data)
         self.con.register(name, data)
+
+    def read_parquet(self, name: str, path: str) -> None:
+        """A Parquet file, or every ``*.parquet`` file of a folder (local or a URL DuckDB reads)."""
+        if path.endswith("/") or Path(path).is_dir():
+            path = path.rstrip("/") + "/*.parquet"
+        self.create_view(name, f"SELECT * FROM read_parquet('{_quote(path)}')")
+
+    def read_csv(
+        self,
+        name: str,
+        path: str | list[str],
+        *,
+        delimiter: str | None = None,
+        header: bool = True,
+        names: list[str] | None = None,
+    ) -> None:
+        """CSV file(s) (gzip ok) as text columns; the delimiter is detected unless given."""
+        opts = ["header = " + ("true" if header else "false"), "all_varchar = true"]
+        if delimiter:
+            opts.append(f"delim = '{_quote(delimiter)}'")
+        if names:
+            opts.append("names = [" + ", ".join(f"'{_quote(n)}'" for n in names) + "]")
+        files = (
+            f"'{_quote(path)}'"
+            if isinstance(path, str)
+            else "[" + ", ".join(f"'{_quote(p)}'" for p in path) + "]"
+        )
+        self.create_view(name, f"SELECT * FROM read_csv({files}, {', '.join(opts)})")
 
     def create_view(self, name: str, sql: str) -> None:
         self.con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS {sql}")

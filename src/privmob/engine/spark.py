@@ -39,7 +39,8 @@ DEFAULT_CONF = {
     "spark.sql.timestampType": "TIMESTAMP_NTZ",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.shuffle.partitions": "8",
-    "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
+    "spark.driver.extraJavaOptions": "-Duser.timezone=UTC -Dlog4j2.configurationFile="
+    + (Path(__file__).with_name("log4j2.properties").as_uri()),
 }
 
 _READ_PARQUET = re.compile(r"read_parquet\('((?:[^']|'')*)'\)")
@@ -87,13 +88,14 @@ def to_spark_sql(sql: str) -> str:
     sql = _READ_PARQUET.sub(lambda m: "parquet.`" + m.group(1).replace("''", "'") + "`", sql)
     for pattern, repl in _REWRITES:
         sql = pattern.sub(repl, sql)
-    # "identifier" (DuckDB, standard SQL) -> `identifier` (Spark); string literals untouched
+    # "identifier" (DuckDB, standard SQL) -> `identifier` (Spark); in string literals a
+    # backslash stays a backslash (regular expressions such as \s mean the same on both)
     return _QUOTED.sub(_backquote, sql)
 
 
 def _backquote(m: re.Match[str]) -> str:
-    if m.group(1) is None:
-        return m.group(0)
+    if m.group(1) is None:  # a string literal: backslashes are plain characters (as in
+        return m.group(0).replace("\\", "\\\\")  # DuckDB), Spark's parser unescapes them
     return "`" + m.group(1).replace('""', '"').replace("`", "``") + "`"
 
 
@@ -110,6 +112,9 @@ def spark_session(
     # pyspark warns that it has not been tested with pandas >= 3; privmob's Spark tests cover
     # the paths it uses, so the warning only clutters the command line
     warnings.filterwarnings("ignore", category=FutureWarning, module=r"pyspark(\..*)?")
+    # a failed query also prints the JVM stack as a warning when results come back via Arrow;
+    # the error itself is raised (SparkQueryError) and shown as one line by the CLI
+    warnings.filterwarnings("ignore", category=UserWarning, module=r"pyspark\.sql\.pandas\..*")
     try:
         from pyspark.sql import SparkSession
     except ImportError as exc:  # pragma: no cover - depends on the installation
@@ -122,7 +127,8 @@ def spark_session(
     for key, value in {**DEFAULT_CONF, **_env_conf(), **(conf or {})}.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("ERROR")
+    # errors reach the caller as exceptions; the executors' log would print JVM stacks
+    session.sparkContext.setLogLevel("OFF")
     return session
 
 
@@ -153,12 +159,53 @@ class SparkEngine:
 
     def register(self, name: str, data: Any) -> None:
         if isinstance(data, str | Path):
-            df = self.spark.read.parquet(str(data))
-        else:
-            if hasattr(data, "to_pandas") and not isinstance(data, pd.DataFrame):
-                data = data.to_pandas()  # Arrow table or Polars frame
-            df = self.spark.createDataFrame(data) if len(data) else _empty(self.spark, data)
+            self.read_parquet(name, str(data))
+            return
+        if hasattr(data, "to_pandas") and not isinstance(data, pd.DataFrame):
+            data = data.to_pandas()  # Arrow table or Polars frame
+        df = self.spark.createDataFrame(data) if len(data) else _empty(self.spark, data)
         df.createOrReplaceTempView(name)
+
+    def read_parquet(self, name: str, path: str) -> None:
+        """A Parquet file or folder: a local path or any URL Spark reads (hdfs://, s3a://)."""
+        self.spark.read.parquet(path).createOrReplaceTempView(name)
+
+    def read_csv(
+        self,
+        name: str,
+        path: str | list[str],
+        *,
+        delimiter: str | None = None,
+        header: bool = True,
+        names: list[str] | None = None,
+    ) -> None:
+        """A CSV file (gzip by its .gz name) as text columns, read as the DuckDB engine reads
+        it: RFC 4180 quoting (a quote inside a field is doubled), empty fields are NULL, a row
+        with a different number of fields is an error, the delimiter is detected from the
+        first line unless given, columns of a file without header are ``column0, ...``."""
+        first = path if isinstance(path, str) else path[0]
+        sep = delimiter or sniff_delimiter(self._first_line(first))
+        reader = self.spark.read.options(
+            header="true" if header else "false",
+            sep=sep,
+            quote='"',
+            escape='"',
+            inferSchema="false",
+            mode="FAILFAST",
+        )
+        df = reader.csv(path)
+        given = list(names or [])
+        renamed = [  # header names without surrounding spaces, as DuckDB reads them
+            given[i] if i < len(given) else (c.strip() if header else f"column{i}")
+            for i, c in enumerate(df.columns)
+        ]
+        if renamed != df.columns:
+            df = df.toDF(*renamed)
+        df.createOrReplaceTempView(name)
+
+    def _first_line(self, path: str) -> str:
+        rows = self.spark.read.text(path).limit(1).collect()
+        return str(rows[0][0]) if rows else ""
 
     def create_view(self, name: str, sql: str) -> None:
         self._df(sql).createOrReplaceTempView(name)
@@ -172,9 +219,12 @@ class SparkEngine:
 
     def fetch(self, sql: str) -> pd.DataFrame:
         stripped = sql.lstrip()
-        if stripped[:9].upper() == "DESCRIBE ":
-            return self._describe(stripped[9:])
-        return self._df(sql).toPandas()
+        try:
+            if stripped[:9].upper() == "DESCRIBE ":
+                return self._describe(stripped[9:])
+            return self._df(sql).toPandas()
+        except Exception as exc:  # Py4J wraps the JVM's error: keep its innermost message
+            raise SparkQueryError(spark_error_message(exc)) from exc
 
     def _describe(self, query: str) -> pd.DataFrame:
         fields = self._df(query).schema.fields
@@ -208,6 +258,26 @@ class SparkEngine:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class SparkQueryError(RuntimeError):
+    """A Spark query failed; the message is the JVM's innermost cause, on one line."""
+
+
+def spark_error_message(exc: BaseException) -> str:
+    """The most specific line of a Spark error (the last ``Caused by``), without SQLSTATE."""
+    text = str(exc)
+    causes = re.findall(r"Caused by: [\w.$]+: (.+)", text)
+    line = causes[-1] if causes else (text.strip().splitlines() or [type(exc).__name__])[0]
+    return re.sub(r"\s*SQLSTATE: \w+\s*$", "", line.strip())
+
+
+def sniff_delimiter(line: str) -> str:
+    """The most frequent of ``, ; tab |`` outside quoted fields of ``line`` (default ``,``)."""
+    unquoted = re.sub(r'"(?:[^"]|"")*"', "", line)
+    counts = {d: unquoted.count(d) for d in (",", ";", "\t", "|")}
+    best = max(counts, key=lambda d: counts[d])
+    return best if counts[best] else ","
 
 
 def _empty(spark: Any, frame: pd.DataFrame) -> Any:

@@ -31,4 +31,5 @@ def unique_trips(trips: Loaded, period: StudyPeriod) -> Loaded:
     bin_sql = period.bin_sql("start_time", trips.engine.dialect)
     view = _new_name("unique_trips")
     trips.engine.create_view(view, unique_trips_sql(trips.view, bin_sql))
-    return Loaded(view, trips.source, "trips", trips.engine, trips.engine.columns(view))
+    # derived: per-user buckets (engine/buckets.py) rebuild it below the window, per bucket
+    return trips.derived(view, "trips", lambda t: unique_trips(t, period))

@@ -16,7 +16,7 @@ import pandas as pd
 
 from privmob.data.sources import Loaded
 from privmob.engine.base import dense_counts
-from privmob.engine.buckets import bucketed_counts, plan_buckets
+from privmob.engine.buckets import bucketed_counts, plan_buckets, root
 from privmob.errors import ConfigError
 from privmob.prepare.bounding import bound_per_user, fresh_key
 from privmob.privacy.costs import Cost, Unit
@@ -296,6 +296,8 @@ def exact_counts(
         n,
         step,
         "counting trips",
+        # trips from events need only these event columns (the spilled buckets hold no more)
+        columns=("uid", "time", "tile") if root(trips).shape == "events" else None,
     )
 
 
