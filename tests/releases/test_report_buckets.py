@@ -56,3 +56,11 @@ def test_bucket_sums_equal_single_pass(tmp_path) -> None:
             rel = mobility_report(eng, loaded, tiles, cfg, acc, rng=9, buckets=b)
             released.append(rel.extra["analyses"])
     assert released[0] == released[1]  # same seed, same exact counts: same release
+
+
+def test_report_plans_buckets_for_its_heavier_rows() -> None:
+    from privmob.releases.report.build import REPORT_MEMORY_FACTOR, report_memory
+
+    assert report_memory(None) is None
+    assert report_memory("8GB") == int(8e9 / REPORT_MEMORY_FACTOR)
+    assert report_memory(10**9) == int(1e9 / REPORT_MEMORY_FACTOR)

@@ -12,7 +12,7 @@ import pandas as pd
 
 from privmob.data.sources import Loaded
 from privmob.engine import Engine, dense_counts
-from privmob.engine.buckets import bucketed_counts, plan_buckets
+from privmob.engine.buckets import bucketed_counts, parse_memory, plan_buckets
 from privmob.prepare.bounding import fresh_key
 from privmob.privacy.costs import Cost
 from privmob.privacy.samplers import Randomness, resolve
@@ -66,6 +66,20 @@ def exact_counts(
         name: dense_counts(engine, sql, (size,))
         for name, (sql, size) in queries(cfg, tiles.k, n_tb, d).items()
     }
+
+
+#: The report's record-level work needs about this many times the engine memory per input row
+#: that :mod:`privmob.engine.buckets` plans for (a wide per-trip aggregate, the bounded trips
+#: table and the per-user tables; measured: ~150 B per trip point at 10M trips).
+REPORT_MEMORY_FACTOR = 2.0
+
+
+def report_memory(memory_limit: str | int | None) -> int | None:
+    """The memory limit to plan the report's user buckets with (None: no limit)."""
+    if memory_limit is None:
+        return None
+    limit = parse_memory(memory_limit) if isinstance(memory_limit, str) else int(memory_limit)
+    return max(1, int(limit / REPORT_MEMORY_FACTOR))
 
 
 def bucketed_exact_counts(
@@ -129,7 +143,7 @@ def mobility_report(
     step("aggregating in the engine")
     key = fresh_key(r)
     if isinstance(points, Loaded):
-        n = buckets or plan_buckets(points, getattr(engine, "memory_limit", None))
+        n = buckets or plan_buckets(points, report_memory(getattr(engine, "memory_limit", None)))
         exact = bucketed_exact_counts(points, config, tiles, key, n, step)
     else:
         exact = exact_counts(engine, points, config, tiles, key)
