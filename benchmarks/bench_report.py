@@ -10,8 +10,14 @@ fresh child process, which reports its wall time and peak memory (VmHWM):
   max_trips_per_user).to_file(html)`` in a throw-away virtual environment that this script
   creates with uv (DPMR needs old numpy/pandas/scipy pins).
 
+Both environments are byte-compiled once, untimed, before the runs (as ``pip install`` does;
+uv does not, and PYTHONDONTWRITEBYTECODE=1 would make every run compile its imports). Each
+child reports wall time, CPU seconds (all threads) and peak memory; ``--memory-limit`` makes
+privmob split the users into buckets (out of core).
+
     uv run python benchmarks/bench_report.py --sizes 100000
     uv run python benchmarks/bench_report.py --sizes 100000 1000000 --with-dpmr
+    nice -n 10 uv run python benchmarks/bench_report.py --sizes 100000000 --memory-limit 12GB
 """
 
 from __future__ import annotations
