@@ -128,7 +128,7 @@ def report(
             timezone=timezone,
             delimiter=delimiter,
         )
-        rel = mobility_report(eng, points.view, tiles, cfg, acct, rng=seed, progress=step)
+        rel = mobility_report(eng, points, tiles, cfg, acct, rng=seed, progress=step)
         step("writing the report")
         paths = write_report(rel, output, overwrite=overwrite)
     if not quiet:

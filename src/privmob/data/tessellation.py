@@ -373,7 +373,60 @@ def load_tessellation(
     if name_col is not None:
         out["tile_name"] = gdf[name_col].astype(str).to_numpy()
     _check_overlaps(out, id_col, label)
-    return Tessellation(out)
+    tess = Tessellation(out)
+    spec = detect_grid(tess.gdf)
+    return tess if spec is None else Tessellation(tess.gdf, grid=spec)
+
+
+def detect_grid(gdf: gpd.GeoDataFrame) -> GridSpec | None:
+    """The :class:`GridSpec` of valid tiles that are exactly the cells of a lng/lat grid.
+
+    Decided from the geometry alone: every tile (in index order) must be an axis-aligned
+    rectangle (a polygon with 4 vertices, all corners of its bounding box, no holes) and tile
+    ``i`` must be cell ``(row, col)`` with ``i = row * ncols + col`` (row 0 south, col 0 west)
+    of the grid whose edges are the distinct x and y bounds, with every cell present. Then
+    the smallest tile index among the tiles whose closed rectangle holds a point is the lower
+    row / lower column, so :meth:`GridSpec.assign` gives what the polygon path gives, point
+    by point (borders and corners included). Otherwise None (the polygon path is used).
+    """
+    geoms = np.asarray(gdf.geometry.values, dtype=object)
+    k = len(geoms)
+    if k == 0 or not np.all(shapely.get_type_id(geoms) == 3):
+        return None
+    if np.any(shapely.get_num_interior_rings(geoms) != 0):
+        return None
+    if np.any(shapely.get_num_coordinates(geoms) != 5):
+        return None
+    b = shapely.bounds(geoms)
+    xs = np.unique(np.concatenate([b[:, 0], b[:, 2]]))
+    ys = np.unique(np.concatenate([b[:, 1], b[:, 3]]))
+    ncols, nrows = len(xs) - 1, len(ys) - 1
+    if ncols < 1 or nrows < 1 or ncols * nrows != k:
+        return None
+    col = np.searchsorted(xs, b[:, 0])
+    row = np.searchsorted(ys, b[:, 1])
+    if not (
+        np.all(col < ncols)
+        and np.all(row < nrows)
+        and np.array_equal(row * ncols + col, np.arange(k))
+        and np.array_equal(xs[np.minimum(col + 1, ncols)], b[:, 2])
+        and np.array_equal(ys[np.minimum(row + 1, nrows)], b[:, 3])
+    ):
+        return None
+    # the 4 ring vertices are the 4 distinct corners of the bounding box
+    closed = shapely.get_coordinates(shapely.get_exterior_ring(geoms)).reshape(k, 5, 2)
+    step = np.diff(closed, axis=1) != 0  # each side moves along exactly one axis
+    if not np.all(step[:, :, 0] ^ step[:, :, 1]):
+        return None
+    ring = closed[:, :4]
+    on_x = (ring[:, :, 0] == b[:, [0]]) | (ring[:, :, 0] == b[:, [2]])
+    on_y = (ring[:, :, 1] == b[:, [1]]) | (ring[:, :, 1] == b[:, [3]])
+    if not (on_x.all() and on_y.all()):
+        return None
+    corner = (ring[:, :, 0] == b[:, [2]]).astype(np.int8) * 2 + (ring[:, :, 1] == b[:, [3]])
+    if not np.all(np.sort(corner, axis=1) == np.arange(4)):
+        return None
+    return GridSpec(xs, ys)
 
 
 def _read(path: Path) -> gpd.GeoDataFrame:
@@ -393,6 +446,10 @@ def _read(path: Path) -> gpd.GeoDataFrame:
     try:
         if suffix in (".parquet", ".geoparquet"):
             return gpd.read_parquet(path)
+        if suffix in (".geojson", ".json"):
+            plain = _read_plain_geojson(path)
+            if plain is not None:
+                return plain
         return gpd.read_file(path)
     except Exception as exc:  # pyogrio / pyarrow errors: report the reader's message
         raise InputError(
@@ -400,6 +457,33 @@ def _read(path: Path) -> gpd.GeoDataFrame:
             source=str(path),
             hint="is it a valid GeoJSON / GeoParquet / Shapefile?",
         ) from None
+
+
+def _read_plain_geojson(path: Path) -> gpd.GeoDataFrame | None:
+    """A plain RFC 7946 FeatureCollection (WGS84, no legacy ``crs`` member) read without GDAL
+    (less memory and start-up time); None for anything else, which GDAL then reads."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(doc, dict) or doc.get("type") != "FeatureCollection":
+        return None
+    if "crs" in doc:  # legacy member: only lng/lat WGS84 (as GDAL writes it) is read here
+        crs = doc["crs"]
+        name = crs.get("properties", {}).get("name") if isinstance(crs, dict) else None
+        if name not in ("urn:ogc:def:crs:OGC:1.3:CRS84", "OGC:CRS84"):
+            return None
+    feats = doc.get("features")
+    if not isinstance(feats, list) or not feats:
+        return None
+    if not all(
+        isinstance(f, dict) and isinstance(f.get("properties", {}), dict | None) for f in feats
+    ):
+        return None
+    try:
+        return gpd.GeoDataFrame.from_features(feats, crs=4326)
+    except Exception:  # unusual geometry or properties: let GDAL read (and report) it
+        return None
 
 
 def _pick_id_column(gdf: gpd.GeoDataFrame, id_column: str | None, label: str) -> str:

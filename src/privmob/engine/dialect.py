@@ -44,6 +44,14 @@ class Dialect:
     def hour(self, expr: str) -> str:
         return f"CAST(hour({expr}) AS INT)"
 
+    def double_at(self, values: list[float], index: str) -> str:
+        """Element ``index`` (0-based SQL expression) of a constant list of doubles, each
+        written so that it parses to exactly the same float (shortest round-trip text)."""
+        items = ", ".join(f"CAST('{float(v)!r}' AS DOUBLE)" for v in values)
+        if self.name == "spark":
+            return f"element_at(array({items}), CAST(({index}) + 1 AS INT))"
+        return f"([{items}])[({index}) + 1]"
+
     def timestamp_literal(self, iso: str) -> str:
         return f"TIMESTAMP '{iso}'"
 

@@ -44,6 +44,7 @@ class DuckDBEngine:
         self.spill_dir = Path(spill_dir) if spill_dir else tmp
         self.con.execute(f"SET temp_directory = '{_quote(tmp)}'")
         self.con.execute("SET preserve_insertion_order = false")
+        self.con.execute("SET enable_progress_bar = false")  # the CLI has its own progress
         self._keep: list[Any] = []  # Python objects registered as views must stay alive
 
     def register(self, name: str, data: Any) -> None:

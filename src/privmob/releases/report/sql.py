@@ -22,12 +22,33 @@ def _ts(value: Any, d: Dialect) -> str:
     return d.timestamp_literal(value.isoformat(sep=" "))
 
 
-def haversine_km(lat1: str, lng1: str, lat2: str, lng2: str) -> str:
+def haversine_km(lat1: str, lng1: str, lat2: str, lng2: str, cos_lat2: str | None = None) -> str:
+    """Great-circle distance in km; ``cos_lat2``: a column holding ``cos(radians(lat2))``
+    already (the same float, computed once per user instead of once per row)."""
+    cos2 = cos_lat2 or f"cos(radians({lat2}))"
     h = (
         f"pow(sin(radians({lat2} - {lat1}) / 2), 2) + cos(radians({lat1})) * "
-        f"cos(radians({lat2})) * pow(sin(radians({lng2} - {lng1}) / 2), 2)"
+        f"{cos2} * pow(sin(radians({lng2} - {lng1}) / 2), 2)"
     )
     return f"(2 * 6371.0088 * asin(sqrt(least(1.0, {h}))))"
+
+
+TRIP_COLUMNS = (
+    "uid",
+    "tid",
+    "n_points",
+    "start_time",
+    "end_time",
+    "o_lat",
+    "o_lng",
+    "o_tile",
+    "d_lat",
+    "d_lng",
+    "d_tile",
+    "miss_datetime",
+    "miss_lat",
+    "miss_lng",
+)
 
 
 def trips_sql(points: str, cfg: ReportConfig, key: int, d: Dialect) -> str:
@@ -46,16 +67,16 @@ def trips_sql(points: str, cfg: ReportConfig, key: int, d: Dialect) -> str:
     MIN_BY(tile, time) AS o_tile,
     MAX_BY(lat, time) AS d_lat, MAX_BY(lng, time) AS d_lng,
     MAX_BY(tile, time) AS d_tile,
-    MAX(CASE WHEN time IS NULL THEN 1 ELSE 0 END) AS miss_datetime,
-    MAX(CASE WHEN lat IS NULL THEN 1 ELSE 0 END) AS miss_lat,
-    MAX(CASE WHEN lng IS NULL THEN 1 ELSE 0 END) AS miss_lng
+    CASE WHEN COUNT(*) > COUNT(time) THEN 1 ELSE 0 END AS miss_datetime,
+    CASE WHEN COUNT(*) > COUNT(lat) THEN 1 ELSE 0 END AS miss_lat,
+    CASE WHEN COUNT(*) > COUNT(lng) THEN 1 ELSE 0 END AS miss_lng
   FROM {points}
   WHERE uid IS NOT NULL AND tid IS NOT NULL
   GROUP BY uid, tid)"""
     if cfg.unit.value == "user":
         ends = f"({bound_per_user(ends, max_units=cfg.max_trips, key=key, dialect=d)})"
     return f"""
-SELECT t_.*,
+SELECT {", ".join(TRIP_COLUMNS)},
   CASE WHEN start_time >= {_ts(start, d)} AND start_time < {_ts(end, d)} THEN 1 ELSE 0 END
     AS in_period,
   CASE WHEN n_points >= 2 AND start_time IS NOT NULL AND end_time > start_time
@@ -77,27 +98,28 @@ FROM {trips} WHERE in_period = 1 AND n_points >= 2 AND d_lat IS NOT NULL
 
 def users_sql(ends: str) -> str:
     """Per-user aggregates over trip ends: visits, distinct tiles, radius of gyration (km),
-    normalised mobility entropy."""
-    hav = haversine_km("e.lat", "e.lng", "c.clat", "c.clng")
+    normalised mobility entropy. Visits, tiles and entropy come from one (user, tile) count;
+    the radius needs the user's centre first, then a second pass over the ends."""
+    hav = haversine_km("e.lat", "e.lng", "c.clat", "c.clng", "c.cos_clat")
     return f"""
-WITH c AS (
-  SELECT uid, AVG(lat) AS clat, AVG(lng) AS clng, COUNT(*) AS n_visits,
-    COUNT(DISTINCT CASE WHEN tile >= 0 THEN tile END) AS n_tiles
-  FROM {ends} GROUP BY uid
+WITH tc AS (
+  SELECT uid, tile, COUNT(*) AS cnt FROM {ends} GROUP BY uid, tile
+), u AS (
+  SELECT uid, CAST(SUM(cnt) AS BIGINT) AS n_visits, COUNT_IF(tile >= 0) AS n_tiles,
+    SUM(cnt * ln(cnt)) AS cnt_ln_cnt
+  FROM tc GROUP BY uid
+), c AS (
+  SELECT uid, clat, clng, cos(radians(clat)) AS cos_clat
+  FROM (SELECT uid, AVG(lat) AS clat, AVG(lng) AS clng FROM {ends} GROUP BY uid) AS a_
 ), rog AS (
   SELECT e.uid, sqrt(AVG(pow({hav}, 2))) AS rog
   FROM {ends} e JOIN c ON e.uid = c.uid GROUP BY e.uid
-), tc AS (
-  SELECT uid, tile, COUNT(*) AS cnt FROM {ends} GROUP BY uid, tile
-), ent AS (
-  SELECT tc.uid,
-    CASE WHEN MAX(c.n_visits) > 1 THEN
-      (ln(MAX(c.n_visits)) - SUM(tc.cnt * ln(tc.cnt)) / MAX(c.n_visits)) / ln(MAX(c.n_visits))
-    ELSE 0.0 END AS entropy
-  FROM tc JOIN c ON tc.uid = c.uid GROUP BY tc.uid
 )
-SELECT c.uid, c.n_visits, c.n_tiles, rog.rog, least(ent.entropy, 0.999999) AS entropy
-FROM c JOIN rog ON c.uid = rog.uid JOIN ent ON c.uid = ent.uid
+SELECT u.uid, u.n_visits, u.n_tiles, rog.rog,
+  least(CASE WHEN u.n_visits > 1 THEN
+      (ln(u.n_visits) - u.cnt_ln_cnt / u.n_visits) / ln(u.n_visits)
+    ELSE 0.0 END, 0.999999) AS entropy
+FROM u JOIN rog ON u.uid = rog.uid
 """
 
 
@@ -133,7 +155,7 @@ def _time_bin(ts: str, cfg: ReportConfig, d: Dialect, n_bins: int) -> str:
 def queries(cfg: ReportConfig, k: int, n_time_bins: int, d: Dialect) -> dict[str, tuple[str, int]]:
     """For each analysis, the SQL giving (i0, n) and the dense domain size.
 
-    Tables used: ``pm_trips`` (bounded trips), ``pm_ends`` (trip ends), ``pm_users``.
+    Relations used: ``pm_trips`` (bounded trips), ``pm_ends`` (a view of their ends), ``pm_users``.
     """
     tw = cfg.time_windows
     nw = len(tw)
