@@ -83,6 +83,7 @@ def report(
     budget: c.BudgetOpt = None,
     engine: c.EngineOpt = "duckdb",
     memory_limit: c.MemoryLimitOpt = None,
+    spill_dir: c.SpillDirOpt = None,
     spark_master: c.SparkMasterOpt = None,
     spark_conf: c.SparkConfOpt = None,
     seed: c.SeedOpt = None,
@@ -118,7 +119,9 @@ def report(
         step("reading the tessellation")
         tess = load_tessellation(tessellation, id_column=id_column)
         tiles = Tiles.from_tessellation(tess)
-        eng = c.open_engine(engine, memory_limit, spark_master, spark_conf, step)
+        eng = c.open_engine(
+            engine, memory_limit, spark_master, spark_conf, step, spill_dir=spill_dir
+        )
         step("reading and validating the trip points")
         points = load_trip_points(
             data,
