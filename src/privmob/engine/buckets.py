@@ -24,7 +24,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -255,18 +255,16 @@ def bucketed_counts(
         return count(loaded)
     eng = root(loaded).engine
     total: np.ndarray | None = None
-    if eng.name != "duckdb" or not hasattr(eng, "con"):
-        for i, part in enumerate(user_buckets(loaded, n_buckets)):
+    with ExitStack() as stack:
+        parts: Iterator[Loaded]
+        if eng.name == "duckdb" and hasattr(eng, "con"):
+            directory = stack.enter_context(spill_directory(spill_dir or default_spill_parent(eng)))
             if step is not None:
-                step(f"{what}: user bucket {i + 1}/{n_buckets}")
-            c = count(part)
-            total = c if total is None else total + c
-        assert total is not None
-        return total
-    with spill_directory(spill_dir or default_spill_parent(eng)) as directory:
-        if step is not None:
-            step(f"{what}: writing {n_buckets} user buckets")
-        for i, part in enumerate(spilled_buckets(loaded, n_buckets, directory, columns)):
+                step(f"{what}: writing {n_buckets} user buckets")
+            parts = spilled_buckets(loaded, n_buckets, directory, columns)
+        else:  # engines that spill by themselves: filtered views
+            parts = user_buckets(loaded, n_buckets)
+        for i, part in enumerate(parts):
             if step is not None:
                 step(f"{what}: user bucket {i + 1}/{n_buckets}")
             c = count(part)
