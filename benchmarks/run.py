@@ -147,7 +147,11 @@ def main() -> None:
             spark = None
             if n in {int(x) for x in args.spark_sizes} and release in SPARK:
                 spark = run_child("privmob", *common, "spark", "")
-            floor_txt = f"{floor['seconds']:.1f} s" if "seconds" in floor else "failed"
+            floor_txt = (
+                f"{floor['seconds']:.1f} s"
+                if "seconds" in floor
+                else f"failed: {floor.get('error', '?')[-90:]}"
+            )
             line = f"| {release} | {n:,} | {floor_txt} {fmt(duck, floor)}{fmt(spark, floor)}|"
             print("  " + line, flush=True)
             lines.append(line)

@@ -19,9 +19,10 @@ What each floor computes (``FLOORS`` below):
 * series-counts: hourly bins over the 28 days (+ one out-of-period bin), at most 1 event per
   user and bin (keyed hash), GROUP BY tile, bin;
 * density: the pre-sampling (one tower per user and hour by keyed hash, at most l = 30 hourly
-  visits per user and week by keyed hash), GROUP BY tower, hour. privmob also counts the
-  one-visit totals, the number of visits and the out-of-domain cell (three more small
-  queries over the materialised visits and one over the input): they are not in the floor;
+  visits per user and week by keyed hash), GROUP BY tower, hour; and the out-of-domain cell
+  (SPEC 1: nothing is dropped), the hourly visits outside the week, at most l per user. privmob
+  also counts the one-visit totals and the number of visits (two small queries over the
+  materialised visits): they are not in the floor;
 * report: the floor is the bounded trips table (trip ends per (uid, tid), M trips per user by
   keyed hash) and three of the report's count group-bys over it: OD flows, visits per tile and
   trips per day. The report runs 16 count vectors (histograms, per-user statistics with a
@@ -58,7 +59,12 @@ SPARK = set(RELEASES)  # every release runs on Spark through the Python API
 
 
 def data_for(release: str, n: int, out: Path) -> tuple[Path, Path | None, Path]:
-    """Synthetic input with about ``n`` records (cached in ``out``)."""
+    """Synthetic input with about ``n`` records (rows), cached in ``out``.
+
+    Trips and trip points of 1B rows and more are the 100M file repeated with disjoint user ids
+    (:func:`replicate`): generating them from scratch takes hours on two cores, and a copy has
+    the same per-user shape. The 1B events file is generated in full.
+    """
     from privmob.data.synth import (
         default_tessellation,
         synth_events,
@@ -70,17 +76,22 @@ def data_for(release: str, n: int, out: Path) -> tuple[Path, Path | None, Path]:
     tess_path = out / "grid263.geojson"
     if not tess_path.exists():
         default_tessellation(263).gdf.to_file(tess_path, driver="GeoJSON")
-    tess = None
     t0 = time.perf_counter()
     kind = DATA[release]
     cells = None
-    if kind == "trips":
-        path = out / f"trips_{n}.parquet"
+    base = REPLICATE_FROM if kind != "events" and n > REPLICATE_FROM else 0
+    if base and n % base == 0:
+        path = out / FILE_NAMES[kind].format(n=n)
+        if not path.exists():
+            source, _, _ = data_for(release, base, out)
+            replicate(source, path, n // base)
+    elif kind == "trips":
+        path = out / FILE_NAMES[kind].format(n=n)
         if not path.exists():
             tess = default_tessellation(263)
             synth_trips(path, n_users=max(1, n // 20), days=DAYS, tessellation=tess, seed=1)
-    elif kind == "points":  # 10 trips per user, two points per trip (as bench_report.py)
-        path = out / f"trip_points_{n}.parquet"
+    elif kind == "points":  # n rows: n / 20 users, 10 trips each, two points per trip
+        path = out / FILE_NAMES[kind].format(n=n)
         if not path.exists():
             tess = default_tessellation(263)
             synth_trip_points(
@@ -104,6 +115,29 @@ def data_for(release: str, n: int, out: Path) -> tuple[Path, Path | None, Path]:
     if time.perf_counter() - t0 > 1:
         print(f"  generated {path.name} in {time.perf_counter() - t0:.0f}s", flush=True)
     return path, cells, tess_path
+
+
+#: Trips and trip points above this many rows are copies of the file of this size.
+REPLICATE_FROM = 100_000_000
+#: Input file names by kind. The report's points are named apart from
+#: benchmarks/bench_report.py's ``trip_points_<trips>.parquet``, which counts trips, not rows.
+FILE_NAMES = {"trips": "trips_{n}.parquet", "points": "report_points_{n}.parquet"}
+
+
+def replicate(source: Path, path: Path, copies: int) -> None:
+    """``path`` = ``copies`` copies of ``source`` with disjoint user ids (uid + k * (max + 1))."""
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("SET preserve_insertion_order = false")
+    src = f"read_parquet('{source}')"
+    (step,) = con.execute(f"SELECT max(uid) + 1 FROM {src}").fetchone()  # type: ignore[misc]
+    partial = path.with_suffix(".partial")
+    con.execute(
+        f"COPY (SELECT * REPLACE (uid + k * {int(step)} AS uid) FROM range({copies}) r(k), {src})"
+        f" TO '{partial}' (FORMAT parquet, ROW_GROUP_SIZE 500000)"
+    )
+    partial.replace(path)
 
 
 # -- floors -------------------------------------------------------------------------------------
@@ -193,7 +227,13 @@ def floor_density(con: Any, path: str, cells: str, tess_path: str) -> str:
               WHERE p = 1),
         s AS (SELECT tower, hour, row_number() OVER (
                   PARTITION BY uid ORDER BY hash({KEY + 1}, uid, hour)) AS rnk FROM h)
-        SELECT tower, hour, count(*) AS n FROM s WHERE rnk <= {L_VISITS} GROUP BY ALL"""
+        SELECT tower, hour, count(*) AS n FROM s WHERE rnk <= {L_VISITS} GROUP BY ALL
+        UNION ALL  -- the out-of-domain cell: hourly visits outside the week, <= l per user
+        SELECT -1, -1, sum(least(h, {L_VISITS})) FROM (
+          SELECT uid, count(DISTINCT CAST(floor((epoch(time) - epoch(TIMESTAMP '{START}'))
+              / 3600) AS BIGINT)) AS h FROM ev
+          WHERE NOT (time >= TIMESTAMP '{START}' AND time < TIMESTAMP '{START}' + INTERVAL 7 DAY)
+          GROUP BY uid)"""
 
 
 def floor_report(con: Any, path: str, cells: str, tess_path: str) -> str:

@@ -55,3 +55,14 @@ def random_trips(n_users: int, k: int, seed: int, max_per_user: int = 8) -> pd.D
             "destination": (o + 1 + rng.integers(0, k - 1, n)) % k,
         }
     )  # never within one tile
+
+
+def run_cli(argv: list[str]) -> int:
+    """Run ``privmob argv`` in this process, as the console script does; its exit code."""
+    from privmob.cli import main
+
+    try:
+        main(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    return 0

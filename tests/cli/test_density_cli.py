@@ -6,8 +6,8 @@ import json
 
 import pandas as pd
 import pytest
+from tests.helpers import run_cli
 
-from privmob.cli import main
 from privmob.data.density_synth import synthetic_city
 
 
@@ -21,14 +21,6 @@ def files(tmp_path_factory):
     city.towers.to_csv(d / "cells.csv", index=False)
     city.zones.to_file(d / "zones.geojson", driver="GeoJSON")
     return d
-
-
-def run(argv: list[str]) -> int:
-    try:
-        main(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    return 0
 
 
 def test_density_cli_writes_parquet_geojson_and_charges(files, tmp_path, capsys) -> None:
@@ -58,7 +50,7 @@ def test_density_cli_writes_parquet_geojson_and_charges(files, tmp_path, capsys)
         "4",
         "--quiet",
     ]
-    assert run(args) == 0
+    assert run_cli(args) == 0
     tab = pd.read_parquet(out / "density.parquet")
     assert len(tab) == 25 * 168
     layer = json.loads((out / "density.geojson").read_text())
@@ -70,13 +62,13 @@ def test_density_cli_writes_parquet_geojson_and_charges(files, tmp_path, capsys)
     assert "NOT FOR PUBLICATION" in meta["warning"]
     # a second release would exceed the budget of 0.8: refused, exit code 2, nothing written
     capsys.readouterr()
-    assert run([*args[:-4], "-o", str(tmp_path / "out2"), "--seed", "4", "--quiet"]) == 2
+    assert run_cli([*args[:-4], "-o", str(tmp_path / "out2"), "--seed", "4", "--quiet"]) == 2
     assert "budget" in capsys.readouterr().err.lower()
     assert not (tmp_path / "out2" / "density.parquet").exists()
 
 
 def test_density_cli_bad_week_is_a_clear_error(files, tmp_path, capsys) -> None:
-    code = run(
+    code = run_cli(
         [
             "density",
             str(files / "events.csv"),
@@ -101,7 +93,7 @@ def test_density_eval_writes_table_and_plot(tmp_path) -> None:
     out = tmp_path / "eval"
     argv = ["density-eval", "--synthetic", "4000", "--towers", "30", "--grid", "4"]
     argv += ["--epsilons", "0.5,1.0", "-r", "2", "--emd-hours", "12", "-o", str(out), "--quiet"]
-    assert run(argv) == 0
+    assert run_cli(argv) == 0
     summary = pd.read_csv(out / "summary.csv")
     assert set(summary["method"]) >= {"LPA", "EFPA", "EFPAG"}
     assert (out / "density_eval.png").stat().st_size > 1000

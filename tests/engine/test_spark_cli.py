@@ -14,23 +14,14 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from tests.helpers import box_grid
+from tests.helpers import box_grid, run_cli
 
-from privmob.cli import main
 from privmob.privacy.ledger import Ledger
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 # a small local session: the shared one when the tests run together
 SPARK = ["--engine", "spark", "--spark-conf", "spark.sql.shuffle.partitions=2"]
-
-
-def run(argv: list[str]) -> int:
-    try:
-        main(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    return 0
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +60,7 @@ def test_series_counts_on_spark_writes_what_duckdb_writes(spark_engine, files, t
     for engine in ("duckdb", "spark"):
         out = tmp_path / engine
         extra = SPARK if engine == "spark" else []
-        assert run(series_counts_args(files, out, tmp_path / f"{engine}.sqlite") + extra) == 0
+        assert run_cli(series_counts_args(files, out, tmp_path / f"{engine}.sqlite") + extra) == 0
         tables[engine] = {
             name: pd.read_parquet(out / f"{name}.parquet") for name in ("series", "outliers")
         }
@@ -88,7 +79,7 @@ def test_bad_csv_on_spark_is_the_duckdb_message(spark_engine, files, tmp_path, c
         args = series_counts_args(files, tmp_path / engine, tmp_path / "l.sqlite")
         args[1] = str(bad)
         capsys.readouterr()
-        assert run(args + (SPARK if engine == "spark" else [])) == 2
+        assert run_cli(args + (SPARK if engine == "spark" else [])) == 2
         errors[engine] = capsys.readouterr().err
     assert errors["duckdb"] == errors["spark"]
     assert "unparsable timestamp" in errors["spark"] and "noon" in errors["spark"]
@@ -112,7 +103,7 @@ def test_density_on_spark(spark_engine, tmp_path) -> None:
         "--week", city.week_start.isoformat(), "-o", str(out), "--ledger",
         str(tmp_path / "l.sqlite"), "--budget", "1", "--seed", "4", "--quiet", *SPARK,
     ]  # fmt: skip
-    assert run(args) == 0
+    assert run_cli(args) == 0
     assert len(pd.read_parquet(out / "density.parquet")) == 9 * 168
     meta = json.loads((out / "metadata.json").read_text())
     assert meta["privacy"]["cost"]["epsilon"] == pytest.approx(0.55)  # + the outliers cell
@@ -121,7 +112,7 @@ def test_density_on_spark(spark_engine, tmp_path) -> None:
 
 def test_spark_options_need_the_spark_engine(files, tmp_path, capsys) -> None:
     args = series_counts_args(files, tmp_path / "o", tmp_path / "l.sqlite")
-    assert run([*args, "--spark-master", "local[2]"]) == 2
+    assert run_cli([*args, "--spark-master", "local[2]"]) == 2
     assert "apply to the Spark engine" in capsys.readouterr().err
-    assert run([*args, "--engine", "spark", "--spark-conf", "novalue"]) == 2
+    assert run_cli([*args, "--engine", "spark", "--spark-conf", "novalue"]) == 2
     assert "key=value" in capsys.readouterr().err
