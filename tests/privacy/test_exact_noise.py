@@ -188,3 +188,20 @@ def test_samplers_wiring_and_shapes() -> None:
 
 def test_platform_assumption_holds() -> None:
     assert exact_noise.check_platform()
+
+
+def test_platform_check_catches_an_inaccurate_exp() -> None:
+    """The check passes numpy's exp and fails one off by 2^-46 relative (4x the tolerance),
+    with both references: extended precision (if the platform has it) and decimal."""
+    from decimal import Decimal
+
+    xs = np.concatenate([np.linspace(0.0, 64.0, 301), np.linspace(64.0, 700.0, 61)])
+    good = np.exp(-xs)
+    bad = good * (1 + 2.0**-46)
+    assert exact_noise.exp_meets_tolerance(xs, good)
+    assert not exact_noise.exp_meets_tolerance(xs, bad)
+    ref = exact_noise.reference_exp_neg(xs)
+    if isinstance(ref, np.ndarray):  # extended precision agrees with decimal to ~2^-60
+        exact = [(-Decimal(x)).exp() for x in xs.tolist()]
+        worst = max(abs(Decimal(float(r)) - e) / e for r, e in zip(ref, exact, strict=True))
+        assert worst < Decimal(2) ** -50
