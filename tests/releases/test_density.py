@@ -135,6 +135,40 @@ def test_smoothing_keeps_exponential_nights() -> None:
     assert np.array_equal(sm[~night], noisy[~night])
 
 
+def test_night_fit_matches_scipy_least_squares() -> None:
+    """Our exponential fit reaches scipy's curve_fit optimum (the one it replaced, to avoid
+    importing scipy.optimize): on 400 noisy 3- and 5-hour windows, the squared error is within
+    1e-6 of curve_fit's in >= 97% of them and never worse than the log-linear start."""
+    import warnings
+
+    from scipy.optimize import curve_fit
+
+    from privmob.releases.density import _exp_fit
+
+    rng = np.random.default_rng(7)
+    same = 0
+    for i in range(400):
+        x = np.arange(5 if i % 2 else 3, dtype=float)
+        y = 100 * rng.uniform(0.1, 10) * np.exp(rng.uniform(-1, 1) * x)
+        y = y + rng.normal(0, rng.choice([1.0, 10.0, 100.0]), x.size)
+        b0, log_a0 = np.polyfit(x, np.log(np.maximum(y, 1e-9)), 1)
+        fit = _exp_fit(x, y)
+        assert fit is not None
+        err = ((fit - y) ** 2).sum()
+        assert err <= ((math.exp(log_a0) * np.exp(b0 * x) - y) ** 2).sum() * (1 + 1e-12)
+        try:
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")
+                (a, b), _ = curve_fit(
+                    lambda t, a, b: a * np.exp(b * t), x, y, p0=(math.exp(log_a0), b0), maxfev=200
+                )
+            ref = ((a * np.exp(b * x) - y) ** 2).sum()
+        except RuntimeError:
+            ref = np.inf
+        same += bool(err <= ref * (1 + 1e-6))
+    assert same >= 0.97 * 400
+
+
 @pytest.mark.slow
 def test_scheme_beats_lpa_end_to_end(city, tmp_path) -> None:
     # the events go through the real loader (cells table -> site index) and DuckDB

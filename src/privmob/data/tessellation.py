@@ -97,6 +97,15 @@ def _edge_bin(edges: np.ndarray, x: np.ndarray) -> np.ndarray:
     return b
 
 
+
+def local_metric_crs(bounds: tuple[float, float, float, float] | np.ndarray) -> str:
+    """A metric CRS for geometry inside lng/lat ``bounds`` (minx, miny, maxx, maxy): Lambert
+    azimuthal equal-area centred on the box (areas exact, distances within 0.1% over a few
+    hundred km). Built from its PROJ string, without a CRS database search (geopandas'
+    ``estimate_utm_crs`` costs ~0.4 s per call)."""
+    x0, y0, x1, y1 = (float(v) for v in bounds)
+    return f"+proj=laea +lat_0={(y0 + y1) / 2} +lon_0={(x0 + x1) / 2} +datum=WGS84 +units=m"
+
 class Tessellation:
     """Tiles (polygons in EPSG:4326) with ids, in a deterministic index order.
 
@@ -195,8 +204,7 @@ class Tessellation:
         return self._gdf.geometry.to_crs(self._local_crs()).area.to_numpy()
 
     def _local_crs(self) -> str:
-        x0, y0, x1, y1 = self.bounds
-        return f"+proj=laea +lat_0={(y0 + y1) / 2} +lon_0={(x0 + x1) / 2} +datum=WGS84 +units=m"
+        return local_metric_crs(self.bounds)
 
     def to_geojson_dict(self) -> dict[str, Any]:
         """A GeoJSON FeatureCollection with properties tile_id, tile_index [, tile_name]."""

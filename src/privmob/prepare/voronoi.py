@@ -19,6 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 import shapely
 
+from privmob.data.tessellation import local_metric_crs
 from privmob.errors import InputError
 
 
@@ -41,7 +42,7 @@ def voronoi_map(lng: np.ndarray, lat: np.ndarray, zones: gpd.GeoDataFrame) -> Vo
     if zones.crs is None:
         zones = zones.set_crs("EPSG:4326")
     zones = zones.to_crs("EPSG:4326")
-    metric = zones.estimate_utm_crs()
+    metric = local_metric_crs(zones.total_bounds)
     zm = zones.to_crs(metric).geometry.reset_index(drop=True)
     area = shapely.union_all(np.asarray(zm.values))
     pts = gpd.GeoSeries(gpd.points_from_xy(lng, lat), crs="EPSG:4326").to_crs(metric)

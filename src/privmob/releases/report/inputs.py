@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from privmob.data.tessellation import Tessellation
+from privmob.data.tessellation import Tessellation, local_metric_crs
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class Tiles:
     def from_tessellation(cls, tess: Tessellation, simplify_m: float = 30.0) -> Tiles:
         """Outlines simplified to ``simplify_m`` metres (public geometry, smaller HTML)."""
         gdf = tess.gdf
-        metric = gdf.to_crs(gdf.estimate_utm_crs())
+        metric = gdf.to_crs(local_metric_crs(tess.bounds))
         simple = metric.geometry.simplify(simplify_m).to_crs(4326)
         outlines = []
         for geom in simple:
