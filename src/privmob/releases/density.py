@@ -244,7 +244,10 @@ def _exp_fit(x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
                 break  # no step lowers the error: a (local) minimum
             a, b, improved = a + da, b + db, err - new
             err, damping = new, max(damping / 10.0, 1e-12)
-            if improved <= 1e-14 * max(err, 1e-300) and abs(db) <= 1e-12 * max(abs(b), 1.0):
+            # MINPACK's default tolerances (as curve_fit): relative error reduction or step
+            if improved <= 1.5e-8 * err or (
+                abs(da) <= 1.5e-8 * abs(a) and abs(db) <= 1.5e-8 * max(abs(b), 1.0)
+            ):
                 break
         fit = a * np.exp(b * x)
     return fit if np.all(np.isfinite(fit)) else None
