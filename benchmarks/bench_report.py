@@ -111,27 +111,19 @@ print(json.dumps({"wall_s": time.perf_counter() - t0, "peak_gb": _peak_gb(), "cp
 
 
 def data_for(n_trips: int) -> tuple[Path, Path]:
-    from privmob.data.synth import default_tessellation, synth_trip_points
+    from privmob.data.synth import default_tessellation
+
+    sys.path.insert(0, str(OUT.parent))
+    from suite import synth_report_points
 
     OUT.mkdir(exist_ok=True)
     path = OUT / f"trip_points_{n_trips}.parquet"
     tess_path = OUT / "grid263.geojson"
-    tess = default_tessellation(263)
     if not tess_path.exists():
-        tess.gdf.to_file(tess_path, driver="GeoJSON")
+        default_tessellation(263).gdf.to_file(tess_path, driver="GeoJSON")
     if not path.exists():
         t0 = time.perf_counter()
-        synth_trip_points(
-            path,
-            n_users=max(1, n_trips // 10),
-            mean_trips_per_user=10.0,
-            trips_sigma=0.0,
-            extra_points_per_trip=0.0,
-            days=28,
-            start=PERIOD[0],
-            tessellation=tess,
-            seed=1,
-        )
+        synth_report_points(path, n_users=max(1, n_trips // 10))
         print(f"generated {path.name} in {time.perf_counter() - t0:.1f}s", flush=True)
     return path, tess_path
 

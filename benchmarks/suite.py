@@ -65,12 +65,7 @@ def data_for(release: str, n: int, out: Path) -> tuple[Path, Path | None, Path]:
     (:func:`replicate`): generating them from scratch takes hours on two cores, and a copy has
     the same per-user shape. The 1B events file is generated in full.
     """
-    from privmob.data.synth import (
-        default_tessellation,
-        synth_events,
-        synth_trip_points,
-        synth_trips,
-    )
+    from privmob.data.synth import default_tessellation, synth_events, synth_trips
 
     out.mkdir(exist_ok=True)
     tess_path = out / "grid263.geojson"
@@ -93,18 +88,7 @@ def data_for(release: str, n: int, out: Path) -> tuple[Path, Path | None, Path]:
     elif kind == "points":  # n rows: n / 20 users, 10 trips each, two points per trip
         path = out / FILE_NAMES[kind].format(n=n)
         if not path.exists():
-            tess = default_tessellation(263)
-            synth_trip_points(
-                path,
-                n_users=max(1, n // 20),
-                mean_trips_per_user=10.0,
-                trips_sigma=0.0,
-                extra_points_per_trip=0.0,
-                days=DAYS,
-                start=START,
-                tessellation=tess,
-                seed=1,
-            )
+            synth_report_points(path, n_users=max(1, n // 20))
     else:
         path, cells = out / f"events_{n}.parquet", out / f"events_{n}.cells.parquet"
         if not path.exists():
@@ -115,6 +99,24 @@ def data_for(release: str, n: int, out: Path) -> tuple[Path, Path | None, Path]:
     if time.perf_counter() - t0 > 1:
         print(f"  generated {path.name} in {time.perf_counter() - t0:.0f}s", flush=True)
     return path, cells, tess_path
+
+
+def synth_report_points(path: Path, n_users: int) -> None:
+    """Trip points for the report benchmarks (here and benchmarks/bench_report.py): 10 trips
+    per user, two points per trip, over the DAYS from START, on the 263-tile grid."""
+    from privmob.data.synth import default_tessellation, synth_trip_points
+
+    synth_trip_points(
+        path,
+        n_users=n_users,
+        mean_trips_per_user=10.0,
+        trips_sigma=0.0,
+        extra_points_per_trip=0.0,
+        days=DAYS,
+        start=START,
+        tessellation=default_tessellation(263),
+        seed=1,
+    )
 
 
 #: Trips and trip points above this many rows are copies of the file of this size.
