@@ -403,9 +403,9 @@ def _report(path: str, tess_path: str, eng: Any, acct: Any, tmp: Path) -> dict:
     from privmob.render.report_files import write_report
 
     tess = load_tessellation(tess_path)
-    view = load_trip_points(path, engine=eng, tessellation=tess).view
+    points = load_trip_points(path, engine=eng, tessellation=tess)  # Loaded: user buckets
     cfg = ReportConfig.build(epsilon=EPSILON, max_trips=T, period=(START, END))
-    rel = mobility_report(eng, view, Tiles.from_tessellation(tess), cfg, acct)
+    rel = mobility_report(eng, points, Tiles.from_tessellation(tess), cfg, acct)
     write_report(rel, tmp / "report.html")
     return {"cells": int(sum(len(t) for t in rel.tables.values()))}
 
