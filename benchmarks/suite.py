@@ -390,7 +390,7 @@ def _density(path: str, cells: str, tess_path: str, eng: Any, acct: Any, tmp: Pa
     geometry = density_geometry(sites.lng, sites.lat, tess.gdf, np.asarray(tess.tile_ids))
     events = load_events(path, engine=eng, tessellation=sites, cells=cells)
     config = DensityConfig(EPSILON, max_visits=L_VISITS)
-    rel = density_release(eng, events.view, geometry, config, datetime.fromisoformat(START), acct)
+    rel = density_release(eng, events, geometry, config, datetime.fromisoformat(START), acct)
     write_release(rel, tmp / "out")
     return {"cells": int(sum(len(t) for t in rel.tables.values()))}
 

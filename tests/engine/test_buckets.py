@@ -278,3 +278,49 @@ def test_plan_counts_rows_of_a_csv_folder(tmp_path):
         trips = load_trips(str(folder), engine=eng, tessellation=box_grid(3))
         assert plan_buckets(trips, math.ceil(len(df) * BYTES_PER_ROW / BUCKET_SHARE)) == 1
         assert plan_buckets(trips, math.ceil(len(df) * BYTES_PER_ROW / BUCKET_SHARE / 3)) == 3
+
+
+def test_population_series_and_density_buckets_equal_one_pass(events_files, tmp_path):
+    """The event releases without trips: homes (population), per-bin bounded zone counts
+    (series-counts) and the density pre-sampling, summed over 4 spilled user buckets, equal
+    the single pass for the same key, with bounds that truncate (1 event per user and bin,
+    3 hourly visits per user); one progress line per bucket; no spill file left."""
+    from datetime import datetime
+
+    from privmob.data.sources import load_events as load_event_rows
+    from privmob.prepare.presample import bucketed_density_counts
+    from privmob.releases.landmark_counts import bounded_zone_counts, time_grid
+    from privmob.releases.population import exact_home_counts
+
+    d, tess = events_files
+    with DuckDBEngine(spill_dir=tmp_path) as eng:
+        ev = load_event_rows(
+            str(d / "ev.parquet"), engine=eng, tessellation=tess, cells=str(d / "cells.parquet")
+        )
+        homes = [exact_home_counts(ev, tess.k, buckets=b) for b in (1, 4)]
+        grid = time_grid("2024-01-01", "2024-01-03", "1h")  # the third day is out of period
+        series = [
+            bounded_zone_counts(
+                ev, tiles=tess.k, grid=grid, max_per_bin=1, rng=Randomness(seed=5), buckets=b
+            )
+            for b in (1, 4)
+        ]
+        steps: list[str] = []
+        week = datetime(2024, 1, 1)
+        dens = [
+            bucketed_density_counts(ev, tess.k, week, 3, key=77, buckets=b, step=steps.append)
+            for b in (1, 4)
+        ]
+        assert spill_dirs(tmp_path) == []
+    np.testing.assert_array_equal(homes[0], homes[1])
+    assert homes[0].sum() == 80  # every user has exactly one home cell
+    np.testing.assert_array_equal(series[0][0], series[1][0])
+    assert series[0][1] == series[1][1] > 0  # the out-of-period cell
+    one, many = dens
+    np.testing.assert_array_equal(one.sampled, many.sampled)
+    np.testing.assert_array_equal(one.one_visit, many.one_visit)
+    assert (one.total_visits, one.outside) == (many.total_visits, many.outside)
+    assert one.sampled.sum() <= 3 * 80 and one.sampled.sum() < one.total_visits  # truncated
+    assert [s for s in steps if "user bucket " in s] == [
+        f"pre-sampling: user bucket {i}/4" for i in (1, 2, 3, 4)
+    ]

@@ -36,6 +36,7 @@ class DensityInputs:
     geometry: Any
     zones: Any  # Tessellation
     week_start: datetime
+    loaded: Any = None  # the Loaded events (user buckets out of core)
 
 
 class _NoTiles:
@@ -96,7 +97,7 @@ def load_density_inputs(
         columns=c.parse_columns(columns),
         timezone=timezone,
     )
-    return DensityInputs(eng, loaded.view, geometry, tess, week_start)
+    return DensityInputs(eng, loaded.view, geometry, tess, week_start, loaded)
 
 
 def density(
@@ -190,7 +191,7 @@ def density(
         )
         step("pre-sampling, noise and post-processing")
         release = density_release(
-            inp.engine, inp.events, inp.geometry, config, inp.week_start, acct, seed
+            inp.engine, inp.loaded, inp.geometry, config, inp.week_start, acct, seed, step
         )
         step("writing the output")
         paths = write_release(release, output, overwrite=overwrite)

@@ -446,6 +446,7 @@ def series_counts_command(
             accountant=accountant,
             rng=rng,
             outliers_epsilon=eps_out,
+            step=step,
         )
         step("writing the output")
         paths = write_release(release, output, overwrite=overwrite)

@@ -97,7 +97,6 @@ def _edge_bin(edges: np.ndarray, x: np.ndarray) -> np.ndarray:
     return b
 
 
-
 def local_metric_crs(bounds: tuple[float, float, float, float] | np.ndarray) -> str:
     """A metric CRS for geometry inside lng/lat ``bounds`` (minx, miny, maxx, maxy): Lambert
     azimuthal equal-area centred on the box (areas exact, distances within 0.1% over a few
@@ -105,6 +104,7 @@ def local_metric_crs(bounds: tuple[float, float, float, float] | np.ndarray) -> 
     ``estimate_utm_crs`` costs ~0.4 s per call)."""
     x0, y0, x1, y1 = (float(v) for v in bounds)
     return f"+proj=laea +lat_0={(y0 + y1) / 2} +lon_0={(x0 + x1) / 2} +datum=WGS84 +units=m"
+
 
 class Tessellation:
     """Tiles (polygons in EPSG:4326) with ids, in a deterministic index order.

@@ -24,12 +24,15 @@ exact and non-private; only noisy functions of it leave the release.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import numpy as np
 
+from privmob.data.sources import Loaded
 from privmob.engine.base import Engine, dense_counts
+from privmob.engine.buckets import bucketed_counts, plan_buckets
 from privmob.engine.dialect import DUCKDB, Dialect
 from privmob.errors import ConfigError
 
@@ -133,7 +136,7 @@ def density_counts(
     """
     if not 1 <= max_visits <= HOURS_PER_WEEK:
         raise ConfigError(f"--max-visits must be in 1..168, got {max_visits}")
-    name = f"pm_density_visits_{abs(hash((relation, key))) % 10**9}"
+    name = "pm_density_visits"  # replaced by the next call (e.g. the next user bucket)
     engine.materialize(name, presample_sql(relation, week_start, key, engine.dialect))
     shape = (n_towers, HOURS_PER_WEEK)
     sampled = dense_counts(
@@ -161,3 +164,38 @@ def density_counts(
             shape,
         ).astype(np.float64)
     return DensityCounts(sampled, one, total, int(max_visits), outside=outside, hourly=hourly)
+
+
+def bucketed_density_counts(
+    events: Loaded,
+    n_towers: int,
+    week_start: datetime,
+    max_visits: int,
+    key: int,
+    *,
+    buckets: int | None = None,
+    step: Callable[[str], None] | None = None,
+) -> DensityCounts:
+    """:func:`density_counts` of loaded events, out of core: with a memory limit on the engine
+    (DuckDB ``--memory-limit``) the users are split into hash buckets
+    (:mod:`privmob.engine.buckets`). Every count is a sum over users of a function of that
+    user's own events (the same key in every bucket), so the summed bucket counts equal the
+    single-pass counts."""
+    shape = (n_towers, HOURS_PER_WEEK)
+
+    def flat(part: Loaded) -> np.ndarray:
+        c = density_counts(part.engine, part.view, n_towers, week_start, max_visits, key)
+        return np.concatenate([c.sampled.ravel(), c.one_visit, [c.total_visits, c.outside]])
+
+    n = buckets or plan_buckets(events, getattr(events.engine, "memory_limit", None))
+    if n <= 1:
+        return density_counts(events.engine, events.view, n_towers, week_start, max_visits, key)
+    total = bucketed_counts(events, flat, n, step, "pre-sampling", columns=("uid", "time", "tile"))
+    cells = n_towers * HOURS_PER_WEEK
+    return DensityCounts(
+        total[:cells].reshape(shape),
+        total[cells : cells + n_towers],
+        int(total[-2]),
+        int(max_visits),
+        outside=int(total[-1]),
+    )

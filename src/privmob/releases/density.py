@@ -33,6 +33,7 @@ user whose visits fall in several clusters.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -41,12 +42,18 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from privmob.data.sources import Loaded
 from privmob.engine.base import Engine
 from privmob.errors import ConfigError
 from privmob.prepare.bounding import fresh_key
 from privmob.prepare.cover import CoverMap
 from privmob.prepare.density_geometry import DensityGeometry, SiteIndex, density_geometry
-from privmob.prepare.presample import HOURS_PER_WEEK, DensityCounts, density_counts
+from privmob.prepare.presample import (
+    HOURS_PER_WEEK,
+    DensityCounts,
+    bucketed_density_counts,
+    density_counts,
+)
 from privmob.privacy import samplers
 from privmob.privacy.costs import Cost, Unit
 from privmob.privacy.efpa import fourier_perturb, gaussian_sigma
@@ -423,16 +430,18 @@ def noisy_out_of_domain(
 
 def density_release(
     engine: Engine,
-    events: str,
+    events: str | Loaded,
     geometry: DensityGeometry,
     config: DensityConfig,
     week_start: datetime,
     accountant: Accountant,
     rng: Randomness | int | None = None,
+    step: Callable[[str], None] | None = None,
 ) -> Release:
     """Hourly users per zone over the week starting at ``week_start`` (SPEC 4.3).
 
-    ``events`` is a relation in ``engine`` with columns uid, time (local TIMESTAMP) and
+    ``events`` is a relation in ``engine`` (or the loaded input, which can be split into user
+    buckets out of core) with columns uid, time (local TIMESTAMP) and
     tile = site (tower position) index in ``geometry`` (-1 outside); see :class:`SiteIndex`.
     Guarantee: ``config.cost()`` per user for the whole week and the visits outside it
     ((epsilon + epsilon_out)-DP with EFPA or LPA, (epsilon + epsilon_out, delta)-DP with
@@ -444,9 +453,15 @@ def density_release(
         raise ConfigError("the cover map does not match the towers")
     cost = config.cost()
     accountant.precheck(cost)
-    counts = density_counts(
-        engine, events, geometry.n_towers, week_start, config.max_visits, fresh_key(r)
-    )
+    key = fresh_key(r)
+    if isinstance(events, Loaded):
+        counts = bucketed_density_counts(
+            events, geometry.n_towers, week_start, config.max_visits, key, step=step
+        )
+    else:
+        counts = density_counts(
+            engine, events, geometry.n_towers, week_start, config.max_visits, key
+        )
     res = perturb_density(
         counts, geometry.cmap, geometry.centroids, config, r, first_hour=week_start.hour
     )

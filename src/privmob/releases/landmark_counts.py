@@ -20,13 +20,14 @@ sees only the dense zones x bins matrix and the one outliers count.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
 
 from privmob.data.sources import Loaded
 from privmob.engine.base import dense_counts
+from privmob.engine.buckets import bucketed_counts, plan_buckets
 from privmob.errors import ConfigError
 from privmob.prepare.bounding import bound_per_user, fresh_key
 from privmob.privacy.costs import Cost
@@ -76,11 +77,15 @@ def bounded_zone_counts(
     grid: pd.DatetimeIndex,
     max_per_bin: int,
     rng: Randomness | None = None,
+    buckets: int | None = None,
+    step: Callable[[str], None] | None = None,
 ) -> tuple[np.ndarray, int]:
     """Exact bounded counts, shape (tiles + 1, bins) (the last row is ``outside``), and the
     bounded number of events outside the period (at most ``max_per_bin`` per user in all).
 
-    Never publish these: they are the input of the noise.
+    Never publish these: they are the input of the noise. Out of core: with a memory limit on
+    the engine the users are split into hash buckets (:mod:`privmob.engine.buckets`); the
+    bounding is per user and bin, so the summed bucket counts equal the single-pass counts.
     """
     engine = events.engine
     d = engine.dialect
@@ -91,24 +96,32 @@ def bounded_zone_counts(
     width = int((grid[1] - grid[0]).total_seconds())
     end = d.timestamp_literal(end_ts.isoformat(sep=" "))
     bins = len(grid)  # bin index `bins` = outside the period: one more bounded group
-    binned = (
-        f"(SELECT uid, time, tile, CASE WHEN time >= {start} AND time < {end} THEN "
-        f"CAST(floor(({d.epoch_seconds('time')} - {d.epoch_seconds(start)}) / {width}) "
-        f"AS BIGINT) ELSE {bins} END AS bin FROM {events.view})"
+    key = fresh_key(rng)
+
+    def count(part: Loaded) -> np.ndarray:
+        binned = (
+            f"(SELECT uid, time, tile, CASE WHEN time >= {start} AND time < {end} THEN "
+            f"CAST(floor(({d.epoch_seconds('time')} - {d.epoch_seconds(start)}) / {width}) "
+            f"AS BIGINT) ELSE {bins} END AS bin FROM {part.view})"
+        )
+        bounded = bound_per_user(
+            binned,
+            max_units=max_per_bin,
+            key=key,
+            dialect=d,
+            unit=("time", "tile"),
+            partition=("bin",),
+        )
+        sql = (
+            f"SELECT CASE WHEN tile >= 0 THEN tile ELSE {tiles} END AS i0, bin AS i1, "
+            f"count(*) AS n FROM ({bounded}) AS q_ GROUP BY 1, 2"
+        )
+        return dense_counts(engine, sql, (tiles + 1, bins + 1))
+
+    n = buckets or plan_buckets(events, getattr(engine, "memory_limit", None))
+    dense = bucketed_counts(
+        events, count, n, step, "counting events", columns=("uid", "time", "tile")
     )
-    bounded = bound_per_user(
-        binned,
-        max_units=max_per_bin,
-        key=fresh_key(rng),
-        dialect=d,
-        unit=("time", "tile"),
-        partition=("bin",),
-    )
-    sql = (
-        f"SELECT CASE WHEN tile >= 0 THEN tile ELSE {tiles} END AS i0, bin AS i1, "
-        f"count(*) AS n FROM ({bounded}) AS q_ GROUP BY 1, 2"
-    )
-    dense = dense_counts(engine, sql, (tiles + 1, bins + 1))
     return dense[:, :bins], int(dense[:, bins].sum())
 
 
@@ -125,6 +138,7 @@ def publish_zone_counts(
     rng: Randomness | int | None = None,
     rule: AdaptiveRule | None = None,
     outliers_epsilon: float | None = None,
+    step: Callable[[str], None] | None = None,
 ) -> Release:
     """Counts per zone and time bin, published under landmark epsilon-privacy, plus one noisy
     cell of the events outside the period.
@@ -145,7 +159,7 @@ def publish_zone_counts(
     accountant.precheck(Cost.pure(epsilon + eps_out, unit))  # before reading the data
     r = resolve(rng)
     counts, outliers = bounded_zone_counts(
-        events, tiles=len(tile_ids), grid=grid, max_per_bin=max_per_bin, rng=r
+        events, tiles=len(tile_ids), grid=grid, max_per_bin=max_per_bin, rng=r, step=step
     )
     return publish_series(
         counts,

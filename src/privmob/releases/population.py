@@ -15,6 +15,7 @@ import pandas as pd
 
 from privmob.data.sources import Loaded
 from privmob.engine.base import dense_counts
+from privmob.engine.buckets import bucketed_counts, plan_buckets
 from privmob.errors import ConfigError
 from privmob.prepare.homes import home_cells_sql
 from privmob.privacy.costs import Unit
@@ -33,13 +34,27 @@ def exact_home_counts(
     *,
     night: tuple[int, int] = (20, 6),
     period: StudyPeriod | None = None,
+    buckets: int | None = None,
+    step: Callable[[str], None] | None = None,
 ) -> np.ndarray:
-    """Exact users per home cell (k zones, outside, unknown). Never publish these."""
+    """Exact users per home cell (k zones, outside, unknown). Never publish these.
+
+    Out of core: with a memory limit on the engine (DuckDB ``--memory-limit``) the users are
+    split into hash buckets (:mod:`privmob.engine.buckets`); a user's home depends on their own
+    events only, so the summed bucket counts equal the single-pass counts.
+    """
     where = "TRUE"
     if period is not None and period.declared:
         where = f"({period.bin_sql('time', events.engine.dialect)}) >= 0"
-    sql = home_cells_sql(events.view, events.engine.dialect, k, night=night, where=where)
-    return dense_counts(events.engine, sql, (k + 2,))
+
+    def count(part: Loaded) -> np.ndarray:
+        sql = home_cells_sql(part.view, part.engine.dialect, k, night=night, where=where)
+        return dense_counts(part.engine, sql, (k + 2,))
+
+    n = buckets or plan_buckets(events, getattr(events.engine, "memory_limit", None))
+    return bucketed_counts(
+        events, count, n, step, "finding home locations", columns=("uid", "time", "tile")
+    )
 
 
 def population_counts(
@@ -73,7 +88,7 @@ def population_counts(
     dist, cost = calibrate(noise, epsilon, l1_sensitivity=1, l2_sensitivity=1, delta=delta)
     accountant.precheck(cost)
     step("finding home locations")
-    counts = exact_home_counts(events, k, night=night, period=period)
+    counts = exact_home_counts(events, k, night=night, period=period, step=step)
     step(f"adding {dist.kind} noise to {k + 2} cells")
     noisy = np.maximum(dist.add(counts, r), 0)
     ids = [str(t) for t in tessellation.tile_ids]
