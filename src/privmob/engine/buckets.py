@@ -97,20 +97,23 @@ def source_rows(loaded: Loaded) -> int:
     return int(eng.fetch(sql)["n"].iloc[0])
 
 
-def buckets_for(rows: int, memory_limit: str | int) -> int:
-    """Buckets so that one bucket's window work (``BYTES_PER_ROW`` per row) fits in
+def buckets_for(rows: int, memory_limit: str | int, bytes_per_row: float = BYTES_PER_ROW) -> int:
+    """Buckets so that one bucket's window work (``bytes_per_row`` per row) fits in
     ``BUCKET_SHARE`` of the limit."""
     limit = parse_memory(memory_limit) if isinstance(memory_limit, str) else int(memory_limit)
     if limit <= 0:
         raise ConfigError(f"the memory limit must be positive, got {memory_limit}")
-    return max(1, math.ceil(rows * BYTES_PER_ROW / (limit * BUCKET_SHARE)))
+    return max(1, math.ceil(rows * bytes_per_row / (limit * BUCKET_SHARE)))
 
 
-def plan_buckets(loaded: Loaded, memory_limit: str | int | None) -> int:
-    """How many user buckets keep one bucket's window work within the memory limit."""
+def plan_buckets(
+    loaded: Loaded, memory_limit: str | int | None, bytes_per_row: float = BYTES_PER_ROW
+) -> int:
+    """How many user buckets keep one bucket's window work within the memory limit
+    (``bytes_per_row``: what the release's window steps need per input row)."""
     if memory_limit is None or loaded.engine.name != "duckdb":
         return 1  # no limit given, or an engine that spills by itself (Spark)
-    return buckets_for(source_rows(loaded), memory_limit)
+    return buckets_for(source_rows(loaded), memory_limit, bytes_per_row)
 
 
 def duckdb_memory_limit(memory_limit: str | int) -> str:

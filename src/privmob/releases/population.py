@@ -24,6 +24,12 @@ from privmob.privacy.samplers import Randomness, resolve
 from privmob.releases.base import Accountant, Release
 from privmob.releases.periods import StudyPeriod
 
+#: Engine memory per input event of the home step (for the user buckets). Homes are an
+#: aggregate per (user, tile), which DuckDB spills, and a window over those aggregates, not
+#: over events: measured 1.30 GB peak for 1.27B events in one pass (docs/benchmarks.md), so
+#: 8 B per event (10x below the trips' 80 B) still leaves a wide margin.
+HOME_BYTES_PER_ROW = 8
+
 OUTSIDE = "home outside the zones"
 UNKNOWN = "unknown home (no night event in the period)"
 
@@ -51,7 +57,8 @@ def exact_home_counts(
         sql = home_cells_sql(part.view, part.engine.dialect, k, night=night, where=where)
         return dense_counts(part.engine, sql, (k + 2,))
 
-    n = buckets or plan_buckets(events, getattr(events.engine, "memory_limit", None))
+    limit = getattr(events.engine, "memory_limit", None)
+    n = buckets or plan_buckets(events, limit, HOME_BYTES_PER_ROW)
     return bucketed_counts(
         events, count, n, step, "finding home locations", columns=("uid", "time", "tile")
     )
