@@ -198,10 +198,11 @@ def test_bucket_estimate_follows_rows_and_limit():
     assert buckets_for(rows, fits - 1) == 2
     assert buckets_for(rows, fits // 10 + 1) == 10
     assert buckets_for(rows, "12GB") == int(np.ceil(rows * BYTES_PER_ROW / (12e9 * BUCKET_SHARE)))
-    # homes need less per event: 1.27B events at 12GB in 2 buckets, not 15
+    # homes need less per event: 1.27B events at 12GB in one pass (3 buckets at 4GB), not 15
     from privmob.releases.population import HOME_BYTES_PER_ROW
 
-    assert buckets_for(1_272_192_139, "12GB", HOME_BYTES_PER_ROW) == 2
+    assert buckets_for(1_272_192_139, "12GB", HOME_BYTES_PER_ROW) == 1
+    assert buckets_for(1_272_192_139, "4GB", HOME_BYTES_PER_ROW) == 3
     assert buckets_for(1_272_192_139, "12GB") == 15
     # DuckDB's own limit is a share of the process limit (Python, results, counts beside it)
     with DuckDBEngine(memory_limit="1GB") as eng:

@@ -26,9 +26,11 @@ from privmob.releases.periods import StudyPeriod
 
 #: Engine memory per input event of the home step (for the user buckets). Homes are an
 #: aggregate per (user, tile), which DuckDB spills, and a window over those aggregates, not
-#: over events: measured 1.30 GB peak for 1.27B events in one pass (docs/benchmarks.md), so
-#: 8 B per event (10x below the trips' 80 B) still leaves a wide margin.
-HOME_BYTES_PER_ROW = 8
+#: over events: one pass over 1.27B events peaked at 1.30 GB (~0.8 B per event above the
+#: 0.3 GB base; docs/benchmarks.md), so 4 B per event keeps a 4-5x margin. Buckets cost a
+#: partitioning pass (1.27B events in 2 buckets: 294 s instead of 207 s), so none where
+#: the memory does not ask for them.
+HOME_BYTES_PER_ROW = 4
 
 OUTSIDE = "home outside the zones"
 UNKNOWN = "unknown home (no night event in the period)"
