@@ -97,17 +97,18 @@ def source_rows(loaded: Loaded) -> int:
     return int(eng.fetch(sql)["n"].iloc[0])
 
 
-def buckets_for(rows: int, memory_limit: str | int, bytes_per_row: float = BYTES_PER_ROW) -> int:
-    """Buckets so that one bucket's window work (``bytes_per_row`` per row) fits in
-    ``BUCKET_SHARE`` of the limit."""
+def buckets_for(rows: int, memory_limit: str | int, bytes_per_row: float | None = None) -> int:
+    """Buckets so that one bucket's window work (``bytes_per_row`` per row, default
+    ``BYTES_PER_ROW``) fits in ``BUCKET_SHARE`` of the limit."""
     limit = parse_memory(memory_limit) if isinstance(memory_limit, str) else int(memory_limit)
     if limit <= 0:
         raise ConfigError(f"the memory limit must be positive, got {memory_limit}")
-    return max(1, math.ceil(rows * bytes_per_row / (limit * BUCKET_SHARE)))
+    per_row = BYTES_PER_ROW if bytes_per_row is None else bytes_per_row
+    return max(1, math.ceil(rows * per_row / (limit * BUCKET_SHARE)))
 
 
 def plan_buckets(
-    loaded: Loaded, memory_limit: str | int | None, bytes_per_row: float = BYTES_PER_ROW
+    loaded: Loaded, memory_limit: str | int | None, bytes_per_row: float | None = None
 ) -> int:
     """How many user buckets keep one bucket's window work within the memory limit
     (``bytes_per_row``: what the release's window steps need per input row)."""
