@@ -7,13 +7,16 @@ import json
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import numpy as np
 import typer
 
 from privmob.cli import common as c
 from privmob.errors import ConfigError
+
+if TYPE_CHECKING:  # the loaders are imported when a command runs (fast --help)
+    from privmob.data.sources import Loaded
 
 EventsArg = Annotated[
     str, typer.Argument(help=c.INPUT_HELP.format("events: uid, datetime, cell_id"))
@@ -32,11 +35,15 @@ WeekOpt = Annotated[
 @dataclass
 class DensityInputs:
     engine: Any
-    events: str
+    loaded: Loaded  # the validated events (split into user buckets out of core)
     geometry: Any
     zones: Any  # Tessellation
     week_start: datetime
-    loaded: Any = None  # the Loaded events (user buckets out of core)
+
+    @property
+    def events(self) -> str:
+        """The events' relation in the engine."""
+        return self.loaded.view
 
 
 class _NoTiles:
@@ -97,7 +104,7 @@ def load_density_inputs(
         columns=c.parse_columns(columns),
         timezone=timezone,
     )
-    return DensityInputs(eng, loaded.view, geometry, tess, week_start, loaded)
+    return DensityInputs(eng, loaded, geometry, tess, week_start)
 
 
 def density(

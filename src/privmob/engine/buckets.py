@@ -275,3 +275,20 @@ def bucketed_counts(
             total = c if total is None else total + c
     assert total is not None
     return total
+
+
+def counts_by_user_buckets(
+    loaded: Loaded,
+    count: Callable[[Loaded], np.ndarray],
+    what: str,
+    *,
+    buckets: int | None = None,
+    step: Callable[[str], None] | None = None,
+    columns: Sequence[str] | None = None,
+    bytes_per_row: float | None = None,
+) -> np.ndarray:
+    """:func:`bucketed_counts` with ``buckets`` buckets, by default as many as the engine's
+    memory limit needs for ``bytes_per_row`` (:func:`plan_buckets`; 1 without a limit)."""
+    limit = getattr(loaded.engine, "memory_limit", None)
+    n = buckets or plan_buckets(loaded, limit, bytes_per_row)
+    return bucketed_counts(loaded, count, n, step, what, columns=columns)

@@ -32,7 +32,7 @@ import numpy as np
 
 from privmob.data.sources import Loaded
 from privmob.engine.base import Engine, dense_counts
-from privmob.engine.buckets import bucketed_counts, plan_buckets
+from privmob.engine.buckets import counts_by_user_buckets
 from privmob.engine.dialect import DUCKDB, Dialect
 from privmob.errors import ConfigError
 
@@ -187,10 +187,9 @@ def bucketed_density_counts(
         c = density_counts(part.engine, part.view, n_towers, week_start, max_visits, key)
         return np.concatenate([c.sampled.ravel(), c.one_visit, [c.total_visits, c.outside]])
 
-    n = buckets or plan_buckets(events, getattr(events.engine, "memory_limit", None))
-    if n <= 1:
-        return density_counts(events.engine, events.view, n_towers, week_start, max_visits, key)
-    total = bucketed_counts(events, flat, n, step, "pre-sampling", columns=("uid", "time", "tile"))
+    total = counts_by_user_buckets(
+        events, flat, "pre-sampling", buckets=buckets, step=step, columns=("uid", "time", "tile")
+    )
     cells = n_towers * HOURS_PER_WEEK
     return DensityCounts(
         total[:cells].reshape(shape),

@@ -27,7 +27,7 @@ import pandas as pd
 
 from privmob.data.sources import Loaded
 from privmob.engine.base import dense_counts
-from privmob.engine.buckets import bucketed_counts, plan_buckets
+from privmob.engine.buckets import counts_by_user_buckets
 from privmob.errors import ConfigError
 from privmob.prepare.bounding import bound_per_user, fresh_key
 from privmob.privacy.costs import Cost
@@ -118,9 +118,13 @@ def bounded_zone_counts(
         )
         return dense_counts(engine, sql, (tiles + 1, bins + 1))
 
-    n = buckets or plan_buckets(events, getattr(engine, "memory_limit", None))
-    dense = bucketed_counts(
-        events, count, n, step, "counting events", columns=("uid", "time", "tile")
+    dense = counts_by_user_buckets(
+        events,
+        count,
+        "counting events",
+        buckets=buckets,
+        step=step,
+        columns=("uid", "time", "tile"),
     )
     return dense[:, :bins], int(dense[:, bins].sum())
 

@@ -16,7 +16,7 @@ import pandas as pd
 
 from privmob.data.sources import Loaded
 from privmob.engine.base import dense_counts
-from privmob.engine.buckets import bucketed_counts, plan_buckets, root
+from privmob.engine.buckets import counts_by_user_buckets, root
 from privmob.errors import ConfigError
 from privmob.prepare.bounding import bound_per_user, fresh_key
 from privmob.privacy.costs import Cost, Unit
@@ -283,8 +283,7 @@ def exact_counts(
     limit needs, see :mod:`privmob.engine.buckets`); each user lies in one bucket, so the sum
     of bucket counts equals the single-pass counts.
     """
-    n = buckets or plan_buckets(trips, getattr(trips.engine, "memory_limit", None))
-    return bucketed_counts(
+    return counts_by_user_buckets(
         trips,
         lambda part: _exact_counts_one(
             part,
@@ -295,9 +294,9 @@ def exact_counts(
             bound_per=bound_per,
             rng=rng,
         ),
-        n,
-        step,
         "counting trips",
+        buckets=buckets,
+        step=step,
         # trips from events need only these event columns (the spilled buckets hold no more)
         columns=("uid", "time", "tile") if root(trips).shape == "events" else None,
     )

@@ -15,7 +15,7 @@ import pandas as pd
 
 from privmob.data.sources import Loaded
 from privmob.engine.base import dense_counts
-from privmob.engine.buckets import bucketed_counts, plan_buckets
+from privmob.engine.buckets import counts_by_user_buckets
 from privmob.errors import ConfigError
 from privmob.prepare.homes import home_cells_sql
 from privmob.privacy.costs import Unit
@@ -59,10 +59,14 @@ def exact_home_counts(
         sql = home_cells_sql(part.view, part.engine.dialect, k, night=night, where=where)
         return dense_counts(part.engine, sql, (k + 2,))
 
-    limit = getattr(events.engine, "memory_limit", None)
-    n = buckets or plan_buckets(events, limit, HOME_BYTES_PER_ROW)
-    return bucketed_counts(
-        events, count, n, step, "finding home locations", columns=("uid", "time", "tile")
+    return counts_by_user_buckets(
+        events,
+        count,
+        "finding home locations",
+        buckets=buckets,
+        step=step,
+        columns=("uid", "time", "tile"),
+        bytes_per_row=HOME_BYTES_PER_ROW,
     )
 
 
