@@ -232,20 +232,29 @@ def discrete_gaussian(n: int, sigma: float) -> np.ndarray:
 EXP_TOLERANCE = 2.0**-48
 
 
-def reference_exp_neg(xs: np.ndarray) -> np.ndarray | list[Decimal]:
+def has_extended_precision() -> bool:
+    """Whether numpy's ``longdouble`` has a 64-bit mantissa (x87 extended, e.g. x86-64 Linux)."""
+    return bool(np.finfo(np.longdouble).nmant >= 63)
+
+
+def reference_exp_neg(xs: np.ndarray, extended: bool | None = None) -> np.ndarray | list[Decimal]:
     """``exp(-x)`` for each x to far better than ``2^-48`` relative, independently of numpy's
     float64 ``exp``: in x87 extended precision (``expl``, 64-bit mantissa) where numpy's
-    ``longdouble`` has it, else correctly rounded ``decimal`` at 40 digits (slower)."""
-    if np.finfo(np.longdouble).nmant >= 63:
+    ``longdouble`` has it (``extended=None``: when available), else correctly rounded
+    ``decimal`` at 40 digits (slower)."""
+    if extended is None:
+        extended = has_extended_precision()
+    if extended:
         return np.exp(-xs.astype(np.longdouble))
     with localcontext() as ctx:
         ctx.prec = 40
         return [(-Decimal(x)).exp() for x in xs.tolist()]
 
 
-def exp_meets_tolerance(xs: np.ndarray, got: np.ndarray) -> bool:
-    """Whether ``got`` (float64 values of ``exp(-xs)``) is within ``EXP_TOLERANCE`` of it."""
-    ref = reference_exp_neg(xs)
+def exp_meets_tolerance(xs: np.ndarray, got: np.ndarray, extended: bool | None = None) -> bool:
+    """Whether ``got`` (float64 values of ``exp(-xs)``) is within ``EXP_TOLERANCE`` of it
+    (``extended``: the reference, as :func:`reference_exp_neg`)."""
+    ref = reference_exp_neg(xs, extended)
     if isinstance(ref, np.ndarray):
         err = np.abs(got.astype(np.longdouble) - ref)
         return bool(np.all(err <= ref * np.longdouble(EXP_TOLERANCE)))
