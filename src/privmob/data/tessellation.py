@@ -101,7 +101,7 @@ def local_metric_crs(bounds: tuple[float, float, float, float] | np.ndarray) -> 
     """A metric CRS for geometry inside lng/lat ``bounds`` (minx, miny, maxx, maxy): Lambert
     azimuthal equal-area centred on the box (areas exact, distances within 0.1% over a few
     hundred km). Built from its PROJ string, without a CRS database search (geopandas'
-    ``estimate_utm_crs`` costs ~0.4 s per call)."""
+    ``estimate_utm_crs`` costs 0.12-0.23 s per call idle)."""
     x0, y0, x1, y1 = (float(v) for v in bounds)
     return f"+proj=laea +lat_0={(y0 + y1) / 2} +lon_0={(x0 + x1) / 2} +datum=WGS84 +units=m"
 
