@@ -11,7 +11,7 @@ import pytest
 from privmob.data.sources import load_trip_points
 from privmob.data.tessellation import load_tessellation
 from privmob.engine import DuckDBEngine
-from privmob.evaluate.benchmark import compare_reports
+from privmob.evaluate.report_comparison import compare_reports
 from privmob.privacy.ledger import Ledger
 from privmob.releases.base import Accountant
 from privmob.releases.report import (

@@ -155,7 +155,7 @@ def od(
         step("writing the output")
         paths = write_release(release, output, overwrite=overwrite)
     c.print_release_summary(release, paths, acct)
-    from privmob.releases.series import series_cost_lines
+    from privmob.releases.od_series_cost import series_cost_lines
 
     for line in series_cost_lines(release, group_size):
         c.console.print(line)

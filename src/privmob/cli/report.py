@@ -155,7 +155,7 @@ def compare(
     """Similarity of two reports per analysis (SMAPE, JS base 2, KL, EMD, Kendall, top-n)."""
     from rich.table import Table
 
-    from privmob.evaluate.benchmark import compare_reports
+    from privmob.evaluate.report_comparison import compare_reports
     from privmob.render.compare_html import COLUMNS, render_compare_html
     from privmob.render.report_files import read_report
 

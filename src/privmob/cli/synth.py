@@ -13,12 +13,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from privmob.cli.common import OverwriteOpt, QuietOpt, console
 from privmob.data.synth import (
-    DEFAULT_GRID_CELLS,
     SynthConfig,
     default_cells_path,
     default_tessellation,
     write_synthetic,
 )
+from privmob.data.synth_model import DEFAULT_GRID_CELLS
 from privmob.data.tessellation import load_tessellation
 from privmob.errors import ConfigError
 

@@ -33,7 +33,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import date
 from pathlib import Path
 from typing import Any, Literal
 
@@ -45,8 +44,8 @@ import pyarrow.parquet as pq
 from privmob.data.synth_model import (
     DAY_US,
     DEFAULT_BOUNDS,
-    DEFAULT_GRID_CELLS,
     US,
+    SynthConfig,
     Trips,
     World,
     anchors,
@@ -55,64 +54,12 @@ from privmob.data.synth_model import (
     local_to_utc_us,
     sorted_by_user_time,
 )
-from privmob.data.tessellation import Tessellation
 from privmob.errors import ConfigError
 
 Kind = Literal["trips", "trip-points", "events"]
 KINDS: tuple[str, ...] = ("trips", "trip-points", "events")
 
 TS = pa.timestamp("us", tz="UTC")
-
-
-@dataclass(frozen=True)
-class SynthConfig:
-    """Everything that determines a synthetic dataset (same config -> same bytes of data).
-
-    ``mean_trips_per_user`` is over the whole period. ``chunk_users`` (default: about half a
-    million trips per chunk) sets the row-group size and the memory bound; it is part of the
-    seed stream, so changing it changes the data.
-    """
-
-    n_users: int = 10_000
-    start: str | date = "2024-01-01"
-    days: int = 28
-    mean_trips_per_user: float = 20.0
-    trips_sigma: float = 1.0
-    tessellation: Tessellation | str | Path | None = None
-    grid_cells: int = DEFAULT_GRID_CELLS
-    seed: int = 0
-    timezone: str = "UTC"
-    coordinates: bool = False
-    extra_points_per_trip: float = 1.0
-    n_towers: int | None = None
-    events_per_user_day: float = 5.0
-    decay_km: float | None = None
-    chunk_users: int | None = None
-
-    def validated(self) -> SynthConfig:
-        if self.n_users < 1:
-            raise ConfigError(f"n_users must be >= 1, got {self.n_users}")
-        if self.days < 1:
-            raise ConfigError(f"days must be >= 1, got {self.days}")
-        if not self.mean_trips_per_user > 0:
-            raise ConfigError(f"mean_trips_per_user must be > 0, got {self.mean_trips_per_user}")
-        if self.trips_sigma < 0 or self.extra_points_per_trip < 0:
-            raise ConfigError("trips_sigma and extra_points_per_trip must be >= 0")
-        if self.events_per_user_day < 0:
-            raise ConfigError("events_per_user_day must be >= 0")
-        if self.n_towers is not None and self.n_towers < 1:
-            raise ConfigError(f"n_towers must be >= 1, got {self.n_towers}")
-        try:
-            pd.Timestamp(self.start)
-        except (ValueError, TypeError):
-            raise ConfigError(f"start must be a date like 2024-01-01, got {self.start!r}") from None
-        return self
-
-    @property
-    def users_per_chunk(self) -> int:
-        if self.chunk_users is not None:
-            return max(1, int(self.chunk_users))
-        return max(1_000, int(500_000 / self.mean_trips_per_user))
 
 
 @dataclass

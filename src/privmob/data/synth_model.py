@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -16,11 +18,11 @@ import pyarrow as pa
 import shapely
 
 from privmob.data.tessellation import Tessellation, grid_with_about, load_tessellation
+from privmob.errors import ConfigError
 
 if TYPE_CHECKING:
     from scipy.spatial import cKDTree
 
-    from privmob.data.synth import SynthConfig
 
 #: Default study area when no tessellation is given: central New York City.
 DEFAULT_BOUNDS = (-74.05, 40.60, -73.75, 40.90)
@@ -282,3 +284,54 @@ def generate_trips(
         d_lng[order],
         d_lat[order],
     )
+
+
+@dataclass(frozen=True)
+class SynthConfig:
+    """Everything that determines a synthetic dataset (same config -> same bytes of data).
+
+    ``mean_trips_per_user`` is over the whole period. ``chunk_users`` (default: about half a
+    million trips per chunk) sets the row-group size and the memory bound; it is part of the
+    seed stream, so changing it changes the data.
+    """
+
+    n_users: int = 10_000
+    start: str | date = "2024-01-01"
+    days: int = 28
+    mean_trips_per_user: float = 20.0
+    trips_sigma: float = 1.0
+    tessellation: Tessellation | str | Path | None = None
+    grid_cells: int = DEFAULT_GRID_CELLS
+    seed: int = 0
+    timezone: str = "UTC"
+    coordinates: bool = False
+    extra_points_per_trip: float = 1.0
+    n_towers: int | None = None
+    events_per_user_day: float = 5.0
+    decay_km: float | None = None
+    chunk_users: int | None = None
+
+    def validated(self) -> SynthConfig:
+        if self.n_users < 1:
+            raise ConfigError(f"n_users must be >= 1, got {self.n_users}")
+        if self.days < 1:
+            raise ConfigError(f"days must be >= 1, got {self.days}")
+        if not self.mean_trips_per_user > 0:
+            raise ConfigError(f"mean_trips_per_user must be > 0, got {self.mean_trips_per_user}")
+        if self.trips_sigma < 0 or self.extra_points_per_trip < 0:
+            raise ConfigError("trips_sigma and extra_points_per_trip must be >= 0")
+        if self.events_per_user_day < 0:
+            raise ConfigError("events_per_user_day must be >= 0")
+        if self.n_towers is not None and self.n_towers < 1:
+            raise ConfigError(f"n_towers must be >= 1, got {self.n_towers}")
+        try:
+            pd.Timestamp(self.start)
+        except (ValueError, TypeError):
+            raise ConfigError(f"start must be a date like 2024-01-01, got {self.start!r}") from None
+        return self
+
+    @property
+    def users_per_chunk(self) -> int:
+        if self.chunk_users is not None:
+            return max(1, int(self.chunk_users))
+        return max(1_000, int(500_000 / self.mean_trips_per_user))
