@@ -12,7 +12,7 @@ import typer
 from typer.testing import CliRunner
 
 from privmob.cli import series
-from privmob.errors import BudgetError, ConfigError, InputError
+from privmob.errors import BudgetError, ConfigError, InputError, OutputError
 from privmob.privacy.ledger import Ledger
 
 
@@ -215,5 +215,5 @@ def test_taken_output_is_refused_before_charging(app: typer.Typer, tmp_path: Pat
     ]  # fmt: skip
     assert CliRunner().invoke(app, args).exit_code == 0
     res = CliRunner().invoke(app, args)  # same folder, no --overwrite
-    assert isinstance(res.exception, InputError), res.output
+    assert isinstance(res.exception, OutputError), res.output
     assert Ledger(led).spent("s").epsilon == pytest.approx(1.0)  # nothing burnt

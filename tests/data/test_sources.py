@@ -1,5 +1,5 @@
-"""Bad input gets one clear message naming the file, the column and an example row; files are
-never modified; outliers are counted, never dropped."""
+"""Bad input gets one clear message naming the file, the column, the row number and the kind
+of problem, never a record; files are never modified; outliers are counted, never dropped."""
 
 import hashlib
 
@@ -46,6 +46,9 @@ def digest(path):
     ],
 )
 def test_bad_trip_points(tmp_path, engine, grid, text, column, words):
+    header, bad = text.splitlines()
+    if "missing column" not in words:  # a good row first: the bad one is row 2
+        text = f"{header}\n7,3,2024-01-01 07:00,52.011,13.012\n{bad}\n"
     path = write(tmp_path, text)
     before = digest(path)
     with pytest.raises(InputError) as err:
@@ -53,7 +56,15 @@ def test_bad_trip_points(tmp_path, engine, grid, text, column, words):
     msg = str(err.value)
     assert str(path) in msg and f"'{column}'" in msg and words in msg
     if "missing column" not in words:
-        assert "example row" in msg
+        # the row number, never the record (no user id, time or location, bad or good)
+        assert "row 2:" in msg and err.value.row == 2
+        values = [v for v in bad.split(",") if len(v) > 3] + [
+            "52.011",
+            "13.012",
+            "2024-01-01 07:00",
+        ]
+        assert not [v for v in values if v in msg], msg
+        assert "of 2 rows" not in msg and err.value.detail == "1 of 2 rows"
     assert digest(path) == before  # never modified
 
 
@@ -219,3 +230,35 @@ def test_native_time_column_with_a_missing_value_is_still_refused(engine, grid):
     ev.loc[1, "datetime"] = pd.Timestamp("2024-01-01 09:00", tz="UTC")
     loaded = load_events(ev, engine=engine, tessellation=grid)
     assert engine.fetch(f"SELECT count(time) AS n FROM {loaded.view}")["n"].iloc[0] == 2
+
+
+def test_wrong_delimiter_is_not_reported_as_a_shape_problem(tmp_path, engine, grid):
+    """With shape detection, a ';' file read with --delimiter ',' was 'cannot tell the input's
+    shape'; it is a delimiter problem."""
+    from privmob.data import load_trips_any
+
+    path = write(tmp_path, GOOD.replace(",", ";"))
+    with pytest.raises(InputError) as err:
+        load_trips_any(path, engine=engine, tessellation=grid, delimiter=",")
+    assert "delimiter" in str(err.value) and "--delimiter ';'" in (err.value.hint or "")
+    assert "shape" not in str(err.value)
+
+
+def test_latin1_byte_gets_an_encoding_hint(tmp_path, engine, grid):
+    path = tmp_path / "latin.csv"
+    path.write_bytes(
+        ("uid,tid,datetime,lat,lng,note\n1,1,2024-01-01 08:00,52.0,13.0,café\n").encode("latin-1")
+    )
+    with pytest.raises(InputError) as err:
+        load_trip_points(path, engine=engine, tessellation=grid)
+    assert "line 2 is not UTF-8" in str(err.value) and "0xE9" in str(err.value)
+    assert "iconv" in (err.value.hint or "")
+
+
+def test_headerless_file_gets_a_no_header_hint_without_its_first_record(tmp_path, engine, grid):
+    path = write(tmp_path, "u817,1,2024-01-01 08:00:00,52.005,13.005\n")
+    with pytest.raises(InputError) as err:
+        load_trip_points(path, engine=engine, tessellation=grid)
+    msg = str(err.value)
+    assert "no header row" in msg
+    assert "u817" not in msg and "52.005" not in msg and "2024-01-01 08:00:00" not in msg

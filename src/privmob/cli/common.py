@@ -168,16 +168,19 @@ def print_release_summary(release: Any, paths: list[Path], accountant: Any) -> N
     """What was written and what it cost (printed to stdout)."""
     cost = release.cost
     console.print(f"[bold]{release.kind}[/] release written:")
-    for p in paths:
-        console.print(f"  {p}")
+    for p in paths:  # paths and names are printed literally (no console markup)
+        console.print(f"  {p}", markup=False, highlight=False)
     console.print(
         f"privacy cost: {cost.describe()}"
-        + (f" ({len(release.cost_parts)} ledger entries)" if len(release.cost_parts) > 1 else "")
+        + (f" ({len(release.cost_parts)} ledger entries)" if len(release.cost_parts) > 1 else ""),
+        markup=False,
     )
     remaining = accountant.ledger.remaining(accountant.dataset)
     console.print(
         f"ledger {accountant.ledger.path}: dataset '{accountant.dataset}' has "
-        f"epsilon={remaining.epsilon:.6g} left"
+        f"epsilon={remaining.epsilon:.6g} left",
+        markup=False,
+        highlight=False,
     )
     if not release.for_publication:
         console.print("[bold red]NOT FOR PUBLICATION[/]: made with --seed (test noise)")

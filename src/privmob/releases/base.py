@@ -18,7 +18,7 @@ from typing import Any
 import pandas as pd
 
 from privmob import __version__
-from privmob.errors import ConfigError, InputError
+from privmob.errors import ConfigError, OutputError
 from privmob.privacy.costs import Cost, Unit
 from privmob.privacy.ledger import Entry, Ledger
 
@@ -135,7 +135,7 @@ class Accountant:
 def refuse_existing_output(
     outdir: str | Path, tables: Iterable[str] = (), *, overwrite: bool = False
 ) -> None:
-    """Raise :class:`InputError` if ``outdir`` already holds a release (its ``metadata.json``)
+    """Raise :class:`OutputError` if ``outdir`` already holds a release (its ``metadata.json``)
     or one of the named tables. Call it before any work, so that a release that could not be
     written is never charged."""
     if overwrite:
@@ -144,7 +144,7 @@ def refuse_existing_output(
     targets = [out / f"{name}.parquet" for name in tables] + [out / "metadata.json"]
     existing = [p for p in targets if p.exists()]
     if existing:
-        raise InputError(
+        raise OutputError(
             f"output file {existing[0]} exists; nothing was written",
             hint="choose another --output or pass --overwrite",
         )

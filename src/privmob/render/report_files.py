@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from privmob.errors import InputError
+from privmob.errors import InputError, OutputError
 from privmob.releases.base import Release, _json_default
 
 
@@ -36,7 +36,7 @@ def refuse_taken(html_path: str | Path, overwrite: bool = False) -> None:
     """Refuse existing outputs *before* anything is read or charged."""
     existing = [p for p in report_paths(html_path).values() if p.exists()]
     if existing and not overwrite:
-        raise InputError(
+        raise OutputError(
             f"output {existing[0]} exists; nothing was read, charged or written",
             hint="choose another -o or pass --overwrite",
         )
