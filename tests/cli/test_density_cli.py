@@ -46,8 +46,6 @@ def test_density_cli_writes_parquet_geojson_and_charges(files, tmp_path, capsys)
         str(tmp_path / "l.sqlite"),
         "--budget",
         "0.8",
-        "--seed",
-        "4",
         "--quiet",
     ]
     assert run_cli(args) == 0
@@ -59,10 +57,11 @@ def test_density_cli_writes_parquet_geojson_and_charges(files, tmp_path, capsys)
     meta = json.loads((out / "metadata.json").read_text())
     assert meta["privacy"]["cost"]["epsilon"] == pytest.approx(0.55)  # + out-of-domain cell
     assert (out / "out_of_domain.parquet").exists()
-    assert "NOT FOR PUBLICATION" in meta["warning"]
-    # a second release would exceed the budget of 0.8: refused, exit code 2, nothing written
+    assert meta["for_publication"] is True and "warning" not in meta  # secure noise
+    # a second release would exceed the budget of 0.8: refused, exit code 3, nothing written
     capsys.readouterr()
-    assert run_cli([*args[:-4], "-o", str(tmp_path / "out2"), "--seed", "4", "--quiet"]) == 2
+    again = [a if a != str(out) else str(tmp_path / "out2") for a in args]
+    assert run_cli(again) == 3
     assert "budget" in capsys.readouterr().err.lower()
     assert not (tmp_path / "out2" / "density.parquet").exists()
 

@@ -51,8 +51,6 @@ def test_report_and_compare_on_dpmr_fixture(tmp_path, fixture_dir):
         str(ledger),
         "--budget",
         "10",
-        "--seed",
-        "1",
         "--quiet",
     ]
     r1 = _run([*common, "--epsilon", "1", "-o", str(tmp_path / "a" / "report.html")])

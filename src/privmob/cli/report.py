@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from privmob.cli import common as c
+from privmob.cli.test_mode import TestModeOpt, ledger_for, record_test_mode
 from privmob.errors import ConfigError, InputError
 from privmob.privacy.costs import Unit
 
@@ -87,6 +88,7 @@ def report(
     spark_master: c.SparkMasterOpt = None,
     spark_conf: c.SparkConfOpt = None,
     seed: c.SeedOpt = None,
+    test_mode: TestModeOpt = False,
     quiet: c.QuietOpt = False,
     overwrite: c.OverwriteOpt = False,
 ) -> None:
@@ -111,7 +113,10 @@ def report(
     if not output.suffix.lower().startswith(".htm"):
         raise InputError(f"-o should name an .html file, got {output}")
     acct = Accountant(
-        Ledger(ledger), c.dataset_name(dataset, data), group_size=group_size, budget=budget
+        Ledger(ledger_for(ledger, seed, test_mode)),
+        c.dataset_name(dataset, data),
+        group_size=group_size,
+        budget=budget,
     )
     refuse_taken(output, overwrite)  # a taken output must not burn epsilon
     acct.precheck(report_cost(cfg))  # refuse before reading anything
@@ -133,6 +138,7 @@ def report(
         )
         rel = mobility_report(eng, points, tiles, cfg, acct, rng=seed, progress=step)
         step("writing the report")
+        record_test_mode(rel, seed, test_mode)
         paths = write_report(rel, output, overwrite=overwrite)
     if not quiet:
         e = rel.ledger_entry

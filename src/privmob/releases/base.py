@@ -21,6 +21,7 @@ from privmob import __version__
 from privmob.errors import ConfigError, OutputError
 from privmob.privacy.costs import Cost, Unit
 from privmob.privacy.ledger import Entry, Ledger
+from privmob.releases.stamp import write_stamped_parquet
 
 NOT_FOR_PUBLICATION = (
     "NOT FOR PUBLICATION: made with a fixed seed for testing; the noise is predictable and "
@@ -44,6 +45,8 @@ class Release:
     domain: dict[str, Any]
     tables: dict[str, pd.DataFrame]
     for_publication: bool = True
+    #: why a release is not for publication, when not the seed (e.g. a domain read from data)
+    publication_note: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     #: how the cost splits into ledger entries (e.g. one per period); default: one entry
     cost_parts: list[tuple[str, Cost]] = field(default_factory=list)
@@ -78,7 +81,7 @@ class Release:
             raise ConfigError(f"release extras may not replace {sorted(clash)}")
         meta.update(self.extra)
         if not self.for_publication:
-            meta["warning"] = NOT_FOR_PUBLICATION
+            meta["warning"] = self.publication_note or NOT_FOR_PUBLICATION
         return meta
 
 
@@ -163,7 +166,7 @@ def write_release(release: Release, outdir: str | Path, *, overwrite: bool = Fal
     written = []
     for name, df in release.tables.items():
         path = out / f"{name}.parquet"
-        df.to_parquet(path, index=False)
+        write_stamped_parquet(df, path, release)  # the file itself says if it may be published
         written.append(path)
     meta = out / "metadata.json"
     meta.write_text(json.dumps(release.metadata(), indent=2, default=_json_default) + "\n")

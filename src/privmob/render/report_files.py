@@ -12,6 +12,7 @@ from typing import Any
 
 from privmob.errors import InputError, OutputError
 from privmob.releases.base import Release, _json_default
+from privmob.releases.stamp import write_stamped_parquet
 
 
 def report_document(release: Release) -> dict[str, Any]:
@@ -62,7 +63,7 @@ def write_report(
     html.write_text(render_report_html(doc), encoding="utf-8")
     tables.mkdir(exist_ok=True)
     for name, df in release.tables.items():
-        df.to_parquet(tables / f"{name}.parquet", index=False)
+        write_stamped_parquet(df, tables / f"{name}.parquet", release)
     return {"html": html, "json": js, "tables": tables}
 
 
