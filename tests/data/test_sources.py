@@ -172,9 +172,9 @@ def test_events_with_cells(tmp_path, engine, grid):
     )
     loaded = load_events(ev, cells=cells, engine=engine, tessellation=grid)
     assert sorted(engine.fetch(f"SELECT tile FROM {loaded.view}")["tile"]) == [-1, 0]
-    ev.loc[1, "cell_id"] = "zzz"
-    with pytest.raises(InputError, match="'zzz' is not in the cells table"):
-        load_events(ev, cells=cells, engine=engine, tessellation=grid)
+    ev.loc[1, "cell_id"] = "zzz"  # not in the cells table: the outliers cell, not an error
+    loaded = load_events(ev, cells=cells, engine=engine, tessellation=grid)
+    assert sorted(engine.fetch(f"SELECT tile FROM {loaded.view}")["tile"]) == [-1, 0]
     cells.loc[1, "cell_id"] = "a"
     with pytest.raises(InputError, match="duplicate cell id"):
         load_events(ev, cells=cells, engine=engine, tessellation=grid)
@@ -186,7 +186,7 @@ def test_events_with_cells(tmp_path, engine, grid):
 )
 def test_events_with_integer_or_text_cell_ids_get_the_same_tiles(engine, grid, cell_ids, event_ids):
     """Integer ids on both sides join on integers (fast path), mixed types on their text:
-    the same events get the same tiles and the same cell_id, and unknown ids are refused."""
+    the same events get the same tiles and the same cell_id, and unknown ids go to tile -1."""
     cells = pd.DataFrame({"cell_id": cell_ids, "lat": [52.005, 60.0], "lng": [13.005, 13.0]})
     ev = pd.DataFrame(
         {
@@ -199,9 +199,11 @@ def test_events_with_integer_or_text_cell_ids_get_the_same_tiles(engine, grid, c
     got = engine.fetch(f"SELECT uid, cell_id, tile FROM {loaded.view} ORDER BY uid, time")
     assert got["tile"].tolist() == [0, -1, -1]
     assert got["cell_id"].astype(str).tolist() == ["7", "8", "8"]
-    ev.loc[2, "cell_id"] = type(event_ids[0])(9)
-    with pytest.raises(InputError, match="'9' is not in the cells table"):
-        load_events(ev, cells=cells, engine=engine, tessellation=grid)
+    ev.loc[2, "cell_id"] = type(event_ids[0])(9)  # unknown: the outliers cell (tile -1)
+    loaded = load_events(ev, cells=cells, engine=engine, tessellation=grid)
+    got = engine.fetch(f"SELECT uid, cell_id, tile FROM {loaded.view} ORDER BY uid, time")
+    assert got["tile"].tolist() == [0, -1, -1]
+    assert got["cell_id"].astype(str).tolist() == ["7", "8", "9"]
 
 
 @pytest.mark.parametrize(

@@ -580,6 +580,7 @@ def load_events(
     """Events (``uid, datetime`` + ``lat, lng`` or ``cell_id`` with ``cells``) → canonical view.
 
     Canonical columns: ``uid, time, tile`` plus ``lat, lng`` (coordinates) or ``cell_id``.
+    An event whose cell id is not in ``cells`` gets tile -1 (the outliers cell).
     """
     check_timezone(timezone)
     raw, display = read_raw(engine, source, delimiter=delimiter, header=header, names=names)
@@ -608,24 +609,15 @@ def load_events(
         if types[cols["cell_id"]] in INT64_SAFE_TYPES and _has_int_keys(engine, cell_view):
             # integer ids on both sides: the same match as on their text, on integers
             on = f"CAST(e.{_ident(cols['cell_id'])} AS BIGINT) = c.cell_int"
-        missing = engine.fetch(
-            f"SELECT {cid} AS cell_id FROM {pview} AS e LEFT JOIN "
-            f"{cell_view} AS c ON {on} "
-            "WHERE c.cell_key IS NULL LIMIT 1"
-        )
-        if len(missing):
-            raise InputError(
-                f"cell id '{missing.iloc[0, 0]!s}' is not in the cells table",
-                source=display,
-                column=cols["cell_id"],
-                example={cols["cell_id"]: missing.iloc[0, 0]},
-                hint="every event's cell must appear in the cells table",
-            )
+        # an event at a cell id absent from the cells table is at no known place: tile -1,
+        # the noisy outliers cell (as a point outside the tessellation), never a refusal of
+        # the whole input (one neighbour must not decide whether there is a release)
         engine.create_view(
             view,
             (
-                f"SELECT e.{_ident(cols['uid'])} AS uid, e._p_datetime AS time, c.tile AS tile, "
-                f"c.cell_key AS cell_id FROM {pview} AS e JOIN {cell_view} AS c ON {on}"
+                f"SELECT e.{_ident(cols['uid'])} AS uid, e._p_datetime AS time, "
+                f"COALESCE(c.tile, -1) AS tile, {cid} AS cell_id "
+                f"FROM {pview} AS e LEFT JOIN {cell_view} AS c ON {on}"
             ),
         )
     else:
