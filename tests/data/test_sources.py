@@ -264,3 +264,11 @@ def test_headerless_file_gets_a_no_header_hint_without_its_first_record(tmp_path
     msg = str(err.value)
     assert "no header row" in msg
     assert "u817" not in msg and "52.005" not in msg and "2024-01-01 08:00:00" not in msg
+
+
+def test_unreadable_parquet_is_not_called_a_text_encoding_problem(tmp_path, engine, grid):
+    path = tmp_path / "broken.parquet"
+    path.write_bytes(b"\x90\xff not parquet at all")
+    with pytest.raises(InputError) as err:
+        load_trip_points(path, engine=engine, tessellation=grid)
+    assert "UTF-8" not in str(err.value) and "cannot be read" in str(err.value)

@@ -72,8 +72,8 @@ def encoding_problem(path: str | Path) -> tuple[int, int] | None:
     """(line, byte) of the first byte that is not UTF-8 in a local text file (gzip ok), or
     None. Reads at most the first 4 MB."""
     p = Path(path)
-    if not p.is_file():
-        return None
+    if not p.is_file() or p.suffix.lower() in {".parquet", ".pq"}:
+        return None  # only text (CSV) files have an encoding
     try:
         opener = gzip.open if p.suffix.lower() == ".gz" else open
         with opener(p, "rb") as f:

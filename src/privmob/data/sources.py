@@ -187,14 +187,14 @@ def _engine_read(display: str, read: Callable[[], Any], path: str | None = None)
         raise
     except Exception as exc:  # engine-specific read errors
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        cause = diagnose.encoding_hint(path) if path and not is_url(path) else None
-        if cause is not None:
-            raise InputError(cause[0], source=display, hint=cause[1]) from exc
         if "out of memory" in str(exc).lower():
             raise EngineError(
                 f"{display}: the engine ran out of memory while reading the file",
                 hint="raise --memory-limit",
             ) from exc
+        cause = diagnose.encoding_hint(path) if path and not is_url(path) else None
+        if cause is not None:
+            raise InputError(cause[0], source=display, hint=cause[1]) from exc
         raise InputError(
             f"cannot be read: {first}",
             source=display,
