@@ -272,3 +272,12 @@ def test_unreadable_parquet_is_not_called_a_text_encoding_problem(tmp_path, engi
     with pytest.raises(InputError) as err:
         load_trip_points(path, engine=engine, tessellation=grid)
     assert "UTF-8" not in str(err.value) and "cannot be read" in str(err.value)
+
+
+def test_engine_error_text_shows_the_form_of_quoted_values():
+    from privmob.data.diagnose import scrub_values
+
+    text = "Conversion Error: Could not convert string 'bob 2024-05-01' to TIMESTAMP"
+    assert scrub_values(text) == (
+        "Conversion Error: Could not convert string 'aaa 9999-99-99' to TIMESTAMP"
+    )

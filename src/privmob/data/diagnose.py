@@ -34,6 +34,12 @@ def value_form(value: object, limit: int = 32) -> str:
     return repr(form if len(form) <= limit else form[:limit] + "...")
 
 
+def scrub_values(text: str) -> str:
+    """An engine's error text with each quoted value replaced by its form (a conversion error
+    quotes the value it could not convert: a time, a coordinate, a user id)."""
+    return re.sub(r"'([^']*)'", lambda m: value_form(m.group(1)), text)
+
+
 def looks_headerless(columns: list[str]) -> bool:
     """Whether the column names read like a row of data (the file has no header row)."""
     if not columns:

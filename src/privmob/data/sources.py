@@ -326,7 +326,7 @@ def validate(
         if cause is not None:  # a byte deep in the file, after the part the sniffer read
             raise InputError(cause[0], source=display, hint=cause[1]) from exc
         raise InputError(
-            f"cannot be read: {first}",
+            f"cannot be read: {diagnose.scrub_values(first)}",
             source=display,
             hint="check the file format, delimiter and column types",
         ) from exc
