@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 console = Console()
 console_err = Console(stderr=True)
@@ -147,12 +148,13 @@ class Steps:
         self._finish_current()
         self._current = message
         self._step_start = self._time()
-        self._status.update(message)
+        self._status.update(escape(message))  # step text is printed literally
 
     def _finish_current(self) -> None:
         if self._current is not None:
             console_err.print(
-                f"[green]✓[/] {self._current} [dim]({self._time() - self._step_start:.1f}s)[/]"
+                f"[green]✓[/] {escape(self._current)} "
+                f"[dim]({self._time() - self._step_start:.1f}s)[/]"
             )
             self._current = None
 

@@ -146,7 +146,9 @@ def report(
         c.console.print(
             f"report written: {paths['html']} (+ {paths['json'].name}, {paths['tables'].name}/);"
             f" charged epsilon={e.cost.epsilon:.6g} per {e.cost.unit} to '{e.dataset}' "
-            f"(ledger entry #{e.id})"
+            f"(ledger entry #{e.id})",
+            markup=False,
+            highlight=False,
         )
         if not rel.for_publication:
             c.console.print("[bold red]NOT FOR PUBLICATION[/]: made with --seed")
@@ -178,7 +180,9 @@ def compare(
             raise InputError(f"{output} exists; nothing was written", hint="pass --overwrite")
         output.write_text(render_compare_html(table, str(a), str(b)), encoding="utf-8")
         table.to_csv(output.with_suffix(".csv"), index=False)
-        c.console.print(f"comparison written: {output} (+ {output.with_suffix('.csv').name})")
+        c.console.print(
+            f"comparison written: {output} (+ {output.with_suffix('.csv').name})", markup=False
+        )
 
 
 def _show(v: object) -> str:
