@@ -94,7 +94,12 @@ TileIdOpt = Annotated[
     str | None, typer.Option("--tile-id", help="tile id column of the tessellation")
 ]
 MemoryLimitOpt = Annotated[
-    str | None, typer.Option("--memory-limit", help="engine memory limit, e.g. 8GB")
+    str | None,
+    typer.Option(
+        "--memory-limit",
+        help="memory cap of the whole process, e.g. 8GB (the engine plans within what Python "
+        "and the libraries leave; too small a cap is refused before reading)",
+    ),
 ]
 SpillDirOpt = Annotated[
     Path | None,
