@@ -53,6 +53,7 @@ def test_density_cli_writes_parquet_geojson_and_charges(files, tmp_path, capsys)
     assert len(tab) == 25 * 168
     layer = json.loads((out / "density.geojson").read_text())
     assert len(layer["features"]) == 25
+    assert layer["privmob"] == {"kind": "density", "for_publication": True}
     assert len(layer["features"][0]["properties"]["counts"]) == 168
     meta = json.loads((out / "metadata.json").read_text())
     assert meta["privacy"]["cost"]["epsilon"] == pytest.approx(0.55)  # + out-of-domain cell

@@ -77,3 +77,28 @@ def test_report_in_test_mode_has_a_banner_and_stamped_tables(shared_data, tmp_pa
     assert body.startswith("<body><div class='warn not-for-publication' role='alert'>NOT FOR")
     tables = sorted((tmp_path / "r").glob("report_tables/*.parquet"))
     assert tables and all(read_stamp(t)["privmob.for_publication"] == "false" for t in tables)
+
+
+def test_parquet_and_json_stamps_of_a_seeded_release(tmp_path):
+    import pandas as pd
+
+    from privmob.privacy.costs import Cost, Unit
+    from privmob.releases.base import Release
+    from privmob.releases.stamp import json_stamp, write_stamped_parquet
+
+    rel = Release(
+        kind="od-matrix",
+        cost=Cost.pure(1.0, Unit.USER),
+        unit=Unit.USER,
+        bounds={},
+        noise={},
+        params={},
+        domain={},
+        tables={"od": pd.DataFrame({"count": [1, 2]})},
+        for_publication=False,
+    )
+    write_stamped_parquet(rel.table, tmp_path / "od.parquet", rel)
+    assert read_stamp(tmp_path / "od.parquet")["privmob.for_publication"] == "false"
+    assert pd.read_parquet(tmp_path / "od.parquet")["count"].tolist() == [1, 2]
+    stamp = json_stamp(rel)
+    assert stamp["for_publication"] is False and "NOT FOR PUBLICATION" in stamp["warning"]

@@ -223,7 +223,9 @@ def write_geojson(release: Any, zones: Any, path: Path) -> Path:
             "peak_hour": int(np.argmax(row)),
             "counts": [int(v) for v in row],
         }
-    feats["privmob"] = {"kind": "density", "for_publication": release.for_publication}
+    from privmob.releases.stamp import json_stamp
+
+    feats["privmob"] = json_stamp(release)  # with the warning when not for publication
     path.write_text(json.dumps(feats))
     return path
 

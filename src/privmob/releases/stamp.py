@@ -8,6 +8,9 @@ each Parquet file itself carries the stamp in its key-value metadata:
 * ``privmob.warning``: why not (only when ``"false"``);
 * ``privmob.kind`` and ``privmob.version``.
 
+JSON layers (the density GeoJSON) carry the same in a top-level ``privmob`` member
+(:func:`json_stamp`).
+
 Readers check it with :func:`read_stamp` (or ``pyarrow.parquet.read_schema(path).metadata``).
 """
 
@@ -34,6 +37,14 @@ def stamp(release: Any) -> dict[str, str]:
     if not release.for_publication:
         meta[WARNING_KEY] = str(release.metadata().get("warning", ""))
     return meta
+
+
+def json_stamp(release: Any) -> dict[str, Any]:
+    """The stamp for a JSON document (e.g. a GeoJSON layer's ``privmob`` member)."""
+    out: dict[str, Any] = {"kind": str(release.kind), "for_publication": release.for_publication}
+    if not release.for_publication:
+        out["warning"] = str(release.metadata().get("warning", ""))
+    return out
 
 
 def write_stamped_parquet(df: pd.DataFrame, path: str | Path, release: Any) -> None:
