@@ -76,6 +76,9 @@ def test_bad_record_message_has_no_record_and_counts_only_when_verbose(tmp_path,
     try:
         assert _main(_od(data, grid_file, tmp_path, "--verbose")) == 2
         assert "1 of 2 rows" in capsys.readouterr().err
+        VERBOSE["on"] = False
+        assert _main([*_od(data, grid_file, tmp_path), "--verbose"]) == 2  # after the command
+        assert "1 of 2 rows" in capsys.readouterr().err
     finally:
         VERBOSE["on"] = False
 

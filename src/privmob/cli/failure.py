@@ -82,7 +82,14 @@ def report_internal_error(exc: BaseException) -> Path | None:
 
 
 def run(app: object, argv: list[str] | None) -> None:
-    """Run the app, turning every failure into its exit code and one message."""
+    """Run the app, turning every failure into its exit code and one message. ``--verbose``
+    is accepted anywhere on the line (``privmob od ... --verbose`` as well as
+    ``privmob --verbose od ...``)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if "--verbose" in args[1:]:
+        VERBOSE["on"] = True
+        args = [args[0], *(a for a in args[1:] if a != "--verbose")]
+    argv = args
     try:
         app(args=argv, standalone_mode=True)  # type: ignore[operator]
     except PrivmobError as exc:
