@@ -57,7 +57,7 @@ def test_od_end_to_end_and_ledger_show(tmp_path, fixture_files):
     assert r.returncode == 0 and "od-matrix" in r.stdout and "left epsilon=0.5" in r.stdout
 
 
-def test_overspend_exits_2_and_writes_nothing(tmp_path, fixture_files):
+def test_overspend_exits_3_and_writes_nothing(tmp_path, fixture_files):
     data, tess = fixture_files
     r = run(
         "od",
@@ -74,7 +74,7 @@ def test_overspend_exits_2_and_writes_nothing(tmp_path, fixture_files):
         "out",
         cwd=tmp_path,
     )
-    assert r.returncode == 2
+    assert r.returncode == 3
     assert "refused" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "out").exists()
 

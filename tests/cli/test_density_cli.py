@@ -46,8 +46,6 @@ def test_density_cli_writes_parquet_geojson_and_charges(files, tmp_path, capsys)
         str(tmp_path / "l.sqlite"),
         "--budget",
         "0.8",
-        "--seed",
-        "4",
         "--quiet",
     ]
     assert run_cli(args) == 0
@@ -55,14 +53,16 @@ def test_density_cli_writes_parquet_geojson_and_charges(files, tmp_path, capsys)
     assert len(tab) == 25 * 168
     layer = json.loads((out / "density.geojson").read_text())
     assert len(layer["features"]) == 25
+    assert layer["privmob"] == {"kind": "density", "for_publication": True}
     assert len(layer["features"][0]["properties"]["counts"]) == 168
     meta = json.loads((out / "metadata.json").read_text())
     assert meta["privacy"]["cost"]["epsilon"] == pytest.approx(0.55)  # + out-of-domain cell
     assert (out / "out_of_domain.parquet").exists()
-    assert "NOT FOR PUBLICATION" in meta["warning"]
-    # a second release would exceed the budget of 0.8: refused, exit code 2, nothing written
+    assert meta["for_publication"] is True and "warning" not in meta  # secure noise
+    # a second release would exceed the budget of 0.8: refused, exit code 3, nothing written
     capsys.readouterr()
-    assert run_cli([*args[:-4], "-o", str(tmp_path / "out2"), "--seed", "4", "--quiet"]) == 2
+    again = [a if a != str(out) else str(tmp_path / "out2") for a in args]
+    assert run_cli(again) == 3
     assert "budget" in capsys.readouterr().err.lower()
     assert not (tmp_path / "out2" / "density.parquet").exists()
 

@@ -26,8 +26,6 @@ def _od(tmp_path, *extra: str) -> int:
         "-o",
         str(tmp_path / "out"),
         "--quiet",
-        "--seed",
-        "1",
         *extra,
     ]
     with pytest.raises(SystemExit) as exc:
@@ -41,7 +39,7 @@ def test_taken_output_folder_costs_nothing(tmp_path):
     assert _od(tmp_path) == 0
     ledger = Ledger(tmp_path / "ledger.sqlite")
     assert ledger.spent("d").epsilon == pytest.approx(0.5)
-    assert _od(tmp_path) == 2  # output exists: refused ...
+    assert _od(tmp_path) == 4  # output exists: refused (exit 4: output cannot be written) ...
     assert ledger.spent("d").epsilon == pytest.approx(0.5)  # ... and nothing charged
     assert _od(tmp_path, "--overwrite") == 0
     assert ledger.spent("d").epsilon == pytest.approx(1.0)
@@ -52,7 +50,7 @@ def test_budget_is_checked_before_the_input_is_read(tmp_path, capsys):
     (tmp_path / "trips.parquet").write_text("not a parquet file")
     box_grid(3).gdf.to_file(tmp_path / "grid.geojson", driver="GeoJSON")
     Ledger(tmp_path / "ledger.sqlite").set_budget("d", 10.0)
-    assert _od(tmp_path, "-e", "20") == 2
+    assert _od(tmp_path, "-e", "20") == 3  # exit 3: budget refused
     err = capsys.readouterr().err
     assert "refused" in err and "cannot be read" not in err
     assert Ledger(tmp_path / "ledger.sqlite").entries("d") == []

@@ -69,7 +69,8 @@ def test_daily_od_series_on_events(tmp_path: Path, cdr, run) -> None:
     events, towers, zones = cdr
     args = ["od", str(events), "--cells", str(towers), "-t", str(zones), "-e", "0.5", "-T", "4"]
     args += ["--period", "day", "--start", "2024-03-01", "--end", "2024-03-04"]
-    args += ["--bound-per", "period", "--budget", "10", "-o", "out", "--quiet", "--seed", "1"]
+    args += ["--bound-per", "period", "--budget", "10", "-o", "out", "--quiet"]
+    args += ["--test-mode", "--seed", "1"]
     r = run(*args, "--trip-rule", "hourly", "--unique", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "3 periods x epsilon=0.5" in r.stdout and "epsilon=2 over the series" in r.stdout
@@ -89,7 +90,7 @@ def test_population_command(tmp_path: Path, cdr, run) -> None:
     events, towers, zones = cdr
     r = run(
         "population", str(events), "--cells", str(towers), "-t", str(zones), "-e", "1",
-        "--budget", "1", "-o", "pop", "--quiet", "--seed", "2", cwd=tmp_path,
+        "--budget", "1", "-o", "pop", "--quiet", "--test-mode", "--seed", "2", cwd=tmp_path,
     )  # fmt: skip
     assert r.returncode == 0, r.stderr
     pop = pd.read_parquet(tmp_path / "pop" / "population.parquet")
@@ -103,9 +104,14 @@ def test_bad_phone_records(tmp_path: Path, cdr, run) -> None:
     ev.loc[5, "cell_id"] = "Z"
     ev.to_csv(tmp_path / "bad_events.csv", index=False)
     base = ["-t", str(zones), "-e", "1", "--budget", "5", "--quiet", "--cells"]
-    r = run("population", str(tmp_path / "bad_events.csv"), *base, str(towers), cwd=tmp_path)
-    assert r.returncode == 2 and "cell id 'Z' is not in the cells table" in r.stderr
-    assert "Traceback" not in r.stderr
+    # an unknown cell id no longer refuses the whole input: that event is in the outliers cell
+    r = run("population", str(tmp_path / "bad_events.csv"), "-o", "pop", *base, str(towers))
+    assert r.returncode == 0, r.stderr
+    pop = pd.read_parquet(tmp_path / "pop" / "population.parquet")
+    assert len(pop) == 11 and "home outside the zones" in set(pop.zone)
+    r = run("population", str(tmp_path / "bad_events.csv"), "-o", "vor", *base, str(towers),
+            "--zone-mapping", "voronoi")  # fmt: skip
+    assert r.returncode == 0, r.stderr
     tw = pd.read_csv(towers)
     tw.loc[1, "lat"] = None
     tw.to_csv(tmp_path / "bad_towers.csv", index=False)
@@ -114,7 +120,8 @@ def test_bad_phone_records(tmp_path: Path, cdr, run) -> None:
     # a declared study period without any data: every cell is noise around 0, and the
     # trips fall in the out-of-period outliers cell (nothing data-dependent is hidden)
     args = ["od", str(events), *base, str(towers), "-T", "2", "--period", "day"]
-    args += ["--start", "2025-01-01", "--end", "2025-01-03", "-o", "empty", "--seed", "3"]
+    args += ["--start", "2025-01-01", "--end", "2025-01-03", "-o", "empty"]
+    args += ["--test-mode", "--seed", "3"]
     r = run(*args, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     out = pd.read_parquet(tmp_path / "empty" / "outliers.parquet")
@@ -140,7 +147,8 @@ def test_population_by_voronoi_shares(tmp_path: Path, cdr, run) -> None:
     events, towers, zones = cdr
     r = run(
         "population", str(events), "--cells", str(towers), "-t", str(zones), "-e", "1",
-        "--zone-mapping", "voronoi", "--budget", "1", "-o", "vor", "--quiet", "--seed", "4",
+        "--zone-mapping", "voronoi", "--budget", "1", "-o", "vor", "--quiet", "--test-mode",
+        "--seed", "4",
     )  # fmt: skip
     assert r.returncode == 0, r.stderr
     pop = pd.read_parquet(tmp_path / "vor" / "population.parquet")

@@ -12,7 +12,7 @@ import typer
 from typer.testing import CliRunner
 
 from privmob.cli import series
-from privmob.errors import BudgetError, ConfigError, InputError
+from privmob.errors import BudgetError, ConfigError, InputError, OutputError
 from privmob.privacy.ledger import Ledger
 
 
@@ -21,6 +21,10 @@ def app() -> typer.Typer:
     a = typer.Typer(pretty_exceptions_enable=False)
     series.register(a)
     return a
+
+
+#: the public time grid of the series _csv writes (24 hourly steps)
+GRID = ["--start", "2024-01-01", "--end", "2024-01-02", "--freq", "1h"]
 
 
 def _csv(tmp_path: Path, zones: bool = False) -> Path:
@@ -40,16 +44,16 @@ def test_series_writes_a_charged_release(app: typer.Typer, tmp_path: Path) -> No
     src = _csv(tmp_path)
     led = tmp_path / "l.sqlite"
 
-    def run(out: str, seed: int, *extra: str):  # type: ignore[no-untyped-def]
+    def run(out: str, *extra: str):  # type: ignore[no-untyped-def]
         args = [
             "series", str(src), "--value-column", "v", "--time-column", "t",
             "--landmarks", "2024-01-01 03:00:00,2024-01-01T05:00", "--epsilon", "1",
             "--scheme", "uniform", "--sensitivity", "2", "-o", str(tmp_path / out),
-            "--ledger", str(led), "--seed", str(seed), *extra,
+            "--ledger", str(led), *GRID, *extra,
         ]  # fmt: skip
         return CliRunner().invoke(app, args)
 
-    res = run("out", 1, "--budget", "2.5")
+    res = run("out", "--budget", "2.5")
     assert res.exit_code == 0, res.output
     budgets = pd.read_parquet(tmp_path / "out" / "budgets.parquet")
     assert budgets["epsilon_t"].tolist() == pytest.approx([1 / 3] * 24)
@@ -57,11 +61,11 @@ def test_series_writes_a_charged_release(app: typer.Typer, tmp_path: Path) -> No
     assert budgets["noise_scale"].tolist() == pytest.approx([6.0] * 24)
     meta = json.loads((tmp_path / "out" / "metadata.json").read_text())
     assert meta["params"]["landmarks"] == [3, 5]
-    assert "NOT FOR PUBLICATION" in meta["warning"]
+    assert meta["for_publication"] is True and "warning" not in meta  # secure noise
     assert Ledger(led).spent("s").epsilon == pytest.approx(1.0)
     # a second release of 1 fits, a third is refused before anything is written
-    assert run("o2", 2).exit_code == 0
-    res3 = run("o3", 3)
+    assert run("o2").exit_code == 0
+    res3 = run("o3")
     assert isinstance(res3.exception, BudgetError)
     assert not (tmp_path / "o3").exists()
 
@@ -70,9 +74,8 @@ def test_series_per_zone_and_bad_landmark(app: typer.Typer, tmp_path: Path) -> N
     src = _csv(tmp_path, zones=True)
     base = [
         "series", str(src), "--value-column", "v", "--time-column", "t", "--zone-column",
-        "zone", "--zones", "a,b", "--epsilon", "1", "--sensitivity", "1", "--ledger",
-        str(tmp_path / "l.sqlite"),
-        "--budget", "10", "--seed", "1", "--scheme", "adaptive",
+        "zone", "--zones", "a,b", "--epsilon", "1", "--sensitivity", "1", "--test-mode",
+        "--budget", "10", "--seed", "1", "--scheme", "adaptive", *GRID,
     ]  # fmt: skip
     res = CliRunner().invoke(
         app, [*base, "--landmarks", "0,1,7", "--landmark-positions", "-o", str(tmp_path / "o")]
@@ -91,7 +94,7 @@ def test_series_zone_domain_is_declared_not_read(app: typer.Typer, tmp_path: Pat
     base = [
         "series", str(src), "--value-column", "v", "--time-column", "t", "--zone-column",
         "zone", "--epsilon", "1", "--sensitivity", "1", "--ledger", str(tmp_path / "l.sqlite"),
-        "--budget", "10", "--seed", "1",
+        "--budget", "10", *GRID,
     ]  # fmt: skip
     runner = CliRunner()
     res = runner.invoke(app, [*base, "--zones", "a,b,c", "-o", str(tmp_path / "o1")])
@@ -117,11 +120,12 @@ def test_series_time_domain_can_be_declared(app: typer.Typer, tmp_path: Path) ->
     base = [
         "series", str(path), "--value-column", "v", "--time-column", "t", "--epsilon", "1",
         "--sensitivity", "1", "--ledger", str(tmp_path / "l.sqlite"), "--budget", "5",
-        "--seed", "1", "--start", "2024-01-01", "--end", "2024-01-02",
+        "--start", "2024-01-01", "--end", "2024-01-02",
     ]  # fmt: skip
     res = CliRunner().invoke(app, [*base, "--freq", "1h", "-o", str(tmp_path / "o1")])
     assert isinstance(res.exception, InputError), res.output
-    assert "no row for 2024-01-01 05:00" in str(res.exception)
+    assert "some steps of the declared grid" in str(res.exception)
+    assert "05:00" not in str(res.exception)  # never a data date
     res = CliRunner().invoke(app, [*base, "-o", str(tmp_path / "o2")])  # --freq missing
     assert isinstance(res.exception, ConfigError), res.output
     full = _csv(tmp_path)
@@ -138,7 +142,7 @@ def test_series_refuses_duplicate_timestamps(app: typer.Typer, tmp_path: Path) -
         app,
         ["series", str(path), "--value-column", "v", "--time-column", "t", "--epsilon", "1",
          "--sensitivity", "1", "-o", str(tmp_path / "o"), "--ledger",
-         str(tmp_path / "l.sqlite"), "--budget", "1"],
+         str(tmp_path / "l.sqlite"), "--budget", "1", "--domain-from-data"],
     )  # fmt: skip
     assert isinstance(res.exception, InputError)
     assert "more than one row" in str(res.exception)
@@ -173,7 +177,8 @@ def test_errors_exit_2_without_traceback(tmp_path: Path) -> None:
     res = subprocess.run(
         [sys.executable, "-m", "privmob", "series", str(path), "--value-column", "nope",
          "--time-column", "t", "--epsilon", "1", "--sensitivity", "1", "-o",
-         str(tmp_path / "o"), "--ledger", str(tmp_path / "l.sqlite"), "--budget", "1"],
+         str(tmp_path / "o"), "--ledger", str(tmp_path / "l.sqlite"), "--budget", "1",
+         "--domain-from-data"],
         capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"}, timeout=300,
     )  # fmt: skip
     assert res.returncode == 2, res.stderr
@@ -188,7 +193,7 @@ def test_series_counts_from_raw_events(app: typer.Typer, tmp_path: Path, shared_
         "--timezone", "America/New_York", "--start", "2010-09-11", "--end", "2010-09-12",
         "--landmarks", "2010-09-11 09:00", "--epsilon", "1", "--max-per-bin", "2",
         "-o", str(tmp_path / "o"), "--budget", "1.1", "--ledger", str(tmp_path / "l.sqlite"),
-        "--seed", "1", "--quiet",
+        "--quiet",
     ]  # fmt: skip
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 0, res.output
@@ -211,9 +216,51 @@ def test_taken_output_is_refused_before_charging(app: typer.Typer, tmp_path: Pat
     args = [
         "series", str(src), "--value-column", "v", "--time-column", "t", "--epsilon", "1",
         "--sensitivity", "1", "-o", str(tmp_path / "out"), "--ledger", str(led),
-        "--budget", "5", "--seed", "1",
+        "--budget", "5", *GRID,
     ]  # fmt: skip
     assert CliRunner().invoke(app, args).exit_code == 0
     res = CliRunner().invoke(app, args)  # same folder, no --overwrite
-    assert isinstance(res.exception, InputError), res.output
+    assert isinstance(res.exception, OutputError), res.output
     assert Ledger(led).spent("s").epsilon == pytest.approx(1.0)  # nothing burnt
+
+
+def test_series_needs_a_declared_grid_or_says_it_is_not_for_publication(
+    app: typer.Typer, tmp_path: Path
+) -> None:
+    """Without --start/--end/--freq the file's own dates were the domain and the release was
+    stamped for publication."""
+    from privmob.releases.stamp import read_stamp
+
+    src = _csv(tmp_path)
+    led = tmp_path / "l.sqlite"
+    base = [
+        "series", str(src), "--value-column", "v", "--time-column", "t", "--epsilon", "1",
+        "--sensitivity", "1", "--ledger", str(led), "--budget", "5",
+    ]  # fmt: skip
+    res = CliRunner().invoke(app, [*base, "-o", str(tmp_path / "o1")])
+    assert isinstance(res.exception, ConfigError) and "--start" in str(res.exception)
+    assert not (tmp_path / "o1").exists() and Ledger(led).entries("s") == []
+    res = CliRunner().invoke(app, [*base, "--domain-from-data", *GRID, "-o", str(tmp_path / "o")])
+    assert isinstance(res.exception, ConfigError)  # one or the other, not both
+    res = CliRunner().invoke(app, [*base, "--domain-from-data", "-o", str(tmp_path / "o2")])
+    assert res.exit_code == 0, res.output
+    meta = json.loads((tmp_path / "o2" / "metadata.json").read_text())
+    assert meta["for_publication"] is False and "--domain-from-data" in meta["warning"]
+    stamp = read_stamp(tmp_path / "o2" / "series.parquet")
+    assert stamp["privmob.for_publication"] == "false"
+    assert "--domain-from-data" in stamp["privmob.warning"]
+
+
+def test_series_messages_name_rows_not_dates(app: typer.Typer, tmp_path: Path) -> None:
+    path = tmp_path / "x.csv"
+    t = list(pd.date_range("2024-01-01", periods=24, freq="h"))
+    t[7] = pd.Timestamp("2023-06-05 13:17")  # off the grid: its date must not be printed
+    pd.DataFrame({"t": t, "v": np.arange(24)}).to_csv(path, index=False)
+    args = [
+        "series", str(path), "--value-column", "v", "--time-column", "t", "--epsilon", "1",
+        "--sensitivity", "1", "--test-mode", "--budget", "5", *GRID, "-o", str(tmp_path / "o"),
+    ]  # fmt: skip
+    res = CliRunner().invoke(app, args)
+    assert isinstance(res.exception, InputError), res.output
+    msg = str(res.exception)
+    assert "row 8" in msg and "2023" not in msg and "13:17" not in msg

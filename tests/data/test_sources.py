@@ -1,5 +1,5 @@
-"""Bad input gets one clear message naming the file, the column and an example row; files are
-never modified; outliers are counted, never dropped."""
+"""Bad input gets one clear message naming the file, the column, the row number and the kind
+of problem, never a record; files are never modified; outliers are counted, never dropped."""
 
 import hashlib
 
@@ -46,6 +46,9 @@ def digest(path):
     ],
 )
 def test_bad_trip_points(tmp_path, engine, grid, text, column, words):
+    header, bad = text.splitlines()
+    if "missing column" not in words:  # a good row first: the bad one is row 2
+        text = f"{header}\n7,3,2024-01-01 07:00,52.011,13.012\n{bad}\n"
     path = write(tmp_path, text)
     before = digest(path)
     with pytest.raises(InputError) as err:
@@ -53,7 +56,15 @@ def test_bad_trip_points(tmp_path, engine, grid, text, column, words):
     msg = str(err.value)
     assert str(path) in msg and f"'{column}'" in msg and words in msg
     if "missing column" not in words:
-        assert "example row" in msg
+        # the row number, never the record (no user id, time or location, bad or good)
+        assert "row 2:" in msg and err.value.row == 2
+        values = [v for v in bad.split(",") if len(v) > 3] + [
+            "52.011",
+            "13.012",
+            "2024-01-01 07:00",
+        ]
+        assert not [v for v in values if v in msg], msg
+        assert "of 2 rows" not in msg and err.value.detail == "1 of 2 rows"
     assert digest(path) == before  # never modified
 
 
@@ -161,9 +172,9 @@ def test_events_with_cells(tmp_path, engine, grid):
     )
     loaded = load_events(ev, cells=cells, engine=engine, tessellation=grid)
     assert sorted(engine.fetch(f"SELECT tile FROM {loaded.view}")["tile"]) == [-1, 0]
-    ev.loc[1, "cell_id"] = "zzz"
-    with pytest.raises(InputError, match="'zzz' is not in the cells table"):
-        load_events(ev, cells=cells, engine=engine, tessellation=grid)
+    ev.loc[1, "cell_id"] = "zzz"  # not in the cells table: the outliers cell, not an error
+    loaded = load_events(ev, cells=cells, engine=engine, tessellation=grid)
+    assert sorted(engine.fetch(f"SELECT tile FROM {loaded.view}")["tile"]) == [-1, 0]
     cells.loc[1, "cell_id"] = "a"
     with pytest.raises(InputError, match="duplicate cell id"):
         load_events(ev, cells=cells, engine=engine, tessellation=grid)
@@ -175,7 +186,7 @@ def test_events_with_cells(tmp_path, engine, grid):
 )
 def test_events_with_integer_or_text_cell_ids_get_the_same_tiles(engine, grid, cell_ids, event_ids):
     """Integer ids on both sides join on integers (fast path), mixed types on their text:
-    the same events get the same tiles and the same cell_id, and unknown ids are refused."""
+    the same events get the same tiles and the same cell_id, and unknown ids go to tile -1."""
     cells = pd.DataFrame({"cell_id": cell_ids, "lat": [52.005, 60.0], "lng": [13.005, 13.0]})
     ev = pd.DataFrame(
         {
@@ -188,9 +199,11 @@ def test_events_with_integer_or_text_cell_ids_get_the_same_tiles(engine, grid, c
     got = engine.fetch(f"SELECT uid, cell_id, tile FROM {loaded.view} ORDER BY uid, time")
     assert got["tile"].tolist() == [0, -1, -1]
     assert got["cell_id"].astype(str).tolist() == ["7", "8", "8"]
-    ev.loc[2, "cell_id"] = type(event_ids[0])(9)
-    with pytest.raises(InputError, match="'9' is not in the cells table"):
-        load_events(ev, cells=cells, engine=engine, tessellation=grid)
+    ev.loc[2, "cell_id"] = type(event_ids[0])(9)  # unknown: the outliers cell (tile -1)
+    loaded = load_events(ev, cells=cells, engine=engine, tessellation=grid)
+    got = engine.fetch(f"SELECT uid, cell_id, tile FROM {loaded.view} ORDER BY uid, time")
+    assert got["tile"].tolist() == [0, -1, -1]
+    assert got["cell_id"].astype(str).tolist() == ["7", "8", "9"]
 
 
 @pytest.mark.parametrize(
@@ -219,3 +232,52 @@ def test_native_time_column_with_a_missing_value_is_still_refused(engine, grid):
     ev.loc[1, "datetime"] = pd.Timestamp("2024-01-01 09:00", tz="UTC")
     loaded = load_events(ev, engine=engine, tessellation=grid)
     assert engine.fetch(f"SELECT count(time) AS n FROM {loaded.view}")["n"].iloc[0] == 2
+
+
+def test_wrong_delimiter_is_not_reported_as_a_shape_problem(tmp_path, engine, grid):
+    """With shape detection, a ';' file read with --delimiter ',' was 'cannot tell the input's
+    shape'; it is a delimiter problem."""
+    from privmob.data import load_trips_any
+
+    path = write(tmp_path, GOOD.replace(",", ";"))
+    with pytest.raises(InputError) as err:
+        load_trips_any(path, engine=engine, tessellation=grid, delimiter=",")
+    assert "delimiter" in str(err.value) and "--delimiter ';'" in (err.value.hint or "")
+    assert "shape" not in str(err.value)
+
+
+def test_latin1_byte_gets_an_encoding_hint(tmp_path, engine, grid):
+    path = tmp_path / "latin.csv"
+    path.write_bytes(
+        ("uid,tid,datetime,lat,lng,note\n1,1,2024-01-01 08:00,52.0,13.0,café\n").encode("latin-1")
+    )
+    with pytest.raises(InputError) as err:
+        load_trip_points(path, engine=engine, tessellation=grid)
+    assert "line 2 is not UTF-8" in str(err.value) and "0xE9" in str(err.value)
+    assert "iconv" in (err.value.hint or "")
+
+
+def test_headerless_file_gets_a_no_header_hint_without_its_first_record(tmp_path, engine, grid):
+    path = write(tmp_path, "u817,1,2024-01-01 08:00:00,52.005,13.005\n")
+    with pytest.raises(InputError) as err:
+        load_trip_points(path, engine=engine, tessellation=grid)
+    msg = str(err.value)
+    assert "no header row" in msg
+    assert "u817" not in msg and "52.005" not in msg and "2024-01-01 08:00:00" not in msg
+
+
+def test_unreadable_parquet_is_not_called_a_text_encoding_problem(tmp_path, engine, grid):
+    path = tmp_path / "broken.parquet"
+    path.write_bytes(b"\x90\xff not parquet at all")
+    with pytest.raises(InputError) as err:
+        load_trip_points(path, engine=engine, tessellation=grid)
+    assert "UTF-8" not in str(err.value) and "cannot be read" in str(err.value)
+
+
+def test_engine_error_text_shows_the_form_of_quoted_values():
+    from privmob.data.diagnose import scrub_values
+
+    text = "Conversion Error: Could not convert string 'bob 2024-05-01' to TIMESTAMP"
+    assert scrub_values(text) == (
+        "Conversion Error: Could not convert string 'aaa 9999-99-99' to TIMESTAMP"
+    )

@@ -1,20 +1,18 @@
 """The ``privmob`` command.
 
 Each command lives in its own module of this package and is added by that module's
-``register(app)``. A :class:`privmob.errors.PrivmobError` (bad input, budget refused, bad
-parameters) is printed as one message plus a hint, and the process exits with code 2 and no
-traceback.
+``register(app)``. A :class:`privmob.errors.PrivmobError` is printed as one message plus a hint
+and the process exits with its code (2 bad input or configuration, 3 budget refused, 4 output
+cannot be written) and no traceback; an internal error exits with 1 and a private report file
+(see :mod:`privmob.cli.failure`).
 """
 
 from __future__ import annotations
 
 import importlib
-import sys
+from typing import Annotated
 
 import typer
-
-from privmob.cli.common import console_err
-from privmob.errors import PrivmobError
 
 app = typer.Typer(
     name="privmob",
@@ -23,6 +21,36 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        from privmob import __version__
+
+        typer.echo(f"privmob {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="print the version and exit"
+        ),
+    ] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose", help="errors also show exact counts of bad records (data-dependent)"
+        ),
+    ] = False,
+) -> None:
+    """Differentially private mobility statistics, with guarantees that hold per person."""
+    from privmob.cli.failure import VERBOSE
+
+    VERBOSE["on"] = VERBOSE["on"] or verbose
+
 
 # one module per command (or group of commands); each defines register(app)
 COMMAND_MODULES = [
@@ -45,11 +73,7 @@ for _name in COMMAND_MODULES:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: run the app, turning privmob errors into exit code 2."""
-    try:
-        app(args=argv, standalone_mode=True)
-    except PrivmobError as exc:
-        console_err.print(f"[bold red]error:[/] {exc.message}", highlight=False, markup=True)
-        if exc.hint:
-            console_err.print(f"[yellow]hint:[/] {exc.hint}", highlight=False)
-        sys.exit(exc.exit_code)
+    """Entry point: run the app; errors become one message and their exit code."""
+    from privmob.cli.failure import run
+
+    run(app, argv)

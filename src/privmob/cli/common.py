@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 console = Console()
 console_err = Console(stderr=True)
@@ -93,7 +94,12 @@ TileIdOpt = Annotated[
     str | None, typer.Option("--tile-id", help="tile id column of the tessellation")
 ]
 MemoryLimitOpt = Annotated[
-    str | None, typer.Option("--memory-limit", help="engine memory limit, e.g. 8GB")
+    str | None,
+    typer.Option(
+        "--memory-limit",
+        help="memory cap of the whole process, e.g. 8GB (the engine plans within what Python "
+        "and the libraries leave; too small a cap is refused before reading)",
+    ),
 ]
 SpillDirOpt = Annotated[
     Path | None,
@@ -147,12 +153,13 @@ class Steps:
         self._finish_current()
         self._current = message
         self._step_start = self._time()
-        self._status.update(message)
+        self._status.update(escape(message))  # step text is printed literally
 
     def _finish_current(self) -> None:
         if self._current is not None:
             console_err.print(
-                f"[green]✓[/] {self._current} [dim]({self._time() - self._step_start:.1f}s)[/]"
+                f"[green]✓[/] {escape(self._current)} "
+                f"[dim]({self._time() - self._step_start:.1f}s)[/]"
             )
             self._current = None
 
@@ -168,16 +175,19 @@ def print_release_summary(release: Any, paths: list[Path], accountant: Any) -> N
     """What was written and what it cost (printed to stdout)."""
     cost = release.cost
     console.print(f"[bold]{release.kind}[/] release written:")
-    for p in paths:
-        console.print(f"  {p}")
+    for p in paths:  # paths and names are printed literally (no console markup)
+        console.print(f"  {p}", markup=False, highlight=False)
     console.print(
         f"privacy cost: {cost.describe()}"
-        + (f" ({len(release.cost_parts)} ledger entries)" if len(release.cost_parts) > 1 else "")
+        + (f" ({len(release.cost_parts)} ledger entries)" if len(release.cost_parts) > 1 else ""),
+        markup=False,
     )
     remaining = accountant.ledger.remaining(accountant.dataset)
     console.print(
         f"ledger {accountant.ledger.path}: dataset '{accountant.dataset}' has "
-        f"epsilon={remaining.epsilon:.6g} left"
+        f"epsilon={remaining.epsilon:.6g} left",
+        markup=False,
+        highlight=False,
     )
     if not release.for_publication:
         console.print("[bold red]NOT FOR PUBLICATION[/]: made with --seed (test noise)")

@@ -13,6 +13,7 @@ import numpy as np
 import typer
 
 from privmob.cli import common as c
+from privmob.cli.test_mode import TestModeOpt, ledger_for, record_test_mode
 from privmob.errors import ConfigError
 
 if TYPE_CHECKING:  # the loaders are imported when a command runs (fast --help)
@@ -151,6 +152,7 @@ def density(
     spark_master: c.SparkMasterOpt = None,
     spark_conf: c.SparkConfOpt = None,
     seed: c.SeedOpt = None,
+    test_mode: TestModeOpt = False,
     overwrite: c.OverwriteOpt = False,
     quiet: c.QuietOpt = False,
 ) -> None:
@@ -175,7 +177,7 @@ def density(
         outliers_epsilon=outliers_epsilon,
     )
     acct = Accountant(
-        Ledger(ledger),
+        Ledger(ledger_for(ledger, seed, test_mode)),
         c.dataset_name(dataset, events),
         budget=budget,
         budget_delta=delta if budget is not None else 0.0,
@@ -201,6 +203,7 @@ def density(
             inp.engine, inp.loaded, inp.geometry, config, inp.week_start, acct, seed, step
         )
         step("writing the output")
+        record_test_mode(release, seed, test_mode)
         paths = write_release(release, output, overwrite=overwrite)
         paths.append(write_geojson(release, inp.zones, Path(output) / "density.geojson"))
     c.print_release_summary(release, paths, acct)
@@ -220,7 +223,9 @@ def write_geojson(release: Any, zones: Any, path: Path) -> Path:
             "peak_hour": int(np.argmax(row)),
             "counts": [int(v) for v in row],
         }
-    feats["privmob"] = {"kind": "density", "for_publication": release.for_publication}
+    from privmob.releases.stamp import json_stamp
+
+    feats["privmob"] = json_stamp(release)  # with the warning when not for publication
     path.write_text(json.dumps(feats))
     return path
 

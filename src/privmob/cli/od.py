@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from privmob.cli import common as c
+from privmob.cli.test_mode import TestModeOpt, ledger_for, record_test_mode
 from privmob.privacy.costs import Unit
 from privmob.privacy.mechanisms import NoiseKind
 
@@ -86,6 +87,7 @@ def od(
     spark_master: c.SparkMasterOpt = None,
     spark_conf: c.SparkConfOpt = None,
     seed: c.SeedOpt = None,
+    test_mode: TestModeOpt = False,
     overwrite: c.OverwriteOpt = False,
     quiet: c.QuietOpt = False,
 ) -> None:
@@ -101,7 +103,10 @@ def od(
     # before anything is read or charged: a release that cannot be written must cost nothing
     refuse_existing_output(output, ("od", "outliers"), overwrite=overwrite)
     acct = Accountant(
-        Ledger(ledger), c.dataset_name(dataset, data), group_size=group_size, budget=budget
+        Ledger(ledger_for(ledger, seed, test_mode)),
+        c.dataset_name(dataset, data),
+        group_size=group_size,
+        budget=budget,
     )
     # refuse a release the budget cannot pay for before the input is read or validated
     od_precheck(
@@ -152,6 +157,7 @@ def od(
             rng=seed,
             step=step,
         )
+        record_test_mode(release, seed, test_mode)
         step("writing the output")
         paths = write_release(release, output, overwrite=overwrite)
     c.print_release_summary(release, paths, acct)

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from privmob.cli import common as c
+from privmob.cli.test_mode import TestModeOpt, ledger_for, record_test_mode
 from privmob.errors import ConfigError
 from privmob.privacy.mechanisms import NoiseKind
 
@@ -53,6 +54,7 @@ def population(
     spark_master: c.SparkMasterOpt = None,
     spark_conf: c.SparkConfOpt = None,
     seed: c.SeedOpt = None,
+    test_mode: TestModeOpt = False,
     overwrite: c.OverwriteOpt = False,
     quiet: c.QuietOpt = False,
 ) -> None:
@@ -75,7 +77,9 @@ def population(
     study = StudyPeriod.parse("all", start, end)
     # before anything is read or charged: a release that cannot be written must cost nothing
     refuse_existing_output(output, ("population",), overwrite=overwrite)
-    acct = Accountant(Ledger(ledger), c.dataset_name(dataset, data), budget=budget)
+    acct = Accountant(
+        Ledger(ledger_for(ledger, seed, test_mode)), c.dataset_name(dataset, data), budget=budget
+    )
     with c.Steps(quiet) as step:
         step("reading the tessellation")
         tess = load_tessellation(tessellation, id_column=id_column)
@@ -124,6 +128,7 @@ def population(
                 step=step,
             )
         step("writing the output")
+        record_test_mode(release, seed, test_mode)
         paths = write_release(release, output, overwrite=overwrite)
     c.print_release_summary(release, paths, acct)
 

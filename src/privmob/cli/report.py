@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from privmob.cli import common as c
+from privmob.cli.test_mode import TestModeOpt, ledger_for, record_test_mode
 from privmob.errors import ConfigError, InputError
 from privmob.privacy.costs import Unit
 
@@ -87,6 +88,7 @@ def report(
     spark_master: c.SparkMasterOpt = None,
     spark_conf: c.SparkConfOpt = None,
     seed: c.SeedOpt = None,
+    test_mode: TestModeOpt = False,
     quiet: c.QuietOpt = False,
     overwrite: c.OverwriteOpt = False,
 ) -> None:
@@ -111,7 +113,10 @@ def report(
     if not output.suffix.lower().startswith(".htm"):
         raise InputError(f"-o should name an .html file, got {output}")
     acct = Accountant(
-        Ledger(ledger), c.dataset_name(dataset, data), group_size=group_size, budget=budget
+        Ledger(ledger_for(ledger, seed, test_mode)),
+        c.dataset_name(dataset, data),
+        group_size=group_size,
+        budget=budget,
     )
     refuse_taken(output, overwrite)  # a taken output must not burn epsilon
     acct.precheck(report_cost(cfg))  # refuse before reading anything
@@ -133,6 +138,7 @@ def report(
         )
         rel = mobility_report(eng, points, tiles, cfg, acct, rng=seed, progress=step)
         step("writing the report")
+        record_test_mode(rel, seed, test_mode)
         paths = write_report(rel, output, overwrite=overwrite)
     if not quiet:
         e = rel.ledger_entry
@@ -140,7 +146,9 @@ def report(
         c.console.print(
             f"report written: {paths['html']} (+ {paths['json'].name}, {paths['tables'].name}/);"
             f" charged epsilon={e.cost.epsilon:.6g} per {e.cost.unit} to '{e.dataset}' "
-            f"(ledger entry #{e.id})"
+            f"(ledger entry #{e.id})",
+            markup=False,
+            highlight=False,
         )
         if not rel.for_publication:
             c.console.print("[bold red]NOT FOR PUBLICATION[/]: made with --seed")
@@ -172,7 +180,9 @@ def compare(
             raise InputError(f"{output} exists; nothing was written", hint="pass --overwrite")
         output.write_text(render_compare_html(table, str(a), str(b)), encoding="utf-8")
         table.to_csv(output.with_suffix(".csv"), index=False)
-        c.console.print(f"comparison written: {output} (+ {output.with_suffix('.csv').name})")
+        c.console.print(
+            f"comparison written: {output} (+ {output.with_suffix('.csv').name})", markup=False
+        )
 
 
 def _show(v: object) -> str:

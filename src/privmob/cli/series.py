@@ -35,6 +35,7 @@ from privmob.cli.common import (
     open_engine,
     parse_columns,
 )
+from privmob.cli.test_mode import TestModeOpt, ledger_for, record_test_mode
 from privmob.errors import ConfigError, InputError
 from privmob.privacy.costs import Cost
 from privmob.privacy.ledger import Ledger
@@ -70,6 +71,7 @@ def read_series(
     time_column: str,
     zone_column: str | None,
     zones: list[str] | None = None,
+    grid: pd.DatetimeIndex | None = None,
 ) -> tuple[np.ndarray, list[object], list[object] | None]:
     """Read a series file (CSV/Parquet): one row per timestamp (and zone).
 
@@ -100,12 +102,28 @@ def read_series(
             "values must be finite numbers",
             source=str(path),
             column=value_column,
-            example=df[bad].iloc[0].to_dict(),
+            row=_first_row(bad),
         )
     df = df.assign(**{value_column: values})
     if df[time_column].dtype == object:
         with contextlib.suppress(ValueError, TypeError):  # labels that are not dates stay text
             df[time_column] = pd.to_datetime(df[time_column], format="mixed")
+    if grid is not None:  # in file order, so that the message names the row, not the date
+        try:
+            stamps = pd.DatetimeIndex(pd.to_datetime(df[time_column], format="mixed"))
+        except (ValueError, TypeError) as exc:
+            raise InputError(
+                "the time column does not hold timestamps", source=str(path), column=time_column
+            ) from exc
+        outside = ~stamps.isin(grid)
+        if outside.any():
+            raise InputError(
+                "a timestamp that is not on the declared grid",
+                source=str(path),
+                column=time_column,
+                row=_first_row(pd.Series(outside)),
+                hint="the file must hold exactly the grid's steps; the domain is public",
+            )
     keys = [time_column] + ([zone_column] if zone_column else [])
     dup = df.duplicated(keys, keep=False)
     if dup.any():
@@ -113,7 +131,7 @@ def read_series(
             "more than one row per timestamp" + (" and zone" if zone_column else ""),
             source=str(path),
             column=time_column,
-            example=df[dup].iloc[0].to_dict(),
+            row=_first_row(dup),
             hint="aggregate first: the file must hold one value per timestamp (and zone)",
         )
     df = df.sort_values(time_column, kind="stable")
@@ -134,7 +152,7 @@ def read_series(
             "a zone that is not in the declared --zones",
             source=str(path),
             column=zone_column,
-            example=df[unknown].iloc[0].to_dict(),
+            row=_first_row(unknown),
         )
     wide = df.pivot(index=zone_column, columns=time_column, values=value_column).reindex(zones)
     if wide.isna().any().any():
@@ -225,6 +243,14 @@ def series_command(
     freq: Annotated[
         str | None, typer.Option("--freq", help="time step: the file must hold every step")
     ] = None,
+    domain_from_data: Annotated[
+        bool,
+        typer.Option(
+            "--domain-from-data",
+            help="instead of --start/--end/--freq: take the file's timestamps as the domain "
+            "(they are not protected: the release is stamped NOT FOR PUBLICATION)",
+        ),
+    ] = False,
     fill_value: Annotated[
         float, typer.Option("--fill-value", help="public value before the first release")
     ] = 0.0,
@@ -242,20 +268,36 @@ def series_command(
     ledger: LedgerOpt = None,
     dataset: DatasetOpt = None,
     seed: SeedOpt = None,
+    test_mode: TestModeOpt = False,
     quiet: QuietOpt = False,
     overwrite: OverwriteOpt = False,
 ) -> None:
     """Publish a series under landmark epsilon-privacy (uniform, skip, adaptive) or at the
     event / user level; writes series.parquet, budgets.parquet and metadata.json."""
+    if domain_from_data == any(x is not None for x in (start, end, freq)):
+        raise ConfigError(
+            "--domain-from-data reads the time grid from the file: it replaces --start, --end "
+            "and --freq"
+            if domain_from_data
+            else "privmob series needs the public time grid: --start, --end and --freq",
+            hint="declare the grid (e.g. --start 2024-01-01 --end 2024-02-01 --freq 1h); "
+            "--domain-from-data reads it from the file and stamps the release not for "
+            "publication",
+        )
     refuse_existing_output(output, ("series", "budgets"), overwrite=overwrite)
-    led = Ledger(ledger)
+    led = Ledger(ledger_for(ledger, seed, test_mode))
     name = dataset_name(dataset, input)
     if budget is not None and not led.has_budget(name):
         led.set_budget(name, budget, 0.0, SCHEME_UNIT[scheme])
     accountant = Accountant(led, name, group_size=group_size)
     accountant.precheck(Cost.pure(epsilon, SCHEME_UNIT[scheme]))  # before reading data
     declared = _tokens(zones_spec) if zones_spec else None
-    values, labels, zones = read_series(input, value_column, time_column, zone_column, declared)
+    grid = (
+        None if domain_from_data or None in (start, end, freq) else time_grid_of(start, end, freq)
+    )
+    values, labels, zones = read_series(
+        input, value_column, time_column, zone_column, declared, grid=grid
+    )
     check_time_domain(labels, start, end, freq, input)
     marks = resolve_landmarks(landmarks, labels, landmark_positions) if landmarks else []
     bounds = None
@@ -282,8 +324,30 @@ def series_command(
             fill_value=fill_value,
             value_bounds=bounds,
         )
+    if domain_from_data:
+        release.for_publication = False
+        release.publication_note = DOMAIN_FROM_DATA
+    record_test_mode(release, seed, test_mode)
     paths = write_release(release, output, overwrite=overwrite)
     _summary(release, paths, len(marks), quiet)
+
+
+DOMAIN_FROM_DATA = (
+    "NOT FOR PUBLICATION: the time domain was read from the data (--domain-from-data); its "
+    "first and last dates and which steps exist are not protected"
+)
+
+
+def time_grid_of(start: str | None, end: str | None, freq: str | None) -> pd.DatetimeIndex:
+    from privmob.releases.landmark_counts import time_grid
+
+    return time_grid(str(start), str(end), str(freq))
+
+
+def _first_row(mask: pd.Series) -> int:
+    """1-based row number (header not counted) of the first True of a row mask (messages
+    name rows, never show them: a series row holds a data date)."""
+    return int(np.flatnonzero(np.asarray(mask))[0]) + 1
 
 
 def check_time_domain(
@@ -291,14 +355,15 @@ def check_time_domain(
 ) -> None:
     """With --start/--end/--freq, the file's timestamps must be exactly that public grid (a
     timestamp without a row would otherwise vanish from the release and reveal an empty step);
-    without them the file's rows are taken as the declared domain (a warning says so)."""
+    without them (only under --domain-from-data) the file's rows are taken as the domain and
+    the release is stamped not for publication. Messages print no data date."""
     from privmob.releases.landmark_counts import time_grid
 
     given = [x is not None for x in (start, end, freq)]
     if not any(given):
         console_err.print(
-            "[yellow]warning:[/] the time domain is the file's rows; declare it with --start, "
-            "--end and --freq to have gaps refused",
+            "[yellow]warning:[/] --domain-from-data: the time domain is the file's rows (its "
+            "dates are not protected); the release is stamped NOT FOR PUBLICATION",
             highlight=False,
         )
         return
@@ -309,12 +374,17 @@ def check_time_domain(
         stamps = pd.DatetimeIndex(pd.to_datetime(pd.Series(labels), format="mixed"))
     except (ValueError, TypeError) as exc:
         raise InputError("the time column does not hold timestamps", source=str(path)) from exc
-    missing = grid.difference(stamps)
-    extra = stamps.difference(grid)
-    if len(missing) or len(extra):
-        what = f"no row for {missing[0]}" if len(missing) else f"{extra[0]} is outside the grid"
+    outside = ~stamps.isin(grid)
+    if outside.any():  # a row number, never the data date
         raise InputError(
-            f"the timestamps are not the declared grid [{start}, {end}) every {freq}: {what}",
+            f"a timestamp that is not on the declared grid [{start}, {end}) every {freq}",
+            source=str(path),
+            row=_first_row(pd.Series(outside)),
+            hint="the file must hold exactly the grid's steps; the domain is public",
+        )
+    if len(grid.difference(stamps)):
+        raise InputError(
+            f"some steps of the declared grid [{start}, {end}) every {freq} have no row",
             source=str(path),
             hint="add rows with value 0 for missing steps; the domain is public",
         )
@@ -393,6 +463,7 @@ def series_counts_command(
     spark_master: SparkMasterOpt = None,
     spark_conf: SparkConfOpt = None,
     seed: SeedOpt = None,
+    test_mode: TestModeOpt = False,
     quiet: QuietOpt = False,
     overwrite: OverwriteOpt = False,
 ) -> None:
@@ -411,7 +482,7 @@ def series_counts_command(
     labels: list[object] = list(grid)
     marks = resolve_landmarks(landmarks, labels, landmark_positions) if landmarks else []
     refuse_existing_output(output, ("series", "budgets", "outliers"), overwrite=overwrite)
-    led = Ledger(ledger)
+    led = Ledger(ledger_for(ledger, seed, test_mode))
     name = dataset_name(dataset, events)
     if budget is not None and not led.has_budget(name):
         led.set_budget(name, budget, 0.0, SCHEME_UNIT[scheme])
@@ -449,7 +520,8 @@ def series_counts_command(
             step=step,
         )
         step("writing the output")
-        paths = write_release(release, output, overwrite=overwrite)
+        record_test_mode(release, seed, test_mode)
+    paths = write_release(release, output, overwrite=overwrite)
     _summary(release, paths, len(marks), quiet)
 
 

@@ -33,8 +33,12 @@ def detect_shape(
     engine: Any, source: Any, delimiter: str | None = None, columns: Mapping[str, str] | None = None
 ) -> str:
     """Guess the input shape from its column names (after the mapping)."""
-    view, _ = read_raw(engine, source, delimiter=delimiter)
-    names = {c.lower() for c in engine.columns(view)}
+    from privmob.data.diagnose import layout_hint, shown_columns
+    from privmob.errors import InputError
+
+    view, display = read_raw(engine, source, delimiter=delimiter)
+    found = engine.columns(view)
+    names = {c.lower() for c in found}
     names |= {canon for canon in (columns or {})}
     if "start_time" in names:
         return "trips"
@@ -42,8 +46,11 @@ def detect_shape(
         return "trip-points"
     if "datetime" in names:
         return "events"
+    layout = layout_hint(found)
+    if layout is not None:  # a wrong --delimiter or a missing header, not a shape problem
+        raise InputError(layout[0], source=display, hint=layout[1])
     raise ConfigError(
-        f"cannot tell the input's shape from its columns ({', '.join(sorted(names))})",
+        f"cannot tell the input's shape from its columns ({shown_columns(sorted(names))})",
         hint="pass --input-shape trips|trip-points|events and --columns to map names",
     )
 

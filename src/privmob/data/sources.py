@@ -9,9 +9,10 @@ pandas / Polars / Arrow table, with an optional column mapping for other names:
 * events (CDR, check-ins, GPS fixes): ``uid, datetime`` plus ``lat, lng`` or ``cell_id`` with a
   separate cells table ``cell_id, lat, lng``.
 
-Each loader validates the input in the engine (one aggregate pass; an example row is fetched
-only when something is wrong) and raises :class:`~privmob.errors.InputError` naming the file,
-the column and an example row. It then exposes a view with the canonical schema:
+Each loader validates the input in the engine (one aggregate pass; the first bad row is looked
+up only when something is wrong) and raises :class:`~privmob.errors.InputError` naming the file,
+the column, the row number and the kind of problem, never a person's values
+(:mod:`privmob.data.diagnose`). It then exposes a view with the canonical schema:
 
 * trips: ``uid, tid, start_time, end_time, origin, destination``
 * trip points: ``uid, tid, time, lat, lng, tile``
@@ -38,6 +39,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from privmob.data import diagnose
 from privmob.engine.base import Engine
 from privmob.errors import ConfigError, EngineError, InputError
 
@@ -123,8 +125,8 @@ def read_raw(
             )
         else:  # a Parquet file, or a folder of Parquet files
             read = partial(engine.read_parquet, view, text)
-        _engine_read(display, read)
-        _engine_read(display, partial(engine.fetch, f"SELECT * FROM {view} LIMIT 0"))
+        _engine_read(display, read, text)
+        _engine_read(display, partial(engine.fetch, f"SELECT * FROM {view} LIMIT 0"), text)
     elif isinstance(source, pd.DataFrame | pa.Table) or hasattr(source, "to_arrow"):
         engine.register(view, source)
     else:
@@ -176,14 +178,23 @@ def _check_local_file(path: Path, display: str) -> None:
         )
 
 
-def _engine_read(display: str, read: Callable[[], Any]) -> None:
-    """Run an engine's read step; its own read errors become one InputError."""
+def _engine_read(display: str, read: Callable[[], Any], path: str | None = None) -> None:
+    """Run an engine's read step; its own read errors become one InputError (naming the
+    likely cause: a file that is not UTF-8, a memory limit too small to read it)."""
     try:
         read()
     except InputError:
         raise
     except Exception as exc:  # engine-specific read errors
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if "out of memory" in str(exc).lower():
+            raise EngineError(
+                f"{display}: the engine ran out of memory while reading the file",
+                hint="raise --memory-limit",
+            ) from exc
+        cause = diagnose.encoding_hint(path) if path and not is_url(path) else None
+        if cause is not None:
+            raise InputError(cause[0], source=display, hint=cause[1]) from exc
         raise InputError(
             f"cannot be read: {first}",
             source=display,
@@ -229,19 +240,14 @@ def resolve_columns(
         elif actual.lower() in lower:
             resolved[canon] = lower[actual.lower()]
         elif canon in required:
-            hint = f"map it: --columns {canon}=<your column>"
-            if len(available) == 1 and any(d in available[0] for d in ";,\t|"):
-                sep = next(d for d in ";\t|," if d in available[0])
-                hint = (
-                    f"the file seems to use {sep!r} as delimiter: pass --delimiter {sep!r}"
-                    if sep != "\t"
-                    else "pass --delimiter '\\t'"
-                )
+            layout = diagnose.layout_hint(available)
+            if layout is not None:
+                raise InputError(layout[0], source=display, hint=layout[1])
             raise InputError(
-                f"missing column '{actual}' (columns found: {', '.join(available)})",
+                f"missing column '{actual}' (columns found: {diagnose.shown_columns(available)})",
                 source=display,
                 column=actual,
-                hint=hint,
+                hint=f"map it: --columns {canon}=<your column>",
             )
     return resolved
 
@@ -308,14 +314,19 @@ class Check:
 def validate(
     engine: Engine, raw_view: str, parsed_view: str, display: str, checks: list[Check]
 ) -> int:
-    """Run all checks in one pass; raise on the first failing one with an example row."""
+    """Run all checks in one pass; raise on the first failing one, naming the row number of
+    its first bad record and the form of the bad value (never a record or a personal value;
+    the exact counts go to the error's ``detail``, shown with ``--verbose``)."""
     exprs = ["count(*) AS n_rows"] + [f"count_if({c.bad}) AS c{i}" for i, c in enumerate(checks)]
     try:
         row = engine.fetch(f"SELECT {', '.join(exprs)} FROM {parsed_view}").iloc[0]
     except Exception as exc:
         first = str(exc).strip().splitlines()[0]
+        cause = None if is_url(display) else diagnose.encoding_hint(display)
+        if cause is not None:  # a byte deep in the file, after the part the sniffer read
+            raise InputError(cause[0], source=display, hint=cause[1]) from exc
         raise InputError(
-            f"cannot be read: {first}",
+            f"cannot be read: {diagnose.scrub_values(first)}",
             source=display,
             hint="check the file format, delimiter and column types",
         ) from exc
@@ -329,24 +340,33 @@ def validate(
     for i, c in enumerate(checks):
         n_bad = int(row[f"c{i}"])
         if n_bad:
-            example = engine.fetch(f"SELECT * FROM {parsed_view} WHERE {c.bad} LIMIT 1")
-            raw = example[[col for col in example.columns if not col.startswith(("_p_", "_pm_"))]]
-            shown = _example_row(raw)
+            number, value = _first_bad_row(engine, parsed_view, c)
+            share = "every row" if n_bad == n_rows else "some rows"
             raise InputError(
-                f"{c.message} ({n_bad} of {n_rows} rows)",
+                f"{c.message} (value of the form {diagnose.value_form(value)}; {share})",
                 source=display,
                 column=c.column,
-                example=shown,
+                row=number,
                 hint=c.hint,
+                detail=f"{n_bad} of {n_rows} rows",
             )
     return n_rows
 
 
-def _example_row(rows: pd.DataFrame) -> dict[str, Any] | None:
-    """The first row as shown in messages; a missing value is None on every engine."""
-    if not len(rows):
-        return None
-    return {str(k): (None if _is_missing(v) else v) for k, v in rows.iloc[0].to_dict().items()}
+def _first_bad_row(engine: Engine, parsed_view: str, check: Check) -> tuple[int | None, Any]:
+    """(1-based row number in the input's order, bad value) of the first row failing
+    ``check``; the number is None where the engine cannot number rows in input order."""
+    columns = engine.columns(parsed_view)
+    col = _ident(check.column) if check.column in columns else "NULL"
+    number = engine.dialect.row_number()
+    found = engine.fetch(
+        f"SELECT _pm_rn, CAST({col} AS VARCHAR) AS _pm_value FROM (SELECT {number} AS _pm_rn, "
+        f"* FROM {parsed_view}) AS n_ WHERE {check.bad} ORDER BY _pm_rn LIMIT 1"
+    )
+    if not len(found):
+        return None, None
+    value = found["_pm_value"].iloc[0]
+    return int(found["_pm_rn"].iloc[0]), None if _is_missing(value) else value
 
 
 def _is_missing(value: Any) -> bool:
@@ -356,7 +376,7 @@ def _is_missing(value: Any) -> bool:
 def _parsed_view(engine: Engine, raw: str, parsed: dict[str, str]) -> str:
     view = _new_name("parsed")
     extra = ", ".join(f"{expr} AS _p_{name}" for name, expr in parsed.items())
-    engine.create_view(view, f"SELECT *, 0 AS _pm_row, {extra} FROM {raw}")
+    engine.create_view(view, f"SELECT *, {extra} FROM {raw}")
     return view
 
 
@@ -560,6 +580,7 @@ def load_events(
     """Events (``uid, datetime`` + ``lat, lng`` or ``cell_id`` with ``cells``) → canonical view.
 
     Canonical columns: ``uid, time, tile`` plus ``lat, lng`` (coordinates) or ``cell_id``.
+    An event whose cell id is not in ``cells`` gets tile -1 (the outliers cell).
     """
     check_timezone(timezone)
     raw, display = read_raw(engine, source, delimiter=delimiter, header=header, names=names)
@@ -588,24 +609,15 @@ def load_events(
         if types[cols["cell_id"]] in INT64_SAFE_TYPES and _has_int_keys(engine, cell_view):
             # integer ids on both sides: the same match as on their text, on integers
             on = f"CAST(e.{_ident(cols['cell_id'])} AS BIGINT) = c.cell_int"
-        missing = engine.fetch(
-            f"SELECT {cid} AS cell_id FROM {pview} AS e LEFT JOIN "
-            f"{cell_view} AS c ON {on} "
-            "WHERE c.cell_key IS NULL LIMIT 1"
-        )
-        if len(missing):
-            raise InputError(
-                f"cell id '{missing.iloc[0, 0]!s}' is not in the cells table",
-                source=display,
-                column=cols["cell_id"],
-                example={cols["cell_id"]: missing.iloc[0, 0]},
-                hint="every event's cell must appear in the cells table",
-            )
+        # an event at a cell id absent from the cells table is at no known place: tile -1,
+        # the noisy outliers cell (as a point outside the tessellation), never a refusal of
+        # the whole input (one neighbour must not decide whether there is a release)
         engine.create_view(
             view,
             (
-                f"SELECT e.{_ident(cols['uid'])} AS uid, e._p_datetime AS time, c.tile AS tile, "
-                f"c.cell_key AS cell_id FROM {pview} AS e JOIN {cell_view} AS c ON {on}"
+                f"SELECT e.{_ident(cols['uid'])} AS uid, e._p_datetime AS time, "
+                f"COALESCE(c.tile, -1) AS tile, {cid} AS cell_id "
+                f"FROM {pview} AS e LEFT JOIN {cell_view} AS c ON {on}"
             ),
         )
     else:

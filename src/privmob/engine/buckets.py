@@ -41,8 +41,11 @@ BYTES_PER_ROW = 80
 #: Fraction of the memory limit one bucket may use (the rest: the base process, DuckDB's
 #: buffers for reading and writing, the dense count vectors and the noise).
 BUCKET_SHARE = 0.6
-#: Share of ``--memory-limit`` given to DuckDB's own ``memory_limit`` (it spills above it).
-DUCKDB_SHARE = 0.8
+#: Share of the engine's memory (``--memory-limit`` minus the process's baseline RSS,
+#: engine/memory.py) given to DuckDB's own ``memory_limit`` (it spills above it). DuckDB
+#: allocates beyond its limit (results, writers): 0.8 peaked 13% above a 256 MB process limit
+#: on 6.4M call records, 0.5 5% above it (benchmarks/bench_memory_limit.py).
+DUCKDB_SHARE = 0.5
 #: Prefix of the spill directories (one per bucketed count, removed afterwards).
 SPILL_PREFIX = "privmob-buckets-"
 

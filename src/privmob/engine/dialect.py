@@ -52,6 +52,13 @@ class Dialect:
             return f"element_at(array({items}), CAST(({index}) + 1 AS INT))"
         return f"([{items}])[({index}) + 1]"
 
+    def row_number(self) -> str:
+        """1-based number of a row in the order the input was read (file order for one
+        file); only for messages about bad input, never for a release."""
+        if self.name == "spark":
+            return "row_number() OVER (ORDER BY monotonically_increasing_id())"
+        return "row_number() OVER ()"
+
     def timestamp_literal(self, iso: str) -> str:
         return f"TIMESTAMP '{iso}'"
 

@@ -27,15 +27,22 @@ class DuckDBEngine:
         temp_directory: str | os.PathLike[str] | None = None,
         spill_dir: str | os.PathLike[str] | None = None,
     ) -> None:
-        from privmob.engine.buckets import duckdb_memory_limit
+        from privmob.engine.buckets import duckdb_memory_limit, parse_memory
+        from privmob.engine.memory import limited_settings, process_memory
 
-        self.con = duckdb.connect(":memory:")
-        # the whole process's limit: sizes the user buckets (engine/buckets.py); DuckDB itself
+        # the limit caps the whole process: the engine gets what the process does not already
+        # use (engine/memory.py); that sizes the user buckets (engine/buckets.py), and DuckDB
         # gets a share of it and spills its sorts, joins and group-bys to temp_directory above
-        self.memory_limit = memory_limit
+        self.process_memory = (
+            process_memory(parse_memory(memory_limit), memory_limit) if memory_limit else None
+        )
+        self.memory_limit = self.process_memory.available if self.process_memory else None
+        self.con = duckdb.connect(":memory:")
         self.con.execute("SET TimeZone = 'UTC'")
-        if memory_limit:
-            self.con.execute(f"SET memory_limit = '{duckdb_memory_limit(memory_limit)}'")
+        if self.memory_limit:
+            self.con.execute(f"SET memory_limit = '{duckdb_memory_limit(self.memory_limit)}'")
+            for setting, value in limited_settings(self.memory_limit).items():
+                self.con.execute(f"SET {setting} = {value}")
         if threads:
             self.con.execute(f"SET threads = {int(threads)}")
         tmp = Path(temp_directory) if temp_directory else Path(tempfile.gettempdir()) / "privmob"

@@ -43,6 +43,7 @@ import scipy.fft
 from privmob.errors import ConfigError
 from privmob.privacy import samplers
 from privmob.privacy.costs import Cost, Unit
+from privmob.privacy.discrete_gaussian import up
 from privmob.privacy.mechanisms import Noise, NoiseKind, noisy_max
 from privmob.privacy.samplers import Randomness, resolve
 
@@ -88,12 +89,12 @@ def tail_energy(coefficients: np.ndarray) -> np.ndarray:
 
 def gaussian_sigma(epsilon: float, delta: float, l2_sensitivity: float) -> float:
     """EFPAG's noise: sigma = sqrt(2 ln(4/delta)) * Delta2 / (epsilon/2) (SPEC section 3)."""
-    return math.sqrt(2.0 * math.log(4.0 / delta)) * l2_sensitivity / (epsilon / 2.0)
+    return up(math.sqrt(2.0 * math.log(4.0 / delta)) * l2_sensitivity / (epsilon / 2.0), 7)
 
 
 def laplace_scale(k: int, epsilon: float, mixed_sensitivity: float) -> float:
     """EFPA's noise on each of k kept coefficients: sqrt(k) * Delta / (epsilon/2)."""
-    return math.sqrt(k) * mixed_sensitivity / (epsilon / 2.0)
+    return up(math.sqrt(k) * mixed_sensitivity / (epsilon / 2.0), 4)
 
 
 def selection_scores(

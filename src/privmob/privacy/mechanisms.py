@@ -19,7 +19,8 @@ import numpy as np
 
 from privmob.errors import ConfigError
 from privmob.privacy import samplers
-from privmob.privacy.costs import Cost, Unit, zcdp_to_epsilon
+from privmob.privacy.costs import Cost, Unit, gaussian_rho, zcdp_to_epsilon
+from privmob.privacy.discrete_gaussian import discrete_gaussian_sigma, scale_up, sigma_for_rho
 from privmob.privacy.samplers import Randomness, resolve
 
 
@@ -168,8 +169,11 @@ def calibrate(
 ) -> tuple[Noise, Cost]:
     """Noise for a query with the given enforced sensitivities and its privacy cost.
 
-    Laplace kinds: b = Delta1 / epsilon, epsilon-DP. Discrete Gaussian: the sigma whose
-    rho = Delta2^2 / (2 sigma^2) converts to exactly (epsilon, delta).
+    Laplace kinds: b = Delta1 / epsilon, epsilon-DP. Discrete Gaussian: when a neighbour
+    changes one cell by at most one (Delta1 = 1), the smallest sigma whose exact (epsilon,
+    delta) by Canonne-Kamath-Steinke's Theorem 7 is within the request; otherwise the sigma
+    whose rho = Delta2^2 / (2 sigma^2) converts to (epsilon, delta). Scales are rounded up,
+    never to nearest (:mod:`privmob.privacy.discrete_gaussian`).
     """
     kind = NoiseKind(kind)
     if not (epsilon > 0 and math.isfinite(epsilon)):
@@ -180,10 +184,13 @@ def calibrate(
         if not 0 < delta < 1:
             raise ConfigError("the discrete Gaussian needs 0 < delta < 1", hint="pass --delta 1e-9")
         l2 = l2_sensitivity if l2_sensitivity is not None else l1_sensitivity
+        if l1_sensitivity == 1 and l2 == 1:  # one cell, by one: the exact Theorem 7 bound
+            sigma = discrete_gaussian_sigma(epsilon, delta, 1)
+            return Noise(kind, sigma), Cost(epsilon, delta, gaussian_rho(1.0, sigma), unit)
         rho = rho_for_epsilon(epsilon, delta)
-        sigma = l2 / math.sqrt(2.0 * rho)
+        sigma = sigma_for_rho(l2, rho)
         return Noise(kind, sigma), Cost(zcdp_to_epsilon(rho, delta), delta, rho, unit)
-    return Noise(kind, l1_sensitivity / epsilon), Cost(epsilon, 0.0, None, unit)
+    return Noise(kind, scale_up(l1_sensitivity, epsilon)), Cost(epsilon, 0.0, None, unit)
 
 
 def rho_for_epsilon(epsilon: float, delta: float) -> float:
@@ -218,7 +225,7 @@ def noisy_max(
         raise ConfigError(
             f"the utility's sensitivity must be a finite number > 0, got {sensitivity}"
         )
-    scale = 2.0 * sensitivity / epsilon
+    scale = scale_up(2.0 * sensitivity, epsilon)
     r = resolve(rng)
     if not r.for_publication:
         # exponential mechanism by Gumbel-max (tests only)

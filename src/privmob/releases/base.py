@@ -18,9 +18,10 @@ from typing import Any
 import pandas as pd
 
 from privmob import __version__
-from privmob.errors import ConfigError, InputError
+from privmob.errors import ConfigError, OutputError
 from privmob.privacy.costs import Cost, Unit
 from privmob.privacy.ledger import Entry, Ledger
+from privmob.releases.stamp import write_stamped_parquet
 
 NOT_FOR_PUBLICATION = (
     "NOT FOR PUBLICATION: made with a fixed seed for testing; the noise is predictable and "
@@ -44,6 +45,8 @@ class Release:
     domain: dict[str, Any]
     tables: dict[str, pd.DataFrame]
     for_publication: bool = True
+    #: why a release is not for publication, when not the seed (e.g. a domain read from data)
+    publication_note: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     #: how the cost splits into ledger entries (e.g. one per period); default: one entry
     cost_parts: list[tuple[str, Cost]] = field(default_factory=list)
@@ -78,7 +81,7 @@ class Release:
             raise ConfigError(f"release extras may not replace {sorted(clash)}")
         meta.update(self.extra)
         if not self.for_publication:
-            meta["warning"] = NOT_FOR_PUBLICATION
+            meta["warning"] = self.publication_note or NOT_FOR_PUBLICATION
         return meta
 
 
@@ -135,7 +138,7 @@ class Accountant:
 def refuse_existing_output(
     outdir: str | Path, tables: Iterable[str] = (), *, overwrite: bool = False
 ) -> None:
-    """Raise :class:`InputError` if ``outdir`` already holds a release (its ``metadata.json``)
+    """Raise :class:`OutputError` if ``outdir`` already holds a release (its ``metadata.json``)
     or one of the named tables. Call it before any work, so that a release that could not be
     written is never charged."""
     if overwrite:
@@ -144,7 +147,7 @@ def refuse_existing_output(
     targets = [out / f"{name}.parquet" for name in tables] + [out / "metadata.json"]
     existing = [p for p in targets if p.exists()]
     if existing:
-        raise InputError(
+        raise OutputError(
             f"output file {existing[0]} exists; nothing was written",
             hint="choose another --output or pass --overwrite",
         )
@@ -163,7 +166,7 @@ def write_release(release: Release, outdir: str | Path, *, overwrite: bool = Fal
     written = []
     for name, df in release.tables.items():
         path = out / f"{name}.parquet"
-        df.to_parquet(path, index=False)
+        write_stamped_parquet(df, path, release)  # the file itself says if it may be published
         written.append(path)
     meta = out / "metadata.json"
     meta.write_text(json.dumps(release.metadata(), indent=2, default=_json_default) + "\n")

@@ -56,6 +56,7 @@ from privmob.prepare.presample import (
 )
 from privmob.privacy import samplers
 from privmob.privacy.costs import Cost, Unit
+from privmob.privacy.discrete_gaussian import scale_up, up
 from privmob.privacy.efpa import fourier_perturb, gaussian_sigma
 from privmob.privacy.mechanisms import Noise, NoiseKind, calibrate
 from privmob.privacy.samplers import Randomness, resolve
@@ -338,19 +339,19 @@ def noisy_totals(
     ext = with_outliers(cmap)
     if config.totals == "sampled":
         sampled = ext @ counts.sampled.sum(axis=1)
-        scale = ell / epsilon
+        scale = scale_up(ell, epsilon)
         est = _laplace(sampled, scale, rng)
         return est, [{"step": "totals (sampled)", "epsilon": epsilon, "laplace_scale": scale}]
     e_cell = epsilon * config.totals_split
     e_grand = epsilon - e_cell
-    grand_scale = MAX_VISITS_PER_WEEK / e_grand
+    grand_scale = scale_up(MAX_VISITS_PER_WEEK, e_grand)
     grand = float(_laplace(np.array([float(counts.total_visits)]), grand_scale, rng)[0])
     if config.totals == "one-visit":
         base = ext @ counts.one_visit
-        cell_scale = 1.0 / e_cell
+        cell_scale = scale_up(1.0, e_cell)
     else:  # rescaled
         base = ext @ counts.sampled.sum(axis=1)
-        cell_scale = ell / e_cell
+        cell_scale = scale_up(ell, e_cell)
     noisy = np.maximum(_laplace(base, cell_scale, rng), 0.0)
     denom = noisy.sum()
     est = noisy / denom * max(grand, 0.0) if denom > 0 else np.zeros_like(noisy)
@@ -388,7 +389,7 @@ def perturb_density(
     x_cover = np.asarray(with_outliers(cmap) @ counts.sampled)  # (cells + outliers, 168)
     out_of_domain, out_step = noisy_out_of_domain(counts, config, r)
     if config.method == "lpa":
-        scale = ell / config.epsilon
+        scale = scale_up(ell, config.epsilon)
         noisy = _laplace(x_cover, scale, r)
         steps = [{"step": "LPA", "epsilon": config.epsilon, "laplace_scale": scale}, out_step]
         zones = np.asarray(cmap.to_zones @ noisy[:n_c])
@@ -414,13 +415,13 @@ def perturb_density(
     elif config.delta > 0:
         if half >= 1:
             raise ConfigError("the Gaussian step needs epsilon/2 < 1")
-        sigma = math.sqrt(2.0 * math.log(4.0 / config.delta)) * l2 / half
+        sigma = up(math.sqrt(2.0 * math.log(4.0 / config.delta)) * l2 / half, 6)
         shapes = samplers.gaussian(stack, sigma, r)
         step = {"step": "Gaussian per count", "epsilon": half, "delta": config.delta}
         step.update({"sigma": sigma, "clusters": m, "tau": tau})
     else:
-        shapes = _laplace(stack, ell / half, r)
-        step = {"step": "Laplace per count", "epsilon": half, "laplace_scale": ell / half}
+        shapes = _laplace(stack, scale_up(ell, half), r)
+        step = {"step": "Laplace per count", "epsilon": half, "laplace_scale": scale_up(ell, half)}
         step.update({"clusters": m, "tau": tau})
     steps.append(step)
     shapes = np.maximum(shapes, 0.0)

@@ -188,8 +188,8 @@ def population_by_tower_shares(
     view = _new_name("tower_events")
     eng.create_view(
         view,
-        f"SELECT e.uid, e.time, m.tower AS tile FROM {events.view} AS e "
-        f"JOIN {mapping} AS m ON CAST(e.cell_id AS VARCHAR) = m.cell_key",
+        f"SELECT e.uid, e.time, COALESCE(m.tower, -1) AS tile FROM {events.view} AS e "
+        f"LEFT JOIN {mapping} AS m ON CAST(e.cell_id AS VARCHAR) = m.cell_key",
     )
     tower_events = Loaded(view, events.source, "events", eng, ["uid", "time", "tile"])
     step("finding home towers")
@@ -197,6 +197,7 @@ def population_by_tower_shares(
     step(f"adding {dist.kind} noise to {n + 2} cells")
     noisy = np.maximum(dist.add(counts, r), 0)
     zones = apply_shares(noisy[:n], shares)  # k zones + outside
+    zones[k] += noisy[n]  # homes at no known tower (unknown cell ids): outside the zones
     ids = [str(t) for t in tessellation.tile_ids]
     table = pd.DataFrame(
         {

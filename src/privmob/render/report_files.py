@@ -10,8 +10,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from privmob.errors import InputError
+from privmob.errors import InputError, OutputError
 from privmob.releases.base import Release, _json_default
+from privmob.releases.stamp import write_stamped_parquet
 
 
 def report_document(release: Release) -> dict[str, Any]:
@@ -36,7 +37,7 @@ def refuse_taken(html_path: str | Path, overwrite: bool = False) -> None:
     """Refuse existing outputs *before* anything is read or charged."""
     existing = [p for p in report_paths(html_path).values() if p.exists()]
     if existing and not overwrite:
-        raise InputError(
+        raise OutputError(
             f"output {existing[0]} exists; nothing was read, charged or written",
             hint="choose another -o or pass --overwrite",
         )
@@ -62,7 +63,7 @@ def write_report(
     html.write_text(render_report_html(doc), encoding="utf-8")
     tables.mkdir(exist_ok=True)
     for name, df in release.tables.items():
-        df.to_parquet(tables / f"{name}.parquet", index=False)
+        write_stamped_parquet(df, tables / f"{name}.parquet", release)
     return {"html": html, "json": js, "tables": tables}
 
 

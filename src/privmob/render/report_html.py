@@ -41,6 +41,7 @@ section{background:#fff;border:1px solid #e3e3e3;border-radius:6px;margin:14px 0
 h2{font-size:17px;margin:4px 0 8px}
 .meta{color:#555;font-size:12px;margin-bottom:6px}
 .warn{background:#fde0dc;color:#8b0000;padding:8px 12px;border-radius:4px;font-weight:600}
+.not-for-publication{position:sticky;top:0;z-index:10;text-align:center;border:2px solid #8b0000}
 .row{display:flex;flex-wrap:wrap;gap:18px;align-items:flex-start}
 table{border-collapse:collapse;font-size:12.5px}
 td,th{border-bottom:1px solid #eee;padding:3px 8px;text-align:right}
@@ -229,7 +230,11 @@ def render_report_html(doc: dict[str, Any]) -> str:
     """The HTML page of a report document (from :func:`report_document` or its JSON)."""
     p = doc["params"]
     an = doc["analyses"]
-    warn = f"<p class='warn'>{escape(doc['warning'])}</p>" if doc.get("warning") else ""
+    # a release not for publication says so on top of the page, before anything else
+    note = doc.get("warning") or ("" if doc.get("for_publication", True) else "NOT FOR PUBLICATION")
+    banner = (
+        f"<div class='warn not-for-publication' role='alert'>{escape(note)}</div>" if note else ""
+    )
     budget_rows = [
         [
             TITLES[n],
@@ -266,9 +271,9 @@ def render_report_html(doc: dict[str, Any]) -> str:
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width,initial-scale=1'>"
         f"<title>privmob mobility report</title><style>{CSS}</style><script>{JS}</script>"
-        "</head><body><div id='js-errors'></div>"
+        f"</head><body>{banner}<div id='js-errors'></div>"
         f"<header><h1>Differentially private mobility report</h1><nav>{nav}</nav></header><main>"
-        f"{warn}<section id='privacy'><h2>Privacy settings</h2><div class='row'>{settings}"
+        f"<section id='privacy'><h2>Privacy settings</h2><div class='row'>{settings}"
         f"<div>{_table(['analysis', 'ε', 'weight', 'L1 sensitivity', '95% margin'], budget_rows)}"
         "</div></div><p class='meta'>Every count carries noise, zero cells and outliers cells "
         "included; quantiles are chosen from the declared bin edges by the exponential "

@@ -1,0 +1,101 @@
+"""``--memory-limit`` as a cap on the whole process.
+
+The limit a user gives is for the process (what ``top`` and a container's cgroup see), not for
+the engine alone: Python and the libraries privmob imports already take a few hundred MB before
+any record is read. So the engine's working memory is what is left:
+
+    available = limit - baseline RSS (measured when the engine starts)
+
+DuckDB's own ``memory_limit`` and the user buckets (:mod:`privmob.engine.buckets`) are planned
+within ``available``. Below :data:`ENGINE_FLOOR` of available memory nothing can run (DuckDB
+needs buffers per thread to read a file): such a limit is refused before the input is read, with
+the minimum for this release (baseline + floor), instead of failing later with a read error.
+"""
+
+from __future__ import annotations
+
+import math
+import resource
+from dataclasses import dataclass
+from pathlib import Path
+
+from privmob.errors import ConfigError
+
+MB = 10**6
+#: engine working memory below which a release cannot be held to its limit: DuckDB's buffers
+#: to read and partition a file, the bucket spill writer, Arrow results and the dense domain
+#: vectors. Measured (od on 1.26M call records, 263 zones, docs/memory.md): with 23 MB left
+#: the bucket writer ran out of memory; with 38 MB it ran but peaked 19% above the limit; with
+#: 79 MB (a 256 MB limit) 6% above it.
+ENGINE_FLOOR = 64 * MB
+#: below this much engine memory DuckDB runs one thread (one set of buffers)
+TIGHT = 200 * MB
+
+
+def rss_bytes() -> int:
+    """This process's resident memory now (bytes)."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+        return pages * resource.getpagesize()
+    except (OSError, ValueError, IndexError):  # not Linux: the peak is an upper bound
+        return peak_rss_bytes()
+
+
+def peak_rss_bytes() -> int:
+    """This process's peak resident memory so far (bytes)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+
+@dataclass(frozen=True)
+class ProcessMemory:
+    """A process-wide memory limit split into the baseline and the engine's share."""
+
+    limit: int
+    baseline: int
+
+    @property
+    def available(self) -> int:
+        return self.limit - self.baseline
+
+    @property
+    def minimum(self) -> int:
+        """The smallest limit this process can run a release under."""
+        return self.baseline + ENGINE_FLOOR
+
+
+def process_memory(
+    limit: int, text: str | None = None, baseline: int | None = None
+) -> ProcessMemory:
+    """Split ``limit`` (bytes, for the whole process) with the baseline measured now; refuse a
+    limit below the minimum (the baseline plus :data:`ENGINE_FLOOR`)."""
+    mem = ProcessMemory(limit, rss_bytes() if baseline is None else baseline)
+    if mem.available < ENGINE_FLOOR:
+        need = math.ceil(mem.minimum / MB)
+        raise ConfigError(
+            f"--memory-limit {text or f'{limit / MB:.0f}MB'}: the limit is below the minimum "
+            f"of {need} MB for this release",
+            hint=f"the limit caps the whole process: Python and the libraries already use "
+            f"{mem.baseline / MB:.0f} MB; give at least --memory-limit {need}MB",
+        )
+    return mem
+
+
+def limited_settings(available: int) -> dict[str, str]:
+    """DuckDB settings that keep its resident memory near its limit when ``available`` bytes
+    are all the engine has: the allocator hands freed memory back to the system early (its
+    default waits for 128 MB), and the bucket writer (``PARTITION_BY``) flushes each thread's
+    rows after a few MB instead of half a million rows."""
+    flush = max(4 * MB, available // 8)
+    settings = {
+        "allocator_flush_threshold": f"'{flush // 1024}KiB'",
+        "partitioned_write_flush_threshold": str(max(8192, min(524_288, available // 800))),
+    }
+    if available < TIGHT:  # each thread holds its own read and write buffers
+        settings["threads"] = "1"
+    return settings

@@ -1,0 +1,62 @@
+"""Every data file carries its own publication stamp.
+
+A release made with seeded (test) noise, or on a domain read from the data, must never be
+published; a console line and ``metadata.json`` are easily lost once the files are copied, so
+each Parquet file itself carries the stamp in its key-value metadata:
+
+* ``privmob.for_publication``: ``"true"`` or ``"false"``;
+* ``privmob.warning``: why not (only when ``"false"``);
+* ``privmob.kind`` and ``privmob.version``.
+
+JSON layers (the density GeoJSON) carry the same in a top-level ``privmob`` member
+(:func:`json_stamp`).
+
+Readers check it with :func:`read_stamp` (or ``pyarrow.parquet.read_schema(path).metadata``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+FOR_PUBLICATION_KEY = "privmob.for_publication"
+WARNING_KEY = "privmob.warning"
+
+
+def stamp(release: Any) -> dict[str, str]:
+    """The key-value stamp of ``release`` (a :class:`privmob.releases.base.Release`)."""
+    meta = {
+        FOR_PUBLICATION_KEY: "true" if release.for_publication else "false",
+        "privmob.kind": str(release.kind),
+        "privmob.version": str(release.software_version),
+    }
+    if not release.for_publication:
+        meta[WARNING_KEY] = str(release.metadata().get("warning", ""))
+    return meta
+
+
+def json_stamp(release: Any) -> dict[str, Any]:
+    """The stamp for a JSON document (e.g. a GeoJSON layer's ``privmob`` member)."""
+    out: dict[str, Any] = {"kind": str(release.kind), "for_publication": release.for_publication}
+    if not release.for_publication:
+        out["warning"] = str(release.metadata().get("warning", ""))
+    return out
+
+
+def write_stamped_parquet(df: pd.DataFrame, path: str | Path, release: Any) -> None:
+    """Write ``df`` to ``path`` as Parquet with the release's stamp (and, for a release not
+    for publication, its warning) in the file's key-value metadata."""
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    extra = {k.encode(): v.encode() for k, v in stamp(release).items()}
+    table = table.replace_schema_metadata({**(table.schema.metadata or {}), **extra})
+    pq.write_table(table, str(path))
+
+
+def read_stamp(path: str | Path) -> dict[str, str]:
+    """The ``privmob.*`` stamp of a Parquet file ({} for a file privmob did not write)."""
+    meta = pq.read_schema(str(path)).metadata or {}
+    return {k.decode(): v.decode() for k, v in meta.items() if k.decode().startswith("privmob.")}

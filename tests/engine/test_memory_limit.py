@@ -1,0 +1,51 @@
+"""``--memory-limit`` caps the whole process: the engine plans within the limit minus the
+process's baseline RSS, and a limit below the minimum is refused before the input is read."""
+
+import pytest
+from tests.helpers import box_grid, random_trips, run_cli
+
+from privmob.engine.memory import ENGINE_FLOOR, MB, process_memory, rss_bytes
+from privmob.errors import ConfigError
+
+
+def test_split_and_minimum():
+    mem = process_memory(1000 * MB, "1GB", baseline=300 * MB)
+    assert mem.available == 700 * MB and mem.minimum == 300 * MB + ENGINE_FLOOR
+    with pytest.raises(ConfigError) as err:
+        process_memory(320 * MB, "320MB", baseline=300 * MB)
+    need = (300 * MB + ENGINE_FLOOR) // MB
+    assert f"the limit is below the minimum of {need} MB for this release" in str(err.value)
+    assert "300 MB" in (err.value.hint or "")
+
+
+def test_baseline_is_this_process_rss():
+    assert 10 * MB < rss_bytes() < 4000 * MB
+    assert abs(process_memory(8000 * MB).baseline - rss_bytes()) < 50 * MB
+
+
+def test_tiny_limit_is_refused_up_front_not_blamed_on_the_file(tmp_path, capsys):
+    """--memory-limit 10MB used to fail reading the input and blame 'the file format and
+    delimiter'."""
+    random_trips(20, 9, seed=3).to_csv(tmp_path / "trips.csv", index=False)
+    box_grid(3).gdf.to_file(tmp_path / "grid.geojson", driver="GeoJSON")
+    args = ["od", str(tmp_path / "trips.csv"), "-t", str(tmp_path / "grid.geojson"), "-e", "1"]
+    args += ["-T", "2", "--budget", "5", "--test-mode", "-o", str(tmp_path / "o")]
+    assert run_cli([*args, "--memory-limit", "10MB", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "the limit is below the minimum of" in err and "MB for this release" in err
+    assert "delimiter" not in err and "file format" not in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_tight_engine_runs_one_thread_and_returns_memory_early():
+    from privmob.engine import DuckDBEngine
+
+    tight = f"{(rss_bytes() + 120 * MB) // MB}MB"
+    with DuckDBEngine(memory_limit=tight) as eng:
+        got = eng.fetch(
+            "SELECT current_setting('threads') AS t, "
+            "current_setting('partitioned_write_flush_threshold') AS p"
+        ).iloc[0]
+        assert int(got["t"]) == 1 and int(got["p"]) < 524_288
+    with DuckDBEngine(memory_limit="8GB") as eng:
+        assert int(eng.fetch("SELECT current_setting('threads') AS t")["t"].iloc[0]) >= 1
