@@ -41,7 +41,7 @@ def test_taken_output_folder_costs_nothing(tmp_path):
     assert _od(tmp_path) == 0
     ledger = Ledger(tmp_path / "ledger.sqlite")
     assert ledger.spent("d").epsilon == pytest.approx(0.5)
-    assert _od(tmp_path) == 2  # output exists: refused ...
+    assert _od(tmp_path) == 4  # output exists: refused (exit 4: output cannot be written) ...
     assert ledger.spent("d").epsilon == pytest.approx(0.5)  # ... and nothing charged
     assert _od(tmp_path, "--overwrite") == 0
     assert ledger.spent("d").epsilon == pytest.approx(1.0)

@@ -91,7 +91,7 @@ def test_report_and_compare_on_dpmr_fixture(tmp_path, fixture_dir):
     # a taken output is refused before anything is charged
     spent = len(Ledger(ledger).entries("test_data"))
     r5 = _run([*common, "--epsilon", "1", "-o", str(tmp_path / "a" / "report.html")])
-    assert getattr(r5, "exit_code", 2) == 2
+    assert getattr(r5, "exit_code", 2) == 4
     assert len(Ledger(ledger).entries("test_data")) == spent
     out = tmp_path / "cmp.html"
 

@@ -156,11 +156,12 @@ def density(
 ) -> None:
     """Release the number of users per zone and hour of a week (SPEC 4.3, seed 004)."""
     from privmob.privacy.ledger import Ledger
-    from privmob.releases.base import Accountant, refuse_existing_output, write_release
+    from privmob.releases.base import Accountant
     from privmob.releases.density import DensityConfig, density_release
+    from privmob.releases.publish import Output
 
     parse_week(week)  # parameters are checked before the ledger is touched
-    refuse_existing_output(output, ("density", "outliers", "out_of_domain"), overwrite=overwrite)
+    out = Output(output, overwrite=overwrite).check()  # stage -> charge -> rename, at charge
     config = DensityConfig(
         epsilon,
         max_visits,
@@ -179,6 +180,7 @@ def density(
         c.dataset_name(dataset, events),
         budget=budget,
         budget_delta=delta if budget is not None else 0.0,
+        output=out,
     )
     acct.precheck(config.cost())
     with c.Steps(quiet) as step:
@@ -196,13 +198,12 @@ def density(
                 engine, memory_limit, spark_master, spark_conf, step, spill_dir=spill_dir
             ),
         )
+        out.extra.append(lambda rel, d: [write_geojson(rel, inp.zones, d / "density.geojson")])
         step("pre-sampling, noise and post-processing")
         release = density_release(
             inp.engine, inp.loaded, inp.geometry, config, inp.week_start, acct, seed, step
         )
-        step("writing the output")
-        paths = write_release(release, output, overwrite=overwrite)
-        paths.append(write_geojson(release, inp.zones, Path(output) / "density.geojson"))
+        paths = out.written
     c.print_release_summary(release, paths, acct)
 
 

@@ -93,15 +93,20 @@ def od(
     from privmob.data import load_trips_any
     from privmob.data.tessellation import load_tessellation
     from privmob.privacy.ledger import Ledger
-    from privmob.releases.base import Accountant, refuse_existing_output, write_release
+    from privmob.releases.base import Accountant
     from privmob.releases.od import od_matrix, od_precheck
     from privmob.releases.periods import StudyPeriod
+    from privmob.releases.publish import Output
 
     study = StudyPeriod.parse(period, start, end)
     # before anything is read or charged: a release that cannot be written must cost nothing
-    refuse_existing_output(output, ("od", "outliers"), overwrite=overwrite)
+    out = Output(output, overwrite=overwrite).check()  # stage -> charge -> rename, at charge
     acct = Accountant(
-        Ledger(ledger), c.dataset_name(dataset, data), group_size=group_size, budget=budget
+        Ledger(ledger),
+        c.dataset_name(dataset, data),
+        group_size=group_size,
+        budget=budget,
+        output=out,
     )
     # refuse a release the budget cannot pay for before the input is read or validated
     od_precheck(
@@ -152,8 +157,7 @@ def od(
             rng=seed,
             step=step,
         )
-        step("writing the output")
-        paths = write_release(release, output, overwrite=overwrite)
+        paths = out.written
     c.print_release_summary(release, paths, acct)
     from privmob.releases.series import series_cost_lines
 

@@ -64,9 +64,10 @@ def population(
     from privmob.data.sources import load_events
     from privmob.data.tessellation import load_tessellation
     from privmob.privacy.ledger import Ledger
-    from privmob.releases.base import Accountant, refuse_existing_output, write_release
+    from privmob.releases.base import Accountant
     from privmob.releases.periods import StudyPeriod
     from privmob.releases.population import population_counts
+    from privmob.releases.publish import Output
 
     if zone_mapping not in ("contain", "voronoi"):
         raise ConfigError(f"unknown zone mapping '{zone_mapping}'", hint="contain or voronoi")
@@ -74,8 +75,8 @@ def population(
         raise ConfigError("--zone-mapping voronoi needs --cells (the towers table)")
     study = StudyPeriod.parse("all", start, end)
     # before anything is read or charged: a release that cannot be written must cost nothing
-    refuse_existing_output(output, ("population",), overwrite=overwrite)
-    acct = Accountant(Ledger(ledger), c.dataset_name(dataset, data), budget=budget)
+    out = Output(output, overwrite=overwrite).check()  # stage -> charge -> rename, at charge
+    acct = Accountant(Ledger(ledger), c.dataset_name(dataset, data), budget=budget, output=out)
     with c.Steps(quiet) as step:
         step("reading the tessellation")
         tess = load_tessellation(tessellation, id_column=id_column)
@@ -123,8 +124,7 @@ def population(
                 rng=seed,
                 step=step,
             )
-        step("writing the output")
-        paths = write_release(release, output, overwrite=overwrite)
+        paths = out.written
     c.print_release_summary(release, paths, acct)
 
 

@@ -96,7 +96,7 @@ def report(
     from privmob.privacy.ledger import Ledger
     from privmob.releases.base import Accountant
     from privmob.releases.report import ReportConfig, Tiles, mobility_report, report_cost
-    from privmob.render.report_files import refuse_taken, write_report
+    from privmob.render.report_files import report_output, report_paths
 
     cfg = ReportConfig.build(
         epsilon=epsilon,
@@ -110,10 +110,15 @@ def report(
     )
     if not output.suffix.lower().startswith(".htm"):
         raise InputError(f"-o should name an .html file, got {output}")
+    # a taken or unwritable output must not burn epsilon; stage -> charge -> rename at charge
+    out = report_output(output, overwrite=overwrite).check()
     acct = Accountant(
-        Ledger(ledger), c.dataset_name(dataset, data), group_size=group_size, budget=budget
+        Ledger(ledger),
+        c.dataset_name(dataset, data),
+        group_size=group_size,
+        budget=budget,
+        output=out,
     )
-    refuse_taken(output, overwrite)  # a taken output must not burn epsilon
     acct.precheck(report_cost(cfg))  # refuse before reading anything
     with c.Steps(quiet) as step:
         step("reading the tessellation")
@@ -132,8 +137,7 @@ def report(
             delimiter=delimiter,
         )
         rel = mobility_report(eng, points, tiles, cfg, acct, rng=seed, progress=step)
-        step("writing the report")
-        paths = write_report(rel, output, overwrite=overwrite)
+        paths = report_paths(out.target)
     if not quiet:
         e = rel.ledger_entry
         assert e is not None

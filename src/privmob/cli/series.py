@@ -47,8 +47,9 @@ from privmob.privacy.temporal import (
     temporal_loss,
     transition_matrix,
 )
-from privmob.releases.base import Accountant, Release, refuse_existing_output, write_release
+from privmob.releases.base import Accountant, Release
 from privmob.releases.landmark import SCHEME_UNIT, AdaptiveRule, Scheme, publish_series
+from privmob.releases.publish import Output
 
 
 def _tokens(spec: str) -> list[str]:
@@ -247,12 +248,12 @@ def series_command(
 ) -> None:
     """Publish a series under landmark epsilon-privacy (uniform, skip, adaptive) or at the
     event / user level; writes series.parquet, budgets.parquet and metadata.json."""
-    refuse_existing_output(output, ("series", "budgets"), overwrite=overwrite)
+    out = Output(output, overwrite=overwrite).check()  # stage -> charge -> rename, at charge
     led = Ledger(ledger)
     name = dataset_name(dataset, input)
     if budget is not None and not led.has_budget(name):
         led.set_budget(name, budget, 0.0, SCHEME_UNIT[scheme])
-    accountant = Accountant(led, name, group_size=group_size)
+    accountant = Accountant(led, name, group_size=group_size, output=out)
     accountant.precheck(Cost.pure(epsilon, SCHEME_UNIT[scheme]))  # before reading data
     declared = _tokens(zones_spec) if zones_spec else None
     values, labels, zones = read_series(input, value_column, time_column, zone_column, declared)
@@ -282,7 +283,7 @@ def series_command(
             fill_value=fill_value,
             value_bounds=bounds,
         )
-    paths = write_release(release, output, overwrite=overwrite)
+    paths = out.written
     _summary(release, paths, len(marks), quiet)
 
 
@@ -410,12 +411,12 @@ def series_counts_command(
     eps_out = outliers_epsilon_for(epsilon, outliers_epsilon)
     labels: list[object] = list(grid)
     marks = resolve_landmarks(landmarks, labels, landmark_positions) if landmarks else []
-    refuse_existing_output(output, ("series", "budgets", "outliers"), overwrite=overwrite)
+    out = Output(output, overwrite=overwrite).check()  # stage -> charge -> rename, at charge
     led = Ledger(ledger)
     name = dataset_name(dataset, events)
     if budget is not None and not led.has_budget(name):
         led.set_budget(name, budget, 0.0, SCHEME_UNIT[scheme])
-    accountant = Accountant(led, name, group_size=group_size)
+    accountant = Accountant(led, name, group_size=group_size, output=out)
     # series + outliers cell, before reading data
     accountant.precheck(Cost.pure(epsilon + eps_out, SCHEME_UNIT[scheme]))
     rng = Randomness.for_tests(seed) if seed is not None else Randomness.secure()
@@ -448,8 +449,7 @@ def series_counts_command(
             outliers_epsilon=eps_out,
             step=step,
         )
-        step("writing the output")
-        paths = write_release(release, output, overwrite=overwrite)
+        paths = out.written
     _summary(release, paths, len(marks), quiet)
 
 

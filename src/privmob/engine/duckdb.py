@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ class DuckDBEngine:
         spill_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         from privmob.engine.buckets import duckdb_memory_limit
+        from privmob.engine.rundir import open_run_dir
 
         self.con = duckdb.connect(":memory:")
         # the whole process's limit: sizes the user buckets (engine/buckets.py); DuckDB itself
@@ -38,10 +38,11 @@ class DuckDBEngine:
             self.con.execute(f"SET memory_limit = '{duckdb_memory_limit(memory_limit)}'")
         if threads:
             self.con.execute(f"SET threads = {int(threads)}")
-        tmp = Path(temp_directory) if temp_directory else Path(tempfile.gettempdir()) / "privmob"
+        # default: this run's private working directory (engine/rundir.py), never a shared one
+        tmp = Path(temp_directory) if temp_directory else open_run_dir().sub("duckdb")
         self.temp_directory = tmp
         # where user buckets are written (private subdirectories, removed after counting)
-        self.spill_dir = Path(spill_dir) if spill_dir else tmp
+        self.spill_dir = Path(spill_dir) if spill_dir else open_run_dir().sub("buckets")
         self.con.execute(f"SET temp_directory = '{_quote(tmp)}'")
         self.con.execute("SET preserve_insertion_order = false")
         self.con.execute("SET enable_progress_bar = false")  # the CLI has its own progress

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from privmob.errors import InputError
 from privmob.releases.base import Release, _json_default
+
+if TYPE_CHECKING:
+    from privmob.releases.publish import Output
 
 
 def report_document(release: Release) -> dict[str, Any]:
@@ -49,21 +52,45 @@ def write_report(
 
     Refuses an uncharged release and existing files unless ``overwrite``.
     """
-    from privmob.render.report_html import render_report_html
+    from privmob.releases.publish import publish_charged
 
     if release.ledger_entry is None:
         raise InputError("a release must be charged to the ledger before it is written")
+    publish_charged(release, report_output(html_path, overwrite=overwrite))
+    return report_paths(html_path)
+
+
+def report_output(html_path: str | Path, *, overwrite: bool = False) -> Output:
+    """Where a report is published (``releases/publish.py``): its three paths, staged together
+    beside the HTML and renamed into place after the charge."""
+    from privmob.releases.publish import Output
+
     paths = report_paths(html_path)
     html, js, tables = paths["html"], paths["json"], paths["tables"]
-    refuse_taken(html, overwrite)
-    doc = report_document(release)
-    html.parent.mkdir(parents=True, exist_ok=True)
-    js.write_text(json.dumps(doc, indent=1) + "\n")
-    html.write_text(render_report_html(doc), encoding="utf-8")
-    tables.mkdir(exist_ok=True)
-    for name, df in release.tables.items():
-        df.to_parquet(tables / f"{name}.parquet", index=False)
-    return {"html": html, "json": js, "tables": tables}
+
+    def write_tables(release: Release, staging: Path) -> list[Path]:
+        (staging / tables.name).mkdir()
+        out = []
+        for name, df in release.tables.items():
+            out.append(staging / tables.name / f"{name}.parquet")
+            df.to_parquet(out[-1], index=False)
+        return out
+
+    def write_document(release: Release, staging: Path) -> list[Path]:
+        from privmob.render.report_html import render_report_html
+
+        doc = report_document(release)  # names the ledger entries: written at the charge
+        (staging / js.name).write_text(json.dumps(doc, indent=1) + "\n")
+        (staging / html.name).write_text(render_report_html(doc), encoding="utf-8")
+        return [staging / js.name, staging / html.name]
+
+    return Output(
+        html,
+        overwrite=overwrite,
+        data=write_tables,
+        meta=write_document,
+        items=(html.name, js.name, tables.name),
+    )
 
 
 def read_report(path: str | Path) -> dict[str, Any]:
