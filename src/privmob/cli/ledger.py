@@ -97,12 +97,14 @@ def show_staged(path: Path) -> None:
                 f"privmob ledger recover --ledger {path} (or --discard to remove it; the "
                 "epsilon stays spent)",
                 highlight=False,
+                soft_wrap=True,
             )
         else:
             console.print(
                 f"uncharged staging of a killed run: {s.staging} (removed by privmob ledger "
                 "recover or the next release)",
                 highlight=False,
+                soft_wrap=True,
             )
 
 
@@ -125,7 +127,7 @@ def recover(
     led = Ledger(ledger)
     lines = recover_staged(led.path, discard=discard)
     for line in lines or ["nothing staged: every charged release is in place"]:
-        console.print(line, highlight=False)
+        console.print(line, highlight=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -28,6 +28,7 @@ import errno
 import os
 import secrets
 import shutil
+import sqlite3
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -155,10 +156,19 @@ class Output:
         moves = self._moves(staging)
         # with --overwrite: where the old outputs are moved aside (recorded: recover replays it)
         replaced = [_replaced_path(final, token) for _, final in moves] if self.overwrite else []
-        table = StagingTable(ledger.path) if (ledger is not None and charge is not None) else None
-        if table is not None:
-            cleanup_abandoned(table)
-        row = table.begin(dataset, staging, moves, replaced) if table is not None else 0
+        table = None
+        row = 0
+        if ledger is not None and charge is not None:
+            try:
+                table = StagingTable(ledger.path)
+                cleanup_abandoned(table)
+                row = table.begin(dataset, staging, moves, replaced)
+            except sqlite3.Error as exc:
+                raise PublishError(
+                    f"cannot record the release in the ledger {ledger.path}: {exc}; nothing "
+                    "was charged or published",
+                    hint="check the room and permissions of the ledger's disk",
+                ) from exc
         charged = False
         try:
             try:
@@ -172,7 +182,7 @@ class Output:
                 _fsync_tree(staging)
             except OSError as exc:
                 raise PublishError(
-                    f"cannot write the release beside {self.target}: {_why(exc)}; nothing was "
+                    f"cannot write the release beside {self.target}: {_reason(exc)}; nothing was "
                     "charged or published",
                     hint="free some room or choose another --output",
                 ) from exc
@@ -195,10 +205,10 @@ class Output:
 
                 try:
                     charge(within)
-                except OSError as exc:
+                except (OSError, sqlite3.Error) as exc:  # rolled back: nothing charged
                     raise PublishError(
-                        f"cannot write the release beside {self.target}: {_why(exc)}; nothing "
-                        "was charged or published",
+                        f"cannot write the release beside {self.target}: {_reason(exc)}; "
+                        "nothing was charged or published",
                         hint="free some room or choose another --output",
                     ) from exc
                 charged = True
@@ -295,6 +305,10 @@ def _refuse(message: str) -> None:
         f"{message}; nothing was read, charged or written",
         hint="choose another --output (or pass --overwrite to replace an earlier release)",
     )
+
+
+def _reason(exc: BaseException) -> str:
+    return _why(exc) if isinstance(exc, OSError) else str(exc)
 
 
 def _why(exc: OSError) -> str:
