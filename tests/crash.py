@@ -99,6 +99,26 @@ def kill_od_at(work: Path, out: Path, seconds: float) -> int:
     return proc.returncode
 
 
+def kill_od_in_publication(work: Path, out: Path, after: float) -> int:
+    """Start a release and SIGKILL it ``after`` seconds once its staging directory appears
+    (the window of writing, charging and renaming); its return code."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "privmob", *od_args(work, out)],
+        env=child_env(work),
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    pattern = f".{out.name}{STAGING_MARK}*"
+    while proc.poll() is None and not any(out.parent.glob(pattern)):
+        time.sleep(0.002)
+    if proc.poll() is None:
+        time.sleep(after)
+        proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    return proc.returncode
+
+
 def complete_release(folder: Path, entry_ids: set[int]) -> None:
     """Assert ``folder`` holds a whole OD release charged by ``entry_ids`` (no torn file)."""
     names = {p.name for p in folder.iterdir()}

@@ -19,6 +19,7 @@ from tests.crash import (
     classify,
     complete_release,
     kill_od_at,
+    kill_od_in_publication,
     make_inputs,
     od_args,
     run_od,
@@ -200,5 +201,8 @@ def test_kill_at_random_points(work: Path) -> None:
     for i in range(4):
         out = work / f"random-{i}"
         before = _spent(work)
-        kill_od_at(work, out, rng.uniform(0.5, 6.0))
+        if i % 2:  # in the window of writing, fsync, charge and rename
+            kill_od_in_publication(work, out, rng.uniform(0.0, 0.1))
+        else:
+            kill_od_at(work, out, rng.uniform(0.5, 6.0))
         assert classify(work, out, before) in {"nothing", "published", "staged"}
