@@ -46,10 +46,13 @@ for _name in COMMAND_MODULES:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app, turning privmob errors into exit code 2."""
-    try:
-        app(args=argv, standalone_mode=True)
-    except PrivmobError as exc:
-        console_err.print(f"[bold red]error:[/] {exc.message}", highlight=False, markup=True)
-        if exc.hint:
-            console_err.print(f"[yellow]hint:[/] {exc.hint}", highlight=False)
-        sys.exit(exc.exit_code)
+    from privmob.engine.rundir import exit_on_signal
+
+    with exit_on_signal():  # SIGTERM / SIGINT: 128 + signal, run directory removed
+        try:
+            app(args=argv, standalone_mode=True)
+        except PrivmobError as exc:
+            console_err.print(f"[bold red]error:[/] {exc.message}", highlight=False, markup=True)
+            if exc.hint:
+                console_err.print(f"[yellow]hint:[/] {exc.hint}", highlight=False)
+            sys.exit(exc.exit_code)

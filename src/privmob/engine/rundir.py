@@ -25,6 +25,8 @@ import socket
 import stat
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -139,12 +141,29 @@ class RunDir:
 
 
 _CURRENT: RunDir | None = None
+#: the signal that stopped the run, if one did
+_RECEIVED: list[int] = []
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:
-    # unwind: finally blocks and context managers run, then atexit removes the directory
+    # remove the records first, then unwind: finally blocks and context managers run
+    _RECEIVED.append(signum)
     close_run_dir()
     raise SystemExit(128 + signum)
+
+
+@contextmanager
+def exit_on_signal() -> Iterator[None]:
+    """Around a command: when a signal stopped the run, exit with 128 + its number and one line,
+    whatever the unwinding turned it into (DuckDB reports an interrupted query as an error)."""
+    try:
+        yield
+    except BaseException:
+        if not _RECEIVED:
+            raise
+        name = signal.Signals(_RECEIVED[0]).name
+        print(f"privmob: stopped by {name}; its working directory was removed", file=sys.stderr)
+        raise SystemExit(128 + _RECEIVED[0]) from None
 
 
 def open_run_dir(parent: str | os.PathLike[str] | None = None, *, report: bool = True) -> RunDir:

@@ -73,6 +73,11 @@ class Staged:
     def target(self) -> Path:
         return self.moves[0][1] if len(self.moves) == 1 else self.moves[0][1].parent
 
+    def in_place(self) -> bool:
+        """True when every rename was done (killed after the rename, before its state was
+        set): the release is published."""
+        return all(not os.path.lexists(src) and os.path.lexists(final) for src, final in self.moves)
+
     def owner_dead(self) -> bool:
         """True when the process that wrote it (on this host) is gone."""
         if self.host != socket.gethostname():
@@ -173,7 +178,18 @@ class StagingTable:
 
     def pending(self) -> list[Staged]:
         """Charged releases still staged, and uncharged staging left by dead processes."""
-        return [s for s in self.rows() if s.state == CHARGED or s.owner_dead()]
+        return [
+            s
+            for s in self.rows()
+            if (s.state == CHARGED and not (s.owner_dead() and s.in_place()))
+            or (s.state == WRITING and s.owner_dead())
+        ]
+
+    def settle(self) -> None:
+        """Mark published the charged rows of dead processes whose renames were all done."""
+        for s in self.rows((CHARGED,)):
+            if s.owner_dead() and s.in_place():
+                self.set_state(s.id, PUBLISHED)
 
 
 def has_staging_table(path: str | os.PathLike[str]) -> bool:

@@ -29,6 +29,7 @@ def recover_staged(ledger_path: Path, *, discard: bool = False) -> list[str]:
     if not has_staging_table(ledger_path):
         return []
     table = StagingTable(ledger_path)
+    table.settle()  # killed after the rename, before the state was set: published
     lines = []
     for s in table.pending():
         if s.state != CHARGED:  # uncharged, its process dead: never published, never charged
