@@ -123,6 +123,7 @@ def od(
     with c.Steps(quiet) as step:
         step("reading the tessellation")
         tess = load_tessellation(tessellation, id_column=id_column)
+        out.require_space(tess.k**2 * study.n_bins)  # the public domain, before the data
         eng = c.open_engine(
             engine, memory_limit, spark_master, spark_conf, step, spill_dir=spill_dir
         )

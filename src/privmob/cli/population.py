@@ -80,6 +80,7 @@ def population(
     with c.Steps(quiet) as step:
         step("reading the tessellation")
         tess = load_tessellation(tessellation, id_column=id_column)
+        out.require_space(tess.k)  # the public domain, before the data
         eng = c.open_engine(
             engine, memory_limit, spark_master, spark_conf, step, spill_dir=spill_dir
         )
