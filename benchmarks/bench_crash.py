@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import subprocess
 import sys
 import tempfile
 import time
@@ -25,7 +26,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.crash import classify, kill_od_at, kill_od_in_publication, make_inputs, run_od
+from tests.crash import (
+    child_env,
+    classify,
+    kill_od_at,
+    kill_od_in_publication,
+    make_inputs,
+    run_od,
+)
 
 
 def main() -> None:
@@ -59,12 +67,19 @@ def main() -> None:
             state = classify(work, out, before)  # raises on a torn or inconsistent run
             tally[state] += 1
             print(f"run {i + 1:3d}: killed {when} -> {state}", flush=True)
-        left = sorted(p.name for p in (work / "tmp").rglob("*") if "run-" in p.name)
+        killed_left = sum(1 for p in (work / "tmp").rglob("run-*"))
+        subprocess.run(  # one later run removes the working directories of killed runs
+            [sys.executable, "-c", "from privmob.engine.rundir import open_run_dir as o; o()"],
+            env=child_env(work),
+            check=True,
+        )
+        left = list((work / "tmp").glob("privmob-*/*"))
         print(
             f"{args.runs} runs: "
             + ", ".join(f"{k} {v}" for k, v in sorted(tally.items()))
             + "; torn or inconsistent: 0"
-            + f"; run directories left after the last run: {len(left)}"
+            + f"; run directories of killed runs: {killed_left} before one later run, "
+            f"{len(left)} after"
         )
 
 

@@ -146,3 +146,42 @@ def test_duckdb_temp_files_go_to_the_private_run_directory(tmp_path: Path) -> No
     finally:
         close_run_dir()
     assert not run.path.exists()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_cli_stopped_in_user_buckets_leaves_nothing_after_the_next_run(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
+    """``privmob od --memory-limit`` on a small file (forced into user buckets), stopped by
+    SIGTERM or SIGKILL while the buckets exist: after one later run, no file of its working
+    directory remains (SIGTERM: none remains at once)."""
+    from tests.crash import make_inputs, od_args
+
+    make_inputs(tmp_path, users=100_000, k=4)  # ~450k trips: 3 buckets at 20MB
+    base = tmp_path / "spill"
+    args = od_args(tmp_path, tmp_path / "out", "--memory-limit", "20MB", "--spill-dir", str(base))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "privmob", *args],
+        env=child_env(tmp_path),
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    user_base = base / f"privmob-{os.geteuid()}"
+    while proc.poll() is None and not any(user_base.glob("run-*/buckets/privmob-buckets-*/*")):
+        pass
+    assert proc.poll() is None, "the release ended before its buckets were written"
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode in (128 + sig, -sig), err
+    if sig == signal.SIGTERM:
+        assert "Traceback" not in err and sorted(user_base.rglob("*")) == []
+    res = subprocess.run(
+        [sys.executable, "-c", "from privmob.engine.rundir import open_run_dir as o; o()"],
+        env={**child_env(tmp_path), "TMPDIR": str(base)},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert res.returncode == 0, res.stderr
+    assert sorted(user_base.rglob("*")) == []
