@@ -26,3 +26,28 @@ def test_a_missing_parent_is_not_created_by_the_check(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("x")
     with pytest.raises(PublishError, match="is a file"):
         Output(tmp_path / "file" / "out").check()
+
+
+def test_an_empty_folder_at_the_target_is_replaced_by_the_release(tmp_path: Path) -> None:
+    import pandas as pd
+
+    from privmob.privacy.costs import Cost, Unit
+    from privmob.privacy.ledger import Ledger
+    from privmob.releases.base import Accountant, Release
+
+    (tmp_path / "out").mkdir()
+    out = Output(tmp_path / "out").check()
+    acct = Accountant(Ledger(tmp_path / "l.sqlite"), "d", budget=1.0, output=out)
+    rel = Release(
+        "test",
+        Cost.pure(0.5, Unit.USER),
+        Unit.USER,
+        {},
+        {},
+        {},
+        {},
+        {"t": pd.DataFrame({"a": [1]})},
+    )
+    acct.charge(rel)
+    assert {p.name for p in out.written} == {"t.parquet", "metadata.json"}
+    assert Ledger(tmp_path / "l.sqlite").spent("d").epsilon == 0.5

@@ -267,7 +267,7 @@ def place(moves: list[tuple[Path, Path]], replaced: list[Path]) -> None:
         if not os.path.lexists(src):
             continue  # moved before a crash
         _open_up(src, mask)
-        if os.path.lexists(final):
+        if os.path.lexists(final) and not _empty_dir(final):  # an empty one: the rename replaces it
             if not replaced:
                 raise FileExistsError(errno.EEXIST, "the output exists", str(final))
             os.rename(final, replaced[i])
@@ -351,6 +351,10 @@ def _probe(directory: Path) -> None:
         with contextlib.suppress(OSError):
             os.unlink(probe)
         _refuse(f"cannot write in {directory}: {_why(exc)}")
+
+
+def _empty_dir(path: Path) -> bool:
+    return path.is_dir() and not path.is_symlink() and not any(path.iterdir())
 
 
 def _replaced_path(final: Path, token: str) -> Path:
