@@ -73,7 +73,10 @@ for _name in COMMAND_MODULES:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: run the app; errors become one message and their exit code."""
+    """Entry point: run the app; errors become one message and their exit code
+    (``cli/failure.py``); SIGTERM / SIGINT exit 128 + signal with the run directory removed."""
     from privmob.cli.failure import run
+    from privmob.engine.rundir import exit_on_signal
 
-    run(app, argv)
+    with exit_on_signal():
+        run(app, argv)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -9,8 +10,10 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-console = Console()
-console_err = Console(stderr=True)
+# soft wrap: a line is never broken by privmob (a terminal wraps it; a log keeps it whole, so a
+# phrase can be searched for in cron and systemd logs)
+console = Console(soft_wrap=True)
+console_err = Console(stderr=True, soft_wrap=True)
 
 LedgerOpt = Annotated[
     Path | None,
@@ -105,8 +108,8 @@ SpillDirOpt = Annotated[
     Path | None,
     typer.Option(
         "--spill-dir",
-        help="directory for temporary files (DuckDB spills, user buckets under "
-        "--memory-limit); default: the system temp directory/privmob",
+        help="parent of the run's private working directory (DuckDB spills, user buckets "
+        "under --memory-limit; removed at exit); default: the system temp directory",
     ),
 ]
 
@@ -214,8 +217,11 @@ def open_engine(
                 "--spark-master and --spark-conf apply to the Spark engine",
                 hint="add --engine spark",
             )
-        if spill_dir is not None:
-            options |= {"temp_directory": spill_dir, "spill_dir": spill_dir}
+        if spill_dir is not None:  # the parent of this run's private working directory
+            from privmob.engine.rundir import open_run_dir
+
+            run = open_run_dir(spill_dir)
+            options |= {"temp_directory": run.sub("duckdb"), "spill_dir": run.sub("buckets")}
         return make_engine(engine, **options)
     conf = {}
     for item in spark_conf or []:
@@ -230,6 +236,11 @@ def open_engine(
         step("starting Spark")  # tens of seconds for a local session
     if spark_master:
         options["master"] = spark_master
+    master = spark_master or os.environ.get("PRIVMOB_SPARK_MASTER", "local[*]")
+    if master.startswith("local") and "spark.local.dir" not in conf:
+        from privmob.engine.rundir import open_run_dir  # Spark's shuffle files: ours, private
+
+        conf["spark.local.dir"] = str(open_run_dir(spill_dir).sub("spark"))
     if conf:
         options["conf"] = conf
     return make_engine(engine, **options)

@@ -28,9 +28,10 @@ def demo(
     from privmob.data.synth import default_tessellation, synth_trips
     from privmob.engine import DuckDBEngine
     from privmob.privacy.ledger import Ledger
-    from privmob.releases.base import Accountant, write_release
+    from privmob.releases.base import Accountant
     from privmob.releases.od import od_matrix
     from privmob.releases.periods import StudyPeriod
+    from privmob.releases.publish import Output
 
     output.mkdir(parents=True, exist_ok=True)
     with c.Steps(quiet) as step:
@@ -43,7 +44,8 @@ def demo(
         summary = synth_trips(
             data, n_users=users, start="2024-01-01", days=28, tessellation=tess, seed=0
         )
-        acct = Accountant(Ledger(output / "ledger.sqlite"), "demo-trips", budget=100.0)
+        out = Output(output / "od", overwrite=True).check()  # staged, charged, renamed
+        acct = Accountant(Ledger(output / "ledger.sqlite"), "demo-trips", budget=100.0, output=out)
         step("reading and validating the trips")
         with DuckDBEngine() as engine:
             trips = load_trips(data, engine=engine, tessellation=tess)
@@ -56,8 +58,7 @@ def demo(
                 period=StudyPeriod.parse("week", "2024-01-01", "2024-01-29"),
                 step=step,
             )
-        step("writing the release")
-        paths = write_release(release, output / "od", overwrite=True)
+        paths = out.written
     c.console.print(
         f"synthetic input: {data} ({summary.rows:,} trips of {summary.users:,} "
         f"users), tessellation: {tess_path} ({tess.k} tiles)"

@@ -13,7 +13,7 @@ import numpy as np
 import typer
 
 from privmob.cli import common as c
-from privmob.cli.test_mode import TestModeOpt, ledger_for, record_test_mode
+from privmob.cli.test_mode import TestModeOpt, ledger_for, test_mode_marks
 from privmob.errors import ConfigError
 
 if TYPE_CHECKING:  # the loaders are imported when a command runs (fast --help)
@@ -158,11 +158,12 @@ def density(
 ) -> None:
     """Release the number of users per zone and hour of a week (SPEC 4.3, seed 004)."""
     from privmob.privacy.ledger import Ledger
-    from privmob.releases.base import Accountant, refuse_existing_output, write_release
+    from privmob.releases.base import Accountant
     from privmob.releases.density import DensityConfig, density_release
+    from privmob.releases.publish import Output
 
     parse_week(week)  # parameters are checked before the ledger is touched
-    refuse_existing_output(output, ("density", "outliers", "out_of_domain"), overwrite=overwrite)
+    out = Output(output, overwrite=overwrite).check()  # stage -> charge -> rename, at charge
     config = DensityConfig(
         epsilon,
         max_visits,
@@ -181,6 +182,8 @@ def density(
         c.dataset_name(dataset, events),
         budget=budget,
         budget_delta=delta if budget is not None else 0.0,
+        output=out,
+        annotate=test_mode_marks(seed, test_mode),
     )
     acct.precheck(config.cost())
     with c.Steps(quiet) as step:
@@ -198,14 +201,12 @@ def density(
                 engine, memory_limit, spark_master, spark_conf, step, spill_dir=spill_dir
             ),
         )
+        out.extra.append(lambda rel, d: [write_geojson(rel, inp.zones, d / "density.geojson")])
         step("pre-sampling, noise and post-processing")
         release = density_release(
             inp.engine, inp.loaded, inp.geometry, config, inp.week_start, acct, seed, step
         )
-        step("writing the output")
-        record_test_mode(release, seed, test_mode)
-        paths = write_release(release, output, overwrite=overwrite)
-        paths.append(write_geojson(release, inp.zones, Path(output) / "density.geojson"))
+        paths = out.written
     c.print_release_summary(release, paths, acct)
 
 

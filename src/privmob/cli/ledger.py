@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -78,6 +79,55 @@ def show(
                 e.description,
             )
         console.print(table)
+    show_staged(led.path)
+
+
+def show_staged(path: Path) -> None:
+    """Releases charged but not yet in place (a crash between charge and rename), and uncharged
+    staging left by killed runs."""
+    from privmob.privacy.staging import CHARGED, StagingTable, has_staging_table
+
+    if not has_staging_table(path):
+        return
+    for s in StagingTable(path).pending():
+        if s.state == CHARGED:
+            console.print(
+                f"[bold yellow]staged release[/] #{s.id} of '{s.dataset}': charged {s.spent}, "
+                f"not yet in {s.target}; it is complete in {s.staging}. Finish it with: "
+                f"privmob ledger recover --ledger {path} (or --discard to remove it; the "
+                "epsilon stays spent)",
+                highlight=False,
+                soft_wrap=True,
+            )
+        else:
+            console.print(
+                f"uncharged staging of a killed run: {s.staging} (removed by privmob ledger "
+                "recover or the next release)",
+                highlight=False,
+                soft_wrap=True,
+            )
+
+
+@ledger_app.command("recover")
+def recover(
+    discard: Annotated[
+        bool,
+        typer.Option(
+            "--discard",
+            help="remove staged releases instead of moving them into place (the epsilon they "
+            "cost stays spent)",
+        ),
+    ] = False,
+    ledger: LedgerOpt = None,
+) -> None:
+    """Finish releases a crash left staged after their charge (move them into place), or
+    discard them; remove uncharged staging left by killed runs."""
+    from privmob.releases.recover import recover_staged
+
+    led = Ledger(ledger)
+    lines = recover_staged(led.path, discard=discard)
+    for line in lines or ["nothing staged: every charged release is in place"]:
+        console.print(line, highlight=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

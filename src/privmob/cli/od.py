@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from privmob.cli import common as c
-from privmob.cli.test_mode import TestModeOpt, ledger_for, record_test_mode
+from privmob.cli.test_mode import TestModeOpt, ledger_for, test_mode_marks
 from privmob.privacy.costs import Unit
 from privmob.privacy.mechanisms import NoiseKind
 
@@ -95,18 +95,21 @@ def od(
     from privmob.data import load_trips_any
     from privmob.data.tessellation import load_tessellation
     from privmob.privacy.ledger import Ledger
-    from privmob.releases.base import Accountant, refuse_existing_output, write_release
+    from privmob.releases.base import Accountant
     from privmob.releases.od import od_matrix, od_precheck
     from privmob.releases.periods import StudyPeriod
+    from privmob.releases.publish import Output
 
     study = StudyPeriod.parse(period, start, end)
     # before anything is read or charged: a release that cannot be written must cost nothing
-    refuse_existing_output(output, ("od", "outliers"), overwrite=overwrite)
+    out = Output(output, overwrite=overwrite).check()  # stage -> charge -> rename, at charge
     acct = Accountant(
         Ledger(ledger_for(ledger, seed, test_mode)),
         c.dataset_name(dataset, data),
         group_size=group_size,
         budget=budget,
+        output=out,
+        annotate=test_mode_marks(seed, test_mode),
     )
     # refuse a release the budget cannot pay for before the input is read or validated
     od_precheck(
@@ -123,6 +126,7 @@ def od(
     with c.Steps(quiet) as step:
         step("reading the tessellation")
         tess = load_tessellation(tessellation, id_column=id_column)
+        out.require_space(tess.k**2 * study.n_bins)  # the public domain, before the data
         eng = c.open_engine(
             engine, memory_limit, spark_master, spark_conf, step, spill_dir=spill_dir
         )
@@ -157,9 +161,7 @@ def od(
             rng=seed,
             step=step,
         )
-        record_test_mode(release, seed, test_mode)
-        step("writing the output")
-        paths = write_release(release, output, overwrite=overwrite)
+        paths = out.written
     c.print_release_summary(release, paths, acct)
     from privmob.releases.od_series_cost import series_cost_lines
 

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from privmob.cli import common as c
-from privmob.cli.test_mode import TestModeOpt, ledger_for, record_test_mode
+from privmob.cli.test_mode import TestModeOpt, ledger_for, test_mode_marks
 from privmob.errors import ConfigError
 from privmob.privacy.mechanisms import NoiseKind
 
@@ -66,9 +66,10 @@ def population(
     from privmob.data.sources import load_events
     from privmob.data.tessellation import load_tessellation
     from privmob.privacy.ledger import Ledger
-    from privmob.releases.base import Accountant, refuse_existing_output, write_release
+    from privmob.releases.base import Accountant
     from privmob.releases.periods import StudyPeriod
     from privmob.releases.population import population_counts
+    from privmob.releases.publish import Output
 
     if zone_mapping not in ("contain", "voronoi"):
         raise ConfigError(f"unknown zone mapping '{zone_mapping}'", hint="contain or voronoi")
@@ -76,13 +77,18 @@ def population(
         raise ConfigError("--zone-mapping voronoi needs --cells (the towers table)")
     study = StudyPeriod.parse("all", start, end)
     # before anything is read or charged: a release that cannot be written must cost nothing
-    refuse_existing_output(output, ("population",), overwrite=overwrite)
+    out = Output(output, overwrite=overwrite).check()  # stage -> charge -> rename, at charge
     acct = Accountant(
-        Ledger(ledger_for(ledger, seed, test_mode)), c.dataset_name(dataset, data), budget=budget
+        Ledger(ledger_for(ledger, seed, test_mode)),
+        c.dataset_name(dataset, data),
+        budget=budget,
+        output=out,
+        annotate=test_mode_marks(seed, test_mode),
     )
     with c.Steps(quiet) as step:
         step("reading the tessellation")
         tess = load_tessellation(tessellation, id_column=id_column)
+        out.require_space(tess.k)  # the public domain, before the data
         eng = c.open_engine(
             engine, memory_limit, spark_master, spark_conf, step, spill_dir=spill_dir
         )
@@ -127,9 +133,7 @@ def population(
                 rng=seed,
                 step=step,
             )
-        step("writing the output")
-        record_test_mode(release, seed, test_mode)
-        paths = write_release(release, output, overwrite=overwrite)
+        paths = out.written
     c.print_release_summary(release, paths, acct)
 
 

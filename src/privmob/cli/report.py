@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from privmob.cli import common as c
-from privmob.cli.test_mode import TestModeOpt, ledger_for, record_test_mode
+from privmob.cli.test_mode import TestModeOpt, ledger_for, test_mode_marks
 from privmob.errors import ConfigError, InputError
 from privmob.privacy.costs import Unit
 
@@ -98,7 +98,7 @@ def report(
     from privmob.privacy.ledger import Ledger
     from privmob.releases.base import Accountant
     from privmob.releases.report import ReportConfig, Tiles, mobility_report, report_cost
-    from privmob.render.report_files import refuse_taken, write_report
+    from privmob.render.report_files import report_output, report_paths
 
     cfg = ReportConfig.build(
         epsilon=epsilon,
@@ -112,13 +112,16 @@ def report(
     )
     if not output.suffix.lower().startswith(".htm"):
         raise InputError(f"-o should name an .html file, got {output}")
+    # a taken or unwritable output must not burn epsilon; stage -> charge -> rename at charge
+    out = report_output(output, overwrite=overwrite).check()
     acct = Accountant(
         Ledger(ledger_for(ledger, seed, test_mode)),
         c.dataset_name(dataset, data),
         group_size=group_size,
         budget=budget,
+        output=out,
+        annotate=test_mode_marks(seed, test_mode),
     )
-    refuse_taken(output, overwrite)  # a taken output must not burn epsilon
     acct.precheck(report_cost(cfg))  # refuse before reading anything
     with c.Steps(quiet) as step:
         step("reading the tessellation")
@@ -137,9 +140,7 @@ def report(
             delimiter=delimiter,
         )
         rel = mobility_report(eng, points, tiles, cfg, acct, rng=seed, progress=step)
-        step("writing the report")
-        record_test_mode(rel, seed, test_mode)
-        paths = write_report(rel, output, overwrite=overwrite)
+        paths = report_paths(out.target)
     if not quiet:
         e = rel.ledger_entry
         assert e is not None

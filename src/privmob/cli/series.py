@@ -7,7 +7,7 @@ import contextlib
 import json
 import warnings
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import numpy as np
 import pandas as pd
@@ -35,7 +35,7 @@ from privmob.cli.common import (
     open_engine,
     parse_columns,
 )
-from privmob.cli.test_mode import TestModeOpt, ledger_for, record_test_mode
+from privmob.cli.test_mode import TestModeOpt, ledger_for, test_mode_marks
 from privmob.errors import ConfigError, InputError
 from privmob.privacy.costs import Cost
 from privmob.privacy.ledger import Ledger
@@ -48,8 +48,9 @@ from privmob.privacy.temporal import (
     temporal_loss,
     transition_matrix,
 )
-from privmob.releases.base import Accountant, Release, refuse_existing_output, write_release
+from privmob.releases.base import Accountant, Release
 from privmob.releases.landmark import SCHEME_UNIT, AdaptiveRule, Scheme, publish_series
+from privmob.releases.publish import Output
 
 
 def _tokens(spec: str) -> list[str]:
@@ -284,12 +285,15 @@ def series_command(
             "--domain-from-data reads it from the file and stamps the release not for "
             "publication",
         )
-    refuse_existing_output(output, ("series", "budgets"), overwrite=overwrite)
+    out = Output(output, overwrite=overwrite).check()  # stage -> charge -> rename, at charge
     led = Ledger(ledger_for(ledger, seed, test_mode))
     name = dataset_name(dataset, input)
     if budget is not None and not led.has_budget(name):
         led.set_budget(name, budget, 0.0, SCHEME_UNIT[scheme])
-    accountant = Accountant(led, name, group_size=group_size)
+    marks_ = test_mode_marks(seed, test_mode)
+    if domain_from_data:
+        marks_.append(_domain_from_data)
+    accountant = Accountant(led, name, group_size=group_size, output=out, annotate=marks_)
     accountant.precheck(Cost.pure(epsilon, SCHEME_UNIT[scheme]))  # before reading data
     declared = _tokens(zones_spec) if zones_spec else None
     grid = (
@@ -324,11 +328,7 @@ def series_command(
             fill_value=fill_value,
             value_bounds=bounds,
         )
-    if domain_from_data:
-        release.for_publication = False
-        release.publication_note = DOMAIN_FROM_DATA
-    record_test_mode(release, seed, test_mode)
-    paths = write_release(release, output, overwrite=overwrite)
+    paths = out.written
     _summary(release, paths, len(marks), quiet)
 
 
@@ -336,6 +336,11 @@ DOMAIN_FROM_DATA = (
     "NOT FOR PUBLICATION: the time domain was read from the data (--domain-from-data); its "
     "first and last dates and which steps exist are not protected"
 )
+
+
+def _domain_from_data(release: Any) -> None:
+    release.for_publication = False
+    release.publication_note = DOMAIN_FROM_DATA
 
 
 def time_grid_of(start: str | None, end: str | None, freq: str | None) -> pd.DatetimeIndex:
@@ -481,12 +486,14 @@ def series_counts_command(
     eps_out = outliers_epsilon_for(epsilon, outliers_epsilon)
     labels: list[object] = list(grid)
     marks = resolve_landmarks(landmarks, labels, landmark_positions) if landmarks else []
-    refuse_existing_output(output, ("series", "budgets", "outliers"), overwrite=overwrite)
+    out = Output(output, overwrite=overwrite).check()  # stage -> charge -> rename, at charge
     led = Ledger(ledger_for(ledger, seed, test_mode))
     name = dataset_name(dataset, events)
     if budget is not None and not led.has_budget(name):
         led.set_budget(name, budget, 0.0, SCHEME_UNIT[scheme])
-    accountant = Accountant(led, name, group_size=group_size)
+    accountant = Accountant(
+        led, name, group_size=group_size, output=out, annotate=test_mode_marks(seed, test_mode)
+    )
     # series + outliers cell, before reading data
     accountant.precheck(Cost.pure(epsilon + eps_out, SCHEME_UNIT[scheme]))
     rng = Randomness.for_tests(seed) if seed is not None else Randomness.secure()
@@ -519,9 +526,7 @@ def series_counts_command(
             outliers_epsilon=eps_out,
             step=step,
         )
-        step("writing the output")
-        record_test_mode(release, seed, test_mode)
-    paths = write_release(release, output, overwrite=overwrite)
+        paths = out.written
     _summary(release, paths, len(marks), quiet)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import atexit
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -55,9 +56,15 @@ def ledger_for(ledger: Path | None, seed: int | None, test_mode: bool) -> Path |
     return folder / "ledger.sqlite"
 
 
-def record_test_mode(release: Any, seed: int | None, test_mode: bool) -> None:
-    """Record the seed in the release's metadata and mark it not for publication."""
+def test_mode_marks(seed: int | None, test_mode: bool) -> list[Callable[[Any], None]]:
+    """What :class:`~privmob.releases.base.Accountant` applies to a release before it is
+    charged and written: in test mode, the seed recorded and the release marked not for
+    publication (so every file is stamped); nothing otherwise."""
     if not test_mode:
-        return
-    release.for_publication = False
-    release.extra["test_mode"] = {"seed": seed, "ledger": "throw-away (deleted after the run)"}
+        return []
+
+    def mark(release: Any) -> None:
+        release.for_publication = False
+        release.extra["test_mode"] = {"seed": seed, "ledger": "throw-away (deleted after the run)"}
+
+    return [mark]

@@ -168,19 +168,26 @@ def one_bucket(loaded: Loaded, n_buckets: int, bucket: int) -> Loaded:
 
 
 def default_spill_parent(engine: object) -> Path:
-    """Where spill directories go: the engine's spill / temp directory, else the system temp."""
+    """Where spill directories go: the engine's spill / temp directory, else this run's private
+    working directory (engine/rundir.py)."""
     for attr in ("spill_dir", "temp_directory"):
         value = getattr(engine, attr, None)
         if value:
             return Path(value)
-    return Path(tempfile.gettempdir()) / "privmob"
+    from privmob.engine.rundir import open_run_dir
+
+    return open_run_dir().sub("buckets")
 
 
 @contextmanager
 def spill_directory(parent: str | os.PathLike[str] | None = None) -> Iterator[Path]:
     """A fresh private directory (mode 0700) under ``parent``, removed on exit (also on error).
     It holds user-level records: never leave it behind."""
-    base = Path(parent) if parent else Path(tempfile.gettempdir()) / "privmob"
+    if parent is None:
+        from privmob.engine.rundir import open_run_dir
+
+        parent = open_run_dir().sub("buckets")  # this run's private working directory
+    base = Path(parent)
     try:
         base.mkdir(parents=True, exist_ok=True)
         path = Path(tempfile.mkdtemp(prefix=SPILL_PREFIX, dir=base))  # created 0700

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ class DuckDBEngine:
     ) -> None:
         from privmob.engine.buckets import duckdb_memory_limit, parse_memory
         from privmob.engine.memory import limited_settings, process_memory
+        from privmob.engine.rundir import open_run_dir
 
         # the limit caps the whole process: the engine gets what the process does not already
         # use (engine/memory.py); that sizes the user buckets (engine/buckets.py), and DuckDB
@@ -45,10 +45,11 @@ class DuckDBEngine:
                 self.con.execute(f"SET {setting} = {value}")
         if threads:
             self.con.execute(f"SET threads = {int(threads)}")
-        tmp = Path(temp_directory) if temp_directory else Path(tempfile.gettempdir()) / "privmob"
+        # default: this run's private working directory (engine/rundir.py), never a shared one
+        tmp = Path(temp_directory) if temp_directory else open_run_dir().sub("duckdb")
         self.temp_directory = tmp
         # where user buckets are written (private subdirectories, removed after counting)
-        self.spill_dir = Path(spill_dir) if spill_dir else tmp
+        self.spill_dir = Path(spill_dir) if spill_dir else open_run_dir().sub("buckets")
         self.con.execute(f"SET temp_directory = '{_quote(tmp)}'")
         self.con.execute("SET preserve_insertion_order = false")
         self.con.execute("SET enable_progress_bar = false")  # the CLI has its own progress

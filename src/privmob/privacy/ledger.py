@@ -17,7 +17,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -252,9 +252,12 @@ class Ledger:
         params: dict[str, Any] | None = None,
         group_size: int | None = None,
         for_publication: bool = True,
+        within: Callable[[sqlite3.Connection, list[Entry]], None] | None = None,
     ) -> list[Entry]:
         """Charge several parts of one release (e.g. one per period) in one transaction:
-        all entries are written, or none is."""
+        all entries are written, or none is. ``within`` runs inside that transaction after the
+        entries are inserted (the release publication records its staged files there,
+        ``releases/publish.py``); if it raises, nothing is charged."""
         if not parts:
             raise ConfigError("nothing to charge")
         with self._connect() as con:
@@ -322,6 +325,8 @@ class Ledger:
                             params or {},
                         )
                     )
+                if within is not None:
+                    within(con, entries)
                 con.execute("COMMIT")
             except BaseException:
                 if con.in_transaction:

@@ -2,26 +2,31 @@
 privacy, bounds, noise and cost. Outputs are rendered from releases, never from raw data.
 
 The one path every release takes at its end lives here: :class:`Accountant` checks the budget
-before the data is read (so a refused release costs no work), charges the ledger before any
-output exists, and :func:`write_release` refuses to write a release that was not charged.
+before the data is read (so a refused release costs no work); with an ``output``
+(:class:`~privmob.releases.publish.Output`) its ``charge`` publishes the release by the atomic
+protocol of ``releases/publish.py`` (stage, fsync, charge, rename). :func:`write_release`
+writes a release charged before, by the same staging and rename, and refuses an uncharged one.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from privmob import __version__
-from privmob.errors import ConfigError, OutputError
+from privmob.errors import ConfigError
 from privmob.privacy.costs import Cost, Unit
 from privmob.privacy.ledger import Entry, Ledger
 from privmob.releases.stamp import write_stamped_parquet
+
+if TYPE_CHECKING:
+    from privmob.releases.publish import Output
 
 NOT_FOR_PUBLICATION = (
     "NOT FOR PUBLICATION: made with a fixed seed for testing; the noise is predictable and "
@@ -100,6 +105,11 @@ class Accountant:
     group_size: int | None = None
     budget: float | None = None
     budget_delta: float = 0.0
+    #: where the release is published; set, :meth:`charge` stages, charges and renames
+    output: Output | None = None
+    #: applied to every release before it is charged and written (test mode, a domain read
+    #: from the data: both mark the release not for publication, in its files too)
+    annotate: list[Callable[[Release], None]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not self.dataset:
@@ -121,57 +131,62 @@ class Accountant:
         the entries to it."""
         if release.ledger_entry is not None:
             raise ConfigError("this release was already charged")
+        for mark in self.annotate:
+            mark(release)
         parts = release.cost_parts or [(description, release.cost)]
-        entries = self.ledger.charge_parts(
-            self.dataset,
-            parts,
-            kind=release.kind,
-            params={"params": release.params, "bounds": release.bounds, "noise": release.noise},
-            group_size=self.group_size,
-            for_publication=release.for_publication,
-        )
+
+        def charge(within: Any = None) -> list[Entry]:
+            return self.ledger.charge_parts(
+                self.dataset,
+                parts,
+                kind=release.kind,
+                params={
+                    "params": release.params,
+                    "bounds": release.bounds,
+                    "noise": release.noise,
+                },
+                group_size=self.group_size,
+                for_publication=release.for_publication,
+                within=within,
+            )
+
+        if self.output is not None:  # stage -> charge -> rename (releases/publish.py)
+            self.output.publish(release, charge, self.ledger, self.dataset)
+            return release
+        entries = charge()
         release.ledger_entries = entries
         release.ledger_entry = entries[-1]
         return release
 
 
-def refuse_existing_output(
-    outdir: str | Path, tables: Iterable[str] = (), *, overwrite: bool = False
-) -> None:
-    """Raise :class:`OutputError` if ``outdir`` already holds a release (its ``metadata.json``)
-    or one of the named tables. Call it before any work, so that a release that could not be
-    written is never charged."""
-    if overwrite:
-        return
-    out = Path(outdir)
-    targets = [out / f"{name}.parquet" for name in tables] + [out / "metadata.json"]
-    existing = [p for p in targets if p.exists()]
-    if existing:
-        raise OutputError(
-            f"output file {existing[0]} exists; nothing was written",
-            hint="choose another --output or pass --overwrite",
-        )
-
-
 def write_release(release: Release, outdir: str | Path, *, overwrite: bool = False) -> list[Path]:
-    """Write a charged release: one Parquet file per table and ``metadata.json``.
+    """Write a charged release: one Parquet file per table and ``metadata.json``, staged beside
+    ``outdir`` and renamed into place (``releases/publish.py``).
 
-    Refuses an uncharged release. Refuses to overwrite existing files unless asked.
+    Refuses an uncharged release. Refuses to replace an existing output unless asked.
     """
+    from privmob.releases.publish import Output, publish_charged
+
     if release.ledger_entry is None:
         raise ConfigError("a release must be charged to the ledger before it is written")
-    out = Path(outdir)
-    refuse_existing_output(out, release.tables, overwrite=overwrite)
-    out.mkdir(parents=True, exist_ok=True)
+    return publish_charged(release, Output(Path(outdir), overwrite=overwrite))
+
+
+def write_tables(release: Release, out: Path) -> list[Path]:
+    """One Parquet file per table of ``release`` in the folder ``out``."""
     written = []
     for name, df in release.tables.items():
         path = out / f"{name}.parquet"
         write_stamped_parquet(df, path, release)  # the file itself says if it may be published
         written.append(path)
+    return written
+
+
+def write_metadata_file(release: Release, out: Path) -> list[Path]:
+    """``metadata.json`` of ``release`` (its cost, parameters and ledger entries) in ``out``."""
     meta = out / "metadata.json"
     meta.write_text(json.dumps(release.metadata(), indent=2, default=_json_default) + "\n")
-    written.append(meta)
-    return written
+    return [meta]
 
 
 def _json_default(obj: Any) -> Any:

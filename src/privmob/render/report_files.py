@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from privmob.errors import InputError, OutputError
+from privmob.errors import InputError
 from privmob.releases.base import Release, _json_default
 from privmob.releases.stamp import write_stamped_parquet
+
+if TYPE_CHECKING:
+    from privmob.releases.publish import Output
 
 
 def report_document(release: Release) -> dict[str, Any]:
@@ -33,16 +36,6 @@ def report_paths(html_path: str | Path) -> dict[str, Path]:
     }
 
 
-def refuse_taken(html_path: str | Path, overwrite: bool = False) -> None:
-    """Refuse existing outputs *before* anything is read or charged."""
-    existing = [p for p in report_paths(html_path).values() if p.exists()]
-    if existing and not overwrite:
-        raise OutputError(
-            f"output {existing[0]} exists; nothing was read, charged or written",
-            hint="choose another -o or pass --overwrite",
-        )
-
-
 def write_report(
     release: Release, html_path: str | Path, *, overwrite: bool = False
 ) -> dict[str, Path]:
@@ -50,21 +43,45 @@ def write_report(
 
     Refuses an uncharged release and existing files unless ``overwrite``.
     """
-    from privmob.render.report_html import render_report_html
+    from privmob.releases.publish import publish_charged
 
     if release.ledger_entry is None:
         raise InputError("a release must be charged to the ledger before it is written")
+    publish_charged(release, report_output(html_path, overwrite=overwrite))
+    return report_paths(html_path)
+
+
+def report_output(html_path: str | Path, *, overwrite: bool = False) -> Output:
+    """Where a report is published (``releases/publish.py``): its three paths, staged together
+    beside the HTML and renamed into place after the charge."""
+    from privmob.releases.publish import Output
+
     paths = report_paths(html_path)
     html, js, tables = paths["html"], paths["json"], paths["tables"]
-    refuse_taken(html, overwrite)
-    doc = report_document(release)
-    html.parent.mkdir(parents=True, exist_ok=True)
-    js.write_text(json.dumps(doc, indent=1) + "\n")
-    html.write_text(render_report_html(doc), encoding="utf-8")
-    tables.mkdir(exist_ok=True)
-    for name, df in release.tables.items():
-        write_stamped_parquet(df, tables / f"{name}.parquet", release)
-    return {"html": html, "json": js, "tables": tables}
+
+    def write_tables(release: Release, staging: Path) -> list[Path]:
+        (staging / tables.name).mkdir()
+        out = []
+        for name, df in release.tables.items():
+            out.append(staging / tables.name / f"{name}.parquet")
+            write_stamped_parquet(df, out[-1], release)
+        return out
+
+    def write_document(release: Release, staging: Path) -> list[Path]:
+        from privmob.render.report_html import render_report_html
+
+        doc = report_document(release)  # names the ledger entries: written at the charge
+        (staging / js.name).write_text(json.dumps(doc, indent=1) + "\n")
+        (staging / html.name).write_text(render_report_html(doc), encoding="utf-8")
+        return [staging / js.name, staging / html.name]
+
+    return Output(
+        html,
+        overwrite=overwrite,
+        data=write_tables,
+        meta=write_document,
+        items=(html.name, js.name, tables.name),
+    )
 
 
 def read_report(path: str | Path) -> dict[str, Any]:

@@ -1,0 +1,169 @@
+"""Crash injection with real processes: a release run as ``python -m privmob od`` in a child
+process, killed, and what it left classified (used by tests/releases/test_publish_crash.py and
+benchmarks/bench_crash.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from privmob.privacy.ledger import Ledger
+from privmob.privacy.staging import CHARGED, StagingTable, has_staging_table
+from privmob.releases.publish import REPLACED_MARK, STAGING_MARK
+from privmob.releases.recover import recover_staged
+from tests.helpers import box_grid, random_trips
+
+ROOT = Path(__file__).resolve().parents[1]
+DATASET = "d"
+#: the files of a complete OD release
+OD_FILES = {"metadata.json", "od.parquet", "outliers.parquet"}
+
+#: a child that dies (SIGKILL) right after the ledger is charged, before the rename
+KILL_BEFORE_RENAME = """
+import os, signal, sys
+from privmob.releases import publish
+publish.place = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)
+from privmob.cli import main
+main(sys.argv[1:])
+"""
+
+
+def make_inputs(work: Path, users: int = 3000, k: int = 8) -> Path:
+    """Trips, a k x k grid and a ledger with a large budget in ``work``; the ledger path."""
+    work.mkdir(parents=True, exist_ok=True)
+    random_trips(users, k * k, seed=1).to_parquet(work / "trips.parquet")
+    box_grid(k).gdf.to_file(work / "grid.geojson", driver="GeoJSON")
+    ledger = work / "ledger.sqlite"
+    Ledger(ledger).set_budget(DATASET, 1e6)
+    StagingTable(ledger)  # its table exists, as after any earlier release
+    return ledger
+
+
+def od_args(work: Path, out: Path, *extra: str) -> list[str]:
+    return [
+        "od",
+        str(work / "trips.parquet"),
+        "-t",
+        str(work / "grid.geojson"),
+        "-e",
+        "0.5",
+        "-T",
+        "4",
+        "--dataset",
+        DATASET,
+        "--ledger",
+        str(work / "ledger.sqlite"),
+        "-o",
+        str(out),
+        "--quiet",
+        *extra,
+    ]
+
+
+def child_env(work: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["TMPDIR"] = str(work / "tmp")  # the run directories of the children, to inspect
+    (work / "tmp").mkdir(exist_ok=True)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def run_od(work: Path, out: Path, *, script: str | None = None) -> subprocess.CompletedProcess:
+    """One release in a child process, to its end."""
+    cmd = [sys.executable, "-c", script, *od_args(work, out)] if script else None
+    cmd = cmd or [sys.executable, "-m", "privmob", *od_args(work, out)]
+    return subprocess.run(cmd, env=child_env(work), capture_output=True, text=True, cwd=ROOT)
+
+
+def kill_od_at(work: Path, out: Path, seconds: float) -> int:
+    """Start a release and SIGKILL it after ``seconds`` (or let it end first); its return code."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "privmob", *od_args(work, out)],
+        env=child_env(work),
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        proc.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    return proc.returncode
+
+
+def kill_od_in_publication(work: Path, out: Path, after: float) -> int:
+    """Start a release and SIGKILL it ``after`` seconds once its staging directory appears
+    (the window of writing, charging and renaming); its return code."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "privmob", *od_args(work, out)],
+        env=child_env(work),
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    pattern = f".{out.name}{STAGING_MARK}*"
+    while proc.poll() is None and not any(out.parent.glob(pattern)):
+        time.sleep(0.002)
+    if proc.poll() is None:
+        time.sleep(after)
+        proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    return proc.returncode
+
+
+def complete_release(folder: Path, entry_ids: set[int]) -> None:
+    """Assert ``folder`` holds a whole OD release charged by ``entry_ids`` (no torn file)."""
+    names = {p.name for p in folder.iterdir()}
+    assert names == OD_FILES, f"{folder}: {sorted(names)}"
+    meta = json.loads((folder / "metadata.json").read_text())
+    assert {e["id"] for e in meta["ledger_entries"]} == entry_ids
+    for name in ("od", "outliers"):
+        assert len(pd.read_parquet(folder / f"{name}.parquet")) > 0
+
+
+def classify(work: Path, out: Path, entries_before: int) -> str:
+    """What a killed release left: ``nothing`` (no charge, no output), ``published`` (charge
+    and complete output) or ``staged`` (charge and a staged release that recover completes).
+    Anything else (a torn file, a charge without output, output without charge) fails."""
+    ledger = work / "ledger.sqlite"
+    entries = Ledger(ledger).entries(DATASET)
+    new = {e.id for e in entries[entries_before:]}
+    staged = (
+        [s for s in StagingTable(ledger).pending() if s.state == CHARGED]
+        if has_staging_table(ledger)
+        else []
+    )
+    staged = [s for s in staged if s.target == out]
+    if out.exists():
+        assert not staged, "a published release is still listed as staged"
+        complete_release(out, new)
+        state = "published"
+    elif staged:
+        assert len(staged) == 1 and set(staged[0].entry_ids) == new
+        complete_release(staged[0].staging, new)
+        recover_staged(ledger)  # the crashed process is dead: recover moves it into place
+        complete_release(out, new)
+        state = "staged"
+    else:
+        assert not new, f"charged {new} but no output, staged or published"
+        state = "nothing"
+    recover_staged(ledger)  # removes the uncharged staging of dead processes
+    left = [p for p in out.parent.iterdir() if STAGING_MARK in p.name or REPLACED_MARK in p.name]
+    assert not left, f"left beside the output: {left}"
+    return state
+
+
+def wait_for(path: Path, timeout: float = 120.0) -> None:
+    end = time.monotonic() + timeout
+    while not path.exists():
+        if time.monotonic() > end:
+            raise TimeoutError(path)
+        time.sleep(0.05)
