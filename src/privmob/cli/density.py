@@ -144,6 +144,7 @@ def density(
     timezone: c.TimezoneOpt = "UTC",
     ledger: c.LedgerOpt = None,
     dataset: c.DatasetOpt = None,
+    new_dataset: c.NewDatasetOpt = False,
     budget: c.BudgetOpt = None,
     engine: c.EngineOpt = "duckdb",
     memory_limit: c.MemoryLimitOpt = None,
@@ -179,6 +180,7 @@ def density(
         c.dataset_name(dataset, events),
         budget=budget,
         budget_delta=delta if budget is not None else 0.0,
+        new_dataset_for_same_data=new_dataset,
     )
     acct.precheck(config.cost())
     with c.Steps(quiet) as step:
@@ -196,6 +198,7 @@ def density(
                 engine, memory_limit, spark_master, spark_conf, step, spill_dir=spill_dir
             ),
         )
+        acct.bind_input(inp.loaded)  # the budget is bound to the data's content
         step("pre-sampling, noise and post-processing")
         release = density_release(
             inp.engine, inp.loaded, inp.geometry, config, inp.week_start, acct, seed, step

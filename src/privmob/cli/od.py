@@ -79,6 +79,7 @@ def od(
     ] = None,
     ledger: c.LedgerOpt = None,
     dataset: c.DatasetOpt = None,
+    new_dataset: c.NewDatasetOpt = False,
     budget: c.BudgetOpt = None,
     engine: c.EngineOpt = "duckdb",
     memory_limit: c.MemoryLimitOpt = None,
@@ -101,7 +102,11 @@ def od(
     # before anything is read or charged: a release that cannot be written must cost nothing
     refuse_existing_output(output, ("od", "outliers"), overwrite=overwrite)
     acct = Accountant(
-        Ledger(ledger), c.dataset_name(dataset, data), group_size=group_size, budget=budget
+        Ledger(ledger),
+        c.dataset_name(dataset, data),
+        group_size=group_size,
+        budget=budget,
+        new_dataset_for_same_data=new_dataset,
     )
     # refuse a release the budget cannot pay for before the input is read or validated
     od_precheck(
@@ -133,6 +138,7 @@ def od(
             delimiter=delimiter,
             trip_rule=trip_rule,
         )
+        acct.bind_input(trips)  # the budget is bound to the data's content
         if unique:
             from privmob.prepare.unique import unique_trips
 

@@ -46,6 +46,7 @@ def population(
     timezone: c.TimezoneOpt = "UTC",
     ledger: c.LedgerOpt = None,
     dataset: c.DatasetOpt = None,
+    new_dataset: c.NewDatasetOpt = False,
     budget: c.BudgetOpt = None,
     engine: c.EngineOpt = "duckdb",
     memory_limit: c.MemoryLimitOpt = None,
@@ -75,7 +76,12 @@ def population(
     study = StudyPeriod.parse("all", start, end)
     # before anything is read or charged: a release that cannot be written must cost nothing
     refuse_existing_output(output, ("population",), overwrite=overwrite)
-    acct = Accountant(Ledger(ledger), c.dataset_name(dataset, data), budget=budget)
+    acct = Accountant(
+        Ledger(ledger),
+        c.dataset_name(dataset, data),
+        budget=budget,
+        new_dataset_for_same_data=new_dataset,
+    )
     with c.Steps(quiet) as step:
         step("reading the tessellation")
         tess = load_tessellation(tessellation, id_column=id_column)
@@ -92,6 +98,7 @@ def population(
             timezone=timezone,
             delimiter=delimiter,
         )
+        acct.bind_input(events)  # the budget is bound to the data's content
         if zone_mapping == "voronoi":
             from privmob.data.sources import load_cells
             from privmob.releases.population import population_by_tower_shares

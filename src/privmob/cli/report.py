@@ -80,6 +80,7 @@ def report(
     ] = None,
     ledger: c.LedgerOpt = None,
     dataset: c.DatasetOpt = None,
+    new_dataset: c.NewDatasetOpt = False,
     budget: c.BudgetOpt = None,
     engine: c.EngineOpt = "duckdb",
     memory_limit: c.MemoryLimitOpt = None,
@@ -111,7 +112,11 @@ def report(
     if not output.suffix.lower().startswith(".htm"):
         raise InputError(f"-o should name an .html file, got {output}")
     acct = Accountant(
-        Ledger(ledger), c.dataset_name(dataset, data), group_size=group_size, budget=budget
+        Ledger(ledger),
+        c.dataset_name(dataset, data),
+        group_size=group_size,
+        budget=budget,
+        new_dataset_for_same_data=new_dataset,
     )
     refuse_taken(output, overwrite)  # a taken output must not burn epsilon
     acct.precheck(report_cost(cfg))  # refuse before reading anything
@@ -131,6 +136,7 @@ def report(
             timezone=timezone,
             delimiter=delimiter,
         )
+        acct.bind_input(points)  # the budget is bound to the data's content
         rel = mobility_report(eng, points, tiles, cfg, acct, rng=seed, progress=step)
         step("writing the report")
         paths = write_report(rel, output, overwrite=overwrite)

@@ -22,6 +22,7 @@ from privmob.cli.common import (
     EngineOpt,
     LedgerOpt,
     MemoryLimitOpt,
+    NewDatasetOpt,
     OverwriteOpt,
     QuietOpt,
     SeedOpt,
@@ -241,6 +242,7 @@ def series_command(
     ] = None,
     ledger: LedgerOpt = None,
     dataset: DatasetOpt = None,
+    new_dataset: NewDatasetOpt = False,
     seed: SeedOpt = None,
     quiet: QuietOpt = False,
     overwrite: OverwriteOpt = False,
@@ -252,7 +254,7 @@ def series_command(
     name = dataset_name(dataset, input)
     if budget is not None and not led.has_budget(name):
         led.set_budget(name, budget, 0.0, SCHEME_UNIT[scheme])
-    accountant = Accountant(led, name, group_size=group_size)
+    accountant = Accountant(led, name, group_size=group_size, new_dataset_for_same_data=new_dataset)
     accountant.precheck(Cost.pure(epsilon, SCHEME_UNIT[scheme]))  # before reading data
     declared = _tokens(zones_spec) if zones_spec else None
     values, labels, zones = read_series(input, value_column, time_column, zone_column, declared)
@@ -387,6 +389,7 @@ def series_counts_command(
     ] = None,
     ledger: LedgerOpt = None,
     dataset: DatasetOpt = None,
+    new_dataset: NewDatasetOpt = False,
     engine: EngineOpt = "duckdb",
     memory_limit: MemoryLimitOpt = None,
     spill_dir: SpillDirOpt = None,
@@ -415,7 +418,7 @@ def series_counts_command(
     name = dataset_name(dataset, events)
     if budget is not None and not led.has_budget(name):
         led.set_budget(name, budget, 0.0, SCHEME_UNIT[scheme])
-    accountant = Accountant(led, name, group_size=group_size)
+    accountant = Accountant(led, name, group_size=group_size, new_dataset_for_same_data=new_dataset)
     # series + outliers cell, before reading data
     accountant.precheck(Cost.pure(epsilon + eps_out, SCHEME_UNIT[scheme]))
     rng = Randomness.for_tests(seed) if seed is not None else Randomness.secure()
@@ -434,6 +437,7 @@ def series_counts_command(
             header=names is None,
             names=[n.strip() for n in names.split(",")] if names else None,
         )
+        accountant.bind_input(loaded)  # the budget is bound to the data's content
         step("bounding, counting, adding noise, charging the ledger")
         release = publish_zone_counts(
             loaded,
