@@ -620,8 +620,9 @@ def load_events(
     required = ["uid", "datetime"] + (["cell_id"] if use_cells else ["lat", "lng"])
     cols = resolve_columns(engine, raw, display, required=required, optional=[], mapping=columns)
     types = _types(engine, raw)
+    fast = engine.dialect.name == "duckdb"  # UTC instants without a zone lookup per row
     parsed = {
-        "datetime": time_expr(cols["datetime"], types[cols["datetime"]], timezone),
+        "datetime": time_expr(cols["datetime"], types[cols["datetime"]], timezone, duckdb=fast),
         "datetime_raw": _ident(cols["datetime"]),
     }
     checks = [uid_check(cols["uid"]), *time_checks("datetime", types[cols["datetime"]])]
@@ -908,14 +909,17 @@ def load_trips(
         mapping=mapping,
     )
     types = _types(engine, raw)
+    fast = engine.dialect.name == "duckdb"  # UTC instants without a zone lookup per row
     parsed = {
-        "start_time": time_expr(cols["start_time"], types[cols["start_time"]], timezone),
+        "start_time": time_expr(
+            cols["start_time"], types[cols["start_time"]], timezone, duckdb=fast
+        ),
         "start_time_raw": _ident(cols["start_time"]),
     }
     checks = [uid_check(cols["uid"]), *time_checks("start_time", types[cols["start_time"]])]
     if "end_time" in cols:
         parsed |= {
-            "end_time": time_expr(cols["end_time"], types[cols["end_time"]], timezone),
+            "end_time": time_expr(cols["end_time"], types[cols["end_time"]], timezone, duckdb=fast),
             "end_time_raw": _ident(cols["end_time"]),
         }
         if not native_time(types[cols["end_time"]]):
