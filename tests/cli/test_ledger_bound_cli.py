@@ -109,3 +109,12 @@ def test_verify_and_show(files, capsys):
     assert "dropped" in " ".join(capsys.readouterr().err.split())
     assert _od(tmp_path, "trips.parquet", "c") != 0  # and nothing is charged to a damaged ledger
     assert not (tmp_path / "c").exists()
+
+
+@pytest.mark.parametrize(
+    "command", [["od"], ["population"], ["density"], ["report"], ["series"], ["series-counts"]]
+)
+def test_every_release_command_offers_the_statement(command, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "250")  # help on one line per option
+    assert _run(*command, "--help") == 0
+    assert "--new-dataset-for-same-data" in capsys.readouterr().out

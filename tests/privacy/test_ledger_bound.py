@@ -4,6 +4,7 @@
 import os
 import sqlite3
 import stat
+import warnings
 
 import pytest
 
@@ -229,7 +230,9 @@ def test_a_ledger_of_the_first_schema_opens_and_is_chained(tmp_path):
         _sql(path, "UPDATE releases SET epsilon = 0")
     with pytest.raises(sqlite3.DatabaseError, match="set once"):
         _sql(path, "UPDATE budgets SET epsilon = 100")
-    Ledger(path)  # a second open does not migrate again (no warning expected)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LedgerMigrated)
+        assert Ledger(path).migrated is None  # chained once, never again
 
 
 def test_default_ledger_is_in_the_user_data_directory(tmp_path, monkeypatch):
