@@ -92,3 +92,12 @@ def test_every_shape_carries_it_through_derived_relations(tmp_path, engine, grid
     assert t_csv.rows == 2 and t_csv.fingerprint
     # start_time is text in both files: the same parsed timestamps, the same fingerprint
     assert t_csv.fingerprint == t_pq.fingerprint
+
+
+def test_the_row_hash_sum_reaches_python_exactly(engine):
+    """The sum is fetched as text: as a DECIMAL it would arrive as a float and lose digits."""
+    from privmob.data.sources import content_fingerprint
+
+    expr = content_fingerprint(engine, {"x": "x"})
+    total = engine.fetch(f"SELECT {expr} AS s FROM range(1000) AS t(x)").iloc[0, 0]
+    assert isinstance(total, str) and total.isdigit() and len(total) > 17

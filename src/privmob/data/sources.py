@@ -326,7 +326,8 @@ def content_fingerprint(engine: Engine, content: Mapping[str, str]) -> str:
     (``content``: canonical name -> SQL expression). Order-free and independent of the file's
     name, format and column names; see :func:`fingerprint_text`."""
     row_hash = engine.dialect.keyed_hash(0, *content.values())
-    return f"sum(CAST({row_hash} AS DECIMAL(38, 0)))"
+    # as text: a DECIMAL would reach pandas as a float and lose its low digits
+    return f"CAST(sum(CAST({row_hash} AS DECIMAL(38, 0))) AS VARCHAR)"
 
 
 def fingerprint_text(engine: Engine, content: Mapping[str, str], n_rows: int, total: Any) -> str:
