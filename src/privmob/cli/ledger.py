@@ -75,7 +75,7 @@ def show(
                 as_released += f" x group {e.group_size}"
             p = e.provenance
             fp = p.get("input_fingerprint")
-            source = f"{fp[:12]} ({p.get('input_rows')} rows)" if fp else "-"
+            source = fp[:12] if fp else "-"  # no row count on screen: it is a count of people
             if p.get("new_dataset_for_same_data"):
                 source += " new dataset for same data"
             table.add_row(
