@@ -548,8 +548,8 @@ def _refuse_foreign_input(
     if not owners or dataset in owners:
         return
     raise BudgetError(
-        f"refused: this input's content (fingerprint {fingerprint[:16]}) was already released "
-        f"under dataset '{owners[0]}' in {path}; its budget is that dataset's, not "
+        f"refused: this input's content was already released under dataset '{owners[0]}' "
+        f"in {path}; its budget is that dataset's, not "
         f"'{dataset}''s; nothing was charged",
         hint=f"use --dataset {owners[0]}, or state --new-dataset-for-same-data if this is "
         "deliberately a separate budget for the same records (it is recorded in the ledger)",
