@@ -122,3 +122,16 @@ def test_every_release_command_offers_the_statement(command, capsys, monkeypatch
     monkeypatch.setenv("COLUMNS", "250")  # help on one line per option
     assert _run(*command, "--help") == 0
     assert "--new-dataset-for-same-data" in capsys.readouterr().out
+
+
+def test_verify_names_a_deleted_or_replaced_ledger_from_the_releases(files, capsys):
+    tmp_path = files
+    assert _od(tmp_path, "trips.parquet", "a") == 0
+    ledger = str(tmp_path / "ledger.sqlite")
+    assert _run("ledger", "verify", str(tmp_path / "a"), "--ledger", ledger) == 0
+    (tmp_path / "ledger.sqlite").unlink()  # the ledger is deleted; a fresh one appears
+    Ledger(ledger).set_budget("trips", 10.0)
+    capsys.readouterr()
+    assert _run("ledger", "verify", str(tmp_path / "a"), "--ledger", ledger) == 3
+    err = " ".join(capsys.readouterr().err.split())
+    assert "was deleted or replaced" in err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -95,14 +96,34 @@ def show(
 
 
 @ledger_app.command("verify")
-def verify(ledger: LedgerOpt = None) -> None:
+def verify(
+    releases: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="release folders (or their metadata.json) that must have been paid from "
+            "this ledger: detects a deleted or replaced ledger file"
+        ),
+    ] = None,
+    ledger: LedgerOpt = None,
+) -> None:
     """Check the ledger's hash chain: detects edited, deleted or truncated entries, edited
-    budgets and dropped tables. Exit status 0 when it verifies, 3 otherwise."""
+    budgets and dropped tables; with release folders, that their entries are in this ledger.
+    Exit status 0 when it verifies, 3 otherwise."""
+    import json
+
     from privmob.errors import BudgetError
 
     try:
         led = Ledger(ledger)
         problems = led.verify()
+        for release in releases or []:
+            meta = release / "metadata.json" if release.is_dir() else release
+            try:
+                data = json.loads(meta.read_text())
+            except (OSError, ValueError) as exc:
+                problems.append(f"{release}: cannot read its metadata.json ({exc})")
+                continue
+            problems += led.verify_release(data, str(release))
     except BudgetError as exc:  # a dropped table: the ledger does not even open
         console_err.print(f"[bold red]ledger does not verify:[/] {exc}")
         raise typer.Exit(3) from None

@@ -445,6 +445,24 @@ class Ledger:
                 raise
         return entries
 
+    def verify_release(self, metadata: dict[str, Any], name: str = "release") -> list[str]:
+        """Check that a release's ``metadata.json`` (its ``ledger`` block) was paid from this
+        ledger and that its entries are still here: a deleted or replaced ledger file, or one
+        rebuilt without those entries, shows here. Returns the problems found."""
+        block = metadata.get("ledger")
+        if not isinstance(block, dict) or "id" not in block:
+            return [f"{name}: its metadata names no ledger (made before ledgers had an id?)"]
+        if block["id"] != self.ledger_id:
+            return [
+                f"{name}: paid from ledger {block['id']}, but this ledger is {self.ledger_id} "
+                "(the ledger it was charged to was deleted or replaced, or is another file)"
+            ]
+        ids = {e.id for e in self.entries()}
+        missing = [i for i in block.get("entry_ids", []) if i not in ids]
+        if missing:
+            return [f"{name}: its ledger entries {missing} are missing from this ledger"]
+        return []
+
     def verify(self) -> list[str]:
         """Check the hash chain, the recorded head and the budgets; return the problems found
         (empty when the ledger verifies)."""
