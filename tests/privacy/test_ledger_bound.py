@@ -252,3 +252,58 @@ def test_default_ledger_is_in_the_user_data_directory(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_DATA_HOME", "relative/ignored")  # XDG: relative paths are invalid
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert default_ledger_path() == tmp_path / "home" / ".local/share/privmob/ledger.sqlite"
+
+
+def _open_and_charge(path: str, barrier, results) -> None:
+    barrier.wait()  # all open the file at once
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", LedgerMigrated)
+            led = Ledger(path)
+        led.set_budget("d", 2.0)  # the same budget again is a no-op
+        led.charge("d", Cost.pure(0.1), kind="race", input_fingerprint=FP)
+        results.put("ok")
+    except Exception as exc:  # reported to the parent, which fails the test
+        results.put(repr(exc))
+
+
+def _race_open(path, n: int = 4) -> None:
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    barrier, results = ctx.Barrier(n), ctx.Queue()
+    procs = [
+        ctx.Process(target=_open_and_charge, args=(str(path), barrier, results)) for _ in range(n)
+    ]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(600)
+    assert [results.get(timeout=60) for _ in procs] == ["ok"] * n
+
+
+def test_racing_processes_create_a_ledger_once(tmp_path):
+    """Four real processes create the same new ledger at once and charge it."""
+    path = tmp_path / "new.sqlite"
+    _race_open(path)
+    led = Ledger(path)
+    assert len(led.entries("d")) == 4 and led.verify() == []
+
+
+def test_racing_processes_upgrade_a_first_schema_ledger_once(tmp_path):
+    """Four real processes open the same first-schema ledger at once and charge it: one of
+    them chains the old entry, all charges land, and the chain verifies."""
+    path = tmp_path / "old.sqlite"
+    con = sqlite3.connect(path, isolation_level=None)
+    con.executescript(FIRST_SCHEMA)
+    con.execute("INSERT INTO budgets VALUES ('d', 2.0, 0.0, 'user', '2026-01-01', '')")
+    con.execute(
+        "INSERT INTO releases (dataset, created_at, kind, epsilon, delta, rho, unit, "
+        "release_epsilon, release_delta, release_unit, group_size, for_publication, "
+        "description, params) VALUES ('d', '2026-01-02', 'od', 0.5, 0, NULL, 'user', 0.5, "
+        "0, 'user', NULL, 1, 'old', '{}')"
+    )
+    con.close()
+    _race_open(path)
+    led = Ledger(path)
+    assert len(led.entries("d")) == 5 and led.verify() == []

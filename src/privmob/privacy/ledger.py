@@ -174,9 +174,14 @@ class Ledger:
             # private from the start: the ledger names datasets, users, hosts and outputs
             os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
         with self._connect() as con:
-            _refuse_missing_tables(con, self.path)
+            con.execute("BEGIN")  # one consistent snapshot for the check
+            try:
+                _refuse_missing_tables(con, self.path)
+            finally:
+                con.execute("COMMIT")
             _add_columns(con)  # a ledger of the first schema: before the new index is made
-            con.executescript(SCHEMA)
+            # one transaction: another process never sees half a schema
+            con.executescript(f"BEGIN IMMEDIATE;\n{SCHEMA}\nCOMMIT;")
             self.migrated = _migrate(con)
             self.ledger_id = _meta(con)["ledger_id"]
         if self.migrated:
@@ -634,14 +639,15 @@ def _refuse_missing_tables(con: sqlite3.Connection, path: Path) -> None:
         if missing:
             raise _integrity_error(path, f"its table {missing[0]} was dropped")
         return
-    if ("budgets" in tables) != ("releases" in tables) or "ledger_meta" in tables:
+    # (ledger_meta without an id: another process is giving this ledger its identity now)
+    if ("budgets" in tables) != ("releases" in tables):
         raise _integrity_error(path, "a table of the ledger was dropped")
-    cols = {r[1] for r in con.execute("PRAGMA table_info(releases)")}
-    if (
-        "row_hash" in cols
-        and con.execute("SELECT 1 FROM releases WHERE row_hash IS NOT NULL LIMIT 1").fetchone()
-    ):
-        raise _integrity_error(path, "its identity table ledger_meta was dropped")
+    for table in ("releases", "budgets"):
+        cols = {r[1] for r in con.execute(f"PRAGMA table_info({table})")}
+        if "row_hash" not in cols:
+            continue  # a ledger of the first schema
+        if con.execute(f"SELECT 1 FROM {table} WHERE row_hash IS NOT NULL LIMIT 1").fetchone():
+            raise _integrity_error(path, "its identity table ledger_meta was dropped")
 
 
 def _add_columns(con: sqlite3.Connection) -> None:
@@ -651,11 +657,19 @@ def _add_columns(con: sqlite3.Connection) -> None:
         have = {r[1] for r in con.execute("PRAGMA table_info(releases)")}
         for name, sqltype in chain.NEW_ENTRY_COLUMNS.items():
             if name not in have:
-                con.execute(f"ALTER TABLE releases ADD COLUMN {name} {sqltype}")
+                _add_column(con, f"ALTER TABLE releases ADD COLUMN {name} {sqltype}")
     if "budgets" in tables:
         have = {r[1] for r in con.execute("PRAGMA table_info(budgets)")}
         if "row_hash" not in have:
-            con.execute("ALTER TABLE budgets ADD COLUMN row_hash TEXT")
+            _add_column(con, "ALTER TABLE budgets ADD COLUMN row_hash TEXT")
+
+
+def _add_column(con: sqlite3.Connection, sql: str) -> None:
+    try:
+        con.execute(sql)
+    except sqlite3.OperationalError as exc:  # another process opening the file added it
+        if "duplicate column" not in str(exc):
+            raise
 
 
 def _migrate(con: sqlite3.Connection) -> str | None:
