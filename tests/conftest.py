@@ -28,6 +28,12 @@ def shared_data() -> Path:
     return path
 
 
+@pytest.fixture(autouse=True)
+def _private_data_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
+    """The default ledger lives in the user's data directory: never the real one in tests."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("xdg-data")))
+
+
 @pytest.fixture
 def ledger(tmp_path: Path):
     from privmob.privacy.ledger import Ledger

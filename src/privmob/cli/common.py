@@ -19,7 +19,8 @@ LedgerOpt = Annotated[
     Path | None,
     typer.Option(
         "--ledger",
-        help="privacy ledger (SQLite); default $PRIVMOB_LEDGER or ./privmob-ledger.sqlite",
+        help="privacy ledger (SQLite); default $PRIVMOB_LEDGER, else "
+        "$XDG_DATA_HOME/privmob/ledger.sqlite (~/.local/share/privmob/ledger.sqlite)",
     ),
 ]
 DatasetOpt = Annotated[
@@ -27,6 +28,15 @@ DatasetOpt = Annotated[
     typer.Option(
         "--dataset",
         help="name of the dataset whose budget is charged (default: the input file's name)",
+    ),
+]
+NewDatasetOpt = Annotated[
+    bool,
+    typer.Option(
+        "--new-dataset-for-same-data",
+        help="release content that another dataset already released under this dataset's own "
+        "budget (refused otherwise: a budget is bound to the data, not to a name); recorded "
+        "in the ledger",
     ),
 ]
 BudgetOpt = Annotated[

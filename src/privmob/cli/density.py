@@ -145,6 +145,7 @@ def density(
     timezone: c.TimezoneOpt = "UTC",
     ledger: c.LedgerOpt = None,
     dataset: c.DatasetOpt = None,
+    new_dataset: c.NewDatasetOpt = False,
     budget: c.BudgetOpt = None,
     engine: c.EngineOpt = "duckdb",
     memory_limit: c.MemoryLimitOpt = None,
@@ -184,6 +185,7 @@ def density(
         budget_delta=delta if budget is not None else 0.0,
         output=out,
         annotate=test_mode_marks(seed, test_mode),
+        new_dataset_for_same_data=new_dataset,
     )
     acct.precheck(config.cost())
     with c.Steps(quiet) as step:
@@ -202,6 +204,7 @@ def density(
             ),
         )
         out.extra.append(lambda rel, d: [write_geojson(rel, inp.zones, d / "density.geojson")])
+        acct.bind_input(inp.loaded)  # the budget is bound to the data's content
         step("pre-sampling, noise and post-processing")
         release = density_release(
             inp.engine, inp.loaded, inp.geometry, config, inp.week_start, acct, seed, step

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from privmob.cli.common import LedgerOpt, console
+from privmob.cli.common import LedgerOpt, console, console_err
 from privmob.privacy.costs import Unit
 from privmob.privacy.ledger import Ledger
 
@@ -45,21 +45,27 @@ def show(
     if not budgets:
         console.print(f"no datasets in {led.path}")
         return
+    console.print(f"ledger {led.path} (id {led.ledger_id})")
     for b in budgets:
-        spent = led.spent(b.dataset)
-        table = Table(
-            title=f"{b.dataset}: budget epsilon={b.epsilon:g}, delta={b.delta:g} per "
-            f"{b.unit}; spent epsilon={spent.epsilon:.6g}, delta={spent.delta:.3g}; "
-            f"left epsilon={max(0.0, b.epsilon - spent.epsilon):.6g}"
+        acc = led.accounts(b.dataset)
+        console.print(
+            f"[bold]{b.dataset}[/]: budget epsilon={b.epsilon:g}, delta={b.delta:g} per "
+            f"{b.unit}\n  spent by {acc.describe()}\n  left epsilon={acc.epsilon_left:.6g} "
+            f"(by the {acc.tighter} accounting; a release is refused only if neither fits)",
+            highlight=False,
         )
+        table = Table()
         for col in (
             "id",
             "when (UTC)",
             "kind",
             "epsilon",
             "delta",
+            "rho",
             "as released",
             "publishable",
+            "input",
+            "by",
             "description",
         ):
             table.add_column(col)
@@ -68,14 +74,22 @@ def show(
             as_released = f"eps={rel.epsilon:.6g} per {rel.unit}"
             if e.group_size:
                 as_released += f" x group {e.group_size}"
+            p = e.provenance
+            fp = p.get("input_fingerprint")
+            source = fp[:12] if fp else "-"  # no row count on screen: it is a count of people
+            if p.get("new_dataset_for_same_data"):
+                source += " new dataset for same data"
             table.add_row(
                 str(e.id),
                 e.created_at[:19],
                 e.kind,
                 f"{e.cost.epsilon:.6g}",
                 f"{e.cost.delta:.3g}",
+                "-" if e.cost.rho is None else f"{e.cost.rho:.6g}",
                 as_released,
                 "yes" if e.for_publication else "NO (seeded)",
+                source,
+                f"{p.get('os_user') or '-'}@{p.get('host') or '-'}",
                 e.description,
             )
         console.print(table)
@@ -128,6 +142,47 @@ def recover(
     lines = recover_staged(led.path, discard=discard)
     for line in lines or ["nothing staged: every charged release is in place"]:
         console.print(line, highlight=False, soft_wrap=True)
+
+
+@ledger_app.command("verify")
+def verify(
+    releases: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="release folders (or their metadata.json) that must have been paid from "
+            "this ledger: detects a deleted or replaced ledger file"
+        ),
+    ] = None,
+    ledger: LedgerOpt = None,
+) -> None:
+    """Check the ledger's hash chain: detects edited, deleted or truncated entries, edited
+    budgets and dropped tables; with release folders, that their entries are in this ledger.
+    Exit status 0 when it verifies, 3 otherwise."""
+    import json
+
+    from privmob.errors import BudgetError
+
+    try:
+        led = Ledger(ledger)
+        problems = led.verify()
+        for release in releases or []:
+            meta = release / "metadata.json" if release.is_dir() else release
+            try:
+                data = json.loads(meta.read_text())
+            except (OSError, ValueError) as exc:
+                problems.append(f"{release}: cannot read its metadata.json ({exc})")
+                continue
+            problems += led.verify_release(data, str(release))
+    except BudgetError as exc:  # a dropped table: the ledger does not even open
+        console_err.print(f"[bold red]ledger does not verify:[/] {exc}")
+        raise typer.Exit(3) from None
+    if problems:
+        console_err.print(f"[bold red]ledger {led.path} does not verify[/] ({len(problems)}):")
+        for line in problems:
+            console_err.print(f"  {line}")
+        raise typer.Exit(3)
+    n = len(led.entries())
+    console.print(f"ledger {led.path} (id {led.ledger_id}) verifies: {n} entries chained")
 
 
 def register(app: typer.Typer) -> None:

@@ -80,6 +80,7 @@ def od(
     ] = None,
     ledger: c.LedgerOpt = None,
     dataset: c.DatasetOpt = None,
+    new_dataset: c.NewDatasetOpt = False,
     budget: c.BudgetOpt = None,
     engine: c.EngineOpt = "duckdb",
     memory_limit: c.MemoryLimitOpt = None,
@@ -110,6 +111,7 @@ def od(
         budget=budget,
         output=out,
         annotate=test_mode_marks(seed, test_mode),
+        new_dataset_for_same_data=new_dataset,
     )
     # refuse a release the budget cannot pay for before the input is read or validated
     od_precheck(
@@ -142,6 +144,7 @@ def od(
             delimiter=delimiter,
             trip_rule=trip_rule,
         )
+        acct.bind_input(trips)  # the budget is bound to the data's content
         if unique:
             from privmob.prepare.unique import unique_trips
 

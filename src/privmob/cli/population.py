@@ -47,6 +47,7 @@ def population(
     timezone: c.TimezoneOpt = "UTC",
     ledger: c.LedgerOpt = None,
     dataset: c.DatasetOpt = None,
+    new_dataset: c.NewDatasetOpt = False,
     budget: c.BudgetOpt = None,
     engine: c.EngineOpt = "duckdb",
     memory_limit: c.MemoryLimitOpt = None,
@@ -84,6 +85,7 @@ def population(
         budget=budget,
         output=out,
         annotate=test_mode_marks(seed, test_mode),
+        new_dataset_for_same_data=new_dataset,
     )
     with c.Steps(quiet) as step:
         step("reading the tessellation")
@@ -102,6 +104,7 @@ def population(
             timezone=timezone,
             delimiter=delimiter,
         )
+        acct.bind_input(events)  # the budget is bound to the data's content
         if zone_mapping == "voronoi":
             from privmob.data.sources import load_cells
             from privmob.releases.population import population_by_tower_shares

@@ -81,6 +81,7 @@ def report(
     ] = None,
     ledger: c.LedgerOpt = None,
     dataset: c.DatasetOpt = None,
+    new_dataset: c.NewDatasetOpt = False,
     budget: c.BudgetOpt = None,
     engine: c.EngineOpt = "duckdb",
     memory_limit: c.MemoryLimitOpt = None,
@@ -121,6 +122,7 @@ def report(
         budget=budget,
         output=out,
         annotate=test_mode_marks(seed, test_mode),
+        new_dataset_for_same_data=new_dataset,
     )
     acct.precheck(report_cost(cfg))  # refuse before reading anything
     with c.Steps(quiet) as step:
@@ -139,6 +141,7 @@ def report(
             timezone=timezone,
             delimiter=delimiter,
         )
+        acct.bind_input(points)  # the budget is bound to the data's content
         rel = mobility_report(eng, points, tiles, cfg, acct, rng=seed, progress=step)
         paths = report_paths(out.target)
     if not quiet:

@@ -22,6 +22,7 @@ from privmob.cli.common import (
     EngineOpt,
     LedgerOpt,
     MemoryLimitOpt,
+    NewDatasetOpt,
     OverwriteOpt,
     QuietOpt,
     SeedOpt,
@@ -268,6 +269,7 @@ def series_command(
     ] = None,
     ledger: LedgerOpt = None,
     dataset: DatasetOpt = None,
+    new_dataset: NewDatasetOpt = False,
     seed: SeedOpt = None,
     test_mode: TestModeOpt = False,
     quiet: QuietOpt = False,
@@ -293,7 +295,14 @@ def series_command(
     marks_ = test_mode_marks(seed, test_mode)
     if domain_from_data:
         marks_.append(_domain_from_data)
-    accountant = Accountant(led, name, group_size=group_size, output=out, annotate=marks_)
+    accountant = Accountant(
+        led,
+        name,
+        group_size=group_size,
+        output=out,
+        annotate=marks_,
+        new_dataset_for_same_data=new_dataset,
+    )
     accountant.precheck(Cost.pure(epsilon, SCHEME_UNIT[scheme]))  # before reading data
     declared = _tokens(zones_spec) if zones_spec else None
     grid = (
@@ -462,6 +471,7 @@ def series_counts_command(
     ] = None,
     ledger: LedgerOpt = None,
     dataset: DatasetOpt = None,
+    new_dataset: NewDatasetOpt = False,
     engine: EngineOpt = "duckdb",
     memory_limit: MemoryLimitOpt = None,
     spill_dir: SpillDirOpt = None,
@@ -492,7 +502,12 @@ def series_counts_command(
     if budget is not None and not led.has_budget(name):
         led.set_budget(name, budget, 0.0, SCHEME_UNIT[scheme])
     accountant = Accountant(
-        led, name, group_size=group_size, output=out, annotate=test_mode_marks(seed, test_mode)
+        led,
+        name,
+        group_size=group_size,
+        output=out,
+        annotate=test_mode_marks(seed, test_mode),
+        new_dataset_for_same_data=new_dataset,
     )
     # series + outliers cell, before reading data
     accountant.precheck(Cost.pure(epsilon + eps_out, SCHEME_UNIT[scheme]))
@@ -512,6 +527,7 @@ def series_counts_command(
             header=names is None,
             names=[n.strip() for n in names.split(",")] if names else None,
         )
+        accountant.bind_input(loaded)  # the budget is bound to the data's content
         step("bounding, counting, adding noise, charging the ledger")
         release = publish_zone_counts(
             loaded,

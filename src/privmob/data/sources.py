@@ -71,6 +71,10 @@ class Loaded:
     # how, so work can be split upstream (per-user buckets must filter before a window)
     base: Loaded | None = None
     derive: Callable[[Loaded], Loaded] | None = None
+    #: content fingerprint and row count of the input, from the validation pass (see
+    #: :func:`content_fingerprint`); kept by derived relations, charged with each release
+    fingerprint: str | None = None
+    rows: int | None = None
 
     def derived(self, view: str, shape: str, derive: Callable[[Loaded], Loaded]) -> Loaded:
         """A relation built from this one by ``derive`` (which can rebuild it per bucket)."""
@@ -82,6 +86,8 @@ class Loaded:
             self.engine.columns(view),
             base=self,
             derive=derive,
+            fingerprint=self.fingerprint,
+            rows=self.rows,
         )
 
 
@@ -311,13 +317,58 @@ class Check:
     hint: str
 
 
+@dataclass(frozen=True)
+class Validated:
+    """What the validation pass learnt besides "valid": the row count and the content
+    fingerprint (both only ever written to the ledger, never printed or released)."""
+
+    rows: int
+    fingerprint: str | None
+
+
+def content_fingerprint(engine: Engine, content: Mapping[str, str]) -> str:
+    """An aggregate SQL expression (text) of the input's content fingerprint, for the
+    validation pass: the sum over rows of a 64-bit hash of the row's canonical values
+    (``content``: canonical name -> SQL expression). Order-free and independent of the file's
+    name, format and column names; see :func:`fingerprint_text`."""
+    row_hash = engine.dialect.keyed_hash(0, *content.values())
+    # as text: a DECIMAL would reach pandas as a float and lose its low digits
+    return f"CAST(sum(CAST({row_hash} AS DECIMAL(38, 0))) AS VARCHAR)"
+
+
+def fingerprint_text(engine: Engine, content: Mapping[str, str], n_rows: int, total: Any) -> str:
+    """The fingerprint: SHA-256 of the engine's hash family, the canonical columns, the row
+    count and the row-hash sum (a 64-bit row hash is an accident detector, not a defence
+    against someone crafting a collision)."""
+    import hashlib
+
+    text = f"privmob-input-v1|{engine.dialect.name}|{','.join(content)}|{n_rows}|{total}"
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def identity_text(col: str) -> str:
+    """An identifier column as text, so that 7 read as an integer from CSV and "7" from
+    Parquet fingerprint alike."""
+    return f"CAST({_ident(col)} AS VARCHAR)"
+
+
 def validate(
-    engine: Engine, raw_view: str, parsed_view: str, display: str, checks: list[Check]
-) -> int:
+    engine: Engine,
+    raw_view: str,
+    parsed_view: str,
+    display: str,
+    checks: list[Check],
+    content: Mapping[str, str] | None = None,
+) -> Validated:
     """Run all checks in one pass; raise on the first failing one, naming the row number of
     its first bad record and the form of the bad value (never a record or a personal value;
-    the exact counts go to the error's ``detail``, shown with ``--verbose``)."""
+    the exact counts go to the error's ``detail``, shown with ``--verbose``).
+
+    ``content`` (canonical name -> SQL expression on the parsed view) adds the content
+    fingerprint to the same pass."""
     exprs = ["count(*) AS n_rows"] + [f"count_if({c.bad}) AS c{i}" for i, c in enumerate(checks)]
+    if content:
+        exprs.append(f"{content_fingerprint(engine, content)} AS pm_fingerprint")
     try:
         row = engine.fetch(f"SELECT {', '.join(exprs)} FROM {parsed_view}").iloc[0]
     except Exception as exc:
@@ -350,7 +401,10 @@ def validate(
                 hint=c.hint,
                 detail=f"{n_bad} of {n_rows} rows",
             )
-    return n_rows
+    fingerprint = None
+    if content:
+        fingerprint = fingerprint_text(engine, content, n_rows, row["pm_fingerprint"])
+    return Validated(n_rows, fingerprint)
 
 
 def _first_bad_row(engine: Engine, parsed_view: str, check: Check) -> tuple[int | None, Any]:
@@ -588,8 +642,9 @@ def load_events(
     required = ["uid", "datetime"] + (["cell_id"] if use_cells else ["lat", "lng"])
     cols = resolve_columns(engine, raw, display, required=required, optional=[], mapping=columns)
     types = _types(engine, raw)
+    fast = engine.dialect.name == "duckdb"  # UTC instants without a zone lookup per row
     parsed = {
-        "datetime": time_expr(cols["datetime"], types[cols["datetime"]], timezone),
+        "datetime": time_expr(cols["datetime"], types[cols["datetime"]], timezone, duckdb=fast),
         "datetime_raw": _ident(cols["datetime"]),
     }
     checks = [uid_check(cols["uid"]), *time_checks("datetime", types[cols["datetime"]])]
@@ -598,7 +653,13 @@ def load_events(
         checks += coord_checks("lat", "lng")
     pview = _parsed_view(engine, raw, parsed)
     _relabel(checks, cols)
-    validate(engine, raw, pview, display, checks)
+    content = {"uid": identity_text(cols["uid"]), "time": "_p_datetime"}
+    content |= (
+        {"cell_id": identity_text(cols["cell_id"])}
+        if use_cells
+        else {"lat": "_p_lat", "lng": "_p_lng"}
+    )
+    checked = validate(engine, raw, pview, display, checks, content)
     view = _new_name("events")
     if use_cells:
         cell_view = load_cells(
@@ -632,7 +693,15 @@ def load_events(
                 f"ON e._p_lng = t.lng AND e._p_lat = t.lat"
             ),
         )
-    return Loaded(view, display, "events", engine, engine.columns(view))
+    return Loaded(
+        view,
+        display,
+        "events",
+        engine,
+        engine.columns(view),
+        fingerprint=checked.fingerprint,
+        rows=checked.rows,
+    )
 
 
 def _has_int_keys(engine: Engine, cell_view: str) -> bool:
@@ -740,7 +809,16 @@ def load_trip_points(
         *coord_checks("lat", "lng"),
     ]
     _relabel(checks, cols)
-    validate(engine, raw, pview, display, checks)
+    content = {
+        "uid": identity_text(cols["uid"]),
+        "tid": identity_text(cols["tid"]),
+        "time": "_p_datetime",
+        "lat": "_p_lat",
+        "lng": "_p_lng",
+    }
+    if "tile_id" in cols:
+        content["tile_id"] = identity_text(cols["tile_id"])
+    checked = validate(engine, raw, pview, display, checks, content)
     view = _new_name("points")
     canonical = (
         f"e.{_ident(cols['uid'])} AS uid, e.{_ident(cols['tid'])} AS tid, "
@@ -753,7 +831,15 @@ def load_trip_points(
         # input, so user buckets filter before the tile arithmetic, not after it
         base = _new_name("untiled")
         engine.create_view(base, f"SELECT {canonical} FROM {pview} AS e")
-        untiled = Loaded(base, display, "trip_points_untiled", engine, engine.columns(base))
+        untiled = Loaded(
+            base,
+            display,
+            "trip_points_untiled",
+            engine,
+            engine.columns(base),
+            fingerprint=checked.fingerprint,
+            rows=checked.rows,
+        )
         return _grid_tiled_points(untiled, grid)
     if "tile_id" in cols:
         tile_expr, tile_sql = tile_index(
@@ -763,7 +849,15 @@ def load_trip_points(
     else:
         source, tile_expr = coordinate_tiles_sql(engine, tessellation, pview)
     engine.create_view(view, f"SELECT {canonical}, {tile_expr} AS tile FROM {source}")
-    return Loaded(view, display, "trip_points", engine, engine.columns(view))
+    return Loaded(
+        view,
+        display,
+        "trip_points",
+        engine,
+        engine.columns(view),
+        fingerprint=checked.fingerprint,
+        rows=checked.rows,
+    )
 
 
 def _grid_tiled_points(untiled: Loaded, grid: Any) -> Loaded:
@@ -828,14 +922,17 @@ def load_trips(
         mapping=mapping,
     )
     types = _types(engine, raw)
+    fast = engine.dialect.name == "duckdb"  # UTC instants without a zone lookup per row
     parsed = {
-        "start_time": time_expr(cols["start_time"], types[cols["start_time"]], timezone),
+        "start_time": time_expr(
+            cols["start_time"], types[cols["start_time"]], timezone, duckdb=fast
+        ),
         "start_time_raw": _ident(cols["start_time"]),
     }
     checks = [uid_check(cols["uid"]), *time_checks("start_time", types[cols["start_time"]])]
     if "end_time" in cols:
         parsed |= {
-            "end_time": time_expr(cols["end_time"], types[cols["end_time"]], timezone),
+            "end_time": time_expr(cols["end_time"], types[cols["end_time"]], timezone, duckdb=fast),
             "end_time_raw": _ident(cols["end_time"]),
         }
         if not native_time(types[cols["end_time"]]):
@@ -866,7 +963,14 @@ def load_trips(
         ]
     pview = _parsed_view(engine, raw, parsed)
     _relabel(checks, cols)
-    validate(engine, raw, pview, display, checks)
+    content = {"uid": identity_text(cols["uid"]), "start_time": "_p_start_time"}
+    if "end_time" in cols:
+        content["end_time"] = "_p_end_time"
+    if "tid" in cols:
+        content["tid"] = identity_text(cols["tid"])
+    for e in ends:
+        content[e] = f"_p_{e}" if by_coords else identity_text(cols[e])
+    checked = validate(engine, raw, pview, display, checks, content)
     tid = _ident(cols["tid"]) if "tid" in cols else "row_number() OVER ()"
     end = "_p_end_time" if "end_time" in cols else "_p_start_time"
     view = _new_name("trips")
@@ -906,7 +1010,15 @@ def load_trips(
                 f"FROM {pview} AS e {o_join} {d_join}"
             ),
         )
-    return Loaded(view, display, "trips", engine, engine.columns(view))
+    return Loaded(
+        view,
+        display,
+        "trips",
+        engine,
+        engine.columns(view),
+        fingerprint=checked.fingerprint,
+        rows=checked.rows,
+    )
 
 
 def _relabel(checks: list[Check], cols: Mapping[str, str]) -> None:

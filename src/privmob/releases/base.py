@@ -57,6 +57,8 @@ class Release:
     cost_parts: list[tuple[str, Cost]] = field(default_factory=list)
     ledger_entry: Entry | None = None
     ledger_entries: list[Entry] = field(default_factory=list)
+    #: the identity of the ledger that was charged (a random id created with the ledger)
+    ledger_id: str | None = None
     created_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
     software_version: str = __version__
 
@@ -81,6 +83,11 @@ class Release:
             "created_at": self.created_at,
             "ledger_entries": [e.to_dict() for e in self.ledger_entries],
         }
+        if self.ledger_id is not None:
+            meta["ledger"] = {
+                "id": self.ledger_id,
+                "entry_ids": [e.id for e in self.ledger_entries],
+            }
         clash = set(self.extra) & (set(meta) | {"warning"})
         if clash:  # a release's extras must never overwrite its cost, unit or seed stamp
             raise ConfigError(f"release extras may not replace {sorted(clash)}")
@@ -110,6 +117,12 @@ class Accountant:
     #: applied to every release before it is charged and written (test mode, a domain read
     #: from the data: both mark the release not for publication, in its files too)
     annotate: list[Callable[[Release], None]] = field(default_factory=list)
+    #: the user stated that this dataset is a separate budget for content another dataset
+    #: already released (``--new-dataset-for-same-data``); recorded in the ledger
+    new_dataset_for_same_data: bool = False
+    #: the input's content fingerprint and row count (set by :meth:`bind_input`)
+    input_fingerprint: str | None = None
+    input_rows: int | None = None
 
     def __post_init__(self) -> None:
         if not self.dataset:
@@ -122,13 +135,33 @@ class Accountant:
         """Refuse early, before any data is read, if the cost cannot fit."""
         self.ledger.check(self.dataset, cost, self.group_size)
 
+    def bind_input(self, loaded: Any) -> None:
+        """Tie this accountant's charges to the input's content (a :class:`Loaded` relation,
+        or one derived from it) and refuse now, before any work, if another dataset holds
+        that content (see :meth:`Ledger.check_input`)."""
+        self.input_fingerprint = getattr(loaded, "fingerprint", None)
+        self.input_rows = getattr(loaded, "rows", None)
+        self.ledger.check_input(
+            self.dataset,
+            self.input_fingerprint,
+            new_dataset_for_same_data=self.new_dataset_for_same_data,
+        )
+
     def charged_cost(self, cost: Cost) -> Cost:
         """``cost`` as charged to the dataset's budget (converted by group privacy if needed)."""
         return self.ledger.in_budget_unit(self.dataset, cost, self.group_size)
 
-    def charge(self, release: Release, description: str = "") -> Release:
+    def charge(
+        self,
+        release: Release,
+        description: str = "",
+        *,
+        output_dir: str | Path | None = None,
+        output_hashes: dict[str, str] | None = None,
+    ) -> Release:
         """Charge the ledger for ``release`` (atomically: all its parts or nothing) and attach
-        the entries to it."""
+        the entries to it. ``output_dir``/``output_hashes`` (file name -> SHA-256) record the
+        output when it is known at charge time (staged before the charge)."""
         if release.ledger_entry is not None:
             raise ConfigError("this release was already charged")
         for mark in self.annotate:
@@ -136,20 +169,23 @@ class Accountant:
         parts = release.cost_parts or [(description, release.cost)]
 
         def charge(within: Any = None) -> list[Entry]:
+            staged = self.output
             return self.ledger.charge_parts(
                 self.dataset,
                 parts,
                 kind=release.kind,
-                params={
-                    "params": release.params,
-                    "bounds": release.bounds,
-                    "noise": release.noise,
-                },
+                params={"params": release.params, "bounds": release.bounds, "noise": release.noise},
                 group_size=self.group_size,
                 for_publication=release.for_publication,
+                input_fingerprint=self.input_fingerprint,
+                input_rows=self.input_rows,
+                output_dir=output_dir or (staged.target if staged else None),
+                output_hashes=output_hashes or (staged.staged_hashes if staged else None),
+                new_dataset_for_same_data=self.new_dataset_for_same_data,
                 within=within,
             )
 
+        release.ledger_id = self.ledger.ledger_id  # metadata.json names it, inside the charge
         if self.output is not None:  # stage -> charge -> rename (releases/publish.py)
             self.output.publish(release, charge, self.ledger, self.dataset)
             return release

@@ -78,6 +78,8 @@ class Output:
     written: list[Path] = field(default_factory=list)
     #: True once the target was checked
     checked: bool = False
+    #: SHA-256 of each data file staged (relative name -> hex), recorded in the ledger entries
+    staged_hashes: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.target = Path(os.path.abspath(self.target))
@@ -174,7 +176,10 @@ class Output:
                 os.mkdir(staging, 0o700)
                 assert self.data is not None and self.meta is not None
                 for writer in [self.data, *self.extra]:
-                    writer(release, staging)
+                    for path in writer(release, staging):
+                        if path.is_file():
+                            name = str(path.relative_to(staging))
+                            self.staged_hashes[name] = _sha256(path)
                 if charge is None:
                     self.meta(release, staging)
                 _fsync_tree(staging)
@@ -242,6 +247,16 @@ class Output:
         if self.items is None:
             return sorted(p for p in self.target.iterdir())
         return self.finals()
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(2**20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def publish_charged(release: Release, output: Output) -> list[Path]:

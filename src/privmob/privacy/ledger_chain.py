@@ -1,0 +1,110 @@
+"""The ledger's hash chain: each entry carries the hash of the previous entry and its own hash
+over its canonical content; the ledger's identity and head (entry count, last hash) are kept in
+its ``ledger_meta`` table. This detects an entry that was edited or deleted, a ledger truncated
+to fewer entries, a budget edited, and a table dropped and re-created. It is not a signature:
+whoever can write the file and knows this format can rebuild a consistent chain; a release's
+``metadata.json`` keeps the ledger id and its entries' hashes as an outside witness.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from typing import Any
+
+#: the columns of ``releases`` covered by an entry's hash, in this order
+ENTRY_COLUMNS = (
+    "id",
+    "dataset",
+    "created_at",
+    "kind",
+    "epsilon",
+    "delta",
+    "rho",
+    "unit",
+    "release_epsilon",
+    "release_delta",
+    "release_unit",
+    "group_size",
+    "for_publication",
+    "description",
+    "params",
+    "input_fingerprint",
+    "input_rows",
+    "output_dir",
+    "output_hashes",
+    "os_user",
+    "host",
+    "new_dataset_for_same_data",
+)
+#: columns added to a ledger of the first schema on open
+NEW_ENTRY_COLUMNS = {
+    "input_fingerprint": "TEXT",
+    "input_rows": "INTEGER",
+    "output_dir": "TEXT",
+    "output_hashes": "TEXT",
+    "os_user": "TEXT",
+    "host": "TEXT",
+    "new_dataset_for_same_data": "INTEGER NOT NULL DEFAULT 0",
+    "prev_hash": "TEXT",
+    "row_hash": "TEXT",
+}
+BUDGET_COLUMNS = ("dataset", "epsilon", "delta", "unit", "created_at", "note")
+
+
+def canonical(values: dict[str, Any]) -> str:
+    """One text per content: sorted keys, floats as their shortest exact repr."""
+    return json.dumps(values, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def digest(prev: str, values: dict[str, Any]) -> str:
+    return hashlib.sha256((prev + "\n" + canonical(values)).encode()).hexdigest()
+
+
+def genesis(ledger_id: str) -> str:
+    """The 'previous hash' of the first entry: binds the chain to the ledger's identity."""
+    return hashlib.sha256(f"privmob-ledger:{ledger_id}".encode()).hexdigest()
+
+
+def budget_hash(ledger_id: str, row: dict[str, Any]) -> str:
+    return digest(genesis(ledger_id), {"budget": row})
+
+
+def entry_rows(con: sqlite3.Connection) -> list[dict[str, Any]]:
+    cols = ", ".join((*ENTRY_COLUMNS, "prev_hash", "row_hash"))
+    cur = con.execute(f"SELECT {cols} FROM releases ORDER BY id")
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+
+
+def hashed(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: row.get(k) for k in ENTRY_COLUMNS}
+
+
+def problems(con: sqlite3.Connection, ledger_id: str, head_count: int, head_hash: str) -> list[str]:
+    """Everything that does not add up, as sentences (empty: the chain verifies)."""
+    found: list[str] = []
+    prev = genesis(ledger_id)
+    rows = entry_rows(con)
+    for row in rows:
+        if row["prev_hash"] != prev:
+            found.append(
+                f"entry {row['id']}: the previous entry's hash does not match "
+                "(an entry before it was deleted or edited)"
+            )
+        own = digest(row["prev_hash"] or "", hashed(row))
+        if row["row_hash"] != own:
+            found.append(f"entry {row['id']}: its content does not match its hash (edited)")
+        prev = row["row_hash"] or own
+    if len(rows) != head_count or (rows and prev != head_hash) or (not rows and head_hash):
+        found.append(
+            f"the ledger holds {len(rows)} entries but recorded {head_count} "
+            "(entries were deleted at the end, or the ledger was truncated or replaced)"
+        )
+    cur = con.execute(f"SELECT {', '.join(BUDGET_COLUMNS)}, row_hash FROM budgets")
+    for r in cur.fetchall():
+        row = dict(zip(BUDGET_COLUMNS, r[:-1], strict=True))
+        if r[-1] != budget_hash(ledger_id, row):
+            found.append(f"budget of '{row['dataset']}': does not match its hash (edited)")
+    return found
