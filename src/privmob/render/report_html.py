@@ -271,7 +271,7 @@ def render_report_html(doc: dict[str, Any]) -> str:
         f"{warn}<section id='privacy'><h2>Privacy settings</h2><div class='row'>{settings}"
         f"<div>{_table(['analysis', 'ε', 'weight', 'L1 sensitivity', '95% margin'], budget_rows)}"
         "</div></div><p class='meta'>Every count carries noise, zero cells and outliers cells "
-        "included; quantiles are chosen from the declared bin edges by the exponential "
+        "included; quantiles are declared bin midpoints chosen by the exponential "
         "mechanism; all domains (tiles, time bins, histogram bins) are public.</p></section>"
         f"{sections}</main>"
         f"<script type='application/json' id='report-data'>{_embed(doc)}</script>"
