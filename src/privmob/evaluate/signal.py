@@ -89,3 +89,48 @@ def expected_signal(noise: Noise, confidence: float = 0.95) -> ExpectedSignal:
     """From the noise distribution (public) only."""
     m = noise.margin_of_error(confidence)
     return ExpectedSignal(m, noise.std, math.ceil(m / 0.10), math.ceil(m / 0.50))
+
+
+def density_signal(
+    *, noisy_total: float, tau: float, clusters: int, kept: int | None, noise_std: float | None
+) -> dict[str, object]:
+    """Flags of a density release, from noisy totals and the mechanism's public choices.
+
+    * ``flat``: EFPA(G) kept a single Fourier coefficient (the constant), so every zone's
+      series is flat over the week;
+    * ``tau_unreachable``: the noisy total of all cells is below tau, so clustering merged every
+      cell into one cluster and every zone gets the same weekly shape. Seed 004's default tau
+      (sqrt(168) sigma / 0.01: a 1% error per hour) is meant for millions of users: at epsilon 1
+      and 30 visits a week it is 2,851,054 visits, while 146 users contribute at most 4,380;
+    * ``too_sparse``: the noise std on a cluster's hourly value is more than half the mean
+      hourly count of a cluster (noisy total / 168 / clusters of cells): a 95% interval of an
+      hourly value then spans zero or more than its size.
+    """
+    flags: list[str] = []
+    words: list[str] = []
+    if kept == 1:
+        flags.append("flat")
+        words.append("a single Fourier coefficient was kept: every zone's series is flat")
+    if noisy_total < tau:
+        flags.append("tau_unreachable")
+        words.append(
+            f"the noisy total ({noisy_total:,.0f}) is below tau ({tau:,.0f}): all cells share "
+            "one cluster, so every zone gets the same weekly shape"
+        )
+    hourly = max(noisy_total, 0.0) / 168.0 / max(clusters - 1, 1)  # minus the outliers cluster
+    if noise_std is not None and 2.0 * noise_std > hourly:
+        flags.append("too_sparse")
+        words.append(
+            f"the noise per hourly value (std {noise_std:,.1f}) is more than half a cluster's "
+            f"mean hourly count ({hourly:,.1f}): too few users for an hourly density at this "
+            "epsilon"
+        )
+    return {
+        "flags": flags,
+        "clusters": clusters,
+        "kept_coefficients": kept,
+        "noisy_total": round(float(noisy_total), 3),
+        "tau": tau,
+        "warning": "; ".join(words) or None,
+        "computed_from": "noisy totals and the mechanism's public choices only",
+    }
