@@ -434,11 +434,12 @@ def perturb_density(
     cells = totals[:, None] * unit_shapes[labels]
     zones = np.asarray(cmap.to_zones @ cells[:n_c])
     steps.append(out_step)
-    kept = step.get("k")
+    kept: int | None = None
     std = None
-    if config.fourier and "noise_scale" in step:  # per kept coefficient -> per hourly value
-        per = float(step["noise_scale"]) * (math.sqrt(2.0) if config.delta == 0 else 1.0)
-        std = per * math.sqrt(float(kept or 1) / HOURS_PER_WEEK)
+    if config.fourier:  # noise per kept coefficient -> per hourly value (orthonormal DCT)
+        kept = fp.k
+        per = fp.noise_scale * (math.sqrt(2.0) if config.delta == 0 else 1.0)
+        std = per * math.sqrt(kept / HOURS_PER_WEEK)
     signal = density_signal(
         noisy_total=float(np.sum(totals[:n_c])), tau=tau, clusters=m, kept=kept, noise_std=std
     )
