@@ -106,8 +106,15 @@ def _table(report: dict[str, Any]) -> Table:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("plan")
+    from privmob.cli.plan_programme import register_programme
+
+    plan_app = typer.Typer(invoke_without_command=True, no_args_is_help=False)
+    register_programme(plan_app)  # privmob plan programme SCHEDULE
+    app.add_typer(plan_app, name="plan")
+
+    @plan_app.callback()
     def plan(
+        ctx: typer.Context,
         alpha: Annotated[
             int | None, typer.Option("--alpha", help="tolerated error of a count (integer)")
         ] = None,
@@ -137,7 +144,10 @@ def register(app: typer.Typer) -> None:
         """Choose epsilon for an error target, or see what an epsilon gives (reads no data).
 
         Seed 003's Theorems 2-7 and heuristics for both Laplace noise kinds; spends no budget.
+        `privmob plan programme SCHEDULE` plans a whole programme of releases.
         """
+        if ctx.invoked_subcommand is not None:
+            return
         kinds = [noise] if noise is not None else PLAN_KINDS
         report = plan_report(
             alpha=alpha,
