@@ -252,9 +252,14 @@ def _largest(pred: Any, lo: int, hi: int) -> int:
     return lo
 
 
-def plan_programme(prog: Programme) -> ProgrammePlan:
+def plan_programme(schedule: Programme | Mapping[str, Any] | str | Path) -> ProgrammePlan:
     """Per-release parameters meeting the targets, the total under three compositions, and
-    what would make an infeasible programme feasible. Public arithmetic only."""
+    what would make an infeasible programme feasible. Public arithmetic only.
+
+    ``schedule``: a :class:`Programme`, a parsed document or a .json/.yaml file (the function
+    the Session exposes as ``Session.plan_programme``).
+    """
+    prog = as_programme(schedule)
     kind = prog.noise
     plans: list[EntryPlan] = []
     for e in prog.entries:

@@ -257,6 +257,10 @@ class Ledger:
         all entries are written, or none is."""
         if not parts:
             raise ConfigError("nothing to charge")
+        # a recorded programme refuses releases outside it (privmob.privacy.programme_ledger)
+        from privmob.privacy.programme_ledger import check_release
+
+        check_release(self, dataset, kind, parts)
         with self._connect() as con:
             for attempt in range(50):
                 try:
