@@ -32,3 +32,17 @@ def test_expected_signal_is_public_arithmetic() -> None:
     assert sig.relative_error(sig.count_for_10pct) <= 0.1
     assert sig.relative_error(0) == float("inf")
     assert sig.std == pytest.approx(noise.std)
+
+
+def test_plan_states_the_counts_a_cell_needs_before_any_release() -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from privmob.cli import app
+
+    r = CliRunner().invoke(app, ["plan", "--epsilon", "0.5", "-T", "5", "--json"])
+    assert r.exit_code == 0, r.output
+    row = json.loads(r.output)["kinds"]["discrete-laplace"]
+    noise, _ = calibrate("discrete-laplace", 0.5, l1_sensitivity=5)
+    assert row["count_for_10pct_error"] == expected_signal(noise).count_for_10pct
