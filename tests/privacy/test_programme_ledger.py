@@ -114,3 +114,15 @@ def test_cli_record_show_allow(tmp_path) -> None:
     )
     assert r.exit_code == 0
     Ledger(led).charge("city", Cost.pure(0.1), kind="density")
+
+
+def test_a_ledger_without_programme_is_left_as_it_is(tmp_path) -> None:
+    import sqlite3
+
+    led = Ledger(tmp_path / "ledger.sqlite")
+    led.set_budget("d", 10.0)
+    led.charge("d", Cost.pure(1.0), kind="od-matrix")
+    con = sqlite3.connect(led.path)
+    names = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    con.close()
+    assert not names & {"programmes", "programme_allowances"}

@@ -51,13 +51,24 @@ EPS_SLACK = 1e-9
 
 
 @contextmanager
-def _connect(ledger: Ledger) -> Iterator[sqlite3.Connection]:
+def _connect(ledger: Ledger, *, create: bool = False) -> Iterator[sqlite3.Connection]:
+    """A connection to the ledger file; the programme tables are created only by writers, so
+    a ledger without a programme is left as it is."""
     con = sqlite3.connect(ledger.path, timeout=ledger.timeout, isolation_level=None)
     try:
-        con.executescript(SCHEMA)
+        if create:
+            con.executescript(SCHEMA)
         yield con
     finally:
         con.close()
+
+
+def _has_tables(con: sqlite3.Connection) -> bool:
+    row = con.execute(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "
+        "('programmes', 'programme_allowances')"
+    ).fetchone()
+    return bool(row and row[0] == 2)
 
 
 @dataclass(frozen=True)
@@ -85,7 +96,7 @@ def record(ledger: Ledger, dataset: str, plan: ProgrammePlan) -> None:
 
     doc = plan.to_dict()
     last = max((e.id for e in ledger.entries(dataset)), default=0)
-    with _connect(ledger) as con:
+    with _connect(ledger, create=True) as con:
         con.execute(
             "INSERT OR REPLACE INTO programmes (dataset, recorded_at, since_entry, plan) "
             "VALUES (?, ?, ?, ?)",
@@ -95,6 +106,8 @@ def record(ledger: Ledger, dataset: str, plan: ProgrammePlan) -> None:
 
 def recorded(ledger: Ledger, dataset: str) -> tuple[int, dict[str, Any]] | None:
     with _connect(ledger) as con:
+        if not _has_tables(con):
+            return None
         row = con.execute(
             "SELECT since_entry, plan FROM programmes WHERE dataset = ?", (dataset,)
         ).fetchone()
@@ -125,7 +138,7 @@ def allow(ledger: Ledger, dataset: str, kind: str, reason: str) -> None:
     """Let the next release of ``kind`` through once, whatever the programme says."""
     if not reason.strip():
         raise ConfigError("say why the release is outside the programme (--reason)")
-    with _connect(ledger) as con:
+    with _connect(ledger, create=True) as con:
         con.execute(
             "INSERT INTO programme_allowances (dataset, kind, reason) VALUES (?, ?, ?)",
             (dataset, kind, reason),
@@ -134,6 +147,8 @@ def allow(ledger: Ledger, dataset: str, kind: str, reason: str) -> None:
 
 def _use_allowance(ledger: Ledger, dataset: str, kind: str) -> bool:
     with _connect(ledger) as con:
+        if not _has_tables(con):
+            return False
         row = con.execute(
             "SELECT id FROM programme_allowances WHERE dataset = ? AND kind IN (?, ?) "
             "ORDER BY id LIMIT 1",
