@@ -35,6 +35,37 @@ def test_thresholding_delta_vector_and_its_group_version() -> None:
     assert week.user_cost.delta > 1e-8
 
 
+def test_per_cell_delta_vector_seed002_week() -> None:
+    # a person adds at most 1 to each of at most 70 cells: per-cell composition gives
+    # 70 x 2.1e-29 = 1.5e-27, where group privacy gives 8.8e-8; both are reported
+    week = repeated(0.66, 1, unit=Unit.TRIP, max_units=70, tau=100, cells=70)[0]
+    assert week.cell_rule is not None and week.group_rule is not None
+    assert week.cell_rule.delta == pytest.approx(70 * 2.0998e-29, rel=5e-5)
+    assert week.group_rule.delta == pytest.approx(8.8e-8, rel=0.02)
+    assert week.user_cost == week.cell_rule
+    assert week.user_cost.epsilon == pytest.approx(70 * 0.66)
+    year = repeated(0.66, 52, unit=Unit.TRIP, max_units=70, tau=100, cells=70)[-1]
+    assert year.cumulative.delta == pytest.approx(52 * 70 * 2.0998e-29, rel=5e-5)
+
+
+def test_per_cell_rule_zcdp_and_choice() -> None:
+    from privmob.audit.programme import per_user_rules
+
+    gauss = Cost.zcdp(0.01, 1e-9, Unit.TRIP)
+    best, group, cell = per_user_rules(gauss, 10, 10)
+    assert group is not None and cell is not None
+    assert cell.rho == pytest.approx(0.1) and group.rho == pytest.approx(1.0)
+    assert best == cell
+    # more cells than trips (a release where one trip touches several cells): the group
+    # rule is the smaller epsilon and is kept
+    best, group, cell = per_user_rules(Cost(0.5, 1e-12, None, Unit.TRIP), 2, 6)
+    assert best == group
+    # a user-level release is already per person
+    assert per_user_rules(Cost.pure(1.0), None, 5) == (Cost.pure(1.0), None, None)
+    with pytest.raises(ConfigError):
+        per_user_rules(Cost.pure(1.0, Unit.TRIP), None, 0)
+
+
 def test_posterior_bound_vector() -> None:
     line = repeated(0.66, 1, unit=Unit.USER)[0]
     assert line.posterior_bound == pytest.approx(0.659260, abs=5e-7)

@@ -44,6 +44,17 @@ def test_cost_reproduces_seed_002_and_spec_vectors() -> None:
     assert r.exit_code == 0 and "0.659260" in r.output
 
 
+def test_cost_shows_both_delta_rules() -> None:
+    args = ["-e", "0.66", "--unit", "trip", "--max-trips", "70", "--tau", "100"]
+    r = invoke("ledger", "cost", *args, "--max-cells", "70")
+    assert r.exit_code == 0, r.output
+    assert "group privacy over 70 units: epsilon 46.2, delta 8.81e-08" in r.output
+    assert "per-cell composition over 70 cells: epsilon 46.2, delta 1.47e-27" in r.output
+    assert "(used)" in r.output.split("per-cell composition")[1]
+    r = invoke("ledger", "cost", *args)
+    assert r.exit_code == 0 and "per-cell" not in r.output
+
+
 def test_cost_seed_003_user_with_14_trips() -> None:
     r = invoke(
         "audit", "cost", "-e", "0.5", "--unit", "trip", "--user-trips", "14", "--releases", "305"

@@ -78,3 +78,16 @@ def test_grid_with_huge_epsilon_agrees_and_small_epsilon_degrades() -> None:
     _, t3s = run_grid(sc, [0.01], repetitions=2, tau=15, sim_days=150, seed=1)
     assert t3s.percent_error.iloc[0] > 1.0
     assert "Total out-migration" in table3_markdown(t3s)
+
+
+def test_random_region_is_neither_the_largest_nor_the_median() -> None:
+    from privmob.evaluate.decision_grid import _pandemic_origins
+
+    pop = np.arange(100, 125)[::-1].astype(float)  # 25 regions, region 0 the largest
+    drawn = set()
+    for seed in range(30):
+        o = _pandemic_origins(pop, np.random.default_rng(seed))
+        assert o["random region"] not in (o["largest region"], o["median region"])
+        drawn.add(o["random region"])
+    # 30 draws among 23 regions: fewer than 5 distinct values has probability < 1e-15
+    assert len(drawn) >= 5

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from privmob.errors import ConfigError
 from privmob.privacy import exact_noise, samplers
 
 N = 200_000
@@ -71,6 +72,12 @@ def test_discrete_gaussian_matches_exact_pmf(sigma: float) -> None:
     assert chi2_pvalue(x, lambda z: gaussian_pmf(z, sigma)) > ALPHA
     for wrong in (1.1 * sigma, sigma / 1.1, 2 * sigma):
         assert chi2_pvalue(x, lambda z, w=wrong: gaussian_pmf(z, w)) < 1e-6
+
+
+@pytest.mark.parametrize("kind", ["Gaussian", "gauss", "", "uniform"])
+def test_sample_refuses_unknown_kind(kind: str) -> None:
+    with pytest.raises(ConfigError, match="unknown noise kind"):
+        exact_noise.sample(kind, 10, 1.0)
 
 
 def two_sample_pvalue(a: np.ndarray, b: np.ndarray, min_count: int = 20) -> float:

@@ -71,9 +71,22 @@ def test_quantiles_accurate_with_large_epsilon():
     data = np.arange(0.5, 100, 1.0)  # 100 values, one per cell
     q, _ = dp_quantiles(dense(b, data), b, 500.0, 1, rng=3)
     # target ranks k = 1 + q*99: 1, 25.75, 50.5, 75.25, 100 -> cells of the values 0.5, 25.5,
-    # 49.5 or 50.5 (tie), 74.5, 99.5; reported as lower edges
-    assert q[[0, 1, 3, 4]].tolist() == [0.0, 25.0, 74.0, 99.0]
-    assert q[2] in (49.0, 50.0)
+    # 49.5 or 50.5 (tie), 74.5, 99.5; reported as bin midpoints, so exact here
+    assert q[[0, 1, 3, 4]].tolist() == [0.5, 25.5, 74.5, 99.5]
+    assert q[2] in (49.5, 50.5)
+
+
+def test_quantiles_are_not_biased_low_by_half_a_bin():
+    # Quartiles 14.5, 28 and 41.5 fall in bins [10, 15), [25, 30), [40, 45): the midpoints
+    # 12.5, 27.5, 42.5 are within half a bin; lower edges (10, 25, 40) would be 4.5 and 3 off.
+    # Each quartile is at least 3 ranks from its bin's boundary, so at epsilon 50/3 per
+    # quartile a neighbouring bin is chosen with probability < 1e-10 per run (20 runs).
+    b = Bins(0, 60, 5)
+    data = np.linspace(1.0, 55.0, 401)
+    exact = np.quantile(data, [0.25, 0.5, 0.75])
+    for seed in range(20):
+        q, _ = dp_quantiles(dense(b, data), b, 50.0, 1, (0.25, 0.5, 0.75), rng=seed)
+        assert np.all(np.abs(q - exact) <= b.width / 2), (q, exact)
 
 
 def test_histogram_outliers_and_scale():

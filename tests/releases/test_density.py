@@ -350,3 +350,27 @@ def test_release_keeps_out_of_week_visits(geometry, tmp_path) -> None:
     assert abs(int(ood["count"].iloc[0]) - 44) <= 15
     assert [e.cost.epsilon for e in rel.ledger_entries] == pytest.approx([1.0, 50.0])
     assert ledger.spent("d").epsilon == pytest.approx(51.0)
+
+
+def test_sparse_input_is_flagged_and_default_tau_explained(geometry) -> None:
+    """A handful of users (the Gowalla-week situation): the default tau (seed 004, a 1% error
+    per hour) is 2,851,054 at epsilon 1 and 30 visits; the noisy total cannot reach it, so
+    every cell is one cluster, and the flags say so. Flags read noisy totals only."""
+    from privmob.evaluate.signal import density_signal
+    from privmob.prepare.presample import DensityCounts
+
+    assert DensityConfig(1.0, 30).default_tau() == pytest.approx(2_851_054.5, abs=1)
+    n = geometry.n_towers
+    sampled = np.zeros((n, 168))
+    sampled[0, 8:18] = 3.0  # 146 users' worth of visits is at most 4,380
+    counts = DensityCounts(sampled, sampled.sum(axis=1), 0, 30)
+    res = perturb_density(counts, geometry.cmap, geometry.centroids, DensityConfig(1.0, 30), 1)
+    assert res.signal is not None
+    assert {"tau_unreachable", "too_sparse"} <= set(res.signal["flags"])
+    assert res.signal["clusters"] == 2  # all cells + the outliers cell
+    assert "same weekly shape" in res.signal["warning"]
+    # the flags are a function of the noisy total and public choices only
+    flat = density_signal(noisy_total=1e9, tau=10.0, clusters=5, kept=1, noise_std=1.0)
+    assert flat["flags"] == ["flat"] and "flat" in flat["warning"]
+    ok = density_signal(noisy_total=1e9, tau=10.0, clusters=5, kept=12, noise_std=1.0)
+    assert ok["flags"] == [] and ok["warning"] is None

@@ -32,8 +32,38 @@ def test_full_public_domain_zeros_included(engine, grid, accountant):
     assert set(zip(od.origin, od.destination, strict=True)) == {
         (str(a), str(b)) for a in range(9) for b in range(9) if a != b
     }
-    assert (od["count"] >= 0).all()
     assert len(rel.tables["outliers"]) == 2
+    post = rel.params["post_processing"]
+    assert rel.params["tau"] is None and post["expected_bias_per_empty_cell"] == 0
+
+
+def test_default_is_unbiased_and_clamping_is_post_processing(engine, grid, accountant):
+    """Default: noisy integers as drawn, so the total is unbiased. The clamped (tau = 0) and
+    suppressed (tau = 10) views with the same seed are functions of the default's noisy values
+    alone; a rule that read the exact counts (e.g. zeroing empty cells) would differ.
+
+    False-failure rate: the total of 72 cells of discrete Laplace noise (scale 2, std ~2.7
+    per cell, ~23 in total) deviates from the 2 true trips by more than 120 with probability
+    < 1e-6."""
+    trips = load(engine, grid, trips_frame([(1, 0, 1), (2, 0, 1)]))
+    kw = {"tessellation": grid, "epsilon": 1.0, "accountant": accountant, "max_trips": 2}
+    free = od_matrix(trips, rng=7, **kw).tables["od"]["count"].to_numpy()
+    assert (free < 0).any()  # 72 cells of noise: P(no negative) < 1e-9
+    assert abs(free.sum() - 2) < 120
+    clamped_rel = od_matrix(trips, rng=7, tau=0, **kw)
+    clamped = clamped_rel.tables["od"]["count"].to_numpy()
+    np.testing.assert_array_equal(clamped, np.maximum(free, 0))
+    suppressed = od_matrix(trips, rng=7, tau=10, **kw).tables["od"]["count"].to_numpy()
+    np.testing.assert_array_equal(suppressed, np.where(free >= 10, free, 0))
+    # two trips in 72 cells: the noisy values alone say there is no signal
+    assert "Too few users" in clamped_rel.params["signal"]["warning"]
+    assert clamped_rel.params["expected_signal"]["margin_of_error_95"] > 0
+    post = clamped_rel.params["post_processing"]
+    assert "inflates totals" in post["rule"]
+    # E[max(N, 0)] for discrete Laplace of scale 2: sum_k k q^k (1-q)/(1+q), q = e^-1/2
+    q = np.exp(-0.5)
+    assert post["expected_bias_per_empty_cell"] == pytest.approx(q / (1 - q**2), rel=1e-4)
+    assert post["expected_total_if_all_cells_empty"] == pytest.approx(72 * q / (1 - q**2), 1e-3)
 
 
 def test_user_bound_is_enforced(engine, grid):
@@ -168,7 +198,7 @@ def test_noise_scale_in_release(engine, grid, accountant):
         epsilon=0.5,
         accountant=accountant,
         max_trips=3,
-        tau=-0 if False else 0,
+        tau=0,
         rng=42,
     )
     # undo clamping: compare with the std of max(noise, 0) computed by simulation

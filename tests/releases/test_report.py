@@ -163,6 +163,9 @@ def test_neighbouring_datasets_give_identical_structure(gdf, tiles):
         d["ledger_entry"] = None
         d.pop("ledger_entries", None)
         d.pop("ledger", None)  # each report was charged to a ledger of its own (random id)
+        # the signal check reads the noisy values (post-processing), so its words may
+        # change with them as the numbers do; its keys may not
+        assert set(d.pop("signal")) == {"analyses", "warning"}
     sk = [_skeleton(d) for d in docs]
     assert sk[0] == sk[1] == sk[2]
     assert set(docs[0]["analyses"]) == set(ANALYSES)
@@ -246,3 +249,31 @@ def test_config_refuses_data_dependent_or_bad_parameters():
         )
     cfg = ReportConfig.build(epsilon=1, max_trips=3, period=("2020-01-01", "2021-01-01"))
     assert cfg.time_resolution == "week"
+
+
+def test_signal_warning_and_below_margin_display(gdf, tiles) -> None:
+    """One user at a small epsilon: the JSON keeps every noisy value, the signal check
+    (noisy values and public margins only) warns, and the HTML shows counts within their
+    margin as "below the margin" instead of negative numbers."""
+    from privmob.render.report_html import render_report_html
+
+    cfg = ReportConfig.build(epsilon=0.1, max_trips=5, period=("2020-12-01", "2021-01-01"))
+    frame = synth(30, seed=8)
+    doc = report_document(_report(frame[frame["uid"] == 1], gdf, tiles, cfg))
+    sig = doc["signal"]
+    assert sig["warning"] and "too few users" in sig["warning"]
+    assert all("share_below_margin" in s for s in sig["analyses"].values())
+    html = render_report_html(doc)
+    assert "too few users" in html and "below the margin" in html
+    stats = doc["analyses"]["dataset_statistics"]
+    assert isinstance(stats["incomplete_trips"], int)  # the JSON keeps the noisy value
+    # with 30 users at epsilon 50 the visits per tile carry signal: no warning for them
+    rich = report_document(
+        _report(
+            frame,
+            gdf,
+            tiles,
+            ReportConfig.build(epsilon=50, max_trips=5, period=("2020-12-01", "2021-01-01")),
+        )
+    )
+    assert rich["signal"]["analyses"]["visits_per_tile"]["warning"] is None

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import numpy as np
 import pandas as pd
@@ -22,6 +22,9 @@ from rich.table import Table
 from privmob.cli.common import LedgerOpt, QuietOpt, TileIdOpt, console, console_err
 from privmob.errors import ConfigError, InputError
 from privmob.privacy.costs import Unit
+
+if TYPE_CHECKING:
+    from privmob.audit.programme import ProgrammeLine
 
 audit_app = typer.Typer(
     help="Privacy audits: membership attacks, empirical epsilon, programme cost.",
@@ -298,6 +301,14 @@ def cost(
         int | None,
         typer.Option("--user-trips", help="a person's trips over the whole programme"),
     ] = None,
+    max_cells: Annotated[
+        int | None,
+        typer.Option(
+            "--max-cells",
+            help="most cells one person adds 1 to per release (at most once each): "
+            "per-cell composition, shown next to group privacy",
+        ),
+    ] = None,
     ledger: LedgerOpt = None,
     dataset: Annotated[
         str | None, typer.Option("--dataset", help="read every release of it from --ledger")
@@ -310,7 +321,7 @@ def cost(
 
     if dataset is not None:
         led = Ledger(ledger)
-        lines = ledger_programme(led, dataset, max_units=max_trips)
+        lines = ledger_programme(led, dataset, max_units=max_trips, cells=max_cells)
         title = f"releases of '{dataset}' in {led.path}"
     elif epsilon is not None:
         if user_trips is not None:
@@ -325,7 +336,9 @@ def cost(
                 highlight=False,
             )
             return
-        lines = repeated(epsilon, releases, unit=unit, max_units=max_trips, tau=tau)
+        lines = repeated(
+            epsilon, releases, unit=unit, max_units=max_trips, tau=tau, cells=max_cells
+        )
         title = f"{releases} release(s) at epsilon {epsilon:g} per {unit}"
     else:
         raise ConfigError("give --epsilon (a programme) or --dataset (from the ledger)")
@@ -356,10 +369,28 @@ def cost(
         f"(50% prior) {last.posterior_bound:.6f}",
         highlight=False,
     )
+    _print_delta_rules(lines)
     if tau is not None and lines[0].release_cost.delta:
         console.print(
             f"noise + thresholding on a private key set: delta per cell "
             f"{lines[0].release_cost.delta:.5g} (0.5 exp(-eps (tau - 1)))",
+            highlight=False,
+        )
+
+
+def _print_delta_rules(lines: list[ProgrammeLine]) -> None:
+    """Both per-person rules of the first release, and which one the totals use."""
+    first = lines[0]
+    if first.cell_rule is None:
+        return
+    rules = [("per-cell composition", first.cell_rule, f"{first.cells} cells")]
+    if first.group_rule is not None:
+        rules.insert(0, ("group privacy", first.group_rule, f"{first.group_size} units"))
+    for name, rule, over in rules:
+        used = " (used)" if rule == first.user_cost else ""
+        console.print(
+            f"{name} over {over}: epsilon {rule.epsilon:.6g}, delta {rule.delta:.3g} per "
+            f"person per release{used}",
             highlight=False,
         )
 

@@ -191,4 +191,7 @@ def register(app: typer.Typer) -> None:
     # the per-person cost of a programme of releases (group privacy, repeated releases,
     # thresholding delta, posterior bound), also reachable as `privmob audit cost`
     ledger_app.command("cost")(cost)
+    from privmob.cli.ledger_programme import register_programme
+
+    register_programme(ledger_app)  # privmob ledger programme record|show|allow
     app.add_typer(ledger_app, name="ledger")

@@ -33,7 +33,14 @@ def od(
     max_trips: Annotated[
         int | None, typer.Option("--max-trips", "-T", help="most trips counted per user")
     ] = None,
-    tau: Annotated[int, typer.Option("--tau", help="suppress noisy counts below tau")] = 0,
+    tau: Annotated[
+        int | None,
+        typer.Option(
+            "--tau",
+            help="post-processing: noisy counts below tau become 0 (0: clamp negatives); "
+            "inflates totals. Default: noisy counts as drawn (unbiased, may be negative)",
+        ),
+    ] = None,
     noise: Annotated[NoiseKind, typer.Option("--noise")] = NoiseKind.DISCRETE_LAPLACE,
     delta: Annotated[float, typer.Option("--delta", help="for discrete-gaussian")] = 0.0,
     period: Annotated[str, typer.Option("--period", help="all, day or week")] = "all",

@@ -15,7 +15,8 @@ from rich.table import Table
 from privmob.cli.common import console
 from privmob.errors import ConfigError
 from privmob.evaluate import accuracy as acc
-from privmob.privacy.mechanisms import NoiseKind
+from privmob.evaluate.signal import expected_signal
+from privmob.privacy.mechanisms import Noise, NoiseKind
 
 PLAN_KINDS = [NoiseKind.DISCRETE_LAPLACE, NoiseKind.LAPLACE_ROUNDED]
 
@@ -58,6 +59,10 @@ def plan_report(
                 row["epsilon_difference_thm7_seed"] = p.epsilon_thm7
         if epsilon is not None:
             row["noise_scale"] = T / epsilon
+            # before any release: the true count a cell needs for a 10% / 50% relative error
+            sig = expected_signal(Noise(NoiseKind(kind), T / epsilon), 1 - beta)
+            row["count_for_10pct_error"] = sig.count_for_10pct
+            row["count_for_50pct_error"] = sig.count_for_50pct
             row["error_bound_cell"] = acc.error_bound(epsilon, beta, T, kind)
             row["error_bound_difference"] = acc.difference_error_bound(epsilon, beta, T, kind)
             if count is not None and tau is not None:
@@ -97,6 +102,8 @@ def _table(report: dict[str, Any]) -> Table:
         row(f"noise scale b = T / {report['epsilon']:g}", "noise_scale", ".4g")
         row("error bound of a cell", "error_bound_cell", "d")
         row("error bound of a change between periods", "error_bound_difference", "d")
+        row("true count of a cell for <= 10% relative error", "count_for_10pct_error", "d")
+        row("true count of a cell for <= 50% relative error", "count_for_50pct_error", "d")
     if "count" in report:
         c, tau = report["count"], report["tau"]
         row(f"P(count {c} released at tau {tau})", "p_released", ".6f")
@@ -106,8 +113,15 @@ def _table(report: dict[str, Any]) -> Table:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("plan")
+    from privmob.cli.plan_programme import register_programme
+
+    plan_app = typer.Typer(invoke_without_command=True, no_args_is_help=False)
+    register_programme(plan_app)  # privmob plan programme SCHEDULE
+    app.add_typer(plan_app, name="plan")
+
+    @plan_app.callback()
     def plan(
+        ctx: typer.Context,
         alpha: Annotated[
             int | None, typer.Option("--alpha", help="tolerated error of a count (integer)")
         ] = None,
@@ -137,7 +151,10 @@ def register(app: typer.Typer) -> None:
         """Choose epsilon for an error target, or see what an epsilon gives (reads no data).
 
         Seed 003's Theorems 2-7 and heuristics for both Laplace noise kinds; spends no budget.
+        `privmob plan programme SCHEDULE` plans a whole programme of releases.
         """
+        if ctx.invoked_subcommand is not None:
+            return
         kinds = [noise] if noise is not None else PLAN_KINDS
         report = plan_report(
             alpha=alpha,

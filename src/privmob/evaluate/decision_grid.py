@@ -63,12 +63,15 @@ def synthetic_scenario(
 
 
 def _pandemic_origins(pop: np.ndarray, rng: np.random.Generator) -> dict[str, int]:
+    """The largest, the median and a random region, the random one drawn among the *other*
+    regions (a draw equal to one of the first two would repeat its rows silently)."""
     order = np.argsort(-pop, kind="stable")
-    return {
-        "largest region": int(order[0]),
-        "median region": int(order[len(order) // 2]),
-        "random region": int(rng.integers(len(pop))),
-    }
+    largest, median = int(order[0]), int(order[len(order) // 2])
+    others = [i for i in range(len(pop)) if i not in (largest, median)]
+    origins = {"largest region": largest, "median region": median}
+    if others:
+        origins["random region"] = int(rng.choice(others))
+    return origins
 
 
 def run_grid(
@@ -95,7 +98,7 @@ def run_grid(
     if repetitions < 1:
         raise ConfigError("repetitions must be >= 1")
     od, pop = scenario.od, scenario.population
-    pick = np.random.default_rng(0 if seed is None else seed)
+    pick = np.random.default_rng(seed)  # no seed: a fresh draw each run
     origins = _pandemic_origins(pop, pick)
     exact_runs = {
         name: mobility_sir(od, pop, seed_infection(pop, o), days=sim_days).decisions()
@@ -156,6 +159,7 @@ def run_grid(
         )
     )
     t2 = t2.drop(columns="repetition")
+    t2.insert(1, "origin", t2["scenario"].map({n: scenario.names[o] for n, o in origins.items()}))
     t3.insert(0, "k", top_k)
     t3.insert(0, "shock_region", scenario.names[shock_region])
     return t2, t3

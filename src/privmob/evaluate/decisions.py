@@ -49,7 +49,7 @@ def privatize_od(
     c = np.asarray(counts)
     if c.ndim < 2 or c.shape[-1] != c.shape[-2]:
         raise ConfigError("OD counts must have shape (..., k, k)")
-    from privmob.releases.od import suppress  # the release's own post-processing
+    from privmob.privacy.postprocess import suppress  # the release's own post-processing
 
     noise, _ = calibrate(kind, epsilon, l1_sensitivity=T)
     noisy = suppress(noise.add(c.astype(np.int64), rng), tau)

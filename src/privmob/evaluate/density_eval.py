@@ -74,6 +74,11 @@ def evaluate_density(
                     "mre": float(mre(truth, est).mean()),
                     "pearson": _nanmean(pearson(truth, est)),
                 }
+                # flags of the release (noisy totals and public choices): a flat series has
+                # no defined Pearson correlation, which the mean above would hide as NaN
+                flags = (res.signal or {}).get("flags", [])
+                for flag in ("flat", "tau_unreachable", "too_sparse"):
+                    row[flag] = flag in flags
                 if len(emd_hours):
                     e = spatial_emd(truth, est, zone_pts, hours=np.asarray(emd_hours))
                     row["emd_m"] = float(e.per_hour.mean())
@@ -92,6 +97,10 @@ def summarise(table: pd.DataFrame) -> pd.DataFrame:
     metrics = [m for m in ("mre", "pearson", "emd_m") if m in table.columns]
     agg = table.groupby(["method", "epsilon"])[metrics].agg(["mean", "std"])
     agg.columns = ["_".join(map(str, col)) for col in agg.columns.to_flat_index()]
+    flags = [f for f in ("flat", "tau_unreachable", "too_sparse") if f in table.columns]
+    if flags:  # share of runs with each flag
+        shares = table.groupby(["method", "epsilon"])[flags].mean()
+        agg = agg.join(shares.rename(columns=lambda f: f"{f}_share"))
     return agg.reset_index()
 
 

@@ -48,6 +48,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from privmob.errors import ConfigError
+
 # Margins (relative) on floating-point evaluations of exp thresholds; see module docstring.
 ETA_GEOMETRIC = 2.0**-40
 ETA_BERNOULLI = 2.0**-32
@@ -281,7 +283,13 @@ def _threads() -> int:
 
 def sample(kind: str, n: int, scale: float) -> np.ndarray:
     """``n`` exact draws of ``kind`` ("laplace" or "gaussian"), chunks spread over threads."""
-    fn = discrete_laplace if kind == "laplace" else discrete_gaussian
+    samplers = {"laplace": discrete_laplace, "gaussian": discrete_gaussian}
+    if kind not in samplers:
+        raise ConfigError(
+            f"unknown noise kind {kind!r}",
+            hint="use 'laplace' or 'gaussian'",
+        )
+    fn = samplers[kind]
     if n <= CHUNK:
         return fn(n, scale)
     out = np.empty(n, dtype=np.int64)

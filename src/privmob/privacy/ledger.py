@@ -357,6 +357,10 @@ class Ledger:
         charged."""
         if not parts:
             raise ConfigError("nothing to charge")
+        # a recorded programme refuses releases outside it (privmob.privacy.programme_ledger)
+        from privmob.privacy.programme_ledger import check_release
+
+        check_release(self, dataset, kind, parts)
         provenance: dict[str, Any] = {
             "input_fingerprint": input_fingerprint,
             "input_rows": None if input_rows is None else int(input_rows),

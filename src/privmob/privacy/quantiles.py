@@ -4,8 +4,9 @@ The bins of a histogram are declared (lower bound, upper bound, width) from publ
 never from the data. Values below the lower bound or at/above the upper bound go to one
 *outliers* cell, which gets noise like every other cell.
 
-A DP quantile is one of the public grid values (the bin edges), chosen by the exponential
-mechanism (:func:`privmob.privacy.mechanisms.noisy_max`) from the exact bin counts, so it is
+A DP quantile is one of the public grid values (the midpoint of a declared bin, or a declared
+bound for the outliers cells), chosen by the exponential mechanism
+(:func:`privmob.privacy.mechanisms.noisy_max`) from the exact bin counts, so it is
 never a raw data value. The utility of bin i for quantile q is minus the rank distance between
 the target rank k = 1 + q (n - 1) and the ranks the bin holds, (L_i, U_i]:
 ``u_i = -max(L_i + 1 - k, k - U_i, 0)``. When one unit adds or removes at most ``s`` values,
@@ -100,9 +101,12 @@ def quantile_utilities(dense_counts: np.ndarray, q: float) -> np.ndarray:
 
 
 def candidate_values(bins: Bins) -> np.ndarray:
-    """The public value reported for each dense cell: its lower edge; below-range reports lo
-    and above-range reports hi (read: "at or beyond the declared bound")."""
-    return np.concatenate([[bins.lo], bins.edges[:-1], [bins.hi]])
+    """The public value reported for each dense cell: the midpoint of its bin (a lower edge
+    would bias every quantile low by half a bin); below-range reports lo and above-range
+    reports hi (read: "at or beyond the declared bound"). Depends on the declared bins only,
+    so reporting it for the chosen cell is post-processing of the mechanism's choice."""
+    midpoints = bins.lo + bins.width * (np.arange(bins.n, dtype=np.float64) + 0.5)
+    return np.concatenate([[bins.lo], midpoints, [bins.hi]])
 
 
 def dp_quantiles(
@@ -118,7 +122,8 @@ def dp_quantiles(
 
     Guarantee: ``epsilon``-DP for the given unit when one unit changes at most ``sensitivity``
     values; each quantile uses epsilon / len(quantiles) (sequential composition). The outputs
-    are public grid values, sorted (post-processing) so that min <= q25 <= ... <= max.
+    are public bin midpoints (or declared bounds), sorted (post-processing) so that
+    min <= q25 <= ... <= max.
     """
     c = np.asarray(dense_counts)
     if c.shape != (bins.size,):

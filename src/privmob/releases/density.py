@@ -45,6 +45,7 @@ import scipy.sparse as sp
 from privmob.data.sources import Loaded
 from privmob.engine.base import Engine
 from privmob.errors import ConfigError
+from privmob.evaluate.signal import density_signal
 from privmob.prepare.bounding import fresh_key
 from privmob.prepare.cover import CoverMap
 from privmob.prepare.density_geometry import DensityGeometry, SiteIndex, density_geometry
@@ -168,6 +169,7 @@ class DensityResult:
     noisy_totals: np.ndarray | None = None  # per cover cell, then the outliers cell
     outliers: np.ndarray | None = None  # (168,) noisy visits outside the area (SPEC 1.1)
     out_of_domain: int | None = None  # noisy visits outside the week or at no tower
+    signal: dict[str, Any] | None = None  # privmob.evaluate.signal.density_signal
 
 
 # -- clustering (Algorithm 3) -------------------------------------------------------------------
@@ -433,8 +435,17 @@ def perturb_density(
     cells = totals[:, None] * unit_shapes[labels]
     zones = np.asarray(cmap.to_zones @ cells[:n_c])
     steps.append(out_step)
+    kept: int | None = None
+    std = None
+    if config.fourier:  # noise per kept coefficient -> per hourly value (orthonormal DCT)
+        kept = fp.k
+        per = fp.noise_scale * (math.sqrt(2.0) if config.delta == 0 else 1.0)
+        std = per * math.sqrt(kept / HOURS_PER_WEEK)
+    signal = density_signal(
+        noisy_total=float(np.sum(totals[:n_c])), tau=tau, clusters=m, kept=kept, noise_std=std
+    )
     return DensityResult(
-        zones, config.cost(), steps, labels[:n_c], totals, cells[n_c], out_of_domain
+        zones, config.cost(), steps, labels[:n_c], totals, cells[n_c], out_of_domain, signal
     )
 
 
@@ -513,6 +524,7 @@ def density_release(
             "smoothing": config.smoothing,
             "outliers_epsilon": config.epsilon_outliers,
             "week_start": week_start.isoformat(),
+            "signal": res.signal,
         },
         domain={
             "zones": len(geometry.zone_ids),

@@ -2,7 +2,7 @@
 
 Data flow: trips → (user-level) keep at most T trips per user → exact counts over the public
 domain (every ordered pair of distinct tiles in every period, plus outliers cells) → noise on
-every cell, zeros included → round / suppress below tau → charge the ledger → output.
+every cell, zeros included → (optional) suppress below tau → charge the ledger → output.
 """
 
 from __future__ import annotations
@@ -18,9 +18,12 @@ from privmob.data.sources import Loaded
 from privmob.engine.base import dense_counts
 from privmob.engine.buckets import counts_by_user_buckets, root
 from privmob.errors import ConfigError
+from privmob.evaluate.signal import expected_signal, signal_check
 from privmob.prepare.bounding import bound_per_user, fresh_key
 from privmob.privacy.costs import Cost, Unit
 from privmob.privacy.mechanisms import Noise, NoiseKind, calibrate
+from privmob.privacy.postprocess import check_tau, suppress
+from privmob.privacy.postprocess import describe as describe_post
 from privmob.privacy.samplers import Randomness, resolve
 from privmob.releases.base import Accountant, Release
 from privmob.releases.periods import StudyPeriod
@@ -75,7 +78,7 @@ def od_matrix(
     accountant: Accountant,
     unit: Unit | str = Unit.USER,
     max_trips: int | None = None,
-    tau: int = 0,
+    tau: int | None = None,
     noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE,
     delta: float = 0.0,
     period: StudyPeriod | None = None,
@@ -97,7 +100,10 @@ def od_matrix(
     (a user with g trips loses g x epsilon); if the accountant states a ``group_size`` g (to
     charge g x epsilon to a user-level budget), each user keeps at most g trips (same keyed
     sampling), so that charge rests on an enforced bound, not on a claim about the data.
-    Rounding and suppression below ``tau`` read only noisy values (post-processing).
+    Suppression below ``tau`` reads only noisy values (post-processing). Default (``tau``
+    None): the noisy integers as drawn, negative values kept, so every cell and every total is
+    unbiased; ``tau = 0`` clamps negative counts to 0 and ``tau > 0`` suppresses below tau,
+    both of which inflate totals (the expected bias is stated in ``params.post_processing``).
 
     Out of core: ``buckets`` (default: sized to the engine's memory limit) splits the users by
     a hash of the user id and sums the bucket counts; bounding stays exact per user.
@@ -151,6 +157,10 @@ def od_matrix(
     noisy = np.zeros(domain.size, dtype=np.int64)
     noisy[mask] = add_noise(counts[mask])
     published = suppress(noisy, tau) * mask
+    n_cells = domain.n_periods * domain.k * (domain.k - 1)
+    margin = noise_dist.margin_of_error(0.95)
+    # from the published (noisy) OD cells and the public margin only: post-processing
+    signal = signal_check(published[: domain.od_size][mask[: domain.od_size]], margin, unit)
 
     od = published[: domain.od_size].reshape(domain.n_periods, domain.k, domain.k)
     tables = {
@@ -174,7 +184,10 @@ def od_matrix(
         params={
             "epsilon": epsilon,
             "delta": delta,
-            "tau": int(tau),
+            "tau": tau,
+            "post_processing": describe_post(noise_dist, tau, n_cells),
+            "expected_signal": expected_signal(noise_dist).to_dict(),
+            "signal": signal.to_dict(),
             "period": period.to_dict(),
             "epsilon_per_part": cost_each.epsilon,
         },
@@ -211,7 +224,7 @@ def plan_od(
     epsilon: float,
     unit: Unit | str = Unit.USER,
     max_trips: int | None = None,
-    tau: int = 0,
+    tau: int | None = None,
     noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE,
     delta: float = 0.0,
     period: StudyPeriod | None = None,
@@ -240,8 +253,7 @@ def plan_od(
         t_bound = 1
     if bound_per not in ("release", "period"):
         raise ConfigError(f"unknown bound scope '{bound_per}'", hint="use release or period")
-    if tau < 0 or int(tau) != tau:
-        raise ConfigError(f"the suppression threshold tau must be a whole number >= 0, got {tau}")
+    check_tau(tau)
     noise_dist, cost_each = calibrate(
         noise, epsilon, l1_sensitivity=t_bound, l2_sensitivity=t_bound, delta=delta, unit=unit
     )
@@ -335,14 +347,6 @@ def _exact_counts_one(
         "AS c_ WHERE cell >= 0 GROUP BY cell"
     )
     return dense_counts(engine, sql, (domain.size,))
-
-
-def suppress(noisy: np.ndarray, tau: int) -> np.ndarray:
-    """Post-processing: values below tau (and negative values) become 0."""
-    out = noisy.copy()
-    out[out < max(int(tau), 0)] = 0
-    out[out < 0] = 0
-    return out
 
 
 def od_table(od: np.ndarray, tile_ids: list[Any], labels: list[str]) -> pd.DataFrame:

@@ -72,6 +72,20 @@ def _f(v: Any) -> str:
     return escape(str(v))
 
 
+def _below(v: Any, margin: Any) -> str:
+    """A noisy count, or "below the margin" when |value| is within its 95% margin (the count
+    cannot be told from 0). Display only: the JSON keeps every noisy value."""
+    if isinstance(margin, (int, float)) and isinstance(v, (int, float)) and abs(v) <= margin:
+        return f"below the margin (±{int(margin):,})"
+    return _f(v)
+
+
+def _margin(a: dict[str, Any]) -> Any:
+    """The 95% margin of an analysis' counts (one noise scale per analysis)."""
+    m = a.get("margin_of_error_95", {})
+    return m.get("counts", m.get("histogram"))
+
+
 def _table(header: list[str], rows: Sequence[Sequence[Any]]) -> str:
     h = "".join(f"<th>{escape(c)}</th>" for c in header)
     body = "".join("<tr>" + "".join(f"<td>{_f(c)}</td>" for c in r) + "</tr>" for r in rows)
@@ -90,17 +104,24 @@ def _meta(a: dict[str, Any]) -> str:
 def _section(name: str, a: dict[str, Any], doc: dict[str, Any]) -> str:
     tess = doc["tessellation"]
     body = ""
+    out = _below(a.get("outliers"), _margin(a))  # the analysis' outliers cell, if any
     if name == "dataset_statistics":
         moe = a["margin_of_error_95"]
         rows = [
-            [k.replace("_", " "), a[k], f"±{moe[k]:,}" if k in moe else "derived"]
+            [
+                k.replace("_", " "),
+                _below(a[k], moe.get(k)),
+                f"±{moe[k]:,}" if k in moe else "derived",
+            ]
             for k in ("users", "trips", "complete_trips", "incomplete_trips", "trip_ends")
         ]
         body = _table(["statistic", "noisy value", "95% margin"], rows)
     elif name == "missing_values":
         cols = ("datetime", "lat", "lng")
+        m = _margin(a)
         body = _table(
-            ["column", "trips with a missing value"], list(zip(cols, a["counts"], strict=True))
+            ["column", "trips with a missing value"],
+            [[c, _below(v, m)] for c, v in zip(cols, a["counts"], strict=True)],
         )
     elif name == "trips_over_time":
         labels = [t[:10] for t in doc["domain"]["time_bins"]]
@@ -109,8 +130,7 @@ def _section(name: str, a: dict[str, Any], doc: dict[str, Any]) -> str:
             labels, a["counts"], label_every=every, width=760, title="trips per " + a["resolution"]
         )
         body += (
-            f"<p class='meta'>per {a['resolution']}; trips outside the declared period: "
-            f"{_f(a['outliers'])}</p>"
+            f"<p class='meta'>per {a['resolution']}; trips outside the declared period: {out}</p>"
         )
     elif name == "trips_per_weekday":
         body = svg.bar_chart(list(WEEKDAYS), a["counts"], title="trips per weekday")
@@ -135,7 +155,7 @@ def _section(name: str, a: dict[str, Any], doc: dict[str, Any]) -> str:
         body = (
             "<div class='row'>"
             + svg.choropleth(tess, vals, title="visits per tile")
-            + f"<div>{rank}<p class='meta'>outside the tessellation: {_f(a['outliers'])}</p>"
+            + f"<div>{rank}<p class='meta'>outside the tessellation: {out}</p>"
             + "</div></div>"
         )
         body += _cum_ranking(vals, "tiles")
@@ -155,7 +175,7 @@ def _section(name: str, a: dict[str, Any], doc: dict[str, Any]) -> str:
                 cells.append(f"<div>{dname} {labels[w]} (max {_f(max(vals))}){m}</div>")
         body = (
             f"<div class='small-maps'>{''.join(cells)}</div>"
-            f"<p class='meta'>outside the tessellation or without time: {_f(a['outliers'])}</p>"
+            f"<p class='meta'>outside the tessellation or without time: {out}</p>"
         )
     elif name == "od_flows":
         k = len(tess["ids"])
@@ -177,7 +197,7 @@ def _section(name: str, a: dict[str, Any], doc: dict[str, Any]) -> str:
             "<div class='row'>"
             + svg.flow_map(tess, drawn, title="largest OD flows")
             + f"<div>{rank}<p class='meta'>trips with an end outside the tessellation: "
-            f"{_f(a['outliers'])}<br>map: the {len(drawn)} largest flows above the noise "
+            f"{out}<br>map: the {len(drawn)} largest flows above the noise "
             f"floor ≈ {_f(round(floor))} (noise alone reaches about scale × ln(cells) "
             f"over {c.size:,} cells)</p></div></div>"
             + _cum_ranking(list(map(float, c)), "OD pairs")
@@ -205,7 +225,7 @@ def _section(name: str, a: dict[str, Any], doc: dict[str, Any]) -> str:
         body += (
             f"<p class='meta'>bins of width {_f(a['bins']['width'])} {escape(a['unit'])} "
             f"from {_f(edges[0])} to {_f(edges[-1])} (declared); outliers: "
-            f"{_f(a['outliers'])}</p>"
+            f"{out}</p>"
         )
     return f"<section id='{name}'><h2>{TITLES[name]}</h2>{_meta(a)}{body}</section>"
 
@@ -235,6 +255,8 @@ def render_report_html(doc: dict[str, Any]) -> str:
     banner = (
         f"<div class='warn not-for-publication' role='alert'>{escape(note)}</div>" if note else ""
     )
+    no_signal = (doc.get("signal") or {}).get("warning")
+    warn = f"<p class='warn'>{escape(no_signal)}</p>" if no_signal else ""
     budget_rows = [
         [
             TITLES[n],
@@ -273,10 +295,10 @@ def render_report_html(doc: dict[str, Any]) -> str:
         f"<title>privmob mobility report</title><style>{CSS}</style><script>{JS}</script>"
         f"</head><body>{banner}<div id='js-errors'></div>"
         f"<header><h1>Differentially private mobility report</h1><nav>{nav}</nav></header><main>"
-        f"<section id='privacy'><h2>Privacy settings</h2><div class='row'>{settings}"
+        f"{warn}<section id='privacy'><h2>Privacy settings</h2><div class='row'>{settings}"
         f"<div>{_table(['analysis', 'ε', 'weight', 'L1 sensitivity', '95% margin'], budget_rows)}"
         "</div></div><p class='meta'>Every count carries noise, zero cells and outliers cells "
-        "included; quantiles are chosen from the declared bin edges by the exponential "
+        "included; quantiles are declared bin midpoints chosen by the exponential "
         "mechanism; all domains (tiles, time bins, histogram bins) are public.</p></section>"
         f"{sections}</main>"
         f"<script type='application/json' id='report-data'>{_embed(doc)}</script>"

@@ -128,7 +128,7 @@ def distribution(
     name: str, exact: np.ndarray, eps: float, cfg: ReportConfig, rng: Randomness
 ) -> AnalysisResult:
     """Histogram over the declared bins + outliers (eps * (1 - share)) and a DP five-number
-    summary chosen from the bin edges (eps * share)."""
+    summary chosen among the declared bins, reported at their midpoints (eps * share)."""
     bins = cfg.bins(name)
     delta1 = sensitivity(name, cfg)
     eps_q = eps * cfg.quantile_share

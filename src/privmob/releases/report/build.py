@@ -149,6 +149,7 @@ def mobility_report(
         exact = exact_counts(engine, points, config, tiles, key)
     step("adding noise")
     results, tables = _release_all(exact, config, tiles, r)
+    signal = report_signal(results, config.unit.value)
     release = Release(
         kind="mobility_report",
         cost=cost,
@@ -165,6 +166,7 @@ def mobility_report(
         for_publication=r.for_publication,
         extra={
             "analyses": {name: res.to_dict() for name, res in results.items()},
+            "signal": signal,
             "tessellation": {
                 "ids": tiles.ids,
                 "names": tiles.names,
@@ -176,6 +178,27 @@ def mobility_report(
     )
     step("charging the ledger")
     return accountant.charge(release, description="DP mobility report")
+
+
+def report_signal(results: dict[str, an.AnalysisResult], unit: str) -> dict[str, Any]:
+    """Per count analysis, the share of noisy cells within their 95% margin of 0, and one
+    warning naming the analyses where most are (noisy values and public margins only)."""
+    from privmob.evaluate.signal import signal_check
+
+    per: dict[str, Any] = {}
+    for name, res in results.items():
+        values, margin = res.values.get("counts"), res.margin_of_error.get("counts")
+        if values is None or margin is None:
+            continue
+        per[name] = signal_check(np.asarray(values), int(margin), unit).to_dict()
+    noisy = [name for name, s in per.items() if s["warning"]]
+    warning = (
+        f"most cells of {', '.join(noisy)} are within their 95% margin of 0: too few {unit}s "
+        f"for {unit}-level statistics at this epsilon; read those analyses as noise"
+        if noisy
+        else None
+    )
+    return {"analyses": per, "warning": warning}
 
 
 def _release_all(

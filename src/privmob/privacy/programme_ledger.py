@@ -1,0 +1,192 @@
+"""A recorded programme in the privacy ledger: progress, and refusal of releases outside it.
+
+The operator records a planned programme (privmob.evaluate.programme) for a dataset; from then
+on the ledger refuses a release whose kind is not in the programme, or whose kind has used all
+its planned releases, or whose epsilon exceeds the planned per-release epsilon, unless the
+operator allows it beforehand (``allow``: one allowance per release, consumed when used).
+Tables of their own in the ledger's SQLite file; the ledger calls :func:`check_release` before
+it charges. The check reads ledger rows only, never data.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from privmob.errors import BudgetError, ConfigError
+
+if TYPE_CHECKING:
+    from privmob.evaluate.programme import ProgrammePlan
+    from privmob.privacy.costs import Cost
+    from privmob.privacy.ledger import Ledger
+
+# schedule kind -> the kind a release records in the ledger
+LEDGER_KINDS = {
+    "od": "od-matrix",
+    "population": "population",
+    "density": "density",
+    "report": "mobility_report",
+    "series": "landmark-series",
+}
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS programmes (
+    dataset TEXT PRIMARY KEY,
+    recorded_at TEXT NOT NULL,
+    since_entry INTEGER NOT NULL,
+    plan TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS programme_allowances (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    dataset TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    reason TEXT NOT NULL
+);
+"""
+EPS_SLACK = 1e-9
+
+
+@contextmanager
+def _connect(ledger: Ledger, *, create: bool = False) -> Iterator[sqlite3.Connection]:
+    """A connection to the ledger file; the programme tables are created only by writers, so
+    a ledger without a programme is left as it is."""
+    con = sqlite3.connect(ledger.path, timeout=ledger.timeout, isolation_level=None)
+    try:
+        if create:
+            con.executescript(SCHEMA)
+        yield con
+    finally:
+        con.close()
+
+
+def _has_tables(con: sqlite3.Connection) -> bool:
+    row = con.execute(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "
+        "('programmes', 'programme_allowances')"
+    ).fetchone()
+    return bool(row and row[0] == 2)
+
+
+@dataclass(frozen=True)
+class Progress:
+    """One schedule entry against the releases charged since the programme was recorded."""
+
+    kind: str
+    planned: int
+    released: int
+    epsilon_each: float
+    epsilon_spent: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def record(ledger: Ledger, dataset: str, plan: ProgrammePlan) -> None:
+    """Record a feasible programme for ``dataset`` (replaces a previous one)."""
+    if not plan.feasible:
+        raise ConfigError(
+            "this programme does not meet its targets within its budget; nothing recorded",
+            hint="see privmob plan programme for what would work",
+        )
+    from datetime import UTC, datetime
+
+    doc = plan.to_dict()
+    last = max((e.id for e in ledger.entries(dataset)), default=0)
+    with _connect(ledger, create=True) as con:
+        con.execute(
+            "INSERT OR REPLACE INTO programmes (dataset, recorded_at, since_entry, plan) "
+            "VALUES (?, ?, ?, ?)",
+            (dataset, datetime.now(UTC).isoformat(), last, json.dumps(doc)),
+        )
+
+
+def recorded(ledger: Ledger, dataset: str) -> tuple[int, dict[str, Any]] | None:
+    with _connect(ledger) as con:
+        if not _has_tables(con):
+            return None
+        row = con.execute(
+            "SELECT since_entry, plan FROM programmes WHERE dataset = ?", (dataset,)
+        ).fetchone()
+    return None if row is None else (int(row[0]), json.loads(row[1]))
+
+
+def progress(ledger: Ledger, dataset: str) -> list[Progress]:
+    """Planned and charged releases per entry, since the programme was recorded."""
+    rec = recorded(ledger, dataset)
+    if rec is None:
+        raise ConfigError(
+            f"no programme recorded for '{dataset}'",
+            hint="record one with: privmob ledger programme record SCHEDULE --dataset NAME",
+        )
+    since, plan = rec
+    entries = [e for e in ledger.entries(dataset) if e.id > since]
+    out = []
+    for r in plan["releases"]:
+        kind = LEDGER_KINDS[r["kind"]]
+        mine = [e for e in entries if e.kind == kind]
+        releases = len({e.created_at for e in mine})  # parts of one release share a time
+        spent = sum(e.release_cost.epsilon for e in mine)
+        out.append(Progress(r["kind"], r["count"], releases, r["epsilon_per_release"], spent))
+    return out
+
+
+def allow(ledger: Ledger, dataset: str, kind: str, reason: str) -> None:
+    """Let the next release of ``kind`` through once, whatever the programme says."""
+    if not reason.strip():
+        raise ConfigError("say why the release is outside the programme (--reason)")
+    with _connect(ledger, create=True) as con:
+        con.execute(
+            "INSERT INTO programme_allowances (dataset, kind, reason) VALUES (?, ?, ?)",
+            (dataset, kind, reason),
+        )
+
+
+def _use_allowance(ledger: Ledger, dataset: str, kind: str) -> bool:
+    with _connect(ledger) as con:
+        if not _has_tables(con):
+            return False
+        row = con.execute(
+            "SELECT id FROM programme_allowances WHERE dataset = ? AND kind IN (?, ?) "
+            "ORDER BY id LIMIT 1",
+            (dataset, kind, _schedule_kind(kind)),
+        ).fetchone()
+        if row is None:
+            return False
+        con.execute("DELETE FROM programme_allowances WHERE id = ?", (row[0],))
+    return True
+
+
+def _schedule_kind(ledger_kind: str) -> str:
+    return next((k for k, v in LEDGER_KINDS.items() if v == ledger_kind), ledger_kind)
+
+
+def check_release(ledger: Ledger, dataset: str, kind: str, parts: list[tuple[str, Cost]]) -> None:
+    """Refuse a release outside the recorded programme (no programme: nothing to check)."""
+    rec = recorded(ledger, dataset)
+    if rec is None:
+        return
+    planned = {LEDGER_KINDS[r["kind"]]: r for r in rec[1]["releases"]}
+    reason = None
+    entry = planned.get(kind)
+    if entry is None:
+        reason = f"a {kind} release is not in the programme recorded for '{dataset}'"
+    else:
+        done = next(p for p in progress(ledger, dataset) if LEDGER_KINDS[p.kind] == kind)
+        eps = max(c.epsilon for _, c in parts)
+        if done.released >= done.planned:
+            reason = f"all {done.planned} planned {kind} releases of '{dataset}' are done"
+        elif eps > entry["epsilon_per_release"] * (1 + EPS_SLACK):
+            reason = (
+                f"epsilon {eps:g} exceeds the programme's {entry['epsilon_per_release']:.6g} "
+                f"per {kind} release"
+            )
+    if reason is not None and not _use_allowance(ledger, dataset, kind):
+        raise BudgetError(
+            f"{reason}; nothing was charged or published",
+            hint=f"if it is intended: privmob ledger programme allow --dataset {dataset} "
+            f"--kind {_schedule_kind(kind)} --reason '...'",
+        )
