@@ -69,6 +69,8 @@ class Loaded:
     # how, so work can be split upstream (per-user buckets must filter before a window)
     base: Loaded | None = None
     derive: Callable[[Loaded], Loaded] | None = None
+    #: the fingerprint of the tessellation the tiles were assigned with (checked by releases)
+    tiles: str | None = None
 
     def derived(self, view: str, shape: str, derive: Callable[[Loaded], Loaded]) -> Loaded:
         """A relation built from this one by ``derive`` (which can rebuild it per bucket)."""
@@ -80,7 +82,12 @@ class Loaded:
             self.engine.columns(view),
             base=self,
             derive=derive,
+            tiles=self.tiles,
         )
+
+
+def _tiles_of(tessellation: Any) -> str | None:
+    return getattr(tessellation, "fingerprint", None)
 
 
 def _new_name(prefix: str) -> str:
@@ -620,7 +627,9 @@ def load_events(
                 f"ON e._p_lng = t.lng AND e._p_lat = t.lat"
             ),
         )
-    return Loaded(view, display, "events", engine, engine.columns(view))
+    return Loaded(
+        view, display, "events", engine, engine.columns(view), tiles=_tiles_of(tessellation)
+    )
 
 
 def _has_int_keys(engine: Engine, cell_view: str) -> bool:
@@ -741,7 +750,14 @@ def load_trip_points(
         # input, so user buckets filter before the tile arithmetic, not after it
         base = _new_name("untiled")
         engine.create_view(base, f"SELECT {canonical} FROM {pview} AS e")
-        untiled = Loaded(base, display, "trip_points_untiled", engine, engine.columns(base))
+        untiled = Loaded(
+            base,
+            display,
+            "trip_points_untiled",
+            engine,
+            engine.columns(base),
+            tiles=_tiles_of(tessellation),
+        )
         return _grid_tiled_points(untiled, grid)
     if "tile_id" in cols:
         tile_expr, tile_sql = tile_index(
@@ -751,7 +767,9 @@ def load_trip_points(
     else:
         source, tile_expr = coordinate_tiles_sql(engine, tessellation, pview)
     engine.create_view(view, f"SELECT {canonical}, {tile_expr} AS tile FROM {source}")
-    return Loaded(view, display, "trip_points", engine, engine.columns(view))
+    return Loaded(
+        view, display, "trip_points", engine, engine.columns(view), tiles=_tiles_of(tessellation)
+    )
 
 
 def _grid_tiled_points(untiled: Loaded, grid: Any) -> Loaded:
@@ -894,7 +912,9 @@ def load_trips(
                 f"FROM {pview} AS e {o_join} {d_join}"
             ),
         )
-    return Loaded(view, display, "trips", engine, engine.columns(view))
+    return Loaded(
+        view, display, "trips", engine, engine.columns(view), tiles=_tiles_of(tessellation)
+    )
 
 
 def _relabel(checks: list[Check], cols: Mapping[str, str]) -> None:

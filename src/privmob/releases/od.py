@@ -24,6 +24,7 @@ from privmob.privacy.mechanisms import Noise, NoiseKind, calibrate
 from privmob.privacy.samplers import Randomness, resolve
 from privmob.releases.base import Accountant, Release
 from privmob.releases.periods import StudyPeriod
+from privmob.releases.tiles import check_tessellation
 
 Step = Callable[[str], None]
 
@@ -83,6 +84,7 @@ def od_matrix(
     rng: Randomness | int | None = None,
     step: Step | None = None,
     buckets: int | None = None,
+    plan: ODPlan | None = None,
 ) -> Release:
     """A differentially private origin-destination matrix, per period.
 
@@ -101,11 +103,15 @@ def od_matrix(
 
     Out of core: ``buckets`` (default: sized to the engine's memory limit) splits the users by
     a hash of the user id and sums the bucket counts; bounding stays exact per user.
+
+    ``plan``: the :func:`plan_od` of these same parameters, when the caller already made it
+    (computed once, reused).
     """
     step = step or (lambda _msg: None)
     r = resolve(rng)
     period = period or StudyPeriod()
-    plan = plan_od(
+    check_tessellation(trips, tessellation)
+    plan = plan or plan_od(
         epsilon=epsilon,
         unit=unit,
         max_trips=max_trips,

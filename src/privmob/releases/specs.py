@@ -1,0 +1,222 @@
+"""Release specifications: the public parameters of one release, its :class:`Plan` (from those
+parameters only, before any data is read) and the one release signature of the library,
+:func:`release` ``(data, spec, accountant, *, rng, progress)``.
+
+Each spec is a thin typed wrapper over an existing release function (``releases/od.py``,
+``releases/population.py``): the privacy semantics are theirs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Protocol
+
+from privmob.errors import ConfigError
+from privmob.privacy.costs import Cost, Unit
+from privmob.privacy.mechanisms import NoiseKind, calibrate
+from privmob.privacy.samplers import Randomness
+from privmob.releases.base import Accountant, Release
+from privmob.releases.periods import StudyPeriod
+
+Progress = Callable[[str], None]
+
+#: bytes per cell of a dense count domain: exact counts, noisy values, published values (int64)
+#: and the released-cells mask
+BYTES_PER_CELL = 3 * 8 + 1
+#: bytes per row of a long output table: three Arrow string offsets and labels, one int64
+BYTES_PER_ROW = 64
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a release will cost and need, from public parameters only (no data is read).
+
+    ``cells``: noisy cells of the public domain; ``memory_bytes``: estimate of the dense domain
+    and output table in memory; ``output_rows``: rows of the main table; ``margin_of_error_95``:
+    half-width of the 95% interval of the noise on one cell.
+    """
+
+    kind: str
+    cost: Cost
+    cells: int
+    memory_bytes: int
+    output_rows: int
+    margin_of_error_95: float
+    noise: str
+    parts: int = 1
+
+    def check_memory(self, memory_limit: int | None) -> None:
+        """Refuse, with what to change, a plan that would not fit in ``memory_limit`` bytes."""
+        if memory_limit is None or self.memory_bytes <= memory_limit:
+            return
+        raise ConfigError(
+            f"this {self.kind} release needs about {self.memory_bytes / 1e9:.2f} GB for "
+            f"{self.cells:,} cells, over the memory limit of {memory_limit / 1e9:.2f} GB",
+            hint="use a coarser tessellation, fewer periods (a longer bin or a shorter study "
+            "period) or a higher memory limit",
+        )
+
+    def summary(self) -> str:
+        return (
+            f"{self.kind}: cost {self.cost.describe()}, {self.cells:,} cells, "
+            f"~{self.memory_bytes / 1e6:,.1f} MB, {self.output_rows:,} rows, "
+            f"95% margin of error +/-{self.margin_of_error_95:,.1f} per cell"
+        )
+
+
+class Spec(Protocol):
+    @property
+    def kind(self) -> str: ...
+
+    def plan(self) -> Plan: ...
+
+    def run(
+        self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Progress
+    ) -> Release: ...
+
+
+@dataclass(frozen=True)
+class OdSpec:
+    """An origin-destination matrix over ``tessellation`` (see
+    :func:`privmob.releases.od.od_matrix`)."""
+
+    tessellation: Any
+    epsilon: float
+    unit: Unit = Unit.USER
+    max_trips: int | None = None
+    tau: int = 0
+    noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE
+    delta: float = 0.0
+    period: StudyPeriod = field(default_factory=StudyPeriod)
+    bound_per: str = "release"
+    kind: str = "od-matrix"
+
+    @cached_property
+    def od_plan(self) -> Any:
+        from privmob.releases.od import plan_od
+
+        return plan_od(
+            epsilon=self.epsilon,
+            unit=self.unit,
+            max_trips=self.max_trips,
+            tau=self.tau,
+            noise=self.noise,
+            delta=self.delta,
+            period=self.period,
+            bound_per=self.bound_per,
+        )
+
+    @cached_property
+    def _plan(self) -> Plan:
+        from privmob.releases.od import ODDomain
+
+        p = self.od_plan
+        domain = ODDomain(self.tessellation.k, self.period.n_bins)
+        rows = domain.n_periods * domain.k * (domain.k - 1)
+        return Plan(
+            kind=self.kind,
+            cost=p.total,
+            cells=domain.released_cells,
+            memory_bytes=domain.size * BYTES_PER_CELL + rows * BYTES_PER_ROW,
+            output_rows=rows,
+            margin_of_error_95=float(p.noise.margin_of_error(0.95)),
+            noise=str(p.noise.kind),
+            parts=len(p.parts),
+        )
+
+    def plan(self) -> Plan:
+        return self._plan
+
+    def run(
+        self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Progress
+    ) -> Release:
+        from privmob.releases.od import od_matrix
+
+        return od_matrix(
+            data,
+            tessellation=self.tessellation,
+            epsilon=self.epsilon,
+            accountant=accountant,
+            unit=self.unit,
+            max_trips=self.max_trips,
+            tau=self.tau,
+            noise=self.noise,
+            delta=self.delta,
+            period=self.period,
+            bound_per=self.bound_per,
+            rng=rng,
+            step=progress,
+            plan=self.od_plan,
+        )
+
+
+@dataclass(frozen=True)
+class PopulationSpec:
+    """Users per home zone (see :func:`privmob.releases.population.population_counts`)."""
+
+    tessellation: Any
+    epsilon: float
+    noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE
+    delta: float = 0.0
+    night: tuple[int, int] = (20, 6)
+    period: StudyPeriod = field(default_factory=StudyPeriod)
+    kind: str = "population"
+
+    @cached_property
+    def _plan(self) -> Plan:
+        if self.night[0] == self.night[1]:
+            raise ConfigError("the night window is empty")
+        dist, cost = calibrate(
+            self.noise, self.epsilon, l1_sensitivity=1, l2_sensitivity=1, delta=self.delta
+        )
+        cells = self.tessellation.k + 2
+        return Plan(
+            kind=self.kind,
+            cost=cost,
+            cells=cells,
+            memory_bytes=cells * (BYTES_PER_CELL + BYTES_PER_ROW),
+            output_rows=cells,
+            margin_of_error_95=float(dist.margin_of_error(0.95)),
+            noise=str(dist.kind),
+        )
+
+    def plan(self) -> Plan:
+        return self._plan
+
+    def run(
+        self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Progress
+    ) -> Release:
+        from privmob.releases.population import population_counts
+
+        return population_counts(
+            data,
+            tessellation=self.tessellation,
+            epsilon=self.epsilon,
+            accountant=accountant,
+            noise=self.noise,
+            delta=self.delta,
+            night=self.night,
+            period=self.period,
+            rng=rng,
+            step=progress,
+        )
+
+
+def release(
+    data: Any,
+    spec: Spec,
+    accountant: Accountant,
+    *,
+    rng: Randomness | int | None = None,
+    progress: Progress | None = None,
+    memory_limit: int | None = None,
+) -> Release:
+    """Run ``spec`` on ``data``: plan (public parameters only), refuse a plan over
+    ``memory_limit`` or over the budget before any data is read, then count, add noise and
+    charge the ledger (by the release function the spec wraps)."""
+    plan = spec.plan()
+    plan.check_memory(memory_limit)
+    accountant.precheck(plan.cost)
+    return spec.run(data, accountant, rng=rng, progress=progress or (lambda _m: None))

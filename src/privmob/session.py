@@ -1,0 +1,363 @@
+"""``privmob.Session``: one front door over loading, the tessellation, the engine and the ledger.
+
+A session holds the input (a path, a folder, or a pandas / Polars / Arrow table), the public
+tessellation (a path, a GeoDataFrame or a ``Tessellation``, read once), the engine and the
+accountant. The input is read and validated once, on the first release that needs it; its
+shape (trips, trip points, events) is resolved once and every release accepts every shape it
+can use. ``plan_*`` methods read no data.
+"""
+
+from __future__ import annotations
+
+import atexit
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from privmob.dp import (
+    Budget,
+    MaxTripsPerUser,
+    PrivacyUnit,
+    as_period,
+    bound_value,
+    budget_cost,
+)
+from privmob.errors import ConfigError
+from privmob.privacy.mechanisms import NoiseKind
+from privmob.releases.periods import StudyPeriod
+from privmob.releases.specs import OdSpec, Plan, PopulationSpec, Spec, release
+from privmob.results import ReleaseResult
+
+
+class SessionLedger:
+    """The session's view of its ledger: what was spent on the dataset, what remains."""
+
+    def __init__(self, ledger: Any, dataset: str) -> None:
+        self._ledger = ledger
+        self.dataset = dataset
+
+    @property
+    def path(self) -> Path:
+        return Path(self._ledger.path)
+
+    def remaining(self) -> float:
+        return float(self._ledger.remaining(self.dataset).epsilon)
+
+    def spent(self) -> float:
+        return float(self._ledger.spent(self.dataset).epsilon)
+
+    def to_pandas(self) -> pd.DataFrame:
+        """One row per ledger entry of the dataset (kind, description, epsilon, delta) with the
+        epsilon spent so far and what remains of the budget after it."""
+        budget = self._ledger.budget(self.dataset)
+        rows = []
+        spent = 0.0
+        for e in self._ledger.entries(self.dataset):
+            spent += e.cost.epsilon
+            rows.append(
+                {
+                    "id": e.id,
+                    "created_at": e.created_at,
+                    "kind": e.kind,
+                    "description": e.description,
+                    "epsilon": e.cost.epsilon,
+                    "delta": e.cost.delta,
+                    "for_publication": e.for_publication,
+                    "spent": spent,
+                    "remaining": max(0.0, budget.epsilon - spent),
+                }
+            )
+        columns = [
+            "id", "created_at", "kind", "description", "epsilon", "delta",
+            "for_publication", "spent", "remaining",
+        ]  # fmt: skip
+        return pd.DataFrame(rows, columns=columns)
+
+    def _repr_html_(self) -> str:
+        return (
+            f"<p>ledger {self.path}: dataset '{self.dataset}' spent epsilon={self.spent():.6g}, "
+            f"remaining {self.remaining():.6g}</p>" + self.to_pandas().to_html(index=False)
+        )
+
+
+class Session:
+    """Differentially private releases of one mobility dataset.
+
+    ``data``: a CSV / Parquet path or folder, or a pandas / Polars / Arrow table (trips, trip
+    points or events; ``shape`` is detected from the columns unless given). ``tessellation``:
+    a path, a GeoDataFrame or a Tessellation (public, read once). ``budget``: the dataset's
+    total budget (``PureDP``, ``ApproxDP``, ``RhoZCDP`` or a number = pure epsilon), set in the
+    ledger if it has none and refused if it has another. ``ledger``: a SQLite ledger path; when
+    omitted, an in-memory ledger for exploration (a private temporary file removed on
+    :meth:`close` or at exit; it needs a ``budget``). ``engine``: ``"duckdb"`` (default),
+    ``"spark"`` or an engine object. ``memory_limit``: e.g. ``"8GB"``; a release whose plan
+    needs more is refused before it reads data. ``seed``: TESTS ONLY, fixed noise, outputs
+    stamped "not for publication".
+    """
+
+    def __init__(
+        self,
+        data: Any,
+        *,
+        tessellation: Any,
+        budget: Budget | float | None = None,
+        ledger: str | Path | None = None,
+        dataset: str | None = None,
+        engine: Any = "duckdb",
+        memory_limit: str | int | None = None,
+        shape: str = "auto",
+        columns: dict[str, str] | None = None,
+        timezone: str = "UTC",
+        tile_id: str | None = None,
+        group_size: int | None = None,
+        seed: int | None = None,
+        progress: Any = None,
+    ) -> None:
+        from privmob.data import SHAPES
+        from privmob.data.tessellation import load_tessellation
+        from privmob.engine.buckets import parse_memory
+        from privmob.privacy.ledger import Ledger
+        from privmob.releases.base import Accountant
+
+        if shape not in SHAPES:
+            raise ConfigError(f"unknown input shape '{shape}'", hint=f"use one of {SHAPES}")
+        self.data = data
+        self.shape = shape
+        self.columns = columns
+        self.timezone = timezone
+        self.seed = seed
+        self.progress = progress
+        self.tessellation = load_tessellation(tessellation, id_column=tile_id)
+        self.memory_limit = (
+            parse_memory(memory_limit) if isinstance(memory_limit, str) else memory_limit
+        )
+        self._tmpdir: str | None = None
+        if ledger is None:
+            if budget is None:
+                raise ConfigError(
+                    "an in-memory ledger needs a total budget",
+                    hint="pass budget=pm.PureDP(10), or ledger='ledger.sqlite' for a kept one",
+                )
+            self._tmpdir = tempfile.mkdtemp(prefix="privmob-ledger-")
+            atexit.register(self.close)
+            ledger = Path(self._tmpdir) / "ledger.sqlite"
+        if dataset is None:
+            if isinstance(data, str | Path):
+                from privmob.cli.common import dataset_name
+
+                dataset = dataset_name(None, data)
+            else:
+                raise ConfigError(
+                    "name the dataset whose budget is charged",
+                    hint='pass dataset="trips-2024" (a table has no file name to use)',
+                )
+        cost = budget_cost(budget)
+        self._accountant = Accountant(
+            Ledger(ledger),
+            dataset,
+            group_size=group_size,
+            budget=None if cost is None else cost.epsilon,
+            budget_delta=0.0 if cost is None else cost.delta,
+        )
+        self.ledger = SessionLedger(self._accountant.ledger, dataset)
+        self._engine_arg = engine
+        self._engine: Any = None
+        self._memory_text = memory_limit
+        self._loaded: dict[str, Any] = {}
+
+    # -- life cycle -------------------------------------------------------------------------
+    def close(self) -> None:
+        """Close the engine and remove an in-memory ledger."""
+        if self._engine is not None and isinstance(self._engine_arg, str):
+            self._engine.close()
+        self._engine = None
+        if self._tmpdir is not None:
+            shutil.rmtree(self._tmpdir, ignore_errors=True)
+            self._tmpdir = None
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def engine(self) -> Any:
+        if self._engine is None:
+            from privmob.engine import make_engine
+
+            options = {}
+            if self._memory_text is not None and isinstance(self._engine_arg, str):
+                options["memory_limit"] = str(self._memory_text)
+            self._engine = make_engine(self._engine_arg, **options)
+        return self._engine
+
+    # -- inputs, resolved once --------------------------------------------------------------
+    def _shape(self) -> str:
+        if self.shape == "auto":
+            from privmob.data import detect_shape
+
+            self.shape = detect_shape(self.engine, self.data, columns=self.columns)
+        return self.shape
+
+    def _trips(self) -> Any:
+        if "trips" not in self._loaded:
+            from privmob.data import load_trips_any
+
+            self._loaded["trips"] = load_trips_any(
+                self.data,
+                engine=self.engine,
+                tessellation=self.tessellation,
+                shape=self._shape(),
+                columns=self.columns,
+                timezone=self.timezone,
+            )
+        return self._loaded["trips"]
+
+    def _events(self) -> Any:
+        if "events" not in self._loaded:
+            from privmob.data import load_events
+
+            if self._shape() == "trips":
+                raise ConfigError(
+                    "this release needs located events (uid, datetime, lat, lng or tile_id); "
+                    "the session's input holds one-row trips",
+                    hint="give events or trip points (GPS points) to the session",
+                )
+            self._loaded["events"] = load_events(
+                self.data,
+                engine=self.engine,
+                tessellation=self.tessellation,
+                columns=self.columns,
+                timezone=self.timezone,
+            )
+        return self._loaded["events"]
+
+    def _run(self, spec: Spec, data: Any) -> ReleaseResult:
+        out = release(
+            data,
+            spec,
+            self._accountant,
+            rng=self.seed,
+            progress=self.progress,
+            memory_limit=self.memory_limit,
+        )
+        return ReleaseResult(out, self.tessellation)
+
+    def _checked(self, spec: Spec) -> Spec:
+        # refuse before reading: memory over the limit, cost over the budget
+        plan = spec.plan()
+        plan.check_memory(self.memory_limit)
+        self._accountant.precheck(plan.cost)
+        return spec
+
+    # -- OD matrix --------------------------------------------------------------------------
+    def _od_spec(
+        self,
+        epsilon: float,
+        max_trips: MaxTripsPerUser | int | None,
+        period: StudyPeriod | None,
+        unit: PrivacyUnit | str,
+        tau: int,
+        noise: NoiseKind | str,
+        delta: float,
+        bound_per: str,
+    ) -> OdSpec:
+        return OdSpec(
+            self.tessellation,
+            epsilon,
+            unit=PrivacyUnit(unit),
+            max_trips=bound_value(max_trips, MaxTripsPerUser),
+            tau=tau,
+            noise=noise,
+            delta=delta,
+            period=as_period(period),
+            bound_per=bound_per,
+        )
+
+    def plan_od_matrix(
+        self,
+        *,
+        epsilon: float,
+        max_trips: MaxTripsPerUser | int | None = None,
+        period: StudyPeriod | None = None,
+        unit: PrivacyUnit | str = PrivacyUnit.USER,
+        tau: int = 0,
+        noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE,
+        delta: float = 0.0,
+        bound_per: str = "release",
+    ) -> Plan:
+        """The plan of :meth:`od_matrix` with these parameters (reads no data, charges nothing)."""
+        return self._od_spec(epsilon, max_trips, period, unit, tau, noise, delta, bound_per).plan()
+
+    def od_matrix(
+        self,
+        *,
+        epsilon: float,
+        max_trips: MaxTripsPerUser | int | None = None,
+        period: StudyPeriod | None = None,
+        unit: PrivacyUnit | str = PrivacyUnit.USER,
+        tau: int = 0,
+        noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE,
+        delta: float = 0.0,
+        bound_per: str = "release",
+    ) -> ReleaseResult:
+        """A private origin-destination matrix per period, from trips, trip points or events.
+
+        Guarantee (``unit="user"``): each user keeps at most ``max_trips`` trips (keyed random
+        sampling), every cell of the public domain (every ordered pair of distinct tiles in
+        every bin of ``period``, plus outliers cells) gets noise of scale T/epsilon: epsilon-DP
+        per user (discrete Laplace) or (epsilon, delta)-DP (discrete Gaussian). With
+        ``bound_per="period"`` the bound and the cost are per period. ``unit="trip"``: per
+        trip. Values below ``tau`` are suppressed (post-processing).
+        """
+        spec = self._checked(
+            self._od_spec(epsilon, max_trips, period, unit, tau, noise, delta, bound_per)
+        )
+        return self._run(spec, self._trips())
+
+    # -- population -------------------------------------------------------------------------
+    def plan_population(
+        self,
+        *,
+        epsilon: float,
+        period: StudyPeriod | None = None,
+        night: tuple[int, int] = (20, 6),
+        noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE,
+        delta: float = 0.0,
+    ) -> Plan:
+        """The plan of :meth:`population` (reads no data, charges nothing)."""
+        return PopulationSpec(
+            self.tessellation, epsilon, noise, delta, night, as_period(period)
+        ).plan()
+
+    def population(
+        self,
+        *,
+        epsilon: float,
+        period: StudyPeriod | None = None,
+        night: tuple[int, int] = (20, 6),
+        noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE,
+        delta: float = 0.0,
+    ) -> ReleaseResult:
+        """Users per home zone (home = most frequent zone in the ``night`` hours), from events
+        or trip points.
+
+        Guarantee: user-level epsilon-DP (discrete Laplace, scale 1/epsilon) or (epsilon,
+        delta)-DP (discrete Gaussian): each user has exactly one cell (a zone, "outside" or
+        "unknown home"), so the L1 sensitivity is 1; every zone gets noise; negative counts
+        become 0 (post-processing).
+        """
+        spec = self._checked(
+            PopulationSpec(self.tessellation, epsilon, noise, delta, night, as_period(period))
+        )
+        return self._run(spec, self._events())
+
+    def __repr__(self) -> str:
+        return (
+            f"Session(dataset={self.ledger.dataset!r}, tiles={self.tessellation.k}, "
+            f"shape={self.shape!r}, ledger={str(self.ledger.path)!r})"
+        )

@@ -1,0 +1,193 @@
+"""privmob.Session: the README example, plans that read no data, errors as the CLI raises them,
+and results equal to the CLI's for the same seed."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import geopandas as gpd
+import pandas as pd
+import pytest
+from shapely.geometry import box
+
+import privmob as pm
+from privmob.errors import BudgetError, ConfigError, InputError
+from tests.helpers import random_trips, run_cli
+
+
+def zones(n: int = 3) -> gpd.GeoDataFrame:
+    tiles = [box(13 + c * 0.01, 52 + r * 0.01, 13.01 + c * 0.01, 52.01 + r * 0.01)
+             for r in range(n) for c in range(n)]  # fmt: skip
+    return gpd.GeoDataFrame({"tile_id": range(n * n)}, geometry=tiles, crs=4326)
+
+
+def trips() -> pd.DataFrame:
+    return random_trips(200, 9, seed=1)
+
+
+def test_readme_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    trips_df, zones_gdf = trips(), zones()
+    s = pm.Session(trips_df, tessellation=zones_gdf, budget=pm.PureDP(10),
+                   ledger="ledger.sqlite", dataset="trips-2024")  # fmt: skip
+    od = s.od_matrix(
+        epsilon=1, max_trips=10, period=pm.Period("2024-01-01", "2024-02-01", bin="day")
+    )
+    table = od.to_pandas()
+    assert len(table) == 31 * 9 * 8 and list(table.columns) == [
+        "period",
+        "origin",
+        "destination",
+        "count",
+    ]
+    gdf = od.to_geodataframe()
+    assert gdf.crs.to_epsg() == 4326 and (gdf.geom_type == "LineString").all()
+    assert gdf.geometry.is_valid.all()
+    paths = od.write("out/od")
+    assert {p.name for p in paths} == {"od.parquet", "outliers.parquet", "metadata.json"}
+    meta = json.loads(Path("out/od/metadata.json").read_text())
+    assert meta["privacy"]["cost"]["epsilon"] == 1
+    view = s.ledger.to_pandas()
+    assert view["epsilon"].tolist() == [1.0] and view["remaining"].tolist() == [9.0]
+    html = od._repr_html_()
+    assert "<svg" in html and "epsilon=1" in html
+    assert od.metadata.unit is pm.PrivacyUnit.USER and od.metadata.cost.epsilon == 1
+    s.close()
+
+
+class Unreadable:
+    """A table whose data raises when read: proves a plan reads nothing."""
+
+    def to_arrow(self):
+        raise AssertionError("the data was read")
+
+
+def test_plans_read_no_data() -> None:
+    s = pm.Session(Unreadable(), tessellation=zones(), budget=10, dataset="x")
+    p = s.plan_od_matrix(
+        epsilon=1, max_trips=10, period=pm.Period("2024-01-01", "2024-01-08", bin="day")
+    )
+    assert p.cells == 7 * 9 * 8 + 7 + 1 and p.output_rows == 7 * 9 * 8
+    assert p.cost.epsilon == 1 and p.margin_of_error_95 > 0 and p.memory_bytes > 0
+    q = s.plan_population(epsilon=0.5)
+    assert q.cells == 11 and q.cost.epsilon == 0.5
+    assert s.ledger.spent() == 0
+    with pytest.raises(AssertionError, match="the data was read"):
+        s.od_matrix(epsilon=1, max_trips=10)
+    s.close()
+
+
+def test_in_memory_ledger_removed_on_close() -> None:
+    s = pm.Session(trips(), tessellation=zones(), budget=pm.PureDP(2), dataset="t")
+    path = s.ledger.path
+    s.od_matrix(epsilon=1, max_trips=3)
+    assert path.exists() and s.ledger.remaining() == pytest.approx(1.0)
+    s.close()
+    assert not path.exists() and not path.parent.exists()
+
+
+def test_memory_plan_refuses_with_hint() -> None:
+    s = pm.Session(Unreadable(), tessellation=zones(), budget=10, dataset="x", memory_limit="1KB")
+    with pytest.raises(ConfigError, match="memory limit") as err:
+        s.od_matrix(
+            epsilon=1, max_trips=10, period=pm.Period("2024-01-01", "2024-02-01", bin="day")
+        )
+    assert "coarser tessellation" in str(err.value.hint)
+    s.close()
+
+
+# -- bad input: the same privmob.errors types as the CLI, one-line messages ----------------
+def _one_line(err: pytest.ExceptionInfo) -> None:
+    assert "\n" not in err.value.message
+
+
+def test_wrong_columns() -> None:
+    bad = trips().rename(columns={"uid": "user"})
+    s = pm.Session(bad, tessellation=zones(), budget=10, dataset="x", shape="trips")
+    with pytest.raises(InputError) as err:
+        s.od_matrix(epsilon=1, max_trips=3)
+    _one_line(err)
+    s.close()
+
+
+def test_wrong_tessellation() -> None:
+    with pytest.raises(InputError) as err:
+        pm.Session(trips(), tessellation=zones().iloc[0:0], budget=10, dataset="x")
+    _one_line(err)
+
+
+def test_over_budget() -> None:
+    s = pm.Session(trips(), tessellation=zones(), budget=pm.PureDP(1), dataset="x")
+    with pytest.raises(BudgetError) as err:
+        s.od_matrix(epsilon=2, max_trips=3)
+    _one_line(err)
+    s.close()
+
+
+def test_bad_period() -> None:
+    with pytest.raises(ConfigError) as err:
+        pm.Period("2024-02-01", "2024-01-01", bin="day")
+    _one_line(err)
+    s = pm.Session(trips(), tessellation=zones(), budget=10, dataset="x")
+    with pytest.raises(ConfigError):
+        s.od_matrix(epsilon=1, max_trips=3, period="day")  # type: ignore[arg-type]
+    s.close()
+
+
+def test_wrong_bound_type() -> None:
+    s = pm.Session(trips(), tessellation=zones(), budget=10, dataset="x")
+    with pytest.raises(ConfigError, match="MaxVisitsPerHour"):
+        s.od_matrix(epsilon=1, max_trips=pm.MaxVisitsPerHour(3))
+    od = s.od_matrix(epsilon=1, max_trips=pm.MaxTripsPerUser(3))
+    assert od.metadata.bounds["max_trips_per_user"] == 3
+    s.close()
+
+
+def test_mismatched_tessellation_in_library(accountant) -> None:
+    from privmob.data import load_trips
+    from privmob.data.tessellation import load_tessellation
+    from privmob.engine import make_engine
+    from privmob.releases.od import od_matrix
+    from privmob.releases.population import population_counts
+
+    eng = make_engine("duckdb")
+    small, big = load_tessellation(zones(3)), load_tessellation(zones(4))
+    loaded = load_trips(trips(), engine=eng, tessellation=small)
+    with pytest.raises(ConfigError, match="another tessellation") as err:
+        od_matrix(loaded, tessellation=big, epsilon=1, accountant=accountant, max_trips=3)
+    _one_line(err)
+    with pytest.raises(ConfigError, match="another tessellation"):
+        population_counts(loaded, tessellation=big, epsilon=1, accountant=accountant)
+    with pytest.raises(ConfigError, match="as a tessellation"):
+        od_matrix(loaded, tessellation=zones(3), epsilon=1, accountant=accountant, max_trips=3)
+    assert accountant.ledger.spent(accountant.dataset).epsilon == 0
+    eng.close()
+
+
+def test_same_as_cli_for_same_seed(tmp_path: Path) -> None:
+    data, tess = tmp_path / "trips.parquet", tmp_path / "zones.geojson"
+    trips().to_parquet(data)
+    zones().to_file(tess, driver="GeoJSON")
+    code = run_cli(["od", str(data), "-t", str(tess), "-e", "1", "-T", "3", "--period", "day",
+                    "--start", "2024-01-01", "--end", "2024-01-04", "--seed", "7",
+                    "--ledger", str(tmp_path / "l.sqlite"), "--budget", "10",
+                    "-o", str(tmp_path / "cli"), "--quiet"])  # fmt: skip
+    assert code == 0
+    s = pm.Session(str(data), tessellation=str(tess), budget=10, seed=7,
+                   ledger=tmp_path / "s.sqlite")  # fmt: skip
+    od = s.od_matrix(
+        epsilon=1, max_trips=3, period=pm.Period("2024-01-01", "2024-01-04", bin="day")
+    )
+    cli = pd.read_parquet(tmp_path / "cli" / "od.parquet")
+    pd.testing.assert_frame_equal(od.to_pandas(), cli, check_dtype=False)
+    assert not od.metadata.for_publication
+    s.close()
+
+
+def test_import_is_light() -> None:
+    import subprocess
+
+    code = "import sys, privmob; assert 'pandas' not in sys.modules and 'duckdb' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)
