@@ -191,3 +191,26 @@ def test_import_is_light() -> None:
 
     code = "import sys, privmob; assert 'pandas' not in sys.modules and 'duckdb' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_report_and_population_from_trip_points(shared_data: Path, tmp_path: Path) -> None:
+    fixture = shared_data / "dpmr_fixture"
+    tess = str(fixture / "test_tessellation.geojson")
+    s = pm.Session(str(fixture / "test_data.csv"), tessellation=tess, budget=pm.PureDP(5),
+                   dataset="dpmr")  # fmt: skip
+    period = pm.Period("2020-12-13", "2020-12-20")
+    plan = s.plan_mobility_report(epsilon=1, max_trips=3, period=period)
+    assert plan.cost.epsilon == pytest.approx(1) and plan.cells > 0
+    report = s.mobility_report(epsilon=1, max_trips=3, period=period)
+    assert report.metadata.cost.epsilon == pytest.approx(1)
+    paths = report.write_html(tmp_path / "report.html")
+    assert paths and (tmp_path / "report.html").exists()
+    pop = s.population(epsilon=1)
+    gdf = pop.to_geodataframe()
+    assert gdf.crs.to_epsg() == 4326 and len(gdf) == s.tessellation.k
+    assert s.ledger.remaining() == pytest.approx(3)
+    with pytest.raises(ConfigError, match="trip points"):
+        pm.Session(trips(), tessellation=zones(), budget=1, dataset="t").mobility_report(
+            epsilon=1, max_trips=3, period=period
+        )
+    s.close()

@@ -101,6 +101,14 @@ class ReleaseResult:
 
         return write_release(self.release, folder, overwrite=overwrite)
 
+    def write_html(self, path: str | Path, *, overwrite: bool = False) -> dict[str, Path]:
+        """A mobility report as HTML (with ``report.json`` and its tables beside it)."""
+        if self.kind != "mobility_report":
+            raise TypeError(f"a {self.kind} release has no HTML report; use write()")
+        from privmob.render.report_files import write_report
+
+        return write_report(self.release, path, overwrite=overwrite)
+
     def _svg_map(self) -> str:
         from privmob.releases.report.inputs import Tiles
         from privmob.render import svg

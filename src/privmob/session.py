@@ -28,7 +28,7 @@ from privmob.dp import (
 from privmob.errors import ConfigError
 from privmob.privacy.mechanisms import NoiseKind
 from privmob.releases.periods import StudyPeriod
-from privmob.releases.specs import OdSpec, Plan, PopulationSpec, Spec, release
+from privmob.releases.specs import OdSpec, Plan, PopulationSpec, ReportSpec, Spec, release
 from privmob.results import ReleaseResult
 
 
@@ -355,6 +355,92 @@ class Session:
             PopulationSpec(self.tessellation, epsilon, noise, delta, night, as_period(period))
         )
         return self._run(spec, self._events())
+
+    # -- mobility report ---------------------------------------------------------------------
+    def _report_spec(
+        self,
+        epsilon: float,
+        max_trips: MaxTripsPerUser | int | None,
+        period: StudyPeriod | None,
+        unit: PrivacyUnit | str,
+        analyses: list[str] | None,
+    ) -> ReportSpec:
+        from privmob.releases.report import ReportConfig
+
+        study = as_period(period)
+        if study.start is None or study.end is None:
+            raise ConfigError(
+                "the mobility report needs a declared study period",
+                hint='pass period=pm.Period("2024-01-01", "2024-02-01")',
+            )
+        unit = PrivacyUnit(unit)
+        bound = bound_value(max_trips, MaxTripsPerUser)
+        if bound is None:
+            if unit is PrivacyUnit.USER:
+                raise ConfigError(
+                    "user-level privacy needs max_trips, the most trips counted per user",
+                    hint="a public bound, never taken from the data; it sets the noise scale",
+                )
+            bound = 1
+        cfg = ReportConfig.build(
+            epsilon=epsilon,
+            max_trips=bound,
+            period=(study.start, study.end),
+            unit=unit,
+            analyses=analyses,
+        )
+        return ReportSpec(self.tessellation, cfg)
+
+    def plan_mobility_report(
+        self,
+        *,
+        epsilon: float,
+        period: StudyPeriod,
+        max_trips: MaxTripsPerUser | int | None = None,
+        unit: PrivacyUnit | str = PrivacyUnit.USER,
+        analyses: list[str] | None = None,
+    ) -> Plan:
+        """The plan of :meth:`mobility_report` (reads no data, charges nothing)."""
+        return self._report_spec(epsilon, max_trips, period, unit, analyses).plan()
+
+    def mobility_report(
+        self,
+        *,
+        epsilon: float,
+        period: StudyPeriod,
+        max_trips: MaxTripsPerUser | int | None = None,
+        unit: PrivacyUnit | str = PrivacyUnit.USER,
+        analyses: list[str] | None = None,
+    ) -> ReleaseResult:
+        """A mobility report (trip counts over time and space, OD flows, trip length and
+        duration, visits per user, ...) from trip points.
+
+        Guarantee: ``epsilon``-DP (pure) per user with at most ``max_trips`` trips (enforced by
+        sampling), or per trip with ``unit="trip"``; the budget is split over the analyses,
+        every analysis is released over domains built from public parameters only.
+        ``ReleaseResult.write_html(path)`` writes the HTML report.
+        """
+        spec = self._checked(self._report_spec(epsilon, max_trips, period, unit, analyses))
+        return self._run(spec, self._trip_points())
+
+    def _trip_points(self) -> Any:
+        if "trip_points" not in self._loaded:
+            from privmob.data import load_trip_points
+
+            if self._shape() != "trip-points":
+                raise ConfigError(
+                    f"the mobility report needs trip points (uid, tid, datetime, lat, lng); "
+                    f"the session's input holds {self._shape()}",
+                    hint="give the session trip points, or use od_matrix for trips",
+                )
+            self._loaded["trip_points"] = load_trip_points(
+                self.data,
+                engine=self.engine,
+                tessellation=self.tessellation,
+                columns=self.columns,
+                timezone=self.timezone,
+            )
+        return self._loaded["trip_points"]
 
     def __repr__(self) -> str:
         return (

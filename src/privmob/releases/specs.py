@@ -204,6 +204,70 @@ class PopulationSpec:
         )
 
 
+@dataclass(frozen=True)
+class ReportSpec:
+    """A mobility report (see :func:`privmob.releases.report.mobility_report`); ``config`` is a
+    :class:`~privmob.releases.report.ReportConfig` (epsilon, M, declared period, analyses)."""
+
+    tessellation: Any
+    config: Any
+    kind: str = "mobility_report"
+
+    @cached_property
+    def _plan(self) -> Plan:
+        from privmob.engine.dialect import DUCKDB
+        from privmob.releases.report.analyses import sensitivity
+        from privmob.releases.report.build import report_cost, time_bins
+        from privmob.releases.report.sql import queries
+
+        cfg = self.config
+        cells = sum(
+            size
+            for _sql, size in queries(
+                cfg, self.tessellation.k, len(time_bins(cfg)), DUCKDB
+            ).values()
+        )
+        margins = []
+        for name in cfg.selected:
+            eps = cfg.epsilon_for(name)
+            if eps > 0:
+                dist, _ = calibrate(
+                    cfg.noise_kind, eps, l1_sensitivity=sensitivity(name, cfg, "trips")
+                )
+                margins.append(float(dist.margin_of_error(0.95)))
+        return Plan(
+            kind=self.kind,
+            cost=report_cost(cfg),
+            cells=cells,
+            memory_bytes=cells * (BYTES_PER_CELL + BYTES_PER_ROW),
+            output_rows=cells,
+            margin_of_error_95=max(margins, default=0.0),
+            noise=str(cfg.noise_kind),
+            parts=len(cfg.selected),
+        )
+
+    def plan(self) -> Plan:
+        """``margin_of_error_95`` is the largest over the selected analyses."""
+        return self._plan
+
+    def run(
+        self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Progress
+    ) -> Release:
+        from privmob.releases.report import Tiles, mobility_report
+        from privmob.releases.tiles import check_tessellation
+
+        check_tessellation(data, self.tessellation)
+        return mobility_report(
+            data.engine,
+            data,
+            Tiles.from_tessellation(self.tessellation),
+            self.config,
+            accountant,
+            rng=rng,
+            progress=progress,
+        )
+
+
 def release(
     data: Any,
     spec: Spec,
