@@ -48,6 +48,6 @@ def test_python_blocks_run(doc: Path, tmp_path: Path, monkeypatch: pytest.Monkey
     namespace: dict[str, object] = {"__name__": "__docs__"}
     for i, code in enumerate(blocks, 1):
         try:
-            exec(compile(code, f"{doc.name}, python block {i}", "exec"), namespace)  # noqa: S102
+            exec(compile(code, f"{doc.name}, python block {i}", "exec"), namespace)
         except Exception as exc:
             pytest.fail(f"{doc.relative_to(ROOT)}, python block {i} failed: {exc!r}")
