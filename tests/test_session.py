@@ -214,3 +214,41 @@ def test_report_and_population_from_trip_points(shared_data: Path, tmp_path: Pat
             epsilon=1, max_trips=3, period=period
         )
     s.close()
+
+
+def events() -> pd.DataFrame:
+    """Made-up located events inside the 3 x 3 zones, 2024-01-01 to 2024-01-03."""
+    import numpy as np
+
+    rng = np.random.default_rng(5)
+    n = 3_000
+    return pd.DataFrame(
+        {
+            "uid": rng.integers(0, 150, n),
+            "datetime": pd.Timestamp("2024-01-01")
+            + pd.to_timedelta(rng.integers(0, 2 * 86_400, n), unit="s"),
+            "lat": 52 + rng.uniform(0.0005, 0.0295, n),
+            "lng": 13 + rng.uniform(0.0005, 0.0295, n),
+        }
+    )
+
+
+def test_zone_series_and_population_from_events() -> None:
+    s = pm.Session(events(), tessellation=zones(), budget=pm.PureDP(5), dataset="ev",
+                   unit=pm.PrivacyUnit.LANDMARK)  # fmt: skip
+    period = pm.Period("2024-01-01", "2024-01-02")
+    plan = s.plan_zone_series(epsilon=1, period=period, max_per_bin=pm.MaxVisitsPerHour(2))
+    assert plan.cells == 10 * 24 + 1 and plan.cost.epsilon == pytest.approx(1.1)
+    series = s.zone_series(epsilon=1, period=period, max_per_bin=pm.MaxVisitsPerHour(2))
+    assert series.metadata.cost.epsilon == pytest.approx(1.1)
+    assert s.ledger.remaining() == pytest.approx(3.9)
+    with pytest.raises(ConfigError, match="not bins of 2h"):
+        s.plan_zone_series(epsilon=1, period=period, freq="2h", max_per_bin=pm.MaxVisitsPerHour(2))
+    # a user-level release on a landmark budget is refused before reading (the ledger's rule)
+    with pytest.raises(ConfigError, match="user-level release to a landmark-level budget"):
+        s.population(epsilon=1)
+    s.close()
+    u = pm.Session(events(), tessellation=zones(), budget=pm.PureDP(5), dataset="ev")
+    pop = u.population(epsilon=1)
+    assert pop.to_pandas()["count"].ge(0).all() and len(pop.to_pandas()) == 11
+    u.close()

@@ -24,6 +24,9 @@ _LAZY = {
     "PrivacyUnit": "privmob.dp",
     "MaxTripsPerUser": "privmob.dp",
     "MaxVisitsPerHour": "privmob.dp",
+    "MaxEventsPerBin": "privmob.dp",
+    "ReportSpec": "privmob.releases.specs",
+    "ZoneSeriesSpec": "privmob.releases.specs",
     "Period": "privmob.dp",
 }
 

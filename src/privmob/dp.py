@@ -98,10 +98,10 @@ class MaxVisitsPerHour(_Bound):
 
 
 @dataclass(frozen=True)
-class MaxTripsPerUserReport(_Bound):
-    """Most trips counted per user in the mobility report (its ``M``)."""
+class MaxEventsPerBin(_Bound):
+    """Most events counted per user and time bin (zone series)."""
 
-    name = "max_trips_per_user"
+    name = "max_per_bin"
 
 
 def bound_value(bound: _Bound | int | None, expected: type[_Bound]) -> int | None:

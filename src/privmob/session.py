@@ -19,7 +19,9 @@ import pandas as pd
 
 from privmob.dp import (
     Budget,
+    MaxEventsPerBin,
     MaxTripsPerUser,
+    MaxVisitsPerHour,
     PrivacyUnit,
     as_period,
     bound_value,
@@ -28,7 +30,15 @@ from privmob.dp import (
 from privmob.errors import ConfigError
 from privmob.privacy.mechanisms import NoiseKind
 from privmob.releases.periods import StudyPeriod
-from privmob.releases.specs import OdSpec, Plan, PopulationSpec, ReportSpec, Spec, release
+from privmob.releases.specs import (
+    OdSpec,
+    Plan,
+    PopulationSpec,
+    ReportSpec,
+    Spec,
+    ZoneSeriesSpec,
+    release,
+)
 from privmob.results import ReleaseResult
 
 
@@ -92,10 +102,12 @@ class Session:
     total budget (``PureDP``, ``ApproxDP``, ``RhoZCDP`` or a number = pure epsilon), set in the
     ledger if it has none and refused if it has another. ``ledger``: a SQLite ledger path; when
     omitted, an in-memory ledger for exploration (a private temporary file removed on
-    :meth:`close` or at exit; it needs a ``budget``). ``engine``: ``"duckdb"`` (default),
-    ``"spark"`` or an engine object. ``memory_limit``: e.g. ``"8GB"``; a release whose plan
-    needs more is refused before it reads data. ``seed``: TESTS ONLY, fixed noise, outputs
-    stamped "not for publication".
+    :meth:`close` or at exit; it needs a ``budget``). ``unit``: what the budget protects
+    (user by default; landmark or event for series). ``group_size``: charge trip- or
+    event-level releases to a user budget by group privacy (enforced where the release can).
+    ``engine``: ``"duckdb"`` (default), ``"spark"`` or an engine object. ``memory_limit``:
+    e.g. ``"8GB"``; a release whose plan needs more is refused before it reads data.
+    ``seed``: TESTS ONLY, fixed noise, outputs stamped "not for publication".
     """
 
     def __init__(
@@ -113,6 +125,7 @@ class Session:
         timezone: str = "UTC",
         tile_id: str | None = None,
         group_size: int | None = None,
+        unit: PrivacyUnit | str = PrivacyUnit.USER,
         seed: int | None = None,
         progress: Any = None,
     ) -> None:
@@ -155,13 +168,11 @@ class Session:
                     hint='pass dataset="trips-2024" (a table has no file name to use)',
                 )
         cost = budget_cost(budget)
-        self._accountant = Accountant(
-            Ledger(ledger),
-            dataset,
-            group_size=group_size,
-            budget=None if cost is None else cost.epsilon,
-            budget_delta=0.0 if cost is None else cost.delta,
-        )
+        led = Ledger(ledger)
+        if cost is not None:
+            # set once in the budget's unit; a different budget already there is refused
+            led.set_budget(dataset, cost.epsilon, cost.delta, PrivacyUnit(unit))
+        self._accountant = Accountant(led, dataset, group_size=group_size)
         self.ledger = SessionLedger(self._accountant.ledger, dataset)
         self._engine_arg = engine
         self._engine: Any = None
@@ -441,6 +452,87 @@ class Session:
                 timezone=self.timezone,
             )
         return self._loaded["trip_points"]
+
+    # -- zone series (series-counts) ----------------------------------------------------------
+    def _zone_series_spec(
+        self,
+        epsilon: float,
+        period: StudyPeriod,
+        freq: str,
+        max_per_bin: MaxEventsPerBin | MaxVisitsPerHour | int,
+        landmarks: tuple[int, ...] | list[int],
+        scheme: str,
+        outliers_epsilon: float | None,
+    ) -> ZoneSeriesSpec:
+        study = as_period(period)
+        if study.start is None or study.end is None:
+            raise ConfigError(
+                "a zone series needs a declared study period",
+                hint='pass period=pm.Period("2024-01-01", "2024-01-08")',
+            )
+        if isinstance(max_per_bin, MaxVisitsPerHour):
+            if freq not in ("1h", "h", "60min"):
+                raise ConfigError(
+                    f"MaxVisitsPerHour bounds hourly bins, not bins of {freq}",
+                    hint="use MaxEventsPerBin, or freq='1h'",
+                )
+            bound = int(max_per_bin.value)
+        else:
+            bound = int(bound_value(max_per_bin, MaxEventsPerBin) or 1)
+        return ZoneSeriesSpec(
+            self.tessellation,
+            epsilon,
+            study.start.isoformat(sep=" "),
+            study.end.isoformat(sep=" "),
+            freq,
+            bound,
+            tuple(int(i) for i in landmarks),
+            str(scheme),
+            outliers_epsilon,
+        )
+
+    def plan_zone_series(
+        self,
+        *,
+        epsilon: float,
+        period: StudyPeriod,
+        freq: str = "1h",
+        max_per_bin: MaxEventsPerBin | MaxVisitsPerHour | int = 1,
+        landmarks: tuple[int, ...] | list[int] = (),
+        scheme: str = "uniform",
+        outliers_epsilon: float | None = None,
+    ) -> Plan:
+        """The plan of :meth:`zone_series` (reads no data, charges nothing)."""
+        return self._zone_series_spec(
+            epsilon, period, freq, max_per_bin, landmarks, scheme, outliers_epsilon
+        ).plan()
+
+    def zone_series(
+        self,
+        *,
+        epsilon: float,
+        period: StudyPeriod,
+        freq: str = "1h",
+        max_per_bin: MaxEventsPerBin | MaxVisitsPerHour | int = 1,
+        landmarks: tuple[int, ...] | list[int] = (),
+        scheme: str = "uniform",
+        outliers_epsilon: float | None = None,
+    ) -> ReleaseResult:
+        """Events per zone and time bin (``privmob series-counts``), from events or trip points.
+
+        Guarantee: each user keeps at most ``max_per_bin`` events per bin (enforced), the
+        series is published under landmark epsilon-privacy by ``scheme`` (uniform, skip,
+        adaptive: per landmark; event; user) with ``landmarks`` as bin positions (public); the
+        events outside the period get one noisy cell costing ``outliers_epsilon`` (default
+        0.1 x epsilon) on top. The ledger is charged epsilon + outliers_epsilon in the
+        scheme's unit: give the session ``unit=`` to match (e.g. ``pm.PrivacyUnit.LANDMARK``).
+        """
+        spec = self._checked(
+            self._zone_series_spec(
+                epsilon, period, freq, max_per_bin, landmarks, scheme, outliers_epsilon
+            )
+        )
+        return self._run(spec, self._events())
 
     def __repr__(self) -> str:
         return (

@@ -268,6 +268,78 @@ class ReportSpec:
         )
 
 
+@dataclass(frozen=True)
+class ZoneSeriesSpec:
+    """Counts per zone and time bin under landmark privacy (see
+    :func:`privmob.releases.landmark_counts.publish_zone_counts`): bins of ``freq`` over the
+    public ``[start, end)``, landmarks as positions in that grid."""
+
+    tessellation: Any
+    epsilon: float
+    start: str
+    end: str
+    freq: str = "1h"
+    max_per_bin: int = 1
+    landmarks: tuple[int, ...] = ()
+    scheme: str = "uniform"
+    outliers_epsilon: float | None = None
+    kind: str = "landmark-zone-counts"
+
+    @cached_property
+    def grid(self) -> Any:
+        from privmob.releases.landmark_counts import time_grid
+
+        return time_grid(self.start, self.end, self.freq)
+
+    @cached_property
+    def _plan(self) -> Plan:
+        from privmob.releases.landmark import SCHEME_UNIT, Scheme, scheme_budgets
+        from privmob.releases.landmark_counts import outliers_epsilon_for
+
+        scheme = Scheme(self.scheme)
+        eps_out = outliers_epsilon_for(self.epsilon, self.outliers_epsilon)
+        bins = len(self.grid)
+        budgets = scheme_budgets(scheme, bins, list(self.landmarks), self.epsilon)
+        smallest = float(budgets[budgets > 0].min()) if (budgets > 0).any() else self.epsilon
+        dist, _ = calibrate(NoiseKind.DISCRETE_LAPLACE, smallest, l1_sensitivity=self.max_per_bin)
+        cells = (self.tessellation.k + 1) * bins + 1
+        return Plan(
+            kind=self.kind,
+            cost=Cost.pure(self.epsilon + eps_out, SCHEME_UNIT[scheme]),
+            cells=cells,
+            memory_bytes=cells * (BYTES_PER_CELL + BYTES_PER_ROW),
+            output_rows=cells - 1,
+            margin_of_error_95=float(dist.margin_of_error(0.95)),
+            noise=str(dist.kind),
+            parts=2,
+        )
+
+    def plan(self) -> Plan:
+        """``margin_of_error_95`` is that of a bin with the scheme's smallest budget."""
+        return self._plan
+
+    def run(
+        self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Progress
+    ) -> Release:
+        from privmob.releases.landmark_counts import publish_zone_counts
+        from privmob.releases.tiles import check_tessellation
+
+        check_tessellation(data, self.tessellation)
+        return publish_zone_counts(
+            data,
+            tile_ids=self.tessellation.tile_ids,
+            grid=self.grid,
+            max_per_bin=self.max_per_bin,
+            landmarks=list(self.landmarks),
+            epsilon=self.epsilon,
+            scheme=self.scheme,
+            accountant=accountant,
+            rng=rng,
+            outliers_epsilon=self.outliers_epsilon,
+            step=progress,
+        )
+
+
 def release(
     data: Any,
     spec: Spec,
