@@ -252,3 +252,23 @@ def test_zone_series_and_population_from_events() -> None:
     pop = u.population(epsilon=1)
     assert pop.to_pandas()["count"].ge(0).all() and len(pop.to_pandas()) == 11
     u.close()
+
+
+def test_density_from_phone_events(tmp_path: Path) -> None:
+    from privmob.data.density_synth import synthetic_city
+
+    city = synthetic_city(5000, 40, 5, seed=3)
+    city.events[["uid", "time", "cell_id"]].rename(columns={"time": "datetime"}).to_csv(
+        tmp_path / "events.csv", index=False
+    )
+    city.towers.to_csv(tmp_path / "cells.csv", index=False)
+    s = pm.Session(str(tmp_path / "events.csv"), tessellation=city.zones, budget=pm.PureDP(3),
+                   cells=str(tmp_path / "cells.csv"), seed=1)  # fmt: skip
+    week = city.week_start.date().isoformat()
+    plan = s.plan_density(epsilon=1, week=week, max_visits=10)
+    assert plan.cells == s.tessellation.k * 168 + 2 and plan.cost.epsilon >= 1
+    d = s.density(epsilon=1, week=week, max_visits=10)
+    assert s.ledger.spent() == pytest.approx(plan.cost.epsilon)
+    gdf = d.to_geodataframe()
+    assert gdf.crs.to_epsg() == 4326 and len(gdf) == len(d.to_pandas())
+    s.close()

@@ -27,6 +27,7 @@ _LAZY = {
     "MaxEventsPerBin": "privmob.dp",
     "ReportSpec": "privmob.releases.specs",
     "ZoneSeriesSpec": "privmob.releases.specs",
+    "DensitySpec": "privmob.releases.specs",
     "Period": "privmob.dp",
 }
 

@@ -31,6 +31,7 @@ from privmob.errors import ConfigError
 from privmob.privacy.mechanisms import NoiseKind
 from privmob.releases.periods import StudyPeriod
 from privmob.releases.specs import (
+    DensitySpec,
     OdSpec,
     Plan,
     PopulationSpec,
@@ -107,6 +108,7 @@ class Session:
     event-level releases to a user budget by group privacy (enforced where the release can).
     ``engine``: ``"duckdb"`` (default), ``"spark"`` or an engine object. ``memory_limit``:
     e.g. ``"8GB"``; a release whose plan needs more is refused before it reads data.
+    ``cells``: the towers table (``cell_id, lat, lng``) of phone events (density).
     ``seed``: TESTS ONLY, fixed noise, outputs stamped "not for publication".
     """
 
@@ -126,6 +128,7 @@ class Session:
         tile_id: str | None = None,
         group_size: int | None = None,
         unit: PrivacyUnit | str = PrivacyUnit.USER,
+        cells: str | Path | None = None,
         seed: int | None = None,
         progress: Any = None,
     ) -> None:
@@ -142,6 +145,7 @@ class Session:
         self.columns = columns
         self.timezone = timezone
         self.seed = seed
+        self.cells = cells
         self.progress = progress
         self.tessellation = load_tessellation(tessellation, id_column=tile_id)
         self.memory_limit = (
@@ -533,6 +537,60 @@ class Session:
             )
         )
         return self._run(spec, self._events())
+
+    # -- density -----------------------------------------------------------------------------
+    def _density_spec(
+        self, epsilon: float, week: str, max_visits: int, delta: float, options: dict[str, Any]
+    ) -> DensitySpec:
+        from privmob.releases.density import DensityConfig
+
+        cfg = DensityConfig(epsilon, max_visits, delta, **options)
+        return DensitySpec(self.tessellation, cfg, week)
+
+    def plan_density(
+        self, *, epsilon: float, week: str, max_visits: int = 30, delta: float = 0.0, **options: Any
+    ) -> Plan:
+        """The plan of :meth:`density` (reads no data, charges nothing)."""
+        return self._density_spec(epsilon, week, max_visits, delta, options).plan()
+
+    def density(
+        self, *, epsilon: float, week: str, max_visits: int = 30, delta: float = 0.0, **options: Any
+    ) -> ReleaseResult:
+        """Users per zone and hour of the week starting ``week`` (public), from phone events
+        with a ``cell_id`` and the session's ``cells`` table (tower positions).
+
+        Guarantee: each user keeps at most ``max_visits`` (cell, hour) visits in the week
+        (pre-sampling, enforced); EFPA noise on the Fourier coefficients of clusters of tower
+        cells (``method="scheme"``) or Laplace noise on every cell (``"lpa"``), epsilon-DP per
+        user (or (epsilon, delta) with ``delta``), plus the outliers cell's share; counts are
+        then spread over the zones by public Voronoi area shares (post-processing).
+        ``options``: the other :class:`~privmob.releases.density.DensityConfig` fields.
+        """
+        from privmob.cli.density import load_density_inputs, parse_week
+
+        parse_week(week)
+        spec = self._density_spec(epsilon, week, max_visits, delta, options)
+        self._checked(spec)
+        if self.cells is None:
+            raise ConfigError(
+                "the density release needs the towers table",
+                hint="pass cells='cells.csv' (cell_id, lat, lng) to the Session",
+            )
+        key = f"density {week} {spec.config.cover}"
+        if key not in self._loaded:
+            self._loaded[key] = load_density_inputs(
+                self.data,
+                self.cells,
+                self.tessellation,  # type: ignore[arg-type]  # a Tessellation passes through
+                zone_id=None,
+                week=week,
+                cover=spec.config.cover,
+                timezone=self.timezone,
+                columns=None,
+                step=self.progress or (lambda _m: None),
+                engine=self.engine,
+            )
+        return self._run(spec, self._loaded[key])
 
     def __repr__(self) -> str:
         return (

@@ -340,6 +340,50 @@ class ZoneSeriesSpec:
         )
 
 
+@dataclass(frozen=True)
+class DensitySpec:
+    """Users per zone and hour of one week (see :func:`privmob.releases.density.density_release`);
+    ``config`` is a :class:`~privmob.releases.density.DensityConfig`, ``week`` the public
+    start of the week. ``run`` takes the density inputs (events, tower geometry)."""
+
+    tessellation: Any
+    config: Any
+    week: Any
+    kind: str = "density"
+
+    @cached_property
+    def _plan(self) -> Plan:
+        from privmob.releases.density import HOURS_PER_WEEK
+
+        cells = self.tessellation.k * HOURS_PER_WEEK + 2  # + outliers and out-of-domain
+        return Plan(
+            kind=self.kind,
+            cost=self.config.cost(),
+            cells=cells,
+            memory_bytes=cells * (BYTES_PER_CELL + BYTES_PER_ROW),
+            output_rows=self.tessellation.k * HOURS_PER_WEEK,
+            # noise is added to Fourier coefficients of clusters chosen from noisy totals: no
+            # fixed per-cell margin is known before the release
+            margin_of_error_95=float("nan"),
+            noise="fourier-perturbation" if self.config.method == "scheme" else "laplace",
+            parts=2,
+        )
+
+    def plan(self) -> Plan:
+        """``margin_of_error_95`` is NaN: the noise is on Fourier coefficients of clusters."""
+        return self._plan
+
+    def run(
+        self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Progress
+    ) -> Release:
+        from privmob.releases.density import density_release
+
+        return density_release(
+            data.engine, data.loaded, data.geometry, self.config, data.week_start, accountant,
+            rng, progress,
+        )  # fmt: skip
+
+
 def release(
     data: Any,
     spec: Spec,
