@@ -272,3 +272,21 @@ def test_density_from_phone_events(tmp_path: Path) -> None:
     gdf = d.to_geodataframe()
     assert gdf.crs.to_epsg() == 4326 and len(gdf) == len(d.to_pandas())
     s.close()
+
+
+def test_series_from_an_aggregated_file(tmp_path: Path) -> None:
+    stamps = pd.date_range("2024-01-01", periods=24, freq="1h")
+    path = tmp_path / "series.csv"
+    pd.DataFrame({"time": stamps, "value": range(24)}).to_csv(path, index=False)
+    s = pm.Session(trips(), tessellation=zones(), budget=pm.PureDP(3), dataset="agg",
+                   unit=pm.PrivacyUnit.LANDMARK)  # fmt: skip
+    period = pm.Period("2024-01-01", "2024-01-02")
+    plan = s.plan_series(epsilon=1, sensitivity=1, period=period, freq="1h", landmarks=[3, 4])
+    assert plan.cells == 24 and plan.cost.epsilon == 1
+    out = s.series(path, epsilon=1, sensitivity=1, period=period, freq="1h", landmarks=[3, 4])
+    assert len(out.to_pandas()) == 24 and s.ledger.remaining() == pytest.approx(2)
+    with pytest.raises(InputError, match="not the declared grid"):
+        s.series(path, epsilon=1, sensitivity=1, period=pm.Period("2024-01-01", "2024-01-03"),
+                 freq="1h")  # fmt: skip
+    assert s.ledger.remaining() == pytest.approx(2)
+    s.close()

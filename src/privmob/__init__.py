@@ -28,6 +28,7 @@ _LAZY = {
     "ReportSpec": "privmob.releases.specs",
     "ZoneSeriesSpec": "privmob.releases.specs",
     "DensitySpec": "privmob.releases.specs",
+    "SeriesSpec": "privmob.releases.specs",
     "Period": "privmob.dp",
 }
 

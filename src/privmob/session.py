@@ -36,6 +36,7 @@ from privmob.releases.specs import (
     Plan,
     PopulationSpec,
     ReportSpec,
+    SeriesSpec,
     Spec,
     ZoneSeriesSpec,
     release,
@@ -591,6 +592,54 @@ class Session:
                 engine=self.engine,
             )
         return self._run(spec, self._loaded[key])
+
+    # -- an aggregated series ----------------------------------------------------------------
+    def _series_spec(self, epsilon: float, sensitivity: float, period: StudyPeriod, freq: str,
+                     options: dict[str, Any]) -> SeriesSpec:  # fmt: skip
+        study = as_period(period)
+        if study.start is None or study.end is None:
+            raise ConfigError(
+                "a series needs a declared study period",
+                hint='pass period=pm.Period("2024-01-01", "2024-01-08") and freq="1h"',
+            )
+        zones = options.pop("zones", None)
+        landmarks = options.pop("landmarks", ())
+        return SeriesSpec(
+            epsilon,
+            sensitivity,
+            study.start.isoformat(sep=" "),
+            study.end.isoformat(sep=" "),
+            freq,
+            zones=None if zones is None else tuple(str(z) for z in zones),
+            landmarks=tuple(int(i) for i in landmarks),
+            **options,
+        )
+
+    def plan_series(
+        self, *, epsilon: float, sensitivity: float, period: StudyPeriod, freq: str,
+        **options: Any,
+    ) -> Plan:  # fmt: skip
+        """The plan of :meth:`series` (reads no data, charges nothing)."""
+        return self._series_spec(epsilon, sensitivity, period, freq, dict(options)).plan()
+
+    def series(
+        self, source: str | Path, *, epsilon: float, sensitivity: float, period: StudyPeriod,
+        freq: str, **options: Any,
+    ) -> ReleaseResult:  # fmt: skip
+        """Publish an aggregated series of this dataset (``source``: CSV / Parquet, one row per
+        timestamp of the declared grid, and per zone with ``zone_column`` and ``zones``), as
+        ``privmob series`` does.
+
+        Guarantee (schemes ``uniform``, ``skip``, ``adaptive``): landmark epsilon-privacy with
+        the public ``landmarks`` (positions in the grid), each event changing the value at its
+        timestamp by at most ``sensitivity`` (L1 over zones; the bound must hold for how the
+        series was made); ``event``: per event; ``user``: the whole series. ``options``:
+        ``value_column``, ``time_column``, ``zone_column``, ``zones``, ``landmarks``,
+        ``scheme``, ``integer``, ``value_bounds`` (an enforced clamp).
+        """
+        spec = self._series_spec(epsilon, sensitivity, period, freq, dict(options))
+        self._checked(spec)
+        return self._run(spec, source)
 
     def __repr__(self) -> str:
         return (

@@ -8,6 +8,7 @@ Each spec is a thin typed wrapper over an existing release function (``releases/
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -382,6 +383,99 @@ class DensitySpec:
             data.engine, data.loaded, data.geometry, self.config, data.week_start, accountant,
             rng, progress,
         )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class SeriesSpec:
+    """An aggregated series (a file with one row per timestamp, and zone) published under
+    landmark privacy (see :func:`privmob.releases.landmark.publish_series`). The time domain
+    (``start``, ``end``, ``freq``) and the ``zones`` are public and declared; the file must
+    hold exactly that grid."""
+
+    epsilon: float
+    sensitivity: float
+    start: str
+    end: str
+    freq: str
+    value_column: str = "value"
+    time_column: str = "time"
+    zone_column: str | None = None
+    zones: tuple[str, ...] | None = None
+    landmarks: tuple[int, ...] = ()
+    scheme: str = "uniform"
+    integer: bool | None = None
+    value_bounds: tuple[float, float] | None = None
+    kind: str = "landmark-series"
+
+    @cached_property
+    def grid(self) -> Any:
+        from privmob.releases.landmark_counts import time_grid
+
+        return time_grid(self.start, self.end, self.freq)
+
+    @cached_property
+    def _plan(self) -> Plan:
+        from privmob.releases.landmark import SCHEME_UNIT, Scheme, scheme_budgets
+
+        if (self.zone_column is None) != (self.zones is None):
+            raise ConfigError(
+                "a series per zone needs both zone_column and the public zones",
+                hint="pass zones=[...] (declared, never taken from the file)",
+            )
+        if not (self.sensitivity > 0 and math.isfinite(self.sensitivity)):
+            raise ConfigError(
+                f"the sensitivity must be a finite number > 0, got {self.sensitivity}"
+            )
+        scheme = Scheme(self.scheme)
+        bins = len(self.grid)
+        budgets = scheme_budgets(scheme, bins, list(self.landmarks), self.epsilon)
+        smallest = float(budgets[budgets > 0].min()) if (budgets > 0).any() else self.epsilon
+        dist, _ = calibrate(
+            NoiseKind.DISCRETE_LAPLACE, smallest, l1_sensitivity=max(1, round(self.sensitivity))
+        )
+        cells = bins * (len(self.zones) if self.zones else 1)
+        return Plan(
+            kind=self.kind,
+            cost=Cost.pure(self.epsilon, SCHEME_UNIT[scheme]),
+            cells=cells,
+            memory_bytes=cells * (BYTES_PER_CELL + BYTES_PER_ROW),
+            output_rows=cells,
+            margin_of_error_95=float(dist.margin_of_error(0.95)),
+            noise=str(dist.kind),
+        )
+
+    def plan(self) -> Plan:
+        """``margin_of_error_95``: a bin with the scheme's smallest budget (discrete Laplace)."""
+        return self._plan
+
+    def run(
+        self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Progress
+    ) -> Release:
+        from pathlib import Path
+
+        from privmob.cli.series import check_time_domain, read_series
+        from privmob.releases.landmark import publish_series
+
+        path = Path(str(data))
+        zones = list(self.zones) if self.zones is not None else None
+        values, labels, zone_labels = read_series(
+            path, self.value_column, self.time_column, self.zone_column, zones
+        )
+        check_time_domain(labels, self.start, self.end, self.freq, path)
+        progress("adding noise and charging the ledger")
+        return publish_series(
+            values,
+            list(self.landmarks),
+            self.epsilon,
+            self.scheme,
+            sensitivity=self.sensitivity,
+            accountant=accountant,
+            rng=rng,
+            timestamps=labels,
+            zones=zone_labels,
+            integer=self.integer,
+            value_bounds=self.value_bounds,
+        )
 
 
 def release(
