@@ -290,3 +290,31 @@ def test_series_from_an_aggregated_file(tmp_path: Path) -> None:
                  freq="1h")  # fmt: skip
     assert s.ledger.remaining() == pytest.approx(2)
     s.close()
+
+
+def test_od_matrix_refuses_trip_points_with_a_hint(shared_data: Path, accountant) -> None:
+    from privmob.data import load_trip_points
+    from privmob.data.tessellation import load_tessellation
+    from privmob.engine import make_engine
+    from privmob.releases.od import od_matrix
+
+    fixture = shared_data / "dpmr_fixture"
+    tess = load_tessellation(fixture / "test_tessellation.geojson")
+    eng = make_engine("duckdb")
+    points = load_trip_points(str(fixture / "test_data.csv"), engine=eng, tessellation=tess)
+    with pytest.raises(ConfigError, match="counts trips, but was given trip points") as err:
+        od_matrix(points, tessellation=tess, epsilon=1, accountant=accountant, max_trips=3)
+    assert "load_trips_any" in str(err.value.hint)
+    assert accountant.ledger.spent(accountant.dataset).epsilon == 0
+    eng.close()
+
+
+def test_arrow_input_and_population_repr(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    s = pm.Session(pa.Table.from_pandas(events()), tessellation=zones(), budget=2, dataset="a")
+    pop = s.population(epsilon=1)
+    html = pop._repr_html_()
+    assert "<svg" in html and "<path" in html and "epsilon=1" in html
+    assert "population" in repr(pop)
+    s.close()

@@ -24,7 +24,7 @@ from privmob.privacy.mechanisms import Noise, NoiseKind, calibrate
 from privmob.privacy.samplers import Randomness, resolve
 from privmob.releases.base import Accountant, Release
 from privmob.releases.periods import StudyPeriod
-from privmob.releases.tiles import check_tessellation
+from privmob.releases.tiles import check_shape, check_tessellation
 
 Step = Callable[[str], None]
 
@@ -111,6 +111,13 @@ def od_matrix(
     r = resolve(rng)
     period = period or StudyPeriod()
     check_tessellation(trips, tessellation)
+    check_shape(
+        trips,
+        "trips",
+        "OD matrix",
+        "build trips first: privmob.data.load_trips_any (any shape) or trips_from_points, or "
+        "use privmob.Session, which resolves the input's shape once",
+    )
     plan = plan or plan_od(
         epsilon=epsilon,
         unit=unit,

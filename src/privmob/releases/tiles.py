@@ -28,3 +28,15 @@ def check_tessellation(data: Any, tessellation: Any) -> None:
             hint="load the input and run the release with the same tessellation "
             "(privmob.Session takes it once)",
         )
+
+
+def check_shape(data: Any, expected: str, release: str, hint: str) -> None:
+    """Raise :class:`ConfigError` when ``data`` (a loaded input) has another shape than the
+    release counts (e.g. trip points given to the OD matrix, which counts one-row trips)."""
+    shape = getattr(data, "shape", None)
+    if shape is not None and shape != expected:
+        raise ConfigError(
+            f"the {release} counts {expected.replace('_', ' ')}, but was given "
+            f"{shape.replace('_', ' ')}",
+            hint=hint,
+        )
