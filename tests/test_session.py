@@ -86,6 +86,14 @@ def test_in_memory_ledger_removed_on_close() -> None:
     assert path.exists() and s.ledger.remaining() == pytest.approx(1.0)
     s.close()
     assert not path.exists() and not path.parent.exists()
+    t = pm.Session(trips(), tessellation=zones(), budget=pm.PureDP(2), dataset="t")
+    folder = t.ledger.path.parent
+    assert folder.exists()
+    del t  # collected: the private ledger goes with it
+    import gc
+
+    gc.collect()
+    assert not folder.exists()
 
 
 def test_memory_plan_refuses_with_hint() -> None:
@@ -317,4 +325,21 @@ def test_arrow_input_and_population_repr(tmp_path: Path) -> None:
     html = pop._repr_html_()
     assert "<svg" in html and "<path" in html and "epsilon=1" in html
     assert "population" in repr(pop)
+    s.close()
+
+
+def test_wrong_columns_same_message_as_cli(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    data, tess = tmp_path / "trips.parquet", tmp_path / "zones.geojson"
+    trips().rename(columns={"uid": "user"}).to_parquet(data)
+    zones().to_file(tess, driver="GeoJSON")
+    code = run_cli(["od", str(data), "-t", str(tess), "-e", "1", "-T", "3", "--budget", "10",
+                    "--ledger", str(tmp_path / "l.sqlite"), "-o", str(tmp_path / "o"),
+                    "--input-shape", "trips", "--quiet"])  # fmt: skip
+    assert code == 2
+    cli_text = " ".join(capsys.readouterr().err.split())
+    s = pm.Session(str(data), tessellation=str(tess), budget=10, ledger=tmp_path / "s.sqlite",
+                   shape="trips")  # fmt: skip
+    with pytest.raises(InputError) as err:
+        s.od_matrix(epsilon=1, max_trips=3)
+    assert " ".join(err.value.message.split()) in cli_text
     s.close()

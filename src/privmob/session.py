@@ -9,9 +9,9 @@ can use. ``plan_*`` methods read no data.
 
 from __future__ import annotations
 
-import atexit
 import shutil
 import tempfile
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -160,7 +160,8 @@ class Session:
                     hint="pass budget=pm.PureDP(10), or ledger='ledger.sqlite' for a kept one",
                 )
             self._tmpdir = tempfile.mkdtemp(prefix="privmob-ledger-")
-            atexit.register(self.close)
+            # removed on close(), when the session is collected, or at exit (whichever first)
+            self._cleanup = weakref.finalize(self, shutil.rmtree, self._tmpdir, True)
             ledger = Path(self._tmpdir) / "ledger.sqlite"
         if dataset is None:
             if isinstance(data, str | Path):
@@ -191,7 +192,7 @@ class Session:
             self._engine.close()
         self._engine = None
         if self._tmpdir is not None:
-            shutil.rmtree(self._tmpdir, ignore_errors=True)
+            self._cleanup()
             self._tmpdir = None
 
     def __enter__(self) -> Session:
