@@ -168,6 +168,8 @@ def test_mismatched_tessellation_in_library(accountant) -> None:
     _one_line(err)
     with pytest.raises(ConfigError, match="another tessellation"):
         population_counts(loaded, tessellation=big, epsilon=1, accountant=accountant)
+    with pytest.raises(ConfigError, match="counts events, but was given trips"):
+        population_counts(loaded, tessellation=small, epsilon=1, accountant=accountant)
     with pytest.raises(ConfigError, match="as a tessellation"):
         od_matrix(loaded, tessellation=zones(3), epsilon=1, accountant=accountant, max_trips=3)
     assert accountant.ledger.spent(accountant.dataset).epsilon == 0
