@@ -7,4 +7,44 @@ try:
 except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0.0.0+local"
 
-__all__ = ["__version__"]
+#: public names, imported on first use so that ``import privmob`` (and the CLI's start-up)
+#: loads neither pandas nor DuckDB
+_LAZY = {
+    "Session": "privmob.session",
+    "SessionLedger": "privmob.session",
+    "ReleaseResult": "privmob.results",
+    "ReleaseMetadata": "privmob.results",
+    "Plan": "privmob.releases.specs",
+    "OdSpec": "privmob.releases.specs",
+    "PopulationSpec": "privmob.releases.specs",
+    "release": "privmob.releases.specs",
+    "PureDP": "privmob.dp",
+    "ApproxDP": "privmob.dp",
+    "RhoZCDP": "privmob.dp",
+    "PrivacyUnit": "privmob.dp",
+    "MaxTripsPerUser": "privmob.dp",
+    "MaxVisitsPerHour": "privmob.dp",
+    "MaxEventsPerBin": "privmob.dp",
+    "ReportSpec": "privmob.releases.specs",
+    "ZoneSeriesSpec": "privmob.releases.specs",
+    "DensitySpec": "privmob.releases.specs",
+    "SeriesSpec": "privmob.releases.specs",
+    "Period": "privmob.dp",
+}
+
+__all__ = ["__version__", *_LAZY]
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'privmob' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

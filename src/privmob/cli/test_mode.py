@@ -58,13 +58,8 @@ def ledger_for(ledger: Path | None, seed: int | None, test_mode: bool) -> Path |
 
 def test_mode_marks(seed: int | None, test_mode: bool) -> list[Callable[[Any], None]]:
     """What :class:`~privmob.releases.base.Accountant` applies to a release before it is
-    charged and written: in test mode, the seed recorded and the release marked not for
-    publication (so every file is stamped); nothing otherwise."""
-    if not test_mode:
-        return []
+    charged and written: in test mode the seed is recorded and the release marked not for
+    publication (:func:`privmob.releases.stamp.test_mode_mark`); nothing otherwise."""
+    from privmob.releases.stamp import test_mode_mark
 
-    def mark(release: Any) -> None:
-        release.for_publication = False
-        release.extra["test_mode"] = {"seed": seed, "ledger": "throw-away (deleted after the run)"}
-
-    return [mark]
+    return [test_mode_mark(seed)] if test_mode else []

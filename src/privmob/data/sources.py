@@ -75,6 +75,8 @@ class Loaded:
     #: :func:`content_fingerprint`); kept by derived relations, charged with each release
     fingerprint: str | None = None
     rows: int | None = None
+    #: the fingerprint of the tessellation the tiles were assigned with (checked by releases)
+    tiles: str | None = None
 
     def derived(self, view: str, shape: str, derive: Callable[[Loaded], Loaded]) -> Loaded:
         """A relation built from this one by ``derive`` (which can rebuild it per bucket)."""
@@ -88,7 +90,12 @@ class Loaded:
             derive=derive,
             fingerprint=self.fingerprint,
             rows=self.rows,
+            tiles=self.tiles,
         )
+
+
+def _tiles_of(tessellation: Any) -> str | None:
+    return getattr(tessellation, "fingerprint", None)
 
 
 def _new_name(prefix: str) -> str:
@@ -701,6 +708,7 @@ def load_events(
         engine.columns(view),
         fingerprint=checked.fingerprint,
         rows=checked.rows,
+        tiles=_tiles_of(tessellation),
     )
 
 
@@ -839,6 +847,7 @@ def load_trip_points(
             engine.columns(base),
             fingerprint=checked.fingerprint,
             rows=checked.rows,
+            tiles=_tiles_of(tessellation),
         )
         return _grid_tiled_points(untiled, grid)
     if "tile_id" in cols:
@@ -857,6 +866,7 @@ def load_trip_points(
         engine.columns(view),
         fingerprint=checked.fingerprint,
         rows=checked.rows,
+        tiles=_tiles_of(tessellation),
     )
 
 
@@ -1018,6 +1028,7 @@ def load_trips(
         engine.columns(view),
         fingerprint=checked.fingerprint,
         rows=checked.rows,
+        tiles=_tiles_of(tessellation),
     )
 
 

@@ -129,6 +129,7 @@ class Tessellation:
         self._grid = grid
         self._prepared: tuple[np.ndarray, np.ndarray] | None = None
         self._index: dict[Any, int] | None = None
+        self._fingerprint: str | None = None
 
     # -- basic properties -------------------------------------------------------------------
     @classmethod
@@ -157,6 +158,20 @@ class Tessellation:
     def tile_ids(self) -> list[Any]:
         """Tile ids in index order (Python ints or strs)."""
         return self._gdf["tile_id"].tolist()
+
+    @property
+    def fingerprint(self) -> str:
+        """A digest of the tile ids and geometries (in index order): two tessellations with
+        the same fingerprint assign every point to the same tile index."""
+        if self._fingerprint is None:
+            import hashlib
+
+            h = hashlib.sha256()
+            for tid, geom in zip(self.tile_ids, self._gdf.geometry.to_wkb(), strict=True):
+                h.update(repr(tid).encode())
+                h.update(geom)
+            self._fingerprint = h.hexdigest()[:16]
+        return self._fingerprint
 
     @property
     def tile_names(self) -> list[str] | None:

@@ -27,6 +27,7 @@ from privmob.privacy.postprocess import describe as describe_post
 from privmob.privacy.samplers import Randomness, resolve
 from privmob.releases.base import Accountant, Release
 from privmob.releases.periods import StudyPeriod
+from privmob.releases.tiles import check_shape, check_tessellation
 
 Step = Callable[[str], None]
 
@@ -86,6 +87,7 @@ def od_matrix(
     rng: Randomness | int | None = None,
     step: Step | None = None,
     buckets: int | None = None,
+    plan: ODPlan | None = None,
 ) -> Release:
     """A differentially private origin-destination matrix, per period.
 
@@ -107,11 +109,22 @@ def od_matrix(
 
     Out of core: ``buckets`` (default: sized to the engine's memory limit) splits the users by
     a hash of the user id and sums the bucket counts; bounding stays exact per user.
+
+    ``plan``: the :func:`plan_od` of these same parameters, when the caller already made it
+    (computed once, reused).
     """
     step = step or (lambda _msg: None)
     r = resolve(rng)
     period = period or StudyPeriod()
-    plan = plan_od(
+    check_tessellation(trips, tessellation)
+    check_shape(
+        trips,
+        "trips",
+        "OD matrix",
+        "build trips first: privmob.data.load_trips_any (any shape) or trips_from_points, or "
+        "use privmob.Session, which resolves the input's shape once",
+    )
+    plan = plan or plan_od(
         epsilon=epsilon,
         unit=unit,
         max_trips=max_trips,

@@ -23,6 +23,7 @@ from privmob.privacy.mechanisms import NoiseKind, calibrate
 from privmob.privacy.samplers import Randomness, resolve
 from privmob.releases.base import Accountant, Release
 from privmob.releases.periods import StudyPeriod
+from privmob.releases.tiles import check_shape, check_tessellation
 
 #: Engine memory per input event of the home step (for the user buckets). Homes are an
 #: aggregate per (user, tile), which DuckDB spills, and a window over those aggregates, not
@@ -97,6 +98,14 @@ def population_counts(
     r = resolve(rng)
     if night[0] == night[1]:
         raise ConfigError("the night window is empty")
+    check_tessellation(events, tessellation)
+    check_shape(
+        events,
+        "events",
+        "population release",
+        "load located events (or trip points) with privmob.data.load_events, or use "
+        "privmob.Session",
+    )
     k = tessellation.k
     dist, cost = calibrate(noise, epsilon, l1_sensitivity=1, l2_sensitivity=1, delta=delta)
     accountant.precheck(cost)

@@ -16,6 +16,7 @@ Readers check it with :func:`read_stamp` (or ``pyarrow.parquet.read_schema(path)
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -60,3 +61,15 @@ def read_stamp(path: str | Path) -> dict[str, str]:
     """The ``privmob.*`` stamp of a Parquet file ({} for a file privmob did not write)."""
     meta = pq.read_schema(str(path)).metadata or {}
     return {k.decode(): v.decode() for k, v in meta.items() if k.decode().startswith("privmob.")}
+
+
+def test_mode_mark(seed: int | None) -> Callable[[Any], None]:
+    """What a release made with a fixed ``seed`` gets before it is charged and written
+    (:attr:`privmob.releases.base.Accountant.annotate`): the seed recorded in its metadata and
+    the release marked not for publication, so every file it writes is stamped."""
+
+    def mark(release: Any) -> None:
+        release.for_publication = False
+        release.extra["test_mode"] = {"seed": seed, "ledger": "throw-away (deleted after the run)"}
+
+    return mark

@@ -1,0 +1,146 @@
+"""The typed vocabulary of differential privacy used by :class:`privmob.Session`.
+
+Budgets (:class:`PureDP`, :class:`ApproxDP`, :class:`RhoZCDP`), the privacy unit
+(:data:`PrivacyUnit`, the ledger's :class:`~privmob.privacy.costs.Unit`), typed contribution
+bounds and the public study :class:`Period`. Every value here is public: it is fixed before any
+data is read and never derived from the data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+
+from privmob.errors import ConfigError
+from privmob.privacy.costs import Cost, Unit, zcdp_to_epsilon
+from privmob.releases.periods import StudyPeriod
+
+#: what neighbouring datasets differ in: user, trip, event or landmark
+PrivacyUnit = Unit
+
+
+@dataclass(frozen=True)
+class PureDP:
+    """A total budget of epsilon-DP."""
+
+    epsilon: float
+
+    def as_cost(self) -> Cost:
+        return Cost.pure(self.epsilon)
+
+
+@dataclass(frozen=True)
+class ApproxDP:
+    """A total budget of (epsilon, delta)-DP."""
+
+    epsilon: float
+    delta: float
+
+    def as_cost(self) -> Cost:
+        return Cost.approx(self.epsilon, self.delta)
+
+
+@dataclass(frozen=True)
+class RhoZCDP:
+    """A total budget of rho-zCDP, kept in the ledger as (epsilon, delta)-DP at ``delta``."""
+
+    rho: float
+    delta: float = 1e-9
+
+    def as_cost(self) -> Cost:
+        if not self.delta > 0:
+            raise ConfigError("a rho-zCDP budget needs delta > 0 to be stated as (epsilon, delta)")
+        return Cost(zcdp_to_epsilon(self.rho, self.delta), self.delta, rho=self.rho)
+
+
+Budget = PureDP | ApproxDP | RhoZCDP
+
+
+def budget_cost(budget: Budget | float | None) -> Cost | None:
+    """The total budget as a :class:`Cost` (a bare number is pure epsilon-DP)."""
+    if budget is None:
+        return None
+    if isinstance(budget, PureDP | ApproxDP | RhoZCDP):
+        return budget.as_cost()
+    if isinstance(budget, int | float) and not isinstance(budget, bool):
+        return Cost.pure(float(budget))
+    raise ConfigError(
+        f"cannot use {type(budget).__name__} as a budget", hint="use pm.PureDP(10) or a number"
+    )
+
+
+# -- contribution bounds -------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Bound:
+    value: int
+    #: the release option this bound sets
+    name = ""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.value, bool) or int(self.value) != self.value or self.value < 1:
+            raise ConfigError(
+                f"{type(self).__name__} must be a whole number >= 1, got {self.value}"
+            )
+
+
+@dataclass(frozen=True)
+class MaxTripsPerUser(_Bound):
+    """Most trips counted per user (OD matrix: over the release, or per period)."""
+
+    name = "max_trips"
+
+
+@dataclass(frozen=True)
+class MaxVisitsPerHour(_Bound):
+    """Most visits counted per user and hour (landmark and zone series)."""
+
+    name = "max_visits"
+
+
+@dataclass(frozen=True)
+class MaxEventsPerBin(_Bound):
+    """Most events counted per user and time bin (zone series)."""
+
+    name = "max_per_bin"
+
+
+def bound_value(bound: _Bound | int | None, expected: type[_Bound]) -> int | None:
+    """The integer of a typed bound; a bound of another type is refused (it means another thing)."""
+    if bound is None:
+        return None
+    if isinstance(bound, _Bound):
+        if not isinstance(bound, expected):
+            raise ConfigError(
+                f"{type(bound).__name__} does not bound this release",
+                hint=f"use {expected.__name__}",
+            )
+        return int(bound.value)
+    return int(expected(bound).value)
+
+
+# -- the public study period ---------------------------------------------------------------
+class Period(StudyPeriod):
+    """A declared, public study period ``[start, end)`` cut into bins (``all``, ``day``,
+    ``week``): ``pm.Period("2024-01-01", "2024-02-01", bin="day")``. Dates are never read from
+    the data."""
+
+    def __init__(
+        self,
+        start: str | date | None = None,
+        end: str | date | None = None,
+        *,
+        bin: str = "all",
+    ) -> None:
+        p = StudyPeriod.parse(bin, start, end)
+        super().__init__(p.granularity, p.start, p.end)
+
+
+def as_period(period: StudyPeriod | None) -> StudyPeriod:
+    if period is None:
+        return StudyPeriod()
+    if not isinstance(period, StudyPeriod):
+        raise ConfigError(
+            f"cannot use {type(period).__name__} as a period",
+            hint='use pm.Period("2024-01-01", "2024-02-01", bin="day")',
+        )
+    return period

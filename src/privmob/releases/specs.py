@@ -1,0 +1,496 @@
+"""Release specifications: the public parameters of one release, its :class:`Plan` (from those
+parameters only, before any data is read) and the one release signature of the library,
+:func:`release` ``(data, spec, accountant, *, rng, progress)``.
+
+Each spec is a thin typed wrapper over an existing release function (``releases/od.py``,
+``releases/population.py``): the privacy semantics are theirs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Protocol
+
+from privmob.errors import ConfigError
+from privmob.privacy.costs import Cost, Unit
+from privmob.privacy.mechanisms import NoiseKind, calibrate
+from privmob.privacy.samplers import Randomness
+from privmob.releases.base import Accountant, Release
+from privmob.releases.periods import StudyPeriod
+
+Progress = Callable[[str], None]
+
+#: bytes per cell of a dense count domain: exact counts, noisy values, published values (int64)
+#: and the released-cells mask
+BYTES_PER_CELL = 3 * 8 + 1
+#: bytes per row of a long output table: three Arrow string offsets and labels, one int64
+BYTES_PER_ROW = 64
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a release will cost and need, from public parameters only (no data is read).
+
+    ``cells``: noisy cells of the public domain; ``memory_bytes``: estimate of the dense domain
+    and output table in memory; ``output_rows``: rows of the main table; ``margin_of_error_95``:
+    half-width of the 95% interval of the noise on one cell.
+    """
+
+    kind: str
+    cost: Cost
+    cells: int
+    memory_bytes: int
+    output_rows: int
+    margin_of_error_95: float
+    noise: str
+    parts: int = 1
+
+    def check_memory(self, memory_limit: int | None) -> None:
+        """Refuse, with what to change, a plan that would not fit in ``memory_limit`` bytes."""
+        if memory_limit is None or self.memory_bytes <= memory_limit:
+            return
+        raise ConfigError(
+            f"this {self.kind} release needs about {self.memory_bytes / 1e9:.2f} GB for "
+            f"{self.cells:,} cells, over the memory limit of {memory_limit / 1e9:.2f} GB",
+            hint="use a coarser tessellation, fewer periods (a longer bin or a shorter study "
+            "period) or a higher memory limit",
+        )
+
+    def summary(self) -> str:
+        return (
+            f"{self.kind}: cost {self.cost.describe()}, {self.cells:,} cells, "
+            f"~{self.memory_bytes / 1e6:,.1f} MB, {self.output_rows:,} rows, "
+            f"95% margin of error +/-{self.margin_of_error_95:,.1f} per cell"
+        )
+
+
+class Spec(Protocol):
+    @property
+    def kind(self) -> str: ...
+
+    def plan(self) -> Plan: ...
+
+    def run(
+        self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Progress
+    ) -> Release: ...
+
+
+@dataclass(frozen=True)
+class OdSpec:
+    """An origin-destination matrix over ``tessellation`` (see
+    :func:`privmob.releases.od.od_matrix`)."""
+
+    tessellation: Any
+    epsilon: float
+    unit: Unit = Unit.USER
+    max_trips: int | None = None
+    tau: int | None = None
+    noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE
+    delta: float = 0.0
+    period: StudyPeriod = field(default_factory=StudyPeriod)
+    bound_per: str = "release"
+    kind: str = "od-matrix"
+
+    @cached_property
+    def od_plan(self) -> Any:
+        from privmob.releases.od import plan_od
+
+        return plan_od(
+            epsilon=self.epsilon,
+            unit=self.unit,
+            max_trips=self.max_trips,
+            tau=self.tau,
+            noise=self.noise,
+            delta=self.delta,
+            period=self.period,
+            bound_per=self.bound_per,
+        )
+
+    @cached_property
+    def _plan(self) -> Plan:
+        from privmob.releases.od import ODDomain
+
+        p = self.od_plan
+        domain = ODDomain(self.tessellation.k, self.period.n_bins)
+        rows = domain.n_periods * domain.k * (domain.k - 1)
+        return Plan(
+            kind=self.kind,
+            cost=p.total,
+            cells=domain.released_cells,
+            memory_bytes=domain.size * BYTES_PER_CELL + rows * BYTES_PER_ROW,
+            output_rows=rows,
+            margin_of_error_95=float(p.noise.margin_of_error(0.95)),
+            noise=str(p.noise.kind),
+            parts=len(p.parts),
+        )
+
+    def plan(self) -> Plan:
+        return self._plan
+
+    def run(
+        self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Progress
+    ) -> Release:
+        from privmob.releases.od import od_matrix
+
+        return od_matrix(
+            data,
+            tessellation=self.tessellation,
+            epsilon=self.epsilon,
+            accountant=accountant,
+            unit=self.unit,
+            max_trips=self.max_trips,
+            tau=self.tau,
+            noise=self.noise,
+            delta=self.delta,
+            period=self.period,
+            bound_per=self.bound_per,
+            rng=rng,
+            step=progress,
+            plan=self.od_plan,
+        )
+
+
+@dataclass(frozen=True)
+class PopulationSpec:
+    """Users per home zone (see :func:`privmob.releases.population.population_counts`)."""
+
+    tessellation: Any
+    epsilon: float
+    noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE
+    delta: float = 0.0
+    night: tuple[int, int] = (20, 6)
+    period: StudyPeriod = field(default_factory=StudyPeriod)
+    kind: str = "population"
+
+    @cached_property
+    def _plan(self) -> Plan:
+        if self.night[0] == self.night[1]:
+            raise ConfigError("the night window is empty")
+        dist, cost = calibrate(
+            self.noise, self.epsilon, l1_sensitivity=1, l2_sensitivity=1, delta=self.delta
+        )
+        cells = self.tessellation.k + 2
+        return Plan(
+            kind=self.kind,
+            cost=cost,
+            cells=cells,
+            memory_bytes=cells * (BYTES_PER_CELL + BYTES_PER_ROW),
+            output_rows=cells,
+            margin_of_error_95=float(dist.margin_of_error(0.95)),
+            noise=str(dist.kind),
+        )
+
+    def plan(self) -> Plan:
+        return self._plan
+
+    def run(
+        self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Progress
+    ) -> Release:
+        from privmob.releases.population import population_counts
+
+        return population_counts(
+            data,
+            tessellation=self.tessellation,
+            epsilon=self.epsilon,
+            accountant=accountant,
+            noise=self.noise,
+            delta=self.delta,
+            night=self.night,
+            period=self.period,
+            rng=rng,
+            step=progress,
+        )
+
+
+@dataclass(frozen=True)
+class ReportSpec:
+    """A mobility report (see :func:`privmob.releases.report.mobility_report`); ``config`` is a
+    :class:`~privmob.releases.report.ReportConfig` (epsilon, M, declared period, analyses)."""
+
+    tessellation: Any
+    config: Any
+    kind: str = "mobility_report"
+
+    @cached_property
+    def _plan(self) -> Plan:
+        from privmob.engine.dialect import DUCKDB
+        from privmob.releases.report.analyses import sensitivity
+        from privmob.releases.report.build import report_cost, time_bins
+        from privmob.releases.report.sql import queries
+
+        cfg = self.config
+        cells = sum(
+            size
+            for _sql, size in queries(
+                cfg, self.tessellation.k, len(time_bins(cfg)), DUCKDB
+            ).values()
+        )
+        margins = []
+        for name in cfg.selected:
+            eps = cfg.epsilon_for(name)
+            if eps > 0:
+                dist, _ = calibrate(
+                    cfg.noise_kind, eps, l1_sensitivity=sensitivity(name, cfg, "trips")
+                )
+                margins.append(float(dist.margin_of_error(0.95)))
+        return Plan(
+            kind=self.kind,
+            cost=report_cost(cfg),
+            cells=cells,
+            memory_bytes=cells * (BYTES_PER_CELL + BYTES_PER_ROW),
+            output_rows=cells,
+            margin_of_error_95=max(margins, default=0.0),
+            noise=str(cfg.noise_kind),
+            parts=len(cfg.selected),
+        )
+
+    def plan(self) -> Plan:
+        """``margin_of_error_95`` is the largest over the selected analyses."""
+        return self._plan
+
+    def run(
+        self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Progress
+    ) -> Release:
+        from privmob.releases.report import Tiles, mobility_report
+        from privmob.releases.tiles import check_tessellation
+
+        check_tessellation(data, self.tessellation)
+        return mobility_report(
+            data.engine,
+            data,
+            Tiles.from_tessellation(self.tessellation),
+            self.config,
+            accountant,
+            rng=rng,
+            progress=progress,
+        )
+
+
+@dataclass(frozen=True)
+class ZoneSeriesSpec:
+    """Counts per zone and time bin under landmark privacy (see
+    :func:`privmob.releases.landmark_counts.publish_zone_counts`): bins of ``freq`` over the
+    public ``[start, end)``, landmarks as positions in that grid."""
+
+    tessellation: Any
+    epsilon: float
+    start: str
+    end: str
+    freq: str = "1h"
+    max_per_bin: int = 1
+    landmarks: tuple[int, ...] = ()
+    scheme: str = "uniform"
+    outliers_epsilon: float | None = None
+    kind: str = "landmark-zone-counts"
+
+    @cached_property
+    def grid(self) -> Any:
+        from privmob.releases.landmark_counts import time_grid
+
+        return time_grid(self.start, self.end, self.freq)
+
+    @cached_property
+    def _plan(self) -> Plan:
+        from privmob.releases.landmark import SCHEME_UNIT, Scheme, scheme_budgets
+        from privmob.releases.landmark_counts import outliers_epsilon_for
+
+        scheme = Scheme(self.scheme)
+        eps_out = outliers_epsilon_for(self.epsilon, self.outliers_epsilon)
+        bins = len(self.grid)
+        budgets = scheme_budgets(scheme, bins, list(self.landmarks), self.epsilon)
+        smallest = float(budgets[budgets > 0].min()) if (budgets > 0).any() else self.epsilon
+        dist, _ = calibrate(NoiseKind.DISCRETE_LAPLACE, smallest, l1_sensitivity=self.max_per_bin)
+        cells = (self.tessellation.k + 1) * bins + 1
+        return Plan(
+            kind=self.kind,
+            cost=Cost.pure(self.epsilon + eps_out, SCHEME_UNIT[scheme]),
+            cells=cells,
+            memory_bytes=cells * (BYTES_PER_CELL + BYTES_PER_ROW),
+            output_rows=cells - 1,
+            margin_of_error_95=float(dist.margin_of_error(0.95)),
+            noise=str(dist.kind),
+            parts=2,
+        )
+
+    def plan(self) -> Plan:
+        """``margin_of_error_95`` is that of a bin with the scheme's smallest budget."""
+        return self._plan
+
+    def run(
+        self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Progress
+    ) -> Release:
+        from privmob.releases.landmark_counts import publish_zone_counts
+        from privmob.releases.tiles import check_tessellation
+
+        check_tessellation(data, self.tessellation)
+        return publish_zone_counts(
+            data,
+            tile_ids=self.tessellation.tile_ids,
+            grid=self.grid,
+            max_per_bin=self.max_per_bin,
+            landmarks=list(self.landmarks),
+            epsilon=self.epsilon,
+            scheme=self.scheme,
+            accountant=accountant,
+            rng=rng,
+            outliers_epsilon=self.outliers_epsilon,
+            step=progress,
+        )
+
+
+@dataclass(frozen=True)
+class DensitySpec:
+    """Users per zone and hour of one week (see :func:`privmob.releases.density.density_release`);
+    ``config`` is a :class:`~privmob.releases.density.DensityConfig`, ``week`` the public
+    start of the week. ``run`` takes the density inputs (events, tower geometry)."""
+
+    tessellation: Any
+    config: Any
+    week: Any
+    kind: str = "density"
+
+    @cached_property
+    def _plan(self) -> Plan:
+        from privmob.releases.density import HOURS_PER_WEEK
+
+        cells = self.tessellation.k * HOURS_PER_WEEK + 2  # + outliers and out-of-domain
+        return Plan(
+            kind=self.kind,
+            cost=self.config.cost(),
+            cells=cells,
+            memory_bytes=cells * (BYTES_PER_CELL + BYTES_PER_ROW),
+            output_rows=self.tessellation.k * HOURS_PER_WEEK,
+            # noise is added to Fourier coefficients of clusters chosen from noisy totals: no
+            # fixed per-cell margin is known before the release
+            margin_of_error_95=float("nan"),
+            noise="fourier-perturbation" if self.config.method == "scheme" else "laplace",
+            parts=2,
+        )
+
+    def plan(self) -> Plan:
+        """``margin_of_error_95`` is NaN: the noise is on Fourier coefficients of clusters."""
+        return self._plan
+
+    def run(
+        self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Progress
+    ) -> Release:
+        from privmob.releases.density import density_release
+
+        return density_release(
+            data.engine, data.loaded, data.geometry, self.config, data.week_start, accountant,
+            rng, progress,
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class SeriesSpec:
+    """An aggregated series (a file with one row per timestamp, and zone) published under
+    landmark privacy (see :func:`privmob.releases.landmark.publish_series`). The time domain
+    (``start``, ``end``, ``freq``) and the ``zones`` are public and declared; the file must
+    hold exactly that grid."""
+
+    epsilon: float
+    sensitivity: float
+    start: str
+    end: str
+    freq: str
+    value_column: str = "value"
+    time_column: str = "time"
+    zone_column: str | None = None
+    zones: tuple[str, ...] | None = None
+    landmarks: tuple[int, ...] = ()
+    scheme: str = "uniform"
+    integer: bool | None = None
+    value_bounds: tuple[float, float] | None = None
+    kind: str = "landmark-series"
+
+    @cached_property
+    def grid(self) -> Any:
+        from privmob.releases.landmark_counts import time_grid
+
+        return time_grid(self.start, self.end, self.freq)
+
+    @cached_property
+    def _plan(self) -> Plan:
+        from privmob.releases.landmark import SCHEME_UNIT, Scheme, scheme_budgets
+
+        if (self.zone_column is None) != (self.zones is None):
+            raise ConfigError(
+                "a series per zone needs both zone_column and the public zones",
+                hint="pass zones=[...] (declared, never taken from the file)",
+            )
+        if not (self.sensitivity > 0 and math.isfinite(self.sensitivity)):
+            raise ConfigError(
+                f"the sensitivity must be a finite number > 0, got {self.sensitivity}"
+            )
+        scheme = Scheme(self.scheme)
+        bins = len(self.grid)
+        budgets = scheme_budgets(scheme, bins, list(self.landmarks), self.epsilon)
+        smallest = float(budgets[budgets > 0].min()) if (budgets > 0).any() else self.epsilon
+        dist, _ = calibrate(
+            NoiseKind.DISCRETE_LAPLACE, smallest, l1_sensitivity=max(1, round(self.sensitivity))
+        )
+        cells = bins * (len(self.zones) if self.zones else 1)
+        return Plan(
+            kind=self.kind,
+            cost=Cost.pure(self.epsilon, SCHEME_UNIT[scheme]),
+            cells=cells,
+            memory_bytes=cells * (BYTES_PER_CELL + BYTES_PER_ROW),
+            output_rows=cells,
+            margin_of_error_95=float(dist.margin_of_error(0.95)),
+            noise=str(dist.kind),
+        )
+
+    def plan(self) -> Plan:
+        """``margin_of_error_95``: a bin with the scheme's smallest budget (discrete Laplace)."""
+        return self._plan
+
+    def run(
+        self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Progress
+    ) -> Release:
+        from pathlib import Path
+
+        from privmob.cli.series import check_time_domain, read_series
+        from privmob.releases.landmark import publish_series
+
+        path = Path(str(data))
+        zones = list(self.zones) if self.zones is not None else None
+        values, labels, zone_labels = read_series(
+            path, self.value_column, self.time_column, self.zone_column, zones
+        )
+        check_time_domain(labels, self.start, self.end, self.freq, path)
+        progress("adding noise and charging the ledger")
+        return publish_series(
+            values,
+            list(self.landmarks),
+            self.epsilon,
+            self.scheme,
+            sensitivity=self.sensitivity,
+            accountant=accountant,
+            rng=rng,
+            timestamps=labels,
+            zones=zone_labels,
+            integer=self.integer,
+            value_bounds=self.value_bounds,
+        )
+
+
+def release(
+    data: Any,
+    spec: Spec,
+    accountant: Accountant,
+    *,
+    rng: Randomness | int | None = None,
+    progress: Progress | None = None,
+    memory_limit: int | None = None,
+) -> Release:
+    """Run ``spec`` on ``data``: plan (public parameters only), refuse a plan over
+    ``memory_limit`` or over the budget before any data is read, then count, add noise and
+    charge the ledger (by the release function the spec wraps)."""
+    plan = spec.plan()
+    plan.check_memory(memory_limit)
+    accountant.precheck(plan.cost)
+    return spec.run(data, accountant, rng=rng, progress=progress or (lambda _m: None))

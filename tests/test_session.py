@@ -1,0 +1,346 @@
+"""privmob.Session: the README example, plans that read no data, errors as the CLI raises them,
+and results equal to the CLI's for the same seed."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import geopandas as gpd
+import pandas as pd
+import pytest
+from shapely.geometry import box
+
+import privmob as pm
+from privmob.errors import BudgetError, ConfigError, InputError
+from tests.helpers import random_trips, run_cli
+
+
+def zones(n: int = 3) -> gpd.GeoDataFrame:
+    tiles = [box(13 + c * 0.01, 52 + r * 0.01, 13.01 + c * 0.01, 52.01 + r * 0.01)
+             for r in range(n) for c in range(n)]  # fmt: skip
+    return gpd.GeoDataFrame({"tile_id": range(n * n)}, geometry=tiles, crs=4326)
+
+
+def trips() -> pd.DataFrame:
+    return random_trips(200, 9, seed=1)
+
+
+def test_readme_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    trips_df, zones_gdf = trips(), zones()
+    s = pm.Session(trips_df, tessellation=zones_gdf, budget=pm.PureDP(10),
+                   ledger="ledger.sqlite", dataset="trips-2024")  # fmt: skip
+    od = s.od_matrix(
+        epsilon=1, max_trips=10, period=pm.Period("2024-01-01", "2024-02-01", bin="day")
+    )
+    table = od.to_pandas()
+    assert len(table) == 31 * 9 * 8 and list(table.columns) == [
+        "period",
+        "origin",
+        "destination",
+        "count",
+    ]
+    gdf = od.to_geodataframe()
+    assert gdf.crs.to_epsg() == 4326 and (gdf.geom_type == "LineString").all()
+    assert gdf.geometry.is_valid.all()
+    paths = od.write("out/od")
+    assert {p.name for p in paths} == {"od.parquet", "outliers.parquet", "metadata.json"}
+    meta = json.loads(Path("out/od/metadata.json").read_text())
+    assert meta["privacy"]["cost"]["epsilon"] == 1
+    view = s.ledger.to_pandas()
+    assert view["epsilon"].tolist() == [1.0] and view["remaining"].tolist() == [9.0]
+    html = od._repr_html_()
+    assert "<svg" in html and "epsilon=1" in html
+    assert od.metadata.unit is pm.PrivacyUnit.USER and od.metadata.cost.epsilon == 1
+    s.close()
+
+
+class Unreadable:
+    """A table whose data raises when read: proves a plan reads nothing."""
+
+    def to_arrow(self):
+        raise AssertionError("the data was read")
+
+
+def test_plans_read_no_data() -> None:
+    s = pm.Session(Unreadable(), tessellation=zones(), budget=10, dataset="x")
+    p = s.plan_od_matrix(
+        epsilon=1, max_trips=10, period=pm.Period("2024-01-01", "2024-01-08", bin="day")
+    )
+    assert p.cells == 7 * 9 * 8 + 7 + 1 and p.output_rows == 7 * 9 * 8
+    assert p.cost.epsilon == 1 and p.margin_of_error_95 > 0 and p.memory_bytes > 0
+    q = s.plan_population(epsilon=0.5)
+    assert q.cells == 11 and q.cost.epsilon == 0.5
+    assert s.ledger.spent() == 0
+    with pytest.raises(AssertionError, match="the data was read"):
+        s.od_matrix(epsilon=1, max_trips=10)
+    s.close()
+
+
+def test_in_memory_ledger_removed_on_close() -> None:
+    s = pm.Session(trips(), tessellation=zones(), budget=pm.PureDP(2), dataset="t")
+    path = s.ledger.path
+    s.od_matrix(epsilon=1, max_trips=3)
+    assert path.exists() and s.ledger.remaining() == pytest.approx(1.0)
+    s.close()
+    assert not path.exists() and not path.parent.exists()
+    t = pm.Session(trips(), tessellation=zones(), budget=pm.PureDP(2), dataset="t")
+    folder = t.ledger.path.parent
+    assert folder.exists()
+    del t  # collected: the private ledger goes with it
+    import gc
+
+    gc.collect()
+    assert not folder.exists()
+
+
+def test_memory_plan_refuses_with_hint() -> None:
+    s = pm.Session(Unreadable(), tessellation=zones(), budget=10, dataset="x", memory_limit="1KB")
+    with pytest.raises(ConfigError, match="memory limit") as err:
+        s.od_matrix(
+            epsilon=1, max_trips=10, period=pm.Period("2024-01-01", "2024-02-01", bin="day")
+        )
+    assert "coarser tessellation" in str(err.value.hint)
+    s.close()
+
+
+# -- bad input: the same privmob.errors types as the CLI, one-line messages ----------------
+def _one_line(err: pytest.ExceptionInfo) -> None:
+    assert "\n" not in err.value.message
+
+
+def test_wrong_columns() -> None:
+    bad = trips().rename(columns={"uid": "user"})
+    s = pm.Session(bad, tessellation=zones(), budget=10, dataset="x", shape="trips")
+    with pytest.raises(InputError) as err:
+        s.od_matrix(epsilon=1, max_trips=3)
+    _one_line(err)
+    s.close()
+
+
+def test_wrong_tessellation() -> None:
+    with pytest.raises(InputError) as err:
+        pm.Session(trips(), tessellation=zones().iloc[0:0], budget=10, dataset="x")
+    _one_line(err)
+
+
+def test_over_budget() -> None:
+    s = pm.Session(trips(), tessellation=zones(), budget=pm.PureDP(1), dataset="x")
+    with pytest.raises(BudgetError) as err:
+        s.od_matrix(epsilon=2, max_trips=3)
+    _one_line(err)
+    s.close()
+
+
+def test_bad_period() -> None:
+    with pytest.raises(ConfigError) as err:
+        pm.Period("2024-02-01", "2024-01-01", bin="day")
+    _one_line(err)
+    s = pm.Session(trips(), tessellation=zones(), budget=10, dataset="x")
+    with pytest.raises(ConfigError):
+        s.od_matrix(epsilon=1, max_trips=3, period="day")  # type: ignore[arg-type]
+    s.close()
+
+
+def test_wrong_bound_type() -> None:
+    s = pm.Session(trips(), tessellation=zones(), budget=10, dataset="x")
+    with pytest.raises(ConfigError, match="MaxVisitsPerHour"):
+        s.od_matrix(epsilon=1, max_trips=pm.MaxVisitsPerHour(3))
+    od = s.od_matrix(epsilon=1, max_trips=pm.MaxTripsPerUser(3))
+    assert od.metadata.bounds["max_trips_per_user"] == 3
+    s.close()
+
+
+def test_mismatched_tessellation_in_library(accountant) -> None:
+    from privmob.data import load_trips
+    from privmob.data.tessellation import load_tessellation
+    from privmob.engine import make_engine
+    from privmob.releases.od import od_matrix
+    from privmob.releases.population import population_counts
+
+    eng = make_engine("duckdb")
+    small, big = load_tessellation(zones(3)), load_tessellation(zones(4))
+    loaded = load_trips(trips(), engine=eng, tessellation=small)
+    with pytest.raises(ConfigError, match="another tessellation") as err:
+        od_matrix(loaded, tessellation=big, epsilon=1, accountant=accountant, max_trips=3)
+    _one_line(err)
+    with pytest.raises(ConfigError, match="another tessellation"):
+        population_counts(loaded, tessellation=big, epsilon=1, accountant=accountant)
+    with pytest.raises(ConfigError, match="counts events, but was given trips"):
+        population_counts(loaded, tessellation=small, epsilon=1, accountant=accountant)
+    with pytest.raises(ConfigError, match="as a tessellation"):
+        od_matrix(loaded, tessellation=zones(3), epsilon=1, accountant=accountant, max_trips=3)
+    assert accountant.ledger.spent(accountant.dataset).epsilon == 0
+    eng.close()
+
+
+def test_same_as_cli_for_same_seed(tmp_path: Path) -> None:
+    data, tess = tmp_path / "trips.parquet", tmp_path / "zones.geojson"
+    trips().to_parquet(data)
+    zones().to_file(tess, driver="GeoJSON")
+    code = run_cli(["od", str(data), "-t", str(tess), "-e", "1", "-T", "3", "--period", "day",
+                    "--start", "2024-01-01", "--end", "2024-01-04", "--seed", "7",
+                    "--test-mode", "--budget", "10",
+                    "-o", str(tmp_path / "cli"), "--quiet"])  # fmt: skip
+    assert code == 0
+    s = pm.Session(str(data), tessellation=str(tess), budget=10, seed=7)
+    od = s.od_matrix(
+        epsilon=1, max_trips=3, period=pm.Period("2024-01-01", "2024-01-04", bin="day")
+    )
+    cli = pd.read_parquet(tmp_path / "cli" / "od.parquet")
+    pd.testing.assert_frame_equal(od.to_pandas(), cli, check_dtype=False)
+    assert not od.metadata.for_publication
+    s.close()
+
+
+def test_import_is_light() -> None:
+    import subprocess
+
+    code = "import sys, privmob; assert 'pandas' not in sys.modules and 'duckdb' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_report_and_population_from_trip_points(shared_data: Path, tmp_path: Path) -> None:
+    fixture = shared_data / "dpmr_fixture"
+    tess = str(fixture / "test_tessellation.geojson")
+    s = pm.Session(str(fixture / "test_data.csv"), tessellation=tess, budget=pm.PureDP(5),
+                   dataset="dpmr")  # fmt: skip
+    period = pm.Period("2020-12-13", "2020-12-20")
+    plan = s.plan_mobility_report(epsilon=1, max_trips=3, period=period)
+    assert plan.cost.epsilon == pytest.approx(1) and plan.cells > 0
+    report = s.mobility_report(epsilon=1, max_trips=3, period=period)
+    assert report.metadata.cost.epsilon == pytest.approx(1)
+    paths = report.write_html(tmp_path / "report.html")
+    assert paths and (tmp_path / "report.html").exists()
+    pop = s.population(epsilon=1)
+    gdf = pop.to_geodataframe()
+    assert gdf.crs.to_epsg() == 4326 and len(gdf) == s.tessellation.k
+    assert s.ledger.remaining() == pytest.approx(3)
+    with pytest.raises(ConfigError, match="trip points"):
+        pm.Session(trips(), tessellation=zones(), budget=1, dataset="t").mobility_report(
+            epsilon=1, max_trips=3, period=period
+        )
+    s.close()
+
+
+def events() -> pd.DataFrame:
+    """Made-up located events inside the 3 x 3 zones, 2024-01-01 to 2024-01-03."""
+    import numpy as np
+
+    rng = np.random.default_rng(5)
+    n = 3_000
+    return pd.DataFrame(
+        {
+            "uid": rng.integers(0, 150, n),
+            "datetime": pd.Timestamp("2024-01-01")
+            + pd.to_timedelta(rng.integers(0, 2 * 86_400, n), unit="s"),
+            "lat": 52 + rng.uniform(0.0005, 0.0295, n),
+            "lng": 13 + rng.uniform(0.0005, 0.0295, n),
+        }
+    )
+
+
+def test_zone_series_and_population_from_events() -> None:
+    s = pm.Session(events(), tessellation=zones(), budget=pm.PureDP(5), dataset="ev",
+                   unit=pm.PrivacyUnit.LANDMARK)  # fmt: skip
+    period = pm.Period("2024-01-01", "2024-01-02")
+    plan = s.plan_zone_series(epsilon=1, period=period, max_per_bin=pm.MaxVisitsPerHour(2))
+    assert plan.cells == 10 * 24 + 1 and plan.cost.epsilon == pytest.approx(1.1)
+    series = s.zone_series(epsilon=1, period=period, max_per_bin=pm.MaxVisitsPerHour(2))
+    assert series.metadata.cost.epsilon == pytest.approx(1.1)
+    assert s.ledger.remaining() == pytest.approx(3.9)
+    with pytest.raises(ConfigError, match="not bins of 2h"):
+        s.plan_zone_series(epsilon=1, period=period, freq="2h", max_per_bin=pm.MaxVisitsPerHour(2))
+    # a user-level release on a landmark budget is refused before reading (the ledger's rule)
+    with pytest.raises(ConfigError, match="user-level release to a landmark-level budget"):
+        s.population(epsilon=1)
+    s.close()
+    u = pm.Session(events(), tessellation=zones(), budget=pm.PureDP(5), dataset="ev")
+    pop = u.population(epsilon=1)
+    assert pop.to_pandas()["count"].ge(0).all() and len(pop.to_pandas()) == 11
+    u.close()
+
+
+def test_density_from_phone_events(tmp_path: Path) -> None:
+    from privmob.data.density_synth import synthetic_city
+
+    city = synthetic_city(5000, 40, 5, seed=3)
+    city.events[["uid", "time", "cell_id"]].rename(columns={"time": "datetime"}).to_csv(
+        tmp_path / "events.csv", index=False
+    )
+    city.towers.to_csv(tmp_path / "cells.csv", index=False)
+    s = pm.Session(str(tmp_path / "events.csv"), tessellation=city.zones, budget=pm.PureDP(3),
+                   cells=str(tmp_path / "cells.csv"), seed=1)  # fmt: skip
+    week = city.week_start.date().isoformat()
+    plan = s.plan_density(epsilon=1, week=week, max_visits=10)
+    assert plan.cells == s.tessellation.k * 168 + 2 and plan.cost.epsilon >= 1
+    d = s.density(epsilon=1, week=week, max_visits=10)
+    assert s.ledger.spent() == pytest.approx(plan.cost.epsilon)
+    gdf = d.to_geodataframe()
+    assert gdf.crs.to_epsg() == 4326 and len(gdf) == len(d.to_pandas())
+    s.close()
+
+
+def test_series_from_an_aggregated_file(tmp_path: Path) -> None:
+    stamps = pd.date_range("2024-01-01", periods=24, freq="1h")
+    path = tmp_path / "series.csv"
+    pd.DataFrame({"time": stamps, "value": range(24)}).to_csv(path, index=False)
+    s = pm.Session(trips(), tessellation=zones(), budget=pm.PureDP(3), dataset="agg",
+                   unit=pm.PrivacyUnit.LANDMARK)  # fmt: skip
+    period = pm.Period("2024-01-01", "2024-01-02")
+    plan = s.plan_series(epsilon=1, sensitivity=1, period=period, freq="1h", landmarks=[3, 4])
+    assert plan.cells == 24 and plan.cost.epsilon == 1
+    out = s.series(path, epsilon=1, sensitivity=1, period=period, freq="1h", landmarks=[3, 4])
+    assert len(out.to_pandas()) == 24 and s.ledger.remaining() == pytest.approx(2)
+    with pytest.raises(InputError, match="declared grid"):
+        s.series(path, epsilon=1, sensitivity=1, period=pm.Period("2024-01-01", "2024-01-03"),
+                 freq="1h")  # fmt: skip
+    assert s.ledger.remaining() == pytest.approx(2)
+    s.close()
+
+
+def test_od_matrix_refuses_trip_points_with_a_hint(shared_data: Path, accountant) -> None:
+    from privmob.data import load_trip_points
+    from privmob.data.tessellation import load_tessellation
+    from privmob.engine import make_engine
+    from privmob.releases.od import od_matrix
+
+    fixture = shared_data / "dpmr_fixture"
+    tess = load_tessellation(fixture / "test_tessellation.geojson")
+    eng = make_engine("duckdb")
+    points = load_trip_points(str(fixture / "test_data.csv"), engine=eng, tessellation=tess)
+    with pytest.raises(ConfigError, match="counts trips, but was given trip points") as err:
+        od_matrix(points, tessellation=tess, epsilon=1, accountant=accountant, max_trips=3)
+    assert "load_trips_any" in str(err.value.hint)
+    assert accountant.ledger.spent(accountant.dataset).epsilon == 0
+    eng.close()
+
+
+def test_arrow_input_and_population_repr(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    s = pm.Session(pa.Table.from_pandas(events()), tessellation=zones(), budget=2, dataset="a")
+    pop = s.population(epsilon=1)
+    html = pop._repr_html_()
+    assert "<svg" in html and "<path" in html and "epsilon=1" in html
+    assert "population" in repr(pop)
+    s.close()
+
+
+def test_wrong_columns_same_message_as_cli(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    data, tess = tmp_path / "trips.parquet", tmp_path / "zones.geojson"
+    trips().rename(columns={"uid": "user"}).to_parquet(data)
+    zones().to_file(tess, driver="GeoJSON")
+    code = run_cli(["od", str(data), "-t", str(tess), "-e", "1", "-T", "3", "--budget", "10",
+                    "--ledger", str(tmp_path / "l.sqlite"), "-o", str(tmp_path / "o"),
+                    "--input-shape", "trips", "--quiet"])  # fmt: skip
+    assert code == 2
+    cli_text = " ".join(capsys.readouterr().err.split())
+    s = pm.Session(str(data), tessellation=str(tess), budget=10, ledger=tmp_path / "s.sqlite",
+                   shape="trips")  # fmt: skip
+    with pytest.raises(InputError) as err:
+        s.od_matrix(epsilon=1, max_trips=3)
+    assert " ".join(err.value.message.split()) in cli_text
+    s.close()
