@@ -13,6 +13,7 @@ import numpy as np
 import typer
 
 from privmob.cli import common as c
+from privmob.cli.formats import FormatOpt
 from privmob.errors import ConfigError
 
 if TYPE_CHECKING:  # the loaders are imported when a command runs (fast --help)
@@ -152,15 +153,18 @@ def density(
     spark_conf: c.SparkConfOpt = None,
     seed: c.SeedOpt = None,
     overwrite: c.OverwriteOpt = False,
+    output_format: FormatOpt = None,
     quiet: c.QuietOpt = False,
 ) -> None:
     """Release the number of users per zone and hour of a week (SPEC 4.3, seed 004)."""
     from privmob.privacy.ledger import Ledger
     from privmob.releases.base import Accountant, refuse_existing_output, write_release
     from privmob.releases.density import DensityConfig, density_release
+    from privmob.render.layers import refuse_existing_layers, write_layers
 
     parse_week(week)  # parameters are checked before the ledger is touched
     refuse_existing_output(output, ("density", "outliers", "out_of_domain"), overwrite=overwrite)
+    formats = refuse_existing_layers("density", output, output_format, overwrite=overwrite)
     config = DensityConfig(
         epsilon,
         max_visits,
@@ -203,6 +207,7 @@ def density(
         step("writing the output")
         paths = write_release(release, output, overwrite=overwrite)
         paths.append(write_geojson(release, inp.zones, Path(output) / "density.geojson"))
+        paths += write_layers(release, inp.zones, output, formats)
     c.print_release_summary(release, paths, acct)
 
 

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from privmob.cli import common as c
+from privmob.cli.formats import FormatOpt
 from privmob.privacy.costs import Unit
 from privmob.privacy.mechanisms import NoiseKind
 
@@ -87,6 +88,7 @@ def od(
     spark_conf: c.SparkConfOpt = None,
     seed: c.SeedOpt = None,
     overwrite: c.OverwriteOpt = False,
+    output_format: FormatOpt = None,
     quiet: c.QuietOpt = False,
 ) -> None:
     """Release a differentially private origin-destination matrix (SPEC 4.1)."""
@@ -96,10 +98,12 @@ def od(
     from privmob.releases.base import Accountant, refuse_existing_output, write_release
     from privmob.releases.od import od_matrix, od_precheck
     from privmob.releases.periods import StudyPeriod
+    from privmob.render.layers import refuse_existing_layers, write_layers
 
     study = StudyPeriod.parse(period, start, end)
     # before anything is read or charged: a release that cannot be written must cost nothing
     refuse_existing_output(output, ("od", "outliers"), overwrite=overwrite)
+    formats = refuse_existing_layers("od-matrix", output, output_format, overwrite=overwrite)
     acct = Accountant(
         Ledger(ledger), c.dataset_name(dataset, data), group_size=group_size, budget=budget
     )
@@ -154,6 +158,7 @@ def od(
         )
         step("writing the output")
         paths = write_release(release, output, overwrite=overwrite)
+        paths += write_layers(release, tess, output, formats)
     c.print_release_summary(release, paths, acct)
     from privmob.releases.series import series_cost_lines
 

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from privmob.cli import common as c
+from privmob.cli.formats import FormatOpt
 from privmob.errors import ConfigError
 from privmob.privacy.mechanisms import NoiseKind
 
@@ -54,6 +55,7 @@ def population(
     spark_conf: c.SparkConfOpt = None,
     seed: c.SeedOpt = None,
     overwrite: c.OverwriteOpt = False,
+    output_format: FormatOpt = None,
     quiet: c.QuietOpt = False,
 ) -> None:
     """Release DP counts of users per home zone (SPEC 4.4).
@@ -67,6 +69,7 @@ def population(
     from privmob.releases.base import Accountant, refuse_existing_output, write_release
     from privmob.releases.periods import StudyPeriod
     from privmob.releases.population import population_counts
+    from privmob.render.layers import refuse_existing_layers, write_layers
 
     if zone_mapping not in ("contain", "voronoi"):
         raise ConfigError(f"unknown zone mapping '{zone_mapping}'", hint="contain or voronoi")
@@ -75,6 +78,7 @@ def population(
     study = StudyPeriod.parse("all", start, end)
     # before anything is read or charged: a release that cannot be written must cost nothing
     refuse_existing_output(output, ("population",), overwrite=overwrite)
+    formats = refuse_existing_layers("population", output, output_format, overwrite=overwrite)
     acct = Accountant(Ledger(ledger), c.dataset_name(dataset, data), budget=budget)
     with c.Steps(quiet) as step:
         step("reading the tessellation")
@@ -125,6 +129,7 @@ def population(
             )
         step("writing the output")
         paths = write_release(release, output, overwrite=overwrite)
+        paths += write_layers(release, tess, output, formats)
     c.print_release_summary(release, paths, acct)
 
 

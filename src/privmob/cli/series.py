@@ -35,6 +35,7 @@ from privmob.cli.common import (
     open_engine,
     parse_columns,
 )
+from privmob.cli.formats import FormatOpt
 from privmob.errors import ConfigError, InputError
 from privmob.privacy.costs import Cost
 from privmob.privacy.ledger import Ledger
@@ -395,6 +396,7 @@ def series_counts_command(
     seed: SeedOpt = None,
     quiet: QuietOpt = False,
     overwrite: OverwriteOpt = False,
+    output_format: FormatOpt = None,
 ) -> None:
     """Counts per zone and time bin from raw events (at most --max-per-bin per user and bin,
     enforced), published under landmark epsilon-privacy."""
@@ -405,12 +407,14 @@ def series_counts_command(
         publish_zone_counts,
         time_grid,
     )
+    from privmob.render.layers import refuse_existing_layers, write_layers
 
     grid = time_grid(start, end, freq)
     eps_out = outliers_epsilon_for(epsilon, outliers_epsilon)
     labels: list[object] = list(grid)
     marks = resolve_landmarks(landmarks, labels, landmark_positions) if landmarks else []
     refuse_existing_output(output, ("series", "budgets", "outliers"), overwrite=overwrite)
+    formats = refuse_existing_layers("landmark-series", output, output_format, overwrite=overwrite)
     led = Ledger(ledger)
     name = dataset_name(dataset, events)
     if budget is not None and not led.has_budget(name):
@@ -450,6 +454,7 @@ def series_counts_command(
         )
         step("writing the output")
         paths = write_release(release, output, overwrite=overwrite)
+        paths += write_layers(release, tess, output, formats)
     _summary(release, paths, len(marks), quiet)
 
 
