@@ -107,10 +107,20 @@ def test_h3_tessellation_round_trips_through_an_od_release(tmp_path, sf_area):
     trips.to_csv(tmp_path / "trips.csv", index=False)
     argv = ["od", str(tmp_path / "trips.csv"), "-t", str(tess_path), "-e", "10", "-T", "1"]
     argv += ["--budget", "10", "--ledger", str(tmp_path / "l.sqlite"), "--seed", "1"]
-    assert run_cli([*argv, "-o", str(tmp_path / "out"), "--quiet"]) == 0
+    out = ["-o", str(tmp_path / "out"), "--format", "geoparquet", "--quiet"]
+    assert run_cli([*argv, *out]) == 0
     od = pd.read_parquet(tmp_path / "out" / "od.parquet")
     assert set(od["origin"]) == set(tess.tile_ids) and od["origin"].map(type).eq(str).all()
     merged = od.merge(tess.gdf, left_on="origin", right_on="tile_id", validate="many_to_one")
     assert len(merged) == len(od)
     flow = od[(od["origin"] == a) & (od["destination"] == b)]["count"].item()
     assert abs(flow - 40) < 5
+    # the flow as a map layer: a line from inside cell a to inside cell b
+    import geopandas as gpd
+    import shapely
+
+    layer = gpd.read_parquet(tmp_path / "out" / "od_flows.geoparquet")
+    line = layer[(layer["origin"] == a) & (layer["destination"] == b)].geometry.item()
+    start, end = shapely.get_coordinates(line)
+    cells = tess.gdf.set_index("tile_id").geometry
+    assert cells[a].contains(shapely.Point(start)) and cells[b].contains(shapely.Point(end))
