@@ -44,6 +44,10 @@ function(t){return t.textContent.length>0;}).length,
 legendText:(s.querySelector('g.pm-legend')||{textContent:''}).textContent});});
 document.querySelectorAll('svg').forEach(function(s){
 if(s.querySelector('text.pm-xlabel'))out.charts.push(overlaps('text.pm-xlabel',s));});
+var m=document.querySelector('svg.pm-map');if(m){var r=m.getBoundingClientRect();
+m.dispatchEvent(new WheelEvent('wheel',{deltaY:-100,clientX:r.left+r.width/2,
+clientY:r.top+r.height/3,bubbles:true,cancelable:true}));
+out.zoomed=m.querySelector('g.pm-zoom').getAttribute('transform')||'';}
 document.body.setAttribute('data-probe',JSON.stringify(out));});
 </script>"""
 
@@ -98,6 +102,7 @@ def test_taxi_zone_maps_have_legends_names_zoom_and_honest_flows(taxi_report, tm
         assert m["breaks"][0] >= 2 and m["breaks"][1] == 0, "legend labels overlap"
         assert m["named"] >= 263  # every taxi zone has its name on hover
     assert any("visits (noisy" in m["legendText"] for m in maps)
+    assert "scale(1.25)" in seen["zoomed"]  # a wheel turn zooms the map (inline JS)
     # the OD map draws exactly the flows that clear the stated noise floor (at most 10)
     a = doc["analyses"]["od_flows"]
     c = np.asarray(a["counts"], dtype=float)
