@@ -90,6 +90,9 @@ def test_population_layer_has_polygons_values_and_margins(tmp_path, dpmr):
     assert run_cli([*argv, "-o", str(out), *FORMATS, *common(tmp_path)]) == 0
     table = pd.read_parquet(out / "population.parquet")
     zones = table[table["kind"] == "zone"]
+    # tile ids keep their type in the table too (missing on the outliers rows)
+    assert pd.api.types.is_integer_dtype(table["tile_id"])
+    assert table["tile_id"].isna().sum() == 2 and zones["tile_id"].notna().all()
     for layer in open_layers(out, "population_tiles"):
         check_layer(layer, "Polygon")
         assert len(layer) == len(zones)  # the outlier rows have no geometry

@@ -110,7 +110,7 @@ def tile_values_layer(
     """
     idx = tile_indexes(table[key], tess)
     ok = idx >= 0
-    out = table[ok].reset_index(drop=True)
+    out = table[ok].reset_index(drop=True).drop(columns=["tile_id", "tile_name"], errors="ignore")
     if margin is not None:
         m = np.asarray(margin, dtype=float)
         out["margin_of_error_95"] = m[ok] if m.ndim else float(m)
