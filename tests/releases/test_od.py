@@ -30,7 +30,7 @@ def test_full_public_domain_zeros_included(engine, grid, accountant):
     od = rel.tables["od"]
     assert len(od) == 9 * 8  # every ordered pair of distinct tiles, whatever the data
     assert set(zip(od.origin, od.destination, strict=True)) == {
-        (str(a), str(b)) for a in range(9) for b in range(9) if a != b
+        (a, b) for a in range(9) for b in range(9) if a != b
     }
     assert len(rel.tables["outliers"]) == 2
     post = rel.params["post_processing"]
@@ -223,7 +223,7 @@ def test_suppression_and_rounding_only_touch_noisy_values(engine, grid, accounta
     )
     counts = rel.tables["od"]["count"].to_numpy()
     assert np.all((counts == 0) | (counts >= 10))
-    assert rel.tables["od"].query("origin == '0' and destination == '1'")["count"].item() > 30
+    assert rel.tables["od"].query("origin == 0 and destination == 1")["count"].item() > 30
 
 
 def test_period_bounds_charge_one_entry_per_period(engine, grid, ledger):

@@ -66,6 +66,7 @@ COMMAND_MODULES = [
     "privmob.cli.density",
     "privmob.cli.audit",
     "privmob.cli.report",
+    "privmob.cli.tessellate",
 ]
 
 for _name in COMMAND_MODULES:

@@ -13,6 +13,7 @@ import numpy as np
 import typer
 
 from privmob.cli import common as c
+from privmob.cli.formats import FormatOpt
 from privmob.cli.test_mode import TestModeOpt, ledger_for, test_mode_marks
 from privmob.errors import ConfigError
 
@@ -155,6 +156,7 @@ def density(
     seed: c.SeedOpt = None,
     test_mode: TestModeOpt = False,
     overwrite: c.OverwriteOpt = False,
+    output_format: FormatOpt = None,
     quiet: c.QuietOpt = False,
 ) -> None:
     """Release the number of users per zone and hour of a week (SPEC 4.3, seed 004)."""
@@ -162,9 +164,11 @@ def density(
     from privmob.releases.base import Accountant
     from privmob.releases.density import DensityConfig, density_release
     from privmob.releases.publish import Output
+    from privmob.render.layers import parse_formats, write_layers
 
     parse_week(week)  # parameters are checked before the ledger is touched
     out = Output(output, overwrite=overwrite).check()  # stage -> charge -> rename, at charge
+    formats = parse_formats(output_format)  # layers beside the tables, staged with them
     config = DensityConfig(
         epsilon,
         max_visits,
@@ -204,6 +208,7 @@ def density(
             ),
         )
         out.extra.append(lambda rel, d: [write_geojson(rel, inp.zones, d / "density.geojson")])
+        out.extra.append(lambda rel, d: write_layers(rel, inp.zones, d, formats))
         acct.bind_input(inp.loaded)  # the budget is bound to the data's content
         step("pre-sampling, noise and post-processing")
         release = density_release(

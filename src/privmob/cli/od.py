@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from privmob.cli import common as c
+from privmob.cli.formats import FormatOpt
 from privmob.cli.test_mode import TestModeOpt, ledger_for, test_mode_marks
 from privmob.privacy.costs import Unit
 from privmob.privacy.mechanisms import NoiseKind
@@ -97,6 +98,7 @@ def od(
     seed: c.SeedOpt = None,
     test_mode: TestModeOpt = False,
     overwrite: c.OverwriteOpt = False,
+    output_format: FormatOpt = None,
     quiet: c.QuietOpt = False,
 ) -> None:
     """Release a differentially private origin-destination matrix (SPEC 4.1)."""
@@ -107,10 +109,12 @@ def od(
     from privmob.releases.od import od_matrix, od_precheck
     from privmob.releases.periods import StudyPeriod
     from privmob.releases.publish import Output
+    from privmob.render.layers import parse_formats, write_layers
 
     study = StudyPeriod.parse(period, start, end)
     # before anything is read or charged: a release that cannot be written must cost nothing
     out = Output(output, overwrite=overwrite).check()  # stage -> charge -> rename, at charge
+    formats = parse_formats(output_format)  # layers beside the tables, staged with them
     acct = Accountant(
         Ledger(ledger_for(ledger, seed, test_mode)),
         c.dataset_name(dataset, data),
@@ -135,6 +139,7 @@ def od(
     with c.Steps(quiet) as step:
         step("reading the tessellation")
         tess = load_tessellation(tessellation, id_column=id_column)
+        out.extra.append(lambda rel, d: write_layers(rel, tess, d, formats))
         out.require_space(tess.k**2 * study.n_bins)  # the public domain, before the data
         eng = c.open_engine(
             engine, memory_limit, spark_master, spark_conf, step, spill_dir=spill_dir

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from privmob.cli import common as c
+from privmob.cli.formats import FormatOpt
 from privmob.cli.test_mode import TestModeOpt, ledger_for, test_mode_marks
 from privmob.errors import ConfigError
 from privmob.privacy.mechanisms import NoiseKind
@@ -57,6 +58,7 @@ def population(
     seed: c.SeedOpt = None,
     test_mode: TestModeOpt = False,
     overwrite: c.OverwriteOpt = False,
+    output_format: FormatOpt = None,
     quiet: c.QuietOpt = False,
 ) -> None:
     """Release DP counts of users per home zone (SPEC 4.4).
@@ -71,6 +73,7 @@ def population(
     from privmob.releases.periods import StudyPeriod
     from privmob.releases.population import population_counts
     from privmob.releases.publish import Output
+    from privmob.render.layers import parse_formats, write_layers
 
     if zone_mapping not in ("contain", "voronoi"):
         raise ConfigError(f"unknown zone mapping '{zone_mapping}'", hint="contain or voronoi")
@@ -79,6 +82,7 @@ def population(
     study = StudyPeriod.parse("all", start, end)
     # before anything is read or charged: a release that cannot be written must cost nothing
     out = Output(output, overwrite=overwrite).check()  # stage -> charge -> rename, at charge
+    formats = parse_formats(output_format)  # layers beside the tables, staged with them
     acct = Accountant(
         Ledger(ledger_for(ledger, seed, test_mode)),
         c.dataset_name(dataset, data),
@@ -90,6 +94,7 @@ def population(
     with c.Steps(quiet) as step:
         step("reading the tessellation")
         tess = load_tessellation(tessellation, id_column=id_column)
+        out.extra.append(lambda rel, d: write_layers(rel, tess, d, formats))
         out.require_space(tess.k)  # the public domain, before the data
         eng = c.open_engine(
             engine, memory_limit, spark_master, spark_conf, step, spill_dir=spill_dir

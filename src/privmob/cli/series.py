@@ -36,6 +36,7 @@ from privmob.cli.common import (
     open_engine,
     parse_columns,
 )
+from privmob.cli.formats import FormatOpt
 from privmob.cli.test_mode import TestModeOpt, ledger_for, test_mode_marks
 from privmob.errors import ConfigError, InputError
 from privmob.privacy.costs import Cost
@@ -481,6 +482,7 @@ def series_counts_command(
     test_mode: TestModeOpt = False,
     quiet: QuietOpt = False,
     overwrite: OverwriteOpt = False,
+    output_format: FormatOpt = None,
 ) -> None:
     """Counts per zone and time bin from raw events (at most --max-per-bin per user and bin,
     enforced), published under landmark epsilon-privacy."""
@@ -491,12 +493,14 @@ def series_counts_command(
         publish_zone_counts,
         time_grid,
     )
+    from privmob.render.layers import parse_formats, write_layers
 
     grid = time_grid(start, end, freq)
     eps_out = outliers_epsilon_for(epsilon, outliers_epsilon)
     labels: list[object] = list(grid)
     marks = resolve_landmarks(landmarks, labels, landmark_positions) if landmarks else []
     out = Output(output, overwrite=overwrite).check()  # stage -> charge -> rename, at charge
+    formats = parse_formats(output_format)  # layers beside the tables, staged with them
     led = Ledger(ledger_for(ledger, seed, test_mode))
     name = dataset_name(dataset, events)
     if budget is not None and not led.has_budget(name):
@@ -515,6 +519,7 @@ def series_counts_command(
     with Steps(quiet) as step:
         step("reading the tessellation")
         tess = load_tessellation(tessellation, id_column=id_column)
+        out.extra.append(lambda rel, d: write_layers(rel, tess, d, formats))
         eng = open_engine(engine, memory_limit, spark_master, spark_conf, step, spill_dir=spill_dir)
         step("reading and validating the events")
         loaded = load_events(

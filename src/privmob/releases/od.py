@@ -365,6 +365,8 @@ def _exact_counts_one(
 def od_table(od: np.ndarray, tile_ids: list[Any], labels: list[str]) -> pd.DataFrame:
     """Long table (period, origin, destination, count) over every off-diagonal cell.
 
+    ``origin`` and ``destination`` hold the tile ids with their type (int64 or string).
+
     Rows are ordered by period, origin, destination. The label columns are built by Arrow
     ``take`` from the public labels (pandas' string dtype is Arrow-backed): a daily 263-zone
     matrix has 1.9M rows, and converting 3 x 1.9M Python strings cost seconds.
@@ -380,11 +382,14 @@ def od_table(od: np.ndarray, tile_ids: list[Any], labels: list[str]) -> pd.DataF
         "origin": np.tile(o[off], n),
         "destination": np.tile(dst[off], n),
     }
-    names = {"period": [str(x) for x in labels], "origin": [str(t) for t in tile_ids]}
+    # tile ids keep their type (int ids stay int64, so a merge with the tessellation works)
+    ids = pa.array(tile_ids) if tile_ids else pa.array([], pa.large_string())
+    if pa.types.is_string(ids.type):
+        ids = ids.cast(pa.large_string())
+    names = {"period": pa.array([str(x) for x in labels], pa.large_string()), "origin": ids}
     names["destination"] = names["origin"]
     columns: dict[str, Any] = {
-        col: pd.Series(pa.array(names[col], pa.large_string()).take(pa.array(idx)).to_pandas())
-        for col, idx in index.items()
+        col: pd.Series(names[col].take(pa.array(idx)).to_pandas()) for col, idx in index.items()
     }
     columns["count"] = od.reshape(n, k * k)[:, off].ravel().astype(np.int64)
     return pd.DataFrame(columns)

@@ -117,6 +117,7 @@ def population_counts(
     table = pd.DataFrame(
         {
             "zone": [*ids, OUTSIDE, UNKNOWN],
+            "tile_id": typed_tile_ids(tessellation.tile_ids, extra=2),
             "kind": ["zone"] * k + ["outliers", "outliers"],
             "count": noisy.astype(np.int64),
         }
@@ -211,6 +212,7 @@ def population_by_tower_shares(
     table = pd.DataFrame(
         {
             "zone": [*ids, OUTSIDE, UNKNOWN],
+            "tile_id": typed_tile_ids(tessellation.tile_ids, extra=2),
             "kind": ["zone"] * k + ["outliers", "outliers"],
             "count": np.append(zones, float(noisy[n + 1])),
         }
@@ -236,3 +238,12 @@ def population_by_tower_shares(
     step("charging the privacy ledger")
     accountant.charge(release, description=f"population over {k} zones via {n} towers")
     return release
+
+
+def typed_tile_ids(tile_ids: list[Any], extra: int) -> pd.Series:
+    """The tile ids with their type (nullable Int64 or string), then ``extra`` missing values
+    for the outliers rows: ``zone`` holds text for every row, ``tile_id`` merges with the
+    tessellation."""
+    if all(isinstance(t, int) for t in tile_ids):
+        return pd.Series(pd.array([*tile_ids, *[None] * extra], dtype="Int64"))
+    return pd.Series(pd.array([*map(str, tile_ids), *[None] * extra], dtype="string"))

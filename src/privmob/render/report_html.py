@@ -154,7 +154,7 @@ def _section(name: str, a: dict[str, Any], doc: dict[str, Any]) -> str:
         )
         body = (
             "<div class='row'>"
-            + svg.choropleth(tess, vals, title="visits per tile")
+            + svg.choropleth(tess, vals, title="visits per tile", unit="visits")
             + f"<div>{rank}<p class='meta'>outside the tessellation: {out}</p>"
             + "</div></div>"
         )
@@ -170,7 +170,7 @@ def _section(name: str, a: dict[str, Any], doc: dict[str, Any]) -> str:
             for w in range(nw):
                 vals = c[:, dt, w].tolist()
                 m = svg.choropleth(
-                    tess, vals, width=190, height=160, title=f"{dname} {labels[w]}", legend=False
+                    tess, vals, width=190, height=160, title=f"{dname} {labels[w]}", unit="visits"
                 )
                 cells.append(f"<div>{dname} {labels[w]} (max {_f(max(vals))}){m}</div>")
         body = (
@@ -182,10 +182,16 @@ def _section(name: str, a: dict[str, Any], doc: dict[str, Any]) -> str:
         c = np.asarray(a["counts"])
         top = np.argsort(-c, kind="stable")[: min(60, c.size)]
         flows = [(int(i // k), int(i % k), float(c[i])) for i in top]
-        # the largest of N noise draws of scale b reaches about b ln N: flows below that
-        # may be noise alone (post-processing of noisy values and public parameters only)
-        floor = a["noise"]["counts"]["scale"] * float(np.log(max(c.size, 2)))
-        drawn = [f for f in flows if f[2] > floor] or flows[:10]
+        # the noise floor: with 95% probability no cell's noise reaches it (the 1 - 0.05/N
+        # margin of one cell, union bound over the N cells); a flow below it may be noise
+        # alone, so only flows above it are drawn (post-processing of public parameters)
+        floor = noise_floor(a["noise"]["counts"], c.size)
+        drawn = [f for f in flows if f[2] > floor][:10]
+        if drawn:
+            which = "the largest flow" if len(drawn) == 1 else f"the {len(drawn)} largest flows"
+            caption = f"map: {which} above the noise floor {_f(floor)}"
+        else:
+            caption = f"map: no flow clears the noise floor {_f(floor)}; none is drawn"
         rank = _table(
             ["rank", "origin", "destination", "trips"],
             [
@@ -195,11 +201,15 @@ def _section(name: str, a: dict[str, Any], doc: dict[str, Any]) -> str:
         )
         body = (
             "<div class='row'>"
-            + svg.flow_map(tess, drawn, title="largest OD flows")
+            + svg.flow_map(
+                tess,
+                drawn,
+                title="largest OD flows",
+                note="" if drawn else f"no flow clears the noise floor {_f(floor)}",
+            )
             + f"<div>{rank}<p class='meta'>trips with an end outside the tessellation: "
-            f"{out}<br>map: the {len(drawn)} largest flows above the noise "
-            f"floor ≈ {_f(round(floor))} (noise alone reaches about scale × ln(cells) "
-            f"over {c.size:,} cells)</p></div></div>"
+            f"{out}<br>{caption} (with 95% probability the noise of none "
+            f"of the {c.size:,} cells reaches it)</p></div></div>"
             + _cum_ranking(list(map(float, c)), "OD pairs")
         )
     else:
@@ -228,6 +238,15 @@ def _section(name: str, a: dict[str, Any], doc: dict[str, Any]) -> str:
             f"{out}</p>"
         )
     return f"<section id='{name}'><h2>{TITLES[name]}</h2>{_meta(a)}{body}</section>"
+
+
+def noise_floor(noise: dict[str, Any], cells: int, confidence: float = 0.95) -> int:
+    """Smallest m such that, with probability >= ``confidence``, no one of ``cells``
+    independent noise draws exceeds m in absolute value (union bound)."""
+    from privmob.privacy.mechanisms import Noise, NoiseKind
+
+    dist = Noise(NoiseKind(noise["kind"]), float(noise["scale"]))
+    return dist.margin_of_error(1 - (1 - confidence) / max(cells, 1))
 
 
 def _cum_ranking(values: Sequence[float], what: str) -> str:
@@ -292,7 +311,8 @@ def render_report_html(doc: dict[str, Any]) -> str:
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width,initial-scale=1'>"
-        f"<title>privmob mobility report</title><style>{CSS}</style><script>{JS}</script>"
+        f"<title>privmob mobility report</title><style>{CSS}</style>"
+        f"<script>{JS}{svg.ZOOM_JS}</script>"
         f"</head><body>{banner}<div id='js-errors'></div>"
         f"<header><h1>Differentially private mobility report</h1><nav>{nav}</nav></header><main>"
         f"{warn}<section id='privacy'><h2>Privacy settings</h2><div class='row'>{settings}"

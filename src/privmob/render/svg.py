@@ -1,11 +1,16 @@
-"""Inline SVG charts and maps for offline HTML reports (no CDN, no tile server, no JS).
+"""Inline SVG charts and maps for offline HTML reports (no CDN, no tile server).
 
 Every function returns an SVG string drawn from released values and public geometry only.
+Maps are ``<svg class='pm-map'>`` with their drawing in a ``<g class='pm-zoom'>`` (the
+report's few lines of inline JS zoom and pan it: :data:`ZOOM_JS`) and a fixed legend
+(``<g class='pm-legend'>``) that states units and class breaks. Axis labels are thinned so
+that they never overlap, whatever the number of bins (e.g. a year of days).
 """
 
 from __future__ import annotations
 
 import math
+import zlib
 from collections.abc import Sequence
 from html import escape
 
@@ -14,6 +19,35 @@ import numpy as np
 PALETTE = ["#f7fbff", "#deebf7", "#c6dbef", "#9ecae1", "#6baed6", "#4292c6", "#2171b5", "#084594"]
 SERIES = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728"]
 FONT = "font-family='system-ui,sans-serif' font-size='11'"
+#: Width of one character of FONT, generous (digits and '-' of system-ui at 11 px are ~6.2).
+CHAR_PX = 6.6
+
+#: Wheel zoom (around the cursor), drag pan and double-click reset for every svg.pm-map;
+#: plain DOM, no external script.
+ZOOM_JS = """
+document.addEventListener('DOMContentLoaded',function(){
+document.querySelectorAll('svg.pm-map').forEach(function(svg){
+var g=svg.querySelector('g.pm-zoom');if(!g)return;var s=1,tx=0,ty=0,drag=null;
+function pt(e){var r=svg.getBoundingClientRect(),vb=svg.viewBox.baseVal;
+return [(e.clientX-r.left)*vb.width/r.width,(e.clientY-r.top)*vb.height/r.height];}
+function apply(){g.setAttribute('transform','translate('+tx+','+ty+') scale('+s+')');}
+svg.addEventListener('wheel',function(e){e.preventDefault();var p=pt(e);
+var f=e.deltaY<0?1.25:0.8,n=Math.min(40,Math.max(1,s*f));f=n/s;
+tx=p[0]-(p[0]-tx)*f;ty=p[1]-(p[1]-ty)*f;s=n;apply();},{passive:false});
+svg.addEventListener('mousedown',function(e){drag=pt(e);});
+window.addEventListener('mouseup',function(){drag=null;});
+svg.addEventListener('mousemove',function(e){if(!drag)return;var p=pt(e);
+tx+=p[0]-drag[0];ty+=p[1]-drag[1];drag=p;apply();});
+svg.addEventListener('dblclick',function(){s=1;tx=0;ty=0;apply();});});});
+"""
+
+
+def label_step(labels: Sequence[str], spacing: float, every: int = 1) -> int:
+    """The smallest step >= ``every`` so that labels drawn every ``step`` positions, each
+    centred ``spacing`` px apart from the next position, do not overlap."""
+    chars = max((len(str(x)) for x in labels), default=1)
+    need = chars * CHAR_PX + 6
+    return max(every, math.ceil(need / max(spacing, 1e-9)))
 
 
 def _fmt(v: float) -> str:
@@ -48,6 +82,7 @@ def bar_chart(
     pw, ph = width - left - 8, height - bottom - top
     vmax = _nice_max(max([0, *values]))
     bw = pw / n
+    label_every = label_step(labels, bw, label_every)
     parts = [_svg_open(width, height, title)]
     for t in range(5):
         y = top + ph - ph * t / 4
@@ -66,10 +101,10 @@ def bar_chart(
             f"<rect x='{x + 0.5:.1f}' y='{top + ph - h:.1f}' width='{max(bw - 1, 0.5):.1f}' "
             f"height='{h:.1f}' fill='{color}'><title>{escape(str(lab))}: {_fmt(v)}</title></rect>"
         )
-        if i % label_every == 0:
+        if i % label_every == 0 and _fits(str(lab), x + bw / 2, width):
             parts.append(
-                f"<text x='{x + bw / 2:.1f}' y='{height - bottom + 14}' text-anchor='middle' "
-                f"{FONT}>{escape(str(lab))}</text>"
+                f"<text class='pm-xlabel' x='{x + bw / 2:.1f}' y='{height - bottom + 14}' "
+                f"text-anchor='middle' {FONT}>{escape(str(lab))}</text>"
             )
     parts.append("</svg>")
     return "".join(parts)
@@ -91,6 +126,7 @@ def line_chart(
     pw, ph = width - left - 8, height - bottom - top
     allv = [v for s in series.values() for v in s]
     vmax = y_max if y_max is not None else _nice_max(max([0, *allv]))
+    label_every = label_step(x_labels, pw / max(n - 1, 1), label_every)
     parts = [_svg_open(width, height, title)]
     for t in range(5):
         y = top + ph - ph * t / 4
@@ -115,14 +151,19 @@ def line_chart(
             f"<text x='{left + 22 + j * 130}' y='15' {FONT}>{escape(name)}</text>"
         )
     for i, lab in enumerate(x_labels):
-        if i % label_every == 0:
-            x, _ = xy(i, 0)
+        x, _ = xy(i, 0)
+        if i % label_every == 0 and _fits(str(lab), x, width):
             parts.append(
-                f"<text x='{x:.1f}' y='{height - bottom + 14}' text-anchor='middle' {FONT}>"
-                f"{escape(str(lab))}</text>"
+                f"<text class='pm-xlabel' x='{x:.1f}' y='{height - bottom + 14}' "
+                f"text-anchor='middle' {FONT}>{escape(str(lab))}</text>"
             )
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _fits(label: str, x: float, width: float) -> bool:
+    """A label centred at x stays inside the chart's width."""
+    return x + len(label) * CHAR_PX / 2 <= width
 
 
 def box_plot(five: dict[str, float], lo: float, hi: float, unit: str, width: int = 560) -> str:
@@ -216,32 +257,74 @@ def choropleth(
     height: int = 420,
     title: str = "",
     legend: bool = True,
+    unit: str = "",
 ) -> str:
-    """Tiles coloured by value (8 classes of equal width up to the largest noisy value)."""
+    """Tiles coloured by value (8 classes of equal width up to the largest noisy value); each
+    tile's name and value on hover; a legend with the class breaks and ``unit``."""
     proj = Projection(tess["outlines"], width, height)
     vmax = max([0, *values])
-    parts = [_svg_open(proj.width, proj.height + (22 if legend else 0), title)]
+    legend_h = 40 if legend else 0
+    parts = [_map_open(proj, legend_h, title)]
     for i, rings in enumerate(tess["outlines"]):
         parts.append(
             f"<path d='{_path(proj, rings)}' fill='{_color(values[i], vmax)}' stroke='#888' "
-            f"stroke-width='0.5'><title>{escape(tess['names'][i])}: "
-            f"{_fmt(values[i])}</title></path>"
+            f"stroke-width='0.5' vector-effect='non-scaling-stroke'>"
+            f"<title>{escape(tess['names'][i])}: {_fmt(values[i])} {escape(unit)}</title></path>"
         )
+    parts.append("</g></g>")
     if legend:
-        parts.append(_legend(vmax, proj.height + 4))
+        parts.append(_legend(vmax, proj.height + 4, proj.width, unit))
     parts.append("</svg>")
     return "".join(parts)
 
 
-def _legend(vmax: float, y: float) -> str:
-    out = []
+def class_breaks(vmax: float, n: int = len(PALETTE)) -> list[float]:
+    """The n + 1 edges of the equal-width classes of :func:`_color` (0 .. vmax)."""
+    return [vmax * i / n for i in range(n + 1)]
+
+
+def _legend(vmax: float, y: float, width: int, unit: str) -> str:
+    """Colour classes with their breaks (labels thinned so they do not overlap) and the unit."""
+    n = len(PALETTE)
+    breaks = [_fmt(round(b)) if vmax >= n else _fmt(b) for b in class_breaks(vmax)]
+    half = max(len(b) for b in breaks) * CHAR_PX / 2  # the end labels stay inside the map
+    x0 = max(8.0, half + 2)
+    cell = max(min(56.0, (width - 2 * x0) / n), 6.0)
+    need = label_step(breaks, cell)
+    step = next(d for d in (1, 2, 4, 8, n) if d >= need and n % d == 0)  # vmax always shown
+    out = [
+        f"<g class='pm-legend'><rect x='0' y='{y - 4}' width='{width}' height='40' fill='#fff'/>"
+    ]
     for i, c in enumerate(PALETTE):
         out.append(
-            f"<rect x='{8 + i * 40}' y='{y}' width='40' height='8' fill='{c}' stroke='#ccc'/>"
+            f"<rect x='{x0 + i * cell:.1f}' y='{y}' width='{cell:.1f}' height='9' fill='{c}' "
+            "stroke='#ccc'/>"
         )
-    out.append(f"<text x='8' y='{y + 18}' {FONT}>0</text>")
-    out.append(f"<text x='{8 + 8 * 40}' y='{y + 18}' text-anchor='end' {FONT}>{_fmt(vmax)}</text>")
+    for i, b in enumerate(breaks):
+        if i % step == 0:
+            out.append(
+                f"<text class='pm-break' x='{x0 + i * cell:.1f}' y='{y + 21}' "
+                f"text-anchor='middle' {FONT}>{b}</text>"
+            )
+    label = f"{unit} (noisy; classes of equal width)" if unit else "noisy value"
+    if len(label) * CHAR_PX > width - 16:
+        label = f"{unit} (noisy)" if unit else "noisy"
+    out.append(f"<text x='8' y='{y + 33}' {FONT}>{escape(label)}</text></g>")
     return "".join(out)
+
+
+def _map_open(proj: Projection, extra_h: int, title: str) -> str:
+    """An svg.pm-map whose drawing (clipped to the map area) is a zoomable g.pm-zoom."""
+    w, h = proj.width, proj.height
+    clip = f"pm-clip-{zlib.crc32(f'{title}{w}x{h}'.encode()):08x}"
+    return (
+        f"<svg xmlns='http://www.w3.org/2000/svg' class='pm-map' width='{w}' "
+        f"height='{h + extra_h}' viewBox='0 0 {w} {h + extra_h}' role='img' "
+        "style='cursor:grab'>"
+        f"<title>{escape(title)} (wheel: zoom, drag: pan, double-click: reset)</title>"
+        f"<clipPath id='{clip}'><rect width='{w}' height='{h}'/></clipPath>"
+        f"<g clip-path='url(#{clip})'><g class='pm-zoom'>"
+    )
 
 
 def flow_map(
@@ -251,27 +334,33 @@ def flow_map(
     width: int = 560,
     height: int = 420,
     title: str = "",
+    unit: str = "trips",
+    note: str = "",
 ) -> str:
-    """OD flows as arrows between tile centroids (width by value); self-flows as circles."""
+    """OD flows as lines between tile centroids (width by value, arrow at the destination);
+    self-flows as circles. Draws exactly ``flows`` (the caller keeps only flows that clear the
+    noise); ``note`` is printed on the map (e.g. why no flow is drawn). Tile names on hover;
+    a legend of line widths in ``unit``."""
     proj = Projection(tess["outlines"], width, height)
-    parts = [_svg_open(proj.width, proj.height, title)]
+    parts = [_map_open(proj, 40, title)]
     parts.append(
-        "<defs><marker id='arrow' viewBox='0 0 10 10' refX='9' refY='5' markerWidth='5' "
-        "markerHeight='5' orient='auto-start-reverse'><path d='M0,0L10,5L0,10z' "
+        "<defs><marker id='arrow' viewBox='0 0 10 10' refX='9' refY='5' markerWidth='9' "
+        "markerHeight='9' markerUnits='userSpaceOnUse' orient='auto-start-reverse'>"
+        "<path d='M0,0L10,5L0,10z' "
         "fill='#d62728'/></marker></defs>"
     )
-    for rings in tess["outlines"]:
+    for i, rings in enumerate(tess["outlines"]):
         parts.append(
-            f"<path d='{_path(proj, rings)}' fill='#f4f4f4' stroke='#aaa' stroke-width='0.5'/>"
+            f"<path d='{_path(proj, rings)}' fill='#f4f4f4' stroke='#aaa' stroke-width='0.5' "
+            f"vector-effect='non-scaling-stroke'><title>{escape(tess['names'][i])}</title></path>"
         )
-    vmax = max([f[2] for f in flows] + [1])
-    for o, d, v in sorted(flows, key=lambda f: f[2]):
-        if v <= 0:
-            continue
-        w = 0.5 + 5 * v / vmax
+    drawn = [f for f in flows if f[2] > 0]
+    vmax = max([f[2] for f in drawn] + [1])
+    for o, d, v in sorted(drawn, key=lambda f: f[2]):
+        w = _flow_width(v, vmax)
         x1, y1 = proj(tess["lng"][o], tess["lat"][o])
         x2, y2 = proj(tess["lng"][d], tess["lat"][d])
-        label = f"{escape(tess['names'][o])} → {escape(tess['names'][d])}: {_fmt(v)}"
+        label = f"{escape(tess['names'][o])} → {escape(tess['names'][d])}: {_fmt(v)} {unit}"
         if o == d:
             parts.append(
                 f"<circle cx='{x1:.1f}' cy='{y1:.1f}' r='{2 + 3 * w:.1f}' fill='none' "
@@ -282,12 +371,32 @@ def flow_map(
         # a slight curve so that a->b and b->a do not overlap
         mx, my = (x1 + x2) / 2 + (y2 - y1) * 0.15, (y1 + y2) / 2 - (x2 - x1) * 0.15
         parts.append(
-            f"<path d='M{x1:.1f},{y1:.1f}Q{mx:.1f},{my:.1f} {x2:.1f},{y2:.1f}' fill='none' "
-            f"stroke='#d62728' stroke-opacity='0.6' stroke-width='{w:.1f}' "
+            f"<path class='pm-flow' d='M{x1:.1f},{y1:.1f}Q{mx:.1f},{my:.1f} {x2:.1f},{y2:.1f}' "
+            f"fill='none' stroke='#d62728' stroke-opacity='0.6' stroke-width='{w:.1f}' "
             f"marker-end='url(#arrow)'><title>{label}</title></path>"
         )
-    parts.append("</svg>")
+    parts.append("</g></g>")
+    y = proj.height + 4
+    parts.append(
+        f"<g class='pm-legend'><rect x='0' y='{y - 4}' width='{proj.width}' "
+        "height='40' fill='#fff'/>"
+    )
+    if drawn:
+        for i, frac in enumerate((0.25, 0.5, 1.0)):
+            v = vmax * frac
+            x = 8 + i * 110
+            parts.append(
+                f"<line x1='{x}' x2='{x + 34}' y1='{y + 6}' y2='{y + 6}' stroke='#d62728' "
+                f"stroke-opacity='0.6' stroke-width='{_flow_width(v, vmax):.1f}'/>"
+                f"<text class='pm-break' x='{x + 40}' y='{y + 10}' {FONT}>{_fmt(round(v))}</text>"
+            )
+    text = note or f"line width: {unit} (noisy)"
+    parts.append(f"<text x='8' y='{y + 30}' {FONT}>{escape(text)}</text></g></svg>")
     return "".join(parts)
+
+
+def _flow_width(v: float, vmax: float) -> float:
+    return 0.5 + 5 * v / vmax
 
 
 def _svg_open(width: int, height: int, title: str) -> str:

@@ -1,0 +1,155 @@
+"""Releases as GIS layers: each layer opens in GeoPandas, valid, EPSG:4326, same noisy values."""
+
+from __future__ import annotations
+
+import json
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+import pytest
+import shapely
+from tests.helpers import box_grid, run_cli
+
+from privmob.data.density_synth import synthetic_city
+from privmob.errors import ConfigError
+from privmob.render.layers import od_flows_layer, parse_formats, tile_values_layer
+
+FORMATS = ["--format", "geoparquet,geojson", "--format", "csv"]
+
+
+def open_layers(out, stem: str) -> list[gpd.GeoDataFrame]:
+    """The three layer files, each opened as a GIS user would."""
+    csv = pd.read_csv(out / f"{stem}.csv")
+    from_csv = gpd.GeoDataFrame(
+        csv.drop(columns="geometry_wkt"),
+        geometry=gpd.GeoSeries.from_wkt(csv["geometry_wkt"]),
+        crs=4326,
+    )
+    return [
+        gpd.read_parquet(out / f"{stem}.geoparquet"),
+        gpd.read_file(out / f"{stem}.geojson"),
+        from_csv,
+    ]
+
+
+def check_layer(layer: gpd.GeoDataFrame, geom_type: str) -> None:
+    assert len(layer) > 0
+    assert layer.crs is not None and layer.crs.to_epsg() == 4326
+    assert layer.geometry.is_valid.all() and not layer.geometry.is_empty.any()
+    assert set(layer.geom_type) <= {geom_type, "Multi" + geom_type}
+
+
+@pytest.fixture
+def dpmr(shared_data):
+    d = shared_data / "dpmr_fixture"
+    return d / "test_data.csv", d / "test_tessellation.geojson"
+
+
+def common(tmp_path) -> list[str]:
+    return ["--test-mode", "--seed", "1", "--quiet"]
+
+
+def test_od_layers_are_flows_between_tiles(tmp_path, dpmr):
+    data, tess_path = dpmr
+    out = tmp_path / "od"
+    argv = ["od", str(data), "-t", str(tess_path), "-e", "5", "-T", "3", "--budget", "5"]
+    assert run_cli([*argv, "-o", str(out), *FORMATS, *common(tmp_path)]) == 0
+    table = pd.read_parquet(out / "od.parquet")
+    meta = json.loads((out / "metadata.json").read_text())
+    for layer in open_layers(out, "od_flows"):
+        check_layer(layer, "LineString")
+        assert {"origin_name", "destination_name", "margin_of_error_95"} <= set(layer.columns)
+        assert (layer["margin_of_error_95"] == meta["privacy"]["noise"]["margin_of_error_95"]).all()
+        assert pd.api.types.is_integer_dtype(layer["origin"])  # ids keep their type (int here)
+        # the noisy counts are the table's, row for row (zero cells left out)
+        key = ["origin", "destination"]
+        merged = layer.merge(table, on=key, suffixes=("", "_table"), validate="one_to_one")
+        assert len(merged) == int((table["count"] != 0).sum())
+        assert (merged["count"] == merged["count_table"]).all()
+
+
+def test_od_flow_ends_are_inside_their_tiles():
+    tess = box_grid(3)
+    table = pd.DataFrame(
+        {"period": ["all"] * 3, "origin": [0, 4, 8], "destination": [8, 0, 4], "count": [5, 0, 2]}
+    )
+    layer = od_flows_layer(table, tess, margin=3)
+    assert list(layer["count"]) == [5, 2]  # the zero cell is not drawn
+    polys = tess.gdf.geometry
+    for row in layer.itertuples():
+        start, end = shapely.get_coordinates(row.geometry)
+        assert polys[row.origin].contains(shapely.Point(start))
+        assert polys[row.destination].contains(shapely.Point(end))
+
+
+def test_population_layer_has_polygons_values_and_margins(tmp_path, dpmr):
+    data, tess_path = dpmr
+    out = tmp_path / "pop"
+    argv = ["population", str(data), "-t", str(tess_path), "-e", "1", "--budget", "1"]
+    assert run_cli([*argv, "-o", str(out), *FORMATS, *common(tmp_path)]) == 0
+    table = pd.read_parquet(out / "population.parquet")
+    zones = table[table["kind"] == "zone"]
+    # tile ids keep their type in the table too (missing on the outliers rows)
+    assert pd.api.types.is_integer_dtype(table["tile_id"])
+    assert table["tile_id"].isna().sum() == 2 and zones["tile_id"].notna().all()
+    for layer in open_layers(out, "population_tiles"):
+        check_layer(layer, "Polygon")
+        assert len(layer) == len(zones)  # the outlier rows have no geometry
+        assert list(layer["count"]) == list(zones["count"])
+        assert (layer["margin_of_error_95"] > 0).all() and layer["tile_name"].notna().all()
+
+
+def test_density_layer_is_zone_hour_polygons(tmp_path):
+    city = synthetic_city(3000, 30, 4, seed=3)
+    city.events[["uid", "time", "cell_id"]].rename(columns={"time": "datetime"}).to_csv(
+        tmp_path / "events.csv", index=False
+    )
+    city.towers.to_csv(tmp_path / "cells.csv", index=False)
+    city.zones.to_file(tmp_path / "zones.geojson", driver="GeoJSON")
+    out = tmp_path / "density"
+    argv = ["density", str(tmp_path / "events.csv"), "--cells", str(tmp_path / "cells.csv")]
+    argv += ["--zones", str(tmp_path / "zones.geojson"), "--epsilon", "0.5", "--delta", "1e-5"]
+    argv += ["--max-visits", "20", "--week", "2026-03-02", "--budget", "0.8", "-o", str(out)]
+    assert run_cli([*argv, "--format", "geoparquet", *common(tmp_path)]) == 0
+    table = pd.read_parquet(out / "density.parquet")
+    layer = gpd.read_parquet(out / "density_tiles.geoparquet")
+    check_layer(layer, "Polygon")
+    assert len(layer) == len(table) and list(layer["count"]) == list(table["count"])
+    assert (out / "density.geojson").exists()  # the existing per-zone layer is kept
+
+
+def test_series_counts_layer_has_margins_per_timestamp(tmp_path, dpmr):
+    data, tess_path = dpmr
+    out = tmp_path / "series"
+    argv = ["series-counts", str(data), "-t", str(tess_path), "--start", "2020-12-13"]
+    argv += ["--end", "2020-12-14", "--epsilon", "1", "--max-per-bin", "1", "--budget", "2"]
+    assert run_cli([*argv, "-o", str(out), "--format", "geojson", *common(tmp_path)]) == 0
+    layer = gpd.read_file(out / "series_tiles.geojson")
+    check_layer(layer, "Polygon")
+    table = pd.read_parquet(out / "series.parquet")
+    assert len(layer) == int((table["zone"] != table["zone"].iloc[-1]).sum())
+    assert (layer["margin_of_error_95"] > 0).all()
+
+
+def test_tile_values_match_ids_stored_as_text():
+    tess = box_grid(2)  # int ids 0..3
+    table = pd.DataFrame({"zone": ["3", "0", "outside"], "count": [7, 1, 9]})
+    layer = tile_values_layer(table, tess, margin=2.0)
+    assert list(layer["tile_id"]) == [3, 0] and layer["tile_id"].dtype == np.int64
+    assert list(layer["count"]) == [7, 1] and (layer["margin_of_error_95"] == 2).all()
+
+
+def test_formats_are_checked_and_existing_layers_refused(tmp_path, dpmr, capsys):
+    assert parse_formats(["geojson,csv", "geojson"]) == ["geojson", "csv"]
+    assert parse_formats(None) == ["parquet"]
+    with pytest.raises(ConfigError, match="unknown output format 'shp'"):
+        parse_formats(["shp"])
+    data, tess_path = dpmr
+    (tmp_path / "o").mkdir()
+    (tmp_path / "o" / "od_flows.geojson").write_text("{}")
+    argv = ["od", str(data), "-t", str(tess_path), "-e", "1", "-T", "3", "--budget", "1"]
+    argv += ["-o", str(tmp_path / "o"), "--format", "geojson", *common(tmp_path)]
+    assert run_cli(argv) == 4  # the output cannot be written (exists)
+    assert "exists; nothing was read, charged or written" in capsys.readouterr().err
+    assert not (tmp_path / "o" / "od.parquet").exists()  # refused before any work
