@@ -45,7 +45,11 @@ def od(
         ),
     ] = "release",
     input_shape: Annotated[
-        str, typer.Option("--input-shape", help="auto, trips, trip-points, events")
+        str,
+        typer.Option(
+            "--input-shape",
+            help="auto, trips, trip-points, events, gps (raw traces: trips between stays)",
+        ),
     ] = "auto",
     cells: Annotated[
         str | None, typer.Option("--cells", help="cells table for events with cell_id")
@@ -58,6 +62,8 @@ def od(
             "'hourly' (hourly modal zone changes), 'hourly-consecutive'",
         ),
     ] = "events",
+    stay_distance: c.StayDistanceOpt = None,
+    stay_minutes: c.StayMinutesOpt = None,
     unique: Annotated[
         bool,
         typer.Option(
@@ -132,6 +138,8 @@ def od(
             timezone=timezone,
             delimiter=delimiter,
             trip_rule=trip_rule,
+            stay_distance=stay_distance,
+            stay_minutes=stay_minutes,
         )
         if unique:
             from privmob.prepare.unique import unique_trips

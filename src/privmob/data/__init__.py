@@ -15,13 +15,14 @@ from privmob.data.sources import (
 )
 from privmob.errors import ConfigError
 
-SHAPES = ("auto", "trips", "trip-points", "events")
+SHAPES = ("auto", "trips", "trip-points", "events", "gps")
 
 __all__ = [
     "SHAPES",
     "Loaded",
     "detect_shape",
     "load_events",
+    "load_gps_points",
     "load_trip_points",
     "load_trips",
     "load_trips_any",
@@ -44,8 +45,30 @@ def detect_shape(
         return "events"
     raise ConfigError(
         f"cannot tell the input's shape from its columns ({', '.join(sorted(names))})",
-        hint="pass --input-shape trips|trip-points|events and --columns to map names",
+        hint="pass --input-shape trips|trip-points|events|gps and --columns to map names",
     )
+
+
+def load_gps_points(
+    source: Any,
+    stay_distance: float | None = None,
+    stay_minutes: float | None = None,
+    **common: Any,
+) -> Loaded:
+    """Trip points from raw GPS traces (``uid, datetime, lat, lng``) by stay points, with
+    the thresholds in metres and minutes (default: prepare.staypoints' defaults)."""
+    from privmob.prepare.staypoints import (
+        STAY_DISTANCE_M,
+        STAY_MINUTES,
+        check_stay_parameters,
+        gps_trip_points,
+    )
+
+    distance = STAY_DISTANCE_M if stay_distance is None else stay_distance
+    minutes = STAY_MINUTES if stay_minutes is None else stay_minutes
+    check_stay_parameters(distance, minutes)  # before the input is read
+    events = load_events(source, **common)
+    return gps_trip_points(events, distance_m=distance, minutes=minutes)
 
 
 def load_trips_any(
@@ -59,10 +82,13 @@ def load_trips_any(
     timezone: str = "UTC",
     delimiter: str | None = None,
     trip_rule: str = "events",
+    stay_distance: float | None = None,
+    stay_minutes: float | None = None,
 ) -> Loaded:
     """Trips from any input shape: one-row trips as they are, trip points by first/last
     point, events by ``trip_rule`` (default seed 003's rule: consecutive events in different
-    tiles; or ``hourly`` / ``hourly-consecutive`` modal locations, see prepare.trips)."""
+    tiles; or ``hourly`` / ``hourly-consecutive`` modal locations, see prepare.trips), raw
+    GPS traces (``gps``: ``uid, datetime, lat, lng``) by stay points (prepare.staypoints)."""
     from privmob.prepare.trips import events_to_trips
 
     if shape not in SHAPES:
@@ -80,4 +106,8 @@ def load_trips_any(
         return load_trips(source, **common)
     if shape == "trip-points":
         return trips_from_points(load_trip_points(source, **common))
+    if shape == "gps":
+        from privmob.prepare.staypoints import gps_trips
+
+        return gps_trips(load_gps_points(source, stay_distance, stay_minutes, **common))
     return events_to_trips(load_events(source, cells=cells, **common), trip_rule)
