@@ -140,6 +140,8 @@ def od(
             trip_rule=trip_rule,
             stay_distance=stay_distance,
             stay_minutes=stay_minutes,
+            # rides without a rider id: each ride its own unit, only for trip-level releases
+            uid_per_trip=unit == Unit.TRIP and group_size is None,
         )
         if unique:
             from privmob.prepare.unique import unique_trips

@@ -39,6 +39,10 @@ def detect_shape(
     names |= {canon for canon in (columns or {})}
     if "start_time" in names:
         return "trips"
+    from privmob.data.coordinate_trips import coordinate_trip_columns
+
+    if coordinate_trip_columns(engine.columns(view), columns) is not None:
+        return "trips"  # bike-share rides: start and end coordinates
     if "tid" in names and "datetime" in names:
         return "trip-points"
     if "datetime" in names:
@@ -84,11 +88,14 @@ def load_trips_any(
     trip_rule: str = "events",
     stay_distance: float | None = None,
     stay_minutes: float | None = None,
+    uid_per_trip: bool = False,
 ) -> Loaded:
     """Trips from any input shape: one-row trips as they are, trip points by first/last
     point, events by ``trip_rule`` (default seed 003's rule: consecutive events in different
     tiles; or ``hourly`` / ``hourly-consecutive`` modal locations, see prepare.trips), raw
-    GPS traces (``gps``: ``uid, datetime, lat, lng``) by stay points (prepare.staypoints)."""
+    GPS traces (``gps``: ``uid, datetime, lat, lng``) by stay points (prepare.staypoints).
+    ``uid_per_trip``: one-row trips without a uid column (bike-share rides) make each trip its
+    own unit; only for trip-level releases."""
     from privmob.prepare.trips import events_to_trips
 
     if shape not in SHAPES:
@@ -103,7 +110,7 @@ def load_trips_any(
         "delimiter": delimiter,
     }
     if shape == "trips":
-        return load_trips(source, **common)
+        return load_trips(source, uid_per_trip=uid_per_trip, **common)
     if shape == "trip-points":
         return trips_from_points(load_trip_points(source, **common))
     if shape == "gps":
