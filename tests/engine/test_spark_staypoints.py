@@ -29,12 +29,11 @@ def test_gps_trips_identical_on_spark(spark_engine, shared_data) -> None:
             f"FROM {gps_trips(points).view} ORDER BY uid, tid"
         )
         seqs = eng.fetch(f"SELECT uid, tid, seq FROM {points.view} ORDER BY uid, seq")
-        got.append(
-            (
-                trips.astype({"tid": "int64", "origin": "int64", "destination": "int64"}),
-                seqs.astype({"tid": "int64", "seq": "int64"}),
-            )
+        trips = trips.astype(
+            {"tid": "int64", "origin": "int64", "destination": "int64"}
+            | {"start_time": "datetime64[ns]", "end_time": "datetime64[ns]"}
         )
+        got.append((trips, seqs.astype({"tid": "int64", "seq": "int64"})))
     assert len(got[0][0]) > 50
     pd.testing.assert_frame_equal(got[0][0], got[1][0])
     pd.testing.assert_frame_equal(got[0][1], got[1][1])
