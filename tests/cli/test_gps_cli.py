@@ -79,3 +79,22 @@ def test_bad_stay_threshold_is_refused(beijing_grid, tmp_path, capsys):
     assert code != 0
     assert "--stay-minutes must be a positive number" in capsys.readouterr().err
     assert not (tmp_path / "od").exists()
+
+
+@pytest.mark.slow
+def test_report_reads_raw_gps_traces(shared_data, tmp_path):
+    """Two Cabspotting taxis (epoch seconds, no trip id) -> a mobility report over SF."""
+    frames = []
+    for path in sorted((shared_data / "cabspotting_sample").glob("new_*.txt"))[:2]:
+        f = pd.read_csv(path, sep=r"\s+", header=None, names=["lat", "lng", "occupied", "datetime"])
+        frames.append(f.assign(uid=path.stem.removeprefix("new_")))
+    traces = tmp_path / "taxis.csv"
+    pd.concat(frames)[["uid", "datetime", "lat", "lng"]].to_csv(traces, index=False)
+    out = tmp_path / "r" / "report.html"
+    argv = ["report", str(traces), "--input-shape", "gps", "--stay-minutes", "10"]
+    argv += ["-t", str(shared_data / "sf_neighborhoods" / "sf_neighborhoods.geojson")]
+    argv += ["--epsilon", "1", "--max-trips", "20", "--period", "2008-05-17", "2008-06-11"]
+    argv += ["--ledger", str(tmp_path / "l.sqlite"), "--budget", "5", "--seed", "1", "-q"]
+    assert run_cli([*argv, "-o", str(out)]) == 0
+    doc = json.loads(out.with_suffix(".json").read_text())
+    assert len(doc["analyses"]) == 15
