@@ -177,3 +177,35 @@ def test_thresholds_must_be_positive(engine, distance_m, minutes):
     events = load_events(_trace([("2024-01-01", 52.0, 13.0)]), engine=engine, tessellation=tess)
     with pytest.raises(ConfigError, match="positive"):
         gps_trip_points(events, distance_m=distance_m, minutes=minutes)
+
+
+@pytest.mark.slow
+def test_gps_counts_in_user_buckets_equal_one_pass(shared_data, tmp_path):
+    """Out of core (--memory-limit): the input is cut into user buckets before the stay
+    rule's windows, and the bucket counts sum to the one-pass counts."""
+    from privmob.data import load_trips_any
+    from privmob.engine import DuckDBEngine
+    from privmob.privacy.costs import Unit
+    from privmob.privacy.samplers import Randomness
+    from privmob.releases.od import ODDomain, exact_counts
+    from privmob.releases.periods import StudyPeriod
+
+    df = cabspotting(shared_data)[["uid", "datetime", "lat", "lng"]]
+    tess = load_tessellation(shared_data / "sf_neighborhoods" / "sf_neighborhoods.geojson")
+    period = StudyPeriod.parse("week", "2008-05-17", "2008-06-14")
+    with DuckDBEngine(spill_dir=tmp_path) as eng:
+        trips = load_trips_any(df, engine=eng, tessellation=tess, shape="gps")
+        counts = [
+            exact_counts(
+                trips,
+                domain=ODDomain(tess.k, period.n_bins),
+                period=period,
+                unit=Unit.USER,
+                max_trips=10**6,
+                buckets=b,
+                rng=Randomness.for_tests(3),
+            )
+            for b in (1, 4)
+        ]
+    assert counts[0].sum() > 100
+    np.testing.assert_array_equal(counts[0], counts[1])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from privmob.data.sources import (
@@ -71,7 +72,9 @@ def load_gps_points(
     distance = STAY_DISTANCE_M if stay_distance is None else stay_distance
     minutes = STAY_MINUTES if stay_minutes is None else stay_minutes
     check_stay_parameters(distance, minutes)  # before the input is read
-    events = load_events(source, **common)
+    # shape "gps": user buckets (--memory-limit) must keep lat and lng, which the stay rule
+    # reads (events' buckets keep only uid, time and tile)
+    events = replace(load_events(source, **common), shape="gps")
     return gps_trip_points(events, distance_m=distance, minutes=minutes)
 
 
