@@ -63,7 +63,7 @@ def test_metric_grid_over_polygons_keeps_only_cells_touching_the_area(sf_area):
 
 def test_missing_h3_gives_one_clear_message(monkeypatch):
     monkeypatch.setitem(sys.modules, "h3", None)  # import h3 -> ImportError
-    with pytest.raises(ConfigError, match="optional 'h3' package") as exc:
+    with pytest.raises(ConfigError, match="needs h3, which is not installed") as exc:
         t.h3_cells(t.bbox_area(SF_BBOX), 8)
     assert "privmob[h3]" in (exc.value.hint or "")
 

@@ -71,10 +71,9 @@ def lrt_figure(cfg: FigureConfig, progress: Callable[[int], None] | None = None)
 
 
 def plot_lrt(df: pd.DataFrame, path: Path, claimed: float) -> None:
-    import matplotlib
+    from privmob.extras import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot("the audit figures")
 
     from privmob.privacy.costs import membership_posterior_bound
 

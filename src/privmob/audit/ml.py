@@ -267,6 +267,9 @@ def _features(counts: np.ndarray, weekday: np.ndarray, with_weekday: bool) -> np
 
 
 def _model(name: str, n_estimators: int, n_jobs: int, seed: int) -> object:
+    from privmob.extras import require
+
+    require("sklearn", "the machine-learning attack (privmob audit ml)")
     from sklearn.ensemble import RandomForestClassifier
     from sklearn.linear_model import LogisticRegressionCV
     from sklearn.model_selection import GridSearchCV, StratifiedKFold
@@ -312,6 +315,9 @@ def attack(
     raw-trained model of a target is fitted once and tested on every release. Seeded: an
     audit, never a publication (the private matrices are not for publication).
     """
+    from privmob.extras import require
+
+    require("sklearn", "the machine-learning attack (privmob audit ml)")
     from sklearn.metrics import roc_auc_score
 
     rels = [releases] if isinstance(releases, PrivateOD) else list(releases)

@@ -257,3 +257,20 @@ def open_engine(
     if conf:
         options["conf"] = conf
     return make_engine(engine, **options)
+
+
+# raw GPS traces (--input-shape gps): stay-point thresholds (docs/inputs.md)
+StayDistanceOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--stay-distance",
+        help="--input-shape gps: a stay's points lie within this many metres of its first "
+        "point, north-south and east-west (default 200)",
+    ),
+]
+StayMinutesOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--stay-minutes", help="--input-shape gps: a stay lasts at least this long (default 20)"
+    ),
+]

@@ -54,7 +54,11 @@ def od(
         ),
     ] = "release",
     input_shape: Annotated[
-        str, typer.Option("--input-shape", help="auto, trips, trip-points, events")
+        str,
+        typer.Option(
+            "--input-shape",
+            help="auto, trips, trip-points, events, gps (raw traces: trips between stays)",
+        ),
     ] = "auto",
     cells: Annotated[
         str | None, typer.Option("--cells", help="cells table for events with cell_id")
@@ -67,6 +71,8 @@ def od(
             "'hourly' (hourly modal zone changes), 'hourly-consecutive'",
         ),
     ] = "events",
+    stay_distance: c.StayDistanceOpt = None,
+    stay_minutes: c.StayMinutesOpt = None,
     unique: Annotated[
         bool,
         typer.Option(
@@ -155,6 +161,10 @@ def od(
             timezone=timezone,
             delimiter=delimiter,
             trip_rule=trip_rule,
+            stay_distance=stay_distance,
+            stay_minutes=stay_minutes,
+            # rides without a rider id: each ride its own unit, only for trip-level releases
+            uid_per_trip=unit == Unit.TRIP and group_size is None,
         )
         acct.bind_input(trips)  # the budget is bound to the data's content
         if unique:

@@ -43,7 +43,11 @@ def _range(text: str) -> tuple[float, float, float]:
 def report(
     data: Annotated[
         str,
-        typer.Argument(help=c.INPUT_HELP.format("trip points: uid, tid, datetime, lat, lng")),
+        typer.Argument(
+            help=c.INPUT_HELP.format(
+                "trip points: uid, tid, datetime, lat, lng (or raw GPS with --input-shape gps)"
+            )
+        ),
     ],
     tessellation: Annotated[Path, typer.Option("--tessellation", "-t", help="tiles (GeoJSON...)")],
     epsilon: Annotated[float, typer.Option("--epsilon", "-e", help="total epsilon of the report")],
@@ -68,6 +72,15 @@ def report(
     time_windows: Annotated[
         str, typer.Option("--time-windows", help="hours starting the time windows")
     ] = "2,6,10,14,18,22",
+    input_shape: Annotated[
+        str,
+        typer.Option(
+            "--input-shape",
+            help="trip-points, or gps (raw traces uid, datetime, lat, lng: trips between stays)",
+        ),
+    ] = "trip-points",
+    stay_distance: c.StayDistanceOpt = None,
+    stay_minutes: c.StayMinutesOpt = None,
     id_column: c.TileIdOpt = None,
     columns: c.ColumnsOpt = None,
     delimiter: c.DelimiterOpt = None,
@@ -111,6 +124,10 @@ def report(
         ranges={k: _range(v) for k, v in _pairs(ranges, "range").items()},
         time_windows=[int(h) for h in time_windows.split(",")],
     )
+    if input_shape not in ("trip-points", "gps"):
+        raise ConfigError(
+            f"unknown input shape '{input_shape}' for the report", hint="use trip-points or gps"
+        )
     if not output.suffix.lower().startswith(".htm"):
         raise InputError(f"-o should name an .html file, got {output}")
     # a taken or unwritable output must not burn epsilon; stage -> charge -> rename at charge
@@ -133,14 +150,19 @@ def report(
             engine, memory_limit, spark_master, spark_conf, step, spill_dir=spill_dir
         )
         step("reading and validating the trip points")
-        points = load_trip_points(
-            data,
-            engine=eng,
-            tessellation=tess,
-            columns=c.parse_columns(columns),
-            timezone=timezone,
-            delimiter=delimiter,
-        )
+        common = {
+            "engine": eng,
+            "tessellation": tess,
+            "columns": c.parse_columns(columns),
+            "timezone": timezone,
+            "delimiter": delimiter,
+        }
+        if input_shape == "gps":
+            from privmob.data import load_gps_points
+
+            points = load_gps_points(data, stay_distance, stay_minutes, **common)
+        else:
+            points = load_trip_points(data, **common)
         acct.bind_input(points)  # the budget is bound to the data's content
         rel = mobility_report(eng, points, tiles, cfg, acct, rng=seed, progress=step)
         paths = report_paths(out.target)

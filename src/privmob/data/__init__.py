@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from privmob.data.sources import (
@@ -15,13 +16,14 @@ from privmob.data.sources import (
 )
 from privmob.errors import ConfigError
 
-SHAPES = ("auto", "trips", "trip-points", "events")
+SHAPES = ("auto", "trips", "trip-points", "events", "gps")
 
 __all__ = [
     "SHAPES",
     "Loaded",
     "detect_shape",
     "load_events",
+    "load_gps_points",
     "load_trip_points",
     "load_trips",
     "load_trips_any",
@@ -42,6 +44,10 @@ def detect_shape(
     names |= {canon for canon in (columns or {})}
     if "start_time" in names:
         return "trips"
+    from privmob.data.coordinate_trips import coordinate_trip_columns
+
+    if coordinate_trip_columns(engine.columns(view), columns) is not None:
+        return "trips"  # bike-share rides: start and end coordinates
     if "tid" in names and "datetime" in names:
         return "trip-points"
     if "datetime" in names:
@@ -51,8 +57,32 @@ def detect_shape(
         raise InputError(layout[0], source=display, hint=layout[1])
     raise ConfigError(
         f"cannot tell the input's shape from its columns ({shown_columns(sorted(names))})",
-        hint="pass --input-shape trips|trip-points|events and --columns to map names",
+        hint="pass --input-shape trips|trip-points|events|gps and --columns to map names",
     )
+
+
+def load_gps_points(
+    source: Any,
+    stay_distance: float | None = None,
+    stay_minutes: float | None = None,
+    **common: Any,
+) -> Loaded:
+    """Trip points from raw GPS traces (``uid, datetime, lat, lng``) by stay points, with
+    the thresholds in metres and minutes (default: prepare.staypoints' defaults)."""
+    from privmob.prepare.staypoints import (
+        STAY_DISTANCE_M,
+        STAY_MINUTES,
+        check_stay_parameters,
+        gps_trip_points,
+    )
+
+    distance = STAY_DISTANCE_M if stay_distance is None else stay_distance
+    minutes = STAY_MINUTES if stay_minutes is None else stay_minutes
+    check_stay_parameters(distance, minutes)  # before the input is read
+    # shape "gps": user buckets (--memory-limit) must keep lat and lng, which the stay rule
+    # reads (events' buckets keep only uid, time and tile)
+    events = replace(load_events(source, **common), shape="gps")
+    return gps_trip_points(events, distance_m=distance, minutes=minutes)
 
 
 def load_trips_any(
@@ -66,10 +96,16 @@ def load_trips_any(
     timezone: str = "UTC",
     delimiter: str | None = None,
     trip_rule: str = "events",
+    stay_distance: float | None = None,
+    stay_minutes: float | None = None,
+    uid_per_trip: bool = False,
 ) -> Loaded:
     """Trips from any input shape: one-row trips as they are, trip points by first/last
     point, events by ``trip_rule`` (default seed 003's rule: consecutive events in different
-    tiles; or ``hourly`` / ``hourly-consecutive`` modal locations, see prepare.trips)."""
+    tiles; or ``hourly`` / ``hourly-consecutive`` modal locations, see prepare.trips), raw
+    GPS traces (``gps``: ``uid, datetime, lat, lng``) by stay points (prepare.staypoints).
+    ``uid_per_trip``: one-row trips without a uid column (bike-share rides) make each trip its
+    own unit; only for trip-level releases."""
     from privmob.prepare.trips import events_to_trips
 
     if shape not in SHAPES:
@@ -84,7 +120,11 @@ def load_trips_any(
         "delimiter": delimiter,
     }
     if shape == "trips":
-        return load_trips(source, **common)
+        return load_trips(source, uid_per_trip=uid_per_trip, **common)
     if shape == "trip-points":
         return trips_from_points(load_trip_points(source, **common))
+    if shape == "gps":
+        from privmob.prepare.staypoints import gps_trips
+
+        return gps_trips(load_gps_points(source, stay_distance, stay_minutes, **common))
     return events_to_trips(load_events(source, cells=cells, **common), trip_rule)

@@ -902,17 +902,33 @@ def load_trips(
     columns: Mapping[str, str] | None = None,
     timezone: str = "UTC",
     delimiter: str | None = None,
+    uid_per_trip: bool = False,
 ) -> Loaded:
     """One-row trips → canonical view ``uid, tid, start_time, end_time, origin, destination``.
 
     Origin and destination are tile ids (``origin``, ``destination``) or coordinates
-    (``origin_lat, origin_lng, destination_lat, destination_lng``); tile ids not in the
-    tessellation and coordinates outside it become ``-1`` (outliers).
+    (``origin_lat, origin_lng, destination_lat, destination_lng``, or the bike-share names of
+    :mod:`privmob.data.coordinate_trips`); tile ids not in the tessellation and coordinates
+    outside it become ``-1`` (outliers). ``uid_per_trip`` (trip-level releases only): an
+    input without a ``uid`` column makes each trip its own unit (uid = the trip id).
     """
+    from privmob.data.coordinate_trips import NO_UID_HINT, coordinate_trip_columns
+
     check_timezone(timezone)
     raw, display = read_raw(engine, source, delimiter=delimiter)
     available = {c.lower() for c in engine.columns(raw)}
     mapping = dict(columns or {})
+    if "origin" not in mapping and "origin" not in available:
+        mapping = coordinate_trip_columns(engine.columns(raw), mapping) or mapping
+    no_uid = "uid" not in mapping and "uid" not in available
+    if no_uid and not uid_per_trip and "origin_lat" in mapping:
+        raise InputError(
+            f"missing column 'uid' (columns found: {', '.join(engine.columns(raw))})",
+            source=display,
+            column="uid",
+            hint=NO_UID_HINT,
+        )
+    uid_per_trip = uid_per_trip and no_uid
     by_coords = (
         "origin" not in mapping
         and "origin" not in available
@@ -927,7 +943,7 @@ def load_trips(
         engine,
         raw,
         display,
-        required=["uid", "start_time", *ends],
+        required=[*([] if uid_per_trip else ["uid"]), "start_time", *ends],
         optional=["end_time", "tid"],
         mapping=mapping,
     )
@@ -939,7 +955,9 @@ def load_trips(
         ),
         "start_time_raw": _ident(cols["start_time"]),
     }
-    checks = [uid_check(cols["uid"]), *time_checks("start_time", types[cols["start_time"]])]
+    checks = [*time_checks("start_time", types[cols["start_time"]])]
+    if not uid_per_trip:
+        checks.insert(0, uid_check(cols["uid"]))
     if "end_time" in cols:
         parsed |= {
             "end_time": time_expr(cols["end_time"], types[cols["end_time"]], timezone, duckdb=fast),
@@ -973,7 +991,8 @@ def load_trips(
         ]
     pview = _parsed_view(engine, raw, parsed)
     _relabel(checks, cols)
-    content = {"uid": identity_text(cols["uid"]), "start_time": "_p_start_time"}
+    content = {} if uid_per_trip else {"uid": identity_text(cols["uid"])}
+    content["start_time"] = "_p_start_time"
     if "end_time" in cols:
         content["end_time"] = "_p_end_time"
     if "tid" in cols:
@@ -982,6 +1001,7 @@ def load_trips(
         content[e] = f"_p_{e}" if by_coords else identity_text(cols[e])
     checked = validate(engine, raw, pview, display, checks, content)
     tid = _ident(cols["tid"]) if "tid" in cols else "row_number() OVER ()"
+    uid = f"e.{_ident(cols['uid'])}" if not uid_per_trip else "0"  # replaced by tid below
     end = "_p_end_time" if "end_time" in cols else "_p_start_time"
     view = _new_name("trips")
     if by_coords:
@@ -996,7 +1016,7 @@ def load_trips(
         engine.create_view(
             view,
             (
-                f"SELECT e.{_ident(cols['uid'])} AS uid, {tid} AS tid, e._p_start_time AS "
+                f"SELECT {uid} AS uid, {tid} AS tid, e._p_start_time AS "
                 f"start_time, e.{end} AS end_time, o.tile AS origin, d.tile AS destination "
                 f"FROM {pview} AS e "
                 f"JOIN {lookup} AS o ON e._p_origin_lng = o.lng AND e._p_origin_lat = o.lat "
@@ -1014,12 +1034,19 @@ def load_trips(
         engine.create_view(
             view,
             (
-                f"SELECT e.{_ident(cols['uid'])} AS uid, {tid} AS tid, "
+                f"SELECT {uid} AS uid, {tid} AS tid, "
                 f"e._p_start_time AS start_time, e.{end} AS end_time, "
                 f"{o_expr} AS origin, {d_expr} AS destination "
                 f"FROM {pview} AS e {o_join} {d_join}"
             ),
         )
+    if uid_per_trip:  # each trip its own unit: uid = tid (computed once, then copied)
+        per_trip = _new_name("trips")
+        engine.create_view(
+            per_trip,
+            f"SELECT tid AS uid, tid, start_time, end_time, origin, destination FROM {view}",
+        )
+        view = per_trip
     return Loaded(
         view,
         display,

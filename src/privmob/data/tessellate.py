@@ -133,14 +133,9 @@ def h3_cells(area: DeclaredArea, resolution: int) -> tuple[Tessellation, dict[st
 
 
 def _import_h3() -> Any:
-    try:
-        import h3
-    except ImportError:
-        raise ConfigError(
-            "H3 tessellations need the optional 'h3' package, which is not installed",
-            hint="install it with: pip install 'privmob[h3]' (or: uv add h3)",
-        ) from None
-    return h3
+    from privmob.extras import require
+
+    return require("h3", "an H3 tessellation")
 
 
 def _polygons(geom: shapely.Geometry) -> list[shapely.Polygon]:

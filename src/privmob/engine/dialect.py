@@ -35,6 +35,12 @@ class Dialect:
             return f"CAST(unix_timestamp({expr}) AS BIGINT)"
         return f"CAST(floor(epoch({expr})) AS BIGINT)"
 
+    def epoch_micros(self, expr: str) -> str:
+        """Whole microseconds since 1970-01-01 of a TIMESTAMP (local wall-clock, no zone)."""
+        if self.name == "spark":
+            return f"unix_micros(CAST({expr} AS TIMESTAMP_LTZ))"
+        return f"epoch_us({expr})"
+
     def weekday(self, expr: str) -> str:
         """Day of week, Monday = 0 ... Sunday = 6."""
         if self.name == "spark":

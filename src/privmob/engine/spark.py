@@ -118,8 +118,10 @@ def spark_session(
     try:
         from pyspark.sql import SparkSession
     except ImportError as exc:  # pragma: no cover - depends on the installation
+        from privmob.extras import install_hint
+
         raise EngineError(
-            "PySpark is not installed", hint="install privmob[spark] and Java 17"
+            "PySpark is not installed", hint=install_hint("spark") + "; it also needs Java 17"
         ) from exc
     builder = SparkSession.builder.master(
         master or os.environ.get("PRIVMOB_SPARK_MASTER", "local[*]")

@@ -204,10 +204,9 @@ def table3_markdown(t3: pd.DataFrame) -> str:
 
 def plot_grid(t2: pd.DataFrame, t3: pd.DataFrame, stem: Path) -> list[Path]:
     """Error vs epsilon: decision scores (left) and aid-targeting errors (right), PNG + SVG."""
-    import matplotlib
+    from privmob.extras import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot("the decision plot")
 
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
     for scen, g in t2.groupby("scenario", sort=False):

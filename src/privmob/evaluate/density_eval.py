@@ -105,10 +105,9 @@ def summarise(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def plot_summary(summary: pd.DataFrame, path: Path) -> Path:
-    import matplotlib
+    from privmob.extras import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot("the density evaluation plot")
 
     metrics = [m for m in ("mre", "pearson", "emd_m") if f"{m}_mean" in summary.columns]
     labels = {"mre": "MRE", "pearson": "Pearson correlation", "emd_m": "EMD (metres)"}

@@ -122,10 +122,9 @@ def to_markdown(table: pd.DataFrame) -> str:
 
 def plot_utility(tables: dict[str, pd.DataFrame], path: str | Path) -> Path:
     """MAE versus landmark share, one panel per series (PNG, matplotlib Agg)."""
-    import matplotlib
+    from privmob.extras import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot("the utility plot")
 
     fig, axes = plt.subplots(1, len(tables), figsize=(5.5 * len(tables), 4), squeeze=False)
     for ax, (title, table) in zip(axes[0], tables.items(), strict=True):
