@@ -14,6 +14,7 @@ import sys
 import typer
 
 from privmob.cli.common import console_err
+from privmob.cli.lazy import LazyGroup, lazy_modules
 from privmob.errors import PrivmobError
 
 app = typer.Typer(
@@ -22,6 +23,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=LazyGroup,
 )
 
 # one module per command (or group of commands); each defines register(app)
@@ -40,8 +42,16 @@ COMMAND_MODULES = [
     "privmob.cli.report",
 ]
 
+
+@app.callback()
+def _root() -> None:  # a group with a callback: commands may all be lazy (see LazyGroup)
+    pass
+
+
+# the modules listed in privmob.cli.lazy are imported when one of their commands runs
 for _name in COMMAND_MODULES:
-    importlib.import_module(_name).register(app)
+    if _name not in lazy_modules():
+        importlib.import_module(_name).register(app)
 
 
 def main(argv: list[str] | None = None) -> None:
