@@ -33,6 +33,7 @@ What each floor computes (``FLOORS`` below):
 
 from __future__ import annotations
 
+import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -378,7 +379,13 @@ def make_engine_for(engine_name: str, memory_limit: str) -> Any:
 
     options: dict[str, object] = {}
     if engine_name == "spark":
-        options = {"master": "local[2]", "conf": {"spark.sql.shuffle.partitions": "8"}}
+        # local[2] with 8 shuffle partitions unless $PRIVMOB_SPARK_MASTER names another master
+        # (a cluster: then its settings come from $PRIVMOB_SPARK_CONF, see docs/scale.md)
+        master = os.environ.get("PRIVMOB_SPARK_MASTER", "local[2]")
+        local = master.startswith("local")
+        options = {"master": master}
+        if local:
+            options["conf"] = {"spark.sql.shuffle.partitions": "8"}
     if memory_limit:
         options["memory_limit"] = memory_limit
     return make_engine(engine_name, **options)
