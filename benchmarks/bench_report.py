@@ -87,7 +87,7 @@ from privmob.releases.report import ReportConfig, Tiles, mobility_report
 from privmob.render.report_files import write_report
 data, tess_path, eps, m, start, end, memory_limit = sys.argv[1:8]
 steps = {}
-last = [time.perf_counter()]
+last = [t0]
 def step(name):  # the time since the previous step, under this step's name
     now = time.perf_counter()
     steps[name] = steps.get(name, 0.0) + now - last[0]
