@@ -9,7 +9,8 @@ commands is resolved, for running it or for its own ``--help``.
 :data:`LAZY_COMMANDS` must list what each module registers, with the help line the module's
 command shows: ``tests/cli/test_lazy_commands.py`` checks both against the modules (and prints
 the up-to-date table when they differ). A module not listed here is imported eagerly, as
-before.
+before (and its commands are listed first): add a new command module's commands here to
+keep its imports out of the other commands' start-up.
 """
 
 from __future__ import annotations
