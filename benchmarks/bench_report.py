@@ -1,23 +1,33 @@
 """Benchmark: `privmob report` against dp_mobility_report (DPMR) on the same trip points.
 
-For each size, synthetic trip points (10 trips per user, exactly two points per trip, a
-263-cell grid over New York) are generated once into benchmarks/out/. Each run happens in a
-fresh child process, which reports its wall time and peak memory (VmHWM):
+For each tessellation and size, synthetic trip points (10 trips per user, exactly two points
+per trip, 28 days) are generated once into benchmarks/out/ and written as CSV (the default;
+``--input parquet`` for Parquet). Tessellations (``--tessellations``, default both):
+
+* ``taxi-zones``: the 263 NYC taxi-zone polygons of ../shared/data/nyc_taxi_zones, the points
+  drawn inside them (the polygon path: point-in-polygon on every coordinate);
+* ``grid``: a 263-cell square grid over New York (GeoJSON; read back as polygons too).
+
+Each run happens in a fresh child process, which reports its wall time and peak memory (VmHWM):
 
 * privmob: load + validate + tile assignment, bounding to M, all 15 analyses in DuckDB, secure
   noise, DP quantiles, ledger charge, HTML + JSON + Parquet output;
 * DPMR (with --with-dpmr): ``DpMobilityReport(df, tessellation, privacy_budget, user_privacy,
   max_trips_per_user).to_file(html)`` in a throw-away virtual environment that this script
-  creates with uv (DPMR needs old numpy/pandas/scipy pins).
+  creates with uv (DPMR needs old numpy/pandas/scipy pins), reading the same file.
 
 Both environments are byte-compiled once, untimed, before the runs (as ``pip install`` does;
 uv does not, and PYTHONDONTWRITEBYTECODE=1 would make every run compile its imports). Each
 child reports wall time, CPU seconds (all threads) and peak memory; ``--memory-limit`` makes
-privmob split the users into buckets (out of core).
+privmob split the users into buckets (out of core). Printed per row: both tools' time and
+peak, privmob's start-up (the process wall time minus the sum of its timed steps:
+tessellation, reading and validating, each step of the report, writing), the speed-up
+(DPMR time / privmob time) and the memory ratio (privmob / DPMR).
 
     uv run python benchmarks/bench_report.py --sizes 100000
     uv run python benchmarks/bench_report.py --sizes 100000 1000000 --with-dpmr
-    nice -n 10 uv run python benchmarks/bench_report.py --sizes 100000000 --memory-limit 12GB
+    nice -n 10 uv run python benchmarks/bench_report.py --sizes 100000000 --memory-limit 12GB \
+        --tessellations grid --input parquet
 """
 
 from __future__ import annotations
@@ -44,7 +54,10 @@ DPMR_PINS = [
     "matplotlib<3.10",
     "pyarrow<18",  # to read the same Parquet input
 ]
-EPSILON, M = 10.0, 10
+EPSILON, M = 1.0, 10
+SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+TAXI_ZONES = SHARED / "nyc_taxi_zones" / "taxi_zones.geojson"
+TESSELLATIONS = ("taxi-zones", "grid")
 PERIOD = ("2024-01-01", "2024-01-29")
 
 PEAK = """
@@ -73,19 +86,32 @@ from privmob.releases.base import Accountant
 from privmob.releases.report import ReportConfig, Tiles, mobility_report
 from privmob.render.report_files import write_report
 data, tess_path, eps, m, start, end, memory_limit = sys.argv[1:8]
+steps = {}
+last = [t0]
+def step(name):  # the time since the previous step, under this step's name
+    now = time.perf_counter()
+    steps[name] = steps.get(name, 0.0) + now - last[0]
+    last[0] = now
+step("imports")
 tmp = Path(tempfile.mkdtemp())
 tess = load_tessellation(tess_path)
+step("tessellation")
 eng = DuckDBEngine(memory_limit=memory_limit or None)
 points = load_trip_points(data, engine=eng, tessellation=tess)
+step("reading and validating")
 cfg = ReportConfig.build(epsilon=float(eps), max_trips=int(m), period=(start, end))
 acc = Accountant(Ledger(tmp / "ledger.sqlite"), "bench", budget=1e9)
-steps = []
-rel = mobility_report(eng, points, Tiles.from_tessellation(tess), cfg, acc,
-                      progress=lambda s: steps.append(s))
+names = []
+def progress(s):  # a step ends when the next one is announced
+    step(names[-1] if names else "report set-up")
+    names.append(s)
+rel = mobility_report(eng, points, Tiles.from_tessellation(tess), cfg, acc, progress=progress)
+step(names[-1])
 write_report(rel, tmp / "report.html")
-buckets = sum("user bucket" in s for s in steps) or 1
+step("writing")
+buckets = sum("user bucket" in s for s in names) or 1
 print(json.dumps({"wall_s": time.perf_counter() - t0, "peak_gb": _peak_gb(), "buckets": buckets,
-                  "cpu_s": _cpu_s()}))
+                  "cpu_s": _cpu_s(), "steps": steps}))
 """
 )
 
@@ -98,9 +124,11 @@ t0 = time.perf_counter()
 import geopandas as gpd, pandas as pd
 from dp_mobility_report import DpMobilityReport
 data, tess_path, eps, m = sys.argv[1:5]
-df = pd.read_parquet(data)
-df["datetime"] = pd.to_datetime(df["datetime"]).dt.tz_localize(None)
+df = pd.read_csv(data) if data.endswith(".csv") else pd.read_parquet(data)
+df["datetime"] = pd.to_datetime(df["datetime"], utc=True).dt.tz_localize(None)
 tess = gpd.read_file(tess_path)
+if "tile_id" not in tess.columns:
+    tess = tess.rename(columns={"LocationID": "tile_id", "zone": "tile_name"})
 tess["tile_id"] = tess["tile_id"].astype(str)
 rep = DpMobilityReport(df, tess, privacy_budget=float(eps), user_privacy=True,
                        max_trips_per_user=int(m))
@@ -110,21 +138,46 @@ print(json.dumps({"wall_s": time.perf_counter() - t0, "peak_gb": _peak_gb(), "cp
 )
 
 
-def data_for(n_trips: int) -> tuple[Path, Path]:
-    from privmob.data.synth import default_tessellation
+def data_for(n_trips: int, tessellation: str, fmt: str) -> tuple[Path, Path]:
+    """The input file (``fmt``: csv or parquet) and the tessellation file for ``n_trips``."""
+    import duckdb
+
+    from privmob.data.synth import default_tessellation, synth_trip_points
 
     sys.path.insert(0, str(OUT.parent))
-    from suite import synth_report_points
+    from suite import DAYS, START, synth_report_points
 
     OUT.mkdir(exist_ok=True)
-    path = OUT / f"trip_points_{n_trips}.parquet"
-    tess_path = OUT / "grid263.geojson"
-    if not tess_path.exists():
-        default_tessellation(263).gdf.to_file(tess_path, driver="GeoJSON")
+    if tessellation == "grid":
+        path = OUT / f"trip_points_{n_trips}.parquet"
+        tess_path = OUT / "grid263.geojson"
+        if not tess_path.exists():
+            default_tessellation(263).gdf.to_file(tess_path, driver="GeoJSON")
+    else:
+        path = OUT / f"taxi_trip_points_{n_trips}.parquet"
+        tess_path = TAXI_ZONES
     if not path.exists():
         t0 = time.perf_counter()
-        synth_report_points(path, n_users=max(1, n_trips // 10))
+        if tessellation == "grid":
+            synth_report_points(path, n_users=max(1, n_trips // 10))
+        else:  # the same model, the places drawn inside the taxi zones
+            synth_trip_points(
+                path,
+                n_users=max(1, n_trips // 10),
+                mean_trips_per_user=10.0,
+                trips_sigma=0.0,
+                extra_points_per_trip=0.0,
+                days=DAYS,
+                start=START,
+                tessellation=tess_path,
+                seed=1,
+            )
         print(f"generated {path.name} in {time.perf_counter() - t0:.1f}s", flush=True)
+    if fmt == "csv":
+        csv = path.with_suffix(".csv")
+        if not csv.exists():
+            duckdb.sql(f"COPY (SELECT * FROM '{path}') TO '{csv}' (HEADER)")
+        path = csv
     return path, tess_path
 
 
@@ -176,7 +229,12 @@ def run(python: str, code: str, *args: str, timeout: float) -> dict[str, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", type=int, nargs="+", default=[100_000])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[100_000], help="trips")
+    ap.add_argument(
+        "--tessellations", nargs="+", default=list(TESSELLATIONS), choices=TESSELLATIONS
+    )
+    ap.add_argument("--input", choices=("csv", "parquet"), default="csv")
+    ap.add_argument("--epsilon", type=float, default=EPSILON)
     ap.add_argument("--with-dpmr", action="store_true", help="install and run DPMR too")
     ap.add_argument("--dpmr-max", type=int, default=1_000_000, help="largest size for DPMR")
     ap.add_argument("--timeout", type=float, default=3600)
@@ -193,58 +251,63 @@ def main() -> None:
     if dpmr_py is not None:
         compile_bytecode(str(dpmr_py))
     rows = []
-    for n in args.sizes:
-        data, tess = data_for(n)
-        pm = run(
-            sys.executable,
-            PRIVMOB_CHILD,
-            str(data),
-            str(tess),
-            str(EPSILON),
-            str(M),
-            *PERIOD,
-            args.memory_limit,
-            timeout=args.timeout,
-        )
-        row = {
-            "trips": n,
-            "privmob_s": pm["process_s"],
-            "privmob_gb": pm["peak_gb"],
-            "buckets": pm["buckets"],
-            "privmob_cpu_s": pm["cpu_s"],
-        }
-        if dpmr_py is not None and n <= args.dpmr_max:
-            try:
-                dp = run(
-                    str(dpmr_py),
-                    DPMR_CHILD,
-                    str(data),
-                    str(tess),
-                    str(EPSILON),
-                    str(M),
-                    timeout=args.timeout,
-                )
-            except subprocess.TimeoutExpired:
-                print(f"DPMR did not finish within {args.timeout:.0f}s at {n:,} trips", flush=True)
-                rows.append(row)
-                continue
-            row.update(
-                dpmr_s=dp["process_s"],
-                dpmr_gb=dp["peak_gb"],
-                dpmr_cpu_s=dp["cpu_s"],
-                speedup=dp["process_s"] / pm["process_s"],
-                memory_ratio=pm["peak_gb"] / dp["peak_gb"],
+    for tessellation in args.tessellations:
+        for n in args.sizes:
+            data, tess = data_for(n, tessellation, args.input)
+            pm = run(
+                sys.executable,
+                PRIVMOB_CHILD,
+                str(data),
+                str(tess),
+                str(args.epsilon),
+                str(M),
+                *PERIOD,
+                args.memory_limit,
+                timeout=args.timeout,
             )
-        rows.append(row)
-        print(json.dumps(row), flush=True)
+            work = sum(v for k, v in pm["steps"].items() if k != "imports")
+            row = {
+                "tessellation": tessellation,
+                "startup_s": pm["process_s"] - work,
+                "steps": {k: round(v, 2) for k, v in pm["steps"].items()},
+                "trips": n,
+                "privmob_s": pm["process_s"],
+                "privmob_gb": pm["peak_gb"],
+                "buckets": pm["buckets"],
+                "privmob_cpu_s": pm["cpu_s"],
+            }
+            if dpmr_py is not None and n <= args.dpmr_max:
+                try:
+                    dp = run(
+                        str(dpmr_py),
+                        DPMR_CHILD,
+                        str(data),
+                        str(tess),
+                        str(args.epsilon),
+                        str(M),
+                        timeout=args.timeout,
+                    )
+                except subprocess.TimeoutExpired:
+                    print(f"DPMR did not finish within {args.timeout:.0f}s at {n:,} trips")
+                    rows.append(row)
+                    continue
+                row.update(
+                    dpmr_s=dp["process_s"],
+                    dpmr_gb=dp["peak_gb"],
+                    dpmr_cpu_s=dp["cpu_s"],
+                    speedup=dp["process_s"] / pm["process_s"],
+                    memory_ratio=pm["peak_gb"] / dp["peak_gb"],
+                )
+            rows.append(row)
+            print(json.dumps(row), flush=True)
     print(
-        "\ntrips       privmob s  (CPU s)  privmob GB    DPMR s   DPMR GB  speed-up  "
-        "mem privmob/DPMR"
+        "\ntessellation      trips  privmob s  start-up s  (CPU s)  privmob GB    DPMR s   "
+        "DPMR GB  speed-up  mem privmob/DPMR"
     )
     for r in rows:
         print(
-            f"{r['trips']:>10,}  {r['privmob_s']:>9.1f}  {r['privmob_cpu_s']:>7.1f}"
-            f"  {r['privmob_gb']:>10.2f}"
+            f"{r['tessellation']:<11} {r['trips']:>10,}  {r['privmob_s']:>9.1f}"
+            f"  {r['startup_s']:>10.2f}  {r['privmob_cpu_s']:>7.1f}  {r['privmob_gb']:>10.2f}"
             + (
                 f"  {r['dpmr_s']:>8.1f}  {r['dpmr_gb']:>8.2f}  {r['speedup']:>7.1f}x"
                 f"  {r['memory_ratio']:>14.2f}"
@@ -253,8 +316,10 @@ def main() -> None:
             )
         )
     print(
-        f"(epsilon {EPSILON}, M {M}, user-level, 263 tiles; wall time of the whole child "
-        "process incl. imports; CPU s = user + sys of all its threads; peak = VmHWM)"
+        f"(epsilon {args.epsilon}, M {M}, user-level, {args.input.upper()} input; wall time of "
+        "the whole child process incl. imports; start-up = that wall time minus privmob's "
+        "timed steps (interpreter start and imports; the steps are in each JSON line); "
+        "CPU s = user + sys of all its threads; peak = VmHWM)"
     )
 
 

@@ -10,7 +10,9 @@ size, three child processes on the same Parquet file (cached in benchmarks/out/)
 * ``privmob`` on DuckDB: the full release through its Python API (validation, tiles,
   bounding, dense counts over the public domain, secure noise on every cell, ledger charge,
   output files);
-* ``privmob`` on Spark local mode (sizes in ``--spark-sizes``).
+* ``privmob`` on Spark local mode (sizes in ``--spark-sizes``), with the same floor as a bare
+  Spark SQL job in the same session (before and after the release, the faster kept): the
+  Spark ratio is privmob on Spark / the Spark floor.
 
 It prints and writes a Markdown table (``--out``, default docs/benchmarks.md) with wall time,
 peak memory (VmHWM of the child and, for Spark, its JVM) and the ratio to the floor.
@@ -18,6 +20,8 @@ peak memory (VmHWM of the child and, for Spark, its JVM) and the ratio to the fl
     uv run python benchmarks/run.py                                  # 1M and 10M, Spark 1M
     uv run python benchmarks/run.py --sizes 1e6 1e7 1e8 1e9 --spark-sizes 1e6 1e7 \
         --memory-limit 12GB
+    uv run python benchmarks/run.py --tessellation taxi-zones --input csv \
+        --releases od-trips population report --sizes 1e6 1e7 --spark-sizes 1e6 1e7
 """
 
 from __future__ import annotations
@@ -112,12 +116,28 @@ def fmt(r: dict[str, float] | None, base: dict[str, float] | None) -> str:
     return f"| {r['seconds']:.1f} s | {r['peak_gb']:.2f} GB | {ratio} "
 
 
+def fmt_spark(r: dict[str, float] | None) -> str:
+    """Spark floor (same session), privmob on Spark, its peak, the ratio of the two."""
+    if r is None:
+        return "| – " + fmt(None, None)
+    if "floor_seconds" not in r:
+        return "| – " + fmt(r, None)
+    return f"| {r['floor_seconds']:.1f} s " + fmt(r, {"seconds": r["floor_seconds"]})
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=float, nargs="+", default=[1e6, 1e7])
     ap.add_argument("--spark-sizes", type=float, nargs="*", default=[1e6])
     ap.add_argument("--releases", nargs="+", default=list(RELEASES), choices=RELEASES)
     ap.add_argument("--memory-limit", default="", help="DuckDB memory limit (buckets), e.g. 12GB")
+    ap.add_argument(
+        "--tessellation",
+        choices=("grid", "taxi-zones"),
+        default="grid",
+        help="263 square cells, or the 263 NYC taxi-zone polygons (point in polygon)",
+    )
+    ap.add_argument("--input", choices=("parquet", "csv"), default="parquet")
     ap.add_argument("--out", type=Path, default=HERE.parent / "docs" / "benchmarks.md")
     ap.add_argument(
         "--repeat", type=int, default=1, help="runs of floor and privmob, alternating; fastest kept"
@@ -131,13 +151,13 @@ def main() -> None:
         return
     lines = [
         "| release | records | floor (bare DuckDB) | privmob DuckDB | peak | ratio "
-        "| privmob Spark local | peak | ratio |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| Spark floor (same session) | privmob Spark local | peak | ratio |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for release in args.releases:
         for n in sorted({int(x) for x in args.sizes + args.spark_sizes}):
             print(f"{release} {n:,} records", flush=True)
-            path, cells, tess = data_for(release, n, OUT)
+            path, cells, tess = data_for(release, n, OUT, args.tessellation, args.input)
             common = (release, str(path), str(cells or ""), str(tess))
             floor, duck = best_of(
                 args.repeat,
@@ -152,14 +172,15 @@ def main() -> None:
                 if "seconds" in floor
                 else f"failed: {floor.get('error', '?')[-90:]}"
             )
-            line = f"| {release} | {n:,} | {floor_txt} {fmt(duck, floor)}{fmt(spark, floor)}|"
+            line = f"| {release} | {n:,} | {floor_txt} {fmt(duck, floor)}{fmt_spark(spark)}|"
             print("  " + line, flush=True)
             lines.append(line)
     load = os.getloadavg()
     header = (
         f"\n## Run of {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n\n"
         f"{os.cpu_count()} cores, {platform.machine()}, load average {load[0]:.1f} at the end; "
-        f"T = {T} trips per user, 263 tiles, {DAYS} days, epsilon 1, DuckDB memory limit "
+        f"T = {T} trips per user, 263 tiles ({args.tessellation}), {args.input} input, "
+        f"{DAYS} days, epsilon 1, DuckDB memory limit "
         f"{args.memory_limit or 'default'}; fastest of {args.repeat} run(s) each.\n\n"
     )
     table = header + "\n".join(lines) + "\n"

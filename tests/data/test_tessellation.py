@@ -151,6 +151,22 @@ def test_square_grid_arithmetic_matches_polygons() -> None:
     assert np.array_equal(g.assign(lng, lat), poly.assign(lng, lat))
 
 
+def test_sweep_and_strtree_query_agree_on_borders() -> None:
+    # assign() sweeps when there are >= 20 points per tile, else one STRtree query: both must
+    # give the grid's arithmetic answer, shared edges and corners included (smallest index)
+    g = square_grid((9.0, 45.3, 9.3, 45.6), 1000)
+    poly = Tessellation(g.gdf)
+    rng = np.random.default_rng(4)
+    e, f = g.grid.lng_edges, g.grid.lat_edges
+    lng = np.r_[rng.uniform(8.95, 9.35, 2_000), e, e[:5], e[-1], e[0]]
+    lat = np.r_[rng.uniform(45.25, 45.65, 2_000), np.full(len(e), f[3]), f[:5], f[-1], f[0]]
+    want = g.assign(lng, lat)
+    assert len(lng) < 20 * poly.k  # so assign() itself takes the query path here
+    assert np.array_equal(poly.assign(lng, lat), want)
+    assert np.array_equal(poly._sweep(lng, lat), want)
+    assert np.array_equal(poly._query(lng, lat), want)
+
+
 def test_square_grid_rejects_bad_parameters() -> None:
     with pytest.raises(ConfigError):
         square_grid((1, 1, 0, 0), 100)

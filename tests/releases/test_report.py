@@ -92,6 +92,27 @@ def delta_of(name: str, cfg: ReportConfig) -> int:
     return sensitivity(name, cfg)
 
 
+def test_one_union_query_gives_each_querys_dense_vector(gdf, tiles):
+    # exact_counts runs the 16 count queries as one UNION ALL (one engine job): it must give,
+    # vector by vector, what one dense_counts per query gives on the same bounded tables
+    from privmob.engine import dense_counts
+    from privmob.releases.report.build import time_bins
+    from privmob.releases.report.sql import queries
+
+    frame = pd.concat([synth(40, seed=11), heavy_user(999, 30, missing=True)])
+    cfg = ReportConfig.build(epsilon=1.0, max_trips=5, period=("2020-12-01", "2021-01-01"))
+    eng = DuckDBEngine()
+    eng.register("pm_points", canonical(frame, gdf))
+    got = exact_counts(eng, "pm_points", cfg, tiles, 12345)  # leaves pm_trips etc. in eng
+    qs = queries(cfg, tiles.k, len(time_bins(cfg)), eng.dialect)
+    assert list(got) == list(qs)
+    for name, (sql, size) in qs.items():
+        want = dense_counts(eng, sql, (size,))
+        assert got[name].shape == (size,) and got[name].dtype == np.int64
+        assert np.array_equal(got[name], want), name
+    assert sum(int(v.sum()) for v in got.values()) > 0
+
+
 @pytest.mark.parametrize("unit", ["user", "trip"])
 def test_one_unit_changes_each_exact_output_by_at_most_its_sensitivity(gdf, tiles, unit):
     m = 4

@@ -14,12 +14,15 @@ from typing import Annotated
 
 import typer
 
+from privmob.cli.lazy import LazyGroup, lazy_modules
+
 app = typer.Typer(
     name="privmob",
     help="Differentially private mobility statistics, with guarantees that hold per person.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=LazyGroup,
 )
 
 
@@ -69,8 +72,11 @@ COMMAND_MODULES = [
     "privmob.cli.tessellate",
 ]
 
+
+# the modules listed in privmob.cli.lazy are imported when one of their commands runs
 for _name in COMMAND_MODULES:
-    importlib.import_module(_name).register(app)
+    if _name not in lazy_modules():
+        importlib.import_module(_name).register(app)
 
 
 def main(argv: list[str] | None = None) -> None:
