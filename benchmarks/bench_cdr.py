@@ -72,12 +72,12 @@ def generate(workdir: Path, n_events: int, n_users: int, n_towers: int, seed: in
 def run_privmob(workdir: Path, max_trips: int, memory_limit: str) -> dict[str, float]:
     from privmob.data.sources import load_events
     from privmob.data.tessellation import load_tessellation, square_grid
+    from privmob.domain import StudyPeriod
     from privmob.engine import DuckDBEngine
     from privmob.prepare.trips import consecutive_event_trips
     from privmob.privacy.ledger import Ledger
     from privmob.releases.base import Accountant
     from privmob.releases.od import od_matrix
-    from privmob.releases.periods import StudyPeriod
 
     t0 = time.perf_counter()
     tess = load_tessellation(ZONES) if ZONES.exists() else None

@@ -408,8 +408,8 @@ def run_privmob(
     tess = load_tessellation(tess_path)
     if release.startswith("od-"):
         from privmob.data import load_trips_any
+        from privmob.domain import StudyPeriod
         from privmob.releases.od import od_matrix
-        from privmob.releases.periods import StudyPeriod
 
         if release == "od-trips":
             trips = load_trips_any(path, engine=eng, tessellation=tess, shape="trips")
@@ -429,9 +429,10 @@ def run_privmob(
 
             rel = population_counts(events, tessellation=tess, epsilon=EPSILON, accountant=acct)
         else:  # series-counts, as `privmob series-counts` (hourly bins, 1 event per bin)
+            from privmob.domain import time_grid
             from privmob.releases.base import Accountant
             from privmob.releases.landmark import SCHEME_UNIT, Scheme
-            from privmob.releases.landmark_counts import publish_zone_counts, time_grid
+            from privmob.releases.landmark_counts import publish_zone_counts
 
             led = acct.ledger
             led.set_budget("series", 1e6, 0.0, SCHEME_UNIT[Scheme.UNIFORM])
@@ -452,7 +453,7 @@ def run_privmob(
 
 def _density(path: str, cells: str, tess_path: str, eng: Any, acct: Any, tmp: Path) -> dict:
     """As `privmob density` (EFPA, l = 30, minimum cover), the week starting on day 1, through
-    the Python API (the steps of privmob.cli.density.load_density_inputs on ``eng``)."""
+    the Python API (the steps of privmob.releases.density_inputs.load_density_inputs on ``eng``)."""
     from datetime import datetime
 
     import numpy as np

@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date
 
+from privmob.domain import StudyPeriod
 from privmob.errors import ConfigError
 from privmob.privacy.costs import Cost, Unit, zcdp_to_epsilon
-from privmob.releases.periods import StudyPeriod
 
 #: what neighbouring datasets differ in: user, trip, event or landmark
 PrivacyUnit = Unit

@@ -17,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from privmob.domain import StudyPeriod
 from privmob.dp import (
     Budget,
     MaxEventsPerBin,
@@ -29,7 +30,6 @@ from privmob.dp import (
 )
 from privmob.errors import ConfigError
 from privmob.privacy.mechanisms import NoiseKind
-from privmob.releases.periods import StudyPeriod
 from privmob.releases.specs import (
     DensitySpec,
     OdSpec,
@@ -170,7 +170,7 @@ class Session:
             ledger = Path(self._tmpdir) / "ledger.sqlite"
         if dataset is None:
             if isinstance(data, str | Path):
-                from privmob.cli.common import dataset_name
+                from privmob.data.reading import dataset_name
 
                 dataset = dataset_name(None, data)
             else:
@@ -583,7 +583,7 @@ class Session:
         then spread over the zones by public Voronoi area shares (post-processing).
         ``options``: the other :class:`~privmob.releases.density.DensityConfig` fields.
         """
-        from privmob.cli.density import load_density_inputs, parse_week
+        from privmob.releases.density_inputs import load_density_inputs, parse_week
 
         parse_week(week)
         spec = self._density_spec(epsilon, week, max_visits, delta, options)

@@ -9,11 +9,11 @@ import pytest
 
 from privmob.data import load_events
 from privmob.data.tessellation import load_tessellation
+from privmob.domain import StudyPeriod
 from privmob.prepare.trips import consecutive_event_trips
 from privmob.privacy.costs import Unit
 from privmob.releases.base import Accountant, write_release
 from privmob.releases.od import ODDomain, exact_counts, od_matrix
-from privmob.releases.periods import StudyPeriod
 
 GOWALLA_COLUMNS = ["uid", "datetime", "lat", "lng", "location_id"]
 

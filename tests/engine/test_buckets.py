@@ -11,6 +11,7 @@ import pytest
 from tests.helpers import box_grid, random_trips
 
 from privmob.data import load_trips, load_trips_any
+from privmob.domain import StudyPeriod
 from privmob.engine import DuckDBEngine
 from privmob.engine.buckets import (
     BUCKET_SHARE,
@@ -27,7 +28,6 @@ from privmob.errors import ConfigError
 from privmob.privacy.costs import Unit
 from privmob.privacy.samplers import Randomness
 from privmob.releases.od import ODDomain, exact_counts, od_matrix
-from privmob.releases.periods import StudyPeriod
 
 
 @pytest.fixture(scope="module")
@@ -298,8 +298,9 @@ def test_population_series_and_density_buckets_equal_one_pass(events_files, tmp_
     from datetime import datetime
 
     from privmob.data.sources import load_events as load_event_rows
+    from privmob.domain import time_grid
     from privmob.prepare.presample import bucketed_density_counts
-    from privmob.releases.landmark_counts import bounded_zone_counts, time_grid
+    from privmob.releases.landmark_counts import bounded_zone_counts
     from privmob.releases.population import exact_home_counts
 
     d, tess = events_files

@@ -13,10 +13,10 @@ import pytest
 from tests.helpers import box_grid, random_trips
 
 from privmob.data import load_trips, load_trips_any
+from privmob.domain import StudyPeriod
 from privmob.engine import DuckDBEngine, make_engine
 from privmob.privacy.costs import Unit
 from privmob.releases.od import ODDomain, exact_counts, od_matrix
-from privmob.releases.periods import StudyPeriod
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

@@ -19,10 +19,11 @@ import pytest
 from tests.helpers import box_grid
 
 from privmob.data import load_events, load_trip_points, load_trips
+from privmob.domain import time_grid
 from privmob.engine import DuckDBEngine
 from privmob.errors import InputError
 from privmob.prepare.presample import HOURS_PER_WEEK, density_counts
-from privmob.releases.landmark_counts import bounded_zone_counts, time_grid
+from privmob.releases.landmark_counts import bounded_zone_counts
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

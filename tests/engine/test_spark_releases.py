@@ -19,10 +19,10 @@ from tests.helpers import box_grid
 
 from privmob.data import load_events
 from privmob.data.sources import Loaded
+from privmob.domain import StudyPeriod, time_grid
 from privmob.engine import DuckDBEngine
 from privmob.prepare.presample import HOURS_PER_WEEK, density_counts
-from privmob.releases.landmark_counts import bounded_zone_counts, time_grid
-from privmob.releases.periods import StudyPeriod
+from privmob.releases.landmark_counts import bounded_zone_counts
 from privmob.releases.population import exact_home_counts
 from privmob.releases.report import ReportConfig, Tiles
 from privmob.releases.report import exact_counts as report_exact_counts

@@ -7,11 +7,11 @@ import pandas as pd
 import pytest
 
 from privmob.data.sources import Loaded
+from privmob.domain import StudyPeriod
 from privmob.engine.dialect import DUCKDB
 from privmob.prepare.homes import home_cells_sql, homes_sql
 from privmob.prepare.trips import consecutive_event_trips, events_to_trips, hourly_trips_sql
 from privmob.prepare.unique import unique_trips
-from privmob.releases.periods import StudyPeriod
 
 
 def _events(engine, rows) -> Loaded:

@@ -187,11 +187,11 @@ def test_gps_counts_in_user_buckets_equal_one_pass(shared_data, tmp_path):
     """Out of core (--memory-limit): the input is cut into user buckets before the stay
     rule's windows, and the bucket counts sum to the one-pass counts."""
     from privmob.data import load_trips_any
+    from privmob.domain import StudyPeriod
     from privmob.engine import DuckDBEngine
     from privmob.privacy.costs import Unit
     from privmob.privacy.samplers import Randomness
     from privmob.releases.od import ODDomain, exact_counts
-    from privmob.releases.periods import StudyPeriod
 
     df = cabspotting(shared_data)[["uid", "datetime", "lat", "lng"]]
     tess = load_tessellation(shared_data / "sf_neighborhoods" / "sf_neighborhoods.geojson")

@@ -8,16 +8,13 @@ import pytest
 
 from privmob.data import load_events
 from privmob.data.tessellation import load_tessellation, square_grid
+from privmob.domain import time_grid
 from privmob.errors import BudgetError, ConfigError
 from privmob.privacy.costs import Unit
 from privmob.privacy.ledger import Ledger
 from privmob.releases.base import Accountant, write_release
 from privmob.releases.landmark import landmark_spend, publish_series
-from privmob.releases.landmark_counts import (
-    bounded_zone_counts,
-    publish_zone_counts,
-    time_grid,
-)
+from privmob.releases.landmark_counts import bounded_zone_counts, publish_zone_counts
 
 COLUMNS = ["uid", "datetime", "lat", "lng", "location_id"]
 

@@ -4,13 +4,13 @@ import pytest
 from tests.helpers import box_grid, random_trips, trips_frame
 
 from privmob.data import load_trips
+from privmob.domain import StudyPeriod
 from privmob.errors import BudgetError, ConfigError
 from privmob.privacy.costs import Unit
 from privmob.privacy.mechanisms import NoiseKind, calibrate
 from privmob.privacy.samplers import Randomness
 from privmob.releases.base import Accountant, write_release
 from privmob.releases.od import ODDomain, exact_counts, od_matrix
-from privmob.releases.periods import StudyPeriod
 
 
 @pytest.fixture(scope="module")

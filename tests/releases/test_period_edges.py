@@ -7,9 +7,9 @@ import pytest
 from tests.helpers import box_grid
 
 from privmob.data import load_trips
+from privmob.domain import StudyPeriod
 from privmob.privacy.costs import Unit
 from privmob.releases.od import ODDomain, exact_counts
-from privmob.releases.periods import StudyPeriod
 
 
 @pytest.fixture(scope="module")

@@ -9,6 +9,7 @@ import pytest
 
 from privmob.data.sources import load_events
 from privmob.data.tessellation import load_tessellation
+from privmob.domain import StudyPeriod
 from privmob.engine import DuckDBEngine
 from privmob.evaluate.decision_grid import Scenario, run_grid
 from privmob.prepare.trips import events_to_trips
@@ -16,7 +17,6 @@ from privmob.privacy.costs import Unit
 from privmob.privacy.ledger import Ledger
 from privmob.releases.base import Accountant
 from privmob.releases.od import ODDomain, exact_counts, od_matrix
-from privmob.releases.periods import StudyPeriod
 from privmob.releases.population import exact_home_counts, population_counts
 
 NAMES = ["uid", "datetime", "lat", "lng", "location_id"]

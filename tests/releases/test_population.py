@@ -76,7 +76,7 @@ def test_noise_scale_monte_carlo(engine, tmp_path) -> None:
 def test_users_seen_only_outside_the_period_are_in_the_unknown_cell(engine) -> None:
     # SPEC 1.1: records outside the declared period go to a noisy outliers cell, they are not
     # silently dropped. Every user is in exactly one cell (sensitivity 1).
-    from privmob.releases.periods import StudyPeriod
+    from privmob.domain import StudyPeriod
 
     t = pd.Timestamp
     df = pd.DataFrame(

@@ -10,6 +10,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from privmob.data.reading import dataset_name as dataset_name  # the commands' name for it
+
 # soft wrap: a line is never broken by privmob (a terminal wraps it; a log keeps it whole, so a
 # phrase can be searched for in cron and systemd logs)
 console = Console(soft_wrap=True)
@@ -59,16 +61,6 @@ TimezoneOpt = Annotated[
     str,
     typer.Option("--timezone", help="time zone of naive timestamps and of day/hour binning"),
 ]
-
-
-def dataset_name(explicit: str | None, source: str | Path) -> str:
-    """The dataset name: explicit, or the input file's name without extensions."""
-    if explicit:
-        return explicit
-    name = Path(str(source)).name
-    for suffix in (".gz", ".parquet", ".csv", ".tsv", ".txt"):
-        name = name.removesuffix(suffix)
-    return name or "dataset"
 
 
 ColumnsOpt = Annotated[

@@ -26,11 +26,11 @@ def demo(
     """
     from privmob.data import load_trips
     from privmob.data.synth import default_tessellation, synth_trips
+    from privmob.domain import StudyPeriod
     from privmob.engine import DuckDBEngine
     from privmob.privacy.ledger import Ledger
     from privmob.releases.base import Accountant
     from privmob.releases.od import od_matrix
-    from privmob.releases.periods import StudyPeriod
     from privmob.releases.publish import Output
 
     output.mkdir(parents=True, exist_ok=True)

@@ -4,10 +4,8 @@ density-eval``: the scheme against the LPA baseline over several epsilons (seed 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import numpy as np
 import typer
@@ -15,10 +13,7 @@ import typer
 from privmob.cli import common as c
 from privmob.cli.formats import FormatOpt
 from privmob.cli.test_mode import TestModeOpt, ledger_for, test_mode_marks
-from privmob.errors import ConfigError
-
-if TYPE_CHECKING:  # the loaders are imported when a command runs (fast --help)
-    from privmob.data.sources import Loaded
+from privmob.releases.density_inputs import load_density_inputs, parse_week
 
 EventsArg = Annotated[
     str, typer.Argument(help=c.INPUT_HELP.format("events: uid, datetime, cell_id"))
@@ -32,81 +27,6 @@ MaxVisitsOpt = Annotated[
 WeekOpt = Annotated[
     str, typer.Option("--week", help="start of the week, local time (e.g. 2007-09-10)")
 ]
-
-
-@dataclass
-class DensityInputs:
-    engine: Any
-    loaded: Loaded  # the validated events (split into user buckets out of core)
-    geometry: Any
-    zones: Any  # Tessellation
-    week_start: datetime
-
-    @property
-    def events(self) -> str:
-        """The events' relation in the engine."""
-        return self.loaded.view
-
-
-class _NoTiles:
-    """load_cells needs a tessellation; the density release maps cells to sites itself."""
-
-    def assign(self, lng: np.ndarray, lat: np.ndarray) -> np.ndarray:
-        return np.zeros(len(lng), dtype=np.int32)
-
-
-def parse_week(text: str) -> datetime:
-    try:
-        return datetime.fromisoformat(text)
-    except ValueError as exc:
-        raise ConfigError(
-            f"cannot read the week start '{text}'", hint="use a date such as 2007-09-10"
-        ) from exc
-
-
-def load_density_inputs(
-    events: str | Path,
-    cells: str | Path,
-    zones: Path,
-    *,
-    zone_id: str | None,
-    week: str,
-    cover: bool,
-    timezone: str,
-    columns: str | None,
-    step: Any,
-    engine: Any = "duckdb",
-) -> DensityInputs:
-    """Zones, tower sites, Voronoi shares and cover (public), then the validated events.
-
-    ``engine``: a name (``duckdb``, ``spark``) or an engine already opened."""
-    from privmob.data.sources import load_cells, load_events
-    from privmob.data.tessellation import load_tessellation
-    from privmob.engine import make_engine
-    from privmob.releases.density import SiteIndex, density_geometry
-
-    week_start = parse_week(week)
-    step("reading the zones")
-    tess = load_tessellation(zones, id_column=zone_id)
-    eng = make_engine(engine) if isinstance(engine, str) else engine
-    step("reading the cells")
-    view = load_cells(str(cells), engine=eng, tessellation=_NoTiles())
-    pos = eng.fetch(f"SELECT lng, lat FROM {view}")
-    sites = SiteIndex(pos["lng"].to_numpy(), pos["lat"].to_numpy())
-    step("Voronoi cells, area shares and the minimum cover")
-    geometry = density_geometry(
-        sites.lng, sites.lat, tess.gdf, np.asarray(tess.tile_ids), cover=cover
-    )
-    step("reading and validating the events")
-    loaded = load_events(
-        str(events),
-        engine=eng,
-        tessellation=sites,
-        cells=str(cells),
-        columns=c.parse_columns(columns),
-        timezone=timezone,
-    )
-    return DensityInputs(eng, loaded, geometry, tess, week_start)
 
 
 def density(
@@ -201,7 +121,7 @@ def density(
             week=week,
             cover=cover,
             timezone=timezone,
-            columns=columns,
+            columns=c.parse_columns(columns),
             step=step,
             engine=c.open_engine(
                 engine, memory_limit, spark_master, spark_conf, step, spill_dir=spill_dir

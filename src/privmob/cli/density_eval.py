@@ -42,10 +42,10 @@ def density_eval(
 
     The output compares private results with the exact data and is NOT private.
     """
-    from privmob.cli.density import load_density_inputs
     from privmob.evaluate.density_eval import evaluate_density, plot_summary, summarise
     from privmob.evaluate.notice import write_notice
     from privmob.prepare.presample import density_counts
+    from privmob.releases.density_inputs import load_density_inputs
 
     eps = [float(e) for e in epsilons.split(",") if e.strip()]
     hours = [int(h) for h in emd_hours.split(",") if h.strip()]

@@ -144,9 +144,9 @@ def _events_scenario(
     from privmob.cli.common import parse_columns
     from privmob.data.sources import load_events
     from privmob.data.tessellation import load_tessellation
+    from privmob.domain import StudyPeriod
     from privmob.engine import DuckDBEngine
     from privmob.evaluate.decision_grid import scenario_from_events
-    from privmob.releases.periods import StudyPeriod
 
     if tessellation is None or start is None or end is None:
         raise ConfigError(

@@ -110,10 +110,10 @@ def od(
     """Release a differentially private origin-destination matrix (SPEC 4.1)."""
     from privmob.data import load_trips_any
     from privmob.data.tessellation import load_tessellation
+    from privmob.domain import StudyPeriod
     from privmob.privacy.ledger import Ledger
     from privmob.releases.base import Accountant
     from privmob.releases.od import od_matrix, od_precheck
-    from privmob.releases.periods import StudyPeriod
     from privmob.releases.publish import Output
     from privmob.render.layers import parse_formats, write_layers
 

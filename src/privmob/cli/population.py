@@ -68,9 +68,9 @@ def population(
     """
     from privmob.data.sources import load_events
     from privmob.data.tessellation import load_tessellation
+    from privmob.domain import StudyPeriod
     from privmob.privacy.ledger import Ledger
     from privmob.releases.base import Accountant
-    from privmob.releases.periods import StudyPeriod
     from privmob.releases.population import population_counts
     from privmob.releases.publish import Output
     from privmob.render.layers import parse_formats, write_layers

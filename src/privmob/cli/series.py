@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import warnings
 from pathlib import Path
@@ -38,6 +37,9 @@ from privmob.cli.common import (
 )
 from privmob.cli.formats import FormatOpt
 from privmob.cli.test_mode import TestModeOpt, ledger_for, test_mode_marks
+from privmob.data.series_input import check_time_domain as _check_time_domain
+from privmob.data.series_input import read_series, time_grid_of
+from privmob.data.series_input import split_list as _tokens
 from privmob.errors import ConfigError, InputError
 from privmob.privacy.costs import Cost
 from privmob.privacy.ledger import Ledger
@@ -53,118 +55,6 @@ from privmob.privacy.temporal import (
 from privmob.releases.base import Accountant, Release
 from privmob.releases.landmark import SCHEME_UNIT, AdaptiveRule, Scheme, publish_series
 from privmob.releases.publish import Output
-
-
-def _tokens(spec: str) -> list[str]:
-    """A comma-separated list, or a file with one item per line (or its first CSV column)."""
-    path = Path(spec)
-    if spec and path.is_file():
-        items = []
-        for line in path.read_text().splitlines():
-            line = line.strip()
-            if line and not line.startswith("#"):
-                items.append(line.split(",")[0].strip())
-        return items
-    return [t.strip() for t in spec.replace(";", ",").split(",") if t.strip()]
-
-
-def read_series(
-    path: Path,
-    value_column: str,
-    time_column: str,
-    zone_column: str | None,
-    zones: list[str] | None = None,
-    grid: pd.DatetimeIndex | None = None,
-) -> tuple[np.ndarray, list[object], list[object] | None]:
-    """Read a series file (CSV/Parquet): one row per timestamp (and zone).
-
-    The rows list the complete, public time domain: every timestamp (and zone) must be present,
-    zeros included. With ``zone_column`` the zone domain is ``zones``, declared by the caller
-    (public, SPEC 1): it is never taken from the zones that happen to have rows, which would
-    reveal which zones are empty. Returns values (T,) or (zones, T), time labels, zone labels
-    (in the declared order).
-    """
-    if not path.is_file():
-        raise InputError("file not found", source=str(path))
-    try:
-        df = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
-    except Exception as exc:  # pandas raises many kinds
-        raise InputError(f"cannot read the series: {exc}", source=str(path)) from exc
-    for col in (value_column, time_column, zone_column):
-        if col is not None and col not in df.columns:
-            raise InputError(
-                "no such column",
-                source=str(path),
-                column=col,
-                hint=f"columns are: {', '.join(map(str, df.columns))}",
-            )
-    values = pd.to_numeric(df[value_column], errors="coerce")
-    bad = values.isna() | ~np.isfinite(values.astype(float))
-    if bad.any():
-        raise InputError(
-            "values must be finite numbers",
-            source=str(path),
-            column=value_column,
-            row=_first_row(bad),
-        )
-    df = df.assign(**{value_column: values})
-    if df[time_column].dtype == object:
-        with contextlib.suppress(ValueError, TypeError):  # labels that are not dates stay text
-            df[time_column] = pd.to_datetime(df[time_column], format="mixed")
-    if grid is not None:  # in file order, so that the message names the row, not the date
-        try:
-            stamps = pd.DatetimeIndex(pd.to_datetime(df[time_column], format="mixed"))
-        except (ValueError, TypeError) as exc:
-            raise InputError(
-                "the time column does not hold timestamps", source=str(path), column=time_column
-            ) from exc
-        outside = ~stamps.isin(grid)
-        if outside.any():
-            raise InputError(
-                "a timestamp that is not on the declared grid",
-                source=str(path),
-                column=time_column,
-                row=_first_row(pd.Series(outside)),
-                hint="the file must hold exactly the grid's steps; the domain is public",
-            )
-    keys = [time_column] + ([zone_column] if zone_column else [])
-    dup = df.duplicated(keys, keep=False)
-    if dup.any():
-        raise InputError(
-            "more than one row per timestamp" + (" and zone" if zone_column else ""),
-            source=str(path),
-            column=time_column,
-            row=_first_row(dup),
-            hint="aggregate first: the file must hold one value per timestamp (and zone)",
-        )
-    df = df.sort_values(time_column, kind="stable")
-    if zone_column is None:
-        return df[value_column].to_numpy(), df[time_column].tolist(), None
-    if not zones:
-        raise ConfigError(
-            "a series per zone needs the public list of zones (--zones)",
-            hint="pass --zones a,b,c or a file with one zone per line: the zones are never "
-            "taken from the data",
-        )
-    if len(set(zones)) != len(zones):
-        raise ConfigError("--zones lists a zone twice")
-    df = df.assign(**{zone_column: df[zone_column].astype(str)})
-    unknown = ~df[zone_column].isin(zones)
-    if unknown.any():
-        raise InputError(
-            "a zone that is not in the declared --zones",
-            source=str(path),
-            column=zone_column,
-            row=_first_row(unknown),
-        )
-    wide = df.pivot(index=zone_column, columns=time_column, values=value_column).reindex(zones)
-    if wide.isna().any().any():
-        raise InputError(
-            "some (zone, timestamp) pairs have no row; the file must list the full domain",
-            source=str(path),
-            hint="add rows with value 0 for the missing pairs",
-        )
-    return wide.to_numpy(), list(wide.columns), list(wide.index)
 
 
 def resolve_landmarks(spec: str, labels: list[object], positions: bool) -> list[int]:
@@ -353,56 +243,15 @@ def _domain_from_data(release: Any) -> None:
     release.publication_note = DOMAIN_FROM_DATA
 
 
-def time_grid_of(start: str | None, end: str | None, freq: str | None) -> pd.DatetimeIndex:
-    from privmob.releases.landmark_counts import time_grid
-
-    return time_grid(str(start), str(end), str(freq))
-
-
-def _first_row(mask: pd.Series) -> int:
-    """1-based row number (header not counted) of the first True of a row mask (messages
-    name rows, never show them: a series row holds a data date)."""
-    return int(np.flatnonzero(np.asarray(mask))[0]) + 1
-
-
 def check_time_domain(
     labels: list[object], start: str | None, end: str | None, freq: str | None, path: Path
 ) -> None:
-    """With --start/--end/--freq, the file's timestamps must be exactly that public grid (a
-    timestamp without a row would otherwise vanish from the release and reveal an empty step);
-    without them (only under --domain-from-data) the file's rows are taken as the domain and
-    the release is stamped not for publication. Messages print no data date."""
-    from privmob.releases.landmark_counts import time_grid
+    """The library check, with its --domain-from-data warning printed on the console."""
+    _check_time_domain(labels, start, end, freq, path, warn=_warn)
 
-    given = [x is not None for x in (start, end, freq)]
-    if not any(given):
-        console_err.print(
-            "[yellow]warning:[/] --domain-from-data: the time domain is the file's rows (its "
-            "dates are not protected); the release is stamped NOT FOR PUBLICATION",
-            highlight=False,
-        )
-        return
-    if not all(given):
-        raise ConfigError("give --start, --end and --freq together")
-    grid = time_grid(str(start), str(end), str(freq))
-    try:
-        stamps = pd.DatetimeIndex(pd.to_datetime(pd.Series(labels), format="mixed"))
-    except (ValueError, TypeError) as exc:
-        raise InputError("the time column does not hold timestamps", source=str(path)) from exc
-    outside = ~stamps.isin(grid)
-    if outside.any():  # a row number, never the data date
-        raise InputError(
-            f"a timestamp that is not on the declared grid [{start}, {end}) every {freq}",
-            source=str(path),
-            row=_first_row(pd.Series(outside)),
-            hint="the file must hold exactly the grid's steps; the domain is public",
-        )
-    if len(grid.difference(stamps)):
-        raise InputError(
-            f"some steps of the declared grid [{start}, {end}) every {freq} have no row",
-            source=str(path),
-            hint="add rows with value 0 for missing steps; the domain is public",
-        )
+
+def _warn(note: str) -> None:
+    console_err.print(f"[yellow]warning:[/] {note}", highlight=False)
 
 
 def _summary(release: Release, paths: list[Path], n_marks: int, quiet: bool) -> None:
@@ -488,11 +337,8 @@ def series_counts_command(
     enforced), published under landmark epsilon-privacy."""
     from privmob.data import load_events
     from privmob.data.tessellation import load_tessellation
-    from privmob.releases.landmark_counts import (
-        outliers_epsilon_for,
-        publish_zone_counts,
-        time_grid,
-    )
+    from privmob.domain import time_grid
+    from privmob.releases.landmark_counts import outliers_epsilon_for, publish_zone_counts
     from privmob.render.layers import parse_formats, write_layers
 
     grid = time_grid(start, end, freq)

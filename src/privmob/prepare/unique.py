@@ -8,7 +8,7 @@ applied afterwards still bounds what one user can change. SQL that DuckDB and Sp
 from __future__ import annotations
 
 from privmob.data.sources import Loaded, _new_name
-from privmob.releases.periods import StudyPeriod
+from privmob.domain import StudyPeriod
 
 
 def unique_trips_sql(trips: str, period_bin: str) -> str:

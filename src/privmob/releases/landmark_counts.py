@@ -50,26 +50,6 @@ def outliers_epsilon_for(epsilon: float, outliers_epsilon: float | None) -> floa
     return value
 
 
-def time_grid(start: str, end: str, freq: str) -> pd.DatetimeIndex:
-    """The public time bins: left edges of [start, end) every ``freq`` (e.g. 1h, 1D)."""
-    try:
-        grid = pd.date_range(pd.Timestamp(start), pd.Timestamp(end), freq=freq, inclusive="left")
-    except (ValueError, TypeError) as exc:
-        raise ConfigError(f"cannot build the time bins: {exc}", hint="e.g. --freq 1h") from exc
-    if len(grid) < 2:
-        raise ConfigError("the period holds fewer than two time bins", hint="check --start < --end")
-    if np.unique(np.diff(grid.asi8)).size != 1:
-        raise ConfigError("time bins must have a fixed length (use h, min, D or a multiple)")
-    # the last bin must end exactly at the declared end: otherwise events after --end would be
-    # counted inside the period instead of in the outliers cell
-    if grid[-1] + (grid[1] - grid[0]) != pd.Timestamp(end):
-        raise ConfigError(
-            f"the period [{start}, {end}) is not a whole number of {freq} bins",
-            hint="choose --end so that --end - --start is a multiple of --freq",
-        )
-    return grid
-
-
 def bounded_zone_counts(
     events: Loaded,
     *,

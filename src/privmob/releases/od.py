@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from privmob.data.sources import Loaded
+from privmob.domain import StudyPeriod
 from privmob.engine.base import dense_counts
 from privmob.engine.buckets import counts_by_user_buckets, root
 from privmob.errors import ConfigError
@@ -26,7 +27,6 @@ from privmob.privacy.postprocess import check_tau, suppress
 from privmob.privacy.postprocess import describe as describe_post
 from privmob.privacy.samplers import Randomness, resolve
 from privmob.releases.base import Accountant, Release
-from privmob.releases.periods import StudyPeriod
 from privmob.releases.tiles import check_shape, check_tessellation
 
 Step = Callable[[str], None]

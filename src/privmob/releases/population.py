@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from privmob.data.sources import Loaded
+from privmob.domain import StudyPeriod
 from privmob.engine.base import dense_counts
 from privmob.engine.buckets import counts_by_user_buckets
 from privmob.errors import ConfigError
@@ -22,7 +23,6 @@ from privmob.privacy.costs import Unit
 from privmob.privacy.mechanisms import NoiseKind, calibrate
 from privmob.privacy.samplers import Randomness, resolve
 from privmob.releases.base import Accountant, Release
-from privmob.releases.periods import StudyPeriod
 from privmob.releases.tiles import check_shape, check_tessellation
 
 #: Engine memory per input event of the home step (for the user buckets). Homes are an

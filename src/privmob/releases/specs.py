@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Protocol
 
+from privmob.domain import StudyPeriod
 from privmob.errors import ConfigError
 from privmob.privacy.costs import Cost, Unit
 from privmob.privacy.mechanisms import NoiseKind, calibrate
 from privmob.privacy.samplers import Randomness
 from privmob.releases.base import Accountant, Release
-from privmob.releases.periods import StudyPeriod
 
 Progress = Callable[[str], None]
 
@@ -288,7 +288,7 @@ class ZoneSeriesSpec:
 
     @cached_property
     def grid(self) -> Any:
-        from privmob.releases.landmark_counts import time_grid
+        from privmob.domain import time_grid
 
         return time_grid(self.start, self.end, self.freq)
 
@@ -409,7 +409,7 @@ class SeriesSpec:
 
     @cached_property
     def grid(self) -> Any:
-        from privmob.releases.landmark_counts import time_grid
+        from privmob.domain import time_grid
 
         return time_grid(self.start, self.end, self.freq)
 
@@ -453,7 +453,7 @@ class SeriesSpec:
     ) -> Release:
         from pathlib import Path
 
-        from privmob.cli.series import check_time_domain, read_series
+        from privmob.data.series_input import check_time_domain, read_series
         from privmob.releases.landmark import publish_series
 
         path = Path(str(data))

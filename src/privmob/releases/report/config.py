@@ -9,11 +9,11 @@ import math
 from dataclasses import dataclass, field
 from datetime import date, datetime
 
+from privmob.domain import parse_date
 from privmob.errors import ConfigError
 from privmob.privacy.costs import Unit
 from privmob.privacy.mechanisms import NoiseKind
 from privmob.privacy.quantiles import Bins
-from privmob.releases.periods import parse_date
 
 # the 15 analyses of dp_mobility_report, in report order
 ANALYSES: tuple[str, ...] = (

@@ -1,11 +1,20 @@
-"""Public time domains: study periods split into days or weeks, fixed before data is read."""
+"""Public domains every layer shares: study periods split into days or weeks, and grids of
+fixed time bins, declared from public parameters before any data is read.
+
+A ground module: it imports nothing of privmob but :mod:`privmob.errors`, so that loading
+(``data``), the releases, the session and the CLI all use the same types.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from privmob.errors import ConfigError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 PERIOD_SECONDS = {"day": 86_400, "week": 7 * 86_400}
 
@@ -102,3 +111,26 @@ def parse_date(value: str | date | None) -> datetime | None:
         return datetime.fromisoformat(str(value)).replace(tzinfo=None)
     except ValueError as exc:
         raise ConfigError(f"cannot read the date '{value}'", hint="use YYYY-MM-DD") from exc
+
+
+def time_grid(start: str, end: str, freq: str) -> pd.DatetimeIndex:
+    """The public time bins: left edges of [start, end) every ``freq`` (e.g. 1h, 1D)."""
+    import numpy as np
+    import pandas as pd
+
+    try:
+        grid = pd.date_range(pd.Timestamp(start), pd.Timestamp(end), freq=freq, inclusive="left")
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"cannot build the time bins: {exc}", hint="e.g. --freq 1h") from exc
+    if len(grid) < 2:
+        raise ConfigError("the period holds fewer than two time bins", hint="check --start < --end")
+    if np.unique(np.diff(grid.asi8)).size != 1:
+        raise ConfigError("time bins must have a fixed length (use h, min, D or a multiple)")
+    # the last bin must end exactly at the declared end: otherwise events after --end would be
+    # counted inside the period instead of in the outliers cell
+    if grid[-1] + (grid[1] - grid[0]) != pd.Timestamp(end):
+        raise ConfigError(
+            f"the period [{start}, {end}) is not a whole number of {freq} bins",
+            hint="choose --end so that --end - --start is a multiple of --freq",
+        )
+    return grid

@@ -1,0 +1,93 @@
+"""The density release's inputs: the public zones, tower sites, Voronoi shares and cover
+(computed before any record is read), then the validated phone events."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from privmob.errors import ConfigError
+
+if TYPE_CHECKING:  # the loaders are imported when the inputs are loaded (fast CLI --help)
+    from privmob.data.sources import Loaded
+
+
+@dataclass
+class DensityInputs:
+    engine: Any
+    loaded: Loaded  # the validated events (split into user buckets out of core)
+    geometry: Any
+    zones: Any  # Tessellation
+    week_start: datetime
+
+    @property
+    def events(self) -> str:
+        """The events' relation in the engine."""
+        return self.loaded.view
+
+
+class _NoTiles:
+    """load_cells needs a tessellation; the density release maps cells to sites itself."""
+
+    def assign(self, lng: np.ndarray, lat: np.ndarray) -> np.ndarray:
+        return np.zeros(len(lng), dtype=np.int32)
+
+
+def parse_week(text: str) -> datetime:
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise ConfigError(
+            f"cannot read the week start '{text}'", hint="use a date such as 2007-09-10"
+        ) from exc
+
+
+def load_density_inputs(
+    events: str | Path,
+    cells: str | Path,
+    zones: Path,
+    *,
+    zone_id: str | None,
+    week: str,
+    cover: bool,
+    timezone: str,
+    columns: Mapping[str, str] | None,
+    step: Callable[[str], None],
+    engine: Any = "duckdb",
+) -> DensityInputs:
+    """Zones, tower sites, Voronoi shares and cover (public), then the validated events.
+
+    ``columns``: canonical name -> the input's column name. ``engine``: a name (``duckdb``,
+    ``spark``) or an engine already opened."""
+    from privmob.data.sources import load_cells, load_events
+    from privmob.data.tessellation import load_tessellation
+    from privmob.engine import make_engine
+    from privmob.releases.density import SiteIndex, density_geometry
+
+    week_start = parse_week(week)
+    step("reading the zones")
+    tess = load_tessellation(zones, id_column=zone_id)
+    eng = make_engine(engine) if isinstance(engine, str) else engine
+    step("reading the cells")
+    view = load_cells(str(cells), engine=eng, tessellation=_NoTiles())
+    pos = eng.fetch(f"SELECT lng, lat FROM {view}")
+    sites = SiteIndex(pos["lng"].to_numpy(), pos["lat"].to_numpy())
+    step("Voronoi cells, area shares and the minimum cover")
+    geometry = density_geometry(
+        sites.lng, sites.lat, tess.gdf, np.asarray(tess.tile_ids), cover=cover
+    )
+    step("reading and validating the events")
+    loaded = load_events(
+        str(events),
+        engine=eng,
+        tessellation=sites,
+        cells=str(cells),
+        columns=columns,
+        timezone=timezone,
+    )
+    return DensityInputs(eng, loaded, geometry, tess, week_start)
