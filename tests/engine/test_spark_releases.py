@@ -18,9 +18,9 @@ import pytest
 from tests.helpers import box_grid
 
 from privmob.data import load_events
-from privmob.data.sources import Loaded
 from privmob.domain import StudyPeriod, time_grid
 from privmob.engine import DuckDBEngine
+from privmob.engine.relation import Loaded
 from privmob.prepare.presample import HOURS_PER_WEEK, density_counts
 from privmob.releases.landmark_counts import bounded_zone_counts
 from privmob.releases.population import exact_home_counts

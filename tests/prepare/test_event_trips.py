@@ -6,9 +6,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from privmob.data.sources import Loaded
 from privmob.domain import StudyPeriod
 from privmob.engine.dialect import DUCKDB
+from privmob.engine.relation import Loaded
 from privmob.prepare.homes import home_cells_sql, homes_sql
 from privmob.prepare.trips import consecutive_event_trips, events_to_trips, hourly_trips_sql
 from privmob.prepare.unique import unique_trips

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from privmob.data.sources import Loaded
+from privmob.engine.relation import Loaded
 from privmob.errors import BudgetError
 from privmob.privacy.ledger import Ledger
 from privmob.releases.base import Accountant

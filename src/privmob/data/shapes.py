@@ -7,13 +7,13 @@ from dataclasses import replace
 from typing import Any
 
 from privmob.data.sources import (
-    Loaded,
     load_events,
     load_trip_points,
     load_trips,
     read_raw,
     trips_from_points,
 )
+from privmob.engine.relation import Loaded
 from privmob.errors import ConfigError
 
 SHAPES = ("auto", "trips", "trip-points", "events", "gps")

@@ -26,10 +26,9 @@ dropped). Input files are only read, never modified.
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -41,9 +40,8 @@ import pyarrow as pa
 
 from privmob.data import diagnose
 from privmob.engine.base import Engine
+from privmob.engine.relation import Loaded, new_name
 from privmob.errors import ConfigError, EngineError, InputError
-
-_counter = itertools.count()
 
 CSV_SUFFIXES = {".csv", ".tsv", ".txt", ".gz"}
 OFFSET_RE = r"[0-9]:[0-9]{2}(:[0-9]{2}([.,][0-9]+)?)?\s*([zZ]|[+-][0-9]{2}(:?[0-9]{2})?)$"
@@ -58,48 +56,8 @@ EPOCH_RE = r"^-?[0-9]{9,10}([.][0-9]+)?$"
 NUMERIC_TIME_TYPES = {"DOUBLE", "FLOAT", "REAL"}
 
 
-@dataclass
-class Loaded:
-    """A validated input exposed in the engine as a view with the canonical schema."""
-
-    view: str
-    source: str
-    shape: str
-    engine: Engine
-    columns: list[str] = field(default_factory=list)
-    # derived relations (e.g. trips built from events): the input they were built from and
-    # how, so work can be split upstream (per-user buckets must filter before a window)
-    base: Loaded | None = None
-    derive: Callable[[Loaded], Loaded] | None = None
-    #: content fingerprint and row count of the input, from the validation pass (see
-    #: :func:`content_fingerprint`); kept by derived relations, charged with each release
-    fingerprint: str | None = None
-    rows: int | None = None
-    #: the fingerprint of the tessellation the tiles were assigned with (checked by releases)
-    tiles: str | None = None
-
-    def derived(self, view: str, shape: str, derive: Callable[[Loaded], Loaded]) -> Loaded:
-        """A relation built from this one by ``derive`` (which can rebuild it per bucket)."""
-        return Loaded(
-            view,
-            self.source,
-            shape,
-            self.engine,
-            self.engine.columns(view),
-            base=self,
-            derive=derive,
-            fingerprint=self.fingerprint,
-            rows=self.rows,
-            tiles=self.tiles,
-        )
-
-
 def _tiles_of(tessellation: Any) -> str | None:
     return getattr(tessellation, "fingerprint", None)
-
-
-def _new_name(prefix: str) -> str:
-    return f"pm_{prefix}_{next(_counter)}"
 
 
 def describe_source(source: Any) -> str:
@@ -128,7 +86,7 @@ def read_raw(
 ) -> tuple[str, str]:
     """Expose ``source`` as a raw view (all columns as read). Returns (view, display name)."""
     display = describe_source(source)
-    view = _new_name("raw")
+    view = new_name("raw")
     if isinstance(source, str | Path):
         text = str(source)
         if _is_csv(text, display):
@@ -435,7 +393,7 @@ def _is_missing(value: Any) -> bool:
 
 
 def _parsed_view(engine: Engine, raw: str, parsed: dict[str, str]) -> str:
-    view = _new_name("parsed")
+    view = new_name("parsed")
     extra = ", ".join(f"{expr} AS _p_{name}" for name, expr in parsed.items())
     engine.create_view(view, f"SELECT *, {extra} FROM {raw}")
     return view
@@ -532,7 +490,7 @@ def _join_tile_keys(
     engine: Engine, keys: list[Any], arrow_type: pa.DataType, sql_type: str, col: str, alias: str
 ) -> tuple[str, str]:
     """Register ``tile_key -> tile index`` and LEFT JOIN ``col`` (cast to ``sql_type``) on it."""
-    name = _new_name("tiles")
+    name = new_name("tiles")
     engine.register(
         name,
         pa.table(
@@ -617,7 +575,7 @@ def coordinate_tiles(engine: Engine, tessellation: Any, pairs_sql: str) -> str:
     lng = df["lng"].to_numpy(dtype=np.float64)
     lat = df["lat"].to_numpy(dtype=np.float64)
     tiles = np.asarray(tessellation.assign(lng, lat), dtype=np.int32)
-    name = _new_name("coordtiles")
+    name = new_name("coordtiles")
     engine.register(name, pa.table({"lng": lng, "lat": lat, "tile": tiles}))
     return name
 
@@ -667,7 +625,7 @@ def load_events(
         else {"lat": "_p_lat", "lng": "_p_lng"}
     )
     checked = validate(engine, raw, pview, display, checks, content)
-    view = _new_name("events")
+    view = new_name("events")
     if use_cells:
         cell_view = load_cells(
             cells, engine=engine, tessellation=tessellation, columns=cell_columns
@@ -763,7 +721,7 @@ def load_cells(
     df["tile"] = np.asarray(
         tessellation.assign(df["lng"].to_numpy(), df["lat"].to_numpy()), dtype=np.int32
     )
-    view = _new_name("cells")
+    view = new_name("cells")
     engine.register(view, pa.Table.from_pandas(df, preserve_index=False))
     return view
 
@@ -827,7 +785,7 @@ def load_trip_points(
     if "tile_id" in cols:
         content["tile_id"] = identity_text(cols["tile_id"])
     checked = validate(engine, raw, pview, display, checks, content)
-    view = _new_name("points")
+    view = new_name("points")
     canonical = (
         f"e.{_ident(cols['uid'])} AS uid, e.{_ident(cols['tid'])} AS tid, "
         "e._p_datetime AS time, e._p_lat AS lat, e._p_lng AS lng"
@@ -837,7 +795,7 @@ def load_trip_points(
     if "tile_id" not in cols and regular:
         # tiles are arithmetic on the coordinates: the points are derived from the parsed
         # input, so user buckets filter before the tile arithmetic, not after it
-        base = _new_name("untiled")
+        base = new_name("untiled")
         engine.create_view(base, f"SELECT {canonical} FROM {pview} AS e")
         untiled = Loaded(
             base,
@@ -875,14 +833,14 @@ def _grid_tiled_points(untiled: Loaded, grid: Any) -> Loaded:
     (``uid, tid, time, lat, lng``); rebuilt per user bucket by :mod:`privmob.engine.buckets`."""
     eng = untiled.engine
     sql = grid_tiles_sql(grid, untiled.view, "lng", "lat", eng.dialect)
-    view = _new_name("points")
+    view = new_name("points")
     eng.create_view(view, f"SELECT uid, tid, time, lat, lng, _pm_tile AS tile FROM ({sql}) AS g_")
     return untiled.derived(view, "trip_points", lambda b: _grid_tiled_points(b, grid))
 
 
 def trips_from_points(points: Loaded) -> Loaded:
     """One row per trip from trip points: first point = origin, last point = destination."""
-    view = _new_name("trips")
+    view = new_name("trips")
     points.engine.create_view(
         view,
         (
@@ -1003,7 +961,7 @@ def load_trips(
     tid = _ident(cols["tid"]) if "tid" in cols else "row_number() OVER ()"
     uid = f"e.{_ident(cols['uid'])}" if not uid_per_trip else "0"  # replaced by tid below
     end = "_p_end_time" if "end_time" in cols else "_p_start_time"
-    view = _new_name("trips")
+    view = new_name("trips")
     if by_coords:
         lookup = coordinate_tiles(
             engine,
@@ -1041,7 +999,7 @@ def load_trips(
             ),
         )
     if uid_per_trip:  # each trip its own unit: uid = tid (computed once, then copied)
-        per_trip = _new_name("trips")
+        per_trip = new_name("trips")
         engine.create_view(
             per_trip,
             f"SELECT tid AS uid, tid, start_time, end_time, origin, destination FROM {view}",

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from privmob.data.sources import Loaded, _new_name
+from privmob.engine.relation import Loaded, new_name
 from privmob.errors import ConfigError, EngineError
 
 #: Engine memory one input row needs in the window steps of a bucket (events -> trips ->
@@ -158,7 +158,7 @@ def user_buckets(loaded: Loaded, n_buckets: int) -> Iterator[Loaded]:
 def one_bucket(loaded: Loaded, n_buckets: int, bucket: int) -> Loaded:
     """The users of one bucket as a filtered view of the input."""
     base = root(loaded)
-    view = _new_name("bucket")
+    view = new_name("bucket")
     pred = bucket_predicate(base.engine.dialect.name, n_buckets, bucket)
     base.engine.create_view(view, f"SELECT * FROM {base.view} WHERE {pred}")
     return rebuild(loaded, replace(base, view=view))
@@ -237,7 +237,7 @@ def spilled_buckets(
     empty = f"SELECT {select} FROM {base.view} LIMIT 0"
     for b in range(n_buckets):
         part = Path(target) / f"pm_bucket={b}"
-        view = _new_name("bucket")
+        view = new_name("bucket")
         if part.is_dir() and any(part.glob("*.parquet")):
             glob = str(part / "*.parquet").replace("'", "''")
             eng.create_view(

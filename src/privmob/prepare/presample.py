@@ -30,10 +30,10 @@ from datetime import datetime, timedelta
 
 import numpy as np
 
-from privmob.data.sources import Loaded
 from privmob.engine.base import Engine, dense_counts
 from privmob.engine.buckets import counts_by_user_buckets
 from privmob.engine.dialect import DUCKDB, Dialect
+from privmob.engine.relation import Loaded
 from privmob.errors import ConfigError
 
 HOURS_PER_WEEK = 168

@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import math
 
-from privmob.data.sources import Loaded, _new_name
 from privmob.engine.dialect import Dialect
+from privmob.engine.relation import Loaded, new_name
 from privmob.errors import ConfigError
 
 #: Default stay radius in metres (scikit-mobility's ``spatial_radius_km=0.2``).
@@ -145,7 +145,7 @@ def gps_trip_points(
     """Trip points (``uid, tid, time, lat, lng, tile, seq``) from GPS events (``uid, time,
     lat, lng, tile``, e.g. from :func:`privmob.data.sources.load_events`) by the stay rule
     of this module."""
-    view = _new_name("gps_points")
+    view = new_name("gps_points")
     sql = gps_segments_sql(
         events.view, events.engine.dialect, distance_m=distance_m, minutes=minutes
     )
@@ -160,7 +160,7 @@ def gps_trip_points(
 def gps_trips(points: Loaded) -> Loaded:
     """One row per trip from :func:`gps_trip_points`: origin = tile of the first point,
     destination = tile of the last (by the points' rank, so ties in time cannot swap them)."""
-    view = _new_name("trips")
+    view = new_name("trips")
     points.engine.create_view(
         view,
         (

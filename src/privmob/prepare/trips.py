@@ -16,8 +16,8 @@ per-user transformations: one user's trips depend only on that user's events.
 
 from __future__ import annotations
 
-from privmob.data.sources import Loaded, _new_name
 from privmob.engine.dialect import Dialect
+from privmob.engine.relation import Loaded, new_name
 from privmob.errors import ConfigError
 
 
@@ -27,7 +27,7 @@ def consecutive_event_trips(events: Loaded) -> Loaded:
     Canonical trips view: ``uid, tid, start_time, end_time, origin, destination``; ``tid`` is
     the rank of the trip's first event within the user's events (ties broken by tile).
     """
-    view = _new_name("trips")
+    view = new_name("trips")
     events.engine.create_view(
         view,
         (
@@ -83,7 +83,7 @@ def hourly_trips_sql(events: str, dialect: Dialect, *, consecutive_hours: bool =
 
 def hourly_trips(events: Loaded, *, consecutive_hours: bool = False) -> Loaded:
     """Trips from events by hourly modal location (see :func:`hourly_trips_sql`)."""
-    view = _new_name("trips")
+    view = new_name("trips")
     sql = hourly_trips_sql(events.view, events.engine.dialect, consecutive_hours=consecutive_hours)
     events.engine.create_view(view, sql)
     return events.derived(

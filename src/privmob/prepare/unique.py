@@ -7,8 +7,8 @@ applied afterwards still bounds what one user can change. SQL that DuckDB and Sp
 
 from __future__ import annotations
 
-from privmob.data.sources import Loaded, _new_name
 from privmob.domain import StudyPeriod
+from privmob.engine.relation import Loaded, new_name
 
 
 def unique_trips_sql(trips: str, period_bin: str) -> str:
@@ -29,7 +29,7 @@ def unique_trips(trips: Loaded, period: StudyPeriod) -> Loaded:
     """Each user's first trip per (origin, destination) pair in every period of ``period``
     (trips outside a declared period form one more group)."""
     bin_sql = period.bin_sql("start_time", trips.engine.dialect)
-    view = _new_name("unique_trips")
+    view = new_name("unique_trips")
     trips.engine.create_view(view, unique_trips_sql(trips.view, bin_sql))
     # derived: per-user buckets (engine/buckets.py) rebuild it below the window, per bucket
     return trips.derived(view, "trips", lambda t: unique_trips(t, period))

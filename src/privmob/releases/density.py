@@ -42,8 +42,8 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from privmob.data.sources import Loaded
 from privmob.engine.base import Engine
+from privmob.engine.relation import Loaded
 from privmob.errors import ConfigError
 from privmob.evaluate.signal import density_signal
 from privmob.prepare.bounding import fresh_key

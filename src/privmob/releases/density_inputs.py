@@ -14,7 +14,7 @@ import numpy as np
 from privmob.errors import ConfigError
 
 if TYPE_CHECKING:  # the loaders are imported when the inputs are loaded (fast CLI --help)
-    from privmob.data.sources import Loaded
+    from privmob.engine.relation import Loaded
 
 
 @dataclass

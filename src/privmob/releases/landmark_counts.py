@@ -25,9 +25,9 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from privmob.data.sources import Loaded
 from privmob.engine.base import dense_counts
 from privmob.engine.buckets import counts_by_user_buckets
+from privmob.engine.relation import Loaded
 from privmob.errors import ConfigError
 from privmob.prepare.bounding import bound_per_user, fresh_key
 from privmob.privacy.costs import Cost

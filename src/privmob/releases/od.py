@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from privmob.data.sources import Loaded
 from privmob.domain import StudyPeriod
 from privmob.engine.base import dense_counts
 from privmob.engine.buckets import counts_by_user_buckets, root
+from privmob.engine.relation import Loaded
 from privmob.errors import ConfigError
 from privmob.evaluate.signal import expected_signal, signal_check
 from privmob.prepare.bounding import bound_per_user, fresh_key

@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from privmob.data.sources import Loaded
 from privmob.domain import StudyPeriod
 from privmob.engine.base import dense_counts
 from privmob.engine.buckets import counts_by_user_buckets
+from privmob.engine.relation import Loaded
 from privmob.errors import ConfigError
 from privmob.prepare.homes import home_cells_sql
 from privmob.privacy.costs import Unit
@@ -169,7 +169,7 @@ def population_by_tower_shares(
     """
     import pyarrow as pa
 
-    from privmob.data.sources import _new_name
+    from privmob.engine.relation import new_name
     from privmob.prepare.voronoi import apply_shares, tower_zone_shares
 
     step = step or (lambda _m: None)
@@ -185,7 +185,7 @@ def population_by_tower_shares(
     dist, cost = calibrate(noise, epsilon, l1_sensitivity=1, l2_sensitivity=1, delta=delta)
     accountant.precheck(cost)
     eng = events.engine
-    mapping = _new_name("towerindex")
+    mapping = new_name("towerindex")
     eng.register(
         mapping,
         pa.table(
@@ -195,7 +195,7 @@ def population_by_tower_shares(
             }
         ),
     )
-    view = _new_name("tower_events")
+    view = new_name("tower_events")
     eng.create_view(
         view,
         f"SELECT e.uid, e.time, COALESCE(m.tower, -1) AS tile FROM {events.view} AS e "

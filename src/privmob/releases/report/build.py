@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from privmob.data.sources import Loaded
 from privmob.engine import Engine, dense_counts
 from privmob.engine.buckets import bucketed_counts, parse_memory, plan_buckets
+from privmob.engine.relation import Loaded
 from privmob.prepare.bounding import fresh_key
 from privmob.privacy.costs import Cost
 from privmob.privacy.samplers import Randomness, resolve
@@ -140,7 +140,7 @@ def mobility_report(
     buckets: int | None = None,
 ) -> Release:
     """A differentially private mobility report of the trip points ``points`` (a table name,
-    or the :class:`~privmob.data.sources.Loaded` input, which can be split out of core).
+    or the :class:`~privmob.engine.relation.Loaded` input, which can be split out of core).
 
     Guarantee: ``config.epsilon``-DP (pure) for the declared unit of privacy — a user with at
     most ``config.max_trips`` trips (enforced by sampling) or one trip. The budget is split
