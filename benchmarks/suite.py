@@ -407,8 +407,8 @@ def run_privmob(
 
     tess = load_tessellation(tess_path)
     if release.startswith("od-"):
-        from privmob.data import load_trips_any
         from privmob.domain import StudyPeriod
+        from privmob.prepare.inputs import load_trips_any
         from privmob.releases.od import od_matrix
 
         if release == "od-trips":

@@ -234,7 +234,7 @@ class Session:
 
     def _trips(self) -> Any:
         if "trips" not in self._loaded:
-            from privmob.data import load_trips_any
+            from privmob.prepare.inputs import load_trips_any
 
             self._loaded["trips"] = load_trips_any(
                 self.data,

@@ -10,9 +10,10 @@ import pandas as pd
 import pytest
 from tests.helpers import run_cli
 
-from privmob.data import detect_shape, load_trips_any
+from privmob.data import detect_shape
 from privmob.data.tessellation import square_grid
 from privmob.errors import InputError
+from privmob.prepare.inputs import load_trips_any
 from privmob.privacy.ledger import Ledger
 
 JC_BOUNDS = [-74.1, 40.65, -73.95, 40.8]

@@ -6,7 +6,8 @@ import pandas as pd
 import pytest
 from tests.helpers import box_grid
 
-from privmob.data import load_events, load_trip_points, load_trips, load_trips_any
+from privmob.data import load_events, load_trip_points, load_trips
+from privmob.prepare.inputs import load_trips_any
 from privmob.prepare.trips import events_to_trips
 
 ROWS = pd.DataFrame(
@@ -96,7 +97,7 @@ def test_every_shape_carries_it_through_derived_relations(tmp_path, engine, grid
 
 def test_the_row_hash_sum_reaches_python_exactly(engine):
     """The sum is fetched as text: as a DECIMAL it would arrive as a float and lose digits."""
-    from privmob.data.sources import content_fingerprint
+    from privmob.data.validation import content_fingerprint
 
     expr = content_fingerprint(engine, {"x": "x"})
     total = engine.fetch(f"SELECT {expr} AS s FROM range(1000) AS t(x)").iloc[0, 0]

@@ -211,7 +211,7 @@ def test_events_with_integer_or_text_cell_ids_get_the_same_tiles(engine, grid, c
     [("TIMESTAMP", 1), ("TIMESTAMP WITH TIME ZONE", 1), ("DATE", 1), ("VARCHAR", 2), ("BIGINT", 2)],
 )
 def test_native_time_columns_skip_only_the_parse_check(coltype, n_checks):
-    from privmob.data.sources import time_checks
+    from privmob.data.times import time_checks
 
     checks = time_checks("datetime", coltype)
     assert len(checks) == n_checks
@@ -237,7 +237,7 @@ def test_native_time_column_with_a_missing_value_is_still_refused(engine, grid):
 def test_wrong_delimiter_is_not_reported_as_a_shape_problem(tmp_path, engine, grid):
     """With shape detection, a ';' file read with --delimiter ',' was 'cannot tell the input's
     shape'; it is a delimiter problem."""
-    from privmob.data import load_trips_any
+    from privmob.prepare.inputs import load_trips_any
 
     path = write(tmp_path, GOOD.replace(",", ";"))
     with pytest.raises(InputError) as err:

@@ -11,8 +11,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from privmob.data.sources import grid_tiles_sql, load_trip_points
+from privmob.data.sources import load_trip_points
 from privmob.data.tessellation import Tessellation, detect_grid, load_tessellation, square_grid
+from privmob.data.tile_assignment import grid_tiles_sql
 from privmob.engine import DuckDBEngine
 from privmob.engine.dialect import DUCKDB
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from tests.helpers import box_grid, random_trips
 
-from privmob.data import load_trips, load_trips_any
+from privmob.data import load_trips
 from privmob.domain import StudyPeriod
 from privmob.engine import DuckDBEngine
 from privmob.engine.buckets import (
@@ -25,6 +25,7 @@ from privmob.engine.buckets import (
     user_buckets,
 )
 from privmob.errors import ConfigError
+from privmob.prepare.inputs import load_trips_any
 from privmob.privacy.costs import Unit
 from privmob.privacy.samplers import Randomness
 from privmob.releases.od import ODDomain, exact_counts, od_matrix

@@ -12,9 +12,10 @@ import pandas as pd
 import pytest
 from tests.helpers import box_grid, random_trips
 
-from privmob.data import load_trips, load_trips_any
+from privmob.data import load_trips
 from privmob.domain import StudyPeriod
 from privmob.engine import DuckDBEngine, make_engine
+from privmob.prepare.inputs import load_trips_any
 from privmob.privacy.costs import Unit
 from privmob.releases.od import ODDomain, exact_counts, od_matrix
 

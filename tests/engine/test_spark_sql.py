@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from privmob.data.sources import is_url
+from privmob.data.reading import is_url
 from privmob.engine.spark import sniff_delimiter, spark_error_message, to_spark_sql
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from privmob.data import load_gps_points
 from privmob.data.tessellation import load_tessellation
 from privmob.engine import DuckDBEngine
+from privmob.prepare.inputs import load_gps_points
 from privmob.prepare.staypoints import gps_trips
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

@@ -186,9 +186,9 @@ def test_thresholds_must_be_positive(engine, distance_m, minutes):
 def test_gps_counts_in_user_buckets_equal_one_pass(shared_data, tmp_path):
     """Out of core (--memory-limit): the input is cut into user buckets before the stay
     rule's windows, and the bucket counts sum to the one-pass counts."""
-    from privmob.data import load_trips_any
     from privmob.domain import StudyPeriod
     from privmob.engine import DuckDBEngine
+    from privmob.prepare.inputs import load_trips_any
     from privmob.privacy.costs import Unit
     from privmob.privacy.samplers import Randomness
     from privmob.releases.od import ODDomain, exact_counts

@@ -1,8 +1,8 @@
 """Audit inputs from real or synthetic trips, through privmob's own loading and validation.
 
 The audits are simulations run by the data holder; nothing here is released. Trips are read
-with :func:`privmob.data.load_trips_any` (any input shape, validated, tiles assigned), then
-turned into what the attacks need:
+with :func:`privmob.prepare.inputs.load_trips_any` (any input shape, validated, tiles
+assigned), then turned into what the attacks need:
 
 * :func:`background_counts`: per-period counts of *unique* (user, origin, destination) trips
   per OD cell (seed 002's weekly unique trips) -- the background c of the LRT attack;
@@ -29,9 +29,9 @@ def load_trips_frame(
     engine: Any = None,
 ) -> tuple[pd.DataFrame, int]:
     """``uid, start_time, origin, destination`` (tile indices) and the number of tiles."""
-    from privmob.data import load_trips_any
     from privmob.data.tessellation import load_tessellation
     from privmob.engine import make_engine
+    from privmob.prepare.inputs import load_trips_any
 
     tess = load_tessellation(tessellation, id_column=tile_id)
     eng = engine if engine is not None else make_engine()

@@ -108,9 +108,9 @@ def od(
     quiet: c.QuietOpt = False,
 ) -> None:
     """Release a differentially private origin-destination matrix (SPEC 4.1)."""
-    from privmob.data import load_trips_any
     from privmob.data.tessellation import load_tessellation
     from privmob.domain import StudyPeriod
+    from privmob.prepare.inputs import load_trips_any
     from privmob.privacy.ledger import Ledger
     from privmob.releases.base import Accountant
     from privmob.releases.od import od_matrix, od_precheck

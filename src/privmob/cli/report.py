@@ -158,7 +158,7 @@ def report(
             "delimiter": delimiter,
         }
         if input_shape == "gps":
-            from privmob.data import load_gps_points
+            from privmob.prepare.inputs import load_gps_points
 
             points = load_gps_points(data, stay_distance, stay_minutes, **common)
         else:

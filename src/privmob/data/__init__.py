@@ -10,20 +10,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from privmob.data.shapes import SHAPES, detect_shape, load_gps_points, load_trips_any
-    from privmob.data.sources import (
-        load_events,
-        load_trip_points,
-        load_trips,
-        trips_from_points,
-    )
+    from privmob.data.shapes import SHAPES, detect_shape
+    from privmob.data.sources import load_events, load_trip_points, load_trips, trips_from_points
     from privmob.engine.relation import Loaded
 
 _LAZY = {
     "SHAPES": "privmob.data.shapes",
     "detect_shape": "privmob.data.shapes",
-    "load_gps_points": "privmob.data.shapes",
-    "load_trips_any": "privmob.data.shapes",
     "Loaded": "privmob.engine.relation",
     "load_events": "privmob.data.sources",
     "load_trip_points": "privmob.data.sources",
@@ -36,10 +29,8 @@ __all__ = [
     "Loaded",
     "detect_shape",
     "load_events",
-    "load_gps_points",
     "load_trip_points",
     "load_trips",
-    "load_trips_any",
     "trips_from_points",
 ]
 

@@ -6,8 +6,10 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from privmob.engine.base import Engine
+if TYPE_CHECKING:
+    from privmob.engine.base import Engine
 
 _counter = itertools.count()
 

@@ -121,8 +121,8 @@ def od_matrix(
         trips,
         "trips",
         "OD matrix",
-        "build trips first: privmob.data.load_trips_any (any shape) or trips_from_points, or "
-        "use privmob.Session, which resolves the input's shape once",
+        "build trips first: privmob.prepare.inputs.load_trips_any (any shape) or "
+        "trips_from_points, or use privmob.Session, which resolves the input's shape once",
     )
     plan = plan or plan_od(
         epsilon=epsilon,

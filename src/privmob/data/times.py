@@ -1,0 +1,99 @@
+"""Time columns: the study time zone, and SQL turning a source column (text with or without an
+offset or a zone name, epoch seconds, native timestamps) into a local wall-clock TIMESTAMP.
+
+Naive inputs are taken to be in ``timezone``; inputs with an offset are converted to it.
+"""
+
+from __future__ import annotations
+
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from privmob.data.reading import INTEGER_TYPES, NUMERIC_TIME_TYPES, ident, quote
+from privmob.data.validation import Check
+from privmob.errors import ConfigError
+
+OFFSET_RE = r"[0-9]:[0-9]{2}(:[0-9]{2}([.,][0-9]+)?)?\s*([zZ]|[+-][0-9]{2}(:?[0-9]{2})?)$"
+
+
+# a zone name after the time ("08:00 Europe/Paris", "08:00 CET"): DuckDB's TIMESTAMP cast would
+# silently drop it, so such strings go through TIMESTAMPTZ (unknown names become unparsable)
+ZONE_NAME_RE = r"[0-9]\s+[A-Za-z][A-Za-z_]*(/[A-Za-z0-9_+-]+)*$"
+
+
+# hours and minutes followed by a zone, without seconds ("10:00+02:00", "10:00Z", "10:00 CET")
+HHMM_ZONE_RE = r"(^|[ T])[0-9]{1,2}:[0-9]{2}\s*([+-][0-9]|[A-Za-z])"
+
+
+HHMM_ZONE_SPLIT = r"^(.*?[0-9]{1,2}:[0-9]{2})(\s*([+-][0-9]|[A-Za-z]).*)$"
+
+
+# epoch seconds written as text (CSV): 9-10 digits, 1973-03-03 to 2286-11-20
+EPOCH_RE = r"^-?[0-9]{9,10}([.][0-9]+)?$"
+
+
+def check_timezone(timezone: str) -> str:
+    try:
+        ZoneInfo(timezone)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ConfigError(
+            f"unknown time zone '{timezone}'", hint="use an IANA name such as UTC or Europe/Paris"
+        ) from exc
+    return timezone
+
+
+def time_expr(col: str, coltype: str, timezone: str, *, duckdb: bool = False) -> str:
+    """SQL turning a source column into a local wall-clock TIMESTAMP (NULL if unparsable).
+
+    ``duckdb``: the engine is DuckDB, which reads a UTC instant's wall clock without a zone
+    lookup per row (30x faster than ``timezone('UTC', ...)``)."""
+    c = ident(col)
+    tz = quote(timezone)
+    if coltype.startswith("TIMESTAMP WITH TIME ZONE") or coltype == "TIMESTAMPTZ":
+        if timezone == "UTC" and duckdb:
+            return (
+                f"CASE WHEN isfinite({c}) THEN make_timestamp(epoch_us({c})) "
+                f"ELSE timezone('UTC', {c}) END"
+            )
+        return f"timezone('{tz}', {c})"
+    if coltype.startswith("TIMESTAMP") or coltype == "DATE":
+        return f"CAST({c} AS TIMESTAMP)"
+    if coltype in INTEGER_TYPES | NUMERIC_TIME_TYPES or coltype.startswith("DECIMAL"):
+        return f"timezone('{tz}', to_timestamp(CAST({c} AS DOUBLE)))"
+    s = f"trim(CAST({c} AS VARCHAR))"
+    # written so that DuckDB and Spark read the same strings alike: "10:00+02:00" -> seconds
+    # added ("10:00:00+02:00", Spark needs them before a zone); "08:15 +09:00" -> no space
+    # before the offset (DuckDB refuses it). No back-references: their syntax differs.
+    hhmm = f"regexp_extract({s}, '{HHMM_ZONE_SPLIT}', "
+    with_seconds = (
+        f"CASE WHEN regexp_matches({s}, '{HHMM_ZONE_RE}') "
+        f"THEN concat({hhmm}1), ':00', {hhmm}2)) ELSE {s} END"
+    )
+    offset = f"regexp_replace(regexp_replace({with_seconds}, '\\s+[+]', '+'), '\\s+-', '-')"
+    return (
+        f"CASE WHEN regexp_matches({s}, '({OFFSET_RE})|({ZONE_NAME_RE})') "
+        f"THEN timezone('{tz}', TRY_CAST({offset} AS TIMESTAMPTZ)) "
+        f"WHEN regexp_matches({s}, '{EPOCH_RE}') "
+        f"THEN timezone('{tz}', to_timestamp(TRY_CAST({s} AS DOUBLE))) "
+        f"ELSE TRY_CAST({s} AS TIMESTAMP) END"
+    )
+
+
+def native_time(coltype: str) -> bool:
+    """A column already of a time type: :func:`time_expr` casts or shifts it, never to NULL."""
+    return coltype.startswith("TIMESTAMP") or coltype == "DATE"
+
+
+def time_checks(col: str, coltype: str = "") -> list[Check]:
+    """Missing and unparsable times. A native time column cannot be unparsable: that check
+    (which converts every row, e.g. through the ICU time zone code) is left out."""
+    checks = [Check(col, f"_p_{col}_raw IS NULL", "missing timestamp", "every record needs a time")]
+    if not native_time(coltype):
+        checks.append(
+            Check(
+                col,
+                f"_p_{col} IS NULL AND _p_{col}_raw IS NOT NULL",
+                "unparsable timestamp",
+                "use ISO 8601 (2024-01-31 08:15:00, optionally with +01:00 or Z) or epoch seconds",
+            )
+        )
+    return checks

@@ -1,0 +1,178 @@
+"""Validation of a loaded input in the engine, in one aggregate pass that also computes the
+content fingerprint; the first bad row is looked up only when something is wrong, and the
+message names the file, the column, the row number and the kind of problem, never a person's
+values (:mod:`privmob.data.diagnose`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from privmob.data import diagnose
+from privmob.data.reading import ident, is_url
+from privmob.engine.base import Engine
+from privmob.engine.relation import new_name
+from privmob.errors import InputError
+
+
+@dataclass
+class Check:
+    """One validity condition: ``bad`` is SQL true for a bad row."""
+
+    column: str
+    bad: str
+    message: str
+    hint: str
+
+
+@dataclass(frozen=True)
+class Validated:
+    """What the validation pass learnt besides "valid": the row count and the content
+    fingerprint (both only ever written to the ledger, never printed or released)."""
+
+    rows: int
+    fingerprint: str | None
+
+
+def content_fingerprint(engine: Engine, content: Mapping[str, str]) -> str:
+    """An aggregate SQL expression (text) of the input's content fingerprint, for the
+    validation pass: the sum over rows of a 64-bit hash of the row's canonical values
+    (``content``: canonical name -> SQL expression). Order-free and independent of the file's
+    name, format and column names; see :func:`fingerprint_text`."""
+    row_hash = engine.dialect.keyed_hash(0, *content.values())
+    # as text: a DECIMAL would reach pandas as a float and lose its low digits
+    return f"CAST(sum(CAST({row_hash} AS DECIMAL(38, 0))) AS VARCHAR)"
+
+
+def fingerprint_text(engine: Engine, content: Mapping[str, str], n_rows: int, total: Any) -> str:
+    """The fingerprint: SHA-256 of the engine's hash family, the canonical columns, the row
+    count and the row-hash sum (a 64-bit row hash is an accident detector, not a defence
+    against someone crafting a collision)."""
+    import hashlib
+
+    text = f"privmob-input-v1|{engine.dialect.name}|{','.join(content)}|{n_rows}|{total}"
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def identity_text(col: str) -> str:
+    """An identifier column as text, so that 7 read as an integer from CSV and "7" from
+    Parquet fingerprint alike."""
+    return f"CAST({ident(col)} AS VARCHAR)"
+
+
+def validate(
+    engine: Engine,
+    raw_view: str,
+    parsed_view: str,
+    display: str,
+    checks: list[Check],
+    content: Mapping[str, str] | None = None,
+) -> Validated:
+    """Run all checks in one pass; raise on the first failing one, naming the row number of
+    its first bad record and the form of the bad value (never a record or a personal value;
+    the exact counts go to the error's ``detail``, shown with ``--verbose``).
+
+    ``content`` (canonical name -> SQL expression on the parsed view) adds the content
+    fingerprint to the same pass."""
+    exprs = ["count(*) AS n_rows"] + [f"count_if({c.bad}) AS c{i}" for i, c in enumerate(checks)]
+    if content:
+        exprs.append(f"{content_fingerprint(engine, content)} AS pm_fingerprint")
+    try:
+        row = engine.fetch(f"SELECT {', '.join(exprs)} FROM {parsed_view}").iloc[0]
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0]
+        cause = None if is_url(display) else diagnose.encoding_hint(display)
+        if cause is not None:  # a byte deep in the file, after the part the sniffer read
+            raise InputError(cause[0], source=display, hint=cause[1]) from exc
+        raise InputError(
+            f"cannot be read: {diagnose.scrub_values(first)}",
+            source=display,
+            hint="check the file format, delimiter and column types",
+        ) from exc
+    n_rows = int(row["n_rows"])
+    if n_rows == 0:
+        raise InputError(
+            "has no records",
+            source=display,
+            hint="check the file (a header row alone is not enough)",
+        )
+    for i, c in enumerate(checks):
+        n_bad = int(row[f"c{i}"])
+        if n_bad:
+            number, value = _first_bad_row(engine, parsed_view, c)
+            share = "every row" if n_bad == n_rows else "some rows"
+            raise InputError(
+                f"{c.message} (value of the form {diagnose.value_form(value)}; {share})",
+                source=display,
+                column=c.column,
+                row=number,
+                hint=c.hint,
+                detail=f"{n_bad} of {n_rows} rows",
+            )
+    fingerprint = None
+    if content:
+        fingerprint = fingerprint_text(engine, content, n_rows, row["pm_fingerprint"])
+    return Validated(n_rows, fingerprint)
+
+
+def _first_bad_row(engine: Engine, parsed_view: str, check: Check) -> tuple[int | None, Any]:
+    """(1-based row number in the input's order, bad value) of the first row failing
+    ``check``; the number is None where the engine cannot number rows in input order."""
+    columns = engine.columns(parsed_view)
+    col = ident(check.column) if check.column in columns else "NULL"
+    number = engine.dialect.row_number()
+    found = engine.fetch(
+        f"SELECT _pm_rn, CAST({col} AS VARCHAR) AS _pm_value FROM (SELECT {number} AS _pm_rn, "
+        f"* FROM {parsed_view}) AS n_ WHERE {check.bad} ORDER BY _pm_rn LIMIT 1"
+    )
+    if not len(found):
+        return None, None
+    value = found["_pm_value"].iloc[0]
+    return int(found["_pm_rn"].iloc[0]), None if _is_missing(value) else value
+
+
+def _is_missing(value: Any) -> bool:
+    return value is None or value is pd.NaT or (isinstance(value, float) and np.isnan(value))
+
+
+def parsed_view(engine: Engine, raw: str, parsed: dict[str, str]) -> str:
+    view = new_name("parsed")
+    extra = ", ".join(f"{expr} AS _p_{name}" for name, expr in parsed.items())
+    engine.create_view(view, f"SELECT *, {extra} FROM {raw}")
+    return view
+
+
+def float_expr(col: str) -> str:
+    return f"TRY_CAST({ident(col)} AS DOUBLE)"
+
+
+def coord_checks(lat: str, lng: str) -> list[Check]:
+    hint = "coordinates must be WGS84 degrees: lat in [-90, 90], lng in [-180, 180]"
+    return [
+        Check(
+            lat,
+            f"_p_{lat} IS NULL OR isnan(_p_{lat}) OR abs(_p_{lat}) > 90",
+            "missing, NaN or out-of-range latitude",
+            hint,
+        ),
+        Check(
+            lng,
+            f"_p_{lng} IS NULL OR isnan(_p_{lng}) OR abs(_p_{lng}) > 180",
+            "missing, NaN or out-of-range longitude",
+            hint,
+        ),
+    ]
+
+
+def uid_check(col: str) -> Check:
+    return Check(col, f"{ident(col)} IS NULL", "missing user id", "every record needs a user id")
+
+
+def relabel(checks: list[Check], cols: Mapping[str, str]) -> None:
+    """Show the user's own column names in messages."""
+    for c in checks:
+        c.column = cols.get(c.column, c.column)
