@@ -92,8 +92,9 @@ def test_clustering_reads_only_noisy_totals(counts, geometry, monkeypatch) -> No
         seen.append(np.array(totals))
         return real_cluster(centroids, totals, tau)
 
-    monkeypatch.setattr(dens, "noisy_totals", lambda *a, **k: (fixed.copy(), []))
-    monkeypatch.setattr(dens, "cluster_cells", spy)
+    # patched where the mechanism looks them up
+    monkeypatch.setattr(dens.mechanism, "noisy_totals", lambda *a, **k: (fixed.copy(), []))
+    monkeypatch.setattr(dens.mechanism, "cluster_cells", spy)
     cfg = DensityConfig(EPS, 30, delta=DELTA, tau=60_000.0)
     a = perturb_density(counts, geometry.cmap, geometry.centroids, cfg, 1)
     # very different true counts, same noisy totals -> the same clusters
@@ -143,7 +144,7 @@ def test_night_fit_matches_scipy_least_squares() -> None:
 
     from scipy.optimize import curve_fit
 
-    from privmob.releases.density import _exp_fit
+    from privmob.releases.density.smoothing import _exp_fit
 
     rng = np.random.default_rng(7)
     same = 0

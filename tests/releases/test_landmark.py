@@ -301,7 +301,7 @@ def test_metadata_keeps_only_known_notes(ledger, monkeypatch):
         warnings.warn("value 123456 looks odd", UserWarning, stacklevel=1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(lm, "perturb_series", leaky)
+    monkeypatch.setattr(lm.release, "perturb_series", leaky)  # where publish_series finds it
     ledger.set_budget("s", 100.0, unit=Unit.LANDMARK)
     acct = Accountant(ledger, "s")
     rel = lm.publish_series(

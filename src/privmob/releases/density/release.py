@@ -1,0 +1,143 @@
+"""The density release: exact pre-sampled counts from the engine, the mechanism, the table per
+zone and hour, and the ledger entries (mechanism and out-of-domain cell)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from privmob.engine.base import Engine
+from privmob.engine.relation import Loaded
+from privmob.errors import ConfigError
+from privmob.prepare.bounding import fresh_key
+from privmob.prepare.density_geometry import DensityGeometry
+from privmob.prepare.presample import (
+    HOURS_PER_WEEK,
+    bucketed_density_counts,
+    density_counts,
+)
+from privmob.privacy.costs import Unit
+from privmob.privacy.samplers import Randomness, resolve
+from privmob.releases.base import Accountant, Release
+from privmob.releases.density.config import OUT_OF_DOMAIN, DensityConfig
+from privmob.releases.density.mechanism import DensityResult, perturb_density
+
+
+def density_release(
+    engine: Engine,
+    events: str | Loaded,
+    geometry: DensityGeometry,
+    config: DensityConfig,
+    week_start: datetime,
+    accountant: Accountant,
+    rng: Randomness | int | None = None,
+    step: Callable[[str], None] | None = None,
+) -> Release:
+    """Hourly users per zone over the week starting at ``week_start`` (SPEC 4.3).
+
+    ``events`` is a relation in ``engine`` (or the loaded input, which can be split into user
+    buckets out of core) with columns uid, time (local TIMESTAMP) and
+    tile = site (tower position) index in ``geometry`` (-1 outside); see :class:`SiteIndex`.
+    Guarantee: ``config.cost()`` per user for the whole week and the visits outside it
+    ((epsilon + epsilon_out)-DP with EFPA or LPA, (epsilon + epsilon_out, delta)-DP with
+    EFPAG; the out-of-domain cell is the ``out_of_domain`` table); the accountant is checked
+    before the data is read and charged (two entries) before the release is returned.
+    """
+    r = resolve(rng)
+    if geometry.cmap.to_cover.shape[1] != geometry.n_towers:
+        raise ConfigError("the cover map does not match the towers")
+    cost = config.cost()
+    accountant.precheck(cost)
+    key = fresh_key(r)
+    if isinstance(events, Loaded):
+        counts = bucketed_density_counts(
+            events, geometry.n_towers, week_start, config.max_visits, key, step=step
+        )
+    else:
+        counts = density_counts(
+            engine, events, geometry.n_towers, week_start, config.max_visits, key
+        )
+    res = perturb_density(
+        counts, geometry.cmap, geometry.centroids, config, r, first_hour=week_start.hour
+    )
+    release = Release(
+        kind="density",
+        cost=cost,
+        unit=Unit.USER,
+        bounds={"max_visits_per_hour": 1, "max_visits_per_week": config.max_visits},
+        noise={"mechanism": config.mechanism, "steps": res.steps},
+        params={
+            "epsilon": config.epsilon,
+            "delta": config.delta,
+            "method": config.method,
+            "cover": config.cover,
+            "totals": config.totals,
+            "clustering": config.clustering,
+            "tau": config.tau if config.tau is not None else config.default_tau(),
+            "fourier": config.fourier,
+            "smoothing": config.smoothing,
+            "outliers_epsilon": config.epsilon_outliers,
+            "week_start": week_start.isoformat(),
+            "signal": res.signal,
+        },
+        domain={
+            "zones": len(geometry.zone_ids),
+            "hours": HOURS_PER_WEEK,
+            "towers": geometry.n_towers,
+            "cover_cells": geometry.cmap.size,
+        },
+        tables={
+            "density": density_table(geometry.zone_ids, res.zones),
+            "outliers": density_table(np.array(["outside"]), _row(res.outliers)),
+            "out_of_domain": pd.DataFrame(
+                {
+                    "cell": [OUT_OF_DOMAIN],
+                    "count": [max(int(res.out_of_domain or 0), 0)],
+                    "epsilon": [config.epsilon_outliers],
+                    "noise_scale": [config.max_visits / config.epsilon_outliers],
+                }
+            ),
+        },
+        for_publication=r.for_publication,
+        extra={"accounting": accounting(config, res)},
+        cost_parts=[
+            (f"density {config.mechanism}", config.mechanism_cost()),
+            (f"density outliers cell ({OUT_OF_DOMAIN})", config.outliers_cost()),
+        ],
+    )
+    return accountant.charge(release, description=f"density {config.mechanism}")
+
+
+def _row(values: np.ndarray | None) -> np.ndarray:
+    return np.zeros((1, HOURS_PER_WEEK)) if values is None else np.asarray(values)[None, :]
+
+
+def density_table(zone_ids: np.ndarray, zones: np.ndarray) -> pd.DataFrame:
+    """Long table (zone, hour, count); counts rounded to integers and clamped at 0."""
+    n_z, n_h = zones.shape
+    return pd.DataFrame(
+        {
+            "zone": np.repeat(np.asarray(zone_ids), n_h),
+            "hour": np.tile(np.arange(n_h, dtype=np.int16), n_z),
+            "count": np.maximum(np.rint(zones), 0).astype(np.int64).ravel(),
+        }
+    )
+
+
+def accounting(config: DensityConfig, res: DensityResult) -> dict[str, Any]:
+    """Per-step privacy accounting for the metadata (sequential composition)."""
+    spent = [
+        {k: v for k, v in s.items() if k in ("step", "epsilon", "delta")}
+        for s in res.steps
+        if "epsilon" in s
+    ]
+    return {
+        "composition": "sequential",
+        "steps": spent,
+        "total": res.cost.to_dict(),
+        "unit": "user (all visits of one user in the week)",
+    }

@@ -1,0 +1,235 @@
+"""Publishing a series: clamp to the declared range, add noise, build the tables (series,
+budgets, and the outliers cell), precheck and charge the ledger."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import asdict
+
+import numpy as np
+import pandas as pd
+
+from privmob.errors import ConfigError, InputError
+from privmob.privacy.costs import Cost, Unit
+from privmob.privacy.mechanisms import NoiseKind
+from privmob.privacy.samplers import Randomness, resolve
+from privmob.releases.base import Accountant, Release
+from privmob.releases.landmark.mechanism import (
+    SKIP_WARNING,
+    SeriesResult,
+    add_noise,
+    landmark_noise,
+    perturb_series,
+)
+from privmob.releases.landmark.schemes import SCHEME_UNIT, AdaptiveRule, Scheme
+from privmob.releases.landmark.theorem import landmark_indices, landmark_spend
+
+
+def publish_series(
+    values: np.ndarray,
+    landmarks: Sequence[int] | np.ndarray,
+    epsilon: float,
+    scheme: Scheme | str,
+    *,
+    sensitivity: float,
+    accountant: Accountant,
+    rng: Randomness | int | None = None,
+    timestamps: Sequence[object] | None = None,
+    zones: Sequence[object] | None = None,
+    integer: bool | None = None,
+    rule: AdaptiveRule | None = None,
+    fill_value: float = 0.0,
+    value_bounds: tuple[float, float] | None = None,
+    sensitivity_note: str = "",
+    outliers: tuple[float, float] | None = None,
+) -> Release:
+    """Publish a series under landmark epsilon-privacy with a public landmark set.
+
+    Guarantee (schemes ``uniform``, ``skip``, ``adaptive``): landmark epsilon-privacy: for
+    series that differ in the events at all landmarks plus one more timestamp, each changing
+    the value at its timestamp by at most ``sensitivity`` (L1 over zones), the output
+    distributions differ by at most e^epsilon. ``event``: epsilon-DP per event (one
+    timestamp). ``user``: epsilon-DP for the whole series. ``value_bounds`` clamps the
+    values first (an enforced range). The landmark set, the timestamps and the zones are
+    public parameters. The cost (epsilon, in the scheme's unit) is prechecked before the
+    noise and charged after it; the tables hold only noisy or post-processed values plus the
+    per-timestamp budgets (``budgets`` table).
+
+    ``outliers = (exact value, outliers_epsilon)``: one more cell, the values outside the
+    declared period (SPEC 1, invariant 1), which the caller bounds so that one unit changes
+    it by at most ``sensitivity``. It gets its own noise of scale sensitivity /
+    outliers_epsilon (``outliers`` table) and composes sequentially with the series: the
+    cost is epsilon + outliers_epsilon, charged as two ledger entries (series, outliers).
+    """
+    scheme = Scheme(scheme)
+    unit = SCHEME_UNIT[scheme]
+    series_cost = Cost.pure(epsilon, unit)
+    cost = series_cost if outliers is None else series_cost + _outliers_cost(outliers, unit)
+    accountant.precheck(cost)
+    x = _clamped(np.asarray(values), value_bounds)
+    length = x.shape[-1]
+    r = resolve(rng)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = perturb_series(
+            x,
+            landmarks,
+            epsilon,
+            scheme,
+            sensitivity=sensitivity,
+            rng=r,
+            integer=integer,
+            rule=rule,
+            fill_value=fill_value,
+        )
+    marks = landmark_indices(landmarks, length)
+    labels: list[object] = list(timestamps) if timestamps is not None else list(range(length))
+    if len(labels) != length:
+        raise ConfigError(f"{len(labels)} timestamp labels for a series of {length}")
+    zone_labels: list[object] = (
+        list(zones) if zones is not None else list(range(result.values.shape[0]))
+    )
+    single = x.ndim == 1
+    tables = {
+        "series": series_table(result, labels, None if single else zone_labels),
+        "budgets": budgets_table(result, labels, marks, sensitivity),
+    }
+    parts: list[tuple[str, Cost]] = []
+    if outliers is not None:
+        tables["outliers"] = outliers_table(outliers, result.noise_kind, sensitivity, r)
+        parts = [
+            (f"landmark series ({scheme.value})", series_cost),
+            ("outliers cell (outside the period)", Cost.pure(float(outliers[1]), unit)),
+        ]
+    release = Release(
+        kind="landmark-series",
+        cost=cost,
+        unit=unit,
+        bounds={
+            "sensitivity_per_timestamp": float(sensitivity),
+            "sensitivity_source": sensitivity_note or "declared by the caller",
+            "value_bounds": list(value_bounds) if value_bounds is not None else None,
+        },
+        noise={
+            "kind": result.noise_kind.value,
+            "scale": "sensitivity / epsilon_t per timestamp (see the budgets table)",
+        },
+        params={
+            "scheme": scheme.value,
+            "epsilon": float(epsilon),
+            "landmarks": marks.tolist(),
+            "adaptive_rule": asdict(rule or AdaptiveRule()) if scheme is Scheme.ADAPTIVE else None,
+            "fill_value": fill_value if scheme is Scheme.SKIP else None,
+        },
+        domain={"timestamps": length, "zones": None if single else len(zone_labels)},
+        tables=tables,
+        for_publication=r.for_publication,
+        extra={
+            "max_landmark_spend": float(landmark_spend(result.epsilons, marks).max()),
+            "sum_epsilon_t": float(result.epsilons.sum()),
+            "outliers_epsilon": float(outliers[1]) if outliers is not None else None,
+            "composition": "series (landmark theorem) + outliers cell, sequential"
+            if outliers is not None
+            else "series (landmark theorem)",
+            "warnings": known_notes(caught, scheme, marks),
+        },
+        cost_parts=parts,
+    )
+    return accountant.charge(release, description=f"landmark series ({scheme.value})")
+
+
+def _outliers_cost(outliers: tuple[float, float], unit: Unit) -> Cost:
+    """The outliers cell's cost: its own budget, composed sequentially with the series."""
+    if not (outliers[1] > 0 and math.isfinite(outliers[1])):
+        raise ConfigError(f"the outliers cell needs a budget > 0, got {outliers[1]}")
+    return Cost.pure(outliers[1], unit)
+
+
+def _clamped(x: np.ndarray, value_bounds: tuple[float, float] | None) -> np.ndarray:
+    """The values clamped to the declared range (an enforced bound), or as given."""
+    if value_bounds is None:
+        return x
+    lo, hi = value_bounds
+    if not lo < hi:
+        raise ConfigError("value bounds need lower < upper")
+    return np.clip(x, lo, hi)
+
+
+def series_table(
+    result: SeriesResult, labels: list[object], zone_labels: list[object] | None
+) -> pd.DataFrame:
+    """The released values, one row per timestamp (and zone, for a series per zone); whole
+    numbers for discrete Laplace noise."""
+    released = result.values
+    if result.noise_kind is NoiseKind.DISCRETE_LAPLACE:
+        released = np.round(released).astype(np.int64)
+    length = released.shape[-1]
+    if zone_labels is None:
+        return pd.DataFrame({"t": np.arange(length), "timestamp": labels, "value": released[0]})
+    z, n = released.shape
+    return pd.DataFrame(
+        {
+            "zone": [zone for zone in zone_labels for _ in range(n)],
+            "t": np.tile(np.arange(n), z),
+            "timestamp": labels * z,
+            "value": released.ravel(),
+        }
+    )
+
+
+def budgets_table(
+    result: SeriesResult, labels: list[object], marks: np.ndarray, sensitivity: float
+) -> pd.DataFrame:
+    """The public per-timestamp budgets, noise scales and sampling rates (no data value)."""
+    length = len(labels)
+    is_mark = np.zeros(length, dtype=bool)
+    is_mark[marks] = True
+    with np.errstate(divide="ignore"):
+        scales = np.where(result.epsilons > 0, sensitivity / result.epsilons, np.inf)
+    return pd.DataFrame(
+        {
+            "t": np.arange(length),
+            "timestamp": labels,
+            "landmark": is_mark,
+            "epsilon_t": result.epsilons,
+            "published": result.published,
+            "noise_scale": scales,
+            "sampling_rate": result.rates,
+        }
+    )
+
+
+def outliers_table(
+    outliers: tuple[float, float], kind: NoiseKind, sensitivity: float, r: Randomness
+) -> pd.DataFrame:
+    """The one noisy cell of the values outside the declared period, with its own budget."""
+    value, eps_out = float(outliers[0]), float(outliers[1])
+    if not math.isfinite(value):
+        raise InputError("the outliers cell must hold a finite number")
+    whole = kind is NoiseKind.DISCRETE_LAPLACE
+    if whole and value != round(value):
+        raise InputError("the outliers cell of an integer series must be a whole number")
+    exact = np.array([round(value)], dtype=np.int64) if whole else np.array([value])
+    noisy = add_noise(landmark_noise(kind, eps_out, sensitivity), exact, r)
+    cell: float | int = round(float(noisy[0])) if whole else float(noisy[0])
+    return pd.DataFrame(
+        {
+            "cell": ["outside the period"],
+            "value": [cell],
+            "epsilon": [eps_out],
+            "noise_scale": [sensitivity / eps_out],
+        }
+    )
+
+
+def known_notes(
+    caught: list[warnings.WarningMessage], scheme: Scheme, marks: np.ndarray
+) -> list[str]:
+    """Only known, data-independent notes reach the metadata (a warning raised while working
+    on the exact series could quote a data value)."""
+    notes = [SKIP_WARNING] if any(str(w.message) == SKIP_WARNING for w in caught) else []
+    if scheme is Scheme.EVENT and marks.size:
+        notes.append("event-level scheme: the landmarks are NOT protected as a whole")
+    return notes
