@@ -357,8 +357,8 @@ def test_sparse_input_is_flagged_and_default_tau_explained(geometry) -> None:
     """A handful of users (the Gowalla-week situation): the default tau (seed 004, a 1% error
     per hour) is 2,851,054 at epsilon 1 and 30 visits; the noisy total cannot reach it, so
     every cell is one cluster, and the flags say so. Flags read noisy totals only."""
-    from privmob.evaluate.signal import density_signal
     from privmob.prepare.presample import DensityCounts
+    from privmob.privacy.signal import density_signal
 
     assert DensityConfig(1.0, 30).default_tau() == pytest.approx(2_851_054.5, abs=1)
     n = geometry.n_towers

@@ -197,7 +197,7 @@ def print_release_summary(release: Any, paths: list[Path], accountant: Any) -> N
     if not release.for_publication:
         console.print("[bold red]NOT FOR PUBLICATION[/]: made with --seed (test noise)")
     signal = getattr(release, "params", {}).get("signal") or {}
-    if signal.get("warning"):  # from noisy values only (privmob.evaluate.signal)
+    if signal.get("warning"):  # from noisy values only (privmob.privacy.signal)
         console_err.print(f"[bold yellow]warning[/]: {signal['warning']}", highlight=False)
 
 

@@ -15,8 +15,8 @@ from rich.table import Table
 from privmob.cli.common import console
 from privmob.errors import ConfigError
 from privmob.evaluate import accuracy as acc
-from privmob.evaluate.signal import expected_signal
 from privmob.privacy.mechanisms import Noise, NoiseKind
+from privmob.privacy.signal import expected_signal
 
 PLAN_KINDS = [NoiseKind.DISCRETE_LAPLACE, NoiseKind.LAPLACE_ROUNDED]
 

@@ -179,7 +179,7 @@ def report(
         if not rel.for_publication:
             c.console.print("[bold red]NOT FOR PUBLICATION[/]: made with --seed")
     no_signal = (rel.extra.get("signal") or {}).get("warning")
-    if no_signal:  # from noisy values only (privmob.evaluate.signal)
+    if no_signal:  # from noisy values only (privmob.privacy.signal)
         c.console_err.print(f"[bold yellow]warning[/]: {no_signal}", highlight=False)
 
 

@@ -15,12 +15,11 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from privmob.errors import BudgetError, ConfigError
 
 if TYPE_CHECKING:
-    from privmob.evaluate.programme import ProgrammePlan
     from privmob.privacy.costs import Cost
     from privmob.privacy.ledger import Ledger
 
@@ -85,7 +84,15 @@ class Progress:
         return dict(self.__dict__)
 
 
-def record(ledger: Ledger, dataset: str, plan: ProgrammePlan) -> None:
+class PlannedProgramme(Protocol):
+    """What the ledger keeps of a plan (:class:`privmob.evaluate.programme.ProgrammePlan`)."""
+
+    feasible: bool
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+def record(ledger: Ledger, dataset: str, plan: PlannedProgramme) -> None:
     """Record a feasible programme for ``dataset`` (replaces a previous one)."""
     if not plan.feasible:
         raise ConfigError(

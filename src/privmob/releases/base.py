@@ -10,7 +10,6 @@ writes a release charged before, by the same staging and rename, and refuses an 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -23,7 +22,6 @@ from privmob import __version__
 from privmob.errors import ConfigError
 from privmob.privacy.costs import Cost, Unit
 from privmob.privacy.ledger import Entry, Ledger
-from privmob.releases.stamp import write_stamped_parquet
 
 if TYPE_CHECKING:
     from privmob.releases.publish import Output
@@ -206,30 +204,3 @@ def write_release(release: Release, outdir: str | Path, *, overwrite: bool = Fal
     if release.ledger_entry is None:
         raise ConfigError("a release must be charged to the ledger before it is written")
     return publish_charged(release, Output(Path(outdir), overwrite=overwrite))
-
-
-def write_tables(release: Release, out: Path) -> list[Path]:
-    """One Parquet file per table of ``release`` in the folder ``out``."""
-    written = []
-    for name, df in release.tables.items():
-        path = out / f"{name}.parquet"
-        write_stamped_parquet(df, path, release)  # the file itself says if it may be published
-        written.append(path)
-    return written
-
-
-def write_metadata_file(release: Release, out: Path) -> list[Path]:
-    """``metadata.json`` of ``release`` (its cost, parameters and ledger entries) in ``out``."""
-    meta = out / "metadata.json"
-    meta.write_text(json.dumps(release.metadata(), indent=2, default=_json_default) + "\n")
-    return [meta]
-
-
-def _json_default(obj: Any) -> Any:
-    if hasattr(obj, "isoformat"):
-        return obj.isoformat()
-    if hasattr(obj, "tolist"):
-        return obj.tolist()
-    if hasattr(obj, "value"):
-        return obj.value
-    return str(obj)

@@ -19,13 +19,13 @@ from privmob.engine.base import dense_counts
 from privmob.engine.buckets import counts_by_user_buckets, root
 from privmob.engine.relation import Loaded
 from privmob.errors import ConfigError
-from privmob.evaluate.signal import expected_signal, signal_check
 from privmob.prepare.bounding import bound_per_user, fresh_key
 from privmob.privacy.costs import Cost, Unit
 from privmob.privacy.mechanisms import Noise, NoiseKind, calibrate
 from privmob.privacy.postprocess import check_tau, suppress
 from privmob.privacy.postprocess import describe as describe_post
 from privmob.privacy.samplers import Randomness, resolve
+from privmob.privacy.signal import expected_signal, signal_check
 from privmob.releases.base import Accountant, Release
 from privmob.releases.tiles import check_shape, check_tessellation
 

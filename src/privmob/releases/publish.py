@@ -84,7 +84,7 @@ class Output:
     def __post_init__(self) -> None:
         self.target = Path(os.path.abspath(self.target))
         if self.data is None or self.meta is None:
-            from privmob.releases.base import write_metadata_file, write_tables
+            from privmob.releases.files import write_metadata_file, write_tables
 
             self.data = self.data or write_tables
             self.meta = self.meta or write_metadata_file

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from privmob.errors import InputError
-from privmob.releases.base import Release, _json_default
+from privmob.releases.base import Release
+from privmob.releases.files import json_default
 from privmob.releases.stamp import write_stamped_parquet
 
 if TYPE_CHECKING:
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 def report_document(release: Release) -> dict[str, Any]:
     """The JSON-ready document of a charged mobility report release."""
     doc = release.metadata()
-    return json.loads(json.dumps(doc, default=_json_default))
+    return json.loads(json.dumps(doc, default=json_default))
 
 
 def report_paths(html_path: str | Path) -> dict[str, Path]:

@@ -11,7 +11,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from privmob.errors import ConfigError
-from privmob.evaluate.signal import density_signal
 from privmob.prepare.cover import CoverMap
 from privmob.prepare.presample import (
     HOURS_PER_WEEK,
@@ -23,6 +22,7 @@ from privmob.privacy.discrete_gaussian import scale_up, up
 from privmob.privacy.efpa import fourier_perturb
 from privmob.privacy.mechanisms import Noise, NoiseKind, calibrate
 from privmob.privacy.samplers import Randomness, resolve
+from privmob.privacy.signal import density_signal
 from privmob.releases.density.clustering import cluster_cells
 from privmob.releases.density.config import MAX_VISITS_PER_WEEK, OUT_OF_DOMAIN, DensityConfig
 from privmob.releases.density.smoothing import smooth_nights
@@ -39,7 +39,7 @@ class DensityResult:
     noisy_totals: np.ndarray | None = None  # per cover cell, then the outliers cell
     outliers: np.ndarray | None = None  # (168,) noisy visits outside the area (SPEC 1.1)
     out_of_domain: int | None = None  # noisy visits outside the week or at no tower
-    signal: dict[str, Any] | None = None  # privmob.evaluate.signal.density_signal
+    signal: dict[str, Any] | None = None  # privmob.privacy.signal.density_signal
 
 
 def _laplace(values: np.ndarray, scale: float, rng: Randomness) -> np.ndarray:

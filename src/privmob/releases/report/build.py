@@ -199,7 +199,7 @@ def mobility_report(
 def report_signal(results: dict[str, an.AnalysisResult], unit: str) -> dict[str, Any]:
     """Per count analysis, the share of noisy cells within their 95% margin of 0, and one
     warning naming the analyses where most are (noisy values and public margins only)."""
-    from privmob.evaluate.signal import signal_check
+    from privmob.privacy.signal import signal_check
 
     per: dict[str, Any] = {}
     for name, res in results.items():

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from privmob.evaluate.signal import expected_signal, signal_check
 from privmob.privacy.mechanisms import calibrate
+from privmob.privacy.signal import expected_signal, signal_check
 
 
 def test_noise_only_warns_and_signal_does_not() -> None:
