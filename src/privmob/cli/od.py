@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from privmob.cli import common as c
+from privmob.cli import options as o
 from privmob.cli.formats import FormatOpt
 from privmob.cli.test_mode import TestModeOpt, ledger_for, test_mode_marks
 from privmob.privacy.costs import Unit
@@ -16,23 +17,15 @@ from privmob.privacy.mechanisms import NoiseKind
 
 def od(
     data: Annotated[str, typer.Argument(help=c.INPUT_HELP.format("trips, trip points or events"))],
-    tessellation: Annotated[
-        Path, typer.Option("--tessellation", "-t", help="tiles (GeoJSON, GeoParquet, Shapefile)")
-    ],
+    tessellation: Annotated[Path, o.tessellation()],
     epsilon: Annotated[
-        float,
-        typer.Option(
-            "--epsilon",
-            "-e",
-            help="privacy budget of the release (per period with --bound-per period)",
-        ),
+        float, o.epsilon("privacy budget of the release (per period with --bound-per period)")
     ],
-    output: Annotated[Path, typer.Option("--output", "-o", help="output folder")] = Path(
-        "privmob-od"
-    ),
+    output: Annotated[Path, o.output()] = Path("privmob-od"),
     unit: Annotated[Unit, typer.Option("--unit", help="user or trip")] = Unit.USER,
     max_trips: Annotated[
-        int | None, typer.Option("--max-trips", "-T", help="most trips counted per user")
+        int | None,
+        o.max_trips("trips per user: the most trips counted per user (a random sample of more)"),
     ] = None,
     tau: Annotated[
         int | None,
@@ -44,9 +37,9 @@ def od(
     ] = None,
     noise: Annotated[NoiseKind, typer.Option("--noise")] = NoiseKind.DISCRETE_LAPLACE,
     delta: Annotated[float, typer.Option("--delta", help="for discrete-gaussian")] = 0.0,
-    period: Annotated[str, typer.Option("--period", help="all, day or week")] = "all",
-    start: Annotated[str | None, typer.Option("--start", help="study period start (date)")] = None,
-    end: Annotated[str | None, typer.Option("--end", help="study period end (exclusive)")] = None,
+    bin: Annotated[str, o.bin("one OD matrix per: all (the whole period), day or week")] = "all",
+    start: Annotated[str | None, o.start()] = None,
+    end: Annotated[str | None, o.end()] = None,
     bound_per: Annotated[
         str,
         typer.Option(
@@ -67,7 +60,8 @@ def od(
         str,
         typer.Option(
             "--trip-rule",
-            help="events only: 'events' (consecutive events in different zones, seed 003), "
+            help="events only: 'events' (consecutive events in different zones, as Kohli, Aiken "
+            "and Blumenstock), "
             "'hourly' (hourly modal zone changes), 'hourly-consecutive'",
         ),
     ] = "events",
@@ -77,10 +71,10 @@ def od(
         bool,
         typer.Option(
             "--unique",
-            help="count each (origin, destination) at most once per user per period (seed 002)",
+            help="count each (origin, destination) at most once per user per period",
         ),
     ] = False,
-    id_column: c.TileIdOpt = None,
+    tile_id: o.TileIdOpt = None,
     columns: c.ColumnsOpt = None,
     delimiter: c.DelimiterOpt = None,
     timezone: c.TimezoneOpt = "UTC",
@@ -107,7 +101,7 @@ def od(
     output_format: FormatOpt = None,
     quiet: c.QuietOpt = False,
 ) -> None:
-    """Release a differentially private origin-destination matrix (SPEC 4.1)."""
+    """Release a differentially private origin-destination matrix."""
     from privmob.data import load_trips_any
     from privmob.data.tessellation import load_tessellation
     from privmob.privacy.ledger import Ledger
@@ -117,7 +111,7 @@ def od(
     from privmob.releases.publish import Output
     from privmob.render.layers import parse_formats, write_layers
 
-    study = StudyPeriod.parse(period, start, end)
+    study = StudyPeriod.parse(bin, start, end)
     # before anything is read or charged: a release that cannot be written must cost nothing
     out = Output(output, overwrite=overwrite).check()  # stage -> charge -> rename, at charge
     formats = parse_formats(output_format)  # layers beside the tables, staged with them
@@ -144,7 +138,7 @@ def od(
     )
     with c.Steps(quiet) as step:
         step("reading the tessellation")
-        tess = load_tessellation(tessellation, id_column=id_column)
+        tess = load_tessellation(tessellation, id_column=tile_id)
         out.extra.append(lambda rel, d: write_layers(rel, tess, d, formats))
         out.require_space(tess.k**2 * study.n_bins)  # the public domain, before the data
         eng = c.open_engine(
@@ -195,4 +189,4 @@ def od(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("od")(od)
+    app.command("od", cls=o.with_aliases(bin=("--period",)))(od)

@@ -1,4 +1,4 @@
-"""``privmob population``: DP counts of users per home zone from events (SPEC 4.4)."""
+"""``privmob population``: DP counts of users per home zone from events."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from privmob.cli import common as c
+from privmob.cli import options as o
 from privmob.cli.formats import FormatOpt
 from privmob.cli.test_mode import TestModeOpt, ledger_for, test_mode_marks
 from privmob.errors import ConfigError
@@ -18,19 +19,15 @@ def population(
     data: Annotated[
         str, typer.Argument(help=c.INPUT_HELP.format("events: uid, datetime, lat/lng or cell_id"))
     ],
-    tessellation: Annotated[
-        Path, typer.Option("--tessellation", "-t", help="zones (GeoJSON, GeoParquet, Shapefile)")
-    ],
-    epsilon: Annotated[float, typer.Option("--epsilon", "-e", help="privacy budget")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="output folder")] = Path(
-        "privmob-population"
-    ),
+    tessellation: Annotated[Path, o.tessellation("zones (GeoJSON, GeoParquet, Shapefile)")],
+    epsilon: Annotated[float, o.epsilon("privacy budget (each user counts once: at home)")],
+    output: Annotated[Path, o.output()] = Path("privmob-population"),
     noise: Annotated[NoiseKind, typer.Option("--noise")] = NoiseKind.DISCRETE_LAPLACE,
     delta: Annotated[float, typer.Option("--delta", help="for discrete-gaussian")] = 0.0,
     night_start: Annotated[int, typer.Option("--night-start", help="night from (hour)")] = 20,
     night_end: Annotated[int, typer.Option("--night-end", help="night until (hour)")] = 6,
-    start: Annotated[str | None, typer.Option("--start", help="study period start (date)")] = None,
-    end: Annotated[str | None, typer.Option("--end", help="study period end (exclusive)")] = None,
+    start: Annotated[str | None, o.start()] = None,
+    end: Annotated[str | None, o.end()] = None,
     cells: Annotated[
         str | None, typer.Option("--cells", help="cells table for events with cell_id")
     ] = None,
@@ -42,7 +39,7 @@ def population(
             "towers' Voronoi cells, applied to noisy tower counts)",
         ),
     ] = "contain",
-    id_column: c.TileIdOpt = None,
+    tile_id: o.TileIdOpt = None,
     columns: c.ColumnsOpt = None,
     delimiter: c.DelimiterOpt = None,
     timezone: c.TimezoneOpt = "UTC",
@@ -61,7 +58,7 @@ def population(
     output_format: FormatOpt = None,
     quiet: c.QuietOpt = False,
 ) -> None:
-    """Release DP counts of users per home zone (SPEC 4.4).
+    """Release DP counts of users per home zone.
 
     Home = most frequent zone at night; every zone plus 'outside' and 'unknown home' cells get
     noise; user-level epsilon-DP with sensitivity 1.
@@ -93,7 +90,7 @@ def population(
     )
     with c.Steps(quiet) as step:
         step("reading the tessellation")
-        tess = load_tessellation(tessellation, id_column=id_column)
+        tess = load_tessellation(tessellation, id_column=tile_id)
         out.extra.append(lambda rel, d: write_layers(rel, tess, d, formats))
         out.require_space(tess.k)  # the public domain, before the data
         eng = c.open_engine(

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from privmob.cli import common as c
+from privmob.cli import options as o
 from privmob.cli.test_mode import TestModeOpt, ledger_for, test_mode_marks
 from privmob.errors import ConfigError, InputError
 from privmob.privacy.costs import Unit
@@ -40,6 +41,35 @@ def _range(text: str) -> tuple[float, float, float]:
     return lo, hi, width
 
 
+def study_period(
+    start: str | None, end: str | None, period: tuple[str, str] | None
+) -> tuple[str, str]:
+    """The declared study period from ``--start``/``--end`` (or the older ``--period S E``)."""
+    if period is not None:
+        if start is not None or end is not None:
+            raise ConfigError("give --start and --end (--period START END is their older form)")
+        start, end = period
+    if start is None or end is None:
+        raise ConfigError(
+            "the mobility report needs a declared study period: --start and --end",
+            hint="e.g. --start 2024-01-01 --end 2024-02-01 (never taken from the data)",
+        )
+    return start, end
+
+
+def report_bound(max_trips: int | None, unit: Unit) -> int:
+    """``-T``: required for user-level privacy (it sets the noise); 1 at trip level."""
+    if max_trips is not None:
+        return max_trips
+    if unit is Unit.USER:
+        raise ConfigError(
+            "user-level privacy needs -T/--max-trips, the most trips counted per user",
+            hint="a public bound, never taken from the data; it sets the noise scale "
+            "(or --unit trip: each trip protected, no bound needed)",
+        )
+    return 1
+
+
 def report(
     data: Annotated[
         str,
@@ -49,14 +79,21 @@ def report(
             )
         ),
     ],
-    tessellation: Annotated[Path, typer.Option("--tessellation", "-t", help="tiles (GeoJSON...)")],
-    epsilon: Annotated[float, typer.Option("--epsilon", "-e", help="total epsilon of the report")],
-    max_trips: Annotated[int, typer.Option("--max-trips", "-M", help="M: trips kept per user")],
+    tessellation: Annotated[Path, o.tessellation()],
+    epsilon: Annotated[float, o.epsilon("total epsilon of the report")],
+    output: Annotated[Path, o.output("report.html (JSON and tables beside)")],
+    max_trips: Annotated[
+        int | None,
+        o.max_trips(
+            "trips per user (M): the most trips kept per user; needed for --unit user, "
+            "1 for --unit trip"
+        ),
+    ] = None,
+    start: Annotated[str | None, o.start("start of the declared study period (required)")] = None,
+    end: Annotated[str | None, o.end("end of the declared study period (excluded)")] = None,
     period: Annotated[
-        tuple[str, str],
-        typer.Option("--period", help="declared study period START END (ISO, END excluded)"),
-    ],
-    output: Annotated[Path, typer.Option("--output", "-o", help="report.html (JSON beside)")],
+        tuple[str, str] | None, typer.Option("--period", hidden=True)  # older: START END
+    ] = None,
     unit: Annotated[Unit, typer.Option("--unit", help="user or trip")] = Unit.USER,
     analyses: Annotated[
         str | None, typer.Option("--analyses", help="comma-separated subset (default: all 15)")
@@ -81,7 +118,7 @@ def report(
     ] = "trip-points",
     stay_distance: c.StayDistanceOpt = None,
     stay_minutes: c.StayMinutesOpt = None,
-    id_column: c.TileIdOpt = None,
+    tile_id: o.TileIdOpt = None,
     columns: c.ColumnsOpt = None,
     delimiter: c.DelimiterOpt = None,
     timezone: c.TimezoneOpt = "UTC",
@@ -116,8 +153,8 @@ def report(
 
     cfg = ReportConfig.build(
         epsilon=epsilon,
-        max_trips=max_trips,
-        period=period,
+        max_trips=report_bound(max_trips, unit),
+        period=study_period(start, end, period),
         unit=unit,
         analyses=[a.strip() for a in analyses.split(",")] if analyses else None,
         weights={k: _float(v, "budget weight") for k, v in _pairs(budget_split, "weight").items()},
@@ -144,7 +181,7 @@ def report(
     acct.precheck(report_cost(cfg))  # refuse before reading anything
     with c.Steps(quiet) as step:
         step("reading the tessellation")
-        tess = load_tessellation(tessellation, id_column=id_column)
+        tess = load_tessellation(tessellation, id_column=tile_id)
         tiles = Tiles.from_tessellation(tess)
         eng = c.open_engine(
             engine, memory_limit, spark_master, spark_conf, step, spill_dir=spill_dir
@@ -221,5 +258,5 @@ def _show(v: object) -> str:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("report")(report)
+    app.command("report", cls=o.with_aliases(max_trips=("-M",)))(report)
     app.command("compare")(compare)

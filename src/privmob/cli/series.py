@@ -14,6 +14,7 @@ import pandas as pd
 import typer
 from rich.table import Table
 
+from privmob.cli import options as o
 from privmob.cli.common import (
     INPUT_HELP,
     ColumnsOpt,
@@ -204,7 +205,7 @@ def resolve_landmarks(spec: str, labels: list[object], positions: bool) -> list[
 
 def series_command(
     input: Annotated[Path, typer.Argument(help="series file (CSV or Parquet)")],
-    epsilon: Annotated[float, typer.Option("--epsilon", help="landmark epsilon")],
+    epsilon: Annotated[float, o.epsilon("landmark epsilon")],
     sensitivity: Annotated[
         float,
         typer.Option(
@@ -214,7 +215,7 @@ def series_command(
             "timestamp",
         ),
     ],
-    output: Annotated[Path, typer.Option("--output", "-o", help="output directory")],
+    output: Annotated[Path, o.output()],
     value_column: Annotated[str, typer.Option("--value-column")] = "value",
     time_column: Annotated[str, typer.Option("--time-column")] = "time",
     zone_column: Annotated[
@@ -239,18 +240,16 @@ def series_command(
     ] = None,
     value_min: Annotated[float | None, typer.Option("--value-min", help="clamp below")] = None,
     value_max: Annotated[float | None, typer.Option("--value-max", help="clamp above")] = None,
-    start: Annotated[
-        str | None, typer.Option("--start", help="public period start (with --end, --freq)")
-    ] = None,
-    end: Annotated[str | None, typer.Option("--end", help="public period end, exclusive")] = None,
-    freq: Annotated[
-        str | None, typer.Option("--freq", help="time step: the file must hold every step")
+    start: Annotated[str | None, o.start("public period start (with --end, --bin)")] = None,
+    end: Annotated[str | None, o.end("public period end, excluded")] = None,
+    bin: Annotated[
+        str | None, o.bin("time step, e.g. 1h, 30min, 1D: the file must hold every step")
     ] = None,
     domain_from_data: Annotated[
         bool,
         typer.Option(
             "--domain-from-data",
-            help="instead of --start/--end/--freq: take the file's timestamps as the domain "
+            help="instead of --start/--end/--bin: take the file's timestamps as the domain "
             "(they are not protected: the release is stamped NOT FOR PUBLICATION)",
         ),
     ] = False,
@@ -278,13 +277,14 @@ def series_command(
 ) -> None:
     """Publish a series under landmark epsilon-privacy (uniform, skip, adaptive) or at the
     event / user level; writes series.parquet, budgets.parquet and metadata.json."""
+    freq = bin
     if domain_from_data == any(x is not None for x in (start, end, freq)):
         raise ConfigError(
             "--domain-from-data reads the time grid from the file: it replaces --start, --end "
-            "and --freq"
+            "and --bin"
             if domain_from_data
-            else "privmob series needs the public time grid: --start, --end and --freq",
-            hint="declare the grid (e.g. --start 2024-01-01 --end 2024-02-01 --freq 1h); "
+            else "privmob series needs the public time grid: --start, --end and --bin",
+            hint="declare the grid (e.g. --start 2024-01-01 --end 2024-02-01 --bin 1h); "
             "--domain-from-data reads it from the file and stamps the release not for "
             "publication",
         )
@@ -428,15 +428,17 @@ def series_counts_command(
     events: Annotated[
         str, typer.Argument(help=INPUT_HELP.format("events: uid, datetime, lat, lng"))
     ],
-    tessellation: Annotated[Path, typer.Option("--tessellation", "-t", help="zones (GeoJSON)")],
-    start: Annotated[str, typer.Option("--start", help="public period start (local time)")],
-    end: Annotated[str, typer.Option("--end", help="public period end, exclusive")],
-    epsilon: Annotated[float, typer.Option("--epsilon", help="landmark epsilon")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="output directory")],
-    freq: Annotated[str, typer.Option("--freq", help="time bin length, e.g. 1h, 30min, 1D")] = "1h",
-    max_per_bin: Annotated[
+    tessellation: Annotated[Path, o.tessellation("zones (GeoJSON, GeoParquet, Shapefile)")],
+    start: Annotated[str, o.start("public period start, in --timezone")],
+    end: Annotated[str, o.end("public period end, excluded")],
+    epsilon: Annotated[float, o.epsilon("landmark epsilon")],
+    output: Annotated[Path, o.output()],
+    bin: Annotated[str, o.bin("time bin length, e.g. 1h, 30min, 1D")] = "1h",
+    max_trips: Annotated[
         int,
-        typer.Option("--max-per-bin", help="events kept per user per bin (= the sensitivity)"),
+        o.max_trips(
+            "events per user and bin: the most events kept per user in one bin (= the sensitivity)"
+        ),
     ] = 1,
     landmarks: Annotated[
         str, typer.Option("--landmarks", help="landmark bins: timestamps (list or file)")
@@ -453,9 +455,7 @@ def series_counts_command(
             "--epsilon (default: 0.1 x --epsilon)",
         ),
     ] = None,
-    id_column: Annotated[
-        str | None, typer.Option("--id-column", help="tile id property of the zones")
-    ] = None,
+    tile_id: o.TileIdOpt = None,
     columns: ColumnsOpt = None,
     names: Annotated[
         str | None, typer.Option("--names", help="column names of a file without header")
@@ -484,8 +484,9 @@ def series_counts_command(
     overwrite: OverwriteOpt = False,
     output_format: FormatOpt = None,
 ) -> None:
-    """Counts per zone and time bin from raw events (at most --max-per-bin per user and bin,
-    enforced), published under landmark epsilon-privacy."""
+    """Counts per zone and time bin from raw events (at most -T per user and bin, enforced),
+    published under landmark epsilon-privacy."""
+    freq, max_per_bin = bin, max_trips
     from privmob.data import load_events
     from privmob.data.tessellation import load_tessellation
     from privmob.releases.landmark_counts import (
@@ -518,7 +519,7 @@ def series_counts_command(
     rng = Randomness.for_tests(seed) if seed is not None else Randomness.secure()
     with Steps(quiet) as step:
         step("reading the tessellation")
-        tess = load_tessellation(tessellation, id_column=id_column)
+        tess = load_tessellation(tessellation, id_column=tile_id)
         out.extra.append(lambda rel, d: write_layers(rel, tess, d, formats))
         eng = open_engine(engine, memory_limit, spark_master, spark_conf, step, spill_dir=spill_dir)
         step("reading and validating the events")
@@ -549,6 +550,14 @@ def series_counts_command(
         )
         paths = out.written
     _summary(release, paths, len(marks), quiet)
+
+
+#: the older spellings, still accepted (hidden from --help)
+SERIES_COUNTS_ALIASES = {
+    "bin": ("--freq",),
+    "max_trips": ("--max-per-bin", "--bound"),
+    "tile_id": ("--id-column",),
+}
 
 
 def read_matrix(spec: str) -> np.ndarray | None:
@@ -650,6 +659,6 @@ def tpl_command(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("series")(series_command)
-    app.command("series-counts")(series_counts_command)
+    app.command("series", cls=o.with_aliases(bin=("--freq",)))(series_command)
+    app.command("series-counts", cls=o.with_aliases(**SERIES_COUNTS_ALIASES))(series_counts_command)
     app.command("tpl")(tpl_command)
