@@ -265,7 +265,11 @@ def series_command(
     ] = None,
     budget: Annotated[
         float | None,
-        typer.Option("--budget", help="set the dataset's epsilon budget (scheme's unit) if none"),
+        typer.Option(
+            "--budget",
+            help="the dataset's total epsilon budget (in the scheme's unit): set if it has "
+            "none yet, refused if it already has a different one",
+        ),
     ] = None,
     ledger: LedgerOpt = None,
     dataset: DatasetOpt = None,
@@ -291,8 +295,6 @@ def series_command(
     out = Output(output, overwrite=overwrite).check()  # stage -> charge -> rename, at charge
     led = Ledger(ledger_for(ledger, seed, test_mode))
     name = dataset_name(dataset, input)
-    if budget is not None and not led.has_budget(name):
-        led.set_budget(name, budget, 0.0, SCHEME_UNIT[scheme])
     marks_ = test_mode_marks(seed, test_mode)
     if domain_from_data:
         marks_.append(_domain_from_data)
@@ -300,6 +302,8 @@ def series_command(
         led,
         name,
         group_size=group_size,
+        budget=budget,
+        budget_unit=SCHEME_UNIT[scheme],
         output=out,
         annotate=marks_,
         new_dataset_for_same_data=new_dataset,
@@ -464,7 +468,11 @@ def series_counts_command(
     timezone: Annotated[str, typer.Option("--timezone", help="study time zone")] = "UTC",
     budget: Annotated[
         float | None,
-        typer.Option("--budget", help="set the dataset's epsilon budget (scheme's unit) if none"),
+        typer.Option(
+            "--budget",
+            help="the dataset's total epsilon budget (in the scheme's unit): set if it has "
+            "none yet, refused if it already has a different one",
+        ),
     ] = None,
     group_size: Annotated[
         int | None,
@@ -504,12 +512,12 @@ def series_counts_command(
     formats = parse_formats(output_format)  # layers beside the tables, staged with them
     led = Ledger(ledger_for(ledger, seed, test_mode))
     name = dataset_name(dataset, events)
-    if budget is not None and not led.has_budget(name):
-        led.set_budget(name, budget, 0.0, SCHEME_UNIT[scheme])
     accountant = Accountant(
         led,
         name,
         group_size=group_size,
+        budget=budget,
+        budget_unit=SCHEME_UNIT[scheme],
         output=out,
         annotate=test_mode_marks(seed, test_mode),
         new_dataset_for_same_data=new_dataset,
