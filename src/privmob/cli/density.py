@@ -16,7 +16,7 @@ import typer
 from privmob.cli import common as c
 from privmob.cli import options as o
 from privmob.cli.formats import FormatOpt
-from privmob.cli.test_mode import TestModeOpt, ledger_for, test_mode_marks
+from privmob.cli.test_mode import TestModeOpt
 from privmob.errors import ConfigError
 
 if TYPE_CHECKING:  # the loaders are imported when a command runs (fast --help)
@@ -121,6 +121,7 @@ def load_density_inputs(
 
 
 def density(
+    ctx: typer.Context,
     events: EventsArg,
     cells: CellsOpt,
     tessellation: ZonesOpt,
@@ -173,16 +174,12 @@ def density(
     quiet: c.QuietOpt = False,
 ) -> None:
     """Release the number of users per zone and hour of a week (Acs and Castelluccia)."""
-    from privmob.privacy.ledger import Ledger
-    from privmob.releases.base import Accountant
-    from privmob.releases.density import DensityConfig, density_release
-    from privmob.releases.publish import Output
-    from privmob.render.layers import parse_formats, write_layers
+    from privmob.cli.run import run_release
+    from privmob.releases.density import DensityConfig
+    from privmob.releases.specs import DensitySpec
 
     week = start
     parse_week(week)  # parameters are checked before the ledger is touched
-    out = Output(output, overwrite=overwrite).check()  # stage -> charge -> rename, at charge
-    formats = parse_formats(output_format)  # layers beside the tables, staged with them
     config = DensityConfig(
         epsilon,
         max_trips,
@@ -196,40 +193,36 @@ def density(
         smoothing=smoothing,
         outliers_epsilon=outliers_epsilon,
     )
-    acct = Accountant(
-        Ledger(ledger_for(ledger, seed, test_mode)),
-        c.dataset_name(dataset, events),
-        budget=budget,
-        budget_delta=delta if budget is not None else 0.0,
-        output=out,
-        annotate=test_mode_marks(seed, test_mode),
-        new_dataset_for_same_data=new_dataset,
-    )
-    acct.precheck(config.cost())
-    with c.Steps(quiet) as step:
-        inp = load_density_inputs(
+
+    def load(eng: Any, tess: Any, step: Any) -> DensityInputs:
+        return load_density_inputs(
             events,
             cells,
-            tessellation,
-            zone_id=tile_id,
+            tess,  # read once, public: passes through
+            zone_id=None,
             week=week,
             cover=cover,
             timezone=timezone,
             columns=columns,
             step=step,
-            engine=c.open_engine(
-                engine, memory_limit, spark_master, spark_conf, step, spill_dir=spill_dir
-            ),
+            engine=eng,
         )
-        out.extra.append(lambda rel, d: [write_geojson(rel, inp.zones, d / "density.geojson")])
-        out.extra.append(lambda rel, d: write_layers(rel, inp.zones, d, formats))
-        acct.bind_input(inp.loaded)  # the budget is bound to the data's content
+
+    def run(the_spec: DensitySpec, inp: DensityInputs, acct: Any, step: Any) -> Any:
         step("pre-sampling, noise and post-processing")
-        release = density_release(
-            inp.engine, inp.loaded, inp.geometry, config, inp.week_start, acct, seed, step
-        )
-        paths = out.written
-    c.print_release_summary(release, paths, acct)
+        return the_spec.run(inp, acct, rng=seed, progress=step)
+
+    run_release(
+        ctx,
+        data=events,
+        tessellation=tessellation,
+        tile_id=tile_id,
+        spec=lambda tess: DensitySpec(tess, config, week),
+        load=load,
+        run=run,
+        budget_delta=delta,
+        writers=[lambda rel, d, zones: [write_geojson(rel, zones, d / "density.geojson")]],
+    )
 
 
 def write_geojson(release: Any, zones: Any, path: Path) -> Path:

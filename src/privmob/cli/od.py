@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from privmob.cli import common as c
 from privmob.cli import options as o
 from privmob.cli.formats import FormatOpt
-from privmob.cli.test_mode import TestModeOpt, ledger_for, test_mode_marks
+from privmob.cli.test_mode import TestModeOpt
 from privmob.privacy.costs import Unit
 from privmob.privacy.mechanisms import NoiseKind
 
 
 def od(
+    ctx: typer.Context,
     data: Annotated[str, typer.Argument(help=c.INPUT_HELP.format("trips, trip points or events"))],
     tessellation: Annotated[Path, o.tessellation()],
     epsilon: Annotated[
@@ -102,50 +103,30 @@ def od(
     quiet: c.QuietOpt = False,
 ) -> None:
     """Release a differentially private origin-destination matrix."""
-    from privmob.data import load_trips_any
-    from privmob.data.tessellation import load_tessellation
-    from privmob.privacy.ledger import Ledger
-    from privmob.releases.base import Accountant
-    from privmob.releases.od import od_matrix, od_precheck
+    from privmob.cli.run import run_release
     from privmob.releases.periods import StudyPeriod
-    from privmob.releases.publish import Output
-    from privmob.render.layers import parse_formats, write_layers
+    from privmob.releases.specs import OdSpec
 
     study = StudyPeriod.parse(bin, start, end)
-    # before anything is read or charged: a release that cannot be written must cost nothing
-    out = Output(output, overwrite=overwrite).check()  # stage -> charge -> rename, at charge
-    formats = parse_formats(output_format)  # layers beside the tables, staged with them
-    acct = Accountant(
-        Ledger(ledger_for(ledger, seed, test_mode)),
-        c.dataset_name(dataset, data),
-        group_size=group_size,
-        budget=budget,
-        output=out,
-        annotate=test_mode_marks(seed, test_mode),
-        new_dataset_for_same_data=new_dataset,
-    )
-    # refuse a release the budget cannot pay for before the input is read or validated
-    od_precheck(
-        acct,
-        epsilon=epsilon,
-        unit=unit,
-        max_trips=max_trips,
-        tau=tau,
-        noise=noise,
-        delta=delta,
-        period=study,
-        bound_per=bound_per,
-    )
-    with c.Steps(quiet) as step:
-        step("reading the tessellation")
-        tess = load_tessellation(tessellation, id_column=tile_id)
-        out.extra.append(lambda rel, d: write_layers(rel, tess, d, formats))
-        out.require_space(tess.k**2 * study.n_bins)  # the public domain, before the data
-        eng = c.open_engine(
-            engine, memory_limit, spark_master, spark_conf, step, spill_dir=spill_dir
+
+    def spec(tess: Any) -> OdSpec:
+        return OdSpec(
+            tess,
+            epsilon,
+            unit=unit,
+            max_trips=max_trips,
+            tau=tau,
+            noise=noise,
+            delta=delta,
+            period=study,
+            bound_per=bound_per,
         )
+
+    def load(eng: Any, tess: Any, step: Any) -> Any:
+        from privmob.data import load_trips_any
+
         step("reading and validating the input")
-        trips = load_trips_any(
+        return load_trips_any(
             data,
             engine=eng,
             tessellation=tess,
@@ -160,32 +141,31 @@ def od(
             # rides without a rider id: each ride its own unit, only for trip-level releases
             uid_per_trip=unit == Unit.TRIP and group_size is None,
         )
-        acct.bind_input(trips)  # the budget is bound to the data's content
+
+    def run(the_spec: OdSpec, trips: Any, acct: Any, step: Any) -> Any:
         if unique:
             from privmob.prepare.unique import unique_trips
 
             trips = unique_trips(trips, study)
-        release = od_matrix(
-            trips,
-            tessellation=tess,
-            epsilon=epsilon,
-            accountant=acct,
-            unit=unit,
-            max_trips=max_trips,
-            tau=tau,
-            noise=noise,
-            delta=delta,
-            period=study,
-            bound_per=bound_per,
-            rng=seed,
-            step=step,
-        )
-        paths = out.written
-    c.print_release_summary(release, paths, acct)
-    from privmob.releases.od_series_cost import series_cost_lines
+        return the_spec.run(trips, acct, rng=seed, progress=step)
 
-    for line in series_cost_lines(release, group_size):
-        c.console.print(line)
+    def summary(release: Any, paths: list[Path], acct: Any) -> None:
+        from privmob.releases.od_series_cost import series_cost_lines
+
+        c.print_release_summary(release, paths, acct)
+        for line in series_cost_lines(release, group_size):
+            c.console.print(line)
+
+    run_release(
+        ctx,
+        data=data,
+        tessellation=tessellation,
+        tile_id=tile_id,
+        spec=spec,
+        load=load,
+        run=run,
+        summary=summary,
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.table import Table
+from typer.core import TyperGroup
 
 from privmob.cli.common import console
 from privmob.errors import ConfigError
@@ -112,10 +113,41 @@ def _table(report: dict[str, Any]) -> Table:
     return t
 
 
+#: ``privmob plan <release>``: the release commands that have a plan, and their modules
+PLANNED = {
+    "od": "privmob.cli.od",
+    "population": "privmob.cli.population",
+    "report": "privmob.cli.report",
+    "density": "privmob.cli.density",
+    "series-counts": "privmob.cli.series",
+}
+
+
+class PlanGroup(TyperGroup):
+    """``privmob plan``: its own commands, and ``plan <release>`` made from the release command
+    itself (the same options minus the input; see :func:`privmob.cli.run.plan_command`),
+    imported when asked for."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return super().list_commands(ctx) + [n for n in PLANNED if n not in self.commands]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name in PLANNED and cmd_name not in self.commands:
+            import importlib
+
+            from privmob.cli.run import plan_command
+
+            sub = typer.Typer()
+            importlib.import_module(PLANNED[cmd_name]).register(sub)
+            release = typer.main.get_group(sub).commands[cmd_name]
+            self.commands[cmd_name] = plan_command(release, cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+
 def register(app: typer.Typer) -> None:
     from privmob.cli.plan_programme import register_programme
 
-    plan_app = typer.Typer(invoke_without_command=True, no_args_is_help=False)
+    plan_app = typer.Typer(invoke_without_command=True, no_args_is_help=False, cls=PlanGroup)
     register_programme(plan_app)  # privmob plan programme SCHEDULE
     app.add_typer(plan_app, name="plan")
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from privmob.cli import common as c
 from privmob.cli import options as o
-from privmob.cli.test_mode import TestModeOpt, ledger_for, test_mode_marks
+from privmob.cli.test_mode import TestModeOpt
 from privmob.errors import ConfigError, InputError
 from privmob.privacy.costs import Unit
 
@@ -57,6 +57,12 @@ def study_period(
     return start, end
 
 
+def html_path(output: Path) -> Path:
+    if not output.suffix.lower().startswith(".htm"):
+        raise InputError(f"-o should name an .html file, got {output}")
+    return output
+
+
 def report_bound(max_trips: int | None, unit: Unit) -> int:
     """``-T``: required for user-level privacy (it sets the noise); 1 at trip level."""
     if max_trips is not None:
@@ -71,6 +77,7 @@ def report_bound(max_trips: int | None, unit: Unit) -> int:
 
 
 def report(
+    ctx: typer.Context,
     data: Annotated[
         str,
         typer.Argument(
@@ -144,11 +151,9 @@ def report(
     overwrite: c.OverwriteOpt = False,
 ) -> None:
     """A differentially private mobility report: 15 analyses, one offline HTML + JSON."""
-    from privmob.data.sources import load_trip_points
-    from privmob.data.tessellation import load_tessellation
-    from privmob.privacy.ledger import Ledger
-    from privmob.releases.base import Accountant
-    from privmob.releases.report import ReportConfig, Tiles, mobility_report, report_cost
+    from privmob.cli.run import run_release
+    from privmob.releases.report import ReportConfig
+    from privmob.releases.specs import ReportSpec
     from privmob.render.report_files import report_output, report_paths
 
     cfg = ReportConfig.build(
@@ -165,27 +170,8 @@ def report(
         raise ConfigError(
             f"unknown input shape '{input_shape}' for the report", hint="use trip-points or gps"
         )
-    if not output.suffix.lower().startswith(".htm"):
-        raise InputError(f"-o should name an .html file, got {output}")
-    # a taken or unwritable output must not burn epsilon; stage -> charge -> rename at charge
-    out = report_output(output, overwrite=overwrite).check()
-    acct = Accountant(
-        Ledger(ledger_for(ledger, seed, test_mode)),
-        c.dataset_name(dataset, data),
-        group_size=group_size,
-        budget=budget,
-        output=out,
-        annotate=test_mode_marks(seed, test_mode),
-        new_dataset_for_same_data=new_dataset,
-    )
-    acct.precheck(report_cost(cfg))  # refuse before reading anything
-    with c.Steps(quiet) as step:
-        step("reading the tessellation")
-        tess = load_tessellation(tessellation, id_column=tile_id)
-        tiles = Tiles.from_tessellation(tess)
-        eng = c.open_engine(
-            engine, memory_limit, spark_master, spark_conf, step, spill_dir=spill_dir
-        )
+
+    def load(eng: Any, tess: Any, step: Any) -> Any:
         step("reading and validating the trip points")
         common = {
             "engine": eng,
@@ -197,27 +183,41 @@ def report(
         if input_shape == "gps":
             from privmob.data import load_gps_points
 
-            points = load_gps_points(data, stay_distance, stay_minutes, **common)
-        else:
-            points = load_trip_points(data, **common)
-        acct.bind_input(points)  # the budget is bound to the data's content
-        rel = mobility_report(eng, points, tiles, cfg, acct, rng=seed, progress=step)
-        paths = report_paths(out.target)
-    if not quiet:
-        e = rel.ledger_entry
-        assert e is not None
-        c.console.print(
-            f"report written: {paths['html']} (+ {paths['json'].name}, {paths['tables'].name}/);"
-            f" charged epsilon={e.cost.epsilon:.6g} per {e.cost.unit} to '{e.dataset}' "
-            f"(ledger entry #{e.id})",
-            markup=False,
-            highlight=False,
-        )
-        if not rel.for_publication:
-            c.console.print("[bold red]NOT FOR PUBLICATION[/]: made with --seed")
-    no_signal = (rel.extra.get("signal") or {}).get("warning")
-    if no_signal:  # from noisy values only (privmob.evaluate.signal)
-        c.console_err.print(f"[bold yellow]warning[/]: {no_signal}", highlight=False)
+            return load_gps_points(data, stay_distance, stay_minutes, **common)
+        from privmob.data.sources import load_trip_points
+
+        return load_trip_points(data, **common)
+
+    def summary(rel: Any, _paths: list[Path], _acct: Any) -> None:
+        if not quiet:
+            paths = report_paths(output)
+            e = rel.ledger_entry
+            assert e is not None
+            c.console.print(
+                f"report written: {paths['html']} (+ {paths['json'].name}, "
+                f"{paths['tables'].name}/); charged epsilon={e.cost.epsilon:.6g} per "
+                f"{e.cost.unit} to '{e.dataset}' (ledger entry #{e.id})",
+                markup=False,
+                highlight=False,
+            )
+            if not rel.for_publication:
+                c.console.print("[bold red]NOT FOR PUBLICATION[/]: made with --seed")
+        no_signal = (rel.extra.get("signal") or {}).get("warning")
+        if no_signal:  # from noisy values only (privmob.evaluate.signal)
+            c.console_err.print(f"[bold yellow]warning[/]: {no_signal}", highlight=False)
+
+    run_release(
+        ctx,
+        data=data,
+        tessellation=tessellation,
+        tile_id=tile_id,
+        spec=lambda tess: ReportSpec(tess, cfg),
+        load=load,
+        # a taken or unwritable output must not burn epsilon; stage -> charge -> rename
+        output=lambda: report_output(html_path(output), overwrite=overwrite),
+        layers=False,
+        summary=summary,
+    )
 
 
 def compare(

@@ -30,19 +30,13 @@ from privmob.cli.common import (
     SparkConfOpt,
     SparkMasterOpt,
     SpillDirOpt,
-    Steps,
     console,
     console_err,
-    dataset_name,
-    open_engine,
     parse_columns,
 )
 from privmob.cli.formats import FormatOpt
-from privmob.cli.test_mode import TestModeOpt, ledger_for, test_mode_marks
+from privmob.cli.test_mode import TestModeOpt
 from privmob.errors import ConfigError, InputError
-from privmob.privacy.costs import Cost
-from privmob.privacy.ledger import Ledger
-from privmob.privacy.samplers import Randomness
 from privmob.privacy.temporal import (
     backward_loss,
     forward_loss,
@@ -51,9 +45,8 @@ from privmob.privacy.temporal import (
     temporal_loss,
     transition_matrix,
 )
-from privmob.releases.base import Accountant, Release
+from privmob.releases.base import Release
 from privmob.releases.landmark import SCHEME_UNIT, AdaptiveRule, Scheme, publish_series
-from privmob.releases.publish import Output
 
 
 def _tokens(spec: str) -> list[str]:
@@ -204,6 +197,7 @@ def resolve_landmarks(spec: str, labels: list[object], positions: bool) -> list[
 
 
 def series_command(
+    ctx: typer.Context,
     input: Annotated[Path, typer.Argument(help="series file (CSV or Parquet)")],
     epsilon: Annotated[float, o.epsilon("landmark epsilon")],
     sensitivity: Annotated[
@@ -292,58 +286,86 @@ def series_command(
             "--domain-from-data reads it from the file and stamps the release not for "
             "publication",
         )
-    out = Output(output, overwrite=overwrite).check()  # stage -> charge -> rename, at charge
-    led = Ledger(ledger_for(ledger, seed, test_mode))
-    name = dataset_name(dataset, input)
-    marks_ = test_mode_marks(seed, test_mode)
-    if domain_from_data:
-        marks_.append(_domain_from_data)
-    accountant = Accountant(
-        led,
-        name,
-        group_size=group_size,
-        budget=budget,
-        budget_unit=SCHEME_UNIT[scheme],
-        output=out,
-        annotate=marks_,
-        new_dataset_for_same_data=new_dataset,
-    )
-    accountant.precheck(Cost.pure(epsilon, SCHEME_UNIT[scheme]))  # before reading data
+    from privmob.cli.run import run_release
+    from privmob.releases.specs import SeriesSpec
+
+    if not domain_from_data and None in (start, end, freq):
+        raise ConfigError("give --start, --end and --bin together")
     declared = _tokens(zones_spec) if zones_spec else None
-    grid = (
-        None if domain_from_data or None in (start, end, freq) else time_grid_of(start, end, freq)
-    )
-    values, labels, zones = read_series(
-        input, value_column, time_column, zone_column, declared, grid=grid
-    )
-    check_time_domain(labels, start, end, freq, input)
-    marks = resolve_landmarks(landmarks, labels, landmark_positions) if landmarks else []
+    grid = None if domain_from_data else time_grid_of(start, end, freq)
     bounds = None
     if value_min is not None or value_max is not None:
         if value_min is None or value_max is None:
             raise ConfigError("give both --value-min and --value-max")
         bounds = (value_min, value_max)
-    rng = Randomness.for_tests(seed) if seed is not None else Randomness.secure()
-    rule = AdaptiveRule(initial_rate=initial_rate, step=rate_step, min_rate=min_rate)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        release = publish_series(
-            values,
-            marks,
-            epsilon,
-            scheme,
-            sensitivity=sensitivity,
-            accountant=accountant,
-            rng=rng,
-            timestamps=labels,
-            zones=zones,
-            integer=integer,
-            rule=rule,
-            fill_value=fill_value,
-            value_bounds=bounds,
+    spec = SeriesSpec(
+        epsilon,
+        sensitivity,
+        start,
+        end,
+        freq,
+        value_column=value_column,
+        time_column=time_column,
+        # the zones are public: with --zone-column and no --zones the file is refused on reading
+        zone_column=zone_column if declared else None,
+        zones=tuple(declared) if declared and zone_column else None,
+        # on the declared grid, landmarks are found before reading (the plan's margin)
+        landmarks=tuple(
+            resolve_landmarks(landmarks, list(grid), landmark_positions)
+            if landmarks and grid is not None
+            else ()
+        ),
+        scheme=scheme.value,
+        integer=integer,
+        value_bounds=bounds,
+    )
+
+    def load(_eng: Any, _tess: Any, step: Any) -> Any:
+        step("reading the series")
+        values, labels, zones = read_series(
+            input, value_column, time_column, zone_column, declared, grid=grid
         )
-    paths = out.written
-    _summary(release, paths, len(marks), quiet)
+        check_time_domain(labels, start, end, freq, input)
+        return values, labels, zones
+
+    n_marks = [0]
+
+    def run(the_spec: SeriesSpec, series: Any, acct: Any, step: Any) -> Release:
+        values, labels, zones = series
+        marks = resolve_landmarks(landmarks, labels, landmark_positions) if landmarks else []
+        n_marks[0] = len(marks)
+        step("adding noise and charging the ledger")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return publish_series(
+                values,
+                marks,
+                epsilon,
+                scheme,
+                sensitivity=sensitivity,
+                accountant=acct,
+                rng=seed,
+                timestamps=labels,
+                zones=zones,
+                integer=integer,
+                rule=AdaptiveRule(initial_rate=initial_rate, step=rate_step, min_rate=min_rate),
+                fill_value=fill_value,
+                value_bounds=bounds,
+            )
+
+    run_release(
+        ctx,
+        data=input,
+        tessellation=None,
+        spec=lambda _tess: spec,
+        load=load,
+        run=run,
+        layers=False,
+        engine=False,
+        budget_unit=SCHEME_UNIT[scheme],
+        marks=[_domain_from_data] if domain_from_data else [],
+        summary=lambda release, paths, _acct: _summary(release, paths, n_marks[0], quiet),
+    )
 
 
 DOMAIN_FROM_DATA = (
@@ -429,6 +451,7 @@ def _summary(release: Release, paths: list[Path], n_marks: int, quiet: bool) -> 
 
 
 def series_counts_command(
+    ctx: typer.Context,
     events: Annotated[
         str, typer.Argument(help=INPUT_HELP.format("events: uid, datetime, lat, lng"))
     ],
@@ -495,43 +518,31 @@ def series_counts_command(
     """Counts per zone and time bin from raw events (at most -T per user and bin, enforced),
     published under landmark epsilon-privacy."""
     freq, max_per_bin = bin, max_trips
-    from privmob.data import load_events
-    from privmob.data.tessellation import load_tessellation
-    from privmob.releases.landmark_counts import (
-        outliers_epsilon_for,
-        publish_zone_counts,
-        time_grid,
-    )
-    from privmob.render.layers import parse_formats, write_layers
+    from privmob.cli.run import run_release
+    from privmob.releases.landmark_counts import time_grid
+    from privmob.releases.specs import ZoneSeriesSpec
 
-    grid = time_grid(start, end, freq)
-    eps_out = outliers_epsilon_for(epsilon, outliers_epsilon)
-    labels: list[object] = list(grid)
+    labels: list[object] = list(time_grid(start, end, freq))
     marks = resolve_landmarks(landmarks, labels, landmark_positions) if landmarks else []
-    out = Output(output, overwrite=overwrite).check()  # stage -> charge -> rename, at charge
-    formats = parse_formats(output_format)  # layers beside the tables, staged with them
-    led = Ledger(ledger_for(ledger, seed, test_mode))
-    name = dataset_name(dataset, events)
-    accountant = Accountant(
-        led,
-        name,
-        group_size=group_size,
-        budget=budget,
-        budget_unit=SCHEME_UNIT[scheme],
-        output=out,
-        annotate=test_mode_marks(seed, test_mode),
-        new_dataset_for_same_data=new_dataset,
-    )
-    # series + outliers cell, before reading data
-    accountant.precheck(Cost.pure(epsilon + eps_out, SCHEME_UNIT[scheme]))
-    rng = Randomness.for_tests(seed) if seed is not None else Randomness.secure()
-    with Steps(quiet) as step:
-        step("reading the tessellation")
-        tess = load_tessellation(tessellation, id_column=tile_id)
-        out.extra.append(lambda rel, d: write_layers(rel, tess, d, formats))
-        eng = open_engine(engine, memory_limit, spark_master, spark_conf, step, spill_dir=spill_dir)
+
+    def spec(tess: Any) -> ZoneSeriesSpec:
+        return ZoneSeriesSpec(
+            tess,
+            epsilon,
+            start,
+            end,
+            freq,
+            max_per_bin,
+            tuple(marks),
+            scheme.value,
+            outliers_epsilon,
+        )
+
+    def load(eng: Any, tess: Any, step: Any) -> Any:
+        from privmob.data import load_events
+
         step("reading and validating the events")
-        loaded = load_events(
+        return load_events(
             events,
             engine=eng,
             tessellation=tess,
@@ -541,23 +552,22 @@ def series_counts_command(
             header=names is None,
             names=[n.strip() for n in names.split(",")] if names else None,
         )
-        accountant.bind_input(loaded)  # the budget is bound to the data's content
+
+    def run(the_spec: ZoneSeriesSpec, loaded: Any, acct: Any, step: Any) -> Release:
         step("bounding, counting, adding noise, charging the ledger")
-        release = publish_zone_counts(
-            loaded,
-            tile_ids=tess.tile_ids,
-            grid=grid,
-            max_per_bin=max_per_bin,
-            landmarks=marks,
-            epsilon=epsilon,
-            scheme=scheme,
-            accountant=accountant,
-            rng=rng,
-            outliers_epsilon=eps_out,
-            step=step,
-        )
-        paths = out.written
-    _summary(release, paths, len(marks), quiet)
+        return the_spec.run(loaded, acct, rng=seed, progress=step)
+
+    run_release(
+        ctx,
+        data=events,
+        tessellation=tessellation,
+        tile_id=tile_id,
+        spec=spec,
+        load=load,
+        run=run,
+        budget_unit=SCHEME_UNIT[scheme],
+        summary=lambda release, paths, _acct: _summary(release, paths, len(marks), quiet),
+    )
 
 
 #: the older spellings, still accepted (hidden from --help)
