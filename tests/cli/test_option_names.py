@@ -22,6 +22,7 @@ RELEASES = {
     "series": "privmob.cli.series",
 }
 #: shared options each release must have
+TZ = {"timezone", "input_timezone"}
 EXPECTED = {
     "od": {"epsilon", "max_trips", "tessellation", "tile_id", "start", "end", "bin", "output"},
     "population": {"epsilon", "tessellation", "tile_id", "start", "end", "output"},

@@ -157,7 +157,8 @@ def density(
     ] = None,
     tile_id: o.TileIdOpt = None,
     columns: c.ColumnsOpt = None,
-    timezone: c.TimezoneOpt = "UTC",
+    timezone: o.TimezoneOpt = "UTC",
+    input_timezone: o.InputTimezoneOpt = None,
     ledger: c.LedgerOpt = None,
     dataset: c.DatasetOpt = None,
     new_dataset: c.NewDatasetOpt = False,
@@ -175,6 +176,7 @@ def density(
 ) -> None:
     """Release the number of users per zone and hour of a week (Acs and Castelluccia)."""
     from privmob.cli.run import run_release
+    from privmob.data.clock import clock
     from privmob.releases.density import DensityConfig
     from privmob.releases.specs import DensitySpec
 
@@ -202,7 +204,7 @@ def density(
             zone_id=None,
             week=week,
             cover=cover,
-            timezone=timezone,
+            timezone=clock(timezone, input_timezone),
             columns=columns,
             step=step,
             engine=eng,

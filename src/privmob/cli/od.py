@@ -78,7 +78,8 @@ def od(
     tile_id: o.TileIdOpt = None,
     columns: c.ColumnsOpt = None,
     delimiter: c.DelimiterOpt = None,
-    timezone: c.TimezoneOpt = "UTC",
+    timezone: o.TimezoneOpt = "UTC",
+    input_timezone: o.InputTimezoneOpt = None,
     group_size: Annotated[
         int | None,
         typer.Option(
@@ -104,6 +105,7 @@ def od(
 ) -> None:
     """Release a differentially private origin-destination matrix."""
     from privmob.cli.run import run_release
+    from privmob.data.clock import clock
     from privmob.releases.periods import StudyPeriod
     from privmob.releases.specs import OdSpec
 
@@ -133,7 +135,7 @@ def od(
             shape=input_shape,
             cells=cells,
             columns=c.parse_columns(columns),
-            timezone=timezone,
+            timezone=clock(timezone, input_timezone),
             delimiter=delimiter,
             trip_rule=trip_rule,
             stay_distance=stay_distance,

@@ -62,11 +62,11 @@ TileIdOpt = Annotated[
     str | None, typer.Option(*SHARED["tile_id"], help="tile id column of the tessellation")
 ]
 InputTimezoneOpt = Annotated[
-    str,
+    str | None,
     typer.Option(
         *SHARED["input_timezone"],
-        help="time zone of timestamps written without an offset (default UTC); timestamps "
-        "with an offset keep it",
+        help="time zone of timestamps written without an offset (default: --timezone); e.g. "
+        "UTC for logs in UTC released in local time. Timestamps with an offset keep theirs",
     ),
 ]
 TimezoneOpt = Annotated[

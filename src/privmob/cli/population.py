@@ -43,7 +43,8 @@ def population(
     tile_id: o.TileIdOpt = None,
     columns: c.ColumnsOpt = None,
     delimiter: c.DelimiterOpt = None,
-    timezone: c.TimezoneOpt = "UTC",
+    timezone: o.TimezoneOpt = "UTC",
+    input_timezone: o.InputTimezoneOpt = None,
     ledger: c.LedgerOpt = None,
     dataset: c.DatasetOpt = None,
     new_dataset: c.NewDatasetOpt = False,
@@ -65,6 +66,7 @@ def population(
     noise; user-level epsilon-DP with sensitivity 1.
     """
     from privmob.cli.run import run_release
+    from privmob.data.clock import clock
     from privmob.releases.periods import StudyPeriod
     from privmob.releases.specs import PopulationSpec
 
@@ -87,7 +89,7 @@ def population(
             tessellation=tess,
             cells=cells,
             columns=c.parse_columns(columns),
-            timezone=timezone,
+            timezone=clock(timezone, input_timezone),
             delimiter=delimiter,
         )
 

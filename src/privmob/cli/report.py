@@ -128,7 +128,8 @@ def report(
     tile_id: o.TileIdOpt = None,
     columns: c.ColumnsOpt = None,
     delimiter: c.DelimiterOpt = None,
-    timezone: c.TimezoneOpt = "UTC",
+    timezone: o.TimezoneOpt = "UTC",
+    input_timezone: o.InputTimezoneOpt = None,
     group_size: Annotated[
         int | None,
         typer.Option(
@@ -152,6 +153,7 @@ def report(
 ) -> None:
     """A differentially private mobility report: 15 analyses, one offline HTML + JSON."""
     from privmob.cli.run import run_release
+    from privmob.data.clock import clock
     from privmob.releases.report import ReportConfig
     from privmob.releases.specs import ReportSpec
     from privmob.render.report_files import report_output, report_paths
@@ -177,7 +179,7 @@ def report(
             "engine": eng,
             "tessellation": tess,
             "columns": c.parse_columns(columns),
-            "timezone": timezone,
+            "timezone": clock(timezone, input_timezone),
             "delimiter": delimiter,
         }
         if input_shape == "gps":

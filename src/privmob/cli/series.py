@@ -488,7 +488,8 @@ def series_counts_command(
         str | None, typer.Option("--names", help="column names of a file without header")
     ] = None,
     delimiter: DelimiterOpt = None,
-    timezone: Annotated[str, typer.Option("--timezone", help="study time zone")] = "UTC",
+    timezone: o.TimezoneOpt = "UTC",
+    input_timezone: o.InputTimezoneOpt = None,
     budget: Annotated[
         float | None,
         typer.Option(
@@ -519,6 +520,7 @@ def series_counts_command(
     published under landmark epsilon-privacy."""
     freq, max_per_bin = bin, max_trips
     from privmob.cli.run import run_release
+    from privmob.data.clock import clock
     from privmob.releases.landmark_counts import time_grid
     from privmob.releases.specs import ZoneSeriesSpec
 
@@ -547,7 +549,7 @@ def series_counts_command(
             engine=eng,
             tessellation=tess,
             columns=parse_columns(columns),
-            timezone=timezone,
+            timezone=clock(timezone, input_timezone),
             delimiter=delimiter,
             header=names is None,
             names=[n.strip() for n in names.split(",")] if names else None,

@@ -40,6 +40,7 @@ import pandas as pd
 import pyarrow as pa
 
 from privmob.data import diagnose
+from privmob.data.clock import naive_zone
 from privmob.engine.base import Engine
 from privmob.errors import ConfigError, EngineError, InputError
 
@@ -277,6 +278,15 @@ def time_expr(col: str, coltype: str, timezone: str, *, duckdb: bool = False) ->
     lookup per row (30x faster than ``timezone('UTC', ...)``)."""
     c = _ident(col)
     tz = _q(timezone)
+    naive = _q(naive_zone(timezone))  # naive timestamps: read in this zone (privmob.data.clock)
+
+    def local(ts: str) -> str:  # a naive timestamp read in `naive`, as wall clock in `tz`
+        if naive == tz:
+            return ts
+        if duckdb:
+            return f"timezone('{tz}', timezone('{naive}', {ts}))"
+        return f"from_utc_timestamp(to_utc_timestamp({ts}, '{naive}'), '{tz}')"
+
     if coltype.startswith("TIMESTAMP WITH TIME ZONE") or coltype == "TIMESTAMPTZ":
         if timezone == "UTC" and duckdb:
             return (
@@ -285,7 +295,7 @@ def time_expr(col: str, coltype: str, timezone: str, *, duckdb: bool = False) ->
             )
         return f"timezone('{tz}', {c})"
     if coltype.startswith("TIMESTAMP") or coltype == "DATE":
-        return f"CAST({c} AS TIMESTAMP)"
+        return local(f"CAST({c} AS TIMESTAMP)")
     if coltype in INTEGER_TYPES | NUMERIC_TIME_TYPES or coltype.startswith("DECIMAL"):
         return f"timezone('{tz}', to_timestamp(CAST({c} AS DOUBLE)))"
     s = f"trim(CAST({c} AS VARCHAR))"
@@ -303,7 +313,7 @@ def time_expr(col: str, coltype: str, timezone: str, *, duckdb: bool = False) ->
         f"THEN timezone('{tz}', TRY_CAST({offset} AS TIMESTAMPTZ)) "
         f"WHEN regexp_matches({s}, '{EPOCH_RE}') "
         f"THEN timezone('{tz}', to_timestamp(TRY_CAST({s} AS DOUBLE))) "
-        f"ELSE TRY_CAST({s} AS TIMESTAMP) END"
+        f"ELSE {local(f'TRY_CAST({s} AS TIMESTAMP)')} END"
     )
 
 
