@@ -38,7 +38,7 @@ def density_eval(
     quiet: c.QuietOpt = False,
 ) -> None:
     """Run the scheme (EFPA, EFPAG, EFPAG without improvements) and LPA over several epsilons
-    and repetitions; write a table (CSV) and a plot (PNG) like seed 004's Figures 7-9.
+    and repetitions; write a table (CSV) and a plot (PNG) like Acs and Castelluccia's Figures 7-9.
 
     The output compares private results with the exact data and is NOT private.
     """

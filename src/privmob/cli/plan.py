@@ -1,7 +1,7 @@
 """``privmob plan``: choose epsilon from an error target, or see what an epsilon buys.
 
-Reads no data and spends no budget: every number is a function of public parameters (seed 003,
-Theorems 2-7 and the heuristics of SPEC 4.1; see privmob.evaluate.accuracy).
+Reads no data and spends no budget: every number is a function of public parameters (Kohli,
+Aiken and Blumenstock's Theorems 2-7 and heuristics; see privmob.evaluate.accuracy).
 """
 
 from __future__ import annotations
@@ -94,7 +94,9 @@ def _table(report: dict[str, Any]) -> Table:
         a = report["alpha"]
         row(f"smallest eps: |cell error| <= {a} (Thm 4/6)", "epsilon_cell", ".6f")
         row(f"smallest eps: |change error| <= {a} (exact)", "epsilon_difference", ".6f")
-        row("  seed's Thm 7 (Lambert W, approximate)", "epsilon_difference_thm7_seed", ".6f")
+        row(
+            "  Kohli et al.'s Thm 7 (Lambert W, approximate)", "epsilon_difference_thm7_seed", ".6f"
+        )
         t.add_row(
             f"heuristic eps >= sqrt(2) T / {a}",
             *[f"{report['heuristic_epsilon']:.6f}"] * len(kinds),
@@ -182,7 +184,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Choose epsilon for an error target, or see what an epsilon gives (reads no data).
 
-        Seed 003's Theorems 2-7 and heuristics for both Laplace noise kinds; spends no budget.
+        Kohli, Aiken and Blumenstock's Theorems 2-7 and heuristics for both Laplace noise kinds;
+        spends no budget.
         `privmob plan programme SCHEDULE` plans a whole programme of releases.
         """
         if ctx.invoked_subcommand is not None:
