@@ -253,5 +253,6 @@ def register(app: typer.Typer) -> None:
     from privmob.cli.evaluate import evaluate_app
 
     app.command("density", cls=o.with_aliases(**DENSITY_ALIASES))(density)
-    evaluate_app.command("density")(density_eval)
-    app.command("density-eval", hidden=True)(density_eval)  # older name, kept as an alias
+    aliased = o.with_aliases(**DENSITY_ALIASES)
+    evaluate_app.command("density", cls=aliased)(density_eval)
+    app.command("density-eval", hidden=True, cls=aliased)(density_eval)  # older name

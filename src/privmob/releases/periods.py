@@ -29,7 +29,7 @@ class StudyPeriod:
             raise ConfigError("declare both the start and the end of the study period")
         if self.granularity != "all" and self.start is None:
             raise ConfigError(
-                f"--period {self.granularity} needs a declared study period",
+                f"--bin {self.granularity} needs a declared study period",
                 hint="pass --start 2024-01-01 --end 2024-02-01 (public dates, never read from "
                 "the data)",
             )
