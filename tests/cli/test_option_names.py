@@ -93,3 +93,20 @@ def test_old_spellings_are_hidden_aliases(name: str) -> None:
     assert set(OLD_SPELLINGS[name]) <= accepted
     shown = {f for p in _options(cmd) for f in (*p.opts, *p.secondary_opts)}
     assert not set(OLD_SPELLINGS[name]) & shown  # hidden from --help
+
+
+@pytest.mark.parametrize("name", RELEASES)
+def test_run_options_reach_the_shared_release_path(name: str) -> None:
+    """cli/run.py reads the run options from the parsed parameters by name: a release command
+    that spelled one differently would silently lose it (a ledger, a budget, --test-mode)."""
+    from dataclasses import fields
+
+    from privmob.cli.run import RunOptions
+
+    params = {p.name for p in _command(name).params}
+    core = {"output", "ledger", "dataset", "new_dataset", "budget", "seed", "test_mode",
+            "overwrite", "quiet"}  # fmt: skip
+    assert core <= params
+    engine = {"engine", "memory_limit", "spill_dir", "spark_master", "spark_conf"}
+    assert name == "series" or engine <= params
+    assert core | engine <= {f.name for f in fields(RunOptions)}

@@ -192,6 +192,13 @@ RUN_ONLY = frozenset(
 )  # fmt: skip
 
 
+def _size(n: int) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:,.1f} {unit}"
+    return f"{n} bytes"
+
+
 def show_plan(ctx: Any, tessellation: Any, tile_id: str | None, spec: Callable[[Any], Any]) -> Any:
     """Print the plan of a release from its public parameters (the tessellation is public);
     refuse it when it needs more than ``--memory-limit``. Reads no data, charges nothing."""
@@ -205,7 +212,7 @@ def show_plan(ctx: Any, tessellation: Any, tile_id: str | None, spec: Callable[[
     c.console.print(f"{plan.kind} plan (reads no data, spends nothing)", markup=False)
     for label, value in (
         ("cells", f"{plan.cells:,}"),
-        ("memory", f"~{plan.memory_bytes / 1e6:,.1f} MB"),
+        ("memory", f"~{_size(plan.memory_bytes)}"),
         ("output rows", f"{plan.output_rows:,}"),
         ("95% margin of error", "n/a" if margin != margin else f"+/-{margin:,.1f} per cell"),
         ("cost", plan.cost.describe()),
