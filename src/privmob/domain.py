@@ -38,7 +38,7 @@ class StudyPeriod:
             raise ConfigError("declare both the start and the end of the study period")
         if self.granularity != "all" and self.start is None:
             raise ConfigError(
-                f"--period {self.granularity} needs a declared study period",
+                f"--bin {self.granularity} needs a declared study period",
                 hint="pass --start 2024-01-01 --end 2024-02-01 (public dates, never read from "
                 "the data)",
             )
@@ -121,7 +121,7 @@ def time_grid(start: str, end: str, freq: str) -> pd.DatetimeIndex:
     try:
         grid = pd.date_range(pd.Timestamp(start), pd.Timestamp(end), freq=freq, inclusive="left")
     except (ValueError, TypeError) as exc:
-        raise ConfigError(f"cannot build the time bins: {exc}", hint="e.g. --freq 1h") from exc
+        raise ConfigError(f"cannot build the time bins: {exc}", hint="e.g. --bin 1h") from exc
     if len(grid) < 2:
         raise ConfigError("the period holds fewer than two time bins", hint="check --start < --end")
     if np.unique(np.diff(grid.asi8)).size != 1:
@@ -131,6 +131,6 @@ def time_grid(start: str, end: str, freq: str) -> pd.DatetimeIndex:
     if grid[-1] + (grid[1] - grid[0]) != pd.Timestamp(end):
         raise ConfigError(
             f"the period [{start}, {end}) is not a whole number of {freq} bins",
-            hint="choose --end so that --end - --start is a multiple of --freq",
+            hint="choose --end so that --end - --start is a multiple of --bin",
         )
     return grid

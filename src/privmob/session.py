@@ -109,6 +109,9 @@ class Session:
     event-level releases to a user budget by group privacy (enforced where the release can).
     ``engine``: ``"duckdb"`` (default), ``"spark"`` or an engine object. ``memory_limit``:
     e.g. ``"8GB"``; a release whose plan needs more is refused before it reads data.
+    ``timezone``: the zone of the releases' days, hours and bins; ``input_timezone``: the zone
+    that timestamps without an offset are read in (default: ``timezone``), e.g. ``"UTC"`` for
+    logs in UTC released in local time.
     ``cells``: the towers table (``cell_id, lat, lng``) of phone events (density).
     ``seed``: TESTS ONLY, fixed noise, outputs stamped "not for publication".
     """
@@ -126,6 +129,7 @@ class Session:
         shape: str = "auto",
         columns: dict[str, str] | None = None,
         timezone: str = "UTC",
+        input_timezone: str | None = None,
         tile_id: str | None = None,
         group_size: int | None = None,
         unit: PrivacyUnit | str = PrivacyUnit.USER,
@@ -144,7 +148,10 @@ class Session:
         self.data = data
         self.shape = shape
         self.columns = columns
-        self.timezone = timezone
+        from privmob.data.times import clock
+
+        # the zone of days, hours and bins; naive timestamps are read in input_timezone
+        self.timezone = clock(timezone, input_timezone)
         self.seed = seed
         self.cells = cells
         self.progress = progress

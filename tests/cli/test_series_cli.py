@@ -264,3 +264,45 @@ def test_series_messages_name_rows_not_dates(app: typer.Typer, tmp_path: Path) -
     assert isinstance(res.exception, InputError), res.output
     msg = str(res.exception)
     assert "row 8" in msg and "2023" not in msg and "13:17" not in msg
+
+
+def test_a_different_budget_is_refused_by_series_and_series_counts(
+    app: typer.Typer, tmp_path: Path
+) -> None:
+    """``--budget`` sets the dataset's budget once; a different one is refused (exit 3) before
+    anything is read or written, as od does (one rule: releases.base.Accountant)."""
+    from privmob.errors import EXIT_BUDGET
+
+    src = _csv(tmp_path)
+    led = tmp_path / "l.sqlite"
+    args = [
+        "series", str(src), "--value-column", "v", "--time-column", "t", "--epsilon", "1",
+        "--sensitivity", "1", "--ledger", str(led), *GRID,
+    ]  # fmt: skip
+    assert (
+        CliRunner().invoke(app, [*args, "--budget", "2", "-o", str(tmp_path / "a")]).exit_code == 0
+    )
+    res = CliRunner().invoke(app, [*args, "--budget", "5", "-o", str(tmp_path / "b")])
+    assert isinstance(res.exception, BudgetError) and res.exception.exit_code == EXIT_BUDGET == 3
+    assert not (tmp_path / "b").exists()
+    assert Ledger(led).budget("s").epsilon == pytest.approx(2.0)
+    # series-counts: the dataset already has a budget of 1 (landmark); --budget 5 is refused
+    # before the events are read (the events file does not even exist)
+    Ledger(led).set_budget("events", 1.0, 0.0, "landmark")
+    tess = tmp_path / "zones.geojson"
+    tess.write_text(
+        '{"type": "FeatureCollection", "features": [{"type": "Feature", "properties": '
+        '{"tile_id": "a"}, "geometry": {"type": "Polygon", "coordinates": '
+        "[[[0, 0], [1, 0], [1, 1], [0, 1], [0, 0]]]}}]}"
+    )
+    res = CliRunner().invoke(
+        app,
+        [
+            "series-counts", str(tmp_path / "events.csv"), "-t", str(tess), "--start",
+            "2024-01-01", "--end", "2024-01-02", "-e", "1", "-o", str(tmp_path / "c"),
+            "--ledger", str(led), "--budget", "5",
+        ],
+    )  # fmt: skip
+    assert isinstance(res.exception, BudgetError), res.output
+    assert not (tmp_path / "c").exists()
+    assert Ledger(led).budget("events").epsilon == pytest.approx(1.0)

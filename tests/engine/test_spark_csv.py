@@ -93,6 +93,26 @@ def test_events_csv_times_and_coordinates_parse_alike(engines, tmp_path) -> None
     assert sorted(out["tile"].unique()) == [-1, 0, 4, 8]
 
 
+def test_naive_times_read_in_the_input_zone_alike(engines, tmp_path) -> None:
+    """``--input-timezone UTC --timezone Asia/Tokyo``: naive times are UTC, every row 17:15."""
+    from privmob.data.times import clock
+
+    texts = list(TIME_FORMATS)
+    frame = pd.DataFrame(
+        {"uid": [f"u{i}" for i in range(len(texts))], "datetime": texts,
+         "lat": [52.005] * len(texts), "lng": [13.005] * len(texts)}
+    )  # fmt: skip
+    path = tmp_path / "events.csv"
+    frame.to_csv(path, index=False)
+    out = same_on_both(
+        engines,
+        lambda eng: load_events(
+            str(path), engine=eng, tessellation=box_grid(3), timezone=clock("Asia/Tokyo", "UTC")
+        ),
+    )
+    assert set(out["time"].dt.strftime("%Y-%m-%d %H:%M")) == {"2024-01-31 17:15"}
+
+
 def test_trips_and_trip_points_csv_parse_alike(engines, tmp_path) -> None:
     grid = box_grid(3)
     trips = pd.DataFrame(

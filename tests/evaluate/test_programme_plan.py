@@ -162,7 +162,7 @@ def test_cli_plan_programme(tmp_path) -> None:
     runner = CliRunner()
     r = runner.invoke(app, ["plan", "programme", str(path)], env={"COLUMNS": "200"})
     assert r.exit_code == 0, r.output
-    assert "naive per-trip accounting (seed 002)" in r.output
+    assert "naive per-trip accounting (as Bassolas et al.'s)" in r.output
     assert "the budget meets every target" in r.output
     path.write_text(json.dumps({**SCHEDULE, "budget": {"epsilon": 10}}))
     r = runner.invoke(app, ["plan", "programme", str(path), "--json"])

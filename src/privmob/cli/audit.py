@@ -103,7 +103,8 @@ def lrt(
     output: OutOpt = None,
     quiet: QuietOpt = False,
 ) -> None:
-    """Likelihood-ratio membership attack with perfect knowledge (SPEC 7, seed 002)."""
+    """Likelihood-ratio membership attack with perfect knowledge (as in the critique of
+    Bassolas et al.'s OD release)."""
     from privmob.audit.figures import with_epsilon_bounds
     from privmob.audit.lrt import (
         NoiseModel,
@@ -219,7 +220,8 @@ def ml(
     output: OutOpt = None,
     quiet: QuietOpt = False,
 ) -> None:
-    """Pyrgelis-style ML membership attack on daily OD matrices (seed 003 appendix)."""
+    """Pyrgelis-style ML membership attack on daily OD matrices (as in Kohli, Aiken and
+    Blumenstock's appendix)."""
     from privmob.audit.ml import PrivateOD, attack, auc_table, from_trips
     from privmob.audit.ml import synthetic_membership_data as synth
 
@@ -266,7 +268,7 @@ def epsilon_cmd(
     confidence: Annotated[float, typer.Option("--confidence")] = 0.95,
     claimed: Annotated[float | None, typer.Option("--claimed", help="claimed epsilon")] = None,
 ) -> None:
-    """Empirical epsilon lower bound from an attack's errors (Clopper-Pearson, SPEC 7)."""
+    """Empirical epsilon lower bound from an attack's errors (Clopper-Pearson intervals)."""
     from privmob.audit.epsilon import empirical_epsilon
 
     a = empirical_epsilon(
@@ -295,7 +297,7 @@ def cost(
     releases: Annotated[int, typer.Option("--releases", help="number of releases")] = 1,
     tau: Annotated[
         float | None,
-        typer.Option("--tau", help="threshold on a PRIVATE key set: adds delta (seed 002)"),
+        typer.Option("--tau", help="threshold on a PRIVATE key set: adds delta"),
     ] = None,
     user_trips: Annotated[
         int | None,
@@ -314,7 +316,8 @@ def cost(
         str | None, typer.Option("--dataset", help="read every release of it from --ledger")
     ] = None,
 ) -> None:
-    """Per-person cost of a release programme, with seed 002/003 conversions (SPEC 5)."""
+    """Per-person cost of a release programme: group privacy, per-cell composition and what
+    an attacker's posterior can reach."""
     from privmob.audit.programme import ledger_programme, repeated, trips_over_releases
     from privmob.privacy.costs import membership_posterior_bound
     from privmob.privacy.ledger import Ledger

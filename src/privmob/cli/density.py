@@ -1,5 +1,6 @@
-"""``privmob density``: hourly users per zone over a week (SPEC 4.3), and ``privmob
-density-eval``: the scheme against the LPA baseline over several epsilons (seed 004 Figs 7-9)."""
+"""``privmob density``: hourly users per zone over a week (Acs and Castelluccia's scheme), and
+``privmob density-eval``: the scheme against the LPA baseline over several epsilons (their
+Figures 7-9)."""
 
 from __future__ import annotations
 
@@ -11,45 +12,58 @@ import numpy as np
 import typer
 
 from privmob.cli import common as c
+from privmob.cli import options as o
 from privmob.cli.formats import FormatOpt
-from privmob.cli.test_mode import TestModeOpt, ledger_for, test_mode_marks
-from privmob.releases.density_inputs import load_density_inputs, parse_week
+from privmob.cli.test_mode import TestModeOpt
+from privmob.releases.density_inputs import DensityInputs, load_density_inputs, parse_week
 
 EventsArg = Annotated[
     str, typer.Argument(help=c.INPUT_HELP.format("events: uid, datetime, cell_id"))
 ]
 CellsOpt = Annotated[str, typer.Option("--cells", help="cells table: cell_id, lat, lng")]
-ZonesOpt = Annotated[Path, typer.Option("--zones", help="zones (GeoJSON, GeoParquet, Shapefile)")]
-ZoneIdOpt = Annotated[str | None, typer.Option("--zone-id", help="zone id column")]
+ZonesOpt = Annotated[Path, o.tessellation("zones (GeoJSON, GeoParquet, Shapefile)")]
 MaxVisitsOpt = Annotated[
-    int, typer.Option("--max-visits", "-l", help="hourly visits kept per user per week (l)")
+    int,
+    o.max_trips(
+        "visits per user and hour: the most (tower, hour) visits kept per user in the week (l)"
+    ),
 ]
 WeekOpt = Annotated[
-    str, typer.Option("--week", help="start of the week, local time (e.g. 2007-09-10)")
+    str, o.start("start of the public week, in --timezone (e.g. 2007-09-10); 168 hours")
 ]
+#: the older spellings, still accepted (hidden from --help)
+DENSITY_ALIASES = {
+    "tessellation": ("--zones",),
+    "tile_id": ("--zone-id",),
+    "max_trips": ("--max-visits", "-l"),
+    "start": ("--week",),
+}
 
 
 def density(
+    ctx: typer.Context,
     events: EventsArg,
     cells: CellsOpt,
-    zones: ZonesOpt,
-    epsilon: Annotated[float, typer.Option("--epsilon", "-e", help="privacy budget")],
-    week: WeekOpt,
-    output: Annotated[Path, typer.Option("--output", "-o", help="output folder")] = Path(
-        "privmob-density"
-    ),
+    tessellation: ZonesOpt,
+    epsilon: Annotated[float, o.epsilon("privacy budget")],
+    start: WeekOpt,
+    output: Annotated[Path, o.output()] = Path("privmob-density"),
     delta: Annotated[
         float, typer.Option("--delta", help="> 0: EFPAG ((epsilon, delta)-DP); 0: EFPA (pure)")
     ] = 0.0,
-    max_visits: MaxVisitsOpt = 30,
+    max_trips: MaxVisitsOpt = 30,
     method: Annotated[str, typer.Option("--method", help="scheme or lpa (baseline)")] = "scheme",
     cover: Annotated[bool, typer.Option("--cover/--no-cover", help="minimum cover step")] = True,
     totals: Annotated[
-        str, typer.Option("--totals", help="one-visit (seed 5.4.1), rescaled, sampled")
+        str,
+        typer.Option(
+            "--totals", help="one-visit (Acs and Castelluccia, Section 5.4.1), rescaled, sampled"
+        ),
     ] = "one-visit",
     clustering: Annotated[bool, typer.Option("--clustering/--no-clustering")] = True,
     tau: Annotated[
-        float | None, typer.Option("--tau", help="minimum noisy cluster total (default: seed)")
+        float | None,
+        typer.Option("--tau", help="minimum noisy cluster total (default: Acs and Castelluccia's)"),
     ] = None,
     fourier: Annotated[bool, typer.Option("--fourier/--no-fourier", help="EFPA(G) step")] = True,
     smoothing: Annotated[bool, typer.Option("--smoothing/--no-smoothing")] = True,
@@ -61,9 +75,10 @@ def density(
             "charged on top of --epsilon (default: 0.1 x --epsilon)",
         ),
     ] = None,
-    zone_id: ZoneIdOpt = None,
+    tile_id: o.TileIdOpt = None,
     columns: c.ColumnsOpt = None,
-    timezone: c.TimezoneOpt = "UTC",
+    timezone: o.TimezoneOpt = "UTC",
+    input_timezone: o.InputTimezoneOpt = None,
     ledger: c.LedgerOpt = None,
     dataset: c.DatasetOpt = None,
     new_dataset: c.NewDatasetOpt = False,
@@ -79,19 +94,17 @@ def density(
     output_format: FormatOpt = None,
     quiet: c.QuietOpt = False,
 ) -> None:
-    """Release the number of users per zone and hour of a week (SPEC 4.3, seed 004)."""
-    from privmob.privacy.ledger import Ledger
-    from privmob.releases.base import Accountant
-    from privmob.releases.density import DensityConfig, density_release
-    from privmob.releases.publish import Output
-    from privmob.render.layers import parse_formats, write_layers
+    """Release the number of users per zone and hour of a week (Acs and Castelluccia)."""
+    from privmob.cli.run import run_release
+    from privmob.data.times import clock
+    from privmob.releases.density import DensityConfig
+    from privmob.releases.specs import DensitySpec
 
+    week = start
     parse_week(week)  # parameters are checked before the ledger is touched
-    out = Output(output, overwrite=overwrite).check()  # stage -> charge -> rename, at charge
-    formats = parse_formats(output_format)  # layers beside the tables, staged with them
     config = DensityConfig(
         epsilon,
-        max_visits,
+        max_trips,
         delta,
         method=method,
         cover=cover,
@@ -102,40 +115,36 @@ def density(
         smoothing=smoothing,
         outliers_epsilon=outliers_epsilon,
     )
-    acct = Accountant(
-        Ledger(ledger_for(ledger, seed, test_mode)),
-        c.dataset_name(dataset, events),
-        budget=budget,
-        budget_delta=delta if budget is not None else 0.0,
-        output=out,
-        annotate=test_mode_marks(seed, test_mode),
-        new_dataset_for_same_data=new_dataset,
-    )
-    acct.precheck(config.cost())
-    with c.Steps(quiet) as step:
-        inp = load_density_inputs(
+
+    def load(eng: Any, tess: Any, step: Any) -> DensityInputs:
+        return load_density_inputs(
             events,
             cells,
-            zones,
-            zone_id=zone_id,
+            tess,  # read once, public: passes through
+            zone_id=None,
             week=week,
             cover=cover,
-            timezone=timezone,
+            timezone=clock(timezone, input_timezone),
             columns=c.parse_columns(columns),
             step=step,
-            engine=c.open_engine(
-                engine, memory_limit, spark_master, spark_conf, step, spill_dir=spill_dir
-            ),
+            engine=eng,
         )
-        out.extra.append(lambda rel, d: [write_geojson(rel, inp.zones, d / "density.geojson")])
-        out.extra.append(lambda rel, d: write_layers(rel, inp.zones, d, formats))
-        acct.bind_input(inp.loaded)  # the budget is bound to the data's content
+
+    def run(the_spec: DensitySpec, inp: DensityInputs, acct: Any, step: Any) -> Any:
         step("pre-sampling, noise and post-processing")
-        release = density_release(
-            inp.engine, inp.loaded, inp.geometry, config, inp.week_start, acct, seed, step
-        )
-        paths = out.written
-    c.print_release_summary(release, paths, acct)
+        return the_spec.run(inp, acct, rng=seed, progress=step)
+
+    run_release(
+        ctx,
+        data=events,
+        tessellation=tessellation,
+        tile_id=tile_id,
+        spec=lambda tess: DensitySpec(tess, config, week),
+        load=load,
+        run=run,
+        budget_delta=delta,
+        writers=[lambda rel, d, zones: [write_geojson(rel, zones, d / "density.geojson")]],
+    )
 
 
 def write_geojson(release: Any, zones: Any, path: Path) -> Path:
@@ -163,6 +172,7 @@ def register(app: typer.Typer) -> None:
     from privmob.cli.density_eval import density_eval
     from privmob.cli.evaluate import evaluate_app
 
-    app.command("density")(density)
-    evaluate_app.command("density")(density_eval)
-    app.command("density-eval", hidden=True)(density_eval)  # older name, kept as an alias
+    app.command("density", cls=o.with_aliases(**DENSITY_ALIASES))(density)
+    aliased = o.with_aliases(**DENSITY_ALIASES)
+    evaluate_app.command("density", cls=aliased)(density_eval)
+    app.command("density-eval", hidden=True, cls=aliased)(density_eval)  # older name

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from privmob.cli import common as c
+from privmob.cli import options as o
 from privmob.errors import ConfigError
 
 
@@ -16,8 +17,10 @@ def density_eval(
         Path | None, typer.Argument(help="events (uid, datetime, cell_id); omit with --synthetic")
     ] = None,
     cells: Annotated[Path | None, typer.Option("--cells", help="cells: cell_id, lat, lng")] = None,
-    zones: Annotated[Path | None, typer.Option("--zones", help="zones file")] = None,
-    week: Annotated[str | None, typer.Option("--week", help="week start (local)")] = None,
+    tessellation: Annotated[
+        Path | None, o.tessellation("zones (GeoJSON, GeoParquet, Shapefile)")
+    ] = None,
+    start: Annotated[str | None, o.start("start of the public week, in --timezone")] = None,
     synthetic: Annotated[
         int | None, typer.Option("--synthetic", help="use a synthetic city with this many users")
     ] = None,
@@ -27,18 +30,18 @@ def density_eval(
         "0.1,0.3,0.5,1.0"
     ),
     repetitions: Annotated[int, typer.Option("--repetitions", "-r")] = 5,
-    max_visits: Annotated[int, typer.Option("--max-visits", "-l")] = 30,
+    max_trips: Annotated[int, o.max_trips("visits per user and hour kept in the week (l)")] = 30,
     delta: Annotated[float, typer.Option("--delta", help="> 0 adds EFPAG")] = 2e-6,
     emd_hours: Annotated[
         str, typer.Option("--emd-hours", help="hours of the week for EMD (comma-separated, '')")
     ] = "10,34,58,82,106,130,154",
-    zone_id: Annotated[str | None, typer.Option("--zone-id")] = None,
+    tile_id: o.TileIdOpt = None,
     timezone: c.TimezoneOpt = "UTC",
     output: Annotated[Path, typer.Option("--output", "-o")] = Path("privmob-density-eval"),
     quiet: c.QuietOpt = False,
 ) -> None:
     """Run the scheme (EFPA, EFPAG, EFPAG without improvements) and LPA over several epsilons
-    and repetitions; write a table (CSV) and a plot (PNG) like seed 004's Figures 7-9.
+    and repetitions; write a table (CSV) and a plot (PNG) like Acs and Castelluccia's Figures 7-9.
 
     The output compares private results with the exact data and is NOT private.
     """
@@ -64,17 +67,17 @@ def density_eval(
             eng.register("pm_synth_events", city.events[["uid", "time", "tile"]])
             view, week_start = "pm_synth_events", city.week_start
         else:
-            if events is None or cells is None or zones is None or week is None:
+            if events is None or cells is None or tessellation is None or start is None:
                 raise ConfigError(
-                    "give EVENTS with --cells, --zones and --week, or --synthetic N",
+                    "give EVENTS with --cells, --tessellation and --start, or --synthetic N",
                     hint="privmob evaluate density --synthetic 100000",
                 )
             inp = load_density_inputs(
                 events,
                 cells,
-                zones,
-                zone_id=zone_id,
-                week=week,
+                tessellation,
+                zone_id=tile_id,
+                week=start,
                 cover=True,
                 timezone=timezone,
                 columns=None,
@@ -83,7 +86,7 @@ def density_eval(
             eng, view, geometry, week_start = inp.engine, inp.events, inp.geometry, inp.week_start
         step("pre-sampling and exact counts")
         counts = density_counts(
-            eng, view, geometry.n_towers, week_start, max_visits, 1, with_truth=True
+            eng, view, geometry.n_towers, week_start, max_trips, 1, with_truth=True
         )
         table = evaluate_density(
             counts,

@@ -79,8 +79,9 @@ def decisions(
     overwrite: OverwriteOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
-    """Seed 003's Tables 2 and 3 over an epsilon grid: SIR intervention decisions (I/N >= 20%)
-    and aid targeting after a shock, private vs exact, plus a plot of error vs epsilon.
+    """Kohli, Aiken and Blumenstock's Tables 2 and 3 over an epsilon grid: SIR intervention
+    decisions (I/N >= 20%) and aid targeting after a shock, private vs exact, plus a plot of
+    error vs epsilon.
 
     Runs on a synthetic gravity-model country, or on exact daily OD matrices and home counts
     computed from --events over a declared period. The results compare private with exact

@@ -32,7 +32,7 @@ class LazyCommand(NamedTuple):
 #: in the order of that list (Typer lists commands first, then groups of commands)
 LAZY_COMMANDS: dict[str, LazyCommand] = {
     "od": LazyCommand(
-        "privmob.cli.od", "Release a differentially private origin-destination matrix (SPEC 4.1)."
+        "privmob.cli.od", "Release a differentially private origin-destination matrix."
     ),
     "synth": LazyCommand(
         "privmob.cli.synth",
@@ -47,7 +47,7 @@ LAZY_COMMANDS: dict[str, LazyCommand] = {
         "Choose epsilon for an error target, or see what an epsilon gives (reads no data).",
     ),
     "population": LazyCommand(
-        "privmob.cli.population", "Release DP counts of users per home zone (SPEC 4.4)."
+        "privmob.cli.population", "Release DP counts of users per home zone."
     ),
     "series": LazyCommand(
         "privmob.cli.series",
@@ -56,8 +56,8 @@ LAZY_COMMANDS: dict[str, LazyCommand] = {
     ),
     "series-counts": LazyCommand(
         "privmob.cli.series",
-        "Counts per zone and time bin from raw events (at most --max-per-bin per user and bin,\n"
-        "enforced), published under landmark epsilon-privacy.",
+        "Counts per zone and time bin from raw events (at most -T per user and bin, enforced),\n"
+        "published under landmark epsilon-privacy.",
     ),
     "tpl": LazyCommand(
         "privmob.cli.series",
@@ -69,7 +69,7 @@ LAZY_COMMANDS: dict[str, LazyCommand] = {
     ),
     "density": LazyCommand(
         "privmob.cli.density",
-        "Release the number of users per zone and hour of a week (SPEC 4.3, seed 004).",
+        "Release the number of users per zone and hour of a week (Acs and Castelluccia).",
     ),
     "density-eval": LazyCommand("privmob.cli.density", "", hidden=True),
     "report": LazyCommand(

@@ -3,36 +3,30 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from privmob.cli import common as c
+from privmob.cli import options as o
 from privmob.cli.formats import FormatOpt
-from privmob.cli.test_mode import TestModeOpt, ledger_for, test_mode_marks
+from privmob.cli.test_mode import TestModeOpt
 from privmob.privacy.costs import Unit
 from privmob.privacy.mechanisms import NoiseKind
 
 
 def od(
+    ctx: typer.Context,
     data: Annotated[str, typer.Argument(help=c.INPUT_HELP.format("trips, trip points or events"))],
-    tessellation: Annotated[
-        Path, typer.Option("--tessellation", "-t", help="tiles (GeoJSON, GeoParquet, Shapefile)")
-    ],
+    tessellation: Annotated[Path, o.tessellation()],
     epsilon: Annotated[
-        float,
-        typer.Option(
-            "--epsilon",
-            "-e",
-            help="privacy budget of the release (per period with --bound-per period)",
-        ),
+        float, o.epsilon("privacy budget of the release (per period with --bound-per period)")
     ],
-    output: Annotated[Path, typer.Option("--output", "-o", help="output folder")] = Path(
-        "privmob-od"
-    ),
+    output: Annotated[Path, o.output()] = Path("privmob-od"),
     unit: Annotated[Unit, typer.Option("--unit", help="user or trip")] = Unit.USER,
     max_trips: Annotated[
-        int | None, typer.Option("--max-trips", "-T", help="most trips counted per user")
+        int | None,
+        o.max_trips("trips per user: the most trips counted per user (a random sample of more)"),
     ] = None,
     tau: Annotated[
         int | None,
@@ -44,9 +38,9 @@ def od(
     ] = None,
     noise: Annotated[NoiseKind, typer.Option("--noise")] = NoiseKind.DISCRETE_LAPLACE,
     delta: Annotated[float, typer.Option("--delta", help="for discrete-gaussian")] = 0.0,
-    period: Annotated[str, typer.Option("--period", help="all, day or week")] = "all",
-    start: Annotated[str | None, typer.Option("--start", help="study period start (date)")] = None,
-    end: Annotated[str | None, typer.Option("--end", help="study period end (exclusive)")] = None,
+    bin: Annotated[str, o.bin("one OD matrix per: all (the whole period), day or week")] = "all",
+    start: Annotated[str | None, o.start()] = None,
+    end: Annotated[str | None, o.end()] = None,
     bound_per: Annotated[
         str,
         typer.Option(
@@ -67,7 +61,8 @@ def od(
         str,
         typer.Option(
             "--trip-rule",
-            help="events only: 'events' (consecutive events in different zones, seed 003), "
+            help="events only: 'events' (consecutive events in different zones, as Kohli, Aiken "
+            "and Blumenstock), "
             "'hourly' (hourly modal zone changes), 'hourly-consecutive'",
         ),
     ] = "events",
@@ -77,13 +72,14 @@ def od(
         bool,
         typer.Option(
             "--unique",
-            help="count each (origin, destination) at most once per user per period (seed 002)",
+            help="count each (origin, destination) at most once per user per period",
         ),
     ] = False,
-    id_column: c.TileIdOpt = None,
+    tile_id: o.TileIdOpt = None,
     columns: c.ColumnsOpt = None,
     delimiter: c.DelimiterOpt = None,
-    timezone: c.TimezoneOpt = "UTC",
+    timezone: o.TimezoneOpt = "UTC",
+    input_timezone: o.InputTimezoneOpt = None,
     group_size: Annotated[
         int | None,
         typer.Option(
@@ -107,75 +103,18 @@ def od(
     output_format: FormatOpt = None,
     quiet: c.QuietOpt = False,
 ) -> None:
-    """Release a differentially private origin-destination matrix (SPEC 4.1)."""
-    from privmob.data.tessellation import load_tessellation
+    """Release a differentially private origin-destination matrix."""
+    from privmob.cli.run import run_release
+    from privmob.data.times import clock
     from privmob.domain import StudyPeriod
-    from privmob.prepare.inputs import load_trips_any
-    from privmob.privacy.ledger import Ledger
-    from privmob.releases.base import Accountant
-    from privmob.releases.od import od_matrix, od_precheck
-    from privmob.releases.publish import Output
-    from privmob.render.layers import parse_formats, write_layers
+    from privmob.releases.specs import OdSpec
 
-    study = StudyPeriod.parse(period, start, end)
-    # before anything is read or charged: a release that cannot be written must cost nothing
-    out = Output(output, overwrite=overwrite).check()  # stage -> charge -> rename, at charge
-    formats = parse_formats(output_format)  # layers beside the tables, staged with them
-    acct = Accountant(
-        Ledger(ledger_for(ledger, seed, test_mode)),
-        c.dataset_name(dataset, data),
-        group_size=group_size,
-        budget=budget,
-        output=out,
-        annotate=test_mode_marks(seed, test_mode),
-        new_dataset_for_same_data=new_dataset,
-    )
-    # refuse a release the budget cannot pay for before the input is read or validated
-    od_precheck(
-        acct,
-        epsilon=epsilon,
-        unit=unit,
-        max_trips=max_trips,
-        tau=tau,
-        noise=noise,
-        delta=delta,
-        period=study,
-        bound_per=bound_per,
-    )
-    with c.Steps(quiet) as step:
-        step("reading the tessellation")
-        tess = load_tessellation(tessellation, id_column=id_column)
-        out.extra.append(lambda rel, d: write_layers(rel, tess, d, formats))
-        out.require_space(tess.k**2 * study.n_bins)  # the public domain, before the data
-        eng = c.open_engine(
-            engine, memory_limit, spark_master, spark_conf, step, spill_dir=spill_dir
-        )
-        step("reading and validating the input")
-        trips = load_trips_any(
-            data,
-            engine=eng,
-            tessellation=tess,
-            shape=input_shape,
-            cells=cells,
-            columns=c.parse_columns(columns),
-            timezone=timezone,
-            delimiter=delimiter,
-            trip_rule=trip_rule,
-            stay_distance=stay_distance,
-            stay_minutes=stay_minutes,
-            # rides without a rider id: each ride its own unit, only for trip-level releases
-            uid_per_trip=unit == Unit.TRIP and group_size is None,
-        )
-        acct.bind_input(trips)  # the budget is bound to the data's content
-        if unique:
-            from privmob.prepare.unique import unique_trips
+    study = StudyPeriod.parse(bin, start, end)
 
-            trips = unique_trips(trips, study)
-        release = od_matrix(
-            trips,
-            tessellation=tess,
-            epsilon=epsilon,
-            accountant=acct,
+    def spec(tess: Any) -> OdSpec:
+        return OdSpec(
+            tess,
+            epsilon,
             unit=unit,
             max_trips=max_trips,
             tau=tau,
@@ -183,16 +122,53 @@ def od(
             delta=delta,
             period=study,
             bound_per=bound_per,
-            rng=seed,
-            step=step,
         )
-        paths = out.written
-    c.print_release_summary(release, paths, acct)
-    from privmob.releases.od_series_cost import series_cost_lines
 
-    for line in series_cost_lines(release, group_size):
-        c.console.print(line)
+    def load(eng: Any, tess: Any, step: Any) -> Any:
+        from privmob.prepare.inputs import load_trips_any
+
+        step("reading and validating the input")
+        return load_trips_any(
+            data,
+            engine=eng,
+            tessellation=tess,
+            shape=input_shape,
+            cells=cells,
+            columns=c.parse_columns(columns),
+            timezone=clock(timezone, input_timezone),
+            delimiter=delimiter,
+            trip_rule=trip_rule,
+            stay_distance=stay_distance,
+            stay_minutes=stay_minutes,
+            # rides without a rider id: each ride its own unit, only for trip-level releases
+            uid_per_trip=unit == Unit.TRIP and group_size is None,
+        )
+
+    def run(the_spec: OdSpec, trips: Any, acct: Any, step: Any) -> Any:
+        if unique:
+            from privmob.prepare.unique import unique_trips
+
+            trips = unique_trips(trips, study)
+        return the_spec.run(trips, acct, rng=seed, progress=step)
+
+    def summary(release: Any, paths: list[Path], acct: Any) -> None:
+        from privmob.releases.od_series_cost import series_cost_lines
+
+        c.print_release_summary(release, paths, acct)
+        for line in series_cost_lines(release, group_size):
+            c.console.print(line)
+
+    run_release(
+        ctx,
+        data=data,
+        tessellation=tessellation,
+        tile_id=tile_id,
+        spec=spec,
+        load=load,
+        run=run,
+        summary=summary,
+    )
 
 
 def register(app: typer.Typer) -> None:
-    app.command("od")(od)
+    app.command("od", cls=o.with_aliases(bin=("--period",)))(od)

@@ -1,7 +1,7 @@
 """``privmob plan``: choose epsilon from an error target, or see what an epsilon buys.
 
-Reads no data and spends no budget: every number is a function of public parameters (seed 003,
-Theorems 2-7 and the heuristics of SPEC 4.1; see privmob.evaluate.accuracy).
+Reads no data and spends no budget: every number is a function of public parameters (Kohli,
+Aiken and Blumenstock's Theorems 2-7 and heuristics; see privmob.evaluate.accuracy).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.table import Table
+from typer.core import TyperGroup
 
 from privmob.cli.common import console
 from privmob.errors import ConfigError
@@ -93,7 +94,9 @@ def _table(report: dict[str, Any]) -> Table:
         a = report["alpha"]
         row(f"smallest eps: |cell error| <= {a} (Thm 4/6)", "epsilon_cell", ".6f")
         row(f"smallest eps: |change error| <= {a} (exact)", "epsilon_difference", ".6f")
-        row("  seed's Thm 7 (Lambert W, approximate)", "epsilon_difference_thm7_seed", ".6f")
+        row(
+            "  Kohli et al.'s Thm 7 (Lambert W, approximate)", "epsilon_difference_thm7_seed", ".6f"
+        )
         t.add_row(
             f"heuristic eps >= sqrt(2) T / {a}",
             *[f"{report['heuristic_epsilon']:.6f}"] * len(kinds),
@@ -112,10 +115,41 @@ def _table(report: dict[str, Any]) -> Table:
     return t
 
 
+#: ``privmob plan <release>``: the release commands that have a plan, and their modules
+PLANNED = {
+    "od": "privmob.cli.od",
+    "population": "privmob.cli.population",
+    "report": "privmob.cli.report",
+    "density": "privmob.cli.density",
+    "series-counts": "privmob.cli.series",
+}
+
+
+class PlanGroup(TyperGroup):
+    """``privmob plan``: its own commands, and ``plan <release>`` made from the release command
+    itself (the same options minus the input; see :func:`privmob.cli.run.plan_command`),
+    imported when asked for."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return super().list_commands(ctx) + [n for n in PLANNED if n not in self.commands]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name in PLANNED and cmd_name not in self.commands:
+            import importlib
+
+            from privmob.cli.run import plan_command
+
+            sub = typer.Typer()
+            importlib.import_module(PLANNED[cmd_name]).register(sub)
+            release = typer.main.get_group(sub).commands[cmd_name]
+            self.commands[cmd_name] = plan_command(release, cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+
 def register(app: typer.Typer) -> None:
     from privmob.cli.plan_programme import register_programme
 
-    plan_app = typer.Typer(invoke_without_command=True, no_args_is_help=False)
+    plan_app = typer.Typer(invoke_without_command=True, no_args_is_help=False, cls=PlanGroup)
     register_programme(plan_app)  # privmob plan programme SCHEDULE
     app.add_typer(plan_app, name="plan")
 
@@ -150,7 +184,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Choose epsilon for an error target, or see what an epsilon gives (reads no data).
 
-        Seed 003's Theorems 2-7 and heuristics for both Laplace noise kinds; spends no budget.
+        Kohli, Aiken and Blumenstock's Theorems 2-7 and heuristics for both Laplace noise kinds;
+        spends no budget.
         `privmob plan programme SCHEDULE` plans a whole programme of releases.
         """
         if ctx.invoked_subcommand is not None:

@@ -53,7 +53,7 @@ def register_programme(plan_app: typer.Typer) -> None:
         console.print(
             f"total per person: pure {plan.pure:.4g}; approximate (delta {p.delta:g}) "
             f"{plan.approximate:.4g}; zCDP with discrete Gaussian noise {plan.zcdp:.4g} "
-            f"(rho {plan.zcdp_rho:.4g}); naive per-trip accounting (seed 002) "
+            f"(rho {plan.zcdp_rho:.4g}); naive per-trip accounting (as Bassolas et al.'s) "
             f"{plan.naive_per_trip:.4g}",
             highlight=False,
         )

@@ -1,36 +1,34 @@
-"""``privmob population``: DP counts of users per home zone from events (SPEC 4.4)."""
+"""``privmob population``: DP counts of users per home zone from events."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from privmob.cli import common as c
+from privmob.cli import options as o
 from privmob.cli.formats import FormatOpt
-from privmob.cli.test_mode import TestModeOpt, ledger_for, test_mode_marks
+from privmob.cli.test_mode import TestModeOpt
 from privmob.errors import ConfigError
 from privmob.privacy.mechanisms import NoiseKind
 
 
 def population(
+    ctx: typer.Context,
     data: Annotated[
         str, typer.Argument(help=c.INPUT_HELP.format("events: uid, datetime, lat/lng or cell_id"))
     ],
-    tessellation: Annotated[
-        Path, typer.Option("--tessellation", "-t", help="zones (GeoJSON, GeoParquet, Shapefile)")
-    ],
-    epsilon: Annotated[float, typer.Option("--epsilon", "-e", help="privacy budget")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="output folder")] = Path(
-        "privmob-population"
-    ),
+    tessellation: Annotated[Path, o.tessellation("zones (GeoJSON, GeoParquet, Shapefile)")],
+    epsilon: Annotated[float, o.epsilon("privacy budget (each user counts once: at home)")],
+    output: Annotated[Path, o.output()] = Path("privmob-population"),
     noise: Annotated[NoiseKind, typer.Option("--noise")] = NoiseKind.DISCRETE_LAPLACE,
     delta: Annotated[float, typer.Option("--delta", help="for discrete-gaussian")] = 0.0,
     night_start: Annotated[int, typer.Option("--night-start", help="night from (hour)")] = 20,
     night_end: Annotated[int, typer.Option("--night-end", help="night until (hour)")] = 6,
-    start: Annotated[str | None, typer.Option("--start", help="study period start (date)")] = None,
-    end: Annotated[str | None, typer.Option("--end", help="study period end (exclusive)")] = None,
+    start: Annotated[str | None, o.start()] = None,
+    end: Annotated[str | None, o.end()] = None,
     cells: Annotated[
         str | None, typer.Option("--cells", help="cells table for events with cell_id")
     ] = None,
@@ -42,10 +40,11 @@ def population(
             "towers' Voronoi cells, applied to noisy tower counts)",
         ),
     ] = "contain",
-    id_column: c.TileIdOpt = None,
+    tile_id: o.TileIdOpt = None,
     columns: c.ColumnsOpt = None,
     delimiter: c.DelimiterOpt = None,
-    timezone: c.TimezoneOpt = "UTC",
+    timezone: o.TimezoneOpt = "UTC",
+    input_timezone: o.InputTimezoneOpt = None,
     ledger: c.LedgerOpt = None,
     dataset: c.DatasetOpt = None,
     new_dataset: c.NewDatasetOpt = False,
@@ -61,88 +60,68 @@ def population(
     output_format: FormatOpt = None,
     quiet: c.QuietOpt = False,
 ) -> None:
-    """Release DP counts of users per home zone (SPEC 4.4).
+    """Release DP counts of users per home zone.
 
     Home = most frequent zone at night; every zone plus 'outside' and 'unknown home' cells get
     noise; user-level epsilon-DP with sensitivity 1.
     """
-    from privmob.data.sources import load_events
-    from privmob.data.tessellation import load_tessellation
+    from privmob.cli.run import run_release
+    from privmob.data.times import clock
     from privmob.domain import StudyPeriod
-    from privmob.privacy.ledger import Ledger
-    from privmob.releases.base import Accountant
-    from privmob.releases.population import population_counts
-    from privmob.releases.publish import Output
-    from privmob.render.layers import parse_formats, write_layers
+    from privmob.releases.specs import PopulationSpec
 
     if zone_mapping not in ("contain", "voronoi"):
         raise ConfigError(f"unknown zone mapping '{zone_mapping}'", hint="contain or voronoi")
     if zone_mapping == "voronoi" and cells is None:
         raise ConfigError("--zone-mapping voronoi needs --cells (the towers table)")
     study = StudyPeriod.parse("all", start, end)
-    # before anything is read or charged: a release that cannot be written must cost nothing
-    out = Output(output, overwrite=overwrite).check()  # stage -> charge -> rename, at charge
-    formats = parse_formats(output_format)  # layers beside the tables, staged with them
-    acct = Accountant(
-        Ledger(ledger_for(ledger, seed, test_mode)),
-        c.dataset_name(dataset, data),
-        budget=budget,
-        output=out,
-        annotate=test_mode_marks(seed, test_mode),
-        new_dataset_for_same_data=new_dataset,
-    )
-    with c.Steps(quiet) as step:
-        step("reading the tessellation")
-        tess = load_tessellation(tessellation, id_column=id_column)
-        out.extra.append(lambda rel, d: write_layers(rel, tess, d, formats))
-        out.require_space(tess.k)  # the public domain, before the data
-        eng = c.open_engine(
-            engine, memory_limit, spark_master, spark_conf, step, spill_dir=spill_dir
-        )
+
+    def spec(tess: Any) -> PopulationSpec:
+        return PopulationSpec(tess, epsilon, noise, delta, (night_start, night_end), study)
+
+    def load(eng: Any, tess: Any, step: Any) -> Any:
+        from privmob.data.sources import load_events
+
         step("reading and validating the events")
-        events = load_events(
+        return load_events(
             data,
             engine=eng,
             tessellation=tess,
             cells=cells,
             columns=c.parse_columns(columns),
-            timezone=timezone,
+            timezone=clock(timezone, input_timezone),
             delimiter=delimiter,
         )
-        acct.bind_input(events)  # the budget is bound to the data's content
-        if zone_mapping == "voronoi":
-            from privmob.data.sources import load_cells
-            from privmob.releases.population import population_by_tower_shares
 
-            towers = eng.fetch(f"SELECT * FROM {load_cells(cells, engine=eng, tessellation=tess)}")
-            release = population_by_tower_shares(
-                events,
-                towers=towers,
-                tessellation=tess,
-                epsilon=epsilon,
-                accountant=acct,
-                noise=noise,
-                delta=delta,
-                night=(night_start, night_end),
-                period=study,
-                rng=seed,
-                step=step,
-            )
-        else:
-            release = population_counts(
-                events,
-                tessellation=tess,
-                epsilon=epsilon,
-                accountant=acct,
-                noise=noise,
-                delta=delta,
-                night=(night_start, night_end),
-                period=study,
-                rng=seed,
-                step=step,
-            )
-        paths = out.written
-    c.print_release_summary(release, paths, acct)
+    def by_tower_shares(the_spec: PopulationSpec, events: Any, acct: Any, step: Any) -> Any:
+        from privmob.data.sources import load_cells
+        from privmob.releases.population import population_by_tower_shares
+
+        eng, tess = events.engine, the_spec.tessellation
+        towers = eng.fetch(f"SELECT * FROM {load_cells(cells, engine=eng, tessellation=tess)}")
+        return population_by_tower_shares(
+            events,
+            towers=towers,
+            tessellation=tess,
+            epsilon=epsilon,
+            accountant=acct,
+            noise=noise,
+            delta=delta,
+            night=(night_start, night_end),
+            period=study,
+            rng=seed,
+            step=step,
+        )
+
+    run_release(
+        ctx,
+        data=data,
+        tessellation=tessellation,
+        tile_id=tile_id,
+        spec=spec,
+        load=load,
+        run=by_tower_shares if zone_mapping == "voronoi" else None,
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from privmob.cli import common as c
-from privmob.cli.test_mode import TestModeOpt, ledger_for, test_mode_marks
+from privmob.cli import options as o
+from privmob.cli.test_mode import TestModeOpt
 from privmob.errors import ConfigError, InputError
 from privmob.privacy.costs import Unit
 
@@ -40,7 +41,43 @@ def _range(text: str) -> tuple[float, float, float]:
     return lo, hi, width
 
 
+def study_period(
+    start: str | None, end: str | None, period: tuple[str, str] | None
+) -> tuple[str, str]:
+    """The declared study period from ``--start``/``--end`` (or the older ``--period S E``)."""
+    if period is not None:
+        if start is not None or end is not None:
+            raise ConfigError("give --start and --end (--period START END is their older form)")
+        start, end = period
+    if start is None or end is None:
+        raise ConfigError(
+            "the mobility report needs a declared study period: --start and --end",
+            hint="e.g. --start 2024-01-01 --end 2024-02-01 (never taken from the data)",
+        )
+    return start, end
+
+
+def html_path(output: Path) -> Path:
+    if not output.suffix.lower().startswith(".htm"):
+        raise InputError(f"-o should name an .html file, got {output}")
+    return output
+
+
+def report_bound(max_trips: int | None, unit: Unit) -> int:
+    """``-T``: required for user-level privacy (it sets the noise); 1 at trip level."""
+    if max_trips is not None:
+        return max_trips
+    if unit is Unit.USER:
+        raise ConfigError(
+            "user-level privacy needs -T/--max-trips, the most trips counted per user",
+            hint="a public bound, never taken from the data; it sets the noise scale "
+            "(or --unit trip: each trip protected, no bound needed)",
+        )
+    return 1
+
+
 def report(
+    ctx: typer.Context,
     data: Annotated[
         str,
         typer.Argument(
@@ -49,14 +86,21 @@ def report(
             )
         ),
     ],
-    tessellation: Annotated[Path, typer.Option("--tessellation", "-t", help="tiles (GeoJSON...)")],
-    epsilon: Annotated[float, typer.Option("--epsilon", "-e", help="total epsilon of the report")],
-    max_trips: Annotated[int, typer.Option("--max-trips", "-M", help="M: trips kept per user")],
+    tessellation: Annotated[Path, o.tessellation()],
+    epsilon: Annotated[float, o.epsilon("total epsilon of the report")],
+    output: Annotated[Path, o.output("report.html (JSON and tables beside)")],
+    max_trips: Annotated[
+        int | None,
+        o.max_trips(
+            "trips per user (M): the most trips kept per user; needed for --unit user, "
+            "1 for --unit trip"
+        ),
+    ] = None,
+    start: Annotated[str | None, o.start("start of the declared study period (required)")] = None,
+    end: Annotated[str | None, o.end("end of the declared study period (excluded)")] = None,
     period: Annotated[
-        tuple[str, str],
-        typer.Option("--period", help="declared study period START END (ISO, END excluded)"),
-    ],
-    output: Annotated[Path, typer.Option("--output", "-o", help="report.html (JSON beside)")],
+        tuple[str, str] | None, typer.Option("--period", hidden=True)  # older: START END
+    ] = None,
     unit: Annotated[Unit, typer.Option("--unit", help="user or trip")] = Unit.USER,
     analyses: Annotated[
         str | None, typer.Option("--analyses", help="comma-separated subset (default: all 15)")
@@ -81,10 +125,11 @@ def report(
     ] = "trip-points",
     stay_distance: c.StayDistanceOpt = None,
     stay_minutes: c.StayMinutesOpt = None,
-    id_column: c.TileIdOpt = None,
+    tile_id: o.TileIdOpt = None,
     columns: c.ColumnsOpt = None,
     delimiter: c.DelimiterOpt = None,
-    timezone: c.TimezoneOpt = "UTC",
+    timezone: o.TimezoneOpt = "UTC",
+    input_timezone: o.InputTimezoneOpt = None,
     group_size: Annotated[
         int | None,
         typer.Option(
@@ -107,17 +152,16 @@ def report(
     overwrite: c.OverwriteOpt = False,
 ) -> None:
     """A differentially private mobility report: 15 analyses, one offline HTML + JSON."""
-    from privmob.data.sources import load_trip_points
-    from privmob.data.tessellation import load_tessellation
-    from privmob.privacy.ledger import Ledger
-    from privmob.releases.base import Accountant
-    from privmob.releases.report import ReportConfig, Tiles, mobility_report, report_cost
+    from privmob.cli.run import run_release
+    from privmob.data.times import clock
+    from privmob.releases.report import ReportConfig
+    from privmob.releases.specs import ReportSpec
     from privmob.render.report_files import report_output, report_paths
 
     cfg = ReportConfig.build(
         epsilon=epsilon,
-        max_trips=max_trips,
-        period=period,
+        max_trips=report_bound(max_trips, unit),
+        period=study_period(start, end, period),
         unit=unit,
         analyses=[a.strip() for a in analyses.split(",")] if analyses else None,
         weights={k: _float(v, "budget weight") for k, v in _pairs(budget_split, "weight").items()},
@@ -128,59 +172,54 @@ def report(
         raise ConfigError(
             f"unknown input shape '{input_shape}' for the report", hint="use trip-points or gps"
         )
-    if not output.suffix.lower().startswith(".htm"):
-        raise InputError(f"-o should name an .html file, got {output}")
-    # a taken or unwritable output must not burn epsilon; stage -> charge -> rename at charge
-    out = report_output(output, overwrite=overwrite).check()
-    acct = Accountant(
-        Ledger(ledger_for(ledger, seed, test_mode)),
-        c.dataset_name(dataset, data),
-        group_size=group_size,
-        budget=budget,
-        output=out,
-        annotate=test_mode_marks(seed, test_mode),
-        new_dataset_for_same_data=new_dataset,
-    )
-    acct.precheck(report_cost(cfg))  # refuse before reading anything
-    with c.Steps(quiet) as step:
-        step("reading the tessellation")
-        tess = load_tessellation(tessellation, id_column=id_column)
-        tiles = Tiles.from_tessellation(tess)
-        eng = c.open_engine(
-            engine, memory_limit, spark_master, spark_conf, step, spill_dir=spill_dir
-        )
+
+    def load(eng: Any, tess: Any, step: Any) -> Any:
         step("reading and validating the trip points")
         common = {
             "engine": eng,
             "tessellation": tess,
             "columns": c.parse_columns(columns),
-            "timezone": timezone,
+            "timezone": clock(timezone, input_timezone),
             "delimiter": delimiter,
         }
         if input_shape == "gps":
             from privmob.prepare.inputs import load_gps_points
 
-            points = load_gps_points(data, stay_distance, stay_minutes, **common)
-        else:
-            points = load_trip_points(data, **common)
-        acct.bind_input(points)  # the budget is bound to the data's content
-        rel = mobility_report(eng, points, tiles, cfg, acct, rng=seed, progress=step)
-        paths = report_paths(out.target)
-    if not quiet:
-        e = rel.ledger_entry
-        assert e is not None
-        c.console.print(
-            f"report written: {paths['html']} (+ {paths['json'].name}, {paths['tables'].name}/);"
-            f" charged epsilon={e.cost.epsilon:.6g} per {e.cost.unit} to '{e.dataset}' "
-            f"(ledger entry #{e.id})",
-            markup=False,
-            highlight=False,
-        )
-        if not rel.for_publication:
-            c.console.print("[bold red]NOT FOR PUBLICATION[/]: made with --seed")
-    no_signal = (rel.extra.get("signal") or {}).get("warning")
-    if no_signal:  # from noisy values only (privmob.privacy.signal)
-        c.console_err.print(f"[bold yellow]warning[/]: {no_signal}", highlight=False)
+            return load_gps_points(data, stay_distance, stay_minutes, **common)
+        from privmob.data.sources import load_trip_points
+
+        return load_trip_points(data, **common)
+
+    def summary(rel: Any, _paths: list[Path], _acct: Any) -> None:
+        if not quiet:
+            paths = report_paths(output)
+            e = rel.ledger_entry
+            assert e is not None
+            c.console.print(
+                f"report written: {paths['html']} (+ {paths['json'].name}, "
+                f"{paths['tables'].name}/); charged epsilon={e.cost.epsilon:.6g} per "
+                f"{e.cost.unit} to '{e.dataset}' (ledger entry #{e.id})",
+                markup=False,
+                highlight=False,
+            )
+            if not rel.for_publication:
+                c.console.print("[bold red]NOT FOR PUBLICATION[/]: made with --seed")
+        no_signal = (rel.extra.get("signal") or {}).get("warning")
+        if no_signal:  # from noisy values only (privmob.privacy.signal)
+            c.console_err.print(f"[bold yellow]warning[/]: {no_signal}", highlight=False)
+
+    run_release(
+        ctx,
+        data=data,
+        tessellation=tessellation,
+        tile_id=tile_id,
+        spec=lambda tess: ReportSpec(tess, cfg),
+        load=load,
+        # a taken or unwritable output must not burn epsilon; stage -> charge -> rename
+        output=lambda: report_output(html_path(output), overwrite=overwrite),
+        layers=False,
+        summary=summary,
+    )
 
 
 def compare(
@@ -221,5 +260,5 @@ def _show(v: object) -> str:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("report")(report)
+    app.command("report", cls=o.with_aliases(max_trips=("-M",)))(report)
     app.command("compare")(compare)

@@ -13,6 +13,7 @@ import pandas as pd
 import typer
 from rich.table import Table
 
+from privmob.cli import options as o
 from privmob.cli.common import (
     INPUT_HELP,
     ColumnsOpt,
@@ -28,22 +29,16 @@ from privmob.cli.common import (
     SparkConfOpt,
     SparkMasterOpt,
     SpillDirOpt,
-    Steps,
     console,
     console_err,
-    dataset_name,
-    open_engine,
     parse_columns,
 )
 from privmob.cli.formats import FormatOpt
-from privmob.cli.test_mode import TestModeOpt, ledger_for, test_mode_marks
+from privmob.cli.test_mode import TestModeOpt
 from privmob.data.series_input import check_time_domain as _check_time_domain
 from privmob.data.series_input import read_series, time_grid_of
 from privmob.data.series_input import split_list as _tokens
 from privmob.errors import ConfigError, InputError
-from privmob.privacy.costs import Cost
-from privmob.privacy.ledger import Ledger
-from privmob.privacy.samplers import Randomness
 from privmob.privacy.temporal import (
     backward_loss,
     forward_loss,
@@ -52,9 +47,8 @@ from privmob.privacy.temporal import (
     temporal_loss,
     transition_matrix,
 )
-from privmob.releases.base import Accountant, Release
+from privmob.releases.base import Release
 from privmob.releases.landmark import SCHEME_UNIT, AdaptiveRule, Scheme, publish_series
-from privmob.releases.publish import Output
 
 
 def resolve_landmarks(spec: str, labels: list[object], positions: bool) -> list[int]:
@@ -93,8 +87,9 @@ def resolve_landmarks(spec: str, labels: list[object], positions: bool) -> list[
 
 
 def series_command(
+    ctx: typer.Context,
     input: Annotated[Path, typer.Argument(help="series file (CSV or Parquet)")],
-    epsilon: Annotated[float, typer.Option("--epsilon", help="landmark epsilon")],
+    epsilon: Annotated[float, o.epsilon("landmark epsilon")],
     sensitivity: Annotated[
         float,
         typer.Option(
@@ -104,7 +99,7 @@ def series_command(
             "timestamp",
         ),
     ],
-    output: Annotated[Path, typer.Option("--output", "-o", help="output directory")],
+    output: Annotated[Path, o.output()],
     value_column: Annotated[str, typer.Option("--value-column")] = "value",
     time_column: Annotated[str, typer.Option("--time-column")] = "time",
     zone_column: Annotated[
@@ -129,18 +124,16 @@ def series_command(
     ] = None,
     value_min: Annotated[float | None, typer.Option("--value-min", help="clamp below")] = None,
     value_max: Annotated[float | None, typer.Option("--value-max", help="clamp above")] = None,
-    start: Annotated[
-        str | None, typer.Option("--start", help="public period start (with --end, --freq)")
-    ] = None,
-    end: Annotated[str | None, typer.Option("--end", help="public period end, exclusive")] = None,
-    freq: Annotated[
-        str | None, typer.Option("--freq", help="time step: the file must hold every step")
+    start: Annotated[str | None, o.start("public period start (with --end, --bin)")] = None,
+    end: Annotated[str | None, o.end("public period end, excluded")] = None,
+    bin: Annotated[
+        str | None, o.bin("time step, e.g. 1h, 30min, 1D: the file must hold every step")
     ] = None,
     domain_from_data: Annotated[
         bool,
         typer.Option(
             "--domain-from-data",
-            help="instead of --start/--end/--freq: take the file's timestamps as the domain "
+            help="instead of --start/--end/--bin: take the file's timestamps as the domain "
             "(they are not protected: the release is stamped NOT FOR PUBLICATION)",
         ),
     ] = False,
@@ -156,7 +149,11 @@ def series_command(
     ] = None,
     budget: Annotated[
         float | None,
-        typer.Option("--budget", help="set the dataset's epsilon budget (scheme's unit) if none"),
+        typer.Option(
+            "--budget",
+            help="the dataset's total epsilon budget (in the scheme's unit): set if it has "
+            "none yet, refused if it already has a different one",
+        ),
     ] = None,
     ledger: LedgerOpt = None,
     dataset: DatasetOpt = None,
@@ -168,68 +165,97 @@ def series_command(
 ) -> None:
     """Publish a series under landmark epsilon-privacy (uniform, skip, adaptive) or at the
     event / user level; writes series.parquet, budgets.parquet and metadata.json."""
+    freq = bin
     if domain_from_data == any(x is not None for x in (start, end, freq)):
         raise ConfigError(
             "--domain-from-data reads the time grid from the file: it replaces --start, --end "
-            "and --freq"
+            "and --bin"
             if domain_from_data
-            else "privmob series needs the public time grid: --start, --end and --freq",
-            hint="declare the grid (e.g. --start 2024-01-01 --end 2024-02-01 --freq 1h); "
+            else "privmob series needs the public time grid: --start, --end and --bin",
+            hint="declare the grid (e.g. --start 2024-01-01 --end 2024-02-01 --bin 1h); "
             "--domain-from-data reads it from the file and stamps the release not for "
             "publication",
         )
-    out = Output(output, overwrite=overwrite).check()  # stage -> charge -> rename, at charge
-    led = Ledger(ledger_for(ledger, seed, test_mode))
-    name = dataset_name(dataset, input)
-    if budget is not None and not led.has_budget(name):
-        led.set_budget(name, budget, 0.0, SCHEME_UNIT[scheme])
-    marks_ = test_mode_marks(seed, test_mode)
-    if domain_from_data:
-        marks_.append(_domain_from_data)
-    accountant = Accountant(
-        led,
-        name,
-        group_size=group_size,
-        output=out,
-        annotate=marks_,
-        new_dataset_for_same_data=new_dataset,
-    )
-    accountant.precheck(Cost.pure(epsilon, SCHEME_UNIT[scheme]))  # before reading data
+    from privmob.cli.run import run_release
+    from privmob.releases.specs import SeriesSpec
+
+    if not domain_from_data and None in (start, end, freq):
+        raise ConfigError("give --start, --end and --bin together")
     declared = _tokens(zones_spec) if zones_spec else None
-    grid = (
-        None if domain_from_data or None in (start, end, freq) else time_grid_of(start, end, freq)
-    )
-    values, labels, zones = read_series(
-        input, value_column, time_column, zone_column, declared, grid=grid
-    )
-    check_time_domain(labels, start, end, freq, input)
-    marks = resolve_landmarks(landmarks, labels, landmark_positions) if landmarks else []
+    grid = None if domain_from_data else time_grid_of(start, end, freq)
     bounds = None
     if value_min is not None or value_max is not None:
         if value_min is None or value_max is None:
             raise ConfigError("give both --value-min and --value-max")
         bounds = (value_min, value_max)
-    rng = Randomness.for_tests(seed) if seed is not None else Randomness.secure()
-    rule = AdaptiveRule(initial_rate=initial_rate, step=rate_step, min_rate=min_rate)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        release = publish_series(
-            values,
-            marks,
-            epsilon,
-            scheme,
-            sensitivity=sensitivity,
-            accountant=accountant,
-            rng=rng,
-            timestamps=labels,
-            zones=zones,
-            integer=integer,
-            rule=rule,
-            fill_value=fill_value,
-            value_bounds=bounds,
+    spec = SeriesSpec(
+        epsilon,
+        sensitivity,
+        start,
+        end,
+        freq,
+        value_column=value_column,
+        time_column=time_column,
+        # the zones are public: with --zone-column and no --zones the file is refused on reading
+        zone_column=zone_column if declared else None,
+        zones=tuple(declared) if declared and zone_column else None,
+        # on the declared grid, landmarks are found before reading (the plan's margin)
+        landmarks=tuple(
+            resolve_landmarks(landmarks, list(grid), landmark_positions)
+            if landmarks and grid is not None
+            else ()
+        ),
+        scheme=scheme.value,
+        integer=integer,
+        value_bounds=bounds,
+    )
+
+    def load(_eng: Any, _tess: Any, step: Any) -> Any:
+        step("reading the series")
+        values, labels, zones = read_series(
+            input, value_column, time_column, zone_column, declared, grid=grid
         )
-    paths = out.written
-    _summary(release, paths, len(marks), quiet)
+        check_time_domain(labels, start, end, freq, input)
+        return values, labels, zones
+
+    n_marks = [0]
+
+    def run(the_spec: SeriesSpec, series: Any, acct: Any, step: Any) -> Release:
+        values, labels, zones = series
+        marks = resolve_landmarks(landmarks, labels, landmark_positions) if landmarks else []
+        n_marks[0] = len(marks)
+        step("adding noise and charging the ledger")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return publish_series(
+                values,
+                marks,
+                epsilon,
+                scheme,
+                sensitivity=sensitivity,
+                accountant=acct,
+                rng=seed,
+                timestamps=labels,
+                zones=zones,
+                integer=integer,
+                rule=AdaptiveRule(initial_rate=initial_rate, step=rate_step, min_rate=min_rate),
+                fill_value=fill_value,
+                value_bounds=bounds,
+            )
+
+    run_release(
+        ctx,
+        data=input,
+        tessellation=None,
+        spec=lambda _tess: spec,
+        load=load,
+        run=run,
+        layers=False,
+        engine=False,
+        budget_unit=SCHEME_UNIT[scheme],
+        marks=[_domain_from_data] if domain_from_data else [],
+        summary=lambda release, paths, _acct: _summary(release, paths, n_marks[0], quiet),
+    )
 
 
 DOMAIN_FROM_DATA = (
@@ -274,18 +300,21 @@ def _summary(release: Release, paths: list[Path], n_marks: int, quiet: bool) -> 
 
 
 def series_counts_command(
+    ctx: typer.Context,
     events: Annotated[
         str, typer.Argument(help=INPUT_HELP.format("events: uid, datetime, lat, lng"))
     ],
-    tessellation: Annotated[Path, typer.Option("--tessellation", "-t", help="zones (GeoJSON)")],
-    start: Annotated[str, typer.Option("--start", help="public period start (local time)")],
-    end: Annotated[str, typer.Option("--end", help="public period end, exclusive")],
-    epsilon: Annotated[float, typer.Option("--epsilon", help="landmark epsilon")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="output directory")],
-    freq: Annotated[str, typer.Option("--freq", help="time bin length, e.g. 1h, 30min, 1D")] = "1h",
-    max_per_bin: Annotated[
+    tessellation: Annotated[Path, o.tessellation("zones (GeoJSON, GeoParquet, Shapefile)")],
+    start: Annotated[str, o.start("public period start, in --timezone")],
+    end: Annotated[str, o.end("public period end, excluded")],
+    epsilon: Annotated[float, o.epsilon("landmark epsilon")],
+    output: Annotated[Path, o.output()],
+    bin: Annotated[str, o.bin("time bin length, e.g. 1h, 30min, 1D")] = "1h",
+    max_trips: Annotated[
         int,
-        typer.Option("--max-per-bin", help="events kept per user per bin (= the sensitivity)"),
+        o.max_trips(
+            "events per user and bin: the most events kept per user in one bin (= the sensitivity)"
+        ),
     ] = 1,
     landmarks: Annotated[
         str, typer.Option("--landmarks", help="landmark bins: timestamps (list or file)")
@@ -302,18 +331,21 @@ def series_counts_command(
             "--epsilon (default: 0.1 x --epsilon)",
         ),
     ] = None,
-    id_column: Annotated[
-        str | None, typer.Option("--id-column", help="tile id property of the zones")
-    ] = None,
+    tile_id: o.TileIdOpt = None,
     columns: ColumnsOpt = None,
     names: Annotated[
         str | None, typer.Option("--names", help="column names of a file without header")
     ] = None,
     delimiter: DelimiterOpt = None,
-    timezone: Annotated[str, typer.Option("--timezone", help="study time zone")] = "UTC",
+    timezone: o.TimezoneOpt = "UTC",
+    input_timezone: o.InputTimezoneOpt = None,
     budget: Annotated[
         float | None,
-        typer.Option("--budget", help="set the dataset's epsilon budget (scheme's unit) if none"),
+        typer.Option(
+            "--budget",
+            help="the dataset's total epsilon budget (in the scheme's unit): set if it has "
+            "none yet, refused if it already has a different one",
+        ),
     ] = None,
     group_size: Annotated[
         int | None,
@@ -333,68 +365,68 @@ def series_counts_command(
     overwrite: OverwriteOpt = False,
     output_format: FormatOpt = None,
 ) -> None:
-    """Counts per zone and time bin from raw events (at most --max-per-bin per user and bin,
-    enforced), published under landmark epsilon-privacy."""
-    from privmob.data import load_events
-    from privmob.data.tessellation import load_tessellation
+    """Counts per zone and time bin from raw events (at most -T per user and bin, enforced),
+    published under landmark epsilon-privacy."""
+    freq, max_per_bin = bin, max_trips
+    from privmob.cli.run import run_release
+    from privmob.data.times import clock
     from privmob.domain import time_grid
-    from privmob.releases.landmark_counts import outliers_epsilon_for, publish_zone_counts
-    from privmob.render.layers import parse_formats, write_layers
+    from privmob.releases.specs import ZoneSeriesSpec
 
-    grid = time_grid(start, end, freq)
-    eps_out = outliers_epsilon_for(epsilon, outliers_epsilon)
-    labels: list[object] = list(grid)
+    labels: list[object] = list(time_grid(start, end, freq))
     marks = resolve_landmarks(landmarks, labels, landmark_positions) if landmarks else []
-    out = Output(output, overwrite=overwrite).check()  # stage -> charge -> rename, at charge
-    formats = parse_formats(output_format)  # layers beside the tables, staged with them
-    led = Ledger(ledger_for(ledger, seed, test_mode))
-    name = dataset_name(dataset, events)
-    if budget is not None and not led.has_budget(name):
-        led.set_budget(name, budget, 0.0, SCHEME_UNIT[scheme])
-    accountant = Accountant(
-        led,
-        name,
-        group_size=group_size,
-        output=out,
-        annotate=test_mode_marks(seed, test_mode),
-        new_dataset_for_same_data=new_dataset,
-    )
-    # series + outliers cell, before reading data
-    accountant.precheck(Cost.pure(epsilon + eps_out, SCHEME_UNIT[scheme]))
-    rng = Randomness.for_tests(seed) if seed is not None else Randomness.secure()
-    with Steps(quiet) as step:
-        step("reading the tessellation")
-        tess = load_tessellation(tessellation, id_column=id_column)
-        out.extra.append(lambda rel, d: write_layers(rel, tess, d, formats))
-        eng = open_engine(engine, memory_limit, spark_master, spark_conf, step, spill_dir=spill_dir)
+
+    def spec(tess: Any) -> ZoneSeriesSpec:
+        return ZoneSeriesSpec(
+            tess,
+            epsilon,
+            start,
+            end,
+            freq,
+            max_per_bin,
+            tuple(marks),
+            scheme.value,
+            outliers_epsilon,
+        )
+
+    def load(eng: Any, tess: Any, step: Any) -> Any:
+        from privmob.data import load_events
+
         step("reading and validating the events")
-        loaded = load_events(
+        return load_events(
             events,
             engine=eng,
             tessellation=tess,
             columns=parse_columns(columns),
-            timezone=timezone,
+            timezone=clock(timezone, input_timezone),
             delimiter=delimiter,
             header=names is None,
             names=[n.strip() for n in names.split(",")] if names else None,
         )
-        accountant.bind_input(loaded)  # the budget is bound to the data's content
+
+    def run(the_spec: ZoneSeriesSpec, loaded: Any, acct: Any, step: Any) -> Release:
         step("bounding, counting, adding noise, charging the ledger")
-        release = publish_zone_counts(
-            loaded,
-            tile_ids=tess.tile_ids,
-            grid=grid,
-            max_per_bin=max_per_bin,
-            landmarks=marks,
-            epsilon=epsilon,
-            scheme=scheme,
-            accountant=accountant,
-            rng=rng,
-            outliers_epsilon=eps_out,
-            step=step,
-        )
-        paths = out.written
-    _summary(release, paths, len(marks), quiet)
+        return the_spec.run(loaded, acct, rng=seed, progress=step)
+
+    run_release(
+        ctx,
+        data=events,
+        tessellation=tessellation,
+        tile_id=tile_id,
+        spec=spec,
+        load=load,
+        run=run,
+        budget_unit=SCHEME_UNIT[scheme],
+        summary=lambda release, paths, _acct: _summary(release, paths, len(marks), quiet),
+    )
+
+
+#: the older spellings, still accepted (hidden from --help)
+SERIES_COUNTS_ALIASES = {
+    "bin": ("--freq",),
+    "max_trips": ("--max-per-bin", "--bound"),
+    "tile_id": ("--id-column",),
+}
 
 
 def read_matrix(spec: str) -> np.ndarray | None:
@@ -496,6 +528,6 @@ def tpl_command(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("series")(series_command)
-    app.command("series-counts")(series_counts_command)
+    app.command("series", cls=o.with_aliases(bin=("--freq",)))(series_command)
+    app.command("series-counts", cls=o.with_aliases(**SERIES_COUNTS_ALIASES))(series_counts_command)
     app.command("tpl")(tpl_command)

@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from privmob.cli import options as o
 from privmob.cli.common import OverwriteOpt, QuietOpt, console
 from privmob.data.synth import (
     SynthConfig,
@@ -49,12 +50,9 @@ def synth(
         float, typer.Option("--trips-per-user", help="mean trips per user over the whole period")
     ] = 20.0,
     tessellation: Annotated[
-        Path | None,
-        typer.Option("--tessellation", help="tiles (GeoJSON/GeoParquet/Shapefile); default a grid"),
+        Path | None, o.tessellation("tiles (GeoJSON, GeoParquet, Shapefile); default a grid")
     ] = None,
-    id_column: Annotated[
-        str | None, typer.Option("--id-column", help="tile id column of --tessellation")
-    ] = None,
+    tile_id: o.TileIdOpt = None,
     grid: Annotated[
         int,
         typer.Option(
@@ -96,7 +94,7 @@ def synth(
                 f"{target} exists", hint="pass --overwrite to replace it, or choose another path"
             )
     tess = (
-        load_tessellation(tessellation, id_column=id_column)
+        load_tessellation(tessellation, id_column=tile_id)
         if tessellation is not None
         else default_tessellation(grid)
     )
@@ -150,4 +148,4 @@ def synth(
 
 def register(app: typer.Typer) -> None:
     """Add ``privmob synth`` to the app."""
-    app.command("synth")(synth)
+    app.command("synth", cls=o.with_aliases(tile_id=("--id-column",)))(synth)

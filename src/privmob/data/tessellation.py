@@ -535,7 +535,7 @@ def _pick_id_column(gdf: gpd.GeoDataFrame, id_column: str | None, label: str) ->
                 f"id column not found; columns seen: {attrs}",
                 source=label,
                 column=id_column,
-                hint="pass --id-column with one of the columns above",
+                hint="pass --tile-id with one of the columns above",
             )
         return id_column
     lower = {c.lower(): c for c in attrs}
@@ -548,7 +548,7 @@ def _pick_id_column(gdf: gpd.GeoDataFrame, id_column: str | None, label: str) ->
         f"no tile id column found (tried {list(ID_CANDIDATES)}); columns seen: {attrs}",
         source=label,
         column="tile_id",
-        hint="pass --id-column (Python: id_column=) naming the column with the tile ids",
+        hint="pass --tile-id (Python: Session(tile_id=...)) naming the column with the tile ids",
     )
 
 
@@ -594,7 +594,7 @@ def _normalise_ids(col: pd.Series, name: str, label: str) -> np.ndarray:
             source=label,
             column=name,
             example=first,
-            hint="tile ids must be unique; pick another --id-column or fix the file",
+            hint="tile ids must be unique; pick another --tile-id or fix the file",
         )
     return values
 

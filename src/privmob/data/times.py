@@ -48,6 +48,15 @@ def time_expr(col: str, coltype: str, timezone: str, *, duckdb: bool = False) ->
     lookup per row (30x faster than ``timezone('UTC', ...)``)."""
     c = ident(col)
     tz = quote(timezone)
+    naive = quote(naive_zone(timezone))  # naive timestamps: read in this zone (data.times)
+
+    def local(ts: str) -> str:  # a naive timestamp read in `naive`, as wall clock in `tz`
+        if naive == tz:
+            return ts
+        if duckdb:
+            return f"timezone('{tz}', timezone('{naive}', {ts}))"
+        return f"from_utc_timestamp(to_utc_timestamp({ts}, '{naive}'), '{tz}')"
+
     if coltype.startswith("TIMESTAMP WITH TIME ZONE") or coltype == "TIMESTAMPTZ":
         if timezone == "UTC" and duckdb:
             return (
@@ -56,7 +65,7 @@ def time_expr(col: str, coltype: str, timezone: str, *, duckdb: bool = False) ->
             )
         return f"timezone('{tz}', {c})"
     if coltype.startswith("TIMESTAMP") or coltype == "DATE":
-        return f"CAST({c} AS TIMESTAMP)"
+        return local(f"CAST({c} AS TIMESTAMP)")
     if coltype in INTEGER_TYPES | NUMERIC_TIME_TYPES or coltype.startswith("DECIMAL"):
         return f"timezone('{tz}', to_timestamp(CAST({c} AS DOUBLE)))"
     s = f"trim(CAST({c} AS VARCHAR))"
@@ -74,7 +83,7 @@ def time_expr(col: str, coltype: str, timezone: str, *, duckdb: bool = False) ->
         f"THEN timezone('{tz}', TRY_CAST({offset} AS TIMESTAMPTZ)) "
         f"WHEN regexp_matches({s}, '{EPOCH_RE}') "
         f"THEN timezone('{tz}', to_timestamp(TRY_CAST({s} AS DOUBLE))) "
-        f"ELSE TRY_CAST({s} AS TIMESTAMP) END"
+        f"ELSE {local(f'TRY_CAST({s} AS TIMESTAMP)')} END"
     )
 
 
@@ -97,3 +106,41 @@ def time_checks(col: str, coltype: str = "") -> list[Check]:
             )
         )
     return checks
+
+
+# -- the two time zones of a release ------------------------------------------------------
+# The two time zones of a release: the zone of its days, hours and bins, and the zone that
+# timestamps written without an offset (naive) are read in.
+#
+# They differ for data logged in UTC without an offset and released in local time
+# (``--input-timezone UTC --timezone America/New_York``). :class:`Clock` *is* the binning zone's
+# name (a ``str``, so every loader that takes ``timezone=`` takes it unchanged) and carries the
+# naive timestamps' zone in :attr:`Clock.naive`.
+
+
+class Clock(str):
+    """``Clock("America/New_York", naive="UTC")``: bins in New York time, naive timestamps
+    read as UTC. Without ``naive``, naive timestamps are read in the binning zone."""
+
+    naive: str
+
+    def __new__(cls, zone: str = "UTC", naive: str | None = None) -> Clock:
+        clock = super().__new__(cls, zone)
+        clock.naive = naive or zone
+        return clock
+
+    def __repr__(self) -> str:
+        return f"Clock({str(self)!r}, naive={self.naive!r})"
+
+
+def clock(timezone: str, input_timezone: str | None = None) -> str:
+    """``timezone`` alone, or a :class:`Clock` when naive timestamps are in another zone."""
+    if input_timezone is None or input_timezone == timezone:
+        return timezone
+    check_timezone(input_timezone)
+    return Clock(timezone, naive=input_timezone)
+
+
+def naive_zone(timezone: str) -> str:
+    """The zone naive timestamps are read in (the binning zone unless a :class:`Clock` says)."""
+    return getattr(timezone, "naive", timezone)

@@ -110,6 +110,8 @@ class Accountant:
     group_size: int | None = None
     budget: float | None = None
     budget_delta: float = 0.0
+    #: what ``budget`` protects (user by default; landmark or event for landmark series)
+    budget_unit: Unit | str = Unit.USER
     #: where the release is published; set, :meth:`charge` stages, charges and renames
     output: Output | None = None
     #: applied to every release before it is charged and written (test mode, a domain read
@@ -127,7 +129,7 @@ class Accountant:
             raise ConfigError("a dataset name is needed to charge the ledger")
         if self.budget is not None:
             # set once; the same budget again is a no-op, a different one a BudgetError
-            self.ledger.set_budget(self.dataset, self.budget, self.budget_delta)
+            self.ledger.set_budget(self.dataset, self.budget, self.budget_delta, self.budget_unit)
 
     def precheck(self, cost: Cost) -> None:
         """Refuse early, before any data is read, if the cost cannot fit."""

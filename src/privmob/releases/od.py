@@ -282,14 +282,6 @@ def plan_od(
     return ODPlan(unit, t_bound, noise_dist, cost_each, parts, total)
 
 
-def od_precheck(accountant: Accountant, **params: Any) -> ODPlan:
-    """Refuse an OD release the budget cannot pay for, before any data is read or validated
-    (``params`` as for :func:`plan_od`)."""
-    plan = plan_od(**params)
-    accountant.precheck(plan.total)
-    return plan
-
-
 def exact_counts(
     trips: Loaded,
     *,

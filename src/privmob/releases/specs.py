@@ -390,13 +390,14 @@ class SeriesSpec:
     """An aggregated series (a file with one row per timestamp, and zone) published under
     landmark privacy (see :func:`privmob.releases.landmark.publish_series`). The time domain
     (``start``, ``end``, ``freq``) and the ``zones`` are public and declared; the file must
-    hold exactly that grid."""
+    hold exactly that grid. ``None`` for all three: the grid is the file's own (not protected;
+    ``privmob series --domain-from-data``): the plan then knows no cells before reading."""
 
     epsilon: float
     sensitivity: float
-    start: str
-    end: str
-    freq: str
+    start: str | None
+    end: str | None
+    freq: str | None
     value_column: str = "value"
     time_column: str = "time"
     zone_column: str | None = None
@@ -411,7 +412,9 @@ class SeriesSpec:
     def grid(self) -> Any:
         from privmob.domain import time_grid
 
-        return time_grid(self.start, self.end, self.freq)
+        if self.start is None and self.end is None and self.freq is None:
+            return None  # the file's own grid (not protected)
+        return time_grid(str(self.start), str(self.end), str(self.freq))
 
     @cached_property
     def _plan(self) -> Plan:
@@ -427,9 +430,11 @@ class SeriesSpec:
                 f"the sensitivity must be a finite number > 0, got {self.sensitivity}"
             )
         scheme = Scheme(self.scheme)
-        bins = len(self.grid)
-        budgets = scheme_budgets(scheme, bins, list(self.landmarks), self.epsilon)
-        smallest = float(budgets[budgets > 0].min()) if (budgets > 0).any() else self.epsilon
+        bins = 0 if self.grid is None else len(self.grid)
+        smallest = self.epsilon
+        if bins:  # the grid is known: the smallest budget of a bin under the scheme
+            budgets = scheme_budgets(scheme, bins, list(self.landmarks), self.epsilon)
+            smallest = float(budgets[budgets > 0].min()) if (budgets > 0).any() else smallest
         dist, _ = calibrate(
             NoiseKind.DISCRETE_LAPLACE, smallest, l1_sensitivity=max(1, round(self.sensitivity))
         )
@@ -440,7 +445,7 @@ class SeriesSpec:
             cells=cells,
             memory_bytes=cells * (BYTES_PER_CELL + BYTES_PER_ROW),
             output_rows=cells,
-            margin_of_error_95=float(dist.margin_of_error(0.95)),
+            margin_of_error_95=float(dist.margin_of_error(0.95)) if bins else float("nan"),
             noise=str(dist.kind),
         )
 

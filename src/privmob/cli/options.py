@@ -1,0 +1,103 @@
+"""The options every release command shares, defined once (names, short flags, types).
+
+``tests/cli/test_option_names.py`` walks every release command and checks that these options
+keep the same names, short flags and types everywhere. A command gives an option its own
+meaning in the help (``-T`` is trips per user for ``od``, visits per user and hour for
+``density``), never its own spelling. Older spellings stay accepted as hidden aliases
+(:func:`with_aliases`), so existing scripts keep working.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from typer.core import TyperCommand
+
+#: option names of the shared options, by parameter name (checked by the test)
+SHARED = {
+    "epsilon": ("--epsilon", "-e"),
+    "max_trips": ("--max-trips", "-T"),
+    "tessellation": ("--tessellation", "-t"),
+    "tile_id": ("--tile-id",),
+    "start": ("--start",),
+    "end": ("--end",),
+    "bin": ("--bin",),
+    "output": ("--output", "-o"),
+    "input_timezone": ("--input-timezone",),
+    "timezone": ("--timezone",),
+}
+
+
+def epsilon(help: str) -> Any:
+    return typer.Option(*SHARED["epsilon"], help=help)
+
+
+def max_trips(help: str) -> Any:
+    """The per-user contribution bound of a release (its meaning in ``help``)."""
+    return typer.Option(*SHARED["max_trips"], help=help)
+
+
+def tessellation(help: str = "tiles (GeoJSON, GeoParquet, Shapefile)") -> Any:
+    return typer.Option(*SHARED["tessellation"], help=help)
+
+
+def start(help: str = "start of the public study period (a date or time; included)") -> Any:
+    return typer.Option(*SHARED["start"], help=help)
+
+
+def end(help: str = "end of the public study period (excluded)") -> Any:
+    return typer.Option(*SHARED["end"], help=help)
+
+
+def bin(help: str) -> Any:
+    return typer.Option(*SHARED["bin"], help=help)
+
+
+def output(help: str = "output folder") -> Any:
+    return typer.Option(*SHARED["output"], help=help)
+
+
+TileIdOpt = Annotated[
+    str | None, typer.Option(*SHARED["tile_id"], help="tile id column of the tessellation")
+]
+InputTimezoneOpt = Annotated[
+    str | None,
+    typer.Option(
+        *SHARED["input_timezone"],
+        help="time zone of timestamps written without an offset (default: --timezone); e.g. "
+        "UTC for logs in UTC released in local time. Timestamps with an offset keep theirs",
+    ),
+]
+TimezoneOpt = Annotated[
+    str,
+    typer.Option(
+        *SHARED["timezone"],
+        help="time zone of the release's days, hours and bins (default UTC)",
+    ),
+]
+
+
+def with_aliases(**aliases: tuple[str, ...]) -> type[TyperCommand]:
+    """A command class that also accepts ``aliases`` (parameter name -> older option names),
+    hidden from ``--help``: ``with_aliases(max_trips=("--max-visits", "-l"))``."""
+
+    class AliasedCommand(TyperCommand):
+        #: the hidden older spellings, by parameter name (read by the tests)
+        hidden_aliases = aliases
+
+        def make_parser(self, ctx: Any) -> Any:
+            parser = super().make_parser(ctx)
+            for param in self.get_params(ctx):
+                names = aliases.get(param.name or "")
+                if not names:
+                    continue
+                shown = param.opts, param.secondary_opts
+                param.opts, param.secondary_opts = list(names), []
+                try:
+                    param.add_to_parser(parser, ctx)
+                finally:
+                    param.opts, param.secondary_opts = shown
+            return parser
+
+    return AliasedCommand

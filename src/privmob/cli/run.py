@@ -1,0 +1,247 @@
+"""The one path every release command takes (``od``, ``population``, ``report``, ``density``,
+``series-counts``, ``series``): a command parses its own options into a release spec
+(:mod:`privmob.releases.specs`) and hands it here.
+
+1. the output is checked (a release that cannot be written costs nothing), the accountant is
+   set up (the budget rule: ``--budget`` sets the dataset's budget once, a different one is
+   refused; test mode: a throw-away ledger and "not for publication" marks);
+2. the tessellation is read (public), the spec built and its plan computed once, from public
+   parameters only; the plan (cells, memory, output size, 95% margin of error, cost) is
+   printed, then refused if it needs more than ``--memory-limit`` or more than the budget
+   left, all before any data is read;
+3. the engine is opened, the input read and validated, the budget bound to its content, and
+   the release run: noise, charge and publication (stage -> charge -> rename);
+4. what was written and what it cost is printed.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from privmob.cli import common as c
+from privmob.privacy.costs import Unit
+
+#: what a command gives to read its input: (engine, tessellation, progress) -> loaded data
+Load = Callable[[Any, Any, Callable[[str], None]], Any]
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """The options every release command passes through unchanged (same names in each)."""
+
+    output: Path
+    ledger: Path | None = None
+    dataset: str | None = None
+    new_dataset: bool = False
+    budget: float | None = None
+    engine: str = "duckdb"
+    memory_limit: str | None = None
+    spill_dir: Path | None = None
+    spark_master: str | None = None
+    spark_conf: list[str] | None = None
+    seed: int | None = None
+    test_mode: bool = False
+    overwrite: bool = False
+    output_format: list[str] | None = None
+    quiet: bool = False
+    group_size: int | None = None
+
+    @classmethod
+    def of(cls, params: dict[str, Any]) -> RunOptions:
+        """The run options among a command's parsed parameters (``ctx.params``)."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in params.items() if k in names})
+
+
+def memory_bytes(memory_limit: str | None) -> int | None:
+    if memory_limit is None:
+        return None
+    from privmob.engine.buckets import parse_memory
+
+    return int(parse_memory(memory_limit))
+
+
+def print_plan(plan: Any) -> None:
+    """The plan, on stderr (stdout keeps what was written)."""
+    text = plan.summary()
+    if plan.cells == 0:  # a domain read from the data (series --domain-from-data)
+        text = (
+            f"{plan.kind}: cost {plan.cost.describe()}; the domain is read from the file "
+            "(its size is unknown before reading)"
+        )
+    c.console_err.print(f"plan: {text}", markup=False, highlight=False)
+
+
+def _with_tiles(writer: Callable[[Any, Path, Any], Any], tess: Any, rel: Any, d: Path) -> Any:
+    return writer(rel, d, tess)
+
+
+def run_release(
+    ctx: Any,
+    *,
+    data: str | Path,
+    tessellation: Any,
+    spec: Callable[[Any], Any],
+    load: Load,
+    tile_id: str | None = None,
+    run: Callable[[Any, Any, Any, Any], Any] | None = None,
+    output: Callable[[], Any] | None = None,
+    layers: bool = True,
+    writers: list[Callable[[Any, Path, Any], Any]] | None = None,
+    budget_delta: float = 0.0,
+    budget_unit: Unit | str = Unit.USER,
+    marks: list[Callable[[Any], None]] | None = None,
+    summary: Callable[[Any, list[Path], Any], None] | None = None,
+    engine: bool = True,
+) -> Any:
+    """Run one release command (see the module's docstring) and return the release.
+
+    ``ctx``: the command's context (its parsed options give the :class:`RunOptions`);
+    ``data``: the input (it names the dataset); ``tessellation``: a path (read here with
+    ``tile_id``) or ``None``; ``spec``: tessellation -> the release spec; ``load``: reads and
+    validates the input; ``run``: (spec, data, accountant, step) -> release, default
+    ``spec.run``; ``output``: makes the :class:`~privmob.releases.publish.Output` when it is not
+    the ``--output`` folder (the report's files); ``layers``: write the ``--format`` layers;
+    ``writers``: more files staged with the tables (release, folder, tessellation) -> paths;
+    ``summary``: what is printed at the end (default: the files and the cost); ``engine``:
+    ``False`` for an input read without an engine (``load`` then gets ``None``).
+    """
+    from privmob.cli.test_mode import ledger_for, test_mode_marks
+    from privmob.privacy.ledger import Ledger
+    from privmob.releases.base import Accountant
+    from privmob.releases.publish import Output
+
+    if ctx.meta.get(PLAN_ONLY):  # privmob plan <release>: the plan alone, nothing read
+        return show_plan(ctx, tessellation, tile_id, spec)
+    opts = RunOptions.of(ctx.params)
+    # before anything is read or charged: a release that cannot be written must cost nothing
+    out = (output() if output else Output(opts.output, overwrite=opts.overwrite)).check()
+    formats = None
+    if layers:
+        from privmob.render.layers import parse_formats
+
+        formats = parse_formats(opts.output_format)  # layers beside the tables, staged with them
+    acct = Accountant(
+        Ledger(ledger_for(opts.ledger, opts.seed, opts.test_mode)),
+        c.dataset_name(opts.dataset, data),
+        group_size=opts.group_size,
+        budget=opts.budget,
+        budget_delta=budget_delta if opts.budget is not None else 0.0,
+        budget_unit=budget_unit,
+        output=out,
+        annotate=test_mode_marks(opts.seed, opts.test_mode) + list(marks or []),
+        new_dataset_for_same_data=opts.new_dataset,
+    )
+    with c.Steps(opts.quiet) as step:
+        tess = None
+        if tessellation is not None:
+            from privmob.data.tessellation import load_tessellation
+
+            step("reading the tessellation")
+            tess = load_tessellation(tessellation, id_column=tile_id)
+        the_spec = spec(tess)
+        plan = the_spec.plan()  # once, from public parameters only
+        if not opts.quiet:
+            print_plan(plan)
+        plan.check_memory(memory_bytes(opts.memory_limit))
+        acct.precheck(plan.cost)  # refuse what the budget cannot pay, before reading
+        out.require_space(plan.output_rows)  # the public domain, before the data
+        for writer in writers or []:
+            out.extra.append(functools.partial(_with_tiles, writer, tess))
+        if formats is not None and tess is not None:
+            from privmob.render.layers import write_layers
+
+            out.extra.append(lambda rel, d: write_layers(rel, tess, d, formats))
+        eng = None
+        if engine:
+            eng = c.open_engine(
+                opts.engine,
+                opts.memory_limit,
+                opts.spark_master,
+                opts.spark_conf,
+                step,
+                spill_dir=opts.spill_dir,
+            )
+        loaded = load(eng, tess, step)
+        acct.bind_input(loaded)  # the budget is bound to the data's content
+        if run is None:
+            release = the_spec.run(loaded, acct, rng=opts.seed, progress=step)
+        else:
+            release = run(the_spec, loaded, acct, step)
+        paths = out.written
+    (summary or c.print_release_summary)(release, paths, acct)
+    return release
+
+
+#: ``ctx.meta`` key set by ``privmob plan <release>``: run_release shows the plan and stops
+PLAN_ONLY = "privmob.plan_only"
+
+#: options of a release that only matter once data is read or a release is written: left out
+#: of ``privmob plan <release>``
+RUN_ONLY = frozenset(
+    {
+        "output", "ledger", "dataset", "new_dataset", "budget", "engine", "spill_dir",
+        "spark_master", "spark_conf", "seed", "test_mode", "overwrite", "output_format",
+        "quiet", "columns", "delimiter", "names", "cells", "input_shape", "stay_distance",
+        "stay_minutes", "trip_rule", "unique", "zone_mapping", "input_timezone", "group_size",
+    }
+)  # fmt: skip
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:,.1f} {unit}"
+    return f"{n} bytes"
+
+
+def show_plan(ctx: Any, tessellation: Any, tile_id: str | None, spec: Callable[[Any], Any]) -> Any:
+    """Print the plan of a release from its public parameters (the tessellation is public);
+    refuse it when it needs more than ``--memory-limit``. Reads no data, charges nothing."""
+    tess = None
+    if tessellation is not None:
+        from privmob.data.tessellation import load_tessellation
+
+        tess = load_tessellation(tessellation, id_column=tile_id)
+    plan = spec(tess).plan()
+    margin = plan.margin_of_error_95
+    c.console.print(f"{plan.kind} plan (reads no data, spends nothing)", markup=False)
+    for label, value in (
+        ("cells", f"{plan.cells:,}"),
+        ("memory", f"~{_size(plan.memory_bytes)}"),
+        ("output rows", f"{plan.output_rows:,}"),
+        ("95% margin of error", "n/a" if margin != margin else f"+/-{margin:,.1f} per cell"),
+        ("cost", plan.cost.describe()),
+    ):
+        c.console.print(f"  {label}: {value}", markup=False, highlight=False)
+    c.console.print(f"plan: {plan.summary()}", markup=False, highlight=False)
+    plan.check_memory(memory_bytes(ctx.params.get("memory_limit")))
+    return plan
+
+
+def plan_command(release: Any, name: str) -> Any:
+    """``privmob plan <name>``: the release command's own options minus the input and what
+    only matters once data is read; it runs the release's own code up to its plan."""
+    fn = release.callback.__wrapped__  # the command's function (typer keeps it)
+    kept = [
+        p
+        for p in release.params
+        if p.param_type_name == "option" and p.name not in RUN_ONLY and p.expose_value
+    ]
+    defaults = {p.name: p.default for p in release.params}
+
+    class PlanCommand(type(release)):  # type: ignore[misc]  # the release's class: its aliases
+        def invoke(self, ctx: Any) -> Any:
+            ctx.meta[PLAN_ONLY] = True
+            return fn(ctx=ctx, **{**defaults, **ctx.params})
+
+    return PlanCommand(
+        name=name,
+        params=kept,
+        help=f"The plan of `privmob {name}`: cells, memory, output size, 95% margin of error "
+        "and cost, from public parameters only (reads no data, spends nothing).",
+    )
