@@ -97,10 +97,13 @@ def test_in_memory_ledger_removed_on_close() -> None:
 
 
 def test_memory_plan_refuses_with_hint() -> None:
-    s = pm.Session(Unreadable(), tessellation=zones(), budget=10, dataset="x", memory_limit="1KB")
-    with pytest.raises(ConfigError, match="memory limit") as err:
+    from tests.helpers import box_grid
+
+    grid = box_grid(8).gdf  # 64 tiles, daily matrices over 200 years: ~38 GB of domain
+    s = pm.Session(Unreadable(), tessellation=grid, budget=10, dataset="x", memory_limit="2GB")
+    with pytest.raises(ConfigError, match="over the memory limit") as err:
         s.od_matrix(
-            epsilon=1, max_trips=10, period=pm.Period("2024-01-01", "2024-02-01", bin="day")
+            epsilon=1, max_trips=10, period=pm.Period("2024-01-01", "2224-01-01", bin="day")
         )
     assert "coarser tessellation" in str(err.value.hint)
     s.close()
@@ -180,9 +183,9 @@ def test_same_as_cli_for_same_seed(tmp_path: Path) -> None:
     data, tess = tmp_path / "trips.parquet", tmp_path / "zones.geojson"
     trips().to_parquet(data)
     zones().to_file(tess, driver="GeoJSON")
-    code = run_cli(["od", str(data), "-t", str(tess), "-e", "1", "-T", "3", "--period", "day",
+    code = run_cli(["od", str(data), "-t", str(tess), "-e", "1", "-T", "3", "--bin", "day",
                     "--start", "2024-01-01", "--end", "2024-01-04", "--seed", "7",
-                    "--test-mode", "--budget", "10",
+                    "--test-mode", "--budget", "10", "--format", "geoparquet",
                     "-o", str(tmp_path / "cli"), "--quiet"])  # fmt: skip
     assert code == 0
     s = pm.Session(str(data), tessellation=str(tess), budget=10, seed=7)
@@ -192,6 +195,19 @@ def test_same_as_cli_for_same_seed(tmp_path: Path) -> None:
     cli = pd.read_parquet(tmp_path / "cli" / "od.parquet")
     pd.testing.assert_frame_equal(od.to_pandas(), cli, check_dtype=False)
     assert not od.metadata.for_publication
+    # the Python layer is the CLI's --format layer: same rows, geometries, names and margins
+    import geopandas as gpd
+
+    layer = gpd.read_parquet(tmp_path / "cli" / "od_flows.geoparquet")
+    mine = od.to_geodataframe()
+    assert mine.crs.to_epsg() == layer.crs.to_epsg() == 4326
+    pd.testing.assert_frame_equal(
+        pd.DataFrame(mine.drop(columns="geometry")),
+        pd.DataFrame(layer.drop(columns="geometry")),
+        check_dtype=False,
+    )
+    assert mine.geometry.geom_equals_exact(layer.geometry, tolerance=1e-9).all()
+    assert "margin_of_error_95" in mine.columns
     s.close()
 
 

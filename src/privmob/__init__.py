@@ -30,6 +30,9 @@ _LAZY = {
     "DensitySpec": "privmob.releases.specs",
     "SeriesSpec": "privmob.releases.specs",
     "Period": "privmob.dp",
+    "Programme": "privmob.evaluate.programme",
+    "ScheduleEntry": "privmob.evaluate.programme",
+    "plan_programme": "privmob.evaluate.programme",
 }
 
 __all__ = ["__version__", *_LAZY]

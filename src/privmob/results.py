@@ -71,29 +71,14 @@ class ReleaseResult:
         return self.release.table.copy()
 
     def to_geodataframe(self) -> Any:
-        """The main table with geometries in EPSG:4326: OD flows as LineStrings between the
-        tiles' representative points, zone tables as the tiles' polygons (outliers rows, which
-        have no tile, are left out)."""
-        import geopandas as gpd
-        from shapely.geometry import LineString
+        """The release as a map layer in EPSG:4326, the same as the CLI's ``--format`` layers
+        (:func:`privmob.render.layers.release_layer`): OD flows as LineStrings between the
+        tiles' representative points with origin and destination ids and names, zone tables
+        as the tiles' polygons with their noisy values and 95% margins. Raises
+        :class:`~privmob.errors.ConfigError` for a release without tiles."""
+        from privmob.render.layers import release_layer
 
-        gdf = self.tessellation.gdf
-        by_id = dict(zip((str(t) for t in gdf["tile_id"]), gdf.geometry, strict=True))
-        table = self.to_pandas()
-        if {"origin", "destination"} <= set(table.columns):
-            points = {k: g.representative_point() for k, g in by_id.items()}
-            table = table[table["origin"].isin(points) & table["destination"].isin(points)]
-            geoms = [
-                LineString([points[o], points[d]])
-                for o, d in zip(table["origin"], table["destination"], strict=True)
-            ]
-            return gpd.GeoDataFrame(table.reset_index(drop=True), geometry=geoms, crs=4326)
-        key = next((c for c in ("zone", "tile", "tile_id") if c in table.columns), None)
-        if key is None:
-            raise TypeError(f"a {self.kind} release has no tiles to map")
-        table = table[table[key].astype(str).isin(by_id)].reset_index(drop=True)
-        geoms = [by_id[str(z)] for z in table[key]]
-        return gpd.GeoDataFrame(table, geometry=geoms, crs=4326)
+        return release_layer(self.release, self.tessellation)
 
     def write(self, folder: str | Path, *, overwrite: bool = False) -> list[Path]:
         """Write the release (one Parquet file per table and ``metadata.json``)."""

@@ -288,7 +288,11 @@ class Session:
     def _checked(self, spec: Spec) -> Spec:
         # refuse before reading: memory over the limit, cost over the budget
         plan = spec.plan()
-        plan.check_memory(self.memory_limit)
+        if self.memory_limit is not None:  # a cap on the whole process, as on the CLI
+            from privmob.engine.memory import process_memory
+
+            mem = process_memory(int(self.memory_limit), str(self._memory_text))
+            plan.check_memory(int(self.memory_limit), baseline=mem.baseline)
         self._accountant.precheck(plan.cost)
         return spec
 
@@ -637,6 +641,23 @@ class Session:
             landmarks=tuple(int(i) for i in landmarks),
             **options,
         )
+
+    def plan_programme(self, schedule: Any) -> Any:
+        """Plan a programme of releases under one per-person budget (reads no data, charges
+        nothing): per-release epsilon, contribution bound and tau meeting each entry's
+        accuracy target, the total under pure, approximate and zCDP composition next to the
+        naive per-trip accounting, and what would make an infeasible programme fit.
+
+        ``schedule``: a :class:`~privmob.evaluate.programme.Programme` of
+        :class:`~privmob.evaluate.programme.ScheduleEntry` (``pm.Programme``,
+        ``pm.ScheduleEntry``), the same document as a dict, or the path of a schedule file
+        (what ``privmob plan programme`` reads); size an entry by this session's
+        tessellation with ``zones=session.tessellation.k``. Returns a
+        :class:`~privmob.evaluate.programme.ProgrammePlan` (``to_dict()`` is the CLI's
+        ``--json``)."""
+        from privmob.evaluate.programme import plan_programme
+
+        return plan_programme(schedule)
 
     def plan_series(
         self, *, epsilon: float, sensitivity: float, period: StudyPeriod, freq: str,

@@ -58,13 +58,14 @@ def test_od_computes_its_plan_once(
 def test_a_plan_over_the_memory_limit_is_refused_before_reading(
     fixture: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from tests.helpers import run_cli
+    from tests.helpers import box_grid, run_cli
 
-    _, tess = fixture
+    tess = tmp_path / "grid64.geojson"  # 64 tiles, daily over 200 years: ~38 GB of domain
+    box_grid(8).gdf.to_file(tess, driver="GeoJSON")
     ledger = tmp_path / "ledger.sqlite"
     code = run_cli(
         ["od", str(tmp_path / "no-such-input.csv"), "-t", str(tess), "-e", "1", "-T", "3",
-         "--bin", "day", "--start", "2024-01-01", "--end", "2034-01-01", "--memory-limit", "1MB",
+         "--bin", "day", "--start", "2024-01-01", "--end", "2224-01-01", "--memory-limit", "2GB",
          "--ledger", str(ledger), "--budget", "5", "-o", str(tmp_path / "out")]
     )  # fmt: skip
     err = capsys.readouterr().err

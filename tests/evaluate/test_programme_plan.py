@@ -172,3 +172,34 @@ def test_cli_plan_programme(tmp_path) -> None:
     # the single-release planner still answers at the group level
     r = runner.invoke(app, ["plan", "--alpha", "10"], env={"COLUMNS": "200"})
     assert r.exit_code == 0 and "smallest eps" in r.output
+
+
+def test_session_plan_programme_is_the_cli_plan(tmp_path) -> None:
+    """``Session.plan_programme`` (Python objects) gives the CLI's ``--json`` plan of the same
+    schedule file, and reads no data (the session's input does not exist)."""
+    from tests.helpers import box_grid
+    from typer.testing import CliRunner
+
+    import privmob as pm
+    from privmob.cli import app
+
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(SCHEDULE))
+    r = CliRunner().invoke(app, ["plan", "programme", str(path), "--json"])
+    assert r.exit_code == 0, r.output
+    s = pm.Session(tmp_path / "absent.parquet", tessellation=box_grid(3).gdf, budget=1)
+    programme = pm.Programme(
+        entries=tuple(
+            pm.ScheduleEntry(**{k: v for k, v in e.items() if k != "unit"}, unit=Unit(e["unit"]))
+            if "unit" in e
+            else pm.ScheduleEntry(**e)
+            for e in SCHEDULE["releases"]
+        ),
+        epsilon=SCHEDULE["budget"]["epsilon"],
+        delta=SCHEDULE["budget"].get("delta", 1e-6),
+        horizon=SCHEDULE["horizon"],
+    )
+    assert s.plan_programme(programme).to_dict() == json.loads(r.output)
+    assert s.plan_programme(path).to_dict() == json.loads(r.output)
+    assert not (tmp_path / "absent.parquet").exists()
+    s.close()

@@ -7,8 +7,9 @@
    refused; test mode: a throw-away ledger and "not for publication" marks);
 2. the tessellation is read (public), the spec built and its plan computed once, from public
    parameters only; the plan (cells, memory, output size, 95% margin of error, cost) is
-   printed, then refused if it needs more than ``--memory-limit`` or more than the budget
-   left, all before any data is read;
+   printed, then refused if it needs more than the budget (before the engine starts) or
+   more than what the process leaves of ``--memory-limit`` (once the engine has started),
+   all before any data is read;
 3. the engine is opened, the input read and validated, the budget bound to its content, and
    the release run: noise, charge and publication (stage -> charge -> rename);
 4. what was written and what it cost is printed.
@@ -147,7 +148,6 @@ def run_release(
         plan = the_spec.plan()  # once, from public parameters only
         if not opts.quiet:
             print_plan(plan)
-        plan.check_memory(memory_bytes(opts.memory_limit))
         acct.precheck(plan.cost)  # refuse what the budget cannot pay, before reading
         out.require_space(plan.output_rows)  # the public domain, before the data
         for writer in writers or []:
@@ -166,6 +166,13 @@ def run_release(
                 step,
                 spill_dir=opts.spill_dir,
             )
+        # the plan against what the process leaves of --memory-limit, measured by the engine
+        # once its libraries are loaded (it refused a limit below its own minimum already)
+        mem = getattr(eng, "process_memory", None)
+        if mem is not None:
+            plan.check_memory(mem.limit, baseline=mem.baseline)
+        else:
+            plan.check_memory(memory_bytes(opts.memory_limit))
         loaded = load(eng, tess, step)
         acct.bind_input(loaded)  # the budget is bound to the data's content
         if run is None:

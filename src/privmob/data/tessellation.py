@@ -402,7 +402,16 @@ def load_tessellation(
             hint="give a file with at least one polygon",
         )
     if gdf.crs is None:
-        gdf = gdf.set_crs(4326)
+        min_x, min_y, max_x, max_y = gdf.total_bounds
+        if not (-180 <= min_x <= max_x <= 180 and -90 <= min_y <= max_y <= 90):
+            raise InputError(
+                "the tessellation has no coordinate reference system and its coordinates are "
+                "not longitude/latitude",
+                source=label,
+                hint="declare its CRS (GeoPandas: gdf.set_crs('EPSG:...'); a Shapefile: its "
+                ".prj file)",
+            )
+        gdf = gdf.set_crs(4326)  # no CRS, longitude/latitude values: WGS84, as GeoJSON is
     elif not gdf.crs.equals("EPSG:4326"):
         gdf = gdf.to_crs(4326)
 

@@ -26,8 +26,18 @@ Progress = Callable[[str], None]
 #: bytes per cell of a dense count domain: exact counts, noisy values, published values (int64)
 #: and the released-cells mask
 BYTES_PER_CELL = 3 * 8 + 1
-#: bytes per row of a long output table: three Arrow string offsets and labels, one int64
-BYTES_PER_ROW = 64
+#: bytes per row of a long output table (period, origin, destination, count in pandas and
+#: Arrow, with the copies made while the table is built). With BYTES_PER_CELL, calibrated on
+#: OD matrices (benchmarks/bench_plan_memory.py: 0.3M, 4.9M and 25M cells grew the process by
+#: 127-130 bytes per cell, plus about 40 MB at any size)
+BYTES_PER_ROW = 104
+#: memory a release takes beyond its domain (engine buffers, Arrow results, the noise sampler)
+RELEASE_BASE_BYTES = 40 * 2**20
+
+
+def domain_memory(cells: int, rows: int) -> int:
+    """The memory a release needs for ``cells`` dense domain cells and ``rows`` output rows."""
+    return RELEASE_BASE_BYTES + cells * BYTES_PER_CELL + rows * BYTES_PER_ROW
 
 
 @dataclass(frozen=True)
@@ -48,13 +58,16 @@ class Plan:
     noise: str
     parts: int = 1
 
-    def check_memory(self, memory_limit: int | None) -> None:
-        """Refuse, with what to change, a plan that would not fit in ``memory_limit`` bytes."""
-        if memory_limit is None or self.memory_bytes <= memory_limit:
+    def check_memory(self, memory_limit: int | None, baseline: int = 0) -> None:
+        """Refuse, with what to change, a plan that would not fit in ``memory_limit`` bytes for
+        the whole process, of which ``baseline`` bytes are already in use (Python and the
+        libraries; ``privmob.engine.memory``)."""
+        if memory_limit is None or self.memory_bytes <= memory_limit - baseline:
             return
+        used = f" on top of the {baseline / 1e9:.2f} GB the process uses" if baseline else ""
         raise ConfigError(
             f"this {self.kind} release needs about {self.memory_bytes / 1e9:.2f} GB for "
-            f"{self.cells:,} cells, over the memory limit of {memory_limit / 1e9:.2f} GB",
+            f"{self.cells:,} cells{used}, over the memory limit of {memory_limit / 1e9:.2f} GB",
             hint="use a coarser tessellation, fewer periods (a longer bin or a shorter study "
             "period) or a higher memory limit",
         )
@@ -120,7 +133,7 @@ class OdSpec:
             kind=self.kind,
             cost=p.total,
             cells=domain.released_cells,
-            memory_bytes=domain.size * BYTES_PER_CELL + rows * BYTES_PER_ROW,
+            memory_bytes=domain_memory(domain.size, rows),
             output_rows=rows,
             margin_of_error_95=float(p.noise.margin_of_error(0.95)),
             noise=str(p.noise.kind),
@@ -177,7 +190,7 @@ class PopulationSpec:
             kind=self.kind,
             cost=cost,
             cells=cells,
-            memory_bytes=cells * (BYTES_PER_CELL + BYTES_PER_ROW),
+            memory_bytes=domain_memory(cells, cells),
             output_rows=cells,
             margin_of_error_95=float(dist.margin_of_error(0.95)),
             noise=str(dist.kind),
@@ -240,7 +253,7 @@ class ReportSpec:
             kind=self.kind,
             cost=report_cost(cfg),
             cells=cells,
-            memory_bytes=cells * (BYTES_PER_CELL + BYTES_PER_ROW),
+            memory_bytes=domain_memory(cells, cells),
             output_rows=cells,
             margin_of_error_95=max(margins, default=0.0),
             noise=str(cfg.noise_kind),
@@ -308,7 +321,7 @@ class ZoneSeriesSpec:
             kind=self.kind,
             cost=Cost.pure(self.epsilon + eps_out, SCHEME_UNIT[scheme]),
             cells=cells,
-            memory_bytes=cells * (BYTES_PER_CELL + BYTES_PER_ROW),
+            memory_bytes=domain_memory(cells, cells),
             output_rows=cells - 1,
             margin_of_error_95=float(dist.margin_of_error(0.95)),
             noise=str(dist.kind),
@@ -361,7 +374,7 @@ class DensitySpec:
             kind=self.kind,
             cost=self.config.cost(),
             cells=cells,
-            memory_bytes=cells * (BYTES_PER_CELL + BYTES_PER_ROW),
+            memory_bytes=domain_memory(cells, cells),
             output_rows=self.tessellation.k * HOURS_PER_WEEK,
             # noise is added to Fourier coefficients of clusters chosen from noisy totals: no
             # fixed per-cell margin is known before the release
@@ -443,7 +456,7 @@ class SeriesSpec:
             kind=self.kind,
             cost=Cost.pure(self.epsilon, SCHEME_UNIT[scheme]),
             cells=cells,
-            memory_bytes=cells * (BYTES_PER_CELL + BYTES_PER_ROW),
+            memory_bytes=domain_memory(cells, cells),
             output_rows=cells,
             margin_of_error_95=float(dist.margin_of_error(0.95)) if bins else float("nan"),
             noise=str(dist.kind),
