@@ -491,7 +491,7 @@ class Ledger:
         sql = (
             "SELECT id, dataset, created_at, kind, epsilon, delta, rho, unit, release_epsilon,"
             " release_delta, release_unit, group_size, for_publication, description, params, "
-            + ", ".join(PROVENANCE)
+            + ", ".join(chain.PROVENANCE)
             + ", row_hash FROM releases"
         )
         args: tuple[Any, ...] = ()
@@ -512,7 +512,7 @@ class Ledger:
                 bool(r[12]),
                 r[13] or "",
                 json.loads(r[14] or "{}"),
-                _provenance_dict(dict(zip(PROVENANCE, r[15:-1], strict=True))),
+                _provenance_dict(dict(zip(chain.PROVENANCE, r[15:-1], strict=True))),
                 r[-1] or "",
             )
             for r in rows
@@ -591,18 +591,6 @@ def _refuse_foreign_input(
 
 class LedgerMigrated(UserWarning):
     """An older ledger file was upgraded on open (columns added, existing entries chained)."""
-
-
-#: provenance columns of an entry (besides its cost)
-PROVENANCE = (
-    "input_fingerprint",
-    "input_rows",
-    "output_dir",
-    "output_hashes",
-    "os_user",
-    "host",
-    "new_dataset_for_same_data",
-)
 
 
 def _provenance_dict(values: dict[str, Any]) -> dict[str, Any]:

@@ -13,6 +13,16 @@ import json
 import sqlite3
 from typing import Any
 
+#: provenance columns of an entry (besides its cost): the input, the output, who and where
+PROVENANCE = (
+    "input_fingerprint",
+    "input_rows",
+    "output_dir",
+    "output_hashes",
+    "os_user",
+    "host",
+    "new_dataset_for_same_data",
+)
 #: the columns of ``releases`` covered by an entry's hash, in this order
 ENTRY_COLUMNS = (
     "id",
@@ -30,13 +40,7 @@ ENTRY_COLUMNS = (
     "for_publication",
     "description",
     "params",
-    "input_fingerprint",
-    "input_rows",
-    "output_dir",
-    "output_hashes",
-    "os_user",
-    "host",
-    "new_dataset_for_same_data",
+    *PROVENANCE,
 )
 #: columns added to a ledger of the first schema on open
 NEW_ENTRY_COLUMNS = {
