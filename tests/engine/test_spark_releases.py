@@ -200,3 +200,42 @@ def test_report_exact_counts_identical(engines) -> None:
     assert duck["missing_values"].sum() > 0
     for name in duck:
         np.testing.assert_array_equal(duck[name], spark[name], err_msg=name)
+
+
+def test_report_count_vectors_fused_per_source_equal_separate_queries(engines) -> None:
+    # on Spark the report's terms that read one relation share one scan (stack + GROUP BY):
+    # each vector must equal its own query's counts, on both engines, terms with conditions,
+    # several terms in one vector and two vectors over one source included
+    from privmob.engine import dense_counts
+    from privmob.releases.report.build import count_vectors
+    from privmob.releases.report.sql import Count
+
+    frame = pd.DataFrame({"a": [0, 1, 1, 2, 2, 2, 5], "b": [1, 0, 1, 1, 0, 0, 1]})
+    terms = {
+        "by_a": ([Count("pm_fused_t", "CASE WHEN a < 3 THEN a ELSE 3 END")], 4),
+        "a_where_b": ([Count("pm_fused_t", "a", "b = 1")], 6),
+        "two_terms": ([Count("pm_fused_t", "0", "a = 2"), Count("pm_fused_t", "1", "b = 0")], 2),
+        "other_source": ([Count("(SELECT DISTINCT a FROM pm_fused_t) s", "0")], 1),
+    }
+    for eng in engines.values():
+        eng.register("pm_fused_t", frame)
+        got = count_vectors(eng, terms)
+        for name, (ts, size) in terms.items():
+            want = sum(dense_counts(eng, t.sql(), (size,)) for t in ts)
+            np.testing.assert_array_equal(got[name], want, err_msg=f"{eng.name} {name}")
+        assert got["two_terms"].tolist() == [3, 3] and got["other_source"].tolist() == [4]
+        assert got["a_where_b"].tolist() == [1, 1, 1, 0, 0, 1]
+
+
+def test_report_count_vectors_refuse_a_null_cell(engines) -> None:
+    # a term whose cell is NULL on a counted row is an internal error on both engines (the
+    # fused Spark form must not drop such rows as if the term's condition had failed)
+    from privmob.releases.report.build import count_vectors
+    from privmob.releases.report.sql import Count
+
+    frame = pd.DataFrame({"a": [0.0, None, 1.0]})
+    terms = {"a": ([Count("pm_null_t", "CAST(a AS BIGINT)")], 2)}
+    for eng in engines.values():
+        eng.register("pm_null_t", frame)
+        with pytest.raises((AssertionError, ValueError, TypeError)):
+            count_vectors(eng, terms)

@@ -9,6 +9,7 @@ which is all the driver ever sees.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from privmob.engine.dialect import Dialect
@@ -123,10 +124,26 @@ FROM u JOIN rog ON u.uid = rog.uid
 """
 
 
-def _hist(table: str, expr: str, bins: Bins, where: str = "1 = 1") -> str:
-    return (
-        f"SELECT {bins.sql_index(expr)} AS i0, COUNT(*) AS n FROM {table} WHERE {where} GROUP BY i0"
-    )
+@dataclass(frozen=True)
+class Count:
+    """One term of a count vector: ``SELECT i0, COUNT(*) FROM source WHERE where GROUP BY i0``.
+
+    ``i0`` is never NULL on a row where ``where`` holds (every such row lands in a cell of the
+    public domain, outliers included)."""
+
+    source: str
+    i0: str
+    where: str = "1 = 1"
+
+    def sql(self) -> str:
+        return (
+            f"SELECT {self.i0} AS i0, COUNT(*) AS n FROM {self.source} WHERE {self.where} "
+            "GROUP BY i0"
+        )
+
+
+def _hist(table: str, expr: str, bins: Bins, where: str = "1 = 1") -> Count:
+    return Count(table, bins.sql_index(expr), where)
 
 
 def _window_index(hour: str, tw: tuple[int, ...]) -> str:
@@ -153,70 +170,88 @@ def _time_bin(ts: str, cfg: ReportConfig, d: Dialect, n_bins: int) -> str:
 
 
 def queries(cfg: ReportConfig, k: int, n_time_bins: int, d: Dialect) -> dict[str, tuple[str, int]]:
-    """For each analysis, the SQL giving (i0, n) and the dense domain size.
+    """For each analysis, the SQL giving (i0, n) and the dense domain size (the terms of
+    :func:`count_terms` as one query each, their terms joined by UNION ALL)."""
+    return {
+        name: (" UNION ALL ".join(t.sql() for t in terms), size)
+        for name, (terms, size) in count_terms(cfg, k, n_time_bins, d).items()
+    }
+
+
+def count_terms(
+    cfg: ReportConfig, k: int, n_time_bins: int, d: Dialect
+) -> dict[str, tuple[list[Count], int]]:
+    """For each analysis, its count terms (:class:`Count`) and the dense domain size.
 
     Relations used: ``pm_trips`` (bounded trips), ``pm_ends`` (a view of their ends), ``pm_users``.
     """
     tw = cfg.time_windows
     nw = len(tw)
-    q: dict[str, tuple[str, int]] = {}
-    # dataset statistics: [users, complete trips, incomplete trips]
-    q["users"] = ("SELECT 0 AS i0, COUNT(DISTINCT uid) AS n FROM pm_trips WHERE in_period = 1", 1)
-    q["trip_kinds"] = (
-        "SELECT 1 - complete AS i0, COUNT(*) AS n FROM pm_trips WHERE in_period = 1 GROUP BY i0",
-        2,
+    q: dict[str, tuple[list[Count], int]] = {}
+    in_period = "in_period = 1"
+    per_user = "(SELECT uid, COUNT(*) AS trips FROM pm_trips WHERE in_period = 1 GROUP BY uid) u"
+    # dataset statistics: [users, complete trips, incomplete trips]; the users with a trip in
+    # the period are the rows of the per-user trip counts (trips_per_user reads them too)
+    q["users"] = ([Count(per_user, "0")], 1)
+    q["trip_kinds"] = ([Count("pm_trips", "1 - complete", in_period)], 2)
+    q["missing_values"] = (
+        [Count("pm_trips", str(i), f"miss_{c} = 1") for i, c in enumerate(MISSING_COLUMNS)],
+        len(MISSING_COLUMNS),
     )
-    miss = " UNION ALL ".join(
-        f"SELECT {i} AS i0, COALESCE(SUM(miss_{c}), 0) AS n FROM pm_trips"
-        for i, c in enumerate(MISSING_COLUMNS)
-    )
-    q["missing_values"] = (miss, len(MISSING_COLUMNS))
     q["trips_over_time"] = (
-        f"SELECT {_time_bin('start_time', cfg, d, n_time_bins)} AS i0, COUNT(*) AS n "
-        "FROM pm_trips GROUP BY i0",
+        [Count("pm_trips", _time_bin("start_time", cfg, d, n_time_bins))],
         n_time_bins + 1,
     )
-    q["trips_per_weekday"] = (
-        f"SELECT {d.weekday('start_time')} AS i0, COUNT(*) AS n FROM pm_trips "
-        "WHERE in_period = 1 GROUP BY i0",
-        7,
-    )
+    q["trips_per_weekday"] = ([Count("pm_trips", d.weekday("start_time"), in_period)], 7)
     # (is_end, weekend, hour) -> is_end*48 + weekend*24 + hour
     q["trips_per_hour"] = (
-        f"SELECT is_end * 48 + {_is_weekend('t', d)} * 24 + {d.hour('t')} AS i0, COUNT(*) AS n "
-        "FROM pm_ends WHERE t IS NOT NULL GROUP BY i0",
+        [
+            Count(
+                "pm_ends",
+                f"is_end * 48 + {_is_weekend('t', d)} * 24 + {d.hour('t')}",
+                "t IS NOT NULL",
+            )
+        ],
         96,
     )
     q["visits_per_tile"] = (
-        f"SELECT CASE WHEN tile >= 0 AND tile < {k} THEN tile ELSE {k} END AS i0, "
-        "COUNT(*) AS n FROM pm_ends GROUP BY i0",
+        [Count("pm_ends", f"CASE WHEN tile >= 0 AND tile < {k} THEN tile ELSE {k} END")],
         k + 1,
     )
     q["visits_per_time_tile"] = (
-        f"SELECT CASE WHEN tile >= 0 AND tile < {k} AND t IS NOT NULL THEN "
-        f"(tile * 2 + {_is_weekend('t', d)}) * {nw} + {_window_index(d.hour('t'), tw)} "
-        f"ELSE {k * 2 * nw} END AS i0, COUNT(*) AS n FROM pm_ends GROUP BY i0",
+        [
+            Count(
+                "pm_ends",
+                f"CASE WHEN tile >= 0 AND tile < {k} AND t IS NOT NULL THEN "
+                f"(tile * 2 + {_is_weekend('t', d)}) * {nw} + {_window_index(d.hour('t'), tw)} "
+                f"ELSE {k * 2 * nw} END",
+            )
+        ],
         k * 2 * nw + 1,
     )
     q["od_flows"] = (
-        f"SELECT CASE WHEN o_tile >= 0 AND o_tile < {k} AND d_tile >= 0 AND d_tile < {k} "
-        f"THEN o_tile * {k} + d_tile ELSE {k * k} END AS i0, COUNT(*) AS n "
-        "FROM pm_trips WHERE in_period = 1 AND complete = 1 GROUP BY i0",
+        [
+            Count(
+                "pm_trips",
+                f"CASE WHEN o_tile >= 0 AND o_tile < {k} AND d_tile >= 0 AND d_tile < {k} "
+                f"THEN o_tile * {k} + d_tile ELSE {k * k} END",
+                "in_period = 1 AND complete = 1",
+            )
+        ],
         k * k + 1,
     )
     tt = f"({d.epoch_seconds('end_time')} - {d.epoch_seconds('start_time')}) / 60.0"
     q["travel_time"] = (
-        _hist("pm_trips", tt, cfg.bins("travel_time"), "in_period = 1 AND complete = 1"),
+        [_hist("pm_trips", tt, cfg.bins("travel_time"), "in_period = 1 AND complete = 1")],
         cfg.bins("travel_time").size,
     )
     jl = haversine_km("o_lat", "o_lng", "d_lat", "d_lng")
     q["jump_length"] = (
-        _hist("pm_trips", jl, cfg.bins("jump_length"), "in_period = 1 AND complete = 1"),
+        [_hist("pm_trips", jl, cfg.bins("jump_length"), "in_period = 1 AND complete = 1")],
         cfg.bins("jump_length").size,
     )
-    per_user = "(SELECT uid, COUNT(*) AS trips FROM pm_trips WHERE in_period = 1 GROUP BY uid) u"
     q["trips_per_user"] = (
-        _hist(per_user, "trips", cfg.bins("trips_per_user")),
+        [_hist(per_user, "trips", cfg.bins("trips_per_user"))],
         cfg.bins("trips_per_user").size,
     )
     gaps = (
@@ -227,7 +262,7 @@ def queries(cfg: ReportConfig, k: int, n_time_bins: int, d: Dialect) -> dict[str
         "WHERE prev_end IS NOT NULL) g"
     )
     q["time_between_trips"] = (
-        _hist(gaps, "gap", cfg.bins("time_between_trips")),
+        [_hist(gaps, "gap", cfg.bins("time_between_trips"))],
         cfg.bins("time_between_trips").size,
     )
     for name, col in (
@@ -235,5 +270,5 @@ def queries(cfg: ReportConfig, k: int, n_time_bins: int, d: Dialect) -> dict[str
         ("user_tile_count", "n_tiles"),
         ("mobility_entropy", "entropy"),
     ):
-        q[name] = (_hist("pm_users", col, cfg.bins(name)), cfg.bins(name).size)
+        q[name] = ([_hist("pm_users", col, cfg.bins(name))], cfg.bins(name).size)
     return q
