@@ -87,3 +87,34 @@ def test_full_release_runs_on_spark(spark_engine, accountant):
         trips, tessellation=grid, epsilon=1.0, accountant=accountant, max_trips=4, rng=1
     )
     assert len(rel.tables["od"]) == 72 and rel.for_publication is False
+
+
+def _cached_partitions(spark_engine, marker: str) -> int:
+    infos = spark_engine.spark.sparkContext._jsc.sc().getRDDStorageInfo()
+    return sum(int(i.numCachedPartitions()) for i in infos if marker in str(i.name()))
+
+
+def test_materialize_computes_the_table_now_and_close_drops_it(spark_engine):
+    # the table is in Spark's cache once materialize returns (not built later by the first
+    # query that reads it), and close() drops it
+    from privmob.engine.spark import SparkEngine
+
+    eng = SparkEngine(session=spark_engine.spark)
+    eng.register("pm_mat_src", pd.DataFrame({"a": range(50)}))
+    eng.materialize("pm_mat_t", "SELECT a * 2 AS pm_mat_marker_b FROM pm_mat_src")
+    assert _cached_partitions(eng, "pm_mat_marker_b") > 0
+    assert int(eng.fetch("SELECT sum(pm_mat_marker_b) AS s FROM pm_mat_t")["s"].iloc[0]) == 2450
+    eng.close()
+    assert _cached_partitions(eng, "pm_mat_marker_b") == 0
+
+
+def test_materialize_failure_is_one_engine_error(spark_engine):
+    from privmob.engine.spark import SparkEngine
+    from privmob.errors import EngineError
+
+    eng = SparkEngine(session=spark_engine.spark)
+    eng.register("pm_mat_bad", pd.DataFrame({"s": ["1", "x"]}))
+    with pytest.raises(EngineError, match="failed while computing pm_mat_bad_t") as err:
+        eng.materialize("pm_mat_bad_t", "SELECT CAST(s AS INT) AS i FROM pm_mat_bad")
+    assert "\n" not in str(err.value.args[0])
+    eng.close()

@@ -213,10 +213,23 @@ class SparkEngine:
         self._df(sql).createOrReplaceTempView(name)
 
     def materialize(self, name: str, sql: str) -> None:
+        """Compute ``sql`` once, now, into Spark's cache (memory, spilling to Spark's local dir),
+        and expose it as ``name``. Computed eagerly, in a job of its own, so that the queries
+        reading it only read the cache and a failure is reported here, as one line; unpersisted
+        by :meth:`close`."""
         from pyspark import StorageLevel
 
-        df = self._df(sql).persist(StorageLevel.MEMORY_AND_DISK)
-        self._cached.append(df)
+        df = self._df(sql)
+        try:
+            df = df.persist(StorageLevel.MEMORY_AND_DISK)
+            self._cached.append(df)
+            df.count()
+        except Exception as exc:  # as dense_counts: one line, nothing charged yet
+            raise EngineError(
+                f"the spark engine failed while computing {name}: {spark_error_message(exc)}",
+                hint="check that the input files are unchanged and readable; for memory errors "
+                "give Spark more memory (--spark-conf spark.driver.memory=8g in local mode)",
+            ) from exc
         df.createOrReplaceTempView(name)
 
     def fetch(self, sql: str) -> pd.DataFrame:
