@@ -166,6 +166,21 @@ def test_density_presampling_counts_identical(engines, synth_events_both) -> Non
     assert l5[0].outside == l5[1].outside < duck.outside
 
 
+def test_density_counts_refuse_a_tower_outside_the_domain(engines) -> None:
+    # the four pre-sampling counts share one flat index: a tower beyond n_towers must be an
+    # error, not a count in the next block (one visit per tower, the totals)
+    # one visit at tower 2 in the week's first hour: with 2 towers its flat index (2 * 168)
+    # is the first cell of the next block, so only the domain check can catch it
+    frame = pd.DataFrame(
+        {"uid": ["a", "b"], "time": pd.to_datetime(["2024-01-01 00:30", "2024-01-01 01:30"]),
+         "tile": [2, 0]}
+    )  # fmt: skip
+    for eng in engines.values():
+        eng.register("pm_density_narrow", frame)
+        with pytest.raises(AssertionError, match="outside the public domain"):
+            density_counts(eng, "pm_density_narrow", 2, datetime(2024, 1, 1), 10, 11)
+
+
 def report_points(n_users: int, seed: int) -> pd.DataFrame:
     """Canonical trip points (uid, tid, time, lat, lng, tile) on a 3 x 3 grid of 0.01 degree
     tiles at (13.0, 52.0): 1..8 trips per user of 2 or 3 points, some ends outside the grid,

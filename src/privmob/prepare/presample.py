@@ -139,23 +139,31 @@ def density_counts(
     name = "pm_density_visits"  # replaced by the next call (e.g. the next user bucket)
     engine.materialize(name, presample_sql(relation, week_start, key, engine.dialect))
     shape = (n_towers, HOURS_PER_WEEK)
-    sampled = dense_counts(
+    # the four counts as one engine query (one flat public index: the sampled (tower, hour)
+    # cells, then one visit per tower, the total and the outside cell): on Spark one job
+    # instead of four, planned together as the floor's query is
+    cells = n_towers * HOURS_PER_WEEK
+    outside_sql = outside_count_sql(relation, week_start, int(max_visits), engine.dialect)
+    # a tower or hour outside the domain becomes -1, which dense_counts refuses (as it refused
+    # them per count before), never a cell of the next count
+    ok_tower = f"tower >= 0 AND tower < {n_towers}"
+    ok_hour = f"hour >= 0 AND hour < {HOURS_PER_WEEK}"
+    flat = dense_counts(
         engine,
-        f"SELECT tower AS i0, hour AS i1, count(*) AS n FROM {name} "
-        f"WHERE rnk <= {int(max_visits)} GROUP BY tower, hour",
-        shape,
-    ).astype(np.float64)
-    one = dense_counts(
-        engine,
-        f"SELECT tower AS i0, count(*) AS n FROM {name} WHERE rnk = 1 GROUP BY tower",
-        (n_towers,),
-    ).astype(np.float64)
-    total = int(engine.fetch(f"SELECT count(*) AS n FROM {name}")["n"].iloc[0])
-    outside = int(
-        engine.fetch(outside_count_sql(relation, week_start, int(max_visits), engine.dialect))[
-            "n"
-        ].iloc[0]
+        f"SELECT CAST(CASE WHEN {ok_tower} AND {ok_hour} THEN tower * {HOURS_PER_WEEK} + hour "
+        "ELSE -1 END AS BIGINT) AS i0, count(*) AS n "
+        f"FROM {name} WHERE rnk <= {int(max_visits)} GROUP BY tower, hour "
+        f"UNION ALL SELECT CAST(CASE WHEN {ok_tower} THEN {cells} + tower ELSE -1 END AS BIGINT), "
+        f"count(*) FROM {name} WHERE rnk = 1 GROUP BY tower "
+        f"UNION ALL SELECT CAST({cells + n_towers} AS BIGINT), count(*) FROM {name} "
+        f"UNION ALL SELECT CAST({cells + n_towers + 1} AS BIGINT), CAST(n AS BIGINT) "
+        f"FROM ({outside_sql}) AS out_",
+        (cells + n_towers + 2,),
     )
+    sampled = flat[:cells].reshape(shape).astype(np.float64)
+    one = flat[cells : cells + n_towers].astype(np.float64)
+    total = int(flat[cells + n_towers])
+    outside = int(flat[cells + n_towers + 1])
     hourly = None
     if with_truth:
         hourly = dense_counts(
