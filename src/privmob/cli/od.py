@@ -105,7 +105,6 @@ def od(
 ) -> None:
     """Release a differentially private origin-destination matrix."""
     from privmob.cli.run import run_release
-    from privmob.data.times import clock
     from privmob.domain import StudyPeriod
     from privmob.releases.specs import OdSpec
 
@@ -124,25 +123,9 @@ def od(
             bound_per=bound_per,
         )
 
-    def load(eng: Any, tess: Any, step: Any) -> Any:
-        from privmob.prepare.inputs import load_trips_any
-
-        step("reading and validating the input")
-        return load_trips_any(
-            data,
-            engine=eng,
-            tessellation=tess,
-            shape=input_shape,
-            cells=cells,
-            columns=c.parse_columns(columns),
-            timezone=clock(timezone, input_timezone),
-            delimiter=delimiter,
-            trip_rule=trip_rule,
-            stay_distance=stay_distance,
-            stay_minutes=stay_minutes,
-            # rides without a rider id: each ride its own unit, only for trip-level releases
-            uid_per_trip=unit == Unit.TRIP and group_size is None,
-        )
+    def load(session: Any) -> Any:
+        # rides without a rider id: each ride its own unit, only for trip-level releases
+        return session.load_trips(uid_per_trip=unit == Unit.TRIP and group_size is None)
 
     def run(the_spec: OdSpec, trips: Any, acct: Any, step: Any) -> Any:
         if unique:

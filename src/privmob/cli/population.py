@@ -66,7 +66,6 @@ def population(
     noise; user-level epsilon-DP with sensitivity 1.
     """
     from privmob.cli.run import run_release
-    from privmob.data.times import clock
     from privmob.domain import StudyPeriod
     from privmob.releases.specs import PopulationSpec
 
@@ -78,20 +77,6 @@ def population(
 
     def spec(tess: Any) -> PopulationSpec:
         return PopulationSpec(tess, epsilon, noise, delta, (night_start, night_end), study)
-
-    def load(eng: Any, tess: Any, step: Any) -> Any:
-        from privmob.data.sources import load_events
-
-        step("reading and validating the events")
-        return load_events(
-            data,
-            engine=eng,
-            tessellation=tess,
-            cells=cells,
-            columns=c.parse_columns(columns),
-            timezone=clock(timezone, input_timezone),
-            delimiter=delimiter,
-        )
 
     def by_tower_shares(the_spec: PopulationSpec, events: Any, acct: Any, step: Any) -> Any:
         from privmob.data.sources import load_cells
@@ -119,7 +104,8 @@ def population(
         tessellation=tessellation,
         tile_id=tile_id,
         spec=spec,
-        load=load,
+        load=lambda session: session.load_events(),
+        shape="events",
         run=by_tower_shares if zone_mapping == "voronoi" else None,
     )
 

@@ -153,7 +153,6 @@ def report(
 ) -> None:
     """A differentially private mobility report: 15 analyses, one offline HTML + JSON."""
     from privmob.cli.run import run_release
-    from privmob.data.times import clock
     from privmob.releases.report import ReportConfig
     from privmob.releases.specs import ReportSpec
     from privmob.render.report_files import report_output, report_paths
@@ -172,23 +171,6 @@ def report(
         raise ConfigError(
             f"unknown input shape '{input_shape}' for the report", hint="use trip-points or gps"
         )
-
-    def load(eng: Any, tess: Any, step: Any) -> Any:
-        step("reading and validating the trip points")
-        common = {
-            "engine": eng,
-            "tessellation": tess,
-            "columns": c.parse_columns(columns),
-            "timezone": clock(timezone, input_timezone),
-            "delimiter": delimiter,
-        }
-        if input_shape == "gps":
-            from privmob.prepare.inputs import load_gps_points
-
-            return load_gps_points(data, stay_distance, stay_minutes, **common)
-        from privmob.data.sources import load_trip_points
-
-        return load_trip_points(data, **common)
 
     def summary(rel: Any, _paths: list[Path], _acct: Any) -> None:
         if not quiet:
@@ -214,7 +196,7 @@ def report(
         tessellation=tessellation,
         tile_id=tile_id,
         spec=lambda tess: ReportSpec(tess, cfg),
-        load=load,
+        load=lambda session: session.load_trip_points(),
         # a taken or unwritable output must not burn epsilon; stage -> charge -> rename
         output=lambda: report_output(html_path(output), overwrite=overwrite),
         layers=False,

@@ -22,8 +22,9 @@ from typing import Any
 from privmob.cli import common as c
 from privmob.privacy.costs import Unit
 
-#: what a command gives to read its input: (engine, tessellation, progress) -> loaded data
-Load = Callable[[Any, Any, Callable[[str], None]], Any]
+#: what a command gives to read its input: the session -> loaded data (``Session.load_trips``,
+#: ``Session.load_events``, ``Session.load_trip_points``, ``Session.load_density_inputs``)
+Load = Callable[[Any], Any]
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,26 @@ class RunOptions:
         return cls(**{k: v for k, v in params.items() if k in names})
 
 
+def input_options(params: dict[str, Any], shape: str | None = None) -> dict[str, Any]:
+    """How the session reads the input, from the input options a command has (same names in
+    each: ``--input-shape``, ``--columns``, ``--delimiter``, ``--names``, ``--timezone``,
+    ``--input-timezone``, ``--cells``, ``--trip-rule``, ``--stay-distance``,
+    ``--stay-minutes``); ``shape`` when the command reads one shape only."""
+    names = params.get("names")
+    return {
+        "shape": shape or params.get("input_shape") or "auto",
+        "columns": c.parse_columns(params.get("columns")),
+        "delimiter": params.get("delimiter"),
+        "names": names.split(",") if names else None,
+        "timezone": params.get("timezone") or "UTC",
+        "input_timezone": params.get("input_timezone"),
+        "cells": params.get("cells"),
+        "trip_rule": params.get("trip_rule") or "events",
+        "stay_distance": params.get("stay_distance"),
+        "stay_minutes": params.get("stay_minutes"),
+    }
+
+
 def memory_bytes(memory_limit: str | None) -> int | None:
     if memory_limit is None:
         return None
@@ -80,6 +101,7 @@ def run_release(
     tessellation: Any,
     spec: Callable[[Any], Any],
     load: Load,
+    shape: str | None = None,
     tile_id: str | None = None,
     run: Callable[[Any, Any, Any, Any], Any] | None = None,
     output: Callable[[], Any] | None = None,
@@ -95,13 +117,15 @@ def run_release(
 
     ``ctx``: the command's context (its parsed options give the :class:`RunOptions`);
     ``data``: the input (it names the dataset); ``tessellation``: a path (read here with
-    ``tile_id``) or ``None``; ``spec``: tessellation -> the release spec; ``load``: reads and
-    validates the input; ``run``: (spec, data, accountant, step) -> release, default
-    ``spec.run``; ``output``: makes the :class:`~privmob.releases.publish.Output` when it is not
-    the ``--output`` folder (the report's files); ``layers``: write the ``--format`` layers;
+    ``tile_id``) or ``None``; ``spec``: tessellation -> the release spec; ``load``: session ->
+    the input, read and validated (the session reads it as the command's input options say,
+    :func:`input_options`; ``shape`` for a command that reads one shape only); ``run``: (spec,
+    data, accountant, step) -> release, default ``spec.run``; ``output``: makes the
+    :class:`~privmob.releases.publish.Output` when it is not the ``--output`` folder (the
+    report's files); ``layers``: write the ``--format`` layers;
     ``writers``: more files staged with the tables (release, folder, tessellation) -> paths;
     ``summary``: what is printed at the end (default: the files and the cost); ``engine``:
-    ``False`` for an input read without an engine (``load`` then gets ``None``).
+    ``False`` for an input read without an engine.
     """
     from privmob.cli.test_mode import check_test_mode
     from privmob.dp import ApproxDP, PureDP
@@ -142,6 +166,7 @@ def run_release(
             seed=opts.seed,
             test_mode=opts.test_mode,
             progress=step,
+            **input_options(ctx.params, shape),
         )
         with session:
             result = session.run(

@@ -31,7 +31,6 @@ from privmob.cli.common import (
     SpillDirOpt,
     console,
     console_err,
-    parse_columns,
 )
 from privmob.cli.formats import FormatOpt
 from privmob.cli.test_mode import TestModeOpt
@@ -210,8 +209,8 @@ def series_command(
         value_bounds=bounds,
     )
 
-    def load(_eng: Any, _tess: Any, step: Any) -> Any:
-        step("reading the series")
+    def load(session: Any) -> Any:
+        session.progress("reading the series")
         values, labels, zones = read_series(
             input, value_column, time_column, zone_column, declared, grid=grid
         )
@@ -369,7 +368,6 @@ def series_counts_command(
     published under landmark epsilon-privacy."""
     freq, max_per_bin = bin, max_trips
     from privmob.cli.run import run_release
-    from privmob.data.times import clock
     from privmob.domain import time_grid
     from privmob.releases.specs import ZoneSeriesSpec
 
@@ -389,21 +387,6 @@ def series_counts_command(
             outliers_epsilon,
         )
 
-    def load(eng: Any, tess: Any, step: Any) -> Any:
-        from privmob.data import load_events
-
-        step("reading and validating the events")
-        return load_events(
-            events,
-            engine=eng,
-            tessellation=tess,
-            columns=parse_columns(columns),
-            timezone=clock(timezone, input_timezone),
-            delimiter=delimiter,
-            header=names is None,
-            names=[n.strip() for n in names.split(",")] if names else None,
-        )
-
     def run(the_spec: ZoneSeriesSpec, loaded: Any, acct: Any, step: Any) -> Release:
         step("bounding, counting, adding noise, charging the ledger")
         return the_spec.run(loaded, acct, rng=seed, progress=step)
@@ -414,7 +397,8 @@ def series_counts_command(
         tessellation=tessellation,
         tile_id=tile_id,
         spec=spec,
-        load=load,
+        load=lambda session: session.load_events(),
+        shape="events",
         run=run,
         budget_unit=SCHEME_UNIT[scheme],
         summary=lambda release, paths, _acct: _summary(release, paths, len(marks), quiet),

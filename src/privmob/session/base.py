@@ -34,8 +34,8 @@ from privmob.results import ReleaseResult
 from privmob.session.ledger_view import SessionLedger
 
 Progress = Callable[[str], None]
-#: reads the input for a release: (engine or None, tessellation, progress) -> loaded data
-Load = Callable[[Any, Any, Progress], Any]
+#: reads the input of a release from the session (e.g. ``Session.load_trips``) -> loaded data
+Load = Callable[[Any], Any]
 #: runs a spec on loaded data: (spec, data, accountant, progress) -> release
 Execute = Callable[[Any, Any, Any, Progress], Any]
 #: a file written beside the tables: (release, folder, tessellation) -> paths
@@ -69,6 +69,7 @@ class SessionBase:
         shape: str = "auto",
         columns: dict[str, str] | None = None,
         delimiter: str | None = None,
+        names: Sequence[str] | None = None,
         timezone: str = "UTC",
         input_timezone: str | None = None,
         tile_id: str | None = None,
@@ -96,6 +97,7 @@ class SessionBase:
         self.shape = shape
         self.columns = columns
         self.delimiter = delimiter
+        self.names = None if names is None else [str(n).strip() for n in names]
         # the zone of days, hours and bins; naive timestamps are read in input_timezone
         self.timezone = clock(timezone, input_timezone)
         self.cells = cells
@@ -218,7 +220,8 @@ class SessionBase:
         """Run one release through the lifecycle (see the module's docstring) and return it.
 
         ``spec``: the release's public parameters (``privmob.releases.specs``); ``load``:
-        reads and validates the input ((engine, tessellation, progress) -> data); ``output``:
+        session -> the input, read and validated (``Session.load_trips``,
+        ``Session.load_events``, ``Session.load_trip_points`` or your own); ``output``:
         a folder (or a :class:`~privmob.releases.publish.Output`) where the release is
         published atomically once charged; ``formats``: map layers written beside the tables
         (``geoparquet``, ``geojson``, ``csv``); ``writers``: more files staged with them;
@@ -257,7 +260,7 @@ class SessionBase:
             plan.check_memory(mem.limit, baseline=mem.baseline)
         elif self.memory_limit is not None:
             plan.check_memory(int(self.memory_limit))
-        data = load(eng, self.tessellation, self.progress)
+        data = load(self)
         acct = dataclasses.replace(
             self._accountant, output=out, annotate=[*self._accountant.annotate, *marks]
         )
@@ -268,7 +271,7 @@ class SessionBase:
             release = execute(spec, data, acct, self.progress)
         return ReleaseResult(release, self.tessellation, written=out.written if out else [])
 
-    # -- inputs, read and validated once --------------------------------------------------------
+    # -- the input, read and validated once per shape ----------------------------------------------
     def _shape(self) -> str:
         if self.shape == "auto":
             from privmob.data import detect_shape
@@ -284,7 +287,11 @@ class SessionBase:
             )
         return self.tessellation
 
-    def _trips(self, uid_per_trip: bool = False) -> Any:
+    def load_trips(self, uid_per_trip: bool = False) -> Any:
+        """The input as trips (one-row trips as they are, trip points by their ends, events by
+        the session's ``trip_rule``, GPS traces between stay points), read and validated once.
+        ``uid_per_trip``: one-row trips without a uid column make each trip its own unit (for
+        trip-level releases only)."""
         key = f"trips {uid_per_trip}"
         if key not in self._loaded:
             from privmob.prepare.inputs import load_trips_any
@@ -306,7 +313,8 @@ class SessionBase:
             )
         return self._loaded[key]
 
-    def _events(self) -> Any:
+    def load_events(self) -> Any:
+        """The input as located events (``uid, time, tile``), read and validated once."""
         if "events" not in self._loaded:
             from privmob.data import load_events
 
@@ -325,10 +333,14 @@ class SessionBase:
                 columns=self.columns,
                 timezone=self.timezone,
                 delimiter=self.delimiter,
+                header=self.names is None,
+                names=self.names,
             )
         return self._loaded["events"]
 
-    def _trip_points(self) -> Any:
+    def load_trip_points(self) -> Any:
+        """The input as trip points (``uid, tid, time, lat, lng, tile``; GPS traces by stay
+        points), read and validated once."""
         if "trip_points" not in self._loaded:
             shape = self._shape()
             if shape not in ("trip-points", "gps"):
@@ -355,3 +367,30 @@ class SessionBase:
                 points = load_trip_points(self.data, **common)
             self._loaded["trip_points"] = points
         return self._loaded["trip_points"]
+
+    def load_density_inputs(self, week: str, cover: bool) -> Any:
+        """The density release's inputs for the week starting ``week``: the zones, tower sites,
+        Voronoi shares and cover (public), then the session's events validated against the
+        towers table (``cells``), read once per week and cover."""
+        from privmob.releases.density_inputs import load_density_inputs
+
+        if self.cells is None:
+            raise ConfigError(
+                "the density release needs the towers table",
+                hint="pass cells='cells.csv' (cell_id, lat, lng) to the Session",
+            )
+        key = f"density {week} {cover}"
+        if key not in self._loaded:
+            self._loaded[key] = load_density_inputs(
+                self.data,
+                self.cells,
+                self._tiles(),  # a Tessellation passes through
+                zone_id=None,
+                week=week,
+                cover=cover,
+                timezone=self.timezone,
+                columns=self.columns,
+                step=self.progress,
+                engine=self.engine,
+            )
+        return self._loaded[key]

@@ -128,7 +128,7 @@ class Session(SessionBase):
         per_trip = spec.unit is PrivacyUnit.TRIP and self.accountant.group_size is None
         return self.run(
             spec,
-            lambda *_: self._trips(per_trip),
+            lambda s: s.load_trips(per_trip),
             output=output,
             overwrite=overwrite,
             formats=formats,
@@ -176,7 +176,7 @@ class Session(SessionBase):
         """
         spec = PopulationSpec(self.tessellation, epsilon, noise, delta, night, as_period(period))
         return self.run(
-            spec, lambda *_: self._events(), output=output, overwrite=overwrite, formats=formats
+            spec, Session.load_events, output=output, overwrite=overwrite, formats=formats
         )
 
     # -- mobility report ---------------------------------------------------------------------
@@ -253,7 +253,7 @@ class Session(SessionBase):
             from privmob.render.report_files import report_output
 
             out = report_output(Path(output), overwrite=overwrite)
-        return self.run(spec, lambda *_: self._trip_points(), output=out)
+        return self.run(spec, Session.load_trip_points, output=out)
 
     # -- zone series (series-counts) ----------------------------------------------------------
     def _zone_series_spec(
@@ -341,7 +341,7 @@ class Session(SessionBase):
             epsilon, period, freq, max_per_bin, landmarks, scheme, outliers_epsilon
         )
         return self.run(
-            spec, lambda *_: self._events(), output=output, overwrite=overwrite, formats=formats
+            spec, Session.load_events, output=output, overwrite=overwrite, formats=formats
         )
 
     # -- density -----------------------------------------------------------------------------
@@ -390,34 +390,13 @@ class Session(SessionBase):
 
         parse_week(week)
         spec = self._density_spec(epsilon, week, max_visits, delta, options)
-        if self.cells is None:
-            raise ConfigError(
-                "the density release needs the towers table",
-                hint="pass cells='cells.csv' (cell_id, lat, lng) to the Session",
-            )
-
-        cells = self.cells
-
-        def load(*_: Any) -> Any:
-            from privmob.releases.density_inputs import load_density_inputs
-
-            key = f"density {week} {spec.config.cover}"
-            if key not in self._loaded:
-                self._loaded[key] = load_density_inputs(
-                    self.data,
-                    cells,
-                    self._tiles(),  # a Tessellation passes through
-                    zone_id=None,
-                    week=week,
-                    cover=spec.config.cover,
-                    timezone=self.timezone,
-                    columns=self.columns,
-                    step=self.progress,
-                    engine=self.engine,
-                )
-            return self._loaded[key]
-
-        return self.run(spec, load, output=output, overwrite=overwrite, formats=formats)
+        return self.run(
+            spec,
+            lambda s: s.load_density_inputs(week, spec.config.cover),
+            output=output,
+            overwrite=overwrite,
+            formats=formats,
+        )
 
     # -- an aggregated series ----------------------------------------------------------------
     def _series_spec(self, epsilon: float, sensitivity: float, period: StudyPeriod, freq: str,
@@ -481,7 +460,7 @@ class Session(SessionBase):
         ``scheme``, ``integer``, ``value_bounds`` (an enforced clamp).
         """
         spec = self._series_spec(epsilon, sensitivity, period, freq, dict(options))
-        return self.run(spec, lambda *_: source, engine=False)
+        return self.run(spec, lambda _s: source, engine=False)
 
     def __repr__(self) -> str:
         return (
