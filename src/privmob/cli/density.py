@@ -13,8 +13,7 @@ import typer
 
 from privmob.cli import common as c
 from privmob.cli import options as o
-from privmob.cli.formats import FormatOpt
-from privmob.cli.test_mode import TestModeOpt
+from privmob.cli.run_options import with_run_options
 from privmob.releases.density_inputs import DensityInputs, parse_week
 
 EventsArg = Annotated[
@@ -40,6 +39,7 @@ DENSITY_ALIASES = {
 }
 
 
+@with_run_options()
 def density(
     ctx: typer.Context,
     events: EventsArg,
@@ -79,22 +79,9 @@ def density(
     columns: c.ColumnsOpt = None,
     timezone: o.TimezoneOpt = "UTC",
     input_timezone: o.InputTimezoneOpt = None,
-    ledger: c.LedgerOpt = None,
-    dataset: c.DatasetOpt = None,
-    new_dataset: c.NewDatasetOpt = False,
-    budget: c.BudgetOpt = None,
-    engine: c.EngineOpt = "duckdb",
-    memory_limit: c.MemoryLimitOpt = None,
-    spill_dir: c.SpillDirOpt = None,
-    spark_master: c.SparkMasterOpt = None,
-    spark_conf: c.SparkConfOpt = None,
-    seed: c.SeedOpt = None,
-    test_mode: TestModeOpt = False,
-    overwrite: c.OverwriteOpt = False,
-    output_format: FormatOpt = None,
-    quiet: c.QuietOpt = False,
 ) -> None:
     """Release the number of users per zone and hour of a week (Acs and Castelluccia)."""
+    seed = ctx.params.get("seed")  # a run option (privmob.cli.run_options)
     from privmob.cli.run import run_release
     from privmob.releases.density import DensityConfig
     from privmob.releases.specs import DensitySpec

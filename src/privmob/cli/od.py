@@ -9,12 +9,12 @@ import typer
 
 from privmob.cli import common as c
 from privmob.cli import options as o
-from privmob.cli.formats import FormatOpt
-from privmob.cli.test_mode import TestModeOpt
+from privmob.cli.run_options import with_run_options
 from privmob.privacy.costs import Unit
 from privmob.privacy.mechanisms import NoiseKind
 
 
+@with_run_options()
 def od(
     ctx: typer.Context,
     data: Annotated[str, typer.Argument(help=c.INPUT_HELP.format("trips, trip points or events"))],
@@ -88,22 +88,9 @@ def od(
             "budget by group privacy (enforced: each user keeps at most this many trips)",
         ),
     ] = None,
-    ledger: c.LedgerOpt = None,
-    dataset: c.DatasetOpt = None,
-    new_dataset: c.NewDatasetOpt = False,
-    budget: c.BudgetOpt = None,
-    engine: c.EngineOpt = "duckdb",
-    memory_limit: c.MemoryLimitOpt = None,
-    spill_dir: c.SpillDirOpt = None,
-    spark_master: c.SparkMasterOpt = None,
-    spark_conf: c.SparkConfOpt = None,
-    seed: c.SeedOpt = None,
-    test_mode: TestModeOpt = False,
-    overwrite: c.OverwriteOpt = False,
-    output_format: FormatOpt = None,
-    quiet: c.QuietOpt = False,
 ) -> None:
     """Release a differentially private origin-destination matrix."""
+    seed = ctx.params.get("seed")  # a run option (privmob.cli.run_options)
     from privmob.cli.run import run_release
     from privmob.domain import StudyPeriod
     from privmob.releases.specs import OdSpec

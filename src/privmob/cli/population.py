@@ -9,12 +9,12 @@ import typer
 
 from privmob.cli import common as c
 from privmob.cli import options as o
-from privmob.cli.formats import FormatOpt
-from privmob.cli.test_mode import TestModeOpt
+from privmob.cli.run_options import with_run_options
 from privmob.errors import ConfigError
 from privmob.privacy.mechanisms import NoiseKind
 
 
+@with_run_options()
 def population(
     ctx: typer.Context,
     data: Annotated[
@@ -45,26 +45,13 @@ def population(
     delimiter: c.DelimiterOpt = None,
     timezone: o.TimezoneOpt = "UTC",
     input_timezone: o.InputTimezoneOpt = None,
-    ledger: c.LedgerOpt = None,
-    dataset: c.DatasetOpt = None,
-    new_dataset: c.NewDatasetOpt = False,
-    budget: c.BudgetOpt = None,
-    engine: c.EngineOpt = "duckdb",
-    memory_limit: c.MemoryLimitOpt = None,
-    spill_dir: c.SpillDirOpt = None,
-    spark_master: c.SparkMasterOpt = None,
-    spark_conf: c.SparkConfOpt = None,
-    seed: c.SeedOpt = None,
-    test_mode: TestModeOpt = False,
-    overwrite: c.OverwriteOpt = False,
-    output_format: FormatOpt = None,
-    quiet: c.QuietOpt = False,
 ) -> None:
     """Release DP counts of users per home zone.
 
     Home = most frequent zone at night; every zone plus 'outside' and 'unknown home' cells get
     noise; user-level epsilon-DP with sensitivity 1.
     """
+    seed = ctx.params.get("seed")  # a run option (privmob.cli.run_options)
     from privmob.cli.run import run_release
     from privmob.domain import StudyPeriod
     from privmob.releases.specs import PopulationSpec

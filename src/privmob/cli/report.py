@@ -9,7 +9,7 @@ import typer
 
 from privmob.cli import common as c
 from privmob.cli import options as o
-from privmob.cli.test_mode import TestModeOpt
+from privmob.cli.run_options import with_run_options
 from privmob.errors import ConfigError, InputError
 from privmob.privacy.costs import Unit
 
@@ -76,6 +76,7 @@ def report_bound(max_trips: int | None, unit: Unit) -> int:
     return 1
 
 
+@with_run_options(without=("output_format",))
 def report(
     ctx: typer.Context,
     data: Annotated[
@@ -137,21 +138,9 @@ def report(
             help="trip level only: most trips of one user, to charge a user-level budget",
         ),
     ] = None,
-    ledger: c.LedgerOpt = None,
-    dataset: c.DatasetOpt = None,
-    new_dataset: c.NewDatasetOpt = False,
-    budget: c.BudgetOpt = None,
-    engine: c.EngineOpt = "duckdb",
-    memory_limit: c.MemoryLimitOpt = None,
-    spill_dir: c.SpillDirOpt = None,
-    spark_master: c.SparkMasterOpt = None,
-    spark_conf: c.SparkConfOpt = None,
-    seed: c.SeedOpt = None,
-    test_mode: TestModeOpt = False,
-    quiet: c.QuietOpt = False,
-    overwrite: c.OverwriteOpt = False,
 ) -> None:
     """A differentially private mobility report: 15 analyses, one offline HTML + JSON."""
+    quiet, overwrite = ctx.params.get("quiet"), ctx.params.get("overwrite")  # run options
     from privmob.cli.run import run_release
     from privmob.releases.report import ReportConfig
     from privmob.releases.specs import ReportSpec
