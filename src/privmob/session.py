@@ -138,7 +138,7 @@ class Session:
         progress: Any = None,
     ) -> None:
         from privmob.data import SHAPES
-        from privmob.data.tessellation import load_tessellation
+        from privmob.data.tessellation_input import load_tessellation
         from privmob.engine.buckets import parse_memory
         from privmob.privacy.ledger import Ledger
         from privmob.releases.base import Accountant
