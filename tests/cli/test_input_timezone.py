@@ -61,7 +61,7 @@ def test_the_loader_and_the_session_read_naive_timestamps_in_the_input_zone(
 ) -> None:
     import privmob as pm
     from privmob.data import load_events
-    from privmob.data.tessellation import load_tessellation
+    from privmob.data.tessellation_input import load_tessellation
     from privmob.engine import make_engine
 
     ev, zones = events

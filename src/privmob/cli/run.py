@@ -211,7 +211,7 @@ def show_plan(ctx: Any, tessellation: Any, tile_id: str | None, spec: Callable[[
     refuse it when it needs more than ``--memory-limit``. Reads no data, charges nothing."""
     tess = None
     if tessellation is not None:
-        from privmob.data.tessellation import load_tessellation
+        from privmob.data.tessellation_input import load_tessellation
 
         tess = load_tessellation(tessellation, id_column=tile_id)
     plan = spec(tess).plan()

@@ -21,7 +21,8 @@ import pandas as pd
 from privmob import __version__
 from privmob.errors import ConfigError
 from privmob.privacy.costs import Cost, Unit
-from privmob.privacy.ledger import Entry, Ledger
+from privmob.privacy.ledger import Ledger
+from privmob.privacy.ledger_entries import Entry
 
 if TYPE_CHECKING:
     from privmob.releases.publish import Output

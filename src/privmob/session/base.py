@@ -108,7 +108,7 @@ class SessionBase:
         self.progress: Progress = progress or _quiet
         self.tessellation = None
         if tessellation is not None:
-            from privmob.data.tessellation import load_tessellation
+            from privmob.data.tessellation_input import load_tessellation
 
             if isinstance(tessellation, str | Path):
                 self.progress("reading the tessellation")
