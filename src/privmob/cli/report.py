@@ -140,7 +140,10 @@ def report(
     ] = None,
 ) -> None:
     """A differentially private mobility report: 15 analyses, one offline HTML + JSON."""
-    quiet, overwrite = ctx.params.get("quiet"), ctx.params.get("overwrite")  # run options
+    quiet, overwrite = (
+        bool(ctx.params.get("quiet")),
+        bool(ctx.params.get("overwrite")),
+    )  # run options
     from privmob.cli.run import run_release
     from privmob.releases.report import ReportConfig
     from privmob.releases.specs import ReportSpec

@@ -146,7 +146,7 @@ def series_command(
 ) -> None:
     """Publish a series under landmark epsilon-privacy (uniform, skip, adaptive) or at the
     event / user level; writes series.parquet, budgets.parquet and metadata.json."""
-    seed, quiet = ctx.params.get("seed"), ctx.params.get("quiet")  # run options
+    seed, quiet = ctx.params.get("seed"), bool(ctx.params.get("quiet"))  # run options
     freq = bin
     if domain_from_data == any(x is not None for x in (start, end, freq)):
         raise ConfigError(
@@ -337,7 +337,7 @@ def series_counts_command(
 ) -> None:
     """Counts per zone and time bin from raw events (at most -T per user and bin, enforced),
     published under landmark epsilon-privacy."""
-    seed, quiet = ctx.params.get("seed"), ctx.params.get("quiet")  # run options
+    seed, quiet = ctx.params.get("seed"), bool(ctx.params.get("quiet"))  # run options
     freq, max_per_bin = bin, max_trips
     from privmob.cli.run import run_release
     from privmob.domain import time_grid
