@@ -34,8 +34,8 @@ from privmob.privacy.temporal import (
     temporal_loss,
     transition_matrix,
 )
-from privmob.releases.base import Release
 from privmob.releases.landmark import SCHEME_UNIT, AdaptiveRule, Scheme, publish_series
+from privmob.releases.release import Release
 
 
 def resolve_landmarks(spec: str, labels: list[object], positions: bool) -> list[int]:

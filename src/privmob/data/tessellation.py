@@ -27,7 +27,7 @@ import shapely
 from privmob.errors import ConfigError, InputError
 
 if TYPE_CHECKING:
-    from privmob.data.grids import GridSpec
+    from privmob.data.grid_spec import GridSpec
 
 _CHUNK = 4_000_000  # points per sweep (bounds the memory of one pass)
 #: The sweep's cost has a part per tile (a Python step for each tile); with fewer than this
