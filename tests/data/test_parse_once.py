@@ -109,3 +109,15 @@ def test_a_bad_row_is_still_named_by_its_row_in_the_input(tmp_path, grid):
     with DuckDBEngine() as eng, pytest.raises(InputError) as err:
         load_trip_points(tmp_path / "points.csv", engine=eng, tessellation=grid)
     assert err.value.row == 5 and "unparsable timestamp" in str(err.value)
+
+
+def test_one_input_column_for_two_canonical_names(tmp_path, grid):
+    POINTS.to_csv(tmp_path / "points.csv", index=False)
+    with DuckDBEngine() as eng:
+        once = load_trip_points(
+            tmp_path / "points.csv", engine=eng, tessellation=grid, columns={"uid": "tid"}
+        )
+        view = load_trip_points(POINTS, engine=eng, tessellation=grid, columns={"uid": "tid"})
+        assert _reads_file(eng, once)
+        pd.testing.assert_frame_equal(_rows(once), _rows(view))
+        assert once.fingerprint == view.fingerprint

@@ -140,7 +140,8 @@ def parsed_once(engine: Any, parsed_view: str, keep: Sequence[str]) -> str:
     column (a time as written, read only by the checks' ``IS NULL``) is kept as true / NULL.
     The checks' row numbers and bad values are still looked up in ``parsed_view``."""
     columns = [c for c in engine.columns(parsed_view) if c.startswith("_p_")]
-    select = [ident(c) for c in keep if not c.startswith("_p_")]
+    # an input column mapped to two canonical names is written once
+    select = [ident(c) for c in dict.fromkeys(keep) if c not in columns]
     select += [
         f"nullif({ident(c)} IS NOT NULL, false) AS {ident(c)}" if c.endswith("_raw") else ident(c)
         for c in columns
