@@ -11,7 +11,7 @@ from tests.helpers import box_grid
 
 from privmob.data import load_events, load_trip_points, load_trips
 from privmob.engine import DuckDBEngine
-from privmob.errors import InputError
+from privmob.errors import EngineError, InputError
 
 TIMES = [
     "2024-01-01 08:00:00.5+01:00",  # plain ISO with an offset (fast path)
@@ -121,3 +121,12 @@ def test_one_input_column_for_two_canonical_names(tmp_path, grid):
         assert _reads_file(eng, once)
         pd.testing.assert_frame_equal(_rows(once), _rows(view))
         assert once.fingerprint == view.fingerprint
+
+
+def test_failing_to_write_the_parsed_file_is_not_called_an_input_problem(tmp_path, grid):
+    POINTS.to_csv(tmp_path / "points.csv", index=False)
+    with DuckDBEngine() as eng:
+        eng.private_directory = lambda prefix: tmp_path / "gone"  # no such directory
+        with pytest.raises(EngineError, match="writing the parsed input failed") as err:
+            load_trip_points(tmp_path / "points.csv", engine=eng, tessellation=grid)
+    assert not isinstance(err.value, InputError) and "--spill-dir" in (err.value.hint or "")

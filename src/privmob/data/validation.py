@@ -17,7 +17,7 @@ from privmob.data import diagnose
 from privmob.data.reading import ident, is_url
 from privmob.engine.base import Engine
 from privmob.engine.relation import new_name
-from privmob.errors import InputError
+from privmob.errors import EngineError, InputError
 
 
 @dataclass
@@ -94,6 +94,8 @@ def validate(
         if parse_once is not None and hasattr(engine, "private_directory"):
             relation = parsed_once(engine, parsed_view, parse_once)
         row = engine.fetch(f"SELECT {', '.join(exprs)} FROM {relation}").iloc[0]
+    except EngineError:
+        raise
     except Exception as exc:
         first = str(exc).strip().splitlines()[0]
         cause = None if is_url(display) else diagnose.encoding_hint(display)
@@ -148,10 +150,22 @@ def parsed_once(engine: Any, parsed_view: str, keep: Sequence[str]) -> str:
     ]
     path = engine.private_directory("privmob-parsed-") / "parsed.parquet"
     target = str(path).replace("'", "''")
-    engine.con.execute(
-        f"COPY (SELECT {', '.join(select)} FROM {parsed_view}) TO '{target}' "
-        "(FORMAT parquet, COMPRESSION 'lz4_raw')"
-    )
+    try:
+        engine.con.execute(
+            f"COPY (SELECT {', '.join(select)} FROM {parsed_view}) TO '{target}' "
+            "(FORMAT parquet, COMPRESSION 'lz4_raw')"
+        )
+    except Exception as exc:
+        # reading the input fails with the input's errors (validate names them); writing the
+        # file fails naming the file, or for want of room: the working directory's problem
+        text = str(exc)
+        if str(path.parent) in text or "no space left" in text.lower():
+            first = text.strip().splitlines()[0]
+            raise EngineError(
+                f"writing the parsed input failed: {diagnose.scrub_values(first)}",
+                hint="check the room in the private working directory (--spill-dir)",
+            ) from exc
+        raise
     os.chmod(path, 0o600)
     view = new_name("parsed_once")
     engine.create_view(view, f"SELECT * FROM read_parquet('{target}')")
