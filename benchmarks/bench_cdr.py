@@ -35,7 +35,8 @@ def generate(workdir: Path, n_events: int, n_users: int, n_towers: int, seed: in
     import duckdb
     import numpy as np
 
-    from privmob.data.tessellation import load_tessellation, square_grid
+    from privmob.data.grids import square_grid
+    from privmob.data.tessellation_input import load_tessellation
 
     tess = load_tessellation(ZONES) if ZONES.exists() else None
     if tess is None:
@@ -70,8 +71,9 @@ def generate(workdir: Path, n_events: int, n_users: int, n_towers: int, seed: in
 
 
 def run_privmob(workdir: Path, max_trips: int, memory_limit: str) -> dict[str, float]:
+    from privmob.data.grids import square_grid
     from privmob.data.sources import load_events
-    from privmob.data.tessellation import load_tessellation, square_grid
+    from privmob.data.tessellation_input import load_tessellation
     from privmob.domain import StudyPeriod
     from privmob.engine import DuckDBEngine
     from privmob.prepare.trips import consecutive_event_trips
@@ -123,7 +125,8 @@ def run_baseline(workdir: Path, memory_limit: str) -> dict[str, float]:
     import numpy as np
     import pandas as pd
 
-    from privmob.data.tessellation import load_tessellation, square_grid
+    from privmob.data.grids import square_grid
+    from privmob.data.tessellation_input import load_tessellation
 
     t0 = time.perf_counter()
     tess = load_tessellation(ZONES) if ZONES.exists() else None

@@ -69,7 +69,7 @@ def child_baseline(path: str) -> dict[str, float]:
 
 def child_privmob(path: str, tess_path: str) -> dict[str, float]:
     from privmob.data import load_trips
-    from privmob.data.tessellation import load_tessellation
+    from privmob.data.tessellation_input import load_tessellation
     from privmob.engine import DuckDBEngine
     from privmob.privacy.ledger import Ledger
     from privmob.releases.base import Accountant, write_release

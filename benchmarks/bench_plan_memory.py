@@ -41,7 +41,7 @@ def child(tiles: int, trips: int) -> dict[str, float]:
     import pandas as pd
 
     import privmob as pm
-    from privmob.data.tessellation import square_grid
+    from privmob.data.grids import square_grid
 
     side = math.isqrt(tiles)
     # a side x side grid of 500 m cells around Manhattan (the declared public bounds)

@@ -60,7 +60,7 @@ def baseline_assign(geoms: object, lng: object, lat: object) -> object:
 def child(case: str, n: int, repeated: bool) -> dict:
     import numpy as np
 
-    from privmob.data.tessellation import load_tessellation
+    from privmob.data.tessellation_input import load_tessellation
 
     t0 = time.perf_counter()
     tess = load_tessellation(CASES[case])

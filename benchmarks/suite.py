@@ -197,7 +197,7 @@ def _cell_tiles(eng: Any, cells: str, tess_path: str, sites: bool = False) -> An
         key = ct["lng"].round(7).astype(str) + ":" + ct["lat"].round(7).astype(str)
         tile = key.map({k: i for i, k in enumerate(dict.fromkeys(key))}).to_numpy(np.int32)
     else:
-        from privmob.data.tessellation import load_tessellation
+        from privmob.data.tessellation_input import load_tessellation
 
         tile = load_tessellation(tess_path).assign(ct["lng"].to_numpy(), ct["lat"].to_numpy())
     return pa.table({"cell_id": ct["cell_id"].to_numpy(), "tile": np.asarray(tile, np.int32)})
@@ -252,7 +252,7 @@ def _coordinate_tiles(eng: Any, tess_path: str, pairs_sql: str) -> Any:
     import numpy as np
     import pyarrow as pa
 
-    from privmob.data.tessellation import load_tessellation
+    from privmob.data.tessellation_input import load_tessellation
 
     xy = eng.fetch(f"SELECT DISTINCT lng, lat FROM ({pairs_sql}) AS p_")
     tile = load_tessellation(tess_path).assign(xy["lng"].to_numpy(), xy["lat"].to_numpy())
@@ -403,7 +403,7 @@ def run_privmob(
         return _density(path, cells, tess_path, eng, acct, tmp)
     if release == "report":
         return _report(path, tess_path, eng, acct, tmp)
-    from privmob.data.tessellation import load_tessellation
+    from privmob.data.tessellation_input import load_tessellation
 
     tess = load_tessellation(tess_path)
     if release.startswith("od-"):
@@ -459,7 +459,7 @@ def _density(path: str, cells: str, tess_path: str, eng: Any, acct: Any, tmp: Pa
     import numpy as np
 
     from privmob.data.sources import load_cells, load_events
-    from privmob.data.tessellation import load_tessellation
+    from privmob.data.tessellation_input import load_tessellation
     from privmob.releases.base import write_release
     from privmob.releases.density import (
         DensityConfig,
@@ -486,7 +486,7 @@ def _density(path: str, cells: str, tess_path: str, eng: Any, acct: Any, tmp: Pa
 def _report(path: str, tess_path: str, eng: Any, acct: Any, tmp: Path) -> dict:
     """As `privmob report` (all analyses, M = T, the 28 days), HTML + JSON + Parquet out."""
     from privmob.data.sources import load_trip_points
-    from privmob.data.tessellation import load_tessellation
+    from privmob.data.tessellation_input import load_tessellation
     from privmob.releases.report import ReportConfig, Tiles, mobility_report
     from privmob.render.report_files import write_report
 
@@ -502,13 +502,13 @@ def timed_privmob(
     release: str, path: str, cells: str, tess_path: str, engine_name: str, memory_limit: str
 ) -> dict[str, Any]:
     """Engine start, then the release. Not timed, as for the floor: importing duckdb, pandas
-    and geopandas (privmob.data.tessellation), which both sides need; privmob's own modules
+    and geopandas (privmob.data.tessellation_input), which both sides need; privmob's own modules
     and everything the release imports beyond those are timed.
 
     On Spark, the floor runs in the same session too (``floor_seconds``): once before the
     release and once after it, the faster kept (the first query of a session also pays the
     JVM's warm-up, whichever side runs it)."""
-    import privmob.data.tessellation  # noqa: F401
+    import privmob.data.tessellation_input  # noqa: F401
 
     eng = make_engine_for(engine_name, memory_limit)
     floors = []

@@ -10,7 +10,7 @@ from shapely.geometry import box
 
 def box_grid(n: int = 3, size: float = 0.01, lng0: float = 13.0, lat0: float = 52.0):
     """An n x n grid of square tiles with ids 0..n*n-1, as a Tessellation."""
-    from privmob.data.tessellation import load_tessellation
+    from privmob.data.tessellation_input import load_tessellation
 
     tiles = [
         box(lng0 + c * size, lat0 + r * size, lng0 + (c + 1) * size, lat0 + (r + 1) * size)

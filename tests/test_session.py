@@ -158,7 +158,7 @@ def test_wrong_bound_type() -> None:
 
 def test_mismatched_tessellation_in_library(accountant) -> None:
     from privmob.data import load_trips
-    from privmob.data.tessellation import load_tessellation
+    from privmob.data.tessellation_input import load_tessellation
     from privmob.engine import make_engine
     from privmob.releases.od import od_matrix
     from privmob.releases.population import population_counts
@@ -319,7 +319,7 @@ def test_series_from_an_aggregated_file(tmp_path: Path) -> None:
 
 def test_od_matrix_refuses_trip_points_with_a_hint(shared_data: Path, accountant) -> None:
     from privmob.data import load_trip_points
-    from privmob.data.tessellation import load_tessellation
+    from privmob.data.tessellation_input import load_tessellation
     from privmob.engine import make_engine
     from privmob.releases.od import od_matrix
 

@@ -40,9 +40,11 @@ class ReleaseMetadata:
 class ReleaseResult:
     """A charged release and the public tessellation it was counted over."""
 
-    def __init__(self, release: Any, tessellation: Any) -> None:
+    def __init__(self, release: Any, tessellation: Any, written: list[Path] | None = None) -> None:
         self.release = release
         self.tessellation = tessellation
+        #: the files published with the release (when it was given an output)
+        self.written: list[Path] = list(written or [])
 
     @property
     def kind(self) -> str:

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from tests.helpers import run_cli
 
-from privmob.data.tessellation import square_grid
+from privmob.data.grids import square_grid
 
 
 @pytest.fixture

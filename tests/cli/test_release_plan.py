@@ -128,12 +128,12 @@ def test_plan_reads_nothing_and_agrees_with_the_release(
         assert res.exit_code == 0, (name, res.output)
         released[name] = _plan_line(res.output)
     # the plan commands: no engine is opened, no ledger touched, nothing read but the tiles
-    import privmob.cli.common as common
+    import privmob.engine as engines
 
     def no_engine(*_a: Any, **_k: Any) -> None:
         raise AssertionError("privmob plan opened an engine")
 
-    monkeypatch.setattr(common, "open_engine", no_engine)
+    monkeypatch.setattr(engines, "open_engine", no_engine)
     monkeypatch.setenv("PRIVMOB_LEDGER", str(tmp_path / "never.sqlite"))
     for name, opts in runs.items():
         res = _invoke(["plan", name, "-t", str(tess), *opts])

@@ -83,7 +83,7 @@ def test_parquet_and_json_stamps_of_a_seeded_release(tmp_path):
     import pandas as pd
 
     from privmob.privacy.costs import Cost, Unit
-    from privmob.releases.base import Release
+    from privmob.releases.release import Release
     from privmob.releases.stamp import json_stamp, write_stamped_parquet
 
     rel = Release(

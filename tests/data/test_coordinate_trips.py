@@ -11,7 +11,7 @@ import pytest
 from tests.helpers import run_cli
 
 from privmob.data import detect_shape
-from privmob.data.tessellation import square_grid
+from privmob.data.grids import square_grid
 from privmob.errors import InputError
 from privmob.prepare.inputs import load_trips_any
 from privmob.privacy.ledger import Ledger

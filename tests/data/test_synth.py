@@ -31,7 +31,8 @@ from privmob.data.synth import (
     synth_trips,
     write_synthetic,
 )
-from privmob.data.tessellation import Tessellation, load_tessellation
+from privmob.data.tessellation import Tessellation
+from privmob.data.tessellation_input import load_tessellation
 from privmob.errors import ConfigError
 
 SMALL = {"n_users": 1500, "days": 14, "mean_trips_per_user": 12.0, "seed": 7}

@@ -10,7 +10,7 @@ import pytest
 from tests.helpers import run_cli
 
 from privmob.data import tessellate as t
-from privmob.data.tessellation import load_tessellation
+from privmob.data.tessellation_input import load_tessellation
 from privmob.errors import ConfigError
 
 SF_BBOX = (-122.52, 37.70, -122.35, 37.83)

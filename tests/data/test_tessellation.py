@@ -13,13 +13,9 @@ import shapely
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from privmob.data.tessellation import (
-    OVERLAP_TOLERANCE,
-    Tessellation,
-    grid_with_about,
-    load_tessellation,
-    square_grid,
-)
+from privmob.data.grids import grid_with_about, square_grid
+from privmob.data.tessellation import Tessellation
+from privmob.data.tessellation_input import OVERLAP_TOLERANCE, load_tessellation
 from privmob.errors import ConfigError, InputError
 
 

@@ -11,8 +11,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from privmob.data.grids import detect_grid, square_grid
 from privmob.data.sources import load_trip_points
-from privmob.data.tessellation import Tessellation, detect_grid, load_tessellation, square_grid
+from privmob.data.tessellation import Tessellation
+from privmob.data.tessellation_input import load_tessellation
 from privmob.data.tile_assignment import grid_tiles_sql
 from privmob.engine import DuckDBEngine
 from privmob.engine.dialect import DUCKDB
@@ -84,7 +86,7 @@ def test_irregular_grid_edges_follow_polygons(tmp_path: Path) -> None:
     # rows of unequal height, columns of unequal width: still a grid, edges are not uniform
     xe = np.array([0.0, 0.1, 0.3, 0.35, 0.8])
     ye = np.array([10.0, 10.5, 10.55, 11.0])
-    from privmob.data.tessellation import GridSpec
+    from privmob.data.grid_spec import GridSpec
 
     loaded = load_tessellation(
         _write(tmp_path / "g.geojson", Tessellation.from_grid(GridSpec(xe, ye)))

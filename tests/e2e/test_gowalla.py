@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from privmob.data import load_events
-from privmob.data.tessellation import load_tessellation
+from privmob.data.tessellation_input import load_tessellation
 from privmob.domain import StudyPeriod
 from privmob.prepare.trips import consecutive_event_trips
 from privmob.privacy.costs import Unit

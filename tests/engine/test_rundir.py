@@ -204,3 +204,48 @@ def test_cli_stopped_in_user_buckets_leaves_nothing_after_the_next_run(
     )
     assert res.returncode == 0, res.stderr
     assert sorted(user_base.rglob("*")) == []
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_cli_stopped_with_the_parsed_csv_on_disk_leaves_nothing(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
+    """A CSV input is parsed once into a private file of the run directory (records on disk):
+    ``privmob od`` stopped by SIGTERM or SIGKILL while that file is being written leaves no
+    file of its working directory after one later run (SIGTERM: none at once)."""
+    import pandas as pd
+
+    from tests.crash import make_inputs, od_args
+
+    make_inputs(tmp_path, users=250_000, k=4)  # ~1.1M trips
+    csv = tmp_path / "trips.csv"
+    pd.read_parquet(tmp_path / "trips.parquet").to_csv(csv, index=False)
+    base = tmp_path / "spill"
+    args = od_args(tmp_path, tmp_path / "out", "--spill-dir", str(base))
+    args[1] = str(csv)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "privmob", *args],
+        env=child_env(tmp_path),
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    user_base = base / f"privmob-{os.geteuid()}"
+    while proc.poll() is None and not any(user_base.glob("run-*/**/privmob-parsed-*/*")):
+        pass
+    assert proc.poll() is None, "the release ended before the parsed input was written"
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode in (128 + sig, -sig), err
+    if sig == signal.SIGTERM:
+        assert "Traceback" not in err and sorted(user_base.rglob("*")) == []
+    res = subprocess.run(
+        [sys.executable, "-c", "from privmob.engine.rundir import open_run_dir as o; o()"],
+        env={**child_env(tmp_path), "TMPDIR": str(base)},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert res.returncode == 0, res.stderr
+    assert sorted(user_base.rglob("*")) == []
+    assert not (tmp_path / "out").exists()

@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from privmob.data.grids import square_grid
 from privmob.data.sources import load_trip_points
-from privmob.data.tessellation import square_grid
 from privmob.engine import DuckDBEngine
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

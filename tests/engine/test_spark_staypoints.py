@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from privmob.data.tessellation import load_tessellation
+from privmob.data.tessellation_input import load_tessellation
 from privmob.engine import DuckDBEngine
 from privmob.prepare.inputs import load_gps_points
 from privmob.prepare.staypoints import gps_trips

@@ -10,8 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from privmob.data.grids import square_grid
 from privmob.data.sources import load_events
-from privmob.data.tessellation import load_tessellation, square_grid
+from privmob.data.tessellation_input import load_tessellation
 from privmob.errors import ConfigError
 from privmob.prepare.staypoints import gps_trip_points, gps_trips
 

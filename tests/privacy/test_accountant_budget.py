@@ -25,7 +25,7 @@ def test_a_different_budget_is_refused_not_ignored(ledger):
 def test_release_extras_cannot_overwrite_the_stamp_or_cost():
     from privmob.errors import ConfigError
     from privmob.privacy.costs import Unit
-    from privmob.releases.base import Release
+    from privmob.releases.release import Release
 
     def rel(extra):
         return Release(

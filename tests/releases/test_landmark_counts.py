@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from privmob.data import load_events
-from privmob.data.tessellation import load_tessellation, square_grid
+from privmob.data.grids import square_grid
+from privmob.data.tessellation_input import load_tessellation
 from privmob.domain import time_grid
 from privmob.errors import BudgetError, ConfigError
 from privmob.privacy.costs import Unit

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from privmob.data.sources import load_events
-from privmob.data.tessellation import load_tessellation
+from privmob.data.tessellation_input import load_tessellation
 from privmob.domain import StudyPeriod
 from privmob.engine import DuckDBEngine
 from privmob.evaluate.decision_grid import Scenario, run_grid

@@ -33,7 +33,8 @@ def test_an_empty_folder_at_the_target_is_replaced_by_the_release(tmp_path: Path
 
     from privmob.privacy.costs import Cost, Unit
     from privmob.privacy.ledger import Ledger
-    from privmob.releases.base import Accountant, Release
+    from privmob.releases.base import Accountant
+    from privmob.releases.release import Release
 
     (tmp_path / "out").mkdir()
     out = Output(tmp_path / "out").check()

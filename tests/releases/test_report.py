@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from privmob.data.sources import load_trip_points
-from privmob.data.tessellation import load_tessellation
+from privmob.data.tessellation_input import load_tessellation
 from privmob.engine import DuckDBEngine
 from privmob.errors import BudgetError, ConfigError
 from privmob.privacy.ledger import Ledger

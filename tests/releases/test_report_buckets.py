@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from privmob.data.grids import square_grid
 from privmob.data.sources import load_trip_points
-from privmob.data.tessellation import square_grid
 from privmob.engine import DuckDBEngine
 from privmob.privacy.ledger import Ledger
 from privmob.releases.base import Accountant

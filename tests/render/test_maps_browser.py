@@ -15,7 +15,7 @@ import pytest
 from tests.render.test_report_browser import _run
 
 from privmob.data.sources import load_trip_points
-from privmob.data.tessellation import load_tessellation
+from privmob.data.tessellation_input import load_tessellation
 from privmob.engine import DuckDBEngine
 from privmob.privacy.ledger import Ledger
 from privmob.releases.base import Accountant

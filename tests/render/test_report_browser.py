@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from privmob.data.sources import load_trip_points
-from privmob.data.tessellation import load_tessellation
+from privmob.data.tessellation_input import load_tessellation
 from privmob.engine import DuckDBEngine
 from privmob.privacy.ledger import Ledger
 from privmob.releases.base import Accountant

@@ -29,7 +29,7 @@ def load_trips_frame(
     engine: Any = None,
 ) -> tuple[pd.DataFrame, int]:
     """``uid, start_time, origin, destination`` (tile indices) and the number of tiles."""
-    from privmob.data.tessellation import load_tessellation
+    from privmob.data.tessellation_input import load_tessellation
     from privmob.engine import make_engine
     from privmob.prepare.inputs import load_trips_any
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -199,56 +198,6 @@ def print_release_summary(release: Any, paths: list[Path], accountant: Any) -> N
     signal = getattr(release, "params", {}).get("signal") or {}
     if signal.get("warning"):  # from noisy values only (privmob.privacy.signal)
         console_err.print(f"[bold yellow]warning[/]: {signal['warning']}", highlight=False)
-
-
-def open_engine(
-    engine: str,
-    memory_limit: str | None = None,
-    spark_master: str | None = None,
-    spark_conf: list[str] | None = None,
-    step: Any = None,
-    spill_dir: Path | None = None,
-) -> Any:
-    """The engine chosen on the command line (``--engine``), with its memory limit, for DuckDB
-    the spill directory (``--spill-dir``) and, for Spark, the master URL and settings
-    (``--spark-master``, ``--spark-conf key=value``)."""
-    from privmob.engine import make_engine
-    from privmob.errors import ConfigError
-
-    options: dict[str, Any] = {"memory_limit": memory_limit} if memory_limit else {}
-    if engine != "spark":
-        if spark_master or spark_conf:
-            raise ConfigError(
-                "--spark-master and --spark-conf apply to the Spark engine",
-                hint="add --engine spark",
-            )
-        if spill_dir is not None:  # the parent of this run's private working directory
-            from privmob.engine.rundir import open_run_dir
-
-            run = open_run_dir(spill_dir)
-            options |= {"temp_directory": run.sub("duckdb"), "spill_dir": run.sub("buckets")}
-        return make_engine(engine, **options)
-    conf = {}
-    for item in spark_conf or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(
-                f"cannot read the Spark setting '{item}'",
-                hint="use --spark-conf key=value, e.g. --spark-conf spark.executor.memory=16g",
-            )
-        conf[key.strip()] = value.strip()
-    if step is not None:
-        step("starting Spark")  # tens of seconds for a local session
-    if spark_master:
-        options["master"] = spark_master
-    master = spark_master or os.environ.get("PRIVMOB_SPARK_MASTER", "local[*]")
-    if master.startswith("local") and "spark.local.dir" not in conf:
-        from privmob.engine.rundir import open_run_dir  # Spark's shuffle files: ours, private
-
-        conf["spark.local.dir"] = str(open_run_dir(spill_dir).sub("spark"))
-    if conf:
-        options["conf"] = conf
-    return make_engine(engine, **options)
 
 
 # raw GPS traces (--input-shape gps): stay-point thresholds (docs/inputs.md)

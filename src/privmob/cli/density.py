@@ -13,9 +13,8 @@ import typer
 
 from privmob.cli import common as c
 from privmob.cli import options as o
-from privmob.cli.formats import FormatOpt
-from privmob.cli.test_mode import TestModeOpt
-from privmob.releases.density_inputs import DensityInputs, load_density_inputs, parse_week
+from privmob.cli.run_options import with_run_options
+from privmob.releases.density_inputs import DensityInputs, parse_week
 
 EventsArg = Annotated[
     str, typer.Argument(help=c.INPUT_HELP.format("events: uid, datetime, cell_id"))
@@ -40,6 +39,7 @@ DENSITY_ALIASES = {
 }
 
 
+@with_run_options()
 def density(
     ctx: typer.Context,
     events: EventsArg,
@@ -79,24 +79,10 @@ def density(
     columns: c.ColumnsOpt = None,
     timezone: o.TimezoneOpt = "UTC",
     input_timezone: o.InputTimezoneOpt = None,
-    ledger: c.LedgerOpt = None,
-    dataset: c.DatasetOpt = None,
-    new_dataset: c.NewDatasetOpt = False,
-    budget: c.BudgetOpt = None,
-    engine: c.EngineOpt = "duckdb",
-    memory_limit: c.MemoryLimitOpt = None,
-    spill_dir: c.SpillDirOpt = None,
-    spark_master: c.SparkMasterOpt = None,
-    spark_conf: c.SparkConfOpt = None,
-    seed: c.SeedOpt = None,
-    test_mode: TestModeOpt = False,
-    overwrite: c.OverwriteOpt = False,
-    output_format: FormatOpt = None,
-    quiet: c.QuietOpt = False,
 ) -> None:
     """Release the number of users per zone and hour of a week (Acs and Castelluccia)."""
+    seed = ctx.params.get("seed")  # a run option (privmob.cli.run_options)
     from privmob.cli.run import run_release
-    from privmob.data.times import clock
     from privmob.releases.density import DensityConfig
     from privmob.releases.specs import DensitySpec
 
@@ -116,20 +102,6 @@ def density(
         outliers_epsilon=outliers_epsilon,
     )
 
-    def load(eng: Any, tess: Any, step: Any) -> DensityInputs:
-        return load_density_inputs(
-            events,
-            cells,
-            tess,  # read once, public: passes through
-            zone_id=None,
-            week=week,
-            cover=cover,
-            timezone=clock(timezone, input_timezone),
-            columns=c.parse_columns(columns),
-            step=step,
-            engine=eng,
-        )
-
     def run(the_spec: DensitySpec, inp: DensityInputs, acct: Any, step: Any) -> Any:
         step("pre-sampling, noise and post-processing")
         return the_spec.run(inp, acct, rng=seed, progress=step)
@@ -140,7 +112,7 @@ def density(
         tessellation=tessellation,
         tile_id=tile_id,
         spec=lambda tess: DensitySpec(tess, config, week),
-        load=load,
+        load=lambda session: session.load_density_inputs(week, cover),
         run=run,
         budget_delta=delta,
         writers=[lambda rel, d, zones: [write_geojson(rel, zones, d / "density.geojson")]],

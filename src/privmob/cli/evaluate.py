@@ -144,7 +144,7 @@ def _events_scenario(
 ) -> Scenario:
     from privmob.cli.common import parse_columns
     from privmob.data.sources import load_events
-    from privmob.data.tessellation import load_tessellation
+    from privmob.data.tessellation_input import load_tessellation
     from privmob.domain import StudyPeriod
     from privmob.engine import DuckDBEngine
     from privmob.evaluate.decision_grid import scenario_from_events

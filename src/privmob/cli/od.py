@@ -9,12 +9,12 @@ import typer
 
 from privmob.cli import common as c
 from privmob.cli import options as o
-from privmob.cli.formats import FormatOpt
-from privmob.cli.test_mode import TestModeOpt
+from privmob.cli.run_options import with_run_options
 from privmob.privacy.costs import Unit
 from privmob.privacy.mechanisms import NoiseKind
 
 
+@with_run_options()
 def od(
     ctx: typer.Context,
     data: Annotated[str, typer.Argument(help=c.INPUT_HELP.format("trips, trip points or events"))],
@@ -88,24 +88,10 @@ def od(
             "budget by group privacy (enforced: each user keeps at most this many trips)",
         ),
     ] = None,
-    ledger: c.LedgerOpt = None,
-    dataset: c.DatasetOpt = None,
-    new_dataset: c.NewDatasetOpt = False,
-    budget: c.BudgetOpt = None,
-    engine: c.EngineOpt = "duckdb",
-    memory_limit: c.MemoryLimitOpt = None,
-    spill_dir: c.SpillDirOpt = None,
-    spark_master: c.SparkMasterOpt = None,
-    spark_conf: c.SparkConfOpt = None,
-    seed: c.SeedOpt = None,
-    test_mode: TestModeOpt = False,
-    overwrite: c.OverwriteOpt = False,
-    output_format: FormatOpt = None,
-    quiet: c.QuietOpt = False,
 ) -> None:
     """Release a differentially private origin-destination matrix."""
+    seed = ctx.params.get("seed")  # a run option (privmob.cli.run_options)
     from privmob.cli.run import run_release
-    from privmob.data.times import clock
     from privmob.domain import StudyPeriod
     from privmob.releases.specs import OdSpec
 
@@ -124,25 +110,9 @@ def od(
             bound_per=bound_per,
         )
 
-    def load(eng: Any, tess: Any, step: Any) -> Any:
-        from privmob.prepare.inputs import load_trips_any
-
-        step("reading and validating the input")
-        return load_trips_any(
-            data,
-            engine=eng,
-            tessellation=tess,
-            shape=input_shape,
-            cells=cells,
-            columns=c.parse_columns(columns),
-            timezone=clock(timezone, input_timezone),
-            delimiter=delimiter,
-            trip_rule=trip_rule,
-            stay_distance=stay_distance,
-            stay_minutes=stay_minutes,
-            # rides without a rider id: each ride its own unit, only for trip-level releases
-            uid_per_trip=unit == Unit.TRIP and group_size is None,
-        )
+    def load(session: Any) -> Any:
+        # rides without a rider id: each ride its own unit, only for trip-level releases
+        return session.load_trips(uid_per_trip=unit == Unit.TRIP and group_size is None)
 
     def run(the_spec: OdSpec, trips: Any, acct: Any, step: Any) -> Any:
         if unique:

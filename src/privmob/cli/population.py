@@ -9,12 +9,12 @@ import typer
 
 from privmob.cli import common as c
 from privmob.cli import options as o
-from privmob.cli.formats import FormatOpt
-from privmob.cli.test_mode import TestModeOpt
+from privmob.cli.run_options import with_run_options
 from privmob.errors import ConfigError
 from privmob.privacy.mechanisms import NoiseKind
 
 
+@with_run_options()
 def population(
     ctx: typer.Context,
     data: Annotated[
@@ -45,28 +45,14 @@ def population(
     delimiter: c.DelimiterOpt = None,
     timezone: o.TimezoneOpt = "UTC",
     input_timezone: o.InputTimezoneOpt = None,
-    ledger: c.LedgerOpt = None,
-    dataset: c.DatasetOpt = None,
-    new_dataset: c.NewDatasetOpt = False,
-    budget: c.BudgetOpt = None,
-    engine: c.EngineOpt = "duckdb",
-    memory_limit: c.MemoryLimitOpt = None,
-    spill_dir: c.SpillDirOpt = None,
-    spark_master: c.SparkMasterOpt = None,
-    spark_conf: c.SparkConfOpt = None,
-    seed: c.SeedOpt = None,
-    test_mode: TestModeOpt = False,
-    overwrite: c.OverwriteOpt = False,
-    output_format: FormatOpt = None,
-    quiet: c.QuietOpt = False,
 ) -> None:
     """Release DP counts of users per home zone.
 
     Home = most frequent zone at night; every zone plus 'outside' and 'unknown home' cells get
     noise; user-level epsilon-DP with sensitivity 1.
     """
+    seed = ctx.params.get("seed")  # a run option (privmob.cli.run_options)
     from privmob.cli.run import run_release
-    from privmob.data.times import clock
     from privmob.domain import StudyPeriod
     from privmob.releases.specs import PopulationSpec
 
@@ -78,20 +64,6 @@ def population(
 
     def spec(tess: Any) -> PopulationSpec:
         return PopulationSpec(tess, epsilon, noise, delta, (night_start, night_end), study)
-
-    def load(eng: Any, tess: Any, step: Any) -> Any:
-        from privmob.data.sources import load_events
-
-        step("reading and validating the events")
-        return load_events(
-            data,
-            engine=eng,
-            tessellation=tess,
-            cells=cells,
-            columns=c.parse_columns(columns),
-            timezone=clock(timezone, input_timezone),
-            delimiter=delimiter,
-        )
 
     def by_tower_shares(the_spec: PopulationSpec, events: Any, acct: Any, step: Any) -> Any:
         from privmob.data.sources import load_cells
@@ -119,7 +91,8 @@ def population(
         tessellation=tessellation,
         tile_id=tile_id,
         spec=spec,
-        load=load,
+        load=lambda session: session.load_events(),
+        shape="events",
         run=by_tower_shares if zone_mapping == "voronoi" else None,
     )
 

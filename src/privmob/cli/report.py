@@ -9,7 +9,7 @@ import typer
 
 from privmob.cli import common as c
 from privmob.cli import options as o
-from privmob.cli.test_mode import TestModeOpt
+from privmob.cli.run_options import with_run_options
 from privmob.errors import ConfigError, InputError
 from privmob.privacy.costs import Unit
 
@@ -76,6 +76,7 @@ def report_bound(max_trips: int | None, unit: Unit) -> int:
     return 1
 
 
+@with_run_options(without=("output_format",))
 def report(
     ctx: typer.Context,
     data: Annotated[
@@ -137,23 +138,13 @@ def report(
             help="trip level only: most trips of one user, to charge a user-level budget",
         ),
     ] = None,
-    ledger: c.LedgerOpt = None,
-    dataset: c.DatasetOpt = None,
-    new_dataset: c.NewDatasetOpt = False,
-    budget: c.BudgetOpt = None,
-    engine: c.EngineOpt = "duckdb",
-    memory_limit: c.MemoryLimitOpt = None,
-    spill_dir: c.SpillDirOpt = None,
-    spark_master: c.SparkMasterOpt = None,
-    spark_conf: c.SparkConfOpt = None,
-    seed: c.SeedOpt = None,
-    test_mode: TestModeOpt = False,
-    quiet: c.QuietOpt = False,
-    overwrite: c.OverwriteOpt = False,
 ) -> None:
     """A differentially private mobility report: 15 analyses, one offline HTML + JSON."""
+    quiet, overwrite = (
+        bool(ctx.params.get("quiet")),
+        bool(ctx.params.get("overwrite")),
+    )  # run options
     from privmob.cli.run import run_release
-    from privmob.data.times import clock
     from privmob.releases.report import ReportConfig
     from privmob.releases.specs import ReportSpec
     from privmob.render.report_files import report_output, report_paths
@@ -172,23 +163,6 @@ def report(
         raise ConfigError(
             f"unknown input shape '{input_shape}' for the report", hint="use trip-points or gps"
         )
-
-    def load(eng: Any, tess: Any, step: Any) -> Any:
-        step("reading and validating the trip points")
-        common = {
-            "engine": eng,
-            "tessellation": tess,
-            "columns": c.parse_columns(columns),
-            "timezone": clock(timezone, input_timezone),
-            "delimiter": delimiter,
-        }
-        if input_shape == "gps":
-            from privmob.prepare.inputs import load_gps_points
-
-            return load_gps_points(data, stay_distance, stay_minutes, **common)
-        from privmob.data.sources import load_trip_points
-
-        return load_trip_points(data, **common)
 
     def summary(rel: Any, _paths: list[Path], _acct: Any) -> None:
         if not quiet:
@@ -214,7 +188,7 @@ def report(
         tessellation=tessellation,
         tile_id=tile_id,
         spec=lambda tess: ReportSpec(tess, cfg),
-        load=load,
+        load=lambda session: session.load_trip_points(),
         # a taken or unwritable output must not burn epsilon; stage -> charge -> rename
         output=lambda: report_output(html_path(output), overwrite=overwrite),
         layers=False,

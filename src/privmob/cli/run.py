@@ -1,23 +1,19 @@
 """The one path every release command takes (``od``, ``population``, ``report``, ``density``,
 ``series-counts``, ``series``): a command parses its own options into a release spec
-(:mod:`privmob.releases.specs`) and hands it here.
+(:mod:`privmob.releases.specs`) and a loader for its input, and hands them here; this module
+turns the shared options into a :class:`privmob.Session` and runs the release through the
+session's lifecycle (:meth:`privmob.session.base.SessionBase.run`), the same as from Python.
 
-1. the output is checked (a release that cannot be written costs nothing), the accountant is
-   set up (the budget rule: ``--budget`` sets the dataset's budget once, a different one is
-   refused; test mode: a throw-away ledger and "not for publication" marks);
-2. the tessellation is read (public), the spec built and its plan computed once, from public
-   parameters only; the plan (cells, memory, output size, 95% margin of error, cost) is
-   printed, then refused if it needs more than the budget (before the engine starts) or
-   more than what the process leaves of ``--memory-limit`` (once the engine has started),
-   all before any data is read;
-3. the engine is opened, the input read and validated, the budget bound to its content, and
-   the release run: noise, charge and publication (stage -> charge -> rename);
-4. what was written and what it cost is printed.
+What the command line adds to the session: the output is checked before the session touches
+the ledger (a release that cannot be written costs nothing, not even a budget line), the
+budget rule (``--budget`` sets the dataset's budget once, a different one is refused), test
+mode (``--seed`` only with ``--test-mode``: a throw-away ledger, "not for publication" marks),
+the plan printed before anything is read, the steps shown as they run, and what was written
+and what it cost printed at the end.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -26,8 +22,9 @@ from typing import Any
 from privmob.cli import common as c
 from privmob.privacy.costs import Unit
 
-#: what a command gives to read its input: (engine, tessellation, progress) -> loaded data
-Load = Callable[[Any, Any, Callable[[str], None]], Any]
+#: what a command gives to read its input: the session -> loaded data (``Session.load_trips``,
+#: ``Session.load_events``, ``Session.load_trip_points``, ``Session.load_density_inputs``)
+Load = Callable[[Any], Any]
 
 
 @dataclass(frozen=True)
@@ -58,6 +55,26 @@ class RunOptions:
         return cls(**{k: v for k, v in params.items() if k in names})
 
 
+def input_options(params: dict[str, Any], shape: str | None = None) -> dict[str, Any]:
+    """How the session reads the input, from the input options a command has (same names in
+    each: ``--input-shape``, ``--columns``, ``--delimiter``, ``--names``, ``--timezone``,
+    ``--input-timezone``, ``--cells``, ``--trip-rule``, ``--stay-distance``,
+    ``--stay-minutes``); ``shape`` when the command reads one shape only."""
+    names = params.get("names")
+    return {
+        "shape": shape or params.get("input_shape") or "auto",
+        "columns": c.parse_columns(params.get("columns")),
+        "delimiter": params.get("delimiter"),
+        "names": names.split(",") if names else None,
+        "timezone": params.get("timezone") or "UTC",
+        "input_timezone": params.get("input_timezone"),
+        "cells": params.get("cells"),
+        "trip_rule": params.get("trip_rule") or "events",
+        "stay_distance": params.get("stay_distance"),
+        "stay_minutes": params.get("stay_minutes"),
+    }
+
+
 def memory_bytes(memory_limit: str | None) -> int | None:
     if memory_limit is None:
         return None
@@ -77,10 +94,6 @@ def print_plan(plan: Any) -> None:
     c.console_err.print(f"plan: {text}", markup=False, highlight=False)
 
 
-def _with_tiles(writer: Callable[[Any, Path, Any], Any], tess: Any, rel: Any, d: Path) -> Any:
-    return writer(rel, d, tess)
-
-
 def run_release(
     ctx: Any,
     *,
@@ -88,6 +101,7 @@ def run_release(
     tessellation: Any,
     spec: Callable[[Any], Any],
     load: Load,
+    shape: str | None = None,
     tile_id: str | None = None,
     run: Callable[[Any, Any, Any, Any], Any] | None = None,
     output: Callable[[], Any] | None = None,
@@ -103,22 +117,26 @@ def run_release(
 
     ``ctx``: the command's context (its parsed options give the :class:`RunOptions`);
     ``data``: the input (it names the dataset); ``tessellation``: a path (read here with
-    ``tile_id``) or ``None``; ``spec``: tessellation -> the release spec; ``load``: reads and
-    validates the input; ``run``: (spec, data, accountant, step) -> release, default
-    ``spec.run``; ``output``: makes the :class:`~privmob.releases.publish.Output` when it is not
-    the ``--output`` folder (the report's files); ``layers``: write the ``--format`` layers;
+    ``tile_id``) or ``None``; ``spec``: tessellation -> the release spec; ``load``: session ->
+    the input, read and validated (the session reads it as the command's input options say,
+    :func:`input_options`; ``shape`` for a command that reads one shape only); ``run``: (spec,
+    data, accountant, step) -> release, default ``spec.run``; ``output``: makes the
+    :class:`~privmob.releases.publish.Output` when it is not the ``--output`` folder (the
+    report's files); ``layers``: write the ``--format`` layers;
     ``writers``: more files staged with the tables (release, folder, tessellation) -> paths;
     ``summary``: what is printed at the end (default: the files and the cost); ``engine``:
-    ``False`` for an input read without an engine (``load`` then gets ``None``).
+    ``False`` for an input read without an engine.
     """
-    from privmob.cli.test_mode import ledger_for, test_mode_marks
-    from privmob.privacy.ledger import Ledger
-    from privmob.releases.base import Accountant
+    from privmob.cli.test_mode import check_test_mode
+    from privmob.dp import ApproxDP, PureDP
+    from privmob.privacy.ledger import default_ledger_path
     from privmob.releases.publish import Output
+    from privmob.session import Session
 
     if ctx.meta.get(PLAN_ONLY):  # privmob plan <release>: the plan alone, nothing read
         return show_plan(ctx, tessellation, tile_id, spec)
     opts = RunOptions.of(ctx.params)
+    check_test_mode(opts.ledger, opts.seed, opts.test_mode)
     # before anything is read or charged: a release that cannot be written must cost nothing
     out = (output() if output else Output(opts.output, overwrite=opts.overwrite)).check()
     formats = None
@@ -126,62 +144,44 @@ def run_release(
         from privmob.render.layers import parse_formats
 
         formats = parse_formats(opts.output_format)  # layers beside the tables, staged with them
-    acct = Accountant(
-        Ledger(ledger_for(opts.ledger, opts.seed, opts.test_mode)),
-        c.dataset_name(opts.dataset, data),
-        group_size=opts.group_size,
-        budget=opts.budget,
-        budget_delta=budget_delta if opts.budget is not None else 0.0,
-        budget_unit=budget_unit,
-        output=out,
-        annotate=test_mode_marks(opts.seed, opts.test_mode) + list(marks or []),
-        new_dataset_for_same_data=opts.new_dataset,
-    )
+    budget = None
+    if opts.budget is not None:
+        budget = ApproxDP(opts.budget, budget_delta) if budget_delta else PureDP(opts.budget)
     with c.Steps(opts.quiet) as step:
-        tess = None
-        if tessellation is not None:
-            from privmob.data.tessellation import load_tessellation
-
-            step("reading the tessellation")
-            tess = load_tessellation(tessellation, id_column=tile_id)
-        the_spec = spec(tess)
-        plan = the_spec.plan()  # once, from public parameters only
-        if not opts.quiet:
-            print_plan(plan)
-        acct.precheck(plan.cost)  # refuse what the budget cannot pay, before reading
-        out.require_space(plan.output_rows)  # the public domain, before the data
-        for writer in writers or []:
-            out.extra.append(functools.partial(_with_tiles, writer, tess))
-        if formats is not None and tess is not None:
-            from privmob.render.layers import write_layers
-
-            out.extra.append(lambda rel, d: write_layers(rel, tess, d, formats))
-        eng = None
-        if engine:
-            eng = c.open_engine(
-                opts.engine,
-                opts.memory_limit,
-                opts.spark_master,
-                opts.spark_conf,
-                step,
-                spill_dir=opts.spill_dir,
+        session = Session(
+            data,
+            tessellation=tessellation,
+            tile_id=tile_id,
+            budget=budget,
+            unit=budget_unit,
+            ledger=None if opts.test_mode else (opts.ledger or default_ledger_path()),
+            dataset=c.dataset_name(opts.dataset, data),
+            engine=opts.engine,
+            memory_limit=opts.memory_limit,
+            spill_dir=opts.spill_dir,
+            spark_master=opts.spark_master,
+            spark_conf=opts.spark_conf,
+            group_size=opts.group_size,
+            new_dataset_for_same_data=opts.new_dataset,
+            seed=opts.seed,
+            test_mode=opts.test_mode,
+            progress=step,
+            **input_options(ctx.params, shape),
+        )
+        with session:
+            result = session.run(
+                spec(session.tessellation),
+                load,
+                output=out,
+                formats=formats,
+                writers=writers or (),
+                marks=marks or (),
+                execute=run,
+                engine=engine,
+                on_plan=None if opts.quiet else print_plan,
             )
-        # the plan against what the process leaves of --memory-limit, measured by the engine
-        # once its libraries are loaded (it refused a limit below its own minimum already)
-        mem = getattr(eng, "process_memory", None)
-        if mem is not None:
-            plan.check_memory(mem.limit, baseline=mem.baseline)
-        else:
-            plan.check_memory(memory_bytes(opts.memory_limit))
-        loaded = load(eng, tess, step)
-        acct.bind_input(loaded)  # the budget is bound to the data's content
-        if run is None:
-            release = the_spec.run(loaded, acct, rng=opts.seed, progress=step)
-        else:
-            release = run(the_spec, loaded, acct, step)
-        paths = out.written
-    (summary or c.print_release_summary)(release, paths, acct)
-    return release
+            (summary or c.print_release_summary)(result.release, result.written, session.accountant)
+    return result.release
 
 
 #: ``ctx.meta`` key set by ``privmob plan <release>``: run_release shows the plan and stops
@@ -211,7 +211,7 @@ def show_plan(ctx: Any, tessellation: Any, tile_id: str | None, spec: Callable[[
     refuse it when it needs more than ``--memory-limit``. Reads no data, charges nothing."""
     tess = None
     if tessellation is not None:
-        from privmob.data.tessellation import load_tessellation
+        from privmob.data.tessellation_input import load_tessellation
 
         tess = load_tessellation(tessellation, id_column=tile_id)
     plan = spec(tess).plan()

@@ -17,24 +17,11 @@ from privmob.cli import options as o
 from privmob.cli.common import (
     INPUT_HELP,
     ColumnsOpt,
-    DatasetOpt,
     DelimiterOpt,
-    EngineOpt,
-    LedgerOpt,
-    MemoryLimitOpt,
-    NewDatasetOpt,
-    OverwriteOpt,
-    QuietOpt,
-    SeedOpt,
-    SparkConfOpt,
-    SparkMasterOpt,
-    SpillDirOpt,
     console,
     console_err,
-    parse_columns,
 )
-from privmob.cli.formats import FormatOpt
-from privmob.cli.test_mode import TestModeOpt
+from privmob.cli.run_options import ENGINE_OPTIONS, with_run_options
 from privmob.data.series_input import check_time_domain as _check_time_domain
 from privmob.data.series_input import read_series, time_grid_of
 from privmob.data.series_input import split_list as _tokens
@@ -47,8 +34,8 @@ from privmob.privacy.temporal import (
     temporal_loss,
     transition_matrix,
 )
-from privmob.releases.base import Release
 from privmob.releases.landmark import SCHEME_UNIT, AdaptiveRule, Scheme, publish_series
+from privmob.releases.release import Release
 
 
 def resolve_landmarks(spec: str, labels: list[object], positions: bool) -> list[int]:
@@ -86,6 +73,7 @@ def resolve_landmarks(spec: str, labels: list[object], positions: bool) -> list[
     return out
 
 
+@with_run_options(without=(*ENGINE_OPTIONS, "output_format"))
 def series_command(
     ctx: typer.Context,
     input: Annotated[Path, typer.Argument(help="series file (CSV or Parquet)")],
@@ -155,16 +143,10 @@ def series_command(
             "none yet, refused if it already has a different one",
         ),
     ] = None,
-    ledger: LedgerOpt = None,
-    dataset: DatasetOpt = None,
-    new_dataset: NewDatasetOpt = False,
-    seed: SeedOpt = None,
-    test_mode: TestModeOpt = False,
-    quiet: QuietOpt = False,
-    overwrite: OverwriteOpt = False,
 ) -> None:
     """Publish a series under landmark epsilon-privacy (uniform, skip, adaptive) or at the
     event / user level; writes series.parquet, budgets.parquet and metadata.json."""
+    seed, quiet = ctx.params.get("seed"), bool(ctx.params.get("quiet"))  # run options
     freq = bin
     if domain_from_data == any(x is not None for x in (start, end, freq)):
         raise ConfigError(
@@ -210,8 +192,8 @@ def series_command(
         value_bounds=bounds,
     )
 
-    def load(_eng: Any, _tess: Any, step: Any) -> Any:
-        step("reading the series")
+    def load(session: Any) -> Any:
+        session.progress("reading the series")
         values, labels, zones = read_series(
             input, value_column, time_column, zone_column, declared, grid=grid
         )
@@ -299,6 +281,7 @@ def _summary(release: Release, paths: list[Path], n_marks: int, quiet: bool) -> 
         )
 
 
+@with_run_options()
 def series_counts_command(
     ctx: typer.Context,
     events: Annotated[
@@ -351,25 +334,12 @@ def series_counts_command(
         int | None,
         typer.Option("--group-size", help="charge a user-level budget by group privacy"),
     ] = None,
-    ledger: LedgerOpt = None,
-    dataset: DatasetOpt = None,
-    new_dataset: NewDatasetOpt = False,
-    engine: EngineOpt = "duckdb",
-    memory_limit: MemoryLimitOpt = None,
-    spill_dir: SpillDirOpt = None,
-    spark_master: SparkMasterOpt = None,
-    spark_conf: SparkConfOpt = None,
-    seed: SeedOpt = None,
-    test_mode: TestModeOpt = False,
-    quiet: QuietOpt = False,
-    overwrite: OverwriteOpt = False,
-    output_format: FormatOpt = None,
 ) -> None:
     """Counts per zone and time bin from raw events (at most -T per user and bin, enforced),
     published under landmark epsilon-privacy."""
+    seed, quiet = ctx.params.get("seed"), bool(ctx.params.get("quiet"))  # run options
     freq, max_per_bin = bin, max_trips
     from privmob.cli.run import run_release
-    from privmob.data.times import clock
     from privmob.domain import time_grid
     from privmob.releases.specs import ZoneSeriesSpec
 
@@ -389,21 +359,6 @@ def series_counts_command(
             outliers_epsilon,
         )
 
-    def load(eng: Any, tess: Any, step: Any) -> Any:
-        from privmob.data import load_events
-
-        step("reading and validating the events")
-        return load_events(
-            events,
-            engine=eng,
-            tessellation=tess,
-            columns=parse_columns(columns),
-            timezone=clock(timezone, input_timezone),
-            delimiter=delimiter,
-            header=names is None,
-            names=[n.strip() for n in names.split(",")] if names else None,
-        )
-
     def run(the_spec: ZoneSeriesSpec, loaded: Any, acct: Any, step: Any) -> Release:
         step("bounding, counting, adding noise, charging the ledger")
         return the_spec.run(loaded, acct, rng=seed, progress=step)
@@ -414,7 +369,8 @@ def series_counts_command(
         tessellation=tessellation,
         tile_id=tile_id,
         spec=spec,
-        load=load,
+        load=lambda session: session.load_events(),
+        shape="events",
         run=run,
         budget_unit=SCHEME_UNIT[scheme],
         summary=lambda release, paths, _acct: _summary(release, paths, len(marks), quiet),

@@ -20,7 +20,7 @@ from privmob.data.synth import (
     write_synthetic,
 )
 from privmob.data.synth_model import DEFAULT_GRID_CELLS
-from privmob.data.tessellation import load_tessellation
+from privmob.data.tessellation_input import load_tessellation
 from privmob.errors import ConfigError
 
 

@@ -12,12 +12,8 @@ must never be charged to a real budget nor look like a publishable release:
 
 from __future__ import annotations
 
-import atexit
-import shutil
-import tempfile
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -33,11 +29,10 @@ TestModeOpt = Annotated[
 ]
 
 
-def ledger_for(ledger: Path | None, seed: int | None, test_mode: bool) -> Path | None:
-    """The ledger a command charges: ``ledger`` normally; a throw-away one in test mode.
-
-    Raises :class:`ConfigError` for ``--seed`` without ``--test-mode`` and for ``--ledger``
-    with it."""
+def check_test_mode(ledger: Path | None, seed: int | None, test_mode: bool) -> None:
+    """Refuse (:class:`ConfigError`) ``--seed`` without ``--test-mode`` and ``--ledger`` with
+    it. In test mode the session charges a throw-away ledger in a private temporary folder,
+    removed when the command ends, and marks the release not for publication."""
     if not test_mode:
         if seed is not None:
             raise ConfigError(
@@ -45,21 +40,9 @@ def ledger_for(ledger: Path | None, seed: int | None, test_mode: bool) -> Path |
                 hint="add --test-mode (a throw-away ledger; the output is stamped not for "
                 "publication), or leave --seed out for a release",
             )
-        return ledger
+        return
     if ledger is not None:
         raise ConfigError(
             "--test-mode never charges a persistent ledger",
             hint="leave --ledger out: test mode uses a throw-away ledger",
         )
-    folder = Path(tempfile.mkdtemp(prefix="privmob-test-ledger-"))  # mode 0700
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)
-    return folder / "ledger.sqlite"
-
-
-def test_mode_marks(seed: int | None, test_mode: bool) -> list[Callable[[Any], None]]:
-    """What :class:`~privmob.releases.base.Accountant` applies to a release before it is
-    charged and written: in test mode the seed is recorded and the release marked not for
-    publication (:func:`privmob.releases.stamp.test_mode_mark`); nothing otherwise."""
-    from privmob.releases.stamp import test_mode_mark
-
-    return [test_mode_mark(seed)] if test_mode else []

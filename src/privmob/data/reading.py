@@ -92,6 +92,14 @@ def read_raw(
     return view, display
 
 
+def reads_csv(source: Any) -> bool:
+    """Whether :func:`read_raw` reads ``source`` as CSV text (a path to CSV files)."""
+    if not isinstance(source, str | Path):
+        return False
+    text = str(source)
+    return _is_csv(text, describe_source(source))
+
+
 def _is_table(source: Any) -> bool:
     """A pandas / Arrow table, or anything with ``to_arrow`` (Polars)."""
     import pandas as pd  # here, so that naming a dataset does not load pandas

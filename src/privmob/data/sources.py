@@ -32,7 +32,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from privmob.data.reading import INT64_SAFE_TYPES, column_types, ident, read_raw, resolve_columns
+from privmob.data.reading import (
+    INT64_SAFE_TYPES,
+    column_types,
+    ident,
+    read_raw,
+    reads_csv,
+    resolve_columns,
+)
 from privmob.data.tile_assignment import (
     coordinate_tiles,
     coordinate_tiles_sql,
@@ -97,7 +104,11 @@ def load_events(
         if use_cells
         else {"lat": "_p_lat", "lng": "_p_lng"}
     )
-    checked = validate(engine, raw, pview, display, checks, content)
+    keep = [cols[k] for k in cols if k not in parsed]
+    checked = validate(
+        engine, raw, pview, display, checks, content, parse_once=_parse_once(engine, source, keep)
+    )
+    pview = checked.relation  # the input parsed once, where the engine can
     view = new_name("events")
     if use_cells:
         cell_view = load_cells(
@@ -141,6 +152,13 @@ def load_events(
         rows=checked.rows,
         tiles=tiles_fingerprint(tessellation),
     )
+
+
+def _parse_once(engine: Engine, source: Any, keep: list[str]) -> list[str] | None:
+    """The input columns to keep when the input is parsed once (DuckDB reading CSV text: its
+    second read and parse would cost as much as the first), else None (the parsed view is read
+    again: Parquet and in-memory tables are cheap to scan, and Spark plans its own reads)."""
+    return keep if engine.name == "duckdb" and reads_csv(source) else None
 
 
 def _has_int_keys(engine: Engine, cell_view: str) -> bool:
@@ -221,21 +239,18 @@ def load_trip_points(
         mapping=columns,
     )
     types = column_types(engine, raw)
-    pview = parsed_view(
-        engine,
-        raw,
-        {
-            "datetime": time_expr(
-                cols["datetime"],
-                types[cols["datetime"]],
-                timezone,
-                duckdb=engine.dialect.name == "duckdb",
-            ),
-            "datetime_raw": ident(cols["datetime"]),
-            "lat": float_expr(cols["lat"]),
-            "lng": float_expr(cols["lng"]),
-        },
-    )
+    parsed = {
+        "datetime": time_expr(
+            cols["datetime"],
+            types[cols["datetime"]],
+            timezone,
+            duckdb=engine.dialect.name == "duckdb",
+        ),
+        "datetime_raw": ident(cols["datetime"]),
+        "lat": float_expr(cols["lat"]),
+        "lng": float_expr(cols["lng"]),
+    }
+    pview = parsed_view(engine, raw, parsed)
     checks = [
         uid_check(cols["uid"]),
         Check(
@@ -257,7 +272,11 @@ def load_trip_points(
     }
     if "tile_id" in cols:
         content["tile_id"] = identity_text(cols["tile_id"])
-    checked = validate(engine, raw, pview, display, checks, content)
+    keep = [cols[k] for k in cols if k not in parsed]
+    checked = validate(
+        engine, raw, pview, display, checks, content, parse_once=_parse_once(engine, source, keep)
+    )
+    pview = checked.relation  # the input parsed once, where the engine can
     view = new_name("points")
     canonical = (
         f"e.{ident(cols['uid'])} AS uid, e.{ident(cols['tid'])} AS tid, "
@@ -430,7 +449,11 @@ def load_trips(
         content["tid"] = identity_text(cols["tid"])
     for e in ends:
         content[e] = f"_p_{e}" if by_coords else identity_text(cols[e])
-    checked = validate(engine, raw, pview, display, checks, content)
+    keep = [cols[k] for k in cols if k not in parsed]
+    checked = validate(
+        engine, raw, pview, display, checks, content, parse_once=_parse_once(engine, source, keep)
+    )
+    pview = checked.relation  # the input parsed once, where the engine can
     tid = ident(cols["tid"]) if "tid" in cols else "row_number() OVER ()"
     uid = f"e.{ident(cols['uid'])}" if not uid_per_trip else "0"  # replaced by tid below
     end = "_p_end_time" if "end_time" in cols else "_p_start_time"

@@ -17,7 +17,9 @@ import pandas as pd
 import pyarrow as pa
 import shapely
 
-from privmob.data.tessellation import Tessellation, grid_with_about, load_tessellation
+from privmob.data.grids import grid_with_about
+from privmob.data.tessellation import Tessellation
+from privmob.data.tessellation_input import load_tessellation
 from privmob.errors import ConfigError
 
 if TYPE_CHECKING:

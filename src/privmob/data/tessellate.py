@@ -24,7 +24,9 @@ import geopandas as gpd
 import numpy as np
 import shapely
 
-from privmob.data.tessellation import Tessellation, _read, square_grid
+from privmob.data.grids import square_grid
+from privmob.data.tessellation import Tessellation
+from privmob.data.tessellation_input import read_geo_file
 from privmob.errors import ConfigError, InputError
 
 #: The metadata key (GeoJSON member, GeoParquet schema key) holding the provenance.
@@ -70,7 +72,7 @@ def file_area(path: str | Path) -> DeclaredArea:
     The provenance records the file name and its SHA-256, so the area can be checked later.
     """
     p = Path(path)
-    gdf = _read(p)
+    gdf = read_geo_file(p)
     if gdf.crs is not None and not gdf.crs.equals("EPSG:4326"):
         gdf = gdf.to_crs(4326)
     polys = gdf.geometry[gdf.geometry.geom_type.isin(["Polygon", "MultiPolygon"])]

@@ -65,7 +65,7 @@ def _join_tile_keys(
 
 
 def _edge_bin_sql(x: str, edges: np.ndarray, dialect: Any) -> tuple[str, str] | None:
-    """SQL for :func:`privmob.data.tessellation._edge_bin` (bin i = (e_i, e_i+1], bin 0
+    """SQL for :func:`privmob.data.grids._edge_bin` (bin i = (e_i, e_i+1], bin 0
     closed, -1 outside or NaN/NULL) in two steps: (guess, fix). ``guess`` is an arithmetic
     bin (-1 outside); ``fix`` corrects it once against the exact edges, reading the guess
     from column ``{x}_g``. None when the edges are too irregular for one correction."""
@@ -94,7 +94,7 @@ def _edge_bin_sql(x: str, edges: np.ndarray, dialect: Any) -> tuple[str, str] | 
 
 def grid_tiles_sql(grid: Any, relation: str, lng: str, lat: str, dialect: Any) -> str | None:
     """``SELECT *, <tile index> AS _pm_tile FROM relation``: the tile index of (lng, lat) on a
-    regular grid, exactly as :meth:`privmob.data.tessellation.GridSpec.assign` gives it (each
+    regular grid, exactly as :meth:`privmob.data.grids.GridSpec.assign` gives it (each
     bin computed once per row); None if the edges are too irregular."""
     col = _edge_bin_sql(lng, grid.lng_edges, dialect)
     row = _edge_bin_sql(lat, grid.lat_edges, dialect)

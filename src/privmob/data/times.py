@@ -6,6 +6,7 @@ Naive inputs are taken to be in ``timezone``; inputs with an offset are converte
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from privmob.data.reading import INTEGER_TYPES, NUMERIC_TIME_TYPES, ident, quote
@@ -31,6 +32,14 @@ HHMM_ZONE_SPLIT = r"^(.*?[0-9]{1,2}:[0-9]{2})(\s*([+-][0-9]|[A-Za-z]).*)$"
 EPOCH_RE = r"^-?[0-9]{9,10}([.][0-9]+)?$"
 
 
+# plain ISO 8601 (DuckDB's fast path): date, T or one space, hours, minutes and seconds, an
+# optional fraction after a dot, then nothing (naive) or a Z or +HH[[:]MM] offset (zoned); no
+# spaces around. On such a string the routing expression below takes one known branch and changes
+# nothing in the string, so a plain cast gives the same value at a fraction of the cost.
+PLAIN_NAIVE_RE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.][0-9]+)?$"
+PLAIN_ZONED_RE = PLAIN_NAIVE_RE.removesuffix("$") + r"(?:[zZ]|[+-][0-9]{2}(?::?[0-9]{2})?)$"
+
+
 def check_timezone(timezone: str) -> str:
     try:
         ZoneInfo(timezone)
@@ -41,11 +50,16 @@ def check_timezone(timezone: str) -> str:
     return timezone
 
 
-def time_expr(col: str, coltype: str, timezone: str, *, duckdb: bool = False) -> str:
+def time_expr(
+    col: str, coltype: str, timezone: str, *, duckdb: bool = False, plain_iso: bool = True
+) -> str:
     """SQL turning a source column into a local wall-clock TIMESTAMP (NULL if unparsable).
 
     ``duckdb``: the engine is DuckDB, which reads a UTC instant's wall clock without a zone
-    lookup per row (30x faster than ``timezone('UTC', ...)``)."""
+    lookup per row (30x faster than ``timezone('UTC', ...)``), and text in the plain ISO forms
+    (:data:`PLAIN_NAIVE_RE`, :data:`PLAIN_ZONED_RE`) with a plain cast instead of the routing
+    expression (3-4x faster on strings with an offset), unless ``plain_iso`` is False (the
+    tests compare the two)."""
     c = ident(col)
     tz = quote(timezone)
     naive = quote(naive_zone(timezone))  # naive timestamps: read in this zone (data.times)
@@ -69,6 +83,27 @@ def time_expr(col: str, coltype: str, timezone: str, *, duckdb: bool = False) ->
     if coltype in INTEGER_TYPES | NUMERIC_TIME_TYPES or coltype.startswith("DECIMAL"):
         return f"timezone('{tz}', to_timestamp(CAST({c} AS DOUBLE)))"
     s = f"trim(CAST({c} AS VARCHAR))"
+    routed = _routed_text_time(s, tz, local)
+    if not duckdb or not plain_iso:
+        return routed
+    # DuckDB: plain ISO strings (the usual CSV case) skip the routing, for the same value
+    # (tests/data/test_times.py compares the two on offsets, fractions, DST edges, naive input)
+    v = f"CAST({c} AS VARCHAR)"
+    zoned = f"TRY_CAST({v} AS TIMESTAMPTZ)"
+    instant = f"make_timestamp(epoch_us({zoned}))" if tz == "UTC" else f"timezone('{tz}', {zoned})"
+    # one anchored regular expression per row for a plain string (the second one only for
+    # rows that fail the first), against three unanchored ones and the rewriting
+    return (
+        f"CASE WHEN regexp_full_match({v}, '{PLAIN_ZONED_RE}') THEN {instant} "
+        f"WHEN regexp_full_match({v}, '{PLAIN_NAIVE_RE}') "
+        f"THEN {local(f'TRY_CAST({v} AS TIMESTAMP)')} "
+        f"ELSE {routed} END"
+    )
+
+
+def _routed_text_time(s: str, tz: str, local: Callable[[str], str]) -> str:
+    """Any text time ``s`` (trimmed) read alike by DuckDB and Spark: offsets and zone names,
+    epoch seconds, naive wall clock (read by ``local``)."""
     # written so that DuckDB and Spark read the same strings alike: "10:00+02:00" -> seconds
     # added ("10:00:00+02:00", Spark needs them before a zone); "08:15 +09:00" -> no space
     # before the offset (DuckDB refuses it). No back-references: their syntax differs.

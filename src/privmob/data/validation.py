@@ -5,7 +5,8 @@ values (:mod:`privmob.data.diagnose`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +17,7 @@ from privmob.data import diagnose
 from privmob.data.reading import ident, is_url
 from privmob.engine.base import Engine
 from privmob.engine.relation import new_name
-from privmob.errors import InputError
+from privmob.errors import EngineError, InputError
 
 
 @dataclass
@@ -32,10 +33,12 @@ class Check:
 @dataclass(frozen=True)
 class Validated:
     """What the validation pass learnt besides "valid": the row count and the content
-    fingerprint (both only ever written to the ledger, never printed or released)."""
+    fingerprint (both only ever written to the ledger, never printed or released), and the
+    relation to read the parsed input from (the parsed view, or the input parsed once)."""
 
     rows: int
     fingerprint: str | None
+    relation: str
 
 
 def content_fingerprint(engine: Engine, content: Mapping[str, str]) -> str:
@@ -71,18 +74,28 @@ def validate(
     display: str,
     checks: list[Check],
     content: Mapping[str, str] | None = None,
+    *,
+    parse_once: Sequence[str] | None = None,
 ) -> Validated:
     """Run all checks in one pass; raise on the first failing one, naming the row number of
     its first bad record and the form of the bad value (never a record or a personal value;
     the exact counts go to the error's ``detail``, shown with ``--verbose``).
 
     ``content`` (canonical name -> SQL expression on the parsed view) adds the content
-    fingerprint to the same pass."""
+    fingerprint to the same pass. ``parse_once`` (DuckDB; the input columns the loader reads
+    besides the parsed ``_p_`` ones): the input is read and parsed once, into a private file
+    (:func:`parsed_once`), and the checks, the fingerprint and every later step read that
+    (:attr:`Validated.relation`) instead of parsing the input again."""
     exprs = ["count(*) AS n_rows"] + [f"count_if({c.bad}) AS c{i}" for i, c in enumerate(checks)]
     if content:
         exprs.append(f"{content_fingerprint(engine, content)} AS pm_fingerprint")
+    relation = parsed_view
     try:
-        row = engine.fetch(f"SELECT {', '.join(exprs)} FROM {parsed_view}").iloc[0]
+        if parse_once is not None and hasattr(engine, "private_directory"):
+            relation = parsed_once(engine, parsed_view, parse_once)
+        row = engine.fetch(f"SELECT {', '.join(exprs)} FROM {relation}").iloc[0]
+    except EngineError:
+        raise
     except Exception as exc:
         first = str(exc).strip().splitlines()[0]
         cause = None if is_url(display) else diagnose.encoding_hint(display)
@@ -116,7 +129,47 @@ def validate(
     fingerprint = None
     if content:
         fingerprint = fingerprint_text(engine, content, n_rows, row["pm_fingerprint"])
-    return Validated(n_rows, fingerprint)
+    return Validated(n_rows, fingerprint, relation)
+
+
+def parsed_once(engine: Any, parsed_view: str, keep: Sequence[str]) -> str:
+    """The parsed input written once (one streaming read of the input, times and coordinates
+    parsed once) to a Parquet file in a private directory of the engine (mode 0700 under this
+    run's private working directory, removed when the engine closes or the process exits; see
+    :meth:`privmob.engine.duckdb.DuckDBEngine.private_directory`); returns a view of it.
+
+    The file holds the ``keep`` input columns and the parsed ``_p_`` columns; a ``_p_*_raw``
+    column (a time as written, read only by the checks' ``IS NULL``) is kept as true / NULL.
+    The checks' row numbers and bad values are still looked up in ``parsed_view``."""
+    columns = [c for c in engine.columns(parsed_view) if c.startswith("_p_")]
+    # an input column mapped to two canonical names is written once
+    select = [ident(c) for c in dict.fromkeys(keep) if c not in columns]
+    select += [
+        f"nullif({ident(c)} IS NOT NULL, false) AS {ident(c)}" if c.endswith("_raw") else ident(c)
+        for c in columns
+    ]
+    path = engine.private_directory("privmob-parsed-") / "parsed.parquet"
+    target = str(path).replace("'", "''")
+    try:
+        engine.con.execute(
+            f"COPY (SELECT {', '.join(select)} FROM {parsed_view}) TO '{target}' "
+            "(FORMAT parquet, COMPRESSION 'lz4_raw')"
+        )
+    except Exception as exc:
+        # reading the input fails with the input's errors (validate names them); writing the
+        # file fails naming the file, or for want of room: the working directory's problem
+        text = str(exc)
+        if str(path.parent) in text or "no space left" in text.lower():
+            first = text.strip().splitlines()[0]
+            raise EngineError(
+                f"writing the parsed input failed: {diagnose.scrub_values(first)}",
+                hint="check the room in the private working directory (--spill-dir)",
+            ) from exc
+        raise
+    os.chmod(path, 0o600)
+    view = new_name("parsed_once")
+    engine.create_view(view, f"SELECT * FROM read_parquet('{target}')")
+    return view
 
 
 def _first_bad_row(engine: Engine, parsed_view: str, check: Check) -> tuple[int | None, Any]:

@@ -7,6 +7,9 @@ the signal handler every command installs) costs nothing at start-up.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from privmob.errors import ConfigError
@@ -15,7 +18,7 @@ if TYPE_CHECKING:
     from privmob.engine.base import Engine, dense_counts
     from privmob.engine.duckdb import DuckDBEngine
 
-__all__ = ["DuckDBEngine", "Engine", "dense_counts", "make_engine"]
+__all__ = ["DuckDBEngine", "Engine", "dense_counts", "make_engine", "open_engine"]
 
 _LAZY = {
     "Engine": "privmob.engine.base",
@@ -50,3 +53,62 @@ def make_engine(name: str | Engine | None = None, **options: Any) -> Engine:
             ) from exc
         return SparkEngine(**options)
     raise ConfigError(f"unknown engine '{name}'", hint="use duckdb or spark")
+
+
+def spark_settings(items: Sequence[str] | Mapping[str, str] | None) -> dict[str, str]:
+    """Spark settings from ``key=value`` strings (``--spark-conf``) or a mapping."""
+    if isinstance(items, Mapping):
+        return {str(k): str(v) for k, v in items.items()}
+    conf = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(
+                f"cannot read the Spark setting '{item}'",
+                hint="use --spark-conf key=value, e.g. --spark-conf spark.executor.memory=16g",
+            )
+        conf[key.strip()] = value.strip()
+    return conf
+
+
+def open_engine(
+    name: str | Engine | None = "duckdb",
+    *,
+    memory_limit: str | None = None,
+    spill_dir: Path | None = None,
+    spark_master: str | None = None,
+    spark_conf: Sequence[str] | Mapping[str, str] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Engine:
+    """The engine a session or a command runs on, with its memory limit; for DuckDB the
+    parent of this run's private working directory (``spill_dir``, for its temporary files
+    and the user buckets), for Spark the master URL and settings. Local Spark keeps its
+    shuffle files in the private run directory too. An engine object passes through."""
+    if name is not None and not isinstance(name, str):
+        return name
+    options: dict[str, Any] = {"memory_limit": memory_limit} if memory_limit else {}
+    if name != "spark":
+        if spark_master or spark_conf:
+            raise ConfigError(
+                "--spark-master and --spark-conf apply to the Spark engine",
+                hint="add --engine spark (engine='spark')",
+            )
+        if spill_dir is not None:  # the parent of this run's private working directory
+            from privmob.engine.rundir import open_run_dir
+
+            run = open_run_dir(spill_dir)
+            options |= {"temp_directory": run.sub("duckdb"), "spill_dir": run.sub("buckets")}
+        return make_engine(name, **options)
+    conf = spark_settings(spark_conf)
+    if progress is not None:
+        progress("starting Spark")  # tens of seconds for a local session
+    if spark_master:
+        options["master"] = spark_master
+    master = spark_master or os.environ.get("PRIVMOB_SPARK_MASTER", "local[*]")
+    if master.startswith("local") and "spark.local.dir" not in conf:
+        from privmob.engine.rundir import open_run_dir  # Spark's shuffle files: ours, private
+
+        conf["spark.local.dir"] = str(open_run_dir(spill_dir).sub("spark"))
+    if conf:
+        options["conf"] = conf
+    return make_engine(name, **options)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +57,7 @@ class DuckDBEngine:
         self.con.execute("SET preserve_insertion_order = false")
         self.con.execute("SET enable_progress_bar = false")  # the CLI has its own progress
         self._keep: list[Any] = []  # Python objects registered as views must stay alive
+        self._private: list[Path] = []  # directories of private_directory, removed at close
 
     def register(self, name: str, data: Any) -> None:
         if isinstance(data, str | Path):
@@ -104,8 +108,20 @@ class DuckDBEngine:
     def columns(self, name: str) -> list[str]:
         return [r[0] for r in self.con.execute(f"DESCRIBE SELECT * FROM {name}").fetchall()]
 
+    def private_directory(self, prefix: str) -> Path:
+        """A fresh directory (mode 0700) for files of this engine that hold records (the parsed
+        input), under the spill directory (this run's private working directory unless
+        ``spill_dir`` says otherwise); removed when the engine closes or the process exits."""
+        self.spill_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path = Path(tempfile.mkdtemp(prefix=prefix, dir=self.spill_dir))
+        self._private.append(path)
+        atexit.register(shutil.rmtree, path, True)
+        return path
+
     def close(self) -> None:
         self.con.close()
+        for path in self._private:
+            shutil.rmtree(path, ignore_errors=True)
 
     def __enter__(self) -> DuckDBEngine:
         return self

@@ -18,85 +18,43 @@ file hashes, the OS user and host; a dataset's budget is bound to the fingerprin
 (the same content under another dataset name is refused unless stated). Entries are hash-chained
 and :meth:`Ledger.verify` detects edited, deleted or truncated entries and dropped tables
 (:mod:`privmob.privacy.ledger_chain`).
+
+This module holds the :class:`Ledger` (budgets, checks, charges, verification) and where the
+file is found; the records and how entries are written are :mod:`privmob.privacy.ledger_entries`,
+the SQLite schema, upgrade and integrity checks :mod:`privmob.privacy.ledger_schema`, what a
+charge must pass :mod:`privmob.privacy.ledger_checks`.
 """
 
 from __future__ import annotations
 
-import getpass
 import json
 import os
-import socket
 import sqlite3
 import time
-import uuid
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from privmob.errors import BudgetError, ConfigError
 from privmob.privacy import ledger_chain as chain
+from privmob.privacy import ledger_checks as checks
+from privmob.privacy import ledger_schema as schema
 from privmob.privacy.costs import Cost, Unit
-from privmob.privacy.ledger_accounts import Accounts, accounts
+from privmob.privacy.ledger_accounts import Accounts
+from privmob.privacy.ledger_entries import (
+    Budget,
+    Entry,
+    Spent,
+    entry_provenance,
+    insert_entries,
+    provenance_dict,
+)
 
 DEFAULT_LEDGER_ENV = "PRIVMOB_LEDGER"
 DEFAULT_LEDGER_NAME = "ledger.sqlite"
-
-RELEASES_U = """CREATE TRIGGER IF NOT EXISTS releases_append_only_u BEFORE UPDATE ON releases
-BEGIN SELECT RAISE(ABORT, 'the privacy ledger is append-only'); END"""
-BUDGETS_U = """CREATE TRIGGER IF NOT EXISTS budgets_fixed_u BEFORE UPDATE ON budgets
-BEGIN SELECT RAISE(ABORT, 'a dataset budget is set once'); END"""
-SCHEMA = f"""
-CREATE TABLE IF NOT EXISTS budgets (
-    dataset     TEXT PRIMARY KEY,
-    epsilon     REAL NOT NULL,
-    delta       REAL NOT NULL,
-    unit        TEXT NOT NULL,
-    created_at  TEXT NOT NULL,
-    note        TEXT,
-    row_hash    TEXT
-);
-CREATE TABLE IF NOT EXISTS releases (
-    id              INTEGER PRIMARY KEY AUTOINCREMENT,
-    dataset         TEXT NOT NULL REFERENCES budgets(dataset),
-    created_at      TEXT NOT NULL,
-    kind            TEXT NOT NULL,
-    epsilon         REAL NOT NULL,
-    delta           REAL NOT NULL,
-    rho             REAL,
-    unit            TEXT NOT NULL,
-    release_epsilon REAL NOT NULL,
-    release_delta   REAL NOT NULL,
-    release_unit    TEXT NOT NULL,
-    group_size      INTEGER,
-    for_publication INTEGER NOT NULL,
-    description     TEXT,
-    params          TEXT,
-    input_fingerprint TEXT,
-    input_rows      INTEGER,
-    output_dir      TEXT,
-    output_hashes   TEXT,
-    os_user         TEXT,
-    host            TEXT,
-    new_dataset_for_same_data INTEGER NOT NULL DEFAULT 0,
-    prev_hash       TEXT,
-    row_hash        TEXT
-);
-CREATE TABLE IF NOT EXISTS ledger_meta (
-    key   TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS releases_fingerprint ON releases(input_fingerprint);
-{RELEASES_U};
-CREATE TRIGGER IF NOT EXISTS releases_append_only_d BEFORE DELETE ON releases
-BEGIN SELECT RAISE(ABORT, 'the privacy ledger is append-only'); END;
-{BUDGETS_U};
-CREATE TRIGGER IF NOT EXISTS budgets_fixed_d BEFORE DELETE ON budgets
-BEGIN SELECT RAISE(ABORT, 'a dataset budget is set once'); END;
-"""
 
 
 def default_ledger_path() -> Path:
@@ -109,55 +67,6 @@ def default_ledger_path() -> Path:
     data_home = os.environ.get("XDG_DATA_HOME") or ""
     base = Path(data_home) if os.path.isabs(data_home) else Path.home() / ".local" / "share"
     return base / "privmob" / DEFAULT_LEDGER_NAME
-
-
-@dataclass(frozen=True)
-class Budget:
-    dataset: str
-    epsilon: float
-    delta: float
-    unit: Unit
-    created_at: str
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One charged release."""
-
-    id: int
-    dataset: str
-    created_at: str
-    kind: str
-    cost: Cost  # in the budget's unit
-    release_cost: Cost  # as the release states it
-    group_size: int | None
-    for_publication: bool
-    description: str
-    params: dict[str, Any]
-    provenance: dict[str, Any] = field(default_factory=dict)
-    row_hash: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        """What a release's metadata.json shows of its entry. Never the input's fingerprint,
-        row count or the entry's hash (which covers them): a published hash of the data lets
-        whoever knows all records but one test each candidate for the last one."""
-        return {
-            "id": self.id,
-            "dataset": self.dataset,
-            "created_at": self.created_at,
-            "kind": self.kind,
-            "cost": self.cost.to_dict(),
-            "release_cost": self.release_cost.to_dict(),
-            "group_size": self.group_size,
-            "for_publication": self.for_publication,
-            "description": self.description,
-        }
-
-
-@dataclass(frozen=True)
-class Spent:
-    epsilon: float
-    delta: float
 
 
 class Ledger:
@@ -176,14 +85,14 @@ class Ledger:
         with self._connect() as con:
             con.execute("BEGIN")  # one consistent snapshot for the check
             try:
-                _refuse_missing_tables(con, self.path)
+                schema.refuse_missing_tables(con, self.path)
             finally:
                 con.execute("COMMIT")
-            _add_columns(con)  # a ledger of the first schema: before the new index is made
+            schema.add_columns(con)  # a ledger of the first schema: before the new index is made
             # one transaction: another process never sees half a schema
-            con.executescript(f"BEGIN IMMEDIATE;\n{SCHEMA}\nCOMMIT;")
-            self.migrated = _migrate(con)
-            self.ledger_id = _meta(con)["ledger_id"]
+            con.executescript(f"BEGIN IMMEDIATE;\n{schema.SCHEMA}\nCOMMIT;")
+            self.migrated = schema.migrate(con)
+            self.ledger_id = schema.read_meta(con)["ledger_id"]
         if self.migrated:
             warnings.warn(f"{self.path}: {self.migrated}", LedgerMigrated, stacklevel=2)
 
@@ -225,7 +134,8 @@ class Ledger:
                     return self.budget(dataset)
                 values = (dataset, float(epsilon), float(delta), unit.value, _now(), note)
                 own = chain.budget_hash(
-                    _meta(con)["ledger_id"], dict(zip(chain.BUDGET_COLUMNS, values, strict=True))
+                    schema.read_meta(con)["ledger_id"],
+                    dict(zip(chain.BUDGET_COLUMNS, values, strict=True)),
                 )
                 con.execute("INSERT INTO budgets VALUES (?, ?, ?, ?, ?, ?, ?)", (*values, own))
                 con.execute("COMMIT")
@@ -237,17 +147,14 @@ class Ledger:
 
     def budget(self, dataset: str) -> Budget:
         with self._connect() as con:
-            row = con.execute(
-                "SELECT dataset, epsilon, delta, unit, created_at FROM budgets WHERE dataset = ?",
-                (dataset,),
-            ).fetchone()
-        if row is None:
+            b = _read_budget(con, dataset)
+        if b is None:
             raise BudgetError(
                 f"no privacy budget is set for dataset '{dataset}' in {self.path}",
                 hint=f"set one first: privmob ledger init {dataset} --epsilon 10 "
                 f"--ledger {self.path}  (or pass --budget to the release command)",
             )
-        return Budget(row[0], row[1], row[2], Unit(row[3]), row[4])
+        return b
 
     def has_budget(self, dataset: str) -> bool:
         with self._connect() as con:
@@ -266,7 +173,7 @@ class Ledger:
         """What ``dataset`` has spent under the basic and the zCDP accounting."""
         b = self.budget(dataset)
         with self._connect() as con:
-            return _accounts(con, b, [])
+            return checks.dataset_accounts(con, b, [])
 
     def spent(self, dataset: str) -> Spent:
         """Spent (epsilon by the tighter valid accounting; delta by basic composition)."""
@@ -281,14 +188,14 @@ class Ledger:
     def in_budget_unit(self, dataset: str, cost: Cost, group_size: int | None = None) -> Cost:
         """The cost a release charges against the dataset's budget unit."""
         b = self.budget(dataset)
-        return _convert(cost, b.unit, group_size)
+        return checks.to_budget_unit(cost, b.unit, group_size)
 
     def check(self, dataset: str, cost: Cost, group_size: int | None = None) -> None:
         """Raise :class:`BudgetError` if the release would not fit now (no charge is made)."""
         b = self.budget(dataset)
-        charged = _convert(cost, b.unit, group_size)
+        charged = checks.to_budget_unit(cost, b.unit, group_size)
         with self._connect() as con:
-            _refuse_if_over(b, _accounts(con, b, [charged]), charged, self.path)
+            checks.refuse_if_over(b, checks.dataset_accounts(con, b, [charged]), charged, self.path)
 
     def check_input(
         self, dataset: str, fingerprint: str | None, *, new_dataset_for_same_data: bool = False
@@ -296,7 +203,9 @@ class Ledger:
         """Refuse (:class:`BudgetError`) an input whose content another dataset already holds,
         unless the user stated ``new_dataset_for_same_data``. No charge is made."""
         with self._connect() as con:
-            _refuse_foreign_input(con, dataset, fingerprint, new_dataset_for_same_data, self.path)
+            checks.refuse_foreign_input(
+                con, dataset, fingerprint, new_dataset_for_same_data, self.path
+            )
 
     def charge(
         self,
@@ -361,96 +270,44 @@ class Ledger:
         from privmob.privacy.programme_ledger import check_release
 
         check_release(self, dataset, kind, parts)
-        provenance: dict[str, Any] = {
-            "input_fingerprint": input_fingerprint,
-            "input_rows": None if input_rows is None else int(input_rows),
-            "output_dir": None if output_dir is None else str(Path(output_dir).absolute()),
-            "output_hashes": (
-                None if output_hashes is None else json.dumps(output_hashes, sort_keys=True)
-            ),
-            "os_user": _os_user(),
-            "host": socket.gethostname(),
-            "new_dataset_for_same_data": int(bool(new_dataset_for_same_data)),
-        }
+        provenance = entry_provenance(
+            input_fingerprint, input_rows, output_dir, output_hashes, new_dataset_for_same_data
+        )
         with self._connect() as con:
-            for attempt in range(50):
-                try:
-                    con.execute("BEGIN IMMEDIATE")
-                    break
-                except sqlite3.OperationalError as exc:  # database is locked
-                    if attempt == 49:
-                        raise BudgetError(f"the ledger {self.path} stayed locked: {exc}") from exc
-                    time.sleep(0.05 * (attempt + 1))
+            _begin_immediate(con, self.path)
             try:
-                meta = _meta(con)
-                _refuse_broken_head(con, meta, self.path)
-                row = con.execute(
-                    "SELECT dataset, epsilon, delta, unit, created_at FROM budgets "
-                    "WHERE dataset = ?",
-                    (dataset,),
-                ).fetchone()
-                if row is None:
+                meta = schema.read_meta(con)
+                schema.refuse_broken_head(con, meta, self.path)
+                b = _read_budget(con, dataset)
+                if b is None:
                     raise BudgetError(
                         f"no privacy budget is set for dataset '{dataset}'",
                         hint=f"privmob ledger init {dataset} --epsilon E",
                     )
-                b = Budget(row[0], row[1], row[2], Unit(row[3]), row[4])
-                _refuse_foreign_input(
+                checks.refuse_foreign_input(
                     con, dataset, input_fingerprint, new_dataset_for_same_data, self.path
                 )
-                charged = [_convert(c, b.unit, group_size) for _, c in parts]
+                charged = [checks.to_budget_unit(c, b.unit, group_size) for _, c in parts]
                 total = charged[0]
                 for c in charged[1:]:
                     total = total + c
-                _refuse_if_over(b, _accounts(con, b, charged), total, self.path)
-                created = _now()
+                checks.refuse_if_over(b, checks.dataset_accounts(con, b, charged), total, self.path)
                 prev = meta.get("head_hash") or chain.genesis(meta["ledger_id"])
-                entries = []
-                for (description, cost), ch in zip(parts, charged, strict=True):
-                    values: dict[str, Any] = {
-                        "dataset": dataset,
-                        "created_at": created,
-                        "kind": kind,
-                        "epsilon": ch.epsilon,
-                        "delta": ch.delta,
-                        "rho": ch.rho,
-                        "unit": ch.unit.value,
-                        "release_epsilon": cost.epsilon,
-                        "release_delta": cost.delta,
-                        "release_unit": cost.unit.value,
-                        "group_size": group_size,
-                        "for_publication": int(for_publication),
-                        "description": description,
-                        "params": json.dumps(params or {}, default=str),
-                        **provenance,
-                    }
-                    entry_id = _next_id(con)
-                    own = chain.digest(prev, chain.hashed({"id": entry_id, **values}))
-                    names = ", ".join(values)
-                    con.execute(
-                        f"INSERT INTO releases (id, {names}, prev_hash, row_hash) VALUES "
-                        f"({', '.join('?' * (len(values) + 3))})",
-                        (entry_id, *values.values(), prev, own),
-                    )
-                    prev = own
-                    entries.append(
-                        Entry(
-                            entry_id,
-                            dataset,
-                            created,
-                            kind,
-                            ch,
-                            cost,
-                            group_size,
-                            for_publication,
-                            description,
-                            params or {},
-                            _provenance_dict(provenance),
-                            own,
-                        )
-                    )
+                entries = insert_entries(
+                    con,
+                    prev,
+                    dataset,
+                    kind,
+                    parts,
+                    charged,
+                    group_size=group_size,
+                    for_publication=for_publication,
+                    params=params,
+                    provenance=provenance,
+                    created=_now(),
+                )
                 count = int(meta.get("head_count", "0")) + len(entries)
-                _set_head(con, count, prev)
+                schema.set_head(con, count, entries[-1].row_hash)
                 if within is not None:
                     within(con, entries)
                 con.execute("COMMIT")
@@ -482,7 +339,7 @@ class Ledger:
         """Check the hash chain, the recorded head and the budgets; return the problems found
         (empty when the ledger verifies)."""
         with self._connect() as con:
-            meta = _meta(con)
+            meta = schema.read_meta(con)
             return chain.problems(
                 con, meta["ledger_id"], int(meta.get("head_count", "0")), meta.get("head_hash", "")
             )
@@ -512,244 +369,35 @@ class Ledger:
                 bool(r[12]),
                 r[13] or "",
                 json.loads(r[14] or "{}"),
-                _provenance_dict(dict(zip(chain.PROVENANCE, r[15:-1], strict=True))),
+                provenance_dict(dict(zip(chain.PROVENANCE, r[15:-1], strict=True))),
                 r[-1] or "",
             )
             for r in rows
         ]
 
 
-def _convert(cost: Cost, unit: Unit, group_size: int | None) -> Cost:
-    if cost.unit == unit:
-        return cost
-    finer = {Unit.TRIP, Unit.EVENT, Unit.LANDMARK}
-    if unit == Unit.USER and cost.unit in finer:
-        if group_size is None:
-            raise BudgetError(
-                f"a {cost.unit}-level release cannot be charged to a user-level budget without "
-                f"the most {cost.unit}s one user can have",
-                hint="state it (e.g. --group-size 20) to charge group_size x epsilon, or release "
-                "at user level",
-            )
-        return cost.for_group(group_size, Unit.USER)
-    raise ConfigError(f"cannot charge a {cost.unit}-level release to a {unit}-level budget")
+def _begin_immediate(con: sqlite3.Connection, path: Path) -> None:
+    """Take the write lock for a charge, waiting a few seconds for another process's."""
+    for attempt in range(50):
+        try:
+            con.execute("BEGIN IMMEDIATE")
+            break
+        except sqlite3.OperationalError as exc:  # database is locked
+            if attempt == 49:
+                raise BudgetError(f"the ledger {path} stayed locked: {exc}") from exc
+            time.sleep(0.05 * (attempt + 1))
 
 
-def _accounts(con: sqlite3.Connection, b: Budget, extra: list[Cost]) -> Accounts:
-    rows = con.execute(
-        "SELECT epsilon, delta, rho FROM releases WHERE dataset = ? ORDER BY id", (b.dataset,)
-    ).fetchall()
-    return accounts(
-        [(float(r[0]), float(r[1]), r[2]) for r in rows]
-        + [(c.epsilon, c.delta, c.rho) for c in extra],
-        b.epsilon,
-        b.delta,
-    )
-
-
-def _refuse_if_over(b: Budget, after: Accounts, cost: Cost, path: Path) -> None:
-    """``after``: the accounts with this release included."""
-    if after.fits:
-        return
-    raise BudgetError(
-        f"refused: this release costs {cost.describe()} but dataset '{b.dataset}' cannot pay "
-        f"for it: with it, {after.describe()} (budget epsilon={b.epsilon:g}, "
-        f"delta={b.delta:g}; ledger {path}); nothing was written",
-        hint="lower --epsilon, or see what was spent with: privmob ledger show",
-    )
-
-
-def _refuse_foreign_input(
-    con: sqlite3.Connection,
-    dataset: str,
-    fingerprint: str | None,
-    stated: bool,
-    path: Path,
-) -> None:
-    """The budget is bound to the data: content seen under another dataset name is refused,
-    unless the user stated that this is a new dataset for the same data (or did so before)."""
-    if not fingerprint or stated:
-        return
-    owners = [
-        r[0]
-        for r in con.execute(
-            "SELECT dataset FROM releases WHERE input_fingerprint = ? GROUP BY dataset "
-            "ORDER BY min(id)",
-            (fingerprint,),
-        ).fetchall()
-    ]
-    if not owners or dataset in owners:
-        return
-    raise BudgetError(
-        f"refused: this input's content was already released under dataset '{owners[0]}' "
-        f"in {path}; its budget is that dataset's, not "
-        f"'{dataset}''s; nothing was charged",
-        hint=f"use --dataset {owners[0]}, or state --new-dataset-for-same-data if this is "
-        "deliberately a separate budget for the same records (it is recorded in the ledger)",
-    )
+def _read_budget(con: sqlite3.Connection, dataset: str) -> Budget | None:
+    row = con.execute(
+        "SELECT dataset, epsilon, delta, unit, created_at FROM budgets WHERE dataset = ?",
+        (dataset,),
+    ).fetchone()
+    return None if row is None else Budget(row[0], row[1], row[2], Unit(row[3]), row[4])
 
 
 class LedgerMigrated(UserWarning):
     """An older ledger file was upgraded on open (columns added, existing entries chained)."""
-
-
-def _provenance_dict(values: dict[str, Any]) -> dict[str, Any]:
-    out = dict(values)
-    if isinstance(out.get("output_hashes"), str):
-        out["output_hashes"] = json.loads(out["output_hashes"])
-    out["new_dataset_for_same_data"] = bool(out.get("new_dataset_for_same_data"))
-    return out
-
-
-def _os_user() -> str:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):  # no passwd entry (some containers)
-        return str(os.getuid()) if hasattr(os, "getuid") else "unknown"
-
-
-def _tables(con: sqlite3.Connection) -> set[str]:
-    return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-
-
-def _meta(con: sqlite3.Connection) -> dict[str, str]:
-    if "ledger_meta" not in _tables(con):
-        return {}
-    return dict(con.execute("SELECT key, value FROM ledger_meta").fetchall())
-
-
-def _integrity_error(path: Path, what: str) -> BudgetError:
-    return BudgetError(
-        f"the privacy ledger {path} is damaged: {what}; refusing to charge it (a missing "
-        "record of spending must never read as 'spent 0')",
-        hint=f"restore the ledger from a backup; see: privmob ledger verify --ledger {path}",
-    )
-
-
-def _refuse_missing_tables(con: sqlite3.Connection, path: Path) -> None:
-    """A ledger that once held entries must never silently become an empty one."""
-    tables = _tables(con) - {"sqlite_sequence"}
-    if not tables:
-        return  # a new file
-    meta = _meta(con)
-    if meta.get("ledger_id"):
-        missing = sorted({"budgets", "releases"} - tables)
-        if missing:
-            raise _integrity_error(path, f"its table {missing[0]} was dropped")
-        return
-    # (ledger_meta without an id: another process is giving this ledger its identity now)
-    if ("budgets" in tables) != ("releases" in tables):
-        raise _integrity_error(path, "a table of the ledger was dropped")
-    for table in ("releases", "budgets"):
-        cols = {r[1] for r in con.execute(f"PRAGMA table_info({table})")}
-        if "row_hash" not in cols:
-            continue  # a ledger of the first schema
-        if con.execute(f"SELECT 1 FROM {table} WHERE row_hash IS NOT NULL LIMIT 1").fetchone():
-            raise _integrity_error(path, "its identity table ledger_meta was dropped")
-
-
-def _add_columns(con: sqlite3.Connection) -> None:
-    """Columns of this schema missing from a ledger of the first schema."""
-    tables = _tables(con)
-    if "releases" in tables:
-        have = {r[1] for r in con.execute("PRAGMA table_info(releases)")}
-        for name, sqltype in chain.NEW_ENTRY_COLUMNS.items():
-            if name not in have:
-                _add_column(con, f"ALTER TABLE releases ADD COLUMN {name} {sqltype}")
-    if "budgets" in tables:
-        have = {r[1] for r in con.execute("PRAGMA table_info(budgets)")}
-        if "row_hash" not in have:
-            _add_column(con, "ALTER TABLE budgets ADD COLUMN row_hash TEXT")
-
-
-def _add_column(con: sqlite3.Connection, sql: str) -> None:
-    try:
-        con.execute(sql)
-    except sqlite3.OperationalError as exc:  # another process opening the file added it
-        if "duplicate column" not in str(exc):
-            raise
-
-
-def _migrate(con: sqlite3.Connection) -> str | None:
-    """Give a ledger its identity once; chain the entries of a ledger of the first schema."""
-    if _meta(con).get("ledger_id"):
-        return None
-    con.execute("BEGIN IMMEDIATE")
-    try:
-        if _meta(con).get("ledger_id"):  # another process did it meanwhile
-            con.execute("ROLLBACK")
-            return None
-        ledger_id = uuid.uuid4().hex
-        con.execute("INSERT INTO ledger_meta VALUES ('ledger_id', ?)", (ledger_id,))
-        con.execute("INSERT INTO ledger_meta VALUES ('schema', '2')")
-        rows = chain.entry_rows(con)
-        budgets = con.execute(f"SELECT {', '.join(chain.BUDGET_COLUMNS)} FROM budgets").fetchall()
-        prev = chain.genesis(ledger_id)
-        if rows or budgets:
-            # the first schema's triggers forbid any update: lift them for this one step
-            con.execute("DROP TRIGGER IF EXISTS releases_append_only_u")
-            con.execute("DROP TRIGGER IF EXISTS budgets_fixed_u")
-            for row in rows:
-                own = chain.digest(prev, chain.hashed(row))
-                con.execute(
-                    "UPDATE releases SET prev_hash = ?, row_hash = ? WHERE id = ?",
-                    (prev, own, row["id"]),
-                )
-                prev = own
-            for b in budgets:
-                values = dict(zip(chain.BUDGET_COLUMNS, b, strict=True))
-                con.execute(
-                    "UPDATE budgets SET row_hash = ? WHERE dataset = ?",
-                    (chain.budget_hash(ledger_id, values), values["dataset"]),
-                )
-            con.execute(RELEASES_U)
-            con.execute(BUDGETS_U)
-        _set_head(con, len(rows), prev if rows else "")
-        con.execute("COMMIT")
-    except BaseException:
-        if con.in_transaction:
-            con.execute("ROLLBACK")
-        raise
-    if rows or budgets:
-        return (
-            f"upgraded a ledger of the first schema: {len(rows)} existing entries and "
-            f"{len(budgets)} budgets were hash-chained on this open (they record no input "
-            "fingerprint, output or user)"
-        )
-    return None
-
-
-def _set_head(con: sqlite3.Connection, count: int, head: str) -> None:
-    con.execute(
-        "INSERT OR REPLACE INTO ledger_meta VALUES ('head_count', ?), ('head_hash', ?)",
-        (str(count), head),
-    )
-
-
-def _next_id(con: sqlite3.Connection) -> int:
-    """The id the next entry gets (inside the charging transaction): never one used before."""
-    row = con.execute(
-        "SELECT max(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'releases'), 0), "
-        "COALESCE((SELECT max(id) FROM releases), 0))"
-    ).fetchone()
-    return int(row[0]) + 1
-
-
-def _refuse_broken_head(con: sqlite3.Connection, meta: dict[str, str], path: Path) -> None:
-    """Cheap check at each charge: the entries end where the ledger recorded they end."""
-    if not meta.get("ledger_id"):
-        raise _integrity_error(path, "its identity (table ledger_meta) is missing")
-    row = con.execute(
-        "SELECT count(*), (SELECT row_hash FROM releases ORDER BY id DESC LIMIT 1) FROM releases"
-    ).fetchone()
-    if int(row[0]) != int(meta.get("head_count", "0")) or (row[1] or "") != meta.get(
-        "head_hash", ""
-    ):
-        raise _integrity_error(
-            path,
-            f"it holds {row[0]} entries where {meta.get('head_count', '0')} were recorded, or its "
-            "last entry changed",
-        )
 
 
 def _now() -> str:

@@ -20,8 +20,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 from privmob.errors import BudgetError, ConfigError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from privmob.privacy.costs import Cost
-    from privmob.privacy.ledger import Ledger
+    from privmob.privacy.ledger_entries import Entry
 
 # schedule kind -> the kind a release records in the ledger
 LEDGER_KINDS = {
@@ -47,6 +49,16 @@ CREATE TABLE IF NOT EXISTS programme_allowances (
 );
 """
 EPS_SLACK = 1e-9
+
+
+class Ledger(Protocol):
+    """What this module needs of a :class:`privmob.privacy.ledger.Ledger` (which calls
+    :func:`check_release` from its charge): its file and its entries."""
+
+    path: Path
+    timeout: float
+
+    def entries(self, dataset: str | None = None) -> list[Entry]: ...
 
 
 @contextmanager

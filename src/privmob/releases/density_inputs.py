@@ -65,7 +65,7 @@ def load_density_inputs(
     ``columns``: canonical name -> the input's column name. ``engine``: a name (``duckdb``,
     ``spark``) or an engine already opened."""
     from privmob.data.sources import load_cells, load_events
-    from privmob.data.tessellation import load_tessellation
+    from privmob.data.tessellation_input import load_tessellation
     from privmob.engine import make_engine
     from privmob.releases.density import SiteIndex, density_geometry
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from privmob.releases.stamp import write_stamped_parquet
 
 if TYPE_CHECKING:
-    from privmob.releases.base import Release
+    from privmob.releases.release import Release
 
 
 def write_tables(release: Release, out: Path) -> list[Path]:

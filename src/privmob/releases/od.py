@@ -26,7 +26,8 @@ from privmob.privacy.postprocess import check_tau, suppress
 from privmob.privacy.postprocess import describe as describe_post
 from privmob.privacy.samplers import Randomness, resolve
 from privmob.privacy.signal import expected_signal, signal_check
-from privmob.releases.base import Accountant, Release
+from privmob.releases.base import Accountant
+from privmob.releases.release import Release
 from privmob.releases.tiles import check_shape, check_tessellation
 
 Step = Callable[[str], None]

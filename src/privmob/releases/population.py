@@ -22,7 +22,8 @@ from privmob.prepare.homes import home_cells_sql
 from privmob.privacy.costs import Unit
 from privmob.privacy.mechanisms import NoiseKind, calibrate
 from privmob.privacy.samplers import Randomness, resolve
-from privmob.releases.base import Accountant, Release
+from privmob.releases.base import Accountant
+from privmob.releases.release import Release
 from privmob.releases.tiles import check_shape, check_tessellation
 
 #: Engine memory per input event of the home step (for the user buckets). Homes are an

@@ -38,8 +38,9 @@ from typing import TYPE_CHECKING, Any
 from privmob.errors import OutputError
 
 if TYPE_CHECKING:
-    from privmob.privacy.ledger import Entry, Ledger
-    from privmob.releases.base import Release
+    from privmob.privacy.ledger import Ledger
+    from privmob.privacy.ledger_entries import Entry
+    from privmob.releases.release import Release
 
 #: a writer puts some of a release's files into a directory and returns their paths
 Writer = Callable[["Release", Path], list[Path]]

@@ -19,7 +19,8 @@ from privmob.errors import ConfigError
 from privmob.privacy.costs import Cost, Unit
 from privmob.privacy.mechanisms import NoiseKind, calibrate
 from privmob.privacy.samplers import Randomness
-from privmob.releases.base import Accountant, Release
+from privmob.releases.base import Accountant
+from privmob.releases.release import Release
 
 Progress = Callable[[str], None]
 

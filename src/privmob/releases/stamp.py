@@ -29,7 +29,7 @@ WARNING_KEY = "privmob.warning"
 
 
 def stamp(release: Any) -> dict[str, str]:
-    """The key-value stamp of ``release`` (a :class:`privmob.releases.base.Release`)."""
+    """The key-value stamp of ``release`` (a :class:`privmob.releases.release.Release`)."""
     meta = {
         FOR_PUBLICATION_KEY: "true" if release.for_publication else "false",
         "privmob.kind": str(release.kind),

@@ -14,7 +14,7 @@ def check_tessellation(data: Any, tessellation: Any) -> None:
     if not hasattr(tessellation, "tile_ids") or not hasattr(tessellation, "k"):
         raise ConfigError(
             f"cannot use {type(tessellation).__name__} as a tessellation here",
-            hint="load it first with privmob.data.tessellation.load_tessellation (or use "
+            hint="load it first with privmob.data.tessellation_input.load_tessellation (or use "
             "privmob.Session, which accepts a path or a GeoDataFrame)",
         )
     loaded = data

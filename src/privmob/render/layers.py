@@ -9,7 +9,7 @@ kepler.gl open directly.
   the noisy ``count`` with its ``margin_of_error_95``.
 - :func:`tile_values_layer`: one polygon per row of a table keyed by tile (population,
   density's (zone, hour), series-counts' (zone, t)), with the noisy value and its margin.
-- :func:`release_layer`: the layer of a :class:`~privmob.releases.base.Release` by its kind.
+- :func:`release_layer`: the layer of a :class:`~privmob.releases.release.Release` by its kind.
 - :func:`write_layers`: writes a release's layer as GeoParquet, GeoJSON and/or CSV (WKT).
 
 Rows whose key is not a tile (the outliers cells) have no geometry and are left out of the

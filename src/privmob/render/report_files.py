@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from privmob.errors import InputError
-from privmob.releases.base import Release
 from privmob.releases.files import json_default
+from privmob.releases.release import Release
 from privmob.releases.stamp import write_stamped_parquet
 
 if TYPE_CHECKING:

@@ -22,9 +22,10 @@ from privmob.prepare.presample import (
 )
 from privmob.privacy.costs import Unit
 from privmob.privacy.samplers import Randomness, resolve
-from privmob.releases.base import Accountant, Release
+from privmob.releases.base import Accountant
 from privmob.releases.density.config import OUT_OF_DOMAIN, DensityConfig
 from privmob.releases.density.mechanism import DensityResult, perturb_density
+from privmob.releases.release import Release
 
 
 def density_release(

@@ -15,7 +15,7 @@ from privmob.errors import ConfigError, InputError
 from privmob.privacy.costs import Cost, Unit
 from privmob.privacy.mechanisms import NoiseKind
 from privmob.privacy.samplers import Randomness, resolve
-from privmob.releases.base import Accountant, Release
+from privmob.releases.base import Accountant
 from privmob.releases.landmark.mechanism import (
     SKIP_WARNING,
     SeriesResult,
@@ -25,6 +25,7 @@ from privmob.releases.landmark.mechanism import (
 )
 from privmob.releases.landmark.schemes import SCHEME_UNIT, AdaptiveRule, Scheme
 from privmob.releases.landmark.theorem import landmark_indices, landmark_spend
+from privmob.releases.release import Release
 
 
 def publish_series(

@@ -16,7 +16,8 @@ from privmob.engine.relation import Loaded
 from privmob.prepare.bounding import fresh_key
 from privmob.privacy.costs import Cost
 from privmob.privacy.samplers import Randomness, resolve
-from privmob.releases.base import Accountant, Release
+from privmob.releases.base import Accountant
+from privmob.releases.release import Release
 
 from . import analyses as an
 from .config import MISSING_COLUMNS, ReportConfig

@@ -1,0 +1,76 @@
+"""The options of running a release, the same in every release command: where its cost is
+charged (``--ledger``, ``--dataset``, ``--budget``, ``--new-dataset-for-same-data``), the
+engine (``--engine``, ``--memory-limit``, ``--spill-dir``, ``--spark-master``,
+``--spark-conf``), test mode (``--seed``, ``--test-mode``) and the output's handling
+(``--overwrite``, ``--format``, ``--quiet``).
+
+They are declared once, here, and added to a command by :func:`with_run_options`; the command's
+function does not list them, and reads those it needs from ``ctx.params``.
+:class:`privmob.cli.run.RunOptions` turns them into the :class:`privmob.Session` a release
+runs in.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from privmob.cli import common as c
+from privmob.cli.formats import FormatOpt
+from privmob.cli.test_mode import TestModeOpt
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: name -> (annotation, default), in the order they are listed in ``--help``
+RUN_OPTIONS: dict[str, tuple[Any, Any]] = {
+    "ledger": (c.LedgerOpt, None),
+    "dataset": (c.DatasetOpt, None),
+    "new_dataset": (c.NewDatasetOpt, False),
+    "budget": (c.BudgetOpt, None),
+    "engine": (c.EngineOpt, "duckdb"),
+    "memory_limit": (c.MemoryLimitOpt, None),
+    "spill_dir": (c.SpillDirOpt, None),
+    "spark_master": (c.SparkMasterOpt, None),
+    "spark_conf": (c.SparkConfOpt, None),
+    "seed": (c.SeedOpt, None),
+    "test_mode": (TestModeOpt, False),
+    "overwrite": (c.OverwriteOpt, False),
+    "output_format": (FormatOpt, None),
+    "quiet": (c.QuietOpt, False),
+}
+#: a release read without an engine (an aggregated series) has no engine options
+ENGINE_OPTIONS = ("engine", "memory_limit", "spill_dir", "spark_master", "spark_conf")
+
+
+def with_run_options(*, without: tuple[str, ...] = ()) -> Callable[[F], F]:
+    """Add the run options (all but ``without``, and those the command declares itself with
+    its own help) to a release command's function, after its own parameters."""
+
+    def add(fn: F) -> F:
+        own = inspect.signature(fn, eval_str=True)
+        added = [
+            inspect.Parameter(
+                name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation
+            )
+            for name, (annotation, default) in RUN_OPTIONS.items()
+            if name not in without and name not in own.parameters
+        ]
+        names = {p.name for p in added}
+
+        @functools.wraps(fn)
+        def command(**kwargs: Any) -> Any:
+            # the run options stay in ctx.params (RunOptions reads them there)
+            return fn(**{k: v for k, v in kwargs.items() if k not in names})
+
+        params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own.parameters.values()]
+        command.__signature__ = own.replace(parameters=[*params, *added])  # type: ignore[attr-defined]
+        command.__annotations__ = {
+            **{p.name: p.annotation for p in params},
+            **{p.name: p.annotation for p in added},
+            "return": own.return_annotation,
+        }
+        return command  # type: ignore[return-value]
+
+    return add

@@ -1,0 +1,89 @@
+"""What a charge must pass before anything is written to the ledger: its cost in the unit of
+the dataset's budget (a finer unit only through group privacy with a stated group size), the
+dataset's accounts with the release included (refused when neither accounting fits,
+:mod:`privmob.privacy.ledger_accounts`), and an input whose content no other dataset name has
+already been charged for (the budget is bound to the data).
+
+:meth:`privmob.privacy.ledger.Ledger.check` runs these without charging; ``charge_parts`` runs
+them inside its transaction.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from privmob.errors import BudgetError, ConfigError
+from privmob.privacy.costs import Cost, Unit
+from privmob.privacy.ledger_accounts import Accounts, accounts
+from privmob.privacy.ledger_entries import Budget
+
+
+def to_budget_unit(cost: Cost, unit: Unit, group_size: int | None) -> Cost:
+    if cost.unit == unit:
+        return cost
+    finer = {Unit.TRIP, Unit.EVENT, Unit.LANDMARK}
+    if unit == Unit.USER and cost.unit in finer:
+        if group_size is None:
+            raise BudgetError(
+                f"a {cost.unit}-level release cannot be charged to a user-level budget without "
+                f"the most {cost.unit}s one user can have",
+                hint="state it (e.g. --group-size 20) to charge group_size x epsilon, or release "
+                "at user level",
+            )
+        return cost.for_group(group_size, Unit.USER)
+    raise ConfigError(f"cannot charge a {cost.unit}-level release to a {unit}-level budget")
+
+
+def dataset_accounts(con: sqlite3.Connection, b: Budget, extra: list[Cost]) -> Accounts:
+    rows = con.execute(
+        "SELECT epsilon, delta, rho FROM releases WHERE dataset = ? ORDER BY id", (b.dataset,)
+    ).fetchall()
+    return accounts(
+        [(float(r[0]), float(r[1]), r[2]) for r in rows]
+        + [(c.epsilon, c.delta, c.rho) for c in extra],
+        b.epsilon,
+        b.delta,
+    )
+
+
+def refuse_if_over(b: Budget, after: Accounts, cost: Cost, path: Path) -> None:
+    """``after``: the accounts with this release included."""
+    if after.fits:
+        return
+    raise BudgetError(
+        f"refused: this release costs {cost.describe()} but dataset '{b.dataset}' cannot pay "
+        f"for it: with it, {after.describe()} (budget epsilon={b.epsilon:g}, "
+        f"delta={b.delta:g}; ledger {path}); nothing was written",
+        hint="lower --epsilon, or see what was spent with: privmob ledger show",
+    )
+
+
+def refuse_foreign_input(
+    con: sqlite3.Connection,
+    dataset: str,
+    fingerprint: str | None,
+    stated: bool,
+    path: Path,
+) -> None:
+    """The budget is bound to the data: content seen under another dataset name is refused,
+    unless the user stated that this is a new dataset for the same data (or did so before)."""
+    if not fingerprint or stated:
+        return
+    owners = [
+        r[0]
+        for r in con.execute(
+            "SELECT dataset FROM releases WHERE input_fingerprint = ? GROUP BY dataset "
+            "ORDER BY min(id)",
+            (fingerprint,),
+        ).fetchall()
+    ]
+    if not owners or dataset in owners:
+        return
+    raise BudgetError(
+        f"refused: this input's content was already released under dataset '{owners[0]}' "
+        f"in {path}; its budget is that dataset's, not "
+        f"'{dataset}''s; nothing was charged",
+        hint=f"use --dataset {owners[0]}, or state --new-dataset-for-same-data if this is "
+        "deliberately a separate budget for the same records (it is recorded in the ledger)",
+    )

@@ -1,0 +1,170 @@
+"""What the privacy ledger records: a dataset's :class:`Budget`, one :class:`Entry` per charged
+part of a release (its cost in the budget's unit and as the release states it, its parameters
+and provenance: input fingerprint and rows, output folder and file hashes, OS user and host),
+and what a dataset has :class:`Spent`; and how the entries of a charge are written, each
+hash-chained to the one before (:mod:`privmob.privacy.ledger_chain`).
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import socket
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from privmob.privacy import ledger_chain as chain
+from privmob.privacy import ledger_schema as schema
+from privmob.privacy.costs import Cost, Unit
+
+
+@dataclass(frozen=True)
+class Budget:
+    dataset: str
+    epsilon: float
+    delta: float
+    unit: Unit
+    created_at: str
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One charged release."""
+
+    id: int
+    dataset: str
+    created_at: str
+    kind: str
+    cost: Cost  # in the budget's unit
+    release_cost: Cost  # as the release states it
+    group_size: int | None
+    for_publication: bool
+    description: str
+    params: dict[str, Any]
+    provenance: dict[str, Any] = field(default_factory=dict)
+    row_hash: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """What a release's metadata.json shows of its entry. Never the input's fingerprint,
+        row count or the entry's hash (which covers them): a published hash of the data lets
+        whoever knows all records but one test each candidate for the last one."""
+        return {
+            "id": self.id,
+            "dataset": self.dataset,
+            "created_at": self.created_at,
+            "kind": self.kind,
+            "cost": self.cost.to_dict(),
+            "release_cost": self.release_cost.to_dict(),
+            "group_size": self.group_size,
+            "for_publication": self.for_publication,
+            "description": self.description,
+        }
+
+
+@dataclass(frozen=True)
+class Spent:
+    epsilon: float
+    delta: float
+
+
+def entry_provenance(
+    input_fingerprint: str | None,
+    input_rows: int | None,
+    output_dir: str | os.PathLike[str] | None,
+    output_hashes: dict[str, str] | None,
+    new_dataset_for_same_data: bool,
+) -> dict[str, Any]:
+    """The provenance columns of an entry (:data:`privmob.privacy.ledger_chain.PROVENANCE`)."""
+    return {
+        "input_fingerprint": input_fingerprint,
+        "input_rows": None if input_rows is None else int(input_rows),
+        "output_dir": None if output_dir is None else str(Path(output_dir).absolute()),
+        "output_hashes": (
+            None if output_hashes is None else json.dumps(output_hashes, sort_keys=True)
+        ),
+        "os_user": _os_user(),
+        "host": socket.gethostname(),
+        "new_dataset_for_same_data": int(bool(new_dataset_for_same_data)),
+    }
+
+
+def insert_entries(
+    con: sqlite3.Connection,
+    prev: str,
+    dataset: str,
+    kind: str,
+    parts: list[tuple[str, Cost]],
+    charged: list[Cost],
+    *,
+    group_size: int | None,
+    for_publication: bool,
+    params: dict[str, Any] | None,
+    provenance: dict[str, Any],
+    created: str,
+) -> list[Entry]:
+    """Insert one entry per part, each chained to the one before (``prev``: the head's hash);
+    ``charged``: each part's cost in the budget's unit; ``created``: the entries' time."""
+    entries = []
+    for (description, cost), ch in zip(parts, charged, strict=True):
+        values: dict[str, Any] = {
+            "dataset": dataset,
+            "created_at": created,
+            "kind": kind,
+            "epsilon": ch.epsilon,
+            "delta": ch.delta,
+            "rho": ch.rho,
+            "unit": ch.unit.value,
+            "release_epsilon": cost.epsilon,
+            "release_delta": cost.delta,
+            "release_unit": cost.unit.value,
+            "group_size": group_size,
+            "for_publication": int(for_publication),
+            "description": description,
+            "params": json.dumps(params or {}, default=str),
+            **provenance,
+        }
+        entry_id = schema.next_id(con)
+        own = chain.digest(prev, chain.hashed({"id": entry_id, **values}))
+        names = ", ".join(values)
+        con.execute(
+            f"INSERT INTO releases (id, {names}, prev_hash, row_hash) VALUES "
+            f"({', '.join('?' * (len(values) + 3))})",
+            (entry_id, *values.values(), prev, own),
+        )
+        prev = own
+        entries.append(
+            Entry(
+                entry_id,
+                dataset,
+                created,
+                kind,
+                ch,
+                cost,
+                group_size,
+                for_publication,
+                description,
+                params or {},
+                provenance_dict(provenance),
+                own,
+            )
+        )
+    return entries
+
+
+def provenance_dict(values: dict[str, Any]) -> dict[str, Any]:
+    """An entry's provenance as stored, read back: the output hashes as a dict, the flag a bool."""
+    out = dict(values)
+    if isinstance(out.get("output_hashes"), str):
+        out["output_hashes"] = json.loads(out["output_hashes"])
+    out["new_dataset_for_same_data"] = bool(out.get("new_dataset_for_same_data"))
+    return out
+
+
+def _os_user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry (some containers)
+        return str(os.getuid()) if hasattr(os, "getuid") else "unknown"

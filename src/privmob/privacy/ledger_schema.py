@@ -1,0 +1,214 @@
+"""The privacy ledger's SQLite file: its schema (append-only triggers), the upgrade of a ledger
+of the first schema (columns added, existing entries hash-chained once), the integrity checks
+made on open and at each charge (a dropped table, a missing identity, entries that no longer
+end where the head says), and the head and entry ids kept in the charging transaction.
+
+:class:`privmob.privacy.ledger.Ledger` uses these; the hash chain itself is
+:mod:`privmob.privacy.ledger_chain`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from pathlib import Path
+
+from privmob.errors import BudgetError
+from privmob.privacy import ledger_chain as chain
+
+RELEASES_U = """CREATE TRIGGER IF NOT EXISTS releases_append_only_u BEFORE UPDATE ON releases
+BEGIN SELECT RAISE(ABORT, 'the privacy ledger is append-only'); END"""
+BUDGETS_U = """CREATE TRIGGER IF NOT EXISTS budgets_fixed_u BEFORE UPDATE ON budgets
+BEGIN SELECT RAISE(ABORT, 'a dataset budget is set once'); END"""
+SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS budgets (
+    dataset     TEXT PRIMARY KEY,
+    epsilon     REAL NOT NULL,
+    delta       REAL NOT NULL,
+    unit        TEXT NOT NULL,
+    created_at  TEXT NOT NULL,
+    note        TEXT,
+    row_hash    TEXT
+);
+CREATE TABLE IF NOT EXISTS releases (
+    id              INTEGER PRIMARY KEY AUTOINCREMENT,
+    dataset         TEXT NOT NULL REFERENCES budgets(dataset),
+    created_at      TEXT NOT NULL,
+    kind            TEXT NOT NULL,
+    epsilon         REAL NOT NULL,
+    delta           REAL NOT NULL,
+    rho             REAL,
+    unit            TEXT NOT NULL,
+    release_epsilon REAL NOT NULL,
+    release_delta   REAL NOT NULL,
+    release_unit    TEXT NOT NULL,
+    group_size      INTEGER,
+    for_publication INTEGER NOT NULL,
+    description     TEXT,
+    params          TEXT,
+    input_fingerprint TEXT,
+    input_rows      INTEGER,
+    output_dir      TEXT,
+    output_hashes   TEXT,
+    os_user         TEXT,
+    host            TEXT,
+    new_dataset_for_same_data INTEGER NOT NULL DEFAULT 0,
+    prev_hash       TEXT,
+    row_hash        TEXT
+);
+CREATE TABLE IF NOT EXISTS ledger_meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS releases_fingerprint ON releases(input_fingerprint);
+{RELEASES_U};
+CREATE TRIGGER IF NOT EXISTS releases_append_only_d BEFORE DELETE ON releases
+BEGIN SELECT RAISE(ABORT, 'the privacy ledger is append-only'); END;
+{BUDGETS_U};
+CREATE TRIGGER IF NOT EXISTS budgets_fixed_d BEFORE DELETE ON budgets
+BEGIN SELECT RAISE(ABORT, 'a dataset budget is set once'); END;
+"""
+
+
+def table_names(con: sqlite3.Connection) -> set[str]:
+    return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
+def read_meta(con: sqlite3.Connection) -> dict[str, str]:
+    if "ledger_meta" not in table_names(con):
+        return {}
+    return dict(con.execute("SELECT key, value FROM ledger_meta").fetchall())
+
+
+def _integrity_error(path: Path, what: str) -> BudgetError:
+    return BudgetError(
+        f"the privacy ledger {path} is damaged: {what}; refusing to charge it (a missing "
+        "record of spending must never read as 'spent 0')",
+        hint=f"restore the ledger from a backup; see: privmob ledger verify --ledger {path}",
+    )
+
+
+def refuse_missing_tables(con: sqlite3.Connection, path: Path) -> None:
+    """A ledger that once held entries must never silently become an empty one."""
+    tables = table_names(con) - {"sqlite_sequence"}
+    if not tables:
+        return  # a new file
+    meta = read_meta(con)
+    if meta.get("ledger_id"):
+        missing = sorted({"budgets", "releases"} - tables)
+        if missing:
+            raise _integrity_error(path, f"its table {missing[0]} was dropped")
+        return
+    # (ledger_meta without an id: another process is giving this ledger its identity now)
+    if ("budgets" in tables) != ("releases" in tables):
+        raise _integrity_error(path, "a table of the ledger was dropped")
+    for table in ("releases", "budgets"):
+        cols = {r[1] for r in con.execute(f"PRAGMA table_info({table})")}
+        if "row_hash" not in cols:
+            continue  # a ledger of the first schema
+        if con.execute(f"SELECT 1 FROM {table} WHERE row_hash IS NOT NULL LIMIT 1").fetchone():
+            raise _integrity_error(path, "its identity table ledger_meta was dropped")
+
+
+def add_columns(con: sqlite3.Connection) -> None:
+    """Columns of this schema missing from a ledger of the first schema."""
+    tables = table_names(con)
+    if "releases" in tables:
+        have = {r[1] for r in con.execute("PRAGMA table_info(releases)")}
+        for name, sqltype in chain.NEW_ENTRY_COLUMNS.items():
+            if name not in have:
+                _add_column(con, f"ALTER TABLE releases ADD COLUMN {name} {sqltype}")
+    if "budgets" in tables:
+        have = {r[1] for r in con.execute("PRAGMA table_info(budgets)")}
+        if "row_hash" not in have:
+            _add_column(con, "ALTER TABLE budgets ADD COLUMN row_hash TEXT")
+
+
+def _add_column(con: sqlite3.Connection, sql: str) -> None:
+    try:
+        con.execute(sql)
+    except sqlite3.OperationalError as exc:  # another process opening the file added it
+        if "duplicate column" not in str(exc):
+            raise
+
+
+def migrate(con: sqlite3.Connection) -> str | None:
+    """Give a ledger its identity once; chain the entries of a ledger of the first schema."""
+    if read_meta(con).get("ledger_id"):
+        return None
+    con.execute("BEGIN IMMEDIATE")
+    try:
+        if read_meta(con).get("ledger_id"):  # another process did it meanwhile
+            con.execute("ROLLBACK")
+            return None
+        ledger_id = uuid.uuid4().hex
+        con.execute("INSERT INTO ledger_meta VALUES ('ledger_id', ?)", (ledger_id,))
+        con.execute("INSERT INTO ledger_meta VALUES ('schema', '2')")
+        rows = chain.entry_rows(con)
+        budgets = con.execute(f"SELECT {', '.join(chain.BUDGET_COLUMNS)} FROM budgets").fetchall()
+        prev = chain.genesis(ledger_id)
+        if rows or budgets:
+            # the first schema's triggers forbid any update: lift them for this one step
+            con.execute("DROP TRIGGER IF EXISTS releases_append_only_u")
+            con.execute("DROP TRIGGER IF EXISTS budgets_fixed_u")
+            for row in rows:
+                own = chain.digest(prev, chain.hashed(row))
+                con.execute(
+                    "UPDATE releases SET prev_hash = ?, row_hash = ? WHERE id = ?",
+                    (prev, own, row["id"]),
+                )
+                prev = own
+            for b in budgets:
+                values = dict(zip(chain.BUDGET_COLUMNS, b, strict=True))
+                con.execute(
+                    "UPDATE budgets SET row_hash = ? WHERE dataset = ?",
+                    (chain.budget_hash(ledger_id, values), values["dataset"]),
+                )
+            con.execute(RELEASES_U)
+            con.execute(BUDGETS_U)
+        set_head(con, len(rows), prev if rows else "")
+        con.execute("COMMIT")
+    except BaseException:
+        if con.in_transaction:
+            con.execute("ROLLBACK")
+        raise
+    if rows or budgets:
+        return (
+            f"upgraded a ledger of the first schema: {len(rows)} existing entries and "
+            f"{len(budgets)} budgets were hash-chained on this open (they record no input "
+            "fingerprint, output or user)"
+        )
+    return None
+
+
+def set_head(con: sqlite3.Connection, count: int, head: str) -> None:
+    con.execute(
+        "INSERT OR REPLACE INTO ledger_meta VALUES ('head_count', ?), ('head_hash', ?)",
+        (str(count), head),
+    )
+
+
+def next_id(con: sqlite3.Connection) -> int:
+    """The id the next entry gets (inside the charging transaction): never one used before."""
+    row = con.execute(
+        "SELECT max(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'releases'), 0), "
+        "COALESCE((SELECT max(id) FROM releases), 0))"
+    ).fetchone()
+    return int(row[0]) + 1
+
+
+def refuse_broken_head(con: sqlite3.Connection, meta: dict[str, str], path: Path) -> None:
+    """Cheap check at each charge: the entries end where the ledger recorded they end."""
+    if not meta.get("ledger_id"):
+        raise _integrity_error(path, "its identity (table ledger_meta) is missing")
+    row = con.execute(
+        "SELECT count(*), (SELECT row_hash FROM releases ORDER BY id DESC LIMIT 1) FROM releases"
+    ).fetchone()
+    if int(row[0]) != int(meta.get("head_count", "0")) or (row[1] or "") != meta.get(
+        "head_hash", ""
+    ):
+        raise _integrity_error(
+            path,
+            f"it holds {row[0]} entries where {meta.get('head_count', '0')} were recorded, or its "
+            "last entry changed",
+        )

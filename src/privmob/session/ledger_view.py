@@ -1,0 +1,59 @@
+"""The session's view of its ledger: what was spent on the dataset and what remains."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+
+class SessionLedger:
+    """What was spent on the session's dataset, what remains, entry by entry."""
+
+    def __init__(self, ledger: Any, dataset: str) -> None:
+        self._ledger = ledger
+        self.dataset = dataset
+
+    @property
+    def path(self) -> Path:
+        return Path(self._ledger.path)
+
+    def remaining(self) -> float:
+        return float(self._ledger.remaining(self.dataset).epsilon)
+
+    def spent(self) -> float:
+        return float(self._ledger.spent(self.dataset).epsilon)
+
+    def to_pandas(self) -> pd.DataFrame:
+        """One row per ledger entry of the dataset (kind, description, epsilon, delta) with the
+        epsilon spent so far and what remains of the budget after it."""
+        budget = self._ledger.budget(self.dataset)
+        rows = []
+        spent = 0.0
+        for e in self._ledger.entries(self.dataset):
+            spent += e.cost.epsilon
+            rows.append(
+                {
+                    "id": e.id,
+                    "created_at": e.created_at,
+                    "kind": e.kind,
+                    "description": e.description,
+                    "epsilon": e.cost.epsilon,
+                    "delta": e.cost.delta,
+                    "for_publication": e.for_publication,
+                    "spent": spent,
+                    "remaining": max(0.0, budget.epsilon - spent),
+                }
+            )
+        columns = [
+            "id", "created_at", "kind", "description", "epsilon", "delta",
+            "for_publication", "spent", "remaining",
+        ]  # fmt: skip
+        return pd.DataFrame(rows, columns=columns)
+
+    def _repr_html_(self) -> str:
+        return (
+            f"<p>ledger {self.path}: dataset '{self.dataset}' spent epsilon={self.spent():.6g}, "
+            f"remaining {self.remaining():.6g}</p>" + self.to_pandas().to_html(index=False)
+        )
