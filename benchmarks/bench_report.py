@@ -125,7 +125,7 @@ import geopandas as gpd, pandas as pd
 from dp_mobility_report import DpMobilityReport
 data, tess_path, eps, m = sys.argv[1:5]
 df = pd.read_csv(data) if data.endswith(".csv") else pd.read_parquet(data)
-df["datetime"] = pd.to_datetime(df["datetime"], utc=True).dt.tz_localize(None)
+df["datetime"] = pd.to_datetime(df["datetime"], utc=True, format="ISO8601").dt.tz_localize(None)
 tess = gpd.read_file(tess_path)
 if "tile_id" not in tess.columns:
     tess = tess.rename(columns={"LocationID": "tile_id", "zone": "tile_name"})
