@@ -214,7 +214,6 @@ def test_cli_stopped_with_the_parsed_csv_on_disk_leaves_nothing(
     ``privmob od`` stopped by SIGTERM or SIGKILL while that file is being written leaves no
     file of its working directory after one later run (SIGTERM: none at once)."""
     import pandas as pd
-
     from tests.crash import make_inputs, od_args
 
     make_inputs(tmp_path, users=250_000, k=4)  # ~1.1M trips
