@@ -166,6 +166,39 @@ def _minimum_limit_mb(work: Path) -> int:
     return int(found.group(1))
 
 
+def _stop_cli_when(
+    work: Path, args: list[str], base: Path, pattern: str, sig: signal.Signals
+) -> None:
+    """Run ``privmob args`` (its run directories under ``base``), send ``sig`` as soon as a file
+    matching ``pattern`` exists in its run directory, and check that no file of that directory
+    remains once one later run has started (after SIGTERM: none at once)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "privmob", *args],
+        env=child_env(work),
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    user_base = base / f"privmob-{os.geteuid()}"
+    while proc.poll() is None and not any(user_base.glob(pattern)):
+        pass
+    assert proc.poll() is None, f"the release ended before {pattern} was written"
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode in (128 + sig, -sig), err
+    if sig == signal.SIGTERM:
+        assert "Traceback" not in err and sorted(user_base.rglob("*")) == []
+    res = subprocess.run(
+        [sys.executable, "-c", "from privmob.engine.rundir import open_run_dir as o; o()"],
+        env={**child_env(work), "TMPDIR": str(base)},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert res.returncode == 0, res.stderr
+    assert sorted(user_base.rglob("*")) == []
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
 def test_cli_stopped_in_user_buckets_leaves_nothing_after_the_next_run(
     tmp_path: Path, sig: signal.Signals
@@ -179,31 +212,7 @@ def test_cli_stopped_in_user_buckets_leaves_nothing_after_the_next_run(
     base = tmp_path / "spill"
     limit = f"{_minimum_limit_mb(tmp_path) + 4}MB"  # ~68 MB for the engine: buckets
     args = od_args(tmp_path, tmp_path / "out", "--memory-limit", limit, "--spill-dir", str(base))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "privmob", *args],
-        env=child_env(tmp_path),
-        cwd=ROOT,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    user_base = base / f"privmob-{os.geteuid()}"
-    while proc.poll() is None and not any(user_base.glob("run-*/buckets/privmob-buckets-*/*")):
-        pass
-    assert proc.poll() is None, "the release ended before its buckets were written"
-    proc.send_signal(sig)
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode in (128 + sig, -sig), err
-    if sig == signal.SIGTERM:
-        assert "Traceback" not in err and sorted(user_base.rglob("*")) == []
-    res = subprocess.run(
-        [sys.executable, "-c", "from privmob.engine.rundir import open_run_dir as o; o()"],
-        env={**child_env(tmp_path), "TMPDIR": str(base)},
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
-    assert res.returncode == 0, res.stderr
-    assert sorted(user_base.rglob("*")) == []
+    _stop_cli_when(tmp_path, args, base, "run-*/buckets/privmob-buckets-*/*", sig)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
@@ -222,29 +231,5 @@ def test_cli_stopped_with_the_parsed_csv_on_disk_leaves_nothing(
     base = tmp_path / "spill"
     args = od_args(tmp_path, tmp_path / "out", "--spill-dir", str(base))
     args[1] = str(csv)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "privmob", *args],
-        env=child_env(tmp_path),
-        cwd=ROOT,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    user_base = base / f"privmob-{os.geteuid()}"
-    while proc.poll() is None and not any(user_base.glob("run-*/**/privmob-parsed-*/*")):
-        pass
-    assert proc.poll() is None, "the release ended before the parsed input was written"
-    proc.send_signal(sig)
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode in (128 + sig, -sig), err
-    if sig == signal.SIGTERM:
-        assert "Traceback" not in err and sorted(user_base.rglob("*")) == []
-    res = subprocess.run(
-        [sys.executable, "-c", "from privmob.engine.rundir import open_run_dir as o; o()"],
-        env={**child_env(tmp_path), "TMPDIR": str(base)},
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
-    assert res.returncode == 0, res.stderr
-    assert sorted(user_base.rglob("*")) == []
+    _stop_cli_when(tmp_path, args, base, "run-*/**/privmob-parsed-*/*", sig)
     assert not (tmp_path / "out").exists()
