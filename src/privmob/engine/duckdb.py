@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import shutil
 import tempfile
@@ -30,7 +31,7 @@ class DuckDBEngine:
         spill_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         from privmob.engine.buckets import duckdb_memory_limit, parse_memory
-        from privmob.engine.memory import limited_settings, process_memory
+        from privmob.engine.memory import FREED_MEMORY_SETTINGS, limited_settings, process_memory
         from privmob.engine.rundir import open_run_dir
 
         # the limit caps the whole process: the engine gets what the process does not already
@@ -42,6 +43,9 @@ class DuckDBEngine:
         self.memory_limit = self.process_memory.available if self.process_memory else None
         self.con = duckdb.connect(":memory:")
         self.con.execute("SET TimeZone = 'UTC'")
+        for setting, value in FREED_MEMORY_SETTINGS.items():
+            with contextlib.suppress(duckdb.CatalogException):  # newer than this DuckDB
+                self.con.execute(f"SET {setting} = {value}")
         if self.memory_limit:
             self.con.execute(f"SET memory_limit = '{duckdb_memory_limit(self.memory_limit)}'")
             for setting, value in limited_settings(self.memory_limit).items():
