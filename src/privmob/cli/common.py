@@ -163,7 +163,7 @@ class Steps:
         if self._current is not None:
             console_err.print(
                 f"[green]✓[/] {escape(self._current)} "
-                f"[dim]({self._time() - self._step_start:.1f}s)[/]"
+                f"[dim]({self._time() - self._step_start:.2f}s)[/]"
             )
             self._current = None
 
