@@ -62,6 +62,7 @@ class DuckDBEngine:
         self.con.execute("SET enable_progress_bar = false")  # the CLI has its own progress
         self._keep: list[Any] = []  # Python objects registered as views must stay alive
         self._private: list[Path] = []  # directories of private_directory, removed at close
+        self._sniffed: dict[str, str] = {}  # CSV reader -> the fixed reader detected for it
 
     def register(self, name: str, data: Any) -> None:
         if isinstance(data, str | Path):
@@ -107,13 +108,17 @@ class DuckDBEngine:
         any file; a release plans about ten), and the fixed reader it proposes
         (``sniff_csv``'s prompt) reads the same columns and rows without detecting. Where that
         does not work (several files, an older DuckDB), the detecting reader as given."""
+        if reader in self._sniffed:  # the same file read again (e.g. its shape, then its rows)
+            return self._sniffed[reader]
         sniff = "sniff_csv(" + reader.removeprefix("read_csv(")
         try:
             row = self.con.execute(f"SELECT Prompt FROM {sniff}").fetchone()
         except duckdb.Error:  # a list of files; or a reading error, raised by the reader below
             return f"FROM {reader}"
         prompt = str(row[0]).strip().rstrip(";") if row else ""
-        return prompt if prompt.startswith("FROM read_csv(") else f"FROM {reader}"
+        fixed = prompt if prompt.startswith("FROM read_csv(") else f"FROM {reader}"
+        self._sniffed[reader] = fixed
+        return fixed
 
     def create_view(self, name: str, sql: str) -> None:
         self.con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS {sql}")
