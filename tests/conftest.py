@@ -30,8 +30,20 @@ def shared_data() -> Path:
 
 @pytest.fixture(autouse=True)
 def _private_data_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
-    """The default ledger lives in the user's data directory: never the real one in tests."""
+    """The default ledger lives in the user's data directory, the tessellation cache in the
+    user's cache directory: never the real ones in tests."""
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("xdg-data")))
+    # the tessellation cache too (privmob.data.tessellation_cache): one per test session
+    monkeypatch.setenv("PRIVMOB_CACHE_DIR", str(_session_cache(tmp_path_factory)))
+
+
+_CACHE: list[Path] = []
+
+
+def _session_cache(factory: pytest.TempPathFactory) -> Path:
+    if not _CACHE:
+        _CACHE.append(factory.mktemp("privmob-cache"))
+    return _CACHE[0]
 
 
 @pytest.fixture

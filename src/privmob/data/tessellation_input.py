@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import shapely
 
+from privmob.data import tessellation_cache
 from privmob.data.grids import detect_grid
 from privmob.data.tessellation import Tessellation
 from privmob.errors import InputError
@@ -79,9 +80,14 @@ def load_tessellation(
     """
     if isinstance(source, Tessellation):
         return source
+    key = None
     if isinstance(source, gpd.GeoDataFrame):
         gdf, label = source.copy(), "tessellation (GeoDataFrame)"
     else:
+        key = tessellation_cache.entry_key(Path(source), (id_column, name_column, repair))
+        cached = None if key is None else tessellation_cache.read_entry(key)
+        if cached is not None:  # this very file, read and checked by an earlier run
+            return _with_grid(Tessellation(cached))
         gdf, label = read_geo_file(Path(source)), str(source)
     if len(gdf) == 0:
         raise InputError(
@@ -112,6 +118,13 @@ def load_tessellation(
         out["tile_name"] = gdf[name_col].astype(str).to_numpy()
     _check_overlaps(out, id_col, label)
     tess = Tessellation(out)
+    if key is not None:
+        tessellation_cache.write_entry(key, tess.gdf)
+    return _with_grid(tess)
+
+
+def _with_grid(tess: Tessellation) -> Tessellation:
+    """``tess``, with the arithmetic assignment when its tiles are the cells of a grid."""
     spec = detect_grid(tess.gdf)
     return tess if spec is None else Tessellation(tess.gdf, grid=spec)
 

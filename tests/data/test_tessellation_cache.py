@@ -1,0 +1,129 @@
+"""The tessellation cache: a file read and checked once is read back from the cache, equal in
+every respect; an edited file, other options, a broken entry or an unusable directory never
+give a wrong tessellation, and never fail a release."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import shapely
+from tests.helpers import box_grid
+
+import privmob.data.tessellation_input as tessellation_input
+from privmob.data.tessellation_cache import cache_dir
+from privmob.errors import InputError
+
+
+def _zones(path: Path, shift: float = 0.0) -> Path:
+    """Three irregular polygons (no grid), with ids and names."""
+    feats = []
+    for i in range(3):
+        x = 13.0 + 0.01 * i
+        ring = [[x, 52.0], [x + 0.01, 52.0], [x + 0.01, 52.01 + shift * (i == 1)], [x, 52.012]]
+        feats.append(
+            {
+                "type": "Feature",
+                "properties": {"zone_id": 10 + i, "name": f"zone {i}"},
+                "geometry": {"type": "Polygon", "coordinates": [[*ring, ring[0]]]},
+            }
+        )
+    path.write_text(json.dumps({"type": "FeatureCollection", "features": feats}))
+    return path
+
+
+def _entries() -> list[Path]:
+    folder = cache_dir()
+    return sorted(folder.glob("*.parquet")) if folder and folder.exists() else []
+
+
+def _same(a, b) -> None:
+    assert list(a.tile_ids) == list(b.tile_ids)
+    assert list(a.gdf.columns) == list(b.gdf.columns)
+    if "tile_name" in a.gdf.columns:
+        assert list(a.gdf["tile_name"]) == list(b.gdf["tile_name"])
+    assert all(shapely.equals_exact(a.gdf.geometry.values, b.gdf.geometry.values, 0))
+    assert a.fingerprint == b.fingerprint and a.gdf.crs == b.gdf.crs
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("PRIVMOB_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def test_a_second_load_reads_the_cache_and_gives_the_same_tessellation(
+    tmp_path, cache, monkeypatch
+):
+    path = _zones(tmp_path / "zones.geojson")
+    first = tessellation_input.load_tessellation(path)
+    assert len(_entries()) == 1 and cache.stat().st_mode & 0o777 == 0o700
+
+    def no_parsing(*args, **kwargs):
+        raise AssertionError("the file was parsed again")
+
+    monkeypatch.setattr(tessellation_input, "read_geo_file", no_parsing)
+    _same(tessellation_input.load_tessellation(path), first)
+
+
+def test_a_grid_keeps_its_arithmetic_assignment_from_the_cache(tmp_path, cache):
+    path = tmp_path / "grid.geojson"
+    box_grid(4).gdf.to_file(path, driver="GeoJSON")
+    first = tessellation_input.load_tessellation(path)
+    again = tessellation_input.load_tessellation(path)
+    assert first.grid is not None and again.grid is not None
+    assert (again.grid.lng_edges == first.grid.lng_edges).all()
+    assert (again.grid.lat_edges == first.grid.lat_edges).all()
+    _same(again, first)
+
+
+def test_an_edited_file_or_other_options_are_read_anew(tmp_path, cache):
+    path = _zones(tmp_path / "zones.geojson")
+    before = tessellation_input.load_tessellation(path)
+    _zones(path, shift=0.004)  # one vertex moved: same ids and names
+    after = tessellation_input.load_tessellation(path)
+    assert after.fingerprint != before.fingerprint and len(_entries()) == 2
+    named = tessellation_input.load_tessellation(path, id_column="name")
+    assert list(named.tile_ids) == ["zone 0", "zone 1", "zone 2"] and len(_entries()) == 3
+
+
+def test_a_refused_file_is_refused_every_time(tmp_path, cache):
+    path = tmp_path / "overlap.geojson"
+    box = [[13.0, 52.0], [13.01, 52.0], [13.01, 52.01], [13.0, 52.01], [13.0, 52.0]]
+    feats = [
+        {"type": "Feature", "properties": {"tile_id": i}, "geometry": {"type": "Polygon",
+         "coordinates": [box]}} for i in range(2)
+    ]  # fmt: skip
+    path.write_text(json.dumps({"type": "FeatureCollection", "features": feats}))
+    for _ in range(2):
+        with pytest.raises(InputError, match="overlap"):
+            tessellation_input.load_tessellation(path)
+    assert _entries() == []
+
+
+def test_a_broken_entry_is_read_around_and_replaced(tmp_path, cache):
+    path = _zones(tmp_path / "zones.geojson")
+    first = tessellation_input.load_tessellation(path)
+    (entry,) = _entries()
+    entry.write_bytes(b"not parquet")
+    _same(tessellation_input.load_tessellation(path), first)
+    assert entry.read_bytes()[:4] == b"PAR1"  # rewritten whole
+
+
+def test_an_unusable_directory_or_off_means_no_cache(tmp_path, monkeypatch):
+    path = _zones(tmp_path / "zones.geojson")
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("PRIVMOB_CACHE_DIR", str(blocker / "cache"))  # cannot be created
+    first = tessellation_input.load_tessellation(path)
+    monkeypatch.setenv("PRIVMOB_CACHE_DIR", "off")
+    assert cache_dir() is None
+    _same(tessellation_input.load_tessellation(path), first)
+
+
+def test_a_shapefile_is_not_cached(tmp_path, cache):
+    path = tmp_path / "grid.shp"
+    box_grid(2).gdf.to_file(path)
+    tessellation_input.load_tessellation(path)
+    assert _entries() == []
