@@ -156,8 +156,11 @@ def load_events(
 
 def _parse_once(engine: Engine, source: Any, keep: list[str]) -> list[str] | None:
     """The input columns to keep when the input is parsed once (DuckDB reading CSV text: its
-    second read and parse would cost as much as the first), else None (the parsed view is read
-    again: Parquet and in-memory tables are cheap to scan, and Spark plans its own reads)."""
+    second read and parse would cost as much as the first; Spark, any input: kept in its cache
+    for the validation pass and every later query), else None (the parsed view is read again:
+    DuckDB scans Parquet and in-memory tables cheaply)."""
+    if engine.name == "spark":
+        return keep
     return keep if engine.name == "duckdb" and reads_csv(source) else None
 
 

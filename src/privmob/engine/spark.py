@@ -232,6 +232,18 @@ class SparkEngine:
             ) from exc
         df.createOrReplaceTempView(name)
 
+    def cache_once(self, name: str, sql: str) -> str:
+        """Expose ``sql`` as ``name``, kept in Spark's cache (memory, spilling to Spark's local
+        dirs: in local mode this run's private directory, see :func:`privmob.engine.open_engine`)
+        once the first query reading ``name`` has computed it: that query (the validation pass)
+        reads the input, and every later one reads the cache. Unpersisted by :meth:`close`."""
+        from pyspark import StorageLevel
+
+        df = self._df(sql).persist(StorageLevel.MEMORY_AND_DISK)
+        self._cached.append(df)
+        df.createOrReplaceTempView(name)
+        return name
+
     def fetch(self, sql: str) -> pd.DataFrame:
         stripped = sql.lstrip()
         try:
@@ -265,8 +277,8 @@ class SparkEngine:
         cached, self._cached = self._cached, []
         if self.spark.sparkContext._jsc is None:  # the SparkContext was stopped
             return
-        for df in cached:
-            df.unpersist()
+        for df in cached:  # blocking: no cached block of the input is left on disk after
+            df.unpersist(blocking=True)  # close
 
     def __enter__(self) -> SparkEngine:
         return self
