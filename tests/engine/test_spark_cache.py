@@ -1,9 +1,9 @@
-"""Spark reads its input once: the parsed input (kept columns and parsed ``_p_`` ones) is kept
-in Spark's cache, filled by the validation pass and read by every later query. The cached
-relation gives the same canonical rows and fingerprint as the input read without it; the
-fingerprint's BIGINT parts sum to exactly the DECIMAL sum of the row hashes; and what the cache
-spills to disk goes to the private run directory (local mode) and is gone after the engine
-closes and the process exits."""
+"""Spark reads a CSV input once: the parsed input (kept columns and parsed ``_p_`` ones) is
+kept in Spark's cache, filled by the validation pass and read by every later query; it gives
+the same canonical rows and fingerprint as the input read again (Parquet is read again, not
+cached). The fingerprint's BIGINT parts sum to exactly the DECIMAL sum of the row hashes; what
+the cache spills to disk goes to the private run directory (local mode) and is gone after the
+engine closes and the process exits."""
 
 from __future__ import annotations
 
@@ -30,26 +30,35 @@ def _cached(eng) -> set[str]:
     return {str(t.name) for t in eng.spark.catalog.listTables() if "parsed_once" in t.name}
 
 
-def test_the_cached_input_reads_as_the_input(spark_engine, synth_dir) -> None:
+def test_the_cached_input_reads_as_the_input(spark_engine, synth_dir, tmp_path, monkeypatch):
+    import privmob.data.sources as sources
+
+    d, tess = synth_dir
+    pd.read_parquet(d / "trips.parquet").to_csv(tmp_path / "trips.csv", index=False)
+    pd.read_parquet(d / "events.parquet").to_csv(tmp_path / "events.csv", index=False)
+    cells = d / "cells.parquet"
+
+    def both(path, loader, **kw):
+        before = _cached(spark_engine)
+        once = loader(str(path), engine=spark_engine, tessellation=tess, **kw)
+        after = _cached(spark_engine)
+        assert after - before  # read from the cached parsed input
+        with monkeypatch.context() as m:
+            m.setattr(sources, "_parse_once", lambda *a: None)
+            again = loader(str(path), engine=spark_engine, tessellation=tess, **kw)
+        assert _cached(spark_engine) == after  # the parsed view, read again
+        pd.testing.assert_frame_equal(_rows(once), _rows(again))
+        assert once.fingerprint == again.fingerprint and once.rows == again.rows
+
+    both(tmp_path / "trips.csv", load_trips)
+    both(tmp_path / "events.csv", load_events, cells=cells)
+
+
+def test_parquet_is_read_again_not_cached(spark_engine, synth_dir) -> None:
     d, tess = synth_dir
     before = _cached(spark_engine)
-    trips = load_trips(str(d / "trips.parquet"), engine=spark_engine, tessellation=tess)
-    assert _cached(spark_engine) - before  # the trips read the cached parsed input
-    table = pd.read_parquet(d / "trips.parquet")
-    again = load_trips(table, engine=spark_engine, tessellation=tess)
-    pd.testing.assert_frame_equal(_rows(trips), _rows(again))
-    assert trips.fingerprint == again.fingerprint and trips.rows == len(table)
-    events = load_events(
-        str(d / "events.parquet"), engine=spark_engine, tessellation=tess, cells=d / "cells.parquet"
-    )
-    frame = load_events(
-        pd.read_parquet(d / "events.parquet"),
-        engine=spark_engine,
-        tessellation=tess,
-        cells=d / "cells.parquet",
-    )
-    pd.testing.assert_frame_equal(_rows(events), _rows(frame))
-    assert events.fingerprint == frame.fingerprint
+    load_trips(str(d / "trips.parquet"), engine=spark_engine, tessellation=tess)
+    assert _cached(spark_engine) == before
 
 
 def test_fingerprint_parts_sum_to_the_decimal_sum(spark_engine, synth_dir) -> None:
@@ -80,7 +89,7 @@ eng = open_engine("spark", spill_dir=work, spark_master="local[1]",
                   spark_conf=["spark.memory.fraction=0.001", "spark.sql.shuffle.partitions=2"])
 local = eng.spark.sparkContext.getConf().get("spark.local.dir")
 run = current_run_dir().path
-trips = load_trips(str(work / "trips.parquet"), engine=eng, tessellation=box_grid(4))
+trips = load_trips(str(work / "trips.csv"), engine=eng, tessellation=box_grid(4))
 eng.fetch(f"SELECT count(*) AS n FROM {trips.view}")
 blocks = lambda: [str(p) for p in Path(local).rglob("rdd_*")]
 spilled = blocks()
@@ -97,7 +106,7 @@ def test_spilled_cache_is_private_and_gone_after_close(tmp_path: Path) -> None:
         pytest.skip("Java not found: the Spark engine needs Java 17")
     from tests.helpers import random_trips
 
-    random_trips(2000, 16, seed=3).to_parquet(tmp_path / "trips.parquet")
+    random_trips(2000, 16, seed=3).to_csv(tmp_path / "trips.csv", index=False)
     res = subprocess.run(
         [sys.executable, "-c", CHILD, str(tmp_path)],
         cwd=ROOT,

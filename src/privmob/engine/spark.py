@@ -62,9 +62,12 @@ _REWRITES: list[tuple[re.Pattern[str], str]] = [
 _QUOTED = re.compile(r"'(?:[^']|'')*'|\"((?:[^\"]|\"\")*)\"")
 
 # SQL functions DuckDB has and Spark lacks, defined once per session
+# (timezone: from_utc_timestamp(ts, 'UTC') is ts, so for the zone 'UTC', a literal the
+# optimizer folds, one zone conversion per row instead of two: parsing UTC instants costs half)
 _FUNCTIONS = [
     "CREATE OR REPLACE TEMPORARY FUNCTION timezone(tz STRING, ts TIMESTAMP_LTZ) "
-    "RETURNS TIMESTAMP_NTZ RETURN CAST(from_utc_timestamp(ts, tz) AS TIMESTAMP_NTZ)",
+    "RETURNS TIMESTAMP_NTZ RETURN CASE WHEN tz = 'UTC' THEN CAST(ts AS TIMESTAMP_NTZ) "
+    "ELSE CAST(from_utc_timestamp(ts, tz) AS TIMESTAMP_NTZ) END",
 ]
 
 # Spark type names -> the DuckDB names the loaders test for
