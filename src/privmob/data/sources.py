@@ -163,8 +163,16 @@ def _parse_once(engine: Engine, source: Any, keep: list[str]) -> list[str] | Non
     return keep if engine.name in ("duckdb", "spark") and reads_csv(source) else None
 
 
+#: cells views of :func:`load_cells` whose ids are all integers (an integer id column: every
+#: id validated present, so every ``cell_int`` is set), known without another query (on Spark
+#: a job of its own)
+_INT_KEYED: set[str] = set()
+
+
 def _has_int_keys(engine: Engine, cell_view: str) -> bool:
     """True when every cell has an integer key (the cells' id column is an integer type)."""
+    if cell_view in _INT_KEYED:
+        return True
     row = engine.fetch(f"SELECT count(*) AS n, count(cell_int) AS k FROM {cell_view}").iloc[0]
     return int(row["k"]) == int(row["n"])
 
@@ -216,6 +224,8 @@ def load_cells(
     )
     view = new_name("cells")
     engine.register(view, pa.Table.from_pandas(df, preserve_index=False))
+    if int_key and len(df) and df["cell_int"].notna().all():
+        _INT_KEYED.add(view)
     return view
 
 
