@@ -47,6 +47,17 @@ def content_fingerprint(engine: Engine, content: Mapping[str, str]) -> str:
     (``content``: canonical name -> SQL expression). Order-free and independent of the file's
     name, format and column names; see :func:`fingerprint_text`."""
     row_hash = engine.dialect.keyed_hash(0, *content.values())
+    if engine.dialect.name == "spark":
+        # the same sum, exactly: four BIGINT sums of the hash's 16-bit parts (the top one
+        # signed), combined once as a DECIMAL; a DECIMAL(38) sum per row is Spark's slow path
+        # (no overflow below 2^47 rows)
+        parts = [f"shiftright({row_hash}, 48)"]
+        parts += [f"(shiftright({row_hash}, {b}) & 65535)" for b in (32, 16, 0)]
+        total = " + ".join(
+            f"CAST(sum({p}) AS DECIMAL(38, 0)) * {2**b}"
+            for p, b in zip(parts, (48, 32, 16, 0), strict=True)
+        )
+        return f"CAST({total} AS VARCHAR)"
     # as text: a DECIMAL would reach pandas as a float and lose its low digits
     return f"CAST(sum(CAST({row_hash} AS DECIMAL(38, 0))) AS VARCHAR)"
 
@@ -93,6 +104,9 @@ def validate(
     try:
         if parse_once is not None and hasattr(engine, "private_directory"):
             relation = parsed_once(engine, parsed_view, parse_once)
+        elif parse_once is not None and hasattr(engine, "cache_once"):
+            relation = engine.cache_once(new_name("parsed_once"), _parsed_select(
+                engine, parsed_view, parse_once))  # fmt: skip
         row = engine.fetch(f"SELECT {', '.join(exprs)} FROM {relation}").iloc[0]
     except EngineError:
         raise
@@ -141,18 +155,11 @@ def parsed_once(engine: Any, parsed_view: str, keep: Sequence[str]) -> str:
     The file holds the ``keep`` input columns and the parsed ``_p_`` columns; a ``_p_*_raw``
     column (a time as written, read only by the checks' ``IS NULL``) is kept as true / NULL.
     The checks' row numbers and bad values are still looked up in ``parsed_view``."""
-    columns = [c for c in engine.columns(parsed_view) if c.startswith("_p_")]
-    # an input column mapped to two canonical names is written once
-    select = [ident(c) for c in dict.fromkeys(keep) if c not in columns]
-    select += [
-        f"nullif({ident(c)} IS NOT NULL, false) AS {ident(c)}" if c.endswith("_raw") else ident(c)
-        for c in columns
-    ]
     path = engine.private_directory("privmob-parsed-") / "parsed.parquet"
     target = str(path).replace("'", "''")
     try:
         engine.con.execute(
-            f"COPY (SELECT {', '.join(select)} FROM {parsed_view}) TO '{target}' "
+            f"COPY ({_parsed_select(engine, parsed_view, keep)}) TO '{target}' "
             "(FORMAT parquet, COMPRESSION 'lz4_raw')"
         )
     except Exception as exc:
@@ -170,6 +177,20 @@ def parsed_once(engine: Any, parsed_view: str, keep: Sequence[str]) -> str:
     view = new_name("parsed_once")
     engine.create_view(view, f"SELECT * FROM read_parquet('{target}')")
     return view
+
+
+def _parsed_select(engine: Any, parsed_view: str, keep: Sequence[str]) -> str:
+    """The query of the input parsed once: the ``keep`` input columns and the parsed ``_p_``
+    ones, a ``_p_*_raw`` column (a time as written, read only by the checks' ``IS NULL``) as
+    true / NULL."""
+    columns = [c for c in engine.columns(parsed_view) if c.startswith("_p_")]
+    # an input column mapped to two canonical names is kept once
+    select = [ident(c) for c in dict.fromkeys(keep) if c not in columns]
+    select += [
+        f"nullif({ident(c)} IS NOT NULL, false) AS {ident(c)}" if c.endswith("_raw") else ident(c)
+        for c in columns
+    ]
+    return f"SELECT {', '.join(select)} FROM {parsed_view}"
 
 
 def _first_bad_row(engine: Engine, parsed_view: str, check: Check) -> tuple[int | None, Any]:
