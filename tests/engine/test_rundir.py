@@ -150,20 +150,27 @@ def test_duckdb_temp_files_go_to_the_private_run_directory(tmp_path: Path) -> No
 
 
 def _minimum_limit_mb(work: Path) -> int:
-    """The smallest ``--memory-limit`` privmob accepts here (it says so when refusing one)."""
+    """The smallest ``--memory-limit`` privmob accepts here (it says so when refusing one).
+
+    Asked twice, the larger kept: the first run reads and caches the tessellation, the later
+    ones (the release too) read it from the cache, and the process's baseline differs by a
+    few MB between the two paths."""
     from tests.crash import od_args
 
     args = od_args(work, work / "never", "--memory-limit", "1MB")
-    res = subprocess.run(
-        [sys.executable, "-m", "privmob", *args],
-        env=child_env(work),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
-    found = re.search(r"minimum of (\d+) MB", res.stderr)
-    assert res.returncode == 2 and found, res.stderr
-    return int(found.group(1))
+    minimum = 0
+    for _ in range(2):
+        res = subprocess.run(
+            [sys.executable, "-m", "privmob", *args],
+            env=child_env(work),
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        )
+        found = re.search(r"minimum of (\d+) MB", res.stderr)
+        assert res.returncode == 2 and found, res.stderr
+        minimum = max(minimum, int(found.group(1)))
+    return minimum
 
 
 def _stop_cli_when(
