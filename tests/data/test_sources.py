@@ -199,6 +199,9 @@ def test_events_with_integer_or_text_cell_ids_get_the_same_tiles(engine, grid, c
     got = engine.fetch(f"SELECT uid, cell_id, tile FROM {loaded.view} ORDER BY uid, time")
     assert got["tile"].tolist() == [0, -1, -1]
     assert got["cell_id"].astype(str).tolist() == ["7", "8", "8"]
+    view = engine.fetch(f"SELECT sql FROM duckdb_views() WHERE view_name = '{loaded.view}'")
+    on_integers = isinstance(cell_ids[0], int) and isinstance(event_ids[0], int)
+    assert ("c.cell_int" in view["sql"][0]) == on_integers  # the fast path where it applies
     ev.loc[2, "cell_id"] = type(event_ids[0])(9)  # unknown: the outliers cell (tile -1)
     loaded = load_events(ev, cells=cells, engine=engine, tessellation=grid)
     got = engine.fetch(f"SELECT uid, cell_id, tile FROM {loaded.view} ORDER BY uid, time")

@@ -111,12 +111,10 @@ def load_events(
     pview = checked.relation  # the input parsed once, where the engine can
     view = new_name("events")
     if use_cells:
-        cell_view = load_cells(
-            cells, engine=engine, tessellation=tessellation, columns=cell_columns
-        )
+        cell_view, int_keys = _cells_table(cells, engine, tessellation, cell_columns)
         cid = f"CAST(e.{ident(cols['cell_id'])} AS VARCHAR)"
         on = f"{cid} = c.cell_key"
-        if types[cols["cell_id"]] in INT64_SAFE_TYPES and _has_int_keys(engine, cell_view):
+        if types[cols["cell_id"]] in INT64_SAFE_TYPES and int_keys:
             # integer ids on both sides: the same match as on their text, on integers
             on = f"CAST(e.{ident(cols['cell_id'])} AS BIGINT) = c.cell_int"
         # an event at a cell id absent from the cells table is at no known place: tile -1,
@@ -163,25 +161,19 @@ def _parse_once(engine: Engine, source: Any, keep: list[str]) -> list[str] | Non
     return keep if engine.name in ("duckdb", "spark") and reads_csv(source) else None
 
 
-#: cells views of :func:`load_cells` whose ids are all integers (an integer id column: every
-#: id validated present, so every ``cell_int`` is set), known without another query (on Spark
-#: a job of its own)
-_INT_KEYED: set[str] = set()
-
-
-def _has_int_keys(engine: Engine, cell_view: str) -> bool:
-    """True when every cell has an integer key (the cells' id column is an integer type)."""
-    if cell_view in _INT_KEYED:
-        return True
-    row = engine.fetch(f"SELECT count(*) AS n, count(cell_int) AS k FROM {cell_view}").iloc[0]
-    return int(row["k"]) == int(row["n"])
-
-
 def load_cells(
     cells: Any, *, engine: Engine, tessellation: Any, columns: Mapping[str, str] | None = None
 ) -> str:
     """Cells (towers) ``cell_id, lat, lng`` → view ``cell_key (VARCHAR), lat, lng, cell_int,
     tile`` (``cell_int``: the id as BIGINT when the id column is an integer type, else NULL)."""
+    return _cells_table(cells, engine, tessellation, columns)[0]
+
+
+def _cells_table(
+    cells: Any, engine: Engine, tessellation: Any, columns: Mapping[str, str] | None
+) -> tuple[str, bool]:
+    """:func:`load_cells`' view, and whether every cell has an integer key (known from the
+    cells fetched, without another query: on Spark a job of its own)."""
     raw, display = read_raw(engine, cells)
     cols = resolve_columns(
         engine, raw, display, required=["cell_id", "lat", "lng"], optional=[], mapping=columns
@@ -224,9 +216,7 @@ def load_cells(
     )
     view = new_name("cells")
     engine.register(view, pa.Table.from_pandas(df, preserve_index=False))
-    if int_key and len(df) and df["cell_int"].notna().all():
-        _INT_KEYED.add(view)
-    return view
+    return view, bool(int_key and len(df) and df["cell_int"].notna().all())
 
 
 def load_trip_points(
