@@ -11,6 +11,7 @@ gets the arithmetic assignment (:func:`privmob.data.grids.detect_grid`).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -264,38 +265,34 @@ def _check_geometries(
     gdf: gpd.GeoDataFrame, ids: np.ndarray, id_col: str, label: str, repair: bool
 ) -> np.ndarray:
     geoms = np.asarray(gdf.geometry.values, dtype=object)
-    gcol = gdf.geometry.name
+
+    def refuse(bad: np.ndarray, message: Callable[[int, Any], str], hint: str) -> None:
+        """An InputError naming the first tile of ``bad``: ``message(how many, its geometry)``."""
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise InputError(
+                message(int(bad.sum()), geoms[i]),
+                source=label,
+                column=gdf.geometry.name,
+                example=f"{id_col}={_py(ids[i])!r}",
+                hint=hint,
+            )
+
     missing = shapely.is_missing(geoms) | shapely.is_empty(geoms)
-    if missing.any():
-        i = int(np.flatnonzero(missing)[0])
-        raise InputError(
-            f"{int(missing.sum())} tile(s) have no geometry",
-            source=label,
-            column=gcol,
-            example=f"{id_col}={_py(ids[i])!r}",
-            hint="every tile needs a polygon",
-        )
-    kinds = shapely.get_type_id(geoms)
-    bad = ~np.isin(kinds, (3, 6))  # Polygon, MultiPolygon
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise InputError(
-            f"{int(bad.sum())} tile(s) are not polygons (e.g. a {geoms[i].geom_type})",
-            source=label,
-            column=gcol,
-            example=f"{id_col}={_py(ids[i])!r}",
-            hint="a tessellation holds Polygon or MultiPolygon features only",
-        )
+    refuse(missing, lambda n, _: f"{n} tile(s) have no geometry", "every tile needs a polygon")
+    bad = ~np.isin(shapely.get_type_id(geoms), (3, 6))  # Polygon, MultiPolygon
+    refuse(
+        bad,
+        lambda n, first: f"{n} tile(s) are not polygons (e.g. a {first.geom_type})",
+        "a tessellation holds Polygon or MultiPolygon features only",
+    )
     valid = shapely.is_valid(geoms)
     if not valid.all():
         if not repair:
-            i = int(np.flatnonzero(~valid)[0])
-            raise InputError(
-                f"{int((~valid).sum())} invalid polygon(s): {shapely.is_valid_reason(geoms[i])}",
-                source=label,
-                column=gcol,
-                example=f"{id_col}={_py(ids[i])!r}",
-                hint="fix the file, or pass --repair (Python: repair=True) to apply make_valid",
+            refuse(
+                ~valid,
+                lambda n, first: f"{n} invalid polygon(s): {shapely.is_valid_reason(first)}",
+                "fix the file, or pass --repair (Python: repair=True) to apply make_valid",
             )
         geoms = geoms.copy()
         fixed = shapely.make_valid(geoms[~valid])
