@@ -89,8 +89,10 @@ def process_memory(
 #: DuckDB settings on every engine, limited or not: the allocator hands freed memory back to
 #: the system once a task has freed 8 MiB (its defaults wait for 128 MB, and 512 MB after a bulk
 #: free). Without them the parsed CSV written once and then the bounded trips stacked two such
-#: caches on the report's peak: 0.62 GB at 1M trips on the grid, 0.54 GB with them, at the
-#: same speed (benchmarks/bench_report.py). A setting an older DuckDB lacks is skipped.
+#: caches on the report's peak: 0.62 GB at 1M trips on the grid, 0.54-0.57 GB with them
+#: (benchmarks/bench_report.py); population at 10M 0.45 -> 0.30 GB. The cost: the report at
+#: 10M on the taxi zones 12.5-12.7 s without them, 12.7-13.3 s with them (two runs each).
+#: A setting an older DuckDB lacks is skipped.
 FREED_MEMORY_SETTINGS = {
     "allocator_flush_threshold": "'8MiB'",
     "allocator_bulk_deallocation_flush_threshold": "'8MiB'",
