@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from privmob.prepare.cover import Cover, cover_map, is_cover, minimum_cover
+from privmob.prepare.cover import Cover, cover_map, is_cover, maximum_matching, minimum_cover
 
 
 def brute_force_minimum(adj: np.ndarray) -> int:
@@ -90,3 +90,40 @@ def test_minimum_cover_does_not_modify_its_input() -> None:
     shares = sp.csr_matrix(np.array([[0.25, 0.75], [0.0, 1.0]]))
     minimum_cover(shares)
     np.testing.assert_allclose(shares.toarray(), [[0.25, 0.75], [0.0, 1.0]])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_maximum_matching_is_a_matching_as_large_as_scipys(seed: int) -> None:
+    """Hopcroft-Karp here against SciPy's on random graphs from sparse to dense, a few with
+    isolated vertices: every pair is an edge, no vertex is used twice, and the size is SciPy's
+    (a maximum matching's size is unique; the pairs need not be)."""
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import maximum_bipartite_matching
+
+    rng = np.random.default_rng(seed)
+    for _ in range(40):
+        n_l, n_r = (int(v) for v in rng.integers(1, 120, size=2))
+        dense = rng.random((n_l, n_r)) < rng.uniform(0.005, 0.3)
+        g = sp.csr_matrix(dense)
+        got = maximum_matching(g.indptr, g.indices, n_r)
+        matched = np.nonzero(got >= 0)[0]
+        assert got.shape == (n_l,)
+        assert dense[matched, got[matched]].all()
+        assert np.unique(got[matched]).size == matched.size
+        want = maximum_bipartite_matching(g.astype(np.float64), perm_type="column")
+        assert matched.size == int((want >= 0).sum())
+
+
+def test_density_imports_no_scipy_linalg_csgraph_or_fft() -> None:
+    """The density release's start-up: SciPy's sparse graphs (which import scipy.linalg) and
+    its FFT cost about 0.27 s to import, for a matching and a DCT written here."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, privmob.releases.density, privmob.prepare.cover, privmob.privacy.efpa; "
+        "print([m for m in ('scipy.linalg', 'scipy.sparse.csgraph', 'scipy.fft') "
+        "if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True)
+    assert out.stdout.strip() == "[]"

@@ -39,6 +39,27 @@ def test_dct_round_trip_and_orthonormal() -> None:
     np.testing.assert_allclose(np.linalg.norm(f, axis=1), np.linalg.norm(x, axis=1))
 
 
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 8, 167, 168, 169, 730])
+def test_dct_matches_the_matrix_and_scipy_at_every_length(n: int) -> None:
+    """The FFT route reorders even and odd samples: odd lengths, length 1 and 2, and a 2-D
+    stack must all give the matrix's DCT (and SciPy's, which privmob no longer imports)."""
+    import scipy.fft
+
+    rng = np.random.default_rng(n)
+    x = rng.normal(size=(4, n)) * 50 + 100
+    f = dct(x)
+    np.testing.assert_allclose(f, x @ dct_matrix(n).T, atol=1e-9)
+    np.testing.assert_allclose(f, scipy.fft.dct(x, type=2, norm="ortho", axis=-1), atol=1e-9)
+    np.testing.assert_allclose(
+        idct(f), scipy.fft.idct(f, type=2, norm="ortho", axis=-1), atol=1e-9
+    )
+    np.testing.assert_allclose(idct(f), x, atol=1e-9)
+    np.testing.assert_allclose(dct(x[1]), f[1], atol=1e-12)  # one series as a row of the stack
+    before = f.copy()
+    idct(f)
+    np.testing.assert_array_equal(f, before)  # the input is not modified
+
+
 def reference_probabilities(coeffs: np.ndarray, eps: float, d2: float, delta: float = 0.0):
     """P(k) of the exponential mechanism (eps/2, sensitivity d2) with the SPEC score."""
     n = coeffs.size

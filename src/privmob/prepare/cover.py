@@ -4,7 +4,13 @@ Towers (their Voronoi cells clipped to the area) and zones both partition the ar
 intersection graph is bipartite: an edge joins tower j and zone z when the two overlap. A set
 of cells covers every overlap piece exactly when it is a vertex cover of that graph, so the
 smallest cover is a minimum vertex cover, found from a maximum matching by König's theorem
-(Hopcroft-Karp in ``scipy.sparse.csgraph.maximum_bipartite_matching``).
+(Hopcroft-Karp, :func:`maximum_matching`).
+
+The matching is written here rather than taken from
+``scipy.sparse.csgraph.maximum_bipartite_matching``: importing ``scipy.sparse.csgraph`` imports
+``scipy.sparse.linalg`` and ``scipy.linalg`` too, 0.17 s of every density run's start-up
+(``python -X importtime``), for a graph of a few thousand edges that this function matches in
+milliseconds (tests/prepare/test_cover.py checks it against SciPy's).
 
 The cover only depends on public geometry, never on counts: choosing it costs no privacy.
 
@@ -21,7 +27,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.csgraph import maximum_bipartite_matching
 
 from privmob.errors import ConfigError
 
@@ -47,6 +52,64 @@ def _overlaps(shares: sp.spmatrix | np.ndarray) -> sp.csr_matrix:
     return m
 
 
+def maximum_matching(indptr: np.ndarray, indices: np.ndarray, n_right: int) -> np.ndarray:
+    """A maximum matching of a bipartite graph given as CSR rows (left vertex -> its right
+    neighbours): the matched right vertex of each left vertex, or -1 (Hopcroft-Karp).
+
+    Each phase layers the left vertices by a breadth-first search from the free ones, then
+    augments along vertex-disjoint paths that climb the layers one step at a time; it stops
+    when no free right vertex can be reached."""
+    n_left = len(indptr) - 1
+    adj = [indices[indptr[u] : indptr[u + 1]].tolist() for u in range(n_left)]
+    match_l = [-1] * n_left
+    match_r = [-1] * n_right
+    for u in range(n_left):  # a greedy start leaves few augmenting paths to find
+        for v in adj[u]:
+            if match_r[v] < 0:
+                match_l[u], match_r[v] = v, u
+                break
+    while True:
+        layer = [-1] * n_left
+        queue = [u for u in range(n_left) if match_l[u] < 0 and adj[u]]
+        for u in queue:
+            layer[u] = 0
+        reachable = False
+        for u in queue:  # the queue grows while it is read
+            for v in adj[u]:
+                w = match_r[v]
+                if w < 0:
+                    reachable = True
+                elif layer[w] < 0:
+                    layer[w] = layer[u] + 1
+                    queue.append(w)
+        if not reachable:
+            return np.asarray(match_l, dtype=np.int64)
+        nxt = [0] * n_left  # the next edge to try from each left vertex in this phase
+        for root in range(n_left):
+            if match_l[root] >= 0 or layer[root] != 0:
+                continue
+            path_l, path_r = [root], []
+            while path_l:
+                x = path_l[-1]
+                if nxt[x] == len(adj[x]):  # a dead end for the rest of the phase
+                    layer[x] = -1
+                    path_l.pop()
+                    if path_r:
+                        path_r.pop()
+                    continue
+                v = adj[x][nxt[x]]
+                nxt[x] += 1
+                w = match_r[v]
+                if w < 0:  # a free right vertex: flip the path's edges
+                    path_r.append(v)
+                    for a, b in zip(path_l, path_r, strict=True):
+                        match_l[a], match_r[b] = b, a
+                    break
+                if layer[w] == layer[x] + 1:
+                    path_l.append(w)
+                    path_r.append(v)
+
+
 def minimum_cover(shares: sp.spmatrix | np.ndarray) -> Cover:
     """Minimum vertex cover of the tower x zone overlap graph (König's construction).
 
@@ -55,7 +118,7 @@ def minimum_cover(shares: sp.spmatrix | np.ndarray) -> Cover:
     graph = _overlaps(shares)
     graph.data[:] = 1.0
     n_t, n_z = graph.shape
-    match_of_tower = maximum_bipartite_matching(graph, perm_type="column")  # zone or -1
+    match_of_tower = maximum_matching(graph.indptr, graph.indices, n_z)  # zone or -1
     match_of_zone = np.full(n_z, -1, dtype=np.int64)
     matched = match_of_tower >= 0
     match_of_zone[match_of_tower[matched]] = np.nonzero(matched)[0]
