@@ -50,9 +50,7 @@ def test_dct_matches_the_matrix_and_scipy_at_every_length(n: int) -> None:
     f = dct(x)
     np.testing.assert_allclose(f, x @ dct_matrix(n).T, atol=1e-9)
     np.testing.assert_allclose(f, scipy.fft.dct(x, type=2, norm="ortho", axis=-1), atol=1e-9)
-    np.testing.assert_allclose(
-        idct(f), scipy.fft.idct(f, type=2, norm="ortho", axis=-1), atol=1e-9
-    )
+    np.testing.assert_allclose(idct(f), scipy.fft.idct(f, type=2, norm="ortho", axis=-1), atol=1e-9)
     np.testing.assert_allclose(idct(f), x, atol=1e-9)
     np.testing.assert_allclose(dct(x[1]), f[1], atol=1e-12)  # one series as a row of the stack
     before = f.copy()
