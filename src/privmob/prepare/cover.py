@@ -88,7 +88,8 @@ def maximum_matching(indptr: np.ndarray, indices: np.ndarray, n_right: int) -> n
         for root in range(n_left):
             if match_l[root] >= 0 or layer[root] != 0:
                 continue
-            path_l, path_r = [root], []
+            path_l: list[int] = [root]
+            path_r: list[int] = []
             while path_l:
                 x = path_l[-1]
                 if nxt[x] == len(adj[x]):  # a dead end for the rest of the phase
