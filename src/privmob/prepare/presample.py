@@ -111,10 +111,11 @@ def outside_count_sql(
     end = dialect.timestamp_literal((week_start + timedelta(days=7)).strftime("%Y-%m-%d %H:%M:%S"))
     secs = f"({dialect.epoch_seconds('time')} - {dialect.epoch_seconds(start)})"
     hour = f"CAST(floor({secs} / 3600) AS BIGINT)"
-    # DISTINCT in outside_sql keeps one NULL hour (NULL time at an unknown tower) as a visit
+    # the distinct (uid, hour) rows of outside_sql, counted per user (a NULL hour, a NULL time
+    # at an unknown tower, is one visit there as here); not count(DISTINCT hr) + a NULL flag,
+    # which Spark plans by expanding every out-of-week event into two rows
     hours = (
-        f"SELECT uid, count(DISTINCT hr) + max(CASE WHEN hr IS NULL THEN 1 ELSE 0 END) AS h "
-        f"FROM (SELECT uid, {hour} AS hr FROM {relation} "
+        f"SELECT uid, count(*) AS h FROM (SELECT DISTINCT uid, {hour} AS hr FROM {relation} "
         f"WHERE NOT (time >= {start} AND time < {end} AND tile >= 0)) AS e_ GROUP BY uid"
     )
     return f"SELECT COALESCE(sum(least(h, {int(max_visits)})), 0) AS n FROM ({hours}) AS o_"
