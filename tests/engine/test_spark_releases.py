@@ -281,3 +281,20 @@ def test_density_out_of_domain_cell_equals_the_ranked_selection(engines) -> None
             assert int(fast["n"].iloc[0]) == int(slow["n"].iloc[0])
             found.append(int(fast["n"].iloc[0]))
         assert found[0] == found[1] > 0
+
+
+def test_density_counts_in_one_pass_equal_the_cached_visits(engines, synth_events_both) -> None:
+    """On Spark the release's counts come from one pass over the pre-sampled visits (not
+    cached); ``with_truth`` still caches them. Same engine, same key, so the same visits: every
+    count identical, with and without truncation."""
+    loaded, tess = synth_events_both
+    spark = engines["spark"]
+    week = datetime(2024, 1, 2)  # the first day's events are outside the week
+    for ell in (1, 5, HOURS_PER_WEEK):
+        fused = density_counts(spark, loaded["spark"].view, tess.k, week, ell, 11)
+        cached = density_counts(spark, loaded["spark"].view, tess.k, week, ell, 11, with_truth=True)
+        assert fused.hourly is None and cached.hourly is not None
+        np.testing.assert_array_equal(fused.sampled, cached.sampled)
+        np.testing.assert_array_equal(fused.one_visit, cached.one_visit)
+        assert (fused.total_visits, fused.outside) == (cached.total_visits, cached.outside)
+        assert fused.sampled.sum() > 0 and fused.one_visit.sum() > 0 and fused.outside > 0
