@@ -23,8 +23,9 @@ What each floor computes (``FLOORS`` below):
 * density: the pre-sampling (one tower per user and hour by keyed hash, at most l = 30 hourly
   visits per user and week by keyed hash), GROUP BY tower, hour; and the out-of-domain cell
   (SPEC 1: nothing is dropped), the hourly visits outside the week, at most l per user. privmob
-  also counts the one-visit totals and the number of visits (two small queries over the
-  materialised visits): they are not in the floor;
+  also counts the one-visit totals and the number of visits (on DuckDB two small queries over
+  the materialised visits, on Spark in the same pass as the sampled cells): they are not in the
+  floor;
 * report: the floor is the bounded trips table (trip ends per (uid, tid), M trips per user by
   keyed hash) and three of the report's count group-bys over it: OD flows, visits per tile and
   trips per day. The report runs 16 count vectors (histograms, per-user statistics with a

@@ -118,3 +118,23 @@ def test_materialize_failure_is_one_engine_error(spark_engine):
         eng.materialize("pm_mat_bad_t", "SELECT CAST(s AS INT) AS i FROM pm_mat_bad")
     assert "\n" not in str(err.value.args[0])
     eng.close()
+
+
+@pytest.mark.parametrize("ids", [[7, 8, 8], ["a", "b", "b"]])
+def test_duplicate_cell_id_is_refused_on_both_engines(spark_engine, ids):
+    # the duplicates are found among the cells fetched for tile assignment (no query of their
+    # own): the same refusal, naming the id, on DuckDB and on Spark
+    from privmob.data import load_events
+    from privmob.errors import InputError
+
+    grid = box_grid(2)
+    cells = pd.DataFrame({"cell_id": ids, "lat": [0.25, 0.75, 0.5], "lng": [0.25, 0.75, 0.5]})
+    ev = pd.DataFrame(
+        {"uid": [1, 1], "datetime": ["2024-01-01 08:00", "2024-01-01 09:00"], "cell_id": ids[:2]}
+    )
+    for engine in (DuckDBEngine(), spark_engine):
+        with pytest.raises(InputError, match=f"duplicate cell id '{ids[-1]}'"):
+            load_events(ev, cells=cells, engine=engine, tessellation=grid)
+        cells_ok = cells.iloc[:2]
+        loaded = load_events(ev, cells=cells_ok, engine=engine, tessellation=grid)
+        assert int(engine.fetch(f"SELECT count(*) AS n FROM {loaded.view}")["n"].iloc[0]) == 2

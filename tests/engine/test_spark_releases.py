@@ -254,3 +254,47 @@ def test_report_count_vectors_refuse_a_null_cell(engines) -> None:
         eng.register("pm_null_t", frame)
         with pytest.raises(AssertionError, match="outside the public domain"):
             count_vectors(eng, terms)
+
+
+def test_density_out_of_domain_cell_equals_the_ranked_selection(engines) -> None:
+    """The out-of-domain cell (sum over users of min(h, l) distinct hours outside the week or
+    at no known tower, a NULL time being one such hour) equals the count of the ranked rows
+    kept by outside_sql, on Spark as on DuckDB, for several l."""
+    from privmob.prepare.presample import outside_count_sql, outside_sql
+
+    rng = np.random.default_rng(5)
+    n = 3000
+    times = pd.Timestamp("2023-12-25") + pd.to_timedelta(rng.integers(0, 30 * 24 * 60, n), "min")
+    df = pd.DataFrame(
+        {"uid": rng.integers(0, 60, n), "time": times, "tile": rng.integers(-1, 4, n)}
+    )
+    df.loc[rng.choice(n, 20, replace=False), "time"] = pd.NaT
+    week = datetime(2024, 1, 1)
+    for eng in engines.values():
+        eng.register("pm_outside_events", df)
+    for ell in (1, 3, 30, 168):
+        found = []
+        for eng in engines.values():
+            fast = eng.fetch(outside_count_sql("pm_outside_events", week, ell, eng.dialect))
+            ranked = outside_sql("pm_outside_events", week, 7, eng.dialect)
+            slow = eng.fetch(f"SELECT count(*) AS n FROM ({ranked}) AS q_ WHERE rnk <= {ell}")
+            assert int(fast["n"].iloc[0]) == int(slow["n"].iloc[0])
+            found.append(int(fast["n"].iloc[0]))
+        assert found[0] == found[1] > 0
+
+
+def test_density_counts_in_one_pass_equal_the_cached_visits(engines, synth_events_both) -> None:
+    """On Spark the release's counts come from one pass over the pre-sampled visits (not
+    cached); ``with_truth`` still caches them. Same engine, same key, so the same visits: every
+    count identical, with and without truncation."""
+    loaded, tess = synth_events_both
+    spark = engines["spark"]
+    week = datetime(2024, 1, 2)  # the first day's events are outside the week
+    for ell in (1, 5, HOURS_PER_WEEK):
+        fused = density_counts(spark, loaded["spark"].view, tess.k, week, ell, 11)
+        cached = density_counts(spark, loaded["spark"].view, tess.k, week, ell, 11, with_truth=True)
+        assert fused.hourly is None and cached.hourly is not None
+        np.testing.assert_array_equal(fused.sampled, cached.sampled)
+        np.testing.assert_array_equal(fused.one_visit, cached.one_visit)
+        assert (fused.total_visits, fused.outside) == (cached.total_visits, cached.outside)
+        assert fused.sampled.sum() > 0 and fused.one_visit.sum() > 0 and fused.outside > 0

@@ -192,25 +192,24 @@ def _cells_table(
     ]
     relabel(checks, cols)
     validate(engine, raw, pview, display, checks)
-    key = f"CAST({ident(cols['cell_id'])} AS VARCHAR)"
-    dup = engine.fetch(
-        f"SELECT {key} AS k, count(*) AS n FROM {pview} GROUP BY 1 HAVING count(*) > 1 LIMIT 1"
-    )
-    if len(dup):
-        raise InputError(
-            f"duplicate cell id '{dup.iloc[0, 0]!s}'",
-            source=display,
-            column=cols["cell_id"],
-            example={cols["cell_id"]: dup.iloc[0, 0]},
-            hint="each cell id must appear once in the cells table",
-        )
     # integer ids also get an integer key: events join on it, much faster than on text
     int_key = column_types(engine, raw)[cols["cell_id"]] in INT64_SAFE_TYPES
     cell_int = f"CAST({ident(cols['cell_id'])} AS BIGINT)" if int_key else "CAST(NULL AS BIGINT)"
+    key = f"CAST({ident(cols['cell_id'])} AS VARCHAR)"
     df = engine.fetch(
         f"SELECT {key} AS cell_key, _p_lat AS lat, _p_lng AS lng, {cell_int} AS cell_int "
         f"FROM {pview}"
     )
+    # every cell's key is here anyway: duplicates are found in it, not by a query of their own
+    dup = df["cell_key"][df["cell_key"].duplicated()]
+    if len(dup):
+        raise InputError(
+            f"duplicate cell id '{dup.iloc[0]!s}'",
+            source=display,
+            column=cols["cell_id"],
+            example={cols["cell_id"]: dup.iloc[0]},
+            hint="each cell id must appear once in the cells table",
+        )
     df["tile"] = np.asarray(
         tessellation.assign(df["lng"].to_numpy(), df["lat"].to_numpy()), dtype=np.int32
     )

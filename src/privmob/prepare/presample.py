@@ -111,10 +111,11 @@ def outside_count_sql(
     end = dialect.timestamp_literal((week_start + timedelta(days=7)).strftime("%Y-%m-%d %H:%M:%S"))
     secs = f"({dialect.epoch_seconds('time')} - {dialect.epoch_seconds(start)})"
     hour = f"CAST(floor({secs} / 3600) AS BIGINT)"
-    # DISTINCT in outside_sql keeps one NULL hour (NULL time at an unknown tower) as a visit
+    # the distinct (uid, hour) rows of outside_sql, counted per user (a NULL hour, a NULL time
+    # at an unknown tower, is one visit there as here); not count(DISTINCT hr) + a NULL flag,
+    # which Spark plans by expanding every out-of-week event into two rows
     hours = (
-        f"SELECT uid, count(DISTINCT hr) + max(CASE WHEN hr IS NULL THEN 1 ELSE 0 END) AS h "
-        f"FROM (SELECT uid, {hour} AS hr FROM {relation} "
+        f"SELECT uid, count(*) AS h FROM (SELECT DISTINCT uid, {hour} AS hr FROM {relation} "
         f"WHERE NOT (time >= {start} AND time < {end} AND tile >= 0)) AS e_ GROUP BY uid"
     )
     return f"SELECT COALESCE(sum(least(h, {int(max_visits)})), 0) AS n FROM ({hours}) AS o_"
@@ -137,29 +138,53 @@ def density_counts(
     if not 1 <= max_visits <= HOURS_PER_WEEK:
         raise ConfigError(f"--max-visits must be in 1..168, got {max_visits}")
     name = "pm_density_visits"  # replaced by the next call (e.g. the next user bucket)
-    engine.materialize(name, presample_sql(relation, week_start, key, engine.dialect))
     shape = (n_towers, HOURS_PER_WEEK)
     # the four counts as one engine query (one flat public index: the sampled (tower, hour)
     # cells, then one visit per tower, the total and the outside cell): on Spark one job
     # instead of four, planned together as the floor's query is
     cells = n_towers * HOURS_PER_WEEK
     outside_sql = outside_count_sql(relation, week_start, int(max_visits), engine.dialect)
+    outside_row = (
+        f"SELECT CAST({cells + n_towers + 1} AS BIGINT), CAST(n AS BIGINT) "
+        f"FROM ({outside_sql}) AS out_"
+    )
     # a tower or hour outside the domain becomes -1, which dense_counts refuses (as it refused
     # them per count before), never a cell of the next count
     ok_tower = f"tower >= 0 AND tower < {n_towers}"
     ok_hour = f"hour >= 0 AND hour < {HOURS_PER_WEEK}"
-    flat = dense_counts(
-        engine,
-        f"SELECT CAST(CASE WHEN {ok_tower} AND {ok_hour} THEN tower * {HOURS_PER_WEEK} + hour "
-        "ELSE -1 END AS BIGINT) AS i0, count(*) AS n "
-        f"FROM {name} WHERE rnk <= {int(max_visits)} GROUP BY tower, hour "
-        f"UNION ALL SELECT CAST(CASE WHEN {ok_tower} THEN {cells} + tower ELSE -1 END AS BIGINT), "
-        f"count(*) FROM {name} WHERE rnk = 1 GROUP BY tower "
-        f"UNION ALL SELECT CAST({cells + n_towers} AS BIGINT), count(*) FROM {name} "
-        f"UNION ALL SELECT CAST({cells + n_towers + 1} AS BIGINT), CAST(n AS BIGINT) "
-        f"FROM ({outside_sql}) AS out_",
-        (cells + n_towers + 2,),
+    sampled_cell = (
+        f"CASE WHEN {ok_tower} AND {ok_hour} THEN tower * {HOURS_PER_WEEK} + hour ELSE -1 END"
     )
+    tower_cell = f"CASE WHEN {ok_tower} THEN {cells} + tower ELSE -1 END"
+    n_cells = cells + n_towers + 2
+    if engine.dialect.name == "spark" and not with_truth:
+        # Spark: the visits are not cached but counted as they are made, each visit becoming
+        # one row per count it is in (``stack``: its sampled cell if rnk <= l, its tower's
+        # one-visit cell if rnk = 1, the total), one GROUP BY counting them all: one pass over
+        # the visits instead of writing them to the cache and reading it three times
+        visits = presample_sql(relation, week_start, key, engine.dialect)
+        rows = (
+            f"stack(3, CASE WHEN rnk <= {int(max_visits)} THEN {sampled_cell} END, "
+            f"CASE WHEN rnk = 1 THEN {tower_cell} END, {cells + n_towers})"
+        )
+        flat = dense_counts(
+            engine,
+            f"SELECT CAST(i AS BIGINT) AS i0, count(*) AS n FROM (SELECT {rows} AS (i) "
+            f"FROM ({visits}) AS v_) AS s_ WHERE i IS NOT NULL GROUP BY i UNION ALL {outside_row}",
+            (n_cells,),
+        )
+    else:
+        engine.materialize(name, presample_sql(relation, week_start, key, engine.dialect))
+        flat = dense_counts(
+            engine,
+            f"SELECT CAST({sampled_cell} AS BIGINT) AS i0, count(*) AS n "
+            f"FROM {name} WHERE rnk <= {int(max_visits)} GROUP BY tower, hour "
+            f"UNION ALL SELECT CAST({tower_cell} AS BIGINT), count(*) FROM {name} "
+            f"WHERE rnk = 1 GROUP BY tower "
+            f"UNION ALL SELECT CAST({cells + n_towers} AS BIGINT), count(*) FROM {name} "
+            f"UNION ALL {outside_row}",
+            (n_cells,),
+        )
     sampled = flat[:cells].reshape(shape).astype(np.float64)
     one = flat[cells : cells + n_towers].astype(np.float64)
     total = int(flat[cells + n_towers])
