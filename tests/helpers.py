@@ -57,6 +57,18 @@ def random_trips(n_users: int, k: int, seed: int, max_per_user: int = 8) -> pd.D
     )  # never within one tile
 
 
+def events_around_a_week(seed: int, n: int = 3000) -> pd.DataFrame:
+    """``uid, time, tile`` events over 30 days from 2023-12-25 (60 users, tiles -1..3, 20 NULL
+    times): the density tests' out-of-domain cases (outside the week, no known tower, no time)."""
+    rng = np.random.default_rng(seed)
+    times = pd.Timestamp("2023-12-25") + pd.to_timedelta(rng.integers(0, 30 * 24 * 60, n), "min")
+    df = pd.DataFrame(
+        {"uid": rng.integers(0, 60, n), "time": times, "tile": rng.integers(-1, 4, n)}
+    )
+    df.loc[rng.choice(n, 20, replace=False), "time"] = pd.NaT
+    return df
+
+
 def run_cli(argv: list[str]) -> int:
     """Run ``privmob argv`` in this process, as the console script does; its exit code."""
     from privmob.cli import main

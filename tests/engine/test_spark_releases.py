@@ -15,7 +15,7 @@ from datetime import datetime
 import numpy as np
 import pandas as pd
 import pytest
-from tests.helpers import box_grid
+from tests.helpers import box_grid, events_around_a_week
 
 from privmob.data import load_events
 from privmob.domain import StudyPeriod, time_grid
@@ -262,13 +262,7 @@ def test_density_out_of_domain_cell_equals_the_ranked_selection(engines) -> None
     kept by outside_sql, on Spark as on DuckDB, for several l."""
     from privmob.prepare.presample import outside_count_sql, outside_sql
 
-    rng = np.random.default_rng(5)
-    n = 3000
-    times = pd.Timestamp("2023-12-25") + pd.to_timedelta(rng.integers(0, 30 * 24 * 60, n), "min")
-    df = pd.DataFrame(
-        {"uid": rng.integers(0, 60, n), "time": times, "tile": rng.integers(-1, 4, n)}
-    )
-    df.loc[rng.choice(n, 20, replace=False), "time"] = pd.NaT
+    df = events_around_a_week(5)
     week = datetime(2024, 1, 1)
     for eng in engines.values():
         eng.register("pm_outside_events", df)

@@ -9,6 +9,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 import pytest
+from tests.helpers import events_around_a_week
 
 from privmob.data.density_synth import synthetic_city
 from privmob.data.sources import load_events
@@ -292,13 +293,7 @@ def test_out_of_domain_count_equals_the_ranked_selection() -> None:
     from privmob.engine.dialect import DUCKDB
     from privmob.prepare.presample import outside_count_sql, outside_sql
 
-    rng = np.random.default_rng(3)
-    n = 3000
-    times = pd.Timestamp("2023-12-25") + pd.to_timedelta(rng.integers(0, 30 * 24 * 60, n), "min")
-    df = pd.DataFrame(
-        {"uid": rng.integers(0, 60, n), "time": times, "tile": rng.integers(-1, 4, n)}
-    )
-    df.loc[rng.choice(n, 20, replace=False), "time"] = pd.NaT
+    df = events_around_a_week(3)
     eng = DuckDBEngine()
     eng.register("ev", df)
     week = datetime(2024, 1, 1)
