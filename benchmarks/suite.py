@@ -453,33 +453,26 @@ def run_privmob(
 
 
 def _density(path: str, cells: str, tess_path: str, eng: Any, acct: Any, tmp: Path) -> dict:
-    """As `privmob density` (EFPA, l = 30, minimum cover), the week starting on day 1, through
-    the Python API (the steps of privmob.releases.density_inputs.load_density_inputs on ``eng``)."""
-    from datetime import datetime
-
-    import numpy as np
-
-    from privmob.data.sources import load_cells, load_events
-    from privmob.data.tessellation_input import load_tessellation
+    """As `privmob density` (EFPA, l = 30, minimum cover), the week starting on day 1: the
+    command's own input step (privmob.releases.density_inputs.load_density_inputs) on ``eng``."""
     from privmob.releases.base import write_release
-    from privmob.releases.density import (
-        DensityConfig,
-        SiteIndex,
-        density_geometry,
-        density_release,
+    from privmob.releases.density import DensityConfig, density_release
+    from privmob.releases.density_inputs import load_density_inputs
+
+    inputs = load_density_inputs(
+        path,
+        cells,
+        Path(tess_path),
+        zone_id=None,
+        week=START,
+        cover=True,
+        timezone="UTC",
+        columns=None,
+        step=lambda _: None,
+        engine=eng,
     )
-
-    class NoTiles:  # load_cells needs a tessellation; density maps cells to sites itself
-        def assign(self, lng: np.ndarray, lat: np.ndarray) -> np.ndarray:
-            return np.zeros(len(lng), dtype=np.int32)
-
-    tess = load_tessellation(tess_path)
-    pos = eng.fetch(f"SELECT lng, lat FROM {load_cells(cells, engine=eng, tessellation=NoTiles())}")
-    sites = SiteIndex(pos["lng"].to_numpy(), pos["lat"].to_numpy())
-    geometry = density_geometry(sites.lng, sites.lat, tess.gdf, np.asarray(tess.tile_ids))
-    events = load_events(path, engine=eng, tessellation=sites, cells=cells)
     config = DensityConfig(EPSILON, max_visits=L_VISITS)
-    rel = density_release(eng, events, geometry, config, datetime.fromisoformat(START), acct)
+    rel = density_release(eng, inputs.loaded, inputs.geometry, config, inputs.week_start, acct)
     write_release(rel, tmp / "out")
     return {"cells": int(sum(len(t) for t in rel.tables.values()))}
 

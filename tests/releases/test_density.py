@@ -370,3 +370,53 @@ def test_sparse_input_is_flagged_and_default_tau_explained(geometry) -> None:
     assert flat["flags"] == ["flat"] and "flat" in flat["warning"]
     ok = density_signal(noisy_total=1e9, tau=10.0, clusters=5, kept=12, noise_std=1.0)
     assert ok["flags"] == [] and ok["warning"] is None
+
+
+def test_density_inputs_read_the_cells_once_with_the_same_sites(tmp_path) -> None:
+    """``load_density_inputs`` reads and validates the cells table once (its positions give
+    the tower sites and its tiles are those sites), where it used to load it twice: the same
+    sites and the same events (uid, time, tile) as the two loads, with two towers sharing a
+    position (one site) and an event at an unknown cell (tile -1)."""
+    from privmob.data.sources import load_cells
+    from privmob.releases.density_inputs import load_density_inputs
+
+    small = synthetic_city(300, 12, 3, seed=8)
+    towers = small.towers.copy()
+    towers.loc[len(towers)] = {**towers.iloc[0].to_dict(), "cell_id": 999_999}  # same place
+    events = small.events[["uid", "time", "cell_id"]].rename(columns={"time": "datetime"})
+    events.loc[len(events)] = {"uid": 1, "datetime": events["datetime"].iloc[0], "cell_id": 5}
+    events.loc[events.index[:3], "cell_id"] = 999_999
+    cells_csv, events_csv, zones = tmp_path / "c.csv", tmp_path / "e.csv", tmp_path / "z.geojson"
+    towers.to_csv(cells_csv, index=False)
+    events.to_csv(events_csv, index=False)
+    small.zones.to_file(zones, driver="GeoJSON")
+
+    reads: list[str] = []
+
+    class CountingEngine(DuckDBEngine):
+        def read_csv(self, name, path, **kw):  # type: ignore[no-untyped-def]
+            reads.append(str(path))
+            return super().read_csv(name, path, **kw)
+
+    eng = CountingEngine()
+    inputs = load_density_inputs(
+        events_csv, cells_csv, zones, zone_id=None, week="2026-03-02", cover=True,
+        timezone="UTC", columns=None, step=lambda s: None, engine=eng,
+    )  # fmt: skip
+    assert reads.count(str(cells_csv)) == 1
+    got = eng.fetch(f"SELECT uid, time, tile FROM {inputs.events} ORDER BY uid, time, tile")
+
+    ref_eng = DuckDBEngine()
+
+    class NoTiles:  # the first of the two loads: positions only
+        def assign(self, lng: np.ndarray, lat: np.ndarray) -> np.ndarray:
+            return np.zeros(len(lng), dtype=np.int32)
+
+    first = load_cells(str(cells_csv), engine=ref_eng, tessellation=NoTiles())
+    pos = ref_eng.fetch(f"SELECT lng, lat FROM {first}")
+    sites = SiteIndex(pos["lng"].to_numpy(), pos["lat"].to_numpy())
+    assert sites.k == len(small.towers)  # the copied tower shares a site
+    ref = load_events(str(events_csv), engine=ref_eng, tessellation=sites, cells=str(cells_csv))
+    want = ref_eng.fetch(f"SELECT uid, time, tile FROM {ref.view} ORDER BY uid, time, tile")
+    pd.testing.assert_frame_equal(got, want)
+    assert (want["tile"] == -1).sum() == 1 and (want["tile"] == 0).sum() >= 4

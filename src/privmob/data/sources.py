@@ -27,6 +27,7 @@ dropped). Input files are only read, never modified.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -79,7 +80,9 @@ def load_events(
     """Events (``uid, datetime`` + ``lat, lng`` or ``cell_id`` with ``cells``) → canonical view.
 
     Canonical columns: ``uid, time, tile`` plus ``lat, lng`` (coordinates) or ``cell_id``.
-    An event whose cell id is not in ``cells`` gets tile -1 (the outliers cell).
+    An event whose cell id is not in ``cells`` gets tile -1 (the outliers cell). ``cells`` is
+    a cells file or frame, or a :class:`CellsTable` loaded before (then ``tessellation`` is not
+    used: the table's tiles are).
     """
     check_timezone(timezone)
     raw, display = read_raw(engine, source, delimiter=delimiter, header=header, names=names)
@@ -111,7 +114,10 @@ def load_events(
     pview = checked.relation  # the input parsed once, where the engine can
     view = new_name("events")
     if use_cells:
-        cell_view, int_keys = _cells_table(cells, engine, tessellation, cell_columns)
+        if isinstance(cells, CellsTable):  # loaded before (its tiles already assigned)
+            cell_view, int_keys = cells.view, cells.int_keys
+        else:
+            cell_view, int_keys = _cells_table(cells, engine, tessellation, cell_columns)
         cid = f"CAST(e.{ident(cols['cell_id'])} AS VARCHAR)"
         on = f"{cid} = c.cell_key"
         if types[cols["cell_id"]] in INT64_SAFE_TYPES and int_keys:
@@ -161,12 +167,30 @@ def _parse_once(engine: Engine, source: Any, keep: list[str]) -> list[str] | Non
     return keep if engine.name in ("duckdb", "spark") and reads_csv(source) else None
 
 
+@dataclass(frozen=True)
+class CellsTable:
+    """A cells table loaded and validated once (:func:`load_cells_table`): its view
+    ``cell_key, lat, lng, cell_int, tile`` and whether every cell has an integer key. Passed as
+    ``cells`` to :func:`load_events`, the events join on it without loading the table again."""
+
+    view: str
+    int_keys: bool
+
+
+def load_cells_table(
+    cells: Any, *, engine: Engine, tessellation: Any, columns: Mapping[str, str] | None = None
+) -> CellsTable:
+    """Cells (towers) ``cell_id, lat, lng``, validated, their tiles assigned by
+    ``tessellation`` (one ``assign`` call on every cell's position, in the table's order)."""
+    return CellsTable(*_cells_table(cells, engine, tessellation, columns))
+
+
 def load_cells(
     cells: Any, *, engine: Engine, tessellation: Any, columns: Mapping[str, str] | None = None
 ) -> str:
     """Cells (towers) ``cell_id, lat, lng`` → view ``cell_key (VARCHAR), lat, lng, cell_int,
     tile`` (``cell_int``: the id as BIGINT when the id column is an integer type, else NULL)."""
-    return _cells_table(cells, engine, tessellation, columns)[0]
+    return load_cells_table(cells, engine=engine, tessellation=tessellation, columns=columns).view
 
 
 def _cells_table(

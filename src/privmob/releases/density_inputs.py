@@ -31,11 +31,18 @@ class DensityInputs:
         return self.loaded.view
 
 
-class _NoTiles:
-    """load_cells needs a tessellation; the density release maps cells to sites itself."""
+class _SitesOfCells:
+    """The tessellation the cells table is loaded with: each cell's tile is its tower site
+    (towers at one position share a site), the :class:`SiteIndex` built from the positions of
+    every cell as they are loaded, so the table is read once for both."""
+
+    sites: Any = None
 
     def assign(self, lng: np.ndarray, lat: np.ndarray) -> np.ndarray:
-        return np.zeros(len(lng), dtype=np.int32)
+        from privmob.releases.density import SiteIndex
+
+        self.sites = SiteIndex(lng, lat)
+        return np.asarray(self.sites.assign(lng, lat), dtype=np.int32)
 
 
 def parse_week(text: str) -> datetime:
@@ -64,19 +71,19 @@ def load_density_inputs(
 
     ``columns``: canonical name -> the input's column name. ``engine``: a name (``duckdb``,
     ``spark``) or an engine already opened."""
-    from privmob.data.sources import load_cells, load_events
+    from privmob.data.sources import load_cells_table, load_events
     from privmob.data.tessellation_input import load_tessellation
     from privmob.engine import make_engine
-    from privmob.releases.density import SiteIndex, density_geometry
+    from privmob.releases.density import density_geometry
 
     week_start = parse_week(week)
     step("reading the zones")
     tess = load_tessellation(zones, id_column=zone_id)
     eng = make_engine(engine) if isinstance(engine, str) else engine
     step("reading the cells")
-    view = load_cells(str(cells), engine=eng, tessellation=_NoTiles())
-    pos = eng.fetch(f"SELECT lng, lat FROM {view}")
-    sites = SiteIndex(pos["lng"].to_numpy(), pos["lat"].to_numpy())
+    by_site = _SitesOfCells()
+    cells_table = load_cells_table(str(cells), engine=eng, tessellation=by_site)
+    sites = by_site.sites  # set by the one assignment of the cells' positions
     step("Voronoi cells, area shares and the minimum cover")
     geometry = density_geometry(
         sites.lng, sites.lat, tess.gdf, np.asarray(tess.tile_ids), cover=cover
@@ -86,7 +93,7 @@ def load_density_inputs(
         str(events),
         engine=eng,
         tessellation=sites,
-        cells=str(cells),
+        cells=cells_table,
         columns=columns,
         timezone=timezone,
     )
