@@ -122,6 +122,27 @@ def test_an_unusable_directory_or_off_means_no_cache(tmp_path, monkeypatch):
     _same(tessellation_input.load_tessellation(path), first)
 
 
+def test_a_directory_others_may_write_to_is_not_used(tmp_path, cache, monkeypatch):
+    """A cache folder writable by other users (a shared PRIVMOB_CACHE_DIR) is neither read
+    nor written: an entry planted there (here: other tiles under the right key) is ignored."""
+    path = _zones(tmp_path / "zones.geojson")
+    first = tessellation_input.load_tessellation(path)
+    (entry,) = _entries()
+    with monkeypatch.context() as m:  # the planter's tiles, read without the cache
+        m.setenv("PRIVMOB_CACHE_DIR", "off")
+        planted = tessellation_input.load_tessellation(_zones(tmp_path / "p.geojson", 0.005))
+    planted.gdf.to_parquet(entry)  # under this file's key
+    assert not all(shapely.equals_exact(planted.gdf.geometry.values, first.gdf.geometry.values, 0))
+    cache.chmod(0o777)
+    _same(tessellation_input.load_tessellation(path), first)  # read anew, not the planted tiles
+    entry.unlink()
+    tessellation_input.load_tessellation(path)
+    assert _entries() == []  # nor written
+    cache.chmod(0o700)
+    tessellation_input.load_tessellation(path)
+    assert len(_entries()) == 1
+
+
 def test_a_shapefile_is_not_cached(tmp_path, cache):
     path = tmp_path / "grid.shp"
     box_grid(2).gdf.to_file(path)

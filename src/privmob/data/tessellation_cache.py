@@ -11,6 +11,9 @@ are kept as GeoParquet and read back in about 0.05 s.
 * **Where**: ``$PRIVMOB_CACHE_DIR``, else ``$XDG_CACHE_HOME/privmob/tessellations``
   (``~/.cache/privmob/tessellations``), a directory of mode 0700; ``PRIVMOB_CACHE_DIR=off``
   turns the cache off. A tessellation is public geometry: nothing personal is ever cached.
+  A directory that another user owns, or that others may write to (``PRIVMOB_CACHE_DIR`` set
+  to a shared folder), is not used: an entry planted there would replace the tiles of a file
+  its planter never had to change.
 * **Failures** never fail a release: an unwritable or full directory, or an unreadable entry,
   means the file is read and checked as without a cache (and an unreadable entry is replaced).
   Entries are written to a temporary file and renamed, so concurrent runs see whole entries.
@@ -38,6 +41,14 @@ def cache_dir() -> Path | None:
     return Path(base) / "privmob" / "tessellations"
 
 
+def _own(folder: Path) -> bool:
+    """True when ``folder`` is this user's and no one else may write to it (POSIX)."""
+    if not hasattr(os, "getuid"):
+        return True
+    st = folder.stat()
+    return st.st_uid == os.getuid() and not st.st_mode & 0o022
+
+
 def entry_key(path: Path, options: tuple[Any, ...]) -> str | None:
     """The entry's name for ``path`` read with ``options``; None if it is not cached."""
     if path.suffix.lower() not in CACHED_SUFFIXES or not path.is_file():
@@ -58,7 +69,7 @@ def read_entry(key: str) -> Any | None:
     if folder is None:
         return None
     path = folder / f"{key}.parquet"
-    if not path.is_file():
+    if not path.is_file() or not _own(folder):
         return None
     import geopandas as gpd
 
@@ -75,6 +86,8 @@ def write_entry(key: str, gdf: Any) -> None:
         return
     with contextlib.suppress(Exception):  # a cache that cannot be written is no cache
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not _own(folder):
+            return
         fd, partial = tempfile.mkstemp(prefix=".partial-", suffix=".parquet", dir=folder)
         os.close(fd)
         try:
