@@ -138,3 +138,19 @@ def test_duplicate_cell_id_is_refused_on_both_engines(spark_engine, ids):
         cells_ok = cells.iloc[:2]
         loaded = load_events(ev, cells=cells_ok, engine=engine, tessellation=grid)
         assert int(engine.fetch(f"SELECT count(*) AS n FROM {loaded.view}")["n"].iloc[0]) == 2
+
+
+def test_append_adds_rows_to_a_materialized_table_on_both_engines(spark_engine):
+    from privmob.engine import DuckDBEngine
+    from privmob.engine.spark import SparkEngine
+    from privmob.releases.report.build import TRIP_SLICE_ROWS, trip_slices
+
+    for eng in (DuckDBEngine(), SparkEngine(session=spark_engine.spark)):
+        eng.register("pm_app_src", pd.DataFrame({"a": range(10)}))
+        eng.materialize("pm_app_t", "SELECT a FROM pm_app_src WHERE a < 4")
+        eng.append("pm_app_t", "SELECT a FROM pm_app_src WHERE a >= 7")
+        got = sorted(eng.fetch("SELECT a FROM pm_app_t")["a"].tolist())
+        assert got == [0, 1, 2, 3, 7, 8, 9], eng.name
+        eng.close()
+    # the report's trips table is never built in slices on Spark (one job per slice, no gain)
+    assert trip_slices(spark_engine, 10 * TRIP_SLICE_ROWS) == 1

@@ -64,3 +64,35 @@ def test_report_plans_buckets_for_its_heavier_rows() -> None:
     assert report_memory(None) is None
     assert report_memory("8GB") == int(8e9 / REPORT_MEMORY_FACTOR)
     assert report_memory(10**9) == int(1e9 / REPORT_MEMORY_FACTOR)
+
+
+def test_trips_built_in_user_slices_equal_one_pass() -> None:
+    # the trips table built in user slices, one after the other (the report's large inputs on
+    # DuckDB), holds the same rows as one pass, and so the same counts: every user is in one
+    # slice and bounding is per user (slicing by trip would keep other trips of the users
+    # above M, and the bounded trips would differ)
+    from privmob.releases.report.build import exact_counts
+
+    tess = square_grid((-74.05, 40.6, -73.75, 40.9), 4000)
+    tiles = Tiles.from_tessellation(tess)
+    cfg = ReportConfig.build(epsilon=1, max_trips=6, period=("2024-01-01", "2024-01-29"))
+    tables, counts = [], []
+    with DuckDBEngine() as eng:
+        loaded = load_trip_points(points(120, seed=11), engine=eng, tessellation=tess)
+        for slices in (1, 2, 3):
+            counts.append(exact_counts(eng, loaded.view, cfg, tiles, key=5, slices=slices))
+            tables.append(eng.fetch("SELECT * FROM pm_trips ORDER BY uid, tid"))
+    for table, count in zip(tables[1:], counts[1:], strict=True):
+        pd.testing.assert_frame_equal(table, tables[0])
+        assert all(np.array_equal(count[n], counts[0][n]) for n in counts[0])
+    kept = tables[0].groupby("uid").size()
+    assert kept.max() == 6 and len(tables[0]) < len(points(120, seed=11).groupby(["uid", "tid"]))
+
+
+def test_trips_are_sliced_on_duckdb_for_large_inputs_only() -> None:
+    from privmob.releases.report.build import TRIP_SLICE_ROWS, TRIP_SLICES, trip_slices
+
+    with DuckDBEngine() as eng:
+        assert trip_slices(eng, None) == 1
+        assert trip_slices(eng, TRIP_SLICE_ROWS - 1) == 1
+        assert trip_slices(eng, TRIP_SLICE_ROWS) == TRIP_SLICES > 1

@@ -49,6 +49,10 @@ class Engine(Protocol):
     def materialize(self, name: str, sql: str) -> None:
         """Store the result of ``sql`` as a table (for relations queried many times)."""
 
+    def append(self, name: str, sql: str) -> None:
+        """Add the rows of ``sql`` (the same columns) to the table ``name`` of
+        :meth:`materialize`."""
+
     def fetch(self, sql: str) -> pd.DataFrame:
         """Run a query whose result is small (aggregates, examples) and return it."""
 

@@ -130,6 +130,9 @@ class DuckDBEngine:
     def materialize(self, name: str, sql: str) -> None:
         self.con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {sql}")
 
+    def append(self, name: str, sql: str) -> None:
+        self.con.execute(f"INSERT INTO {name} {sql}")
+
     def fetch(self, sql: str) -> pd.DataFrame:
         return self.con.execute(sql).df()
 

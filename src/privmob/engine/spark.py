@@ -235,6 +235,11 @@ class SparkEngine:
             ) from exc
         df.createOrReplaceTempView(name)
 
+    def append(self, name: str, sql: str) -> None:
+        """A new cached table: the rows of ``name`` and those of ``sql`` (the old cache is
+        unpersisted at :meth:`close` with the others)."""
+        self.materialize(name, f"SELECT * FROM {name} UNION ALL {sql}")
+
     def cache_once(self, name: str, sql: str) -> str:
         """Expose ``sql`` as ``name``, kept in Spark's cache (memory, spilling to Spark's local
         dirs: in local mode this run's private directory, see :func:`privmob.engine.open_engine`)
