@@ -277,18 +277,38 @@ def test_density_out_of_domain_cell_equals_the_ranked_selection(engines) -> None
         assert found[0] == found[1] > 0
 
 
-def test_density_counts_in_one_pass_equal_the_cached_visits(engines, synth_events_both) -> None:
-    """On Spark the release's counts come from one pass over the pre-sampled visits (not
-    cached); ``with_truth`` still caches them. Same engine, same key, so the same visits: every
-    count identical, with and without truncation."""
+def test_density_counts_equal_their_definition_on_the_ranked_visits(
+    engines, synth_events_both
+) -> None:
+    """The counts (grouped once by tower and hour, one row per count and group) equal, on each
+    engine, the same counts taken one by one from that engine's ranked visits
+    (:func:`presample_sql`): sampled = visits with rnk <= l per (tower, hour), one visit = rnk
+    = 1 per tower, the total = all visits, the hour-capped truth = all visits per (tower,
+    hour), and the out-of-domain cell = min(h, l) summed over users."""
+    from privmob.prepare.presample import outside_sql, presample_sql
+
     loaded, tess = synth_events_both
-    spark = engines["spark"]
     week = datetime(2024, 1, 2)  # the first day's events are outside the week
-    for ell in (1, 5, HOURS_PER_WEEK):
-        fused = density_counts(spark, loaded["spark"].view, tess.k, week, ell, 11)
-        cached = density_counts(spark, loaded["spark"].view, tess.k, week, ell, 11, with_truth=True)
-        assert fused.hourly is None and cached.hourly is not None
-        np.testing.assert_array_equal(fused.sampled, cached.sampled)
-        np.testing.assert_array_equal(fused.one_visit, cached.one_visit)
-        assert (fused.total_visits, fused.outside) == (cached.total_visits, cached.outside)
-        assert fused.sampled.sum() > 0 and fused.one_visit.sum() > 0 and fused.outside > 0
+    for name, eng in engines.items():
+        view = loaded[name].view
+        visits = eng.fetch(
+            f"SELECT tower, hour, rnk FROM ({presample_sql(view, week, 11, eng.dialect)}) AS v_"
+        )
+        out = eng.fetch(f"SELECT uid, rnk FROM ({outside_sql(view, week, 11, eng.dialect)}) AS o_")
+        for ell in (1, 5, HOURS_PER_WEEK):
+            got = density_counts(eng, view, tess.k, week, ell, 11, with_truth=ell == 5)
+            want = np.zeros((tess.k, HOURS_PER_WEEK))
+            kept = visits[visits.rnk <= ell]
+            np.add.at(want, (kept.tower.to_numpy(), kept.hour.to_numpy()), 1)
+            np.testing.assert_array_equal(got.sampled, want, err_msg=name)
+            first = np.bincount(visits.tower[visits.rnk == 1], minlength=tess.k)
+            np.testing.assert_array_equal(got.one_visit, first, err_msg=name)
+            assert got.total_visits == len(visits), name
+            assert got.outside == int((out.rnk <= ell).sum()) > 0, name
+            if ell == 5:
+                hourly = np.zeros((tess.k, HOURS_PER_WEEK))
+                np.add.at(hourly, (visits.tower.to_numpy(), visits.hour.to_numpy()), 1)
+                np.testing.assert_array_equal(got.hourly, hourly, err_msg=name)
+            else:
+                assert got.hourly is None
+            assert got.sampled.sum() < len(visits) or ell == HOURS_PER_WEEK

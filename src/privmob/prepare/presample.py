@@ -137,66 +137,53 @@ def density_counts(
     """
     if not 1 <= max_visits <= HOURS_PER_WEEK:
         raise ConfigError(f"--max-visits must be in 1..168, got {max_visits}")
-    name = "pm_density_visits"  # replaced by the next call (e.g. the next user bucket)
     shape = (n_towers, HOURS_PER_WEEK)
-    # the four counts as one engine query (one flat public index: the sampled (tower, hour)
-    # cells, then one visit per tower, the total and the outside cell): on Spark one job
-    # instead of four, planned together as the floor's query is
     cells = n_towers * HOURS_PER_WEEK
-    outside_sql = outside_count_sql(relation, week_start, int(max_visits), engine.dialect)
-    outside_row = (
-        f"SELECT CAST({cells + n_towers + 1} AS BIGINT), CAST(n AS BIGINT) "
-        f"FROM ({outside_sql}) AS out_"
+    # every count as one engine query over one flat public index (the sampled (tower, hour)
+    # cells, one visit per tower, the total, the outside cell, then with_truth's hour-capped
+    # cells): the ranked visits are grouped once by (tower, hour) with a conditional count per
+    # count, and each of the (at most towers x 168) groups becomes one row per count. No
+    # table of visits is stored and read again (DuckDB used to; its peak at 10M events went
+    # from 0.63 to 0.56 GB at the same time) and no visit is copied into several rows (Spark
+    # used to, with ``stack``: the same time within the spread of single runs)
+    ell = int(max_visits)
+    visits = presample_sql(relation, week_start, key, engine.dialect)
+    grouped = (
+        f"SELECT tower, hour, count_if(rnk <= {ell}) AS kept, count_if(rnk = 1) AS first, "
+        f"count(*) AS visits FROM ({visits}) AS v_ GROUP BY tower, hour"
     )
-    # a tower or hour outside the domain becomes -1, which dense_counts refuses (as it refused
-    # them per count before), never a cell of the next count
+    # a tower or hour outside the domain becomes -1, which dense_counts refuses, never a cell
+    # of the next count
     ok_tower = f"tower >= 0 AND tower < {n_towers}"
-    ok_hour = f"hour >= 0 AND hour < {HOURS_PER_WEEK}"
-    sampled_cell = (
-        f"CASE WHEN {ok_tower} AND {ok_hour} THEN tower * {HOURS_PER_WEEK} + hour ELSE -1 END"
+    in_domain = f"{ok_tower} AND hour >= 0 AND hour < {HOURS_PER_WEEK}"
+    total_cell, outside_cell = cells + n_towers, cells + n_towers + 1
+    per_count = [  # (cell, count) of a group, one per count
+        (f"CASE WHEN {in_domain} THEN tower * {HOURS_PER_WEEK} + hour ELSE -1 END", "kept"),
+        (f"CASE WHEN {ok_tower} THEN {cells} + tower ELSE -1 END", "first"),
+        (str(total_cell), "visits"),
+    ]
+    if with_truth:  # evaluation only: every hourly visit, before the cap of l per user
+        hourly_cell = f"{outside_cell + 1} + tower * {HOURS_PER_WEEK} + hour"
+        per_count.append((f"CASE WHEN {in_domain} THEN {hourly_cell} ELSE -1 END", "visits"))
+    cell = " ".join(f"WHEN {k} THEN {c}" for k, (c, _) in enumerate(per_count))
+    count = " ".join(f"WHEN {k} THEN {n}" for k, (_, n) in enumerate(per_count))
+    which = ", ".join(f"({k})" for k in range(len(per_count)))
+    outside = outside_count_sql(relation, week_start, ell, engine.dialect)
+    flat = dense_counts(
+        engine,
+        f"SELECT CAST(CASE k_.k {cell} END AS BIGINT) AS i0, "
+        f"CAST(CASE k_.k {count} END AS BIGINT) AS n "
+        f"FROM ({grouped}) AS g_ CROSS JOIN (VALUES {which}) AS k_(k) "
+        f"UNION ALL SELECT CAST({outside_cell} AS BIGINT), CAST(n AS BIGINT) "
+        f"FROM ({outside}) AS out_",
+        (outside_cell + 1 + (cells if with_truth else 0),),
     )
-    tower_cell = f"CASE WHEN {ok_tower} THEN {cells} + tower ELSE -1 END"
-    n_cells = cells + n_towers + 2
-    if engine.dialect.name == "spark" and not with_truth:
-        # Spark: the visits are not cached but counted as they are made, each visit becoming
-        # one row per count it is in (``stack``: its sampled cell if rnk <= l, its tower's
-        # one-visit cell if rnk = 1, the total), one GROUP BY counting them all: one pass over
-        # the visits instead of writing them to the cache and reading it three times
-        visits = presample_sql(relation, week_start, key, engine.dialect)
-        rows = (
-            f"stack(3, CASE WHEN rnk <= {int(max_visits)} THEN {sampled_cell} END, "
-            f"CASE WHEN rnk = 1 THEN {tower_cell} END, {cells + n_towers})"
-        )
-        flat = dense_counts(
-            engine,
-            f"SELECT CAST(i AS BIGINT) AS i0, count(*) AS n FROM (SELECT {rows} AS (i) "
-            f"FROM ({visits}) AS v_) AS s_ WHERE i IS NOT NULL GROUP BY i UNION ALL {outside_row}",
-            (n_cells,),
-        )
-    else:
-        engine.materialize(name, presample_sql(relation, week_start, key, engine.dialect))
-        flat = dense_counts(
-            engine,
-            f"SELECT CAST({sampled_cell} AS BIGINT) AS i0, count(*) AS n "
-            f"FROM {name} WHERE rnk <= {int(max_visits)} GROUP BY tower, hour "
-            f"UNION ALL SELECT CAST({tower_cell} AS BIGINT), count(*) FROM {name} "
-            f"WHERE rnk = 1 GROUP BY tower "
-            f"UNION ALL SELECT CAST({cells + n_towers} AS BIGINT), count(*) FROM {name} "
-            f"UNION ALL {outside_row}",
-            (n_cells,),
-        )
     sampled = flat[:cells].reshape(shape).astype(np.float64)
-    one = flat[cells : cells + n_towers].astype(np.float64)
-    total = int(flat[cells + n_towers])
-    outside = int(flat[cells + n_towers + 1])
-    hourly = None
-    if with_truth:
-        hourly = dense_counts(
-            engine,
-            f"SELECT tower AS i0, hour AS i1, count(*) AS n FROM {name} GROUP BY tower, hour",
-            shape,
-        ).astype(np.float64)
-    return DensityCounts(sampled, one, total, int(max_visits), outside=outside, hourly=hourly)
+    one = flat[cells:total_cell].astype(np.float64)
+    total = int(flat[total_cell])
+    outside_visits = int(flat[outside_cell])
+    hourly = flat[outside_cell + 1 :].reshape(shape).astype(np.float64) if with_truth else None
+    return DensityCounts(sampled, one, total, ell, outside=outside_visits, hourly=hourly)
 
 
 def bucketed_density_counts(
