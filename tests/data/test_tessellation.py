@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import zipfile
 from pathlib import Path
 
@@ -161,6 +162,38 @@ def test_sweep_and_strtree_query_agree_on_borders() -> None:
     assert np.array_equal(poly.assign(lng, lat), want)
     assert np.array_equal(poly._sweep(lng, lat), want)
     assert np.array_equal(poly._query(lng, lat), want)
+
+
+def test_sweep_on_several_threads_gives_the_one_thread_answer(monkeypatch) -> None:
+    # assign() splits a large sweep into chunks swept on every core at once: each point's tile
+    # depends on that point alone, so the chunks (here small, with points on shared edges and
+    # corners and outside) give the grid's arithmetic answer as one sweep does
+    import privmob.data.tessellation as tessellation
+
+    g = square_grid((9.0, 45.3, 9.3, 45.6), 1000)
+    rng = np.random.default_rng(8)
+    e, f = g.grid.lng_edges, g.grid.lat_edges
+    lng = np.r_[rng.uniform(8.95, 9.35, 60_000), np.tile(e, 30)]
+    lat = np.r_[rng.uniform(45.25, 45.65, 60_000), np.repeat(f[:30], len(e))]
+    want = g.assign(lng, lat)
+    calls: list[int] = []
+    copies: set[int | None] = set()
+    sweep = Tessellation._sweep
+
+    def counted(self, x, y, prepared=None):  # the real sweep, counting the chunks and copies
+        calls.append(len(x))
+        copies.add(id(prepared[0]) if prepared else None)
+        return sweep(self, x, y, prepared)
+
+    monkeypatch.setattr(Tessellation, "_sweep", counted)
+    monkeypatch.setattr(tessellation, "_PARALLEL_MIN", 10_000)
+    monkeypatch.setattr(tessellation, "_CHUNK", 7_000)
+    assert np.array_equal(Tessellation(g.gdf).assign(lng, lat), want)
+    assert len(calls) > 2 and sum(calls) == len(lng)
+    # each thread sweeps with its own prepared polygons (GEOS prepared geometries are not
+    # safe to share between threads)
+    if len(os.sched_getaffinity(0)) > 1:  # threads: each chunk names the copy it used
+        assert None not in copies and 1 <= len(copies) <= 2
 
 
 def test_square_grid_rejects_bad_parameters() -> None:

@@ -30,6 +30,9 @@ if TYPE_CHECKING:
     from privmob.data.grid_spec import GridSpec
 
 _CHUNK = 4_000_000  # points per sweep (bounds the memory of one pass)
+#: Points below which one sweep is not split across threads (a thread's sort and per-tile
+#: steps would cost more than they save).
+_PARALLEL_MIN = 500_000
 #: The sweep's cost has a part per tile (a Python step for each tile); with fewer than this
 #: many points per tile an STRtree query is faster (measured on the 10,000 Milan cells: equal
 #: at 10-20 points per tile, the sweep 3x faster at 100).
@@ -182,10 +185,10 @@ class Tessellation:
         A point on a border shared by several tiles goes to the smallest tile index among
         them (deterministic). Vectorised: a regular grid uses arithmetic; otherwise distinct
         coordinates (deduplicated when they repeat a lot) are swept against the prepared tile
-        polygons in chunks of 4M points (one idle core: ~2M points/s for the 263 NYC taxi
-        zones, ~1M points/s for the 10,000 Milan cells), or, with fewer than 20 points per
-        tile, queried in one STRtree query. ``benchmarks/bench_tile_assignment.py`` compares
-        the sweep with shapely's ``STRtree.query(points, predicate="intersects")``.
+        polygons in chunks of at most 4M points, on every core (:meth:`_sweep_chunks`), or,
+        with fewer than 20 points per tile, queried in one STRtree query.
+        ``benchmarks/bench_tile_assignment.py`` compares the sweep with shapely's
+        ``STRtree.query(points, predicate="intersects")``.
         """
         lng = np.ascontiguousarray(lng, dtype=np.float64)
         lat = np.ascontiguousarray(lat, dtype=np.float64)
@@ -204,11 +207,46 @@ class Tessellation:
             u = np.asarray(uniq, dtype=np.complex128)
             x, y, inverse = u.real.copy(), u.imag.copy(), codes
         tiles = np.empty(len(x), dtype=np.int32)
-        query = self._query if len(x) < _SWEEP_MIN_PER_TILE * self.k else self._sweep
-        for s in range(0, len(x), _CHUNK):
-            tiles[s : s + _CHUNK] = query(x[s : s + _CHUNK], y[s : s + _CHUNK])
+        if len(x) < _SWEEP_MIN_PER_TILE * self.k:
+            tiles[:] = self._query(x, y)
+        else:
+            self._sweep_chunks(x, y, tiles)
         out[ok] = tiles if inverse is None else tiles[inverse]
         return out
+
+    def _sweep_chunks(self, x: np.ndarray, y: np.ndarray, tiles: np.ndarray) -> None:
+        """:meth:`_sweep` over chunks of the points (at most 4M each, to bound memory), as many
+        at a time as the process has cores: GEOS and NumPy's sort release the GIL, and each
+        point's tile depends on that point alone, so the result is the same. Each thread tests
+        against its own prepared copy of the polygons: a GEOS prepared geometry builds its
+        indexes lazily, on first use, and is not safe to share between threads."""
+        import os
+        import queue
+        from concurrent.futures import ThreadPoolExecutor
+
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+        workers = max(1, min(cores, len(x) // _PARALLEL_MIN))
+        n_chunks = max(workers, -(-len(x) // _CHUNK))
+        size = -(-len(x) // n_chunks)
+        starts = range(0, len(x), size)
+        if workers == 1:
+            for s in starts:
+                tiles[s : s + size] = self._sweep(x[s : s + size], y[s : s + size])
+            return
+        free: queue.SimpleQueue[tuple[np.ndarray, np.ndarray]] = queue.SimpleQueue()
+        free.put(self._prepare())
+        for _ in range(workers - 1):
+            free.put(self._prepare(copy=True))
+
+        def one(s: int) -> None:
+            prepared = free.get()  # a copy no other thread is using
+            try:
+                tiles[s : s + size] = self._sweep(x[s : s + size], y[s : s + size], prepared)
+            finally:
+                free.put(prepared)
+
+        with ThreadPoolExecutor(workers) as pool:
+            list(pool.map(one, starts))
 
     def _query(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Point-in-polygon by one STRtree query (few points per tile): the same rule as
@@ -221,19 +259,21 @@ class Tessellation:
         res[res == none] = -1
         return res
 
-    def _sweep(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    def _sweep(
+        self,
+        x: np.ndarray,
+        y: np.ndarray,
+        prepared: tuple[np.ndarray, np.ndarray] | None = None,
+    ) -> np.ndarray:
         """Point-in-polygon by a sweep over longitude-sorted points.
 
         For each tile (in index order) the points inside its bounding box are a contiguous
         slice of the sorted longitudes filtered on latitude; those are tested with the
         prepared polygon (GEOS ``intersects_xy``: borders count as inside). A point already
-        matched keeps its smaller tile index.
+        matched keeps its smaller tile index. ``prepared``: the polygons of :meth:`_prepare`
+        (default: this tessellation's own).
         """
-        if self._prepared is None:
-            geoms = np.asarray(self._gdf.geometry.values, dtype=object).copy()
-            shapely.prepare(geoms)
-            self._prepared = (geoms, shapely.bounds(geoms))
-        geoms, b = self._prepared
+        geoms, b = prepared or self._prepare()
         order = np.argsort(x, kind="stable")
         sx, sy = x[order], y[order]
         res = np.full(len(x), -1, dtype=np.int32)
@@ -249,6 +289,18 @@ class Tessellation:
         out = np.empty(len(x), dtype=np.int32)
         out[order] = res
         return out
+
+    def _prepare(self, copy: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """The tile polygons prepared for repeated point tests, and their bounds (made once);
+        ``copy``: a new prepared copy (new GEOS objects, the same coordinates), not kept."""
+        if self._prepared is None or copy:
+            geoms = np.asarray(self._gdf.geometry.values, dtype=object)
+            geoms = shapely.from_wkb(shapely.to_wkb(geoms)) if copy else geoms.copy()
+            shapely.prepare(geoms)
+            if copy:
+                return geoms, shapely.bounds(geoms)
+            self._prepared = (geoms, shapely.bounds(geoms))
+        return self._prepared
 
     def __repr__(self) -> str:
         kind = "grid" if self._grid is not None else "polygons"
