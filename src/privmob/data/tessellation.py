@@ -215,18 +215,21 @@ class Tessellation:
         return out
 
     def _sweep_chunks(self, x: np.ndarray, y: np.ndarray, tiles: np.ndarray) -> None:
-        """:meth:`_sweep` over chunks of the points (at most 4M each, to bound memory), as many
-        at a time as the process has cores: GEOS and NumPy's sort release the GIL, and each
-        point's tile depends on that point alone, so the result is the same. Each thread tests
-        against its own prepared copy of the polygons: a GEOS prepared geometry builds its
-        indexes lazily, on first use, and is not safe to share between threads."""
+        """:meth:`_sweep` over chunks of the points (at most 4M points at a time in all, to
+        bound memory), as many at a time as the process has cores: GEOS and NumPy's sort
+        release the GIL, and each point's tile depends on that point alone, so the result is
+        the same. Each thread tests against its own prepared copy of the polygons: a GEOS
+        prepared geometry builds its indexes lazily, on first use, and is not safe to share
+        between threads."""
         import os
         import queue
         from concurrent.futures import ThreadPoolExecutor
 
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
         workers = max(1, min(cores, len(x) // _PARALLEL_MIN))
-        n_chunks = max(workers, -(-len(x) // _CHUNK))
+        # a multiple of the threads, so that they finish together, with at most _CHUNK points
+        # in flight across them, as on one thread (the memory the out-of-core plans count on)
+        n_chunks = workers * -(-len(x) // _CHUNK)
         size = -(-len(x) // n_chunks)
         starts = range(0, len(x), size)
         if workers == 1:
