@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
+import time
 import zipfile
 from pathlib import Path
 
@@ -178,22 +180,36 @@ def test_sweep_on_several_threads_gives_the_one_thread_answer(monkeypatch) -> No
     want = g.assign(lng, lat)
     calls: list[int] = []
     copies: set[int | None] = set()
+    in_use: set[int | None] = set()
+    shared: list[int | None] = []
+    lock = threading.Lock()
     sweep = Tessellation._sweep
 
-    def counted(self, x, y, prepared=None):  # the real sweep, counting the chunks and copies
-        calls.append(len(x))
-        copies.add(id(prepared[0]) if prepared else None)
-        return sweep(self, x, y, prepared)
+    def watched(self, x, y, prepared=None):  # the real sweep, watching which copy it is given
+        key = id(prepared[0]) if prepared else None
+        with lock:
+            calls.append(len(x))
+            copies.add(key)
+            if key in in_use:  # another thread is sweeping with the same prepared polygons
+                shared.append(key)
+            in_use.add(key)
+        try:
+            time.sleep(0.02)  # long enough for the threads' sweeps to overlap
+            return sweep(self, x, y, prepared)
+        finally:
+            with lock:
+                in_use.discard(key)
 
-    monkeypatch.setattr(Tessellation, "_sweep", counted)
+    monkeypatch.setattr(Tessellation, "_sweep", watched)
     monkeypatch.setattr(tessellation, "_PARALLEL_MIN", 10_000)
     monkeypatch.setattr(tessellation, "_CHUNK", 7_000)
     assert np.array_equal(Tessellation(g.gdf).assign(lng, lat), want)
     assert len(calls) > 2 and sum(calls) == len(lng)
-    # each thread sweeps with its own prepared polygons (GEOS prepared geometries are not
-    # safe to share between threads)
-    if len(os.sched_getaffinity(0)) > 1:  # threads: each chunk names the copy it used
-        assert None not in copies and 1 <= len(copies) <= 2
+    # GEOS prepared geometries are not safe to share between threads: no two sweeps at once
+    # use the same prepared polygons, and with several cores each thread has its own copy
+    assert not shared
+    if len(os.sched_getaffinity(0)) > 1:
+        assert None not in copies and len(copies) == 2
 
 
 def test_square_grid_rejects_bad_parameters() -> None:
