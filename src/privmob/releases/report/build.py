@@ -59,9 +59,10 @@ def report_cost(cfg: ReportConfig) -> Cost:
 #: The per-trip aggregate (one group per trip, with first and last time, place and tile) is
 #: the report's largest transient state. On DuckDB, from this many input rows on, the trips
 #: table is built in :data:`TRIP_SLICES` user slices one after the other (each user in one
-#: slice, so the table is the same). Measured on the taxi zones from CSV (docs/benchmarks.md):
-#: peak 0.65 -> 0.54 GB at 1M trips (2M points) for +0.1 s; 2.0 -> 1.43 GB at 10M points at the
-#: same time; four slices saved 0.14 GB more at 10M for +0.5 s.
+#: slice, so the table is the same). Measured (docs/benchmarks.md): peak 0.68 -> 0.51-0.53 GB
+#: at 1M taxi-zone trips from CSV (2M points); 2.0 -> 1.43 GB at 10M taxi-zone points from CSV
+#: at the same time; from grid Parquet at 10M the second scan costs 0.5-0.7 s (about 10%).
+#: Four slices saved 0.14 GB more at 10M for +0.5 s.
 TRIP_SLICE_ROWS = 1_000_000
 TRIP_SLICES = 2
 
