@@ -48,7 +48,13 @@ from privmob.data.tile_assignment import (
     tile_index,
     tiles_fingerprint,
 )
-from privmob.data.times import check_timezone, native_time, time_checks, time_expr
+from privmob.data.times import (
+    check_timezone,
+    native_time,
+    scanned_times,
+    time_checks,
+    time_expr,
+)
 from privmob.data.validation import (
     Check,
     coord_checks,
@@ -108,9 +114,11 @@ def load_events(
         else {"lat": "_p_lat", "lng": "_p_lng"}
     )
     keep = [cols[k] for k in cols if k not in parsed]
+    times = {"datetime": cols["datetime"]}
     checked = validate(
-        engine, raw, pview, display, checks, content, parse_once=_parse_once(engine, source, keep)
-    )
+        engine, raw, pview, display, checks, content, parse_once=_parse_once(engine, source, keep),
+        scanned=scanned_times(engine, raw, parsed, times, types, timezone, keep),
+    )  # fmt: skip
     pview = checked.relation  # the input parsed once, where the engine can
     view = new_name("events")
     if use_cells:
@@ -298,9 +306,11 @@ def load_trip_points(
     if "tile_id" in cols:
         content["tile_id"] = identity_text(cols["tile_id"])
     keep = [cols[k] for k in cols if k not in parsed]
+    times = {"datetime": cols["datetime"]}
     checked = validate(
-        engine, raw, pview, display, checks, content, parse_once=_parse_once(engine, source, keep)
-    )
+        engine, raw, pview, display, checks, content, parse_once=_parse_once(engine, source, keep),
+        scanned=scanned_times(engine, raw, parsed, times, types, timezone, keep),
+    )  # fmt: skip
     pview = checked.relation  # the input parsed once, where the engine can
     view = new_name("points")
     canonical = (
@@ -475,9 +485,11 @@ def load_trips(
     for e in ends:
         content[e] = f"_p_{e}" if by_coords else identity_text(cols[e])
     keep = [cols[k] for k in cols if k not in parsed]
+    times: dict[str, str] = {k: cols[k] for k in ("start_time", "end_time") if k in cols}
     checked = validate(
-        engine, raw, pview, display, checks, content, parse_once=_parse_once(engine, source, keep)
-    )
+        engine, raw, pview, display, checks, content, parse_once=_parse_once(engine, source, keep),
+        scanned=scanned_times(engine, raw, parsed, times, types, timezone, keep),
+    )  # fmt: skip
     pview = checked.relation  # the input parsed once, where the engine can
     tid = ident(cols["tid"]) if "tid" in cols else "row_number() OVER ()"
     uid = f"e.{ident(cols['uid'])}" if not uid_per_trip else "0"  # replaced by tid below

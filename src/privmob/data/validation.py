@@ -6,8 +6,10 @@ values (:mod:`privmob.data.diagnose`)."""
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -87,6 +89,7 @@ def validate(
     content: Mapping[str, str] | None = None,
     *,
     parse_once: Sequence[str] | None = None,
+    scanned: str | None = None,
 ) -> Validated:
     """Run all checks in one pass; raise on the first failing one, naming the row number of
     its first bad record and the form of the bad value (never a record or a personal value;
@@ -96,18 +99,24 @@ def validate(
     fingerprint to the same pass. ``parse_once`` (DuckDB; the input columns the loader reads
     besides the parsed ``_p_`` ones): the input is read and parsed once, into a private file
     (:func:`parsed_once`), and the checks, the fingerprint and every later step read that
-    (:attr:`Validated.relation`) instead of parsing the input again."""
+    (:attr:`Validated.relation`) instead of parsing the input again.
+
+    ``scanned`` (with ``parse_once``): the same parsed view over a reader whose scanner converts
+    the time columns (:func:`privmob.data.times.scanned_times`), written instead where every
+    time converts; see :func:`_scanned_once`."""
     exprs = ["count(*) AS n_rows"] + [f"count_if({c.bad}) AS c{i}" for i, c in enumerate(checks)]
     if content:
         exprs.append(f"{content_fingerprint(engine, content)} AS pm_fingerprint")
-    relation = parsed_view
+    relation, row = parsed_view, None
     try:
         if parse_once is not None and hasattr(engine, "private_directory"):
-            relation = parsed_once(engine, parsed_view, parse_once)
+            once = _scanned_once(engine, scanned, parse_once, exprs) if scanned else None
+            relation, row = once or (parsed_once(engine, parsed_view, parse_once), None)
         elif parse_once is not None and hasattr(engine, "cache_once"):
             relation = engine.cache_once(new_name("parsed_once"), _parsed_select(
                 engine, parsed_view, parse_once))  # fmt: skip
-        row = engine.fetch(f"SELECT {', '.join(exprs)} FROM {relation}").iloc[0]
+        if row is None:
+            row = engine.fetch(f"SELECT {', '.join(exprs)} FROM {relation}").iloc[0]
     except EngineError:
         raise
     except Exception as exc:
@@ -146,6 +155,34 @@ def validate(
     return Validated(n_rows, fingerprint, relation)
 
 
+def _scanned_once(
+    engine: Any, scanned: str, keep: Sequence[str], exprs: list[str]
+) -> tuple[str, pd.Series] | None:
+    """The input parsed once from ``scanned`` (:func:`privmob.data.times.scanned_times`) and
+    the validation pass's row read from it; None where the parsed view must be written instead:
+
+    * the scanner stopped at a value it cannot convert (DuckDB 2 raises; that error, whose text
+      quotes the input line, is dropped whole, and nothing raised later is chained to it;
+      any other error, an interrupt by a signal among them, stops the run as it would have);
+    * a time is NULL in it: an empty field, or a value the scanner could not convert and left
+      NULL (DuckDB 1 does), which only the text tells apart (missing or unparsable, with the
+      row). The file of this attempt is deleted at once."""
+    columns = set(engine.columns(scanned))
+    times = [c for c in columns if f"{c}_raw" in columns and c.startswith("_p_")]
+    try:
+        relation, path = _write_parsed(engine, scanned, keep)
+    except engine.conversion_errors:  # the text, read next, says what the value is
+        return None
+    nulls = " + ".join(f"count_if({ident(t)} IS NULL)" for t in sorted(times)) or "0"
+    row = engine.fetch(
+        f"SELECT {', '.join(exprs)}, coalesce({nulls}, 0) AS pm_null_times FROM {relation}"
+    )
+    if int(row["pm_null_times"].iloc[0]):
+        shutil.rmtree(path.parent, ignore_errors=True)
+        return None
+    return relation, row.iloc[0]
+
+
 def parsed_once(engine: Any, parsed_view: str, keep: Sequence[str]) -> str:
     """The parsed input written once (one streaming read of the input, times and coordinates
     parsed once) to a Parquet file in a private directory of the engine (mode 0700 under this
@@ -155,6 +192,12 @@ def parsed_once(engine: Any, parsed_view: str, keep: Sequence[str]) -> str:
     The file holds the ``keep`` input columns and the parsed ``_p_`` columns; a ``_p_*_raw``
     column (a time as written, read only by the checks' ``IS NULL``) is kept as true / NULL.
     The checks' row numbers and bad values are still looked up in ``parsed_view``."""
+    return _write_parsed(engine, parsed_view, keep)[0]
+
+
+def _write_parsed(engine: Any, parsed_view: str, keep: Sequence[str]) -> tuple[str, Path]:
+    """:func:`parsed_once`: its view and the file's path; a file not written whole is deleted
+    with its directory."""
     path = engine.private_directory("privmob-parsed-") / "parsed.parquet"
     target = str(path).replace("'", "''")
     try:
@@ -163,6 +206,7 @@ def parsed_once(engine: Any, parsed_view: str, keep: Sequence[str]) -> str:
             "(FORMAT parquet, COMPRESSION 'lz4_raw')"
         )
     except Exception as exc:
+        shutil.rmtree(path.parent, ignore_errors=True)
         # reading the input fails with the input's errors (validate names them); writing the
         # file fails naming the file, or for want of room: the working directory's problem
         text = str(exc)
@@ -176,7 +220,7 @@ def parsed_once(engine: Any, parsed_view: str, keep: Sequence[str]) -> str:
     os.chmod(path, 0o600)
     view = new_name("parsed_once")
     engine.create_view(view, f"SELECT * FROM read_parquet('{target}')")
-    return view
+    return view, path
 
 
 def _parsed_select(engine: Any, parsed_view: str, keep: Sequence[str]) -> str:

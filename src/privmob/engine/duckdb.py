@@ -15,6 +15,7 @@ import duckdb
 import pandas as pd
 
 from privmob.engine.dialect import DUCKDB, Dialect
+from privmob.engine.relation import new_name
 
 
 class DuckDBEngine:
@@ -64,6 +65,12 @@ class DuckDBEngine:
         self._keep: list[Any] = []  # Python objects registered as views must stay alive
         self._private: list[Path] = []  # directories of private_directory, removed at close
         self._sniffed: dict[str, str] = {}  # CSV reader -> the fixed reader detected for it
+        self._csv_views: dict[str, str] = {}  # view of read_csv -> its fixed reader, if any
+        # whether privmob.data.times.scanned_times may read times through the CSV scanner, and
+        # the errors of a scanner stopped by a value it cannot convert (not an interrupt, a
+        # full disk or a lack of memory: those stop the run)
+        self.scans_times = SCANS_TIMES
+        self.conversion_errors = (duckdb.ConversionException, duckdb.InvalidInputException)
 
     def register(self, name: str, data: Any) -> None:
         if isinstance(data, str | Path):
@@ -101,7 +108,30 @@ class DuckDBEngine:
             else "[" + ", ".join(f"'{_quote(p)}'" for p in path) + "]"
         )
         reader = f"read_csv({files}, {', '.join(opts)})"
-        self.create_view(name, f"SELECT * {self._sniffed_once(reader)}")
+        fixed = self._sniffed_once(reader)
+        self.create_view(name, f"SELECT * {fixed}")
+        if fixed != f"FROM {reader}":
+            self._csv_views[name] = fixed
+
+    def retyped_csv(self, name: str, types: dict[str, str]) -> str | None:
+        """A new view of the CSV file(s) of :meth:`read_csv`'s view ``name`` reading the
+        columns of ``types`` as those types (DuckDB's CSV scanner converts them, and a value it
+        cannot convert fails the query that reads it) and the others as text, with the same
+        dialect. None where that reader cannot be written with certainty (several files, a
+        DuckDB without the fixed reader, column names its reader does not print as expected)."""
+        fixed = self._csv_views.get(name)
+        if fixed is None:
+            return None
+        columns = self.columns(name)
+        as_text = ", ".join(f"'{_quote(c)}': 'VARCHAR'" for c in columns)
+        typed = ", ".join(f"'{_quote(c)}': '{types.get(c, 'VARCHAR')}'" for c in columns)
+        if fixed.count(f"columns={{{as_text}}}") != 1 or not set(types) <= set(columns):
+            return None
+        view = new_name("typed_csv")
+        self.create_view(
+            view, "SELECT * " + fixed.replace(f"columns={{{as_text}}}", f"columns={{{typed}}}")
+        )
+        return view if self.columns(view) == columns else None
 
     def _sniffed_once(self, reader: str) -> str:
         """``FROM`` a CSV reader whose dialect and columns are detected once, now: DuckDB
@@ -166,6 +196,11 @@ def _version(text: str) -> tuple[int, int]:
     found = re.match(r"(\d+)\.(\d+)", text)
     return (int(found[1]), int(found[2])) if found else (0, 0)
 
+
+#: The CSV scanner's conversion of times was compared with privmob's reading of the same text
+#: (tests/data/test_scanned_times.py) on DuckDB 2; DuckDB 1 turns a value it cannot convert
+#: into NULL instead of stopping, and reads fewer forms (privmob.data.times.scanned_times)
+SCANS_TIMES = _version(duckdb.__version__) >= (2, 0)
 
 #: DuckDB's ``sniff_csv`` proposes a reader that reads what detection reads from 1.2 on
 #: (tests/engine/test_csv_sniffed_once.py; 1.1's omits the quote and sets comment=' ')
