@@ -336,3 +336,18 @@ def test_population_series_and_density_buckets_equal_one_pass(events_files, tmp_
     assert [s for s in steps if "user bucket " in s] == [
         f"pre-sampling: user bucket {i}/4" for i in (1, 2, 3, 4)
     ]
+
+
+def test_plan_takes_the_validation_count_without_a_query(tmp_path):
+    """A validated input's rows come from its validation pass: planning asks the engine
+    nothing (a count through the loaded view reads the whole input again)."""
+    df = random_trips(30, 9, seed=11)
+    df.to_csv(tmp_path / "trips.csv", index=False)
+    with DuckDBEngine() as eng:
+        trips = load_trips(tmp_path / "trips.csv", engine=eng, tessellation=box_grid(3))
+        assert trips.rows == len(df)
+        asked = []
+        fetch = eng.fetch
+        eng.fetch = lambda sql: asked.append(sql) or fetch(sql)
+        limit = math.ceil(len(df) * BYTES_PER_ROW / BUCKET_SHARE / 2)
+        assert plan_buckets(trips, limit) == 2 and asked == []
