@@ -84,7 +84,7 @@ def time_expr(
     if coltype in INTEGER_TYPES | NUMERIC_TIME_TYPES or coltype.startswith("DECIMAL"):
         return f"timezone('{tz}', to_timestamp(CAST({c} AS DOUBLE)))"
     s = f"trim(CAST({c} AS VARCHAR))"
-    routed = _routed_text_time(s, tz, local, duckdb=duckdb)
+    routed = _routed_text_time(s, tz, local)
     if not duckdb or not plain_iso:
         return routed
     # DuckDB: plain ISO strings (the usual CSV case) skip the routing, for the same value
@@ -102,15 +102,16 @@ def time_expr(
     )
 
 
-def _routed_text_time(s: str, tz: str, local: Callable[[str], str], duckdb: bool = False) -> str:
+def _routed_text_time(s: str, tz: str, local: Callable[[str], str]) -> str:
     """Any text time ``s`` (trimmed) read alike by DuckDB and Spark: offsets and zone names,
     epoch seconds, naive wall clock (read by ``local``).
 
-    ``duckdb``: a text that reaches the naive branch but that DuckDB's TIMESTAMPTZ cast reads
-    as another instant than its TIMESTAMP cast (UTC, the session's zone) carries a zone that the
-    TIMESTAMP cast drops without a word ("08:00:00 GMT+2", "08:00:00+02:00:30"): it is read as
-    the instant the TIMESTAMPTZ cast gives (NULL, so unparsable, where that cast fails), as the
-    CSV scanner reads it (:func:`scanned_times`)."""
+    A text that reaches the naive branch but that the engine's zoned cast (DuckDB TIMESTAMPTZ,
+    Spark TIMESTAMP_LTZ) reads as another instant than its naive cast (DuckDB TIMESTAMP, Spark
+    TIMESTAMP_NTZ; at UTC, the sessions' zone) carries a zone that the naive cast drops without
+    a word ("08:00:00 GMT+2", "08:00:00+02:00:30"): it is read as the instant the zoned cast
+    gives (NULL, so unparsable, where that cast fails), as DuckDB's CSV scanner reads it
+    (:func:`scanned_times`)."""
     # written so that DuckDB and Spark read the same strings alike: "10:00+02:00" -> seconds
     # added ("10:00:00+02:00", Spark needs them before a zone); "08:15 +09:00" -> no space
     # before the offset (DuckDB refuses it). No back-references: their syntax differs.
@@ -120,13 +121,11 @@ def _routed_text_time(s: str, tz: str, local: Callable[[str], str], duckdb: bool
         f"THEN concat({hhmm}1), ':00', {hhmm}2)) ELSE {s} END"
     )
     offset = f"regexp_replace(regexp_replace({with_seconds}, '\\s+[+]', '+'), '\\s+-', '-')"
-    naive = local(f"TRY_CAST({s} AS TIMESTAMP)")
-    if duckdb:
-        zoned = f"TRY_CAST({s} AS TIMESTAMPTZ)"
-        naive = (
-            f"CASE WHEN {zoned} IS DISTINCT FROM CAST(TRY_CAST({s} AS TIMESTAMP) AS TIMESTAMPTZ) "
-            f"THEN timezone('{tz}', {zoned}) ELSE {naive} END"
-        )
+    zoned = f"TRY_CAST({s} AS TIMESTAMPTZ)"
+    naive = (
+        f"CASE WHEN {zoned} IS DISTINCT FROM CAST(TRY_CAST({s} AS TIMESTAMP) AS TIMESTAMPTZ) "
+        f"THEN timezone('{tz}', {zoned}) ELSE {local(f'TRY_CAST({s} AS TIMESTAMP)')} END"
+    )
     return (
         f"CASE WHEN regexp_matches({s}, '({OFFSET_RE})|({ZONE_NAME_RE})') "
         f"THEN timezone('{tz}', TRY_CAST({offset} AS TIMESTAMPTZ)) "
