@@ -221,12 +221,12 @@ class Tessellation:
         the same. Each thread tests against its own prepared copy of the polygons: a GEOS
         prepared geometry builds its indexes lazily, on first use, and is not safe to share
         between threads."""
-        import os
         import queue
         from concurrent.futures import ThreadPoolExecutor
 
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
-        workers = max(1, min(cores, len(x) // _PARALLEL_MIN))
+        from privmob.cores import usable_cores
+
+        workers = max(1, min(usable_cores(), len(x) // _PARALLEL_MIN))
         # a multiple of the threads, so that they finish together, with at most _CHUNK points
         # in flight across them, as on one thread (the memory the out-of-core plans count on)
         n_chunks = workers * -(-len(x) // _CHUNK)

@@ -48,6 +48,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from privmob.cores import usable_cores
 from privmob.errors import ConfigError
 
 # Margins (relative) on floating-point evaluations of exp thresholds; see module docstring.
@@ -278,7 +279,7 @@ def fast_path_supports(scale: float) -> bool:
 
 
 def _threads() -> int:
-    return max(1, min(4, os.cpu_count() or 1))
+    return min(4, usable_cores())
 
 
 def sample(kind: str, n: int, scale: float) -> np.ndarray:

@@ -15,7 +15,6 @@ instead: reproducible, *not* secure, and every release made with it says so.
 from __future__ import annotations
 
 import math
-import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -23,6 +22,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from privmob.cores import usable_cores
 from privmob.privacy import exact_noise
 
 Backend = Literal["numpy", "opendp"]
@@ -117,7 +117,7 @@ def _float_gaussian(sigma: float) -> Any:
 
 
 def _threads() -> int:
-    return max(1, min(8, os.cpu_count() or 1))
+    return min(8, usable_cores())
 
 
 def _chunked(measurement: Any, values: np.ndarray, dtype: Any) -> np.ndarray:
