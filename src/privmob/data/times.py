@@ -157,12 +157,12 @@ def scanned_times(
     The scanner converts a time the way DuckDB's ``CAST(text AS TIMESTAMPTZ)`` does, which,
     naive times being UTC, is the value :func:`time_expr` gives the same text (its routing
     reads every form through that cast, or a cast giving the same value:
-    tests/data/test_times.py compares the two on every form the scanner accepts), and it
-    stops at a text it cannot convert (epoch seconds, a space before an offset, anything
-    unparsable): :func:`privmob.data.validation.parsed_once` then writes the view of
-    :func:`time_expr`, which reads those, or names the bad row. One pass of the scanner costs
-    about a third less than reading the text and proving it plain ISO (10M rows: 1.7 s against
-    2.6 s, benchmarks/run.py --input csv)."""
+    tests/data/test_scanned_times.py compares the two on about 3,000 forms), and it stops at a
+    text it cannot convert (epoch seconds, a space before an offset, anything unparsable):
+    :func:`privmob.data.validation.validate` then writes the view of :func:`time_expr`, which
+    reads those, or names the bad row. One pass of the scanner costs about a third less than
+    reading the text and proving it plain ISO (10M rows on a bare DuckDB connection: 1.7 s
+    against 2.6 s; docs/benchmarks.md)."""
     retyped = getattr(engine, "retyped_csv", None)
     if retyped is None or not getattr(engine, "scans_times", False):
         return None
