@@ -16,8 +16,8 @@ CFS_PERIOD = Path("/sys/fs/cgroup/cpu/cpu.cfs_period_us")
 def usable_cores() -> int:
     """The cores this process may run on (its CPU affinity: ``taskset``, cpusets; else every
     core), capped by a CPU quota of its cgroup (a Kubernetes CPU limit of 1.5 gives 2): at least
-    1. ``os.cpu_count()`` alone counts the host's cores, so a container limited to 2 cores on
-    a 64-core host would start 64 threads."""
+    1. ``os.cpu_count()`` alone counts the host's cores: a container limited to 2 cores on a
+    64-core host would start as many threads as the callers' caps allow (8 noise samplers)."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     quota = cgroup_quota(CPU_MAX, CFS_QUOTA, CFS_PERIOD)
     return max(1, min(cores or 1, quota or cores or 1))

@@ -91,8 +91,9 @@ def source_rows(loaded: Loaded) -> int:
     """Rows of the input: as counted by its validation pass where it ran, else Parquet metadata
     when the source is a Parquet path, else a count (0.3 s for 10M CSV points through the
     tile join)."""
-    if root(loaded).rows is not None:
-        return int(root(loaded).rows or 0)
+    counted = root(loaded).rows
+    if counted is not None:
+        return counted
     eng = loaded.engine
     path = Path(loaded.source)
     if eng.name == "duckdb" and path.suffix.lower() in {".parquet", ".pq"} and path.exists():
