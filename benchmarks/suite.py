@@ -35,9 +35,9 @@ What each floor computes (``FLOORS`` below):
   ends, the per-user table and all 16 count vectors.
 
 A floor that reads a CSV in two queries (coordinate trips, the report) loads it once into a
-table first (:func:`_scan`): the faster way for a bare DuckDB script. The report's floors
-order each user's trips by (keyed hash, trip id), the others by the keyed hash alone: on
-DuckDB 2 each is the faster form for its rows (see privmob.prepare.bounding.bound_per_user;
+table first (:func:`_scan`): the faster way for a bare DuckDB script. On DuckDB the report's
+floors order each user's trips by (keyed hash, trip id), the others by the keyed hash alone:
+on DuckDB 2 each is the faster form for its rows (see privmob.prepare.bounding.bound_per_user;
 the report's floors at 10M: 5.1 s and 8.1 s with the trip id, 6.0 s and 10.0 s without).
 """
 
@@ -349,6 +349,12 @@ def floor_density(eng: Any, path: str, cells: str, tess_path: str) -> str:
           WHERE NOT ({week}) GROUP BY uid) AS o_"""
 
 
+def _wide_tie(eng: Any) -> str:
+    """The report floors' second sort key: the trip id on DuckDB, where it is faster on the
+    wide trip rows (privmob.prepare.bounding.bound_per_user, ``wide``); none on Spark."""
+    return ", tid" if eng.dialect.name == "duckdb" else ""
+
+
 def floor_report(eng: Any, path: str, cells: str, tess_path: str) -> str:
     src = _scan(eng, path, twice=True)
     eng.register("coords", _coordinate_tiles(eng, tess_path, f"SELECT lng, lat FROM {src}"))
@@ -357,7 +363,7 @@ def floor_report(eng: Any, path: str, cells: str, tess_path: str) -> str:
         "tr",
         f"""SELECT * FROM (
           SELECT *, row_number() OVER (
-              PARTITION BY uid ORDER BY {d.keyed_hash(KEY, "uid", "tid")}, tid) AS r
+              PARTITION BY uid ORDER BY {d.keyed_hash(KEY, "uid", "tid")}{_wide_tie(eng)}) AS r
           FROM (SELECT p.uid, p.tid, min(CAST(p.datetime AS TIMESTAMP)) AS st,
                   arg_min(c.tile, p.datetime) AS o, arg_max(c.tile, p.datetime) AS d
                 FROM {src} p JOIN coords c ON p.lng = c.lng AND p.lat = c.lat
@@ -401,7 +407,7 @@ def floor_report_complete(eng: Any, path: str, cells: str, tess_path: str) -> st
         "trc",
         f"""SELECT *, CASE WHEN {in_period} THEN 1 ELSE 0 END AS ip FROM (
           SELECT *, row_number() OVER (
-              PARTITION BY uid ORDER BY {d.keyed_hash(KEY, "uid", "tid")}, tid) AS r
+              PARTITION BY uid ORDER BY {d.keyed_hash(KEY, "uid", "tid")}{_wide_tie(eng)}) AS r
           FROM (SELECT p.uid, p.tid, count(*) AS np, min({ts}) AS st, max({ts}) AS et,
                   min_by(c.tile, {ts}) AS o, max_by(c.tile, {ts}) AS d,
                   min_by(p.lat, {ts}) AS olat, min_by(p.lng, {ts}) AS olng,
