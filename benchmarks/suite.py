@@ -35,10 +35,9 @@ What each floor computes (``FLOORS`` below):
   ends, the per-user table and all 16 count vectors.
 
 A floor that reads a CSV in two queries (coordinate trips, the report) loads it once into a
-table first (:func:`_scan`): the faster way for a bare DuckDB script. On DuckDB the report's
-floors order each user's trips by (keyed hash, trip id), the others by the keyed hash alone:
-on DuckDB 2 each is the faster form for its rows (see privmob.prepare.bounding.bound_per_user;
-the report's floors at 10M: 5.1 s and 8.1 s with the trip id, 6.0 s and 10.0 s without).
+table first (:func:`_scan`): the faster way for a bare DuckDB script. On DuckDB the floors of
+od-trips and the report order a user's trips by (keyed hash, trip id), as privmob bounds
+(:func:`_by_trip`): faster there than the hash alone.
 """
 
 from __future__ import annotations
@@ -271,8 +270,18 @@ def floor_od_trips(eng: Any, path: str, cells: str, tess_path: str) -> str:
     return f"""
         SELECT origin, destination, count(*) AS n FROM (
           SELECT origin, destination, row_number() OVER (
-              PARTITION BY uid ORDER BY {eng.dialect.keyed_hash(KEY, "uid", "tid")}) AS r
+              PARTITION BY uid ORDER BY {_by_trip(eng)}) AS r
           FROM {src}) AS b_ WHERE r <= {T} GROUP BY origin, destination"""
+
+
+def _by_trip(eng: Any) -> str:
+    """The keyed hash of (uid, tid) as a sort key, with the trip id after it on DuckDB, as
+    privmob bounds. On DuckDB 2 a lone sort key lets the optimizer turn the window into a
+    top-M aggregate of whole rows, which was slower (10M trips, od-trips floor on grid Parquet
+    1.46-1.70 s against 1.26-1.27 s; the report's floors 6.0 s and 10.0 s against 5.1 s and
+    8.1 s; equal on the taxi CSV); Spark has no such rewrite and keeps one key."""
+    tie = ", tid" if eng.dialect.name == "duckdb" else ""
+    return eng.dialect.keyed_hash(KEY, "uid", "tid") + tie
 
 
 def _coordinate_tiles(eng: Any, tess_path: str, pairs_sql: str) -> Any:
@@ -349,21 +358,14 @@ def floor_density(eng: Any, path: str, cells: str, tess_path: str) -> str:
           WHERE NOT ({week}) GROUP BY uid) AS o_"""
 
 
-def _wide_tie(eng: Any) -> str:
-    """The report floors' second sort key: the trip id on DuckDB, where it is faster on the
-    wide trip rows (privmob.prepare.bounding.bound_per_user, ``wide``); none on Spark."""
-    return ", tid" if eng.dialect.name == "duckdb" else ""
-
-
 def floor_report(eng: Any, path: str, cells: str, tess_path: str) -> str:
     src = _scan(eng, path, twice=True)
     eng.register("coords", _coordinate_tiles(eng, tess_path, f"SELECT lng, lat FROM {src}"))
-    d = eng.dialect
     eng.materialize(
         "tr",
         f"""SELECT * FROM (
           SELECT *, row_number() OVER (
-              PARTITION BY uid ORDER BY {d.keyed_hash(KEY, "uid", "tid")}{_wide_tie(eng)}) AS r
+              PARTITION BY uid ORDER BY {_by_trip(eng)}) AS r
           FROM (SELECT p.uid, p.tid, min(CAST(p.datetime AS TIMESTAMP)) AS st,
                   arg_min(c.tile, p.datetime) AS o, arg_max(c.tile, p.datetime) AS d
                 FROM {src} p JOIN coords c ON p.lng = c.lng AND p.lat = c.lat
@@ -407,7 +409,7 @@ def floor_report_complete(eng: Any, path: str, cells: str, tess_path: str) -> st
         "trc",
         f"""SELECT *, CASE WHEN {in_period} THEN 1 ELSE 0 END AS ip FROM (
           SELECT *, row_number() OVER (
-              PARTITION BY uid ORDER BY {d.keyed_hash(KEY, "uid", "tid")}{_wide_tie(eng)}) AS r
+              PARTITION BY uid ORDER BY {_by_trip(eng)}) AS r
           FROM (SELECT p.uid, p.tid, count(*) AS np, min({ts}) AS st, max({ts}) AS et,
                   min_by(c.tile, {ts}) AS o, max_by(c.tile, {ts}) AS d,
                   min_by(p.lat, {ts}) AS olat, min_by(p.lng, {ts}) AS olng,

@@ -32,28 +32,16 @@ def bound_per_user(
     user: str = "uid",
     unit: Sequence[str] = ("tid",),
     partition: Sequence[str] = (),
-    wide: bool = False,
 ) -> str:
     """SQL keeping at most ``max_units`` rows per user (per ``partition`` group, if given).
 
     ``relation`` is a table name or a parenthesised query; ``unit`` names the columns that
     identify one unit (a trip, a visit) within a user. Output has the input's columns.
-
-    The units are sorted on the keyed hash. Two distinct units of one user tie on it with
-    probability about m²/2^65 (m units); the engine then orders them as it likes, and that
-    order still depends on the user's own rows only.
-
-    ``wide``: the rows carry many columns (the report's trips); on DuckDB the unit ids are
-    then a second sort key. Where the hash is the only key, DuckDB 2 turns the window into a
-    top-M aggregate of whole rows, which is fast on narrow rows and slow on wide ones (10M
-    trips: od's 5 columns 0.48 s with one key against 1.13 s with two; the report's 14
-    columns 3.9 s against 2.1 s). Spark has no such rewrite: one key there.
     """
     if int(max_units) != max_units or max_units < 1:
         raise ConfigError(f"the contribution bound must be a whole number >= 1, got {max_units}")
     part = ", ".join([user, *partition])
-    second = unit if wide and dialect.name == "duckdb" else ()
-    order = ", ".join([dialect.keyed_hash(key, user, *unit), *second])
+    order = ", ".join([dialect.keyed_hash(key, user, *unit), *unit])
     return (
         f"SELECT * FROM (SELECT b_.*, ROW_NUMBER() OVER (PARTITION BY {part} ORDER BY {order}) "
         f"AS _pm_rank FROM {relation} AS b_) AS bounded_ WHERE _pm_rank <= {int(max_units)}"

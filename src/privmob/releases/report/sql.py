@@ -75,8 +75,7 @@ def trips_sql(points: str, cfg: ReportConfig, key: int, d: Dialect) -> str:
   WHERE uid IS NOT NULL AND tid IS NOT NULL
   GROUP BY uid, tid)"""
     if cfg.unit.value == "user":
-        bounded = bound_per_user(ends, max_units=cfg.max_trips, key=key, dialect=d, wide=True)
-        ends = f"({bounded})"
+        ends = f"({bound_per_user(ends, max_units=cfg.max_trips, key=key, dialect=d)})"
     return f"""
 SELECT {", ".join(TRIP_COLUMNS)},
   CASE WHEN start_time >= {_ts(start, d)} AND start_time < {_ts(end, d)} THEN 1 ELSE 0 END
