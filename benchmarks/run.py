@@ -1,7 +1,8 @@
 """Benchmark suite: every release on synthetic data, DuckDB and Spark, against the floor.
 
-Releases: od-daily-events, od-trips, population, series-counts, density, report (see
-benchmarks/suite.py for what each runs and what its floor computes). For each release and
+Releases: od-daily-events, od-trips, population, series-counts, density, report, and
+report-complete (the report against the floor of its whole relational work); see
+benchmarks/suite.py for what each runs and what its floor computes. For each release and
 size, three child processes on the same Parquet file (cached in benchmarks/out/):
 
 * ``floor``: a bare DuckDB query doing the same bounded group-by by hand (same bounding rule,

@@ -229,7 +229,9 @@ def _scan(eng: Any, path: str, twice: bool = False) -> str:
     counts). On DuckDB a CSV is then loaded once into a table, which both read: 0.8-2 s faster
     at 10M rows than parsing the CSV twice (od-trips 7.8-8.1 s against 9.9-12.5 s, the report
     6.0 s against 6.9 s, its complete floor 10.9 s against 11.6 s), so the floor stays the
-    fastest plain code."""
+    fastest plain code. On Spark a CSV is read in each query (with its schema inference): a
+    cache would outlive the floor's run in the session it shares with privmob's alternating
+    runs, so Spark's CSV floors are the looser ones; the Spark targets are on Parquet."""
     if not path.endswith(".csv"):
         return f"read_parquet('{path}')"
     if eng.dialect.name == "duckdb":
