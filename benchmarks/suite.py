@@ -226,7 +226,7 @@ def _scan(eng: Any, path: str, twice: bool = False) -> str:
     (DuckDB's sniffer; Spark's schema inference, in a view of the same session).
 
     ``twice``: the floor reads the input in two queries (the distinct coordinates, then the
-    counts). On DuckDB a CSV is then loaded once into a table, which both read: 0.8-2 s faster
+    counts). On DuckDB a CSV is then loaded once into a table, which both read: 0.7-4 s faster
     at 10M rows than parsing the CSV twice (od-trips 7.8-8.1 s against 9.9-12.5 s, the report
     6.0 s against 6.9 s, its complete floor 10.9 s against 11.6 s), so the floor stays the
     fastest plain code. On Spark a CSV is read in each query (with its schema inference): a
@@ -279,9 +279,9 @@ def floor_od_trips(eng: Any, path: str, cells: str, tess_path: str) -> str:
 def _by_trip(eng: Any) -> str:
     """The keyed hash of (uid, tid) as a sort key, with the trip id after it on DuckDB, as
     privmob bounds. On DuckDB 2 a lone sort key lets the optimizer turn the window into a
-    top-M aggregate of whole rows, which was slower (10M trips, od-trips floor on grid Parquet
-    1.46-1.70 s against 1.26-1.27 s; the report's floors 6.0 s and 10.0 s against 5.1 s and
-    8.1 s; equal on the taxi CSV); Spark has no such rewrite and keeps one key."""
+    top-M aggregate of whole rows, which was slower at 10M: the od-trips floor 1.46-1.70 s
+    against 1.26-1.27 s on grid Parquet (equal on the taxi CSV), the report's floors 6.0 s and
+    10.0 s against 5.1 s and 8.1 s on the taxi CSV. Spark has no such rewrite: one key."""
     tie = ", tid" if eng.dialect.name == "duckdb" else ""
     return eng.dialect.keyed_hash(KEY, "uid", "tid") + tie
 
@@ -381,15 +381,6 @@ def floor_report(eng: Any, path: str, cells: str, tess_path: str) -> str:
         UNION ALL SELECT 2, {day}, 0, count(*) FROM tr GROUP BY {day}"""
 
 
-def _haversine_sq(lat1: str, lng1: str, lat2: str, lng2: str) -> str:
-    """Squared great-circle distance in km² (the radius of gyration's term)."""
-    h = (
-        f"pow(sin(radians({lat2} - {lat1}) / 2), 2) + cos(radians({lat1})) * "
-        f"cos(radians({lat2})) * pow(sin(radians({lng2} - {lng1}) / 2), 2)"
-    )
-    return f"pow(2 * 6371.0088 * asin(sqrt(least(1.0, {h}))), 2)"
-
-
 def _bin(expr: str, width: float, bins: int) -> str:
     """Equal-width histogram bin of ``expr``, the last bin open-ended."""
     return f"least(CAST(floor(({expr}) / {width}) AS INT), {bins - 1})"
@@ -401,7 +392,10 @@ def floor_report_complete(eng: Any, path: str, cells: str, tess_path: str) -> st
     ends, a per-user table (visits, distinct tiles, entropy, radius of gyration about the
     user's centre) and all 16 count vectors of the report as plain group-bys (histograms with
     equal-width bins). What privmob adds beyond it: validation, the dense public domains,
-    noise, the ledger and the output files."""
+    noise, the ledger and the output files. The great-circle distance is privmob's formula
+    (:func:`privmob.releases.report.sql.haversine_km`), SQL text only."""
+    from privmob.releases.report.sql import haversine_km
+
     src = _scan(eng, path, twice=True)
     eng.register("coords", _coordinate_tiles(eng, tess_path, f"SELECT lng, lat FROM {src}"))
     d = eng.dialect
@@ -430,7 +424,7 @@ def floor_report_complete(eng: Any, path: str, cells: str, tess_path: str) -> st
         f"""WITH tc AS (SELECT uid, tile, count(*) AS n FROM enc GROUP BY uid, tile),
         u AS (SELECT uid, sum(n) AS nv, count(*) AS nt, sum(n * ln(n)) AS nl FROM tc GROUP BY uid),
         c AS (SELECT uid, avg(lat) AS clat, avg(lng) AS clng FROM enc GROUP BY uid),
-        g AS (SELECT e.uid, sqrt(avg({_haversine_sq("e.lat", "e.lng", "c.clat", "c.clng")}))
+        g AS (SELECT e.uid, sqrt(avg(pow({haversine_km("e.lat", "e.lng", "c.clat", "c.clng")}, 2)))
                   AS rog FROM enc e JOIN c ON e.uid = c.uid GROUP BY e.uid)
         SELECT u.uid, nt, rog, CASE WHEN nv > 1 THEN (ln(nv) - nl / nv) / ln(nv) ELSE 0 END
             AS ent FROM u JOIN g ON u.uid = g.uid""",
@@ -438,7 +432,7 @@ def floor_report_complete(eng: Any, path: str, cells: str, tess_path: str) -> st
     weekend = f"CASE WHEN {d.weekday('t')} >= 5 THEN 1 ELSE 0 END"
     window = f"CASE WHEN {d.hour('t')} < 6 THEN 0 WHEN {d.hour('t')} < 12 THEN 1 ELSE 2 END"
     minutes = f"({d.epoch_seconds('et')} - {d.epoch_seconds('st')}) / 60.0"
-    jump = f"sqrt({_haversine_sq('olat', 'olng', 'dlat', 'dlng')})"
+    jump = haversine_km("olat", "olng", "dlat", "dlng")
     gap = f"({d.epoch_seconds('st')} - {d.epoch_seconds('pe')}) / 3600.0"
     complete = "ip = 1 AND np >= 2 AND et > st"
     per_user = "(SELECT uid, count(*) AS k FROM trc WHERE ip = 1 GROUP BY uid) AS pu_"
