@@ -102,3 +102,25 @@ def test_the_row_hash_sum_reaches_python_exactly(engine):
     expr = content_fingerprint(engine, {"x": "x"})
     total = engine.fetch(f"SELECT {expr} AS s FROM range(1000) AS t(x)").iloc[0, 0]
     assert isinstance(total, str) and total.isdigit() and len(total) > 17
+
+
+def test_the_fingerprint_is_its_definition_on_canonical_values(tmp_path, engine, grid):
+    """The trip points' fingerprint recomputed in Python from the definition (ids as text,
+    times in whole microseconds, coordinates in whole 1e-7 degrees rounded down, MD5 row
+    hashes summed, SHA-256 of version, names, rows and sum): no engine function in it, so
+    Spark's equals it too (tests/engine/test_spark_fingerprint.py)."""
+    import hashlib
+    import math
+
+    from privmob.data.validation import FINGERPRINT_VERSION, row_hash
+
+    ROWS.to_csv(tmp_path / "a.csv", index=False)
+    micros = (ROWS.datetime - pd.Timestamp("1970-01-01")) // pd.Timedelta(microseconds=1)
+    total = sum(
+        row_hash(
+            [str(r.uid), str(r.tid), str(m)] + [str(math.floor(v * 1e7)) for v in (r.lat, r.lng)]
+        )
+        for r, m in zip(ROWS.itertuples(), micros, strict=True)
+    )
+    text = f"{FINGERPRINT_VERSION}|uid,tid,time,lat,lng|{len(ROWS)}|{total}"
+    assert _fp(tmp_path / "a.csv", engine, grid) == hashlib.sha256(text.encode()).hexdigest()

@@ -17,8 +17,6 @@ import pytest
 from tests.crash import ROOT, child_env
 
 from privmob.data import load_events, load_trips
-from privmob.data.validation import content_fingerprint
-from privmob.engine.dialect import SPARK
 
 
 def _rows(loaded) -> pd.DataFrame:
@@ -59,20 +57,6 @@ def test_parquet_is_read_again_not_cached(spark_engine, synth_dir) -> None:
     before = _cached(spark_engine)
     load_trips(str(d / "trips.parquet"), engine=spark_engine, tessellation=tess)
     assert _cached(spark_engine) == before
-
-
-def test_fingerprint_parts_sum_to_the_decimal_sum(spark_engine, synth_dir) -> None:
-    d, _ = synth_dir
-    spark_engine.read_parquet("fp_trips", str(d / "trips.parquet"))
-    content = {"uid": "CAST(uid AS STRING)", "start_time": "start_time", "origin": "origin"}
-    row_hash = SPARK.keyed_hash(0, *content.values())
-    got = spark_engine.fetch(
-        f"SELECT {content_fingerprint(spark_engine, content)} AS f, "
-        f"CAST(sum(CAST({row_hash} AS DECIMAL(38, 0))) AS STRING) AS g, "
-        f"min({row_hash}) AS lo, max({row_hash}) AS hi FROM fp_trips"
-    ).iloc[0]
-    assert got["lo"] < 0 < got["hi"]  # both signs occur
-    assert got["f"] == got["g"]
 
 
 CHILD = """

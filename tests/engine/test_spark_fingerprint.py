@@ -1,16 +1,29 @@
-"""The content fingerprint on Spark: computed in its validation pass too (xxhash64), the same
-for a renamed copy and for the same rows in another order; another hash family than DuckDB's,
-so the engines' fingerprints differ (stated in docs/architecture.md)."""
+"""One content fingerprint for every engine (issue 30): it is defined on canonical values (the
+MD5 of each row's canonical text, summed exactly), so the same input gets the same fingerprint
+on DuckDB and on Spark, for every input shape; and the budget follows the data across engines:
+a file released under dataset A on DuckDB is refused under dataset B with ``--engine spark``.
+Needs Java: marked ``spark``."""
+
+from __future__ import annotations
 
 import shutil
 
 import pandas as pd
+import pytest
+from tests.helpers import run_cli
 
-from privmob.data import load_trips
+from privmob.data import load_events, load_trip_points, load_trips
+from privmob.data.tessellation_input import load_tessellation
+from privmob.data.validation import content_fingerprint, row_hash
 from privmob.engine import make_engine
+from privmob.privacy.ledger import Ledger
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+GOWALLA = {"delimiter": "\t", "header": False, "names": ["uid", "datetime", "lat", "lng", "cid"]}
 
 
-def test_spark_fingerprint(spark_engine, synth_dir, tmp_path) -> None:
+def test_spark_fingerprint_is_order_and_name_free(spark_engine, synth_dir, tmp_path) -> None:
     d, tess = synth_dir
     shutil.copy(d / "trips.parquet", tmp_path / "copy.parquet")
     pd.read_parquet(d / "trips.parquet").iloc[::-1].to_parquet(tmp_path / "reversed.parquet")
@@ -19,5 +32,66 @@ def test_spark_fingerprint(spark_engine, synth_dir, tmp_path) -> None:
         for p in (d / "trips.parquet", tmp_path / "copy.parquet", tmp_path / "reversed.parquet")
     ]
     assert fps[0] is not None and len(set(fps)) == 1
-    duck = load_trips(str(d / "trips.parquet"), engine=make_engine("duckdb"), tessellation=tess)
-    assert duck.fingerprint is not None and duck.fingerprint != fps[0]
+
+
+def test_same_input_same_fingerprint_on_both_engines(spark_engine, synth_dir, shared_data):
+    d, tess = synth_dir
+    duck = make_engine("duckdb")
+    try:
+        # tile-id trips (Parquet), synthetic events with cell ids, real trip points (CSV), real
+        # check-ins (gzipped TSV, no header, times with a zone, coordinates)
+        pairs = [
+            (load_trips, d / "trips.parquet", tess, {}),
+            (load_trip_points, shared_data / "dpmr_fixture" / "test_data.csv",
+             load_tessellation(shared_data / "dpmr_fixture" / "test_tessellation.geojson"), {}),
+            (load_events, shared_data / "gowalla_nyc" / "gowalla_nyc_events.csv.gz",
+             load_tessellation(shared_data / "nyc_taxi_zones" / "taxi_zones.geojson"),
+             {**GOWALLA, "timezone": "America/New_York"}),
+        ]  # fmt: skip
+        for loader, path, zones, kw in pairs:
+            on_duck = loader(str(path), engine=duck, tessellation=zones, **kw)
+            on_spark = loader(str(path), engine=spark_engine, tessellation=zones, **kw)
+            assert on_duck.rows == on_spark.rows and on_duck.rows
+            assert on_duck.fingerprint and on_duck.fingerprint == on_spark.fingerprint, path
+    finally:
+        duck.close()
+
+
+def test_both_engines_sum_the_reference_row_hash(spark_engine, synth_dir) -> None:
+    """The SQL of each engine against the Python reference, on values that reach every bit of
+    the 64-bit row hash (Spark sums it in three parts)."""
+    d, _ = synth_dir
+    texts = pd.read_parquet(d / "trips.parquet")[["uid", "origin", "destination"]].astype(str)
+    expected = sum(row_hash(list(r)) for r in texts.itertuples(index=False))
+    assert expected > 2**64  # the sum is past one 64-bit word: the parts' carries are exercised
+    content = {c: f"CAST({c} AS VARCHAR)" for c in texts.columns}
+    duck = make_engine("duckdb")
+    try:
+        for eng in (duck, spark_engine):
+            eng.read_parquet("fp_ref", str(d / "trips.parquet"))
+            got = eng.fetch(f"SELECT {content_fingerprint(eng, content)} AS f FROM fp_ref")
+            assert int(got.iloc[0, 0]) == expected, eng.dialect.name
+    finally:
+        duck.close()
+
+
+def test_another_engine_does_not_reset_the_budget(spark_engine, shared_data, tmp_path, capsys):
+    """The same CSV under dataset A on DuckDB, then under dataset B on Spark: refused (exit 3,
+    nothing charged, nothing written). On the engine-specific fingerprint this was exit 0."""
+    fixture = shared_data / "dpmr_fixture"
+    ledger = tmp_path / "l.sqlite"
+
+    def od(dataset: str, out: str, *extra: str) -> int:
+        return run_cli([
+            "od", str(fixture / "test_data.csv"), "-t", str(fixture / "test_tessellation.geojson"),
+            "-e", "0.5", "-T", "2", "--budget", "10", "--dataset", dataset,
+            "--ledger", str(ledger), "-o", str(tmp_path / out), "--quiet", *extra,
+        ])  # fmt: skip
+
+    assert od("A", "a") == 0
+    capsys.readouterr()
+    assert od("B", "b", "--engine", "spark", "--spark-conf", "spark.sql.shuffle.partitions=2") == 3
+    err = " ".join(capsys.readouterr().err.split())
+    assert "already released under dataset 'A'" in err and "Traceback" not in err
+    assert not (tmp_path / "b").exists()
+    assert Ledger(ledger).entries("B") == []

@@ -58,10 +58,12 @@ from privmob.data.times import (
 from privmob.data.validation import (
     Check,
     coord_checks,
+    coordinate_text,
     float_expr,
     identity_text,
     parsed_view,
     relabel,
+    time_text,
     uid_check,
     validate,
 )
@@ -107,11 +109,11 @@ def load_events(
         checks += coord_checks("lat", "lng")
     pview = parsed_view(engine, raw, parsed)
     relabel(checks, cols)
-    content = {"uid": identity_text(cols["uid"]), "time": "_p_datetime"}
+    content = {"uid": identity_text(cols["uid"]), "time": time_text(engine, "_p_datetime")}
     content |= (
         {"cell_id": identity_text(cols["cell_id"])}
         if use_cells
-        else {"lat": "_p_lat", "lng": "_p_lng"}
+        else {"lat": coordinate_text("_p_lat"), "lng": coordinate_text("_p_lng")}
     )
     keep = [cols[k] for k in cols if k not in parsed]
     times = {"datetime": cols["datetime"]}
@@ -299,9 +301,9 @@ def load_trip_points(
     content = {
         "uid": identity_text(cols["uid"]),
         "tid": identity_text(cols["tid"]),
-        "time": "_p_datetime",
-        "lat": "_p_lat",
-        "lng": "_p_lng",
+        "time": time_text(engine, "_p_datetime"),
+        "lat": coordinate_text("_p_lat"),
+        "lng": coordinate_text("_p_lng"),
     }
     if "tile_id" in cols:
         content["tile_id"] = identity_text(cols["tile_id"])
@@ -477,13 +479,13 @@ def load_trips(
     pview = parsed_view(engine, raw, parsed)
     relabel(checks, cols)
     content = {} if uid_per_trip else {"uid": identity_text(cols["uid"])}
-    content["start_time"] = "_p_start_time"
+    content["start_time"] = time_text(engine, "_p_start_time")
     if "end_time" in cols:
-        content["end_time"] = "_p_end_time"
+        content["end_time"] = time_text(engine, "_p_end_time")
     if "tid" in cols:
         content["tid"] = identity_text(cols["tid"])
     for e in ends:
-        content[e] = f"_p_{e}" if by_coords else identity_text(cols[e])
+        content[e] = coordinate_text(f"_p_{e}") if by_coords else identity_text(cols[e])
     keep = [cols[k] for k in cols if k not in parsed]
     times: dict[str, str] = {k: cols[k] for k in ("start_time", "end_time") if k in cols}
     checked = validate(

@@ -43,41 +43,83 @@ class Validated:
     relation: str
 
 
+#: the version of the fingerprint's definition (a new one never matches an older one)
+FINGERPRINT_VERSION = "privmob-input-v2"
+
+#: one coordinate unit of the canonical text: 1e-7 degree (about 1 cm)
+COORDINATE_SCALE = 10_000_000
+
+
 def content_fingerprint(engine: Engine, content: Mapping[str, str]) -> str:
     """An aggregate SQL expression (text) of the input's content fingerprint, for the
-    validation pass: the sum over rows of a 64-bit hash of the row's canonical values
-    (``content``: canonical name -> SQL expression). Order-free and independent of the file's
-    name, format and column names; see :func:`fingerprint_text`."""
-    row_hash = engine.dialect.keyed_hash(0, *content.values())
+    validation pass: the exact sum over rows of a 64-bit hash of the row's canonical text.
+
+    ``content``: canonical name -> SQL text of the value in its canonical form
+    (:func:`identity_text`, :func:`time_text`, :func:`coordinate_text`). A row's canonical text
+    is those values joined by ``|``; its hash is the first 8 bytes of the MD5 digest of that
+    text read as an unsigned little-endian integer (:func:`row_hash`, the reference). Both
+    engines compute the same number (DuckDB from ``md5_number``, Spark from ``md5``'s hex
+    digits), and the sum is exact on both (a HUGEINT on DuckDB; on Spark three BIGINT sums of
+    24-, 24- and 16-bit parts, exact below 2^39 rows whether or not ANSI mode is on, combined
+    once as a DECIMAL). Order-free and independent of the engine, the file's name, format and
+    column names; see :func:`fingerprint_text`."""
+    text = f"concat_ws('|', {', '.join(content.values())})"
     if engine.dialect.name == "spark":
-        # the same sum, exactly: four BIGINT sums of the hash's 16-bit parts (the top one
-        # signed), combined once as a DECIMAL; a DECIMAL(38) sum per row is Spark's slow path
-        # (no overflow below 2^47 rows)
-        parts = [f"shiftright({row_hash}, 48)"]
-        parts += [f"(shiftright({row_hash}, {b}) & 65535)" for b in (32, 16, 0)]
+        digest = f"md5({text})"
+
+        def little_endian(first: int, last: int) -> str:  # bytes first..last of the digest
+            pairs = [f"substr({digest}, {2 * b + 1}, 2)" for b in range(last, first - 1, -1)]
+            return f"CAST(conv(concat({', '.join(pairs)}), 16, 10) AS BIGINT)"
+
         total = " + ".join(
-            f"CAST(sum({p}) AS DECIMAL(38, 0)) * {2**b}"
-            for p, b in zip(parts, (48, 32, 16, 0), strict=True)
+            f"CAST(sum({little_endian(a, b)}) AS DECIMAL(38, 0)) * {2 ** (8 * a)}"
+            for a, b in ((0, 2), (3, 5), (6, 7))
         )
         return f"CAST({total} AS VARCHAR)"
-    # as text: a DECIMAL would reach pandas as a float and lose its low digits
-    return f"CAST(sum(CAST({row_hash} AS DECIMAL(38, 0))) AS VARCHAR)"
+    # md5_number: the digest as a little-endian integer; its low 64 bits are bytes 0-7.
+    # As text: a HUGEINT would reach pandas as a float and lose its low digits
+    low = f"CAST(md5_number({text}) & {2**64 - 1} AS UBIGINT)"
+    return f"CAST(sum({low}) AS VARCHAR)"
 
 
-def fingerprint_text(engine: Engine, content: Mapping[str, str], n_rows: int, total: Any) -> str:
-    """The fingerprint: SHA-256 of the engine's hash family, the canonical columns, the row
-    count and the row-hash sum (a 64-bit row hash is an accident detector, not a defence
-    against someone crafting a collision)."""
+def row_hash(values: Sequence[str]) -> int:
+    """The reference of one row's hash (what both engines compute in SQL): the first 8 bytes
+    of MD5 of the canonical values joined by ``|``, as an unsigned little-endian integer."""
     import hashlib
 
-    text = f"privmob-input-v1|{engine.dialect.name}|{','.join(content)}|{n_rows}|{total}"
+    digest = hashlib.md5("|".join(values).encode(), usedforsecurity=False).digest()
+    return int.from_bytes(digest[:8], "little")
+
+
+def fingerprint_text(content: Mapping[str, str], n_rows: int, total: Any) -> str:
+    """The fingerprint: SHA-256 of the definition's version, the canonical names, the row
+    count and the row-hash sum. No engine name: the same input gets the same fingerprint on
+    DuckDB and Spark. (A 64-bit row hash is an accident detector, not a defence against
+    someone crafting a collision; deliberate evasion is the people sketch's and the roles'
+    part, :mod:`privmob.privacy.people`.)"""
+    import hashlib
+
+    text = f"{FINGERPRINT_VERSION}|{','.join(content)}|{n_rows}|{total}"
     return hashlib.sha256(text.encode()).hexdigest()
 
 
 def identity_text(col: str) -> str:
-    """An identifier column as text, so that 7 read as an integer from CSV and "7" from
-    Parquet fingerprint alike."""
+    """An identifier column as canonical text, so that 7 read as an integer from CSV and "7"
+    from Parquet fingerprint alike."""
     return f"CAST({ident(col)} AS VARCHAR)"
+
+
+def time_text(engine: Engine, expr: str) -> str:
+    """A parsed time as canonical text: whole microseconds since 1970-01-01 (the wall clock
+    the loader parsed it to), the same number on both engines."""
+    return f"CAST({engine.dialect.epoch_micros(expr)} AS VARCHAR)"
+
+
+def coordinate_text(expr: str) -> str:
+    """A parsed coordinate (DOUBLE, degrees) as canonical text: the whole number of 1e-7
+    degrees below it (``floor`` of an IEEE product: exact and the same on both engines,
+    where the engines' own texts of a double differ)."""
+    return f"CAST(CAST(floor({expr} * CAST({COORDINATE_SCALE} AS DOUBLE)) AS BIGINT) AS VARCHAR)"
 
 
 def validate(
@@ -151,7 +193,7 @@ def validate(
             )
     fingerprint = None
     if content:
-        fingerprint = fingerprint_text(engine, content, n_rows, row["pm_fingerprint"])
+        fingerprint = fingerprint_text(content, n_rows, row["pm_fingerprint"])
     return Validated(n_rows, fingerprint, relation)
 
 
