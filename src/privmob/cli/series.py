@@ -23,7 +23,7 @@ from privmob.cli.common import (
 )
 from privmob.cli.run_options import ENGINE_OPTIONS, with_run_options
 from privmob.data.series_input import check_time_domain as _check_time_domain
-from privmob.data.series_input import read_series, time_grid_of
+from privmob.data.series_input import load_series, time_grid_of
 from privmob.data.series_input import split_list as _tokens
 from privmob.errors import ConfigError, InputError
 from privmob.privacy.temporal import (
@@ -194,11 +194,9 @@ def series_command(
 
     def load(session: Any) -> Any:
         session.progress("reading the series")
-        values, labels, zones = read_series(
-            input, value_column, time_column, zone_column, declared, grid=grid
-        )
-        check_time_domain(labels, start, end, freq, input)
-        return values, labels, zones
+        series = load_series(input, value_column, time_column, zone_column, declared, grid=grid)
+        check_time_domain(series.labels, start, end, freq, input)
+        return series  # unpacks as values, labels, zones; bound to its content
 
     n_marks = [0]
 

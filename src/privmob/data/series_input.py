@@ -5,8 +5,10 @@ the rows (SPEC 1). Messages name row numbers, never a data date."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -32,6 +34,73 @@ def split_list(spec: str) -> list[str]:
                 items.append(line.split(",")[0].strip())
         return items
     return [t.strip() for t in spec.replace(";", ",").split(",") if t.strip()]
+
+
+@dataclass(frozen=True)
+class SeriesInput:
+    """A pre-aggregated series read against its declared domain, bound to its content like
+    every loaded input: ``fingerprint`` (:func:`series_fingerprint`) and ``rows`` go to the
+    ledger, never into a release. It holds no user ids, so no people sketch (``people`` is
+    None). Unpacks as ``values, labels, zones`` (what :func:`read_series` returns)."""
+
+    values: np.ndarray
+    labels: list[object]
+    zones: list[object] | None
+    fingerprint: str
+    rows: int
+    people: Any = None
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter((self.values, self.labels, self.zones))
+
+
+def load_series(
+    path: Path,
+    value_column: str,
+    time_column: str,
+    zone_column: str | None,
+    zones: list[str] | None = None,
+    grid: pd.DatetimeIndex | None = None,
+) -> SeriesInput:
+    """:func:`read_series`, bound to the series' content (:class:`SeriesInput`)."""
+    values, labels, zone_labels = read_series(
+        Path(path), value_column, time_column, zone_column, zones, grid
+    )
+    fingerprint, rows = series_fingerprint(values, labels, zone_labels)
+    return SeriesInput(values, labels, zone_labels, fingerprint, rows)
+
+
+def series_fingerprint(
+    values: np.ndarray, labels: list[object], zones: list[object] | None
+) -> tuple[str, int]:
+    """(fingerprint, rows) of a series' content, on canonical values as the engines' inputs
+    (:func:`privmob.data.validation.content_fingerprint`): each (zone, time, value) row's text
+    (zone as text, a time in ISO 8601, a value as the shortest text of its double) hashed by
+    :func:`~privmob.data.validation.row_hash` and summed; the same for a CSV and a Parquet
+    copy, in any row order, whatever the column names."""
+    import hashlib
+
+    from privmob.data.validation import FINGERPRINT_VERSION, row_hash
+
+    def text(label: object) -> str:  # a time as ISO 8601 whether the file held text or times
+        if isinstance(label, str):
+            try:
+                return pd.Timestamp(label).isoformat()
+            except (ValueError, TypeError):
+                return label
+        return label.isoformat() if isinstance(label, pd.Timestamp) else str(label)
+
+    times = [text(t) for t in labels]
+    grid = np.atleast_2d(np.asarray(values, dtype=float))
+    names = [""] if zones is None else [str(z) for z in zones]
+    total = sum(
+        row_hash([zone, t, repr(float(v))])
+        for zone, row in zip(names, grid, strict=True)
+        for t, v in zip(times, row, strict=True)
+    )
+    rows = grid.size
+    key = f"{FINGERPRINT_VERSION}|series:zone,time,value|{rows}|{total}"
+    return hashlib.sha256(key.encode()).hexdigest(), rows
 
 
 def read_series(

@@ -28,7 +28,7 @@ class Loaded:
     base: Loaded | None = None
     derive: Callable[[Loaded], Loaded] | None = None
     #: content fingerprint and row count of the input, from the validation pass (see
-    #: :func:`privmob.data.sources.content_fingerprint`); kept by derived relations, charged
+    #: :func:`privmob.data.validation.content_fingerprint`); kept by derived relations, charged
     #: with each release
     fingerprint: str | None = None
     rows: int | None = None

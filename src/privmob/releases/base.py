@@ -65,10 +65,20 @@ class Accountant:
         self.ledger.check(self.dataset, cost, self.group_size)
 
     def bind_input(self, loaded: Any) -> None:
-        """Tie this accountant's charges to the input's content (a :class:`Loaded` relation,
-        or one derived from it) and refuse now, before any work, if another dataset holds
-        that content (see :meth:`Ledger.check_input`)."""
-        self.input_fingerprint = getattr(loaded, "fingerprint", None)
+        """Tie this accountant's charges to the input's content and refuse now, before any
+        work, if another dataset holds that content (see :meth:`Ledger.check_input`).
+
+        ``loaded``: what a release's load step returned (a :class:`Loaded` relation or one
+        derived from it, the density's inputs, a pre-aggregated series): every one carries
+        the content ``fingerprint`` and ``rows``; one without a fingerprint is a bug of the
+        kind's loader (an unbound release could be charged to any dataset), never run."""
+        fingerprint = getattr(loaded, "fingerprint", None)
+        if not fingerprint:
+            raise TypeError(
+                f"{type(loaded).__name__} carries no content fingerprint: every release input "
+                "must be bound to its content (Accountant.bind_input)"
+            )
+        self.input_fingerprint = fingerprint
         self.input_rows = getattr(loaded, "rows", None)
         self.ledger.check_input(
             self.dataset,

@@ -30,6 +30,16 @@ class DensityInputs:
         """The events' relation in the engine."""
         return self.loaded.view
 
+    # the binding of the input (Accountant.bind_input): the validated events'
+    @property
+    def fingerprint(self) -> str | None:
+        """The events' content fingerprint (the cells table and zones are public)."""
+        return self.loaded.fingerprint
+
+    @property
+    def rows(self) -> int | None:
+        return self.loaded.rows
+
 
 class _SitesOfCells:
     """The tessellation the cells table is loaded with: each cell's tile is its tower site

@@ -467,20 +467,27 @@ class SeriesSpec:
         """``margin_of_error_95``: a bin with the scheme's smallest budget (discrete Laplace)."""
         return self._plan
 
+    def load(self, source: Any) -> Any:
+        """The series file read against the declared domain and bound to its content
+        (:class:`~privmob.data.series_input.SeriesInput`)."""
+        from pathlib import Path
+
+        from privmob.data.series_input import check_time_domain, load_series
+
+        path = Path(str(source))
+        zones = list(self.zones) if self.zones is not None else None
+        series = load_series(path, self.value_column, self.time_column, self.zone_column, zones)
+        check_time_domain(series.labels, self.start, self.end, self.freq, path)
+        return series
+
     def run(
         self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Progress
     ) -> Release:
-        from pathlib import Path
-
-        from privmob.data.series_input import check_time_domain, read_series
+        from privmob.data.series_input import SeriesInput
         from privmob.releases.landmark import publish_series
 
-        path = Path(str(data))
-        zones = list(self.zones) if self.zones is not None else None
-        values, labels, zone_labels = read_series(
-            path, self.value_column, self.time_column, self.zone_column, zones
-        )
-        check_time_domain(labels, self.start, self.end, self.freq, path)
+        series = data if isinstance(data, SeriesInput) else self.load(data)
+        values, labels, zone_labels = series
         progress("adding noise and charging the ledger")
         return publish_series(
             values,

@@ -460,7 +460,7 @@ class Session(SessionBase):
         ``scheme``, ``integer``, ``value_bounds`` (an enforced clamp).
         """
         spec = self._series_spec(epsilon, sensitivity, period, freq, dict(options))
-        return self.run(spec, lambda _s: source, engine=False)
+        return self.run(spec, lambda _s: spec.load(source), engine=False)  # bound to content
 
     def __repr__(self) -> str:
         return (
