@@ -1,11 +1,13 @@
 """One content fingerprint for every engine (issue 30): it is defined on canonical values (the
 MD5 of each row's canonical text, summed exactly), so the same input gets the same fingerprint
-on DuckDB and on Spark, for every input shape; and the budget follows the data across engines:
-a file released under dataset A on DuckDB is refused under dataset B with ``--engine spark``.
+(and the same people sketch) on DuckDB and on Spark, for every input shape; and the budget
+follows the data across engines: a file released under dataset A on DuckDB is refused under
+dataset B with ``--engine spark``.
 Needs Java: marked ``spark``."""
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import pandas as pd
@@ -53,6 +55,10 @@ def test_same_input_same_fingerprint_on_both_engines(spark_engine, synth_dir, sh
             on_spark = loader(str(path), engine=spark_engine, tessellation=zones, **kw)
             assert on_duck.rows == on_spark.rows and on_duck.rows
             assert on_duck.fingerprint and on_duck.fingerprint == on_spark.fingerprint, path
+            # and the same people sketch under one key (the keyed hash is engine-neutral too)
+            key = os.urandom(32)
+            people = on_duck.people_sketch(key)
+            assert people is not None and people.hashes and people == on_spark.people_sketch(key)
     finally:
         duck.close()
 

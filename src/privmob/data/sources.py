@@ -164,6 +164,7 @@ def load_events(
         engine.columns(view),
         fingerprint=checked.fingerprint,
         rows=checked.rows,
+        people_source=checked.people,
         tiles=tiles_fingerprint(tessellation),
     )
 
@@ -334,6 +335,7 @@ def load_trip_points(
             engine.columns(base),
             fingerprint=checked.fingerprint,
             rows=checked.rows,
+            people_source=checked.people,
             tiles=tiles_fingerprint(tessellation),
         )
         return _grid_tiled_points(untiled, grid)
@@ -353,6 +355,7 @@ def load_trip_points(
         engine.columns(view),
         fingerprint=checked.fingerprint,
         rows=checked.rows,
+        people_source=checked.people,
         tiles=tiles_fingerprint(tessellation),
     )
 
@@ -548,5 +551,6 @@ def load_trips(
         engine.columns(view),
         fingerprint=checked.fingerprint,
         rows=checked.rows,
+        people_source=checked.people,
         tiles=tiles_fingerprint(tessellation),
     )

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from privmob.data.reading import ident, is_url
 from privmob.engine.base import Engine
 from privmob.engine.relation import new_name
 from privmob.errors import EngineError, InputError
+from privmob.privacy.people import HASH_DIGITS, SKETCH_SIZE, PeopleSketch, key_halves
 
 
 @dataclass
@@ -41,6 +42,9 @@ class Validated:
     rows: int
     fingerprint: str | None
     relation: str
+    #: the people sketch of the input's user ids under a ledger's key (one query, run when a
+    #: release binds the input; None where the input has no user id)
+    people: Callable[[bytes], PeopleSketch] | None = None
 
 
 #: the version of the fingerprint's definition (a new one never matches an older one)
@@ -194,7 +198,30 @@ def validate(
     fingerprint = None
     if content:
         fingerprint = fingerprint_text(content, n_rows, row["pm_fingerprint"])
-    return Validated(n_rows, fingerprint, relation)
+    uid = (content or {}).get("uid")
+    people = None if uid is None else people_source(engine, relation, uid)
+    return Validated(n_rows, fingerprint, relation, people)
+
+
+def people_source(engine: Engine, relation: str, uid: str) -> Callable[[bytes], PeopleSketch]:
+    """The people sketch of ``relation``'s distinct user ids (``uid``: their canonical text, as
+    in the fingerprint) under a key: one query over the distinct ids, the same keyed hash on
+    both engines (:func:`privmob.privacy.people.keyed_hash` is the reference), the
+    :data:`~privmob.privacy.people.SKETCH_SIZE` smallest kept. Nothing of it is printed."""
+
+    def sketch(key: bytes) -> PeopleSketch:
+        k1, k2 = key_halves(key)
+        if engine.dialect.name == "spark":
+            hashed = f"sha2(concat('{k2}', sha2(concat('{k1}', u), 256)), 256)"
+        else:
+            hashed = f"sha256('{k2}' || sha256('{k1}' || u))"
+        found = engine.fetch(
+            f"SELECT substr({hashed}, 1, {HASH_DIGITS}) AS h FROM (SELECT DISTINCT {uid} AS u "
+            f"FROM {relation}) AS people_ ORDER BY h LIMIT {SKETCH_SIZE}"
+        )
+        return PeopleSketch.of_hex(found["h"])
+
+    return sketch
 
 
 def _scanned_once(

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from privmob.engine.base import Engine
+    from privmob.privacy.people import PeopleSketch
 
 _counter = itertools.count()
 
@@ -34,6 +35,22 @@ class Loaded:
     rows: int | None = None
     #: the fingerprint of the tessellation the tiles were assigned with (checked by releases)
     tiles: str | None = None
+    #: the people sketch of the input's user ids (:mod:`privmob.privacy.people`), once a
+    #: release bound the input (:meth:`people_sketch`); custodian-only, never published
+    people: PeopleSketch | None = field(default=None, repr=False)
+    #: computes it under a ledger's key (one query over the distinct user ids, from the
+    #: validation; None where the input has no user id)
+    people_source: Callable[[bytes], PeopleSketch] | None = field(default=None, repr=False)
+    _people_key: bytes | None = field(default=None, repr=False)
+
+    def people_sketch(self, key: bytes) -> PeopleSketch | None:
+        """The people sketch under ``key`` (computed once per key; a derived relation asks
+        its base, whose input the user ids were read from)."""
+        if self.base is not None and self.people_source is None:
+            self.people = self.base.people_sketch(key)
+        elif self.people_source is not None and (self.people is None or self._people_key != key):
+            self.people, self._people_key = self.people_source(key), key
+        return self.people
 
     def derived(self, view: str, shape: str, derive: Callable[[Loaded], Loaded]) -> Loaded:
         """A relation built from this one by ``derive`` (which can rebuild it per bucket)."""
@@ -48,7 +65,7 @@ class Loaded:
             fingerprint=self.fingerprint,
             rows=self.rows,
             tiles=self.tiles,
-        )
+        )  # the people sketch: asked of this one (people_sketch)
 
 
 def new_name(prefix: str) -> str:

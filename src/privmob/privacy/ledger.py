@@ -52,6 +52,7 @@ from privmob.privacy.ledger_entries import (
     insert_entries,
     provenance_dict,
 )
+from privmob.privacy.people import PeopleSketch
 
 DEFAULT_LEDGER_ENV = "PRIVMOB_LEDGER"
 DEFAULT_LEDGER_NAME = "ledger.sqlite"
@@ -198,14 +199,21 @@ class Ledger:
             checks.refuse_if_over(b, checks.dataset_accounts(con, b, [charged]), charged, self.path)
 
     def check_input(
-        self, dataset: str, fingerprint: str | None, *, new_dataset_for_same_data: bool = False
+        self,
+        dataset: str,
+        fingerprint: str | None,
+        *,
+        people: PeopleSketch | None = None,
+        new_dataset_for_same_data: bool = False,
     ) -> None:
         """Refuse (:class:`BudgetError`) an input whose content another dataset already holds,
-        unless the user stated ``new_dataset_for_same_data``. No charge is made."""
+        or whose users (``people``) another dataset holds, unless the user stated
+        ``new_dataset_for_same_data``. No charge is made."""
         with self._connect() as con:
             checks.refuse_foreign_input(
                 con, dataset, fingerprint, new_dataset_for_same_data, self.path
             )
+            checks.refuse_known_people(con, dataset, people, new_dataset_for_same_data, self.path)
 
     def charge(
         self,
@@ -253,6 +261,7 @@ class Ledger:
         output_hashes: dict[str, str] | None = None,
         new_dataset_for_same_data: bool = False,
         within: Callable[[sqlite3.Connection, list[Entry]], None] | None = None,
+        people: PeopleSketch | None = None,
     ) -> list[Entry]:
         """Charge several parts of one release (e.g. one per period) in one transaction:
         all entries are written, or none is.
@@ -287,6 +296,9 @@ class Ledger:
                 checks.refuse_foreign_input(
                     con, dataset, input_fingerprint, new_dataset_for_same_data, self.path
                 )
+                checks.refuse_known_people(
+                    con, dataset, people, new_dataset_for_same_data, self.path
+                )
                 charged = [checks.to_budget_unit(c, b.unit, group_size) for _, c in parts]
                 total = charged[0]
                 for c in charged[1:]:
@@ -308,6 +320,7 @@ class Ledger:
                 )
                 count = int(meta.get("head_count", "0")) + len(entries)
                 schema.set_head(con, count, entries[-1].row_hash)
+                checks.store_people(con, dataset, people, _now())  # who the dataset holds
                 if within is not None:
                     within(con, entries)
                 con.execute("COMMIT")

@@ -2,7 +2,8 @@
 the dataset's budget (a finer unit only through group privacy with a stated group size), the
 dataset's accounts with the release included (refused when neither accounting fits,
 :mod:`privmob.privacy.ledger_accounts`), and an input whose content no other dataset name has
-already been charged for (the budget is bound to the data).
+already been charged for, and whose users no other dataset holds (the budget is bound to the
+data and to the people in it).
 
 :meth:`privmob.privacy.ledger.Ledger.check` runs these without charging; ``charge_parts`` runs
 them inside its transaction.
@@ -17,6 +18,7 @@ from privmob.errors import BudgetError, ConfigError
 from privmob.privacy.costs import Cost, Unit
 from privmob.privacy.ledger_accounts import Accounts, accounts
 from privmob.privacy.ledger_entries import Budget
+from privmob.privacy.people import OVERLAP_THRESHOLD, PeopleSketch
 
 
 def to_budget_unit(cost: Cost, unit: Unit, group_size: int | None) -> Cost:
@@ -86,4 +88,62 @@ def refuse_foreign_input(
         f"'{dataset}''s; nothing was charged",
         hint=f"use --dataset {owners[0]}, or state --new-dataset-for-same-data if this is "
         "deliberately a separate budget for the same records (it is recorded in the ledger)",
+    )
+
+
+# -- people-aware binding (privmob.privacy.people) ------------------------------------------
+def shares_budget(a: str, b: str) -> bool:
+    """Whether datasets ``a`` and ``b`` share one budget (placeholder until dataset families:
+    only a dataset with itself)."""
+    return a == b
+
+
+def refuse_known_people(
+    con: sqlite3.Connection,
+    dataset: str,
+    people: PeopleSketch | None,
+    stated: bool,
+    path: Path,
+) -> None:
+    """The budget is bound to the people: an input whose users overlap another dataset's by
+    :data:`~privmob.privacy.people.OVERLAP_THRESHOLD` or more (estimated from the two people
+    sketches) is refused, unless the user stated a new dataset for the same data, the datasets
+    share a budget, or this dataset already holds these users (it was charged for them
+    before). The message names the other dataset and the threshold, never a user, a hash or
+    the estimate."""
+    if people is None or stated:
+        return
+    known = {
+        str(r[0]): PeopleSketch.from_bytes(r[1])
+        for r in con.execute("SELECT dataset, sketch FROM dataset_people ORDER BY dataset")
+    }
+    own = known.pop(dataset, None)
+    if own is not None and own.overlap(people) >= OVERLAP_THRESHOLD:
+        return
+    for other, sketch in known.items():
+        if shares_budget(dataset, other) or sketch.overlap(people) < OVERLAP_THRESHOLD:
+            continue
+        raise BudgetError(
+            f"refused: at least {OVERLAP_THRESHOLD:.0%} of this input's users (estimated from "
+            f"keyed sketches) are users of dataset '{other}' in {path}; their budget is that "
+            f"dataset's, not '{dataset}''s; nothing was charged",
+            hint=f"use --dataset {other} (the same people share one budget); if this is "
+            "deliberately a separate budget, state --new-dataset-for-same-data (it is recorded "
+            "in the ledger); pseudonyms relabelled per dataset are not detected: link such "
+            "datasets into one family",
+        )
+
+
+def store_people(
+    con: sqlite3.Connection, dataset: str, people: PeopleSketch | None, now: str
+) -> None:
+    """Merge ``people`` into the dataset's stored sketch (inside the charge's transaction)."""
+    if people is None:
+        return
+    row = con.execute("SELECT sketch FROM dataset_people WHERE dataset = ?", (dataset,)).fetchone()
+    merged = people if row is None else PeopleSketch.from_bytes(row[0]).merge(people)
+    con.execute(
+        "INSERT INTO dataset_people (dataset, sketch, updated) VALUES (?, ?, ?) "
+        "ON CONFLICT(dataset) DO UPDATE SET sketch = excluded.sketch, updated = excluded.updated",
+        (dataset, merged.to_bytes(), now),
     )

@@ -61,6 +61,12 @@ CREATE TABLE IF NOT EXISTS ledger_meta (
     value TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS releases_fingerprint ON releases(input_fingerprint);
+-- binding: who is in each dataset (privmob.privacy.people), custodian-only, never published
+CREATE TABLE IF NOT EXISTS dataset_people (
+    dataset TEXT PRIMARY KEY,
+    sketch  BLOB NOT NULL,
+    updated TEXT NOT NULL
+);
 {RELEASES_U};
 CREATE TRIGGER IF NOT EXISTS releases_append_only_d BEFORE DELETE ON releases
 BEGIN SELECT RAISE(ABORT, 'the privacy ledger is append-only'); END;

@@ -18,6 +18,7 @@ from privmob.errors import ConfigError
 from privmob.privacy.costs import Cost, Unit
 from privmob.privacy.ledger import Ledger
 from privmob.privacy.ledger_entries import Entry
+from privmob.privacy.people import PeopleSketch, people_key
 from privmob.releases.release import Release
 
 if TYPE_CHECKING:
@@ -52,6 +53,9 @@ class Accountant:
     #: the input's content fingerprint and row count (set by :meth:`bind_input`)
     input_fingerprint: str | None = None
     input_rows: int | None = None
+    #: the input's people sketch (set by :meth:`bind_input`; stored for the dataset, never
+    #: published)
+    input_people: PeopleSketch | None = None
 
     def __post_init__(self) -> None:
         if not self.dataset:
@@ -80,9 +84,13 @@ class Accountant:
             )
         self.input_fingerprint = fingerprint
         self.input_rows = getattr(loaded, "rows", None)
+        # who is in it: the keyed sketch of its user ids (privmob.privacy.people; one query)
+        sketch = getattr(loaded, "people_sketch", None)
+        self.input_people = sketch(people_key(self.ledger)) if sketch is not None else None
         self.ledger.check_input(
             self.dataset,
             self.input_fingerprint,
+            people=self.input_people,
             new_dataset_for_same_data=self.new_dataset_for_same_data,
         )
 
@@ -118,6 +126,7 @@ class Accountant:
                 for_publication=release.for_publication,
                 input_fingerprint=self.input_fingerprint,
                 input_rows=self.input_rows,
+                people=self.input_people,
                 output_dir=output_dir or (staged.target if staged else None),
                 output_hashes=output_hashes or (staged.staged_hashes if staged else None),
                 new_dataset_for_same_data=self.new_dataset_for_same_data,

@@ -40,6 +40,10 @@ class DensityInputs:
     def rows(self) -> int | None:
         return self.loaded.rows
 
+    def people_sketch(self, key: bytes) -> Any:
+        """The events' people sketch under a ledger's key (:mod:`privmob.privacy.people`)."""
+        return self.loaded.people_sketch(key)
+
 
 class _SitesOfCells:
     """The tessellation the cells table is loaded with: each cell's tile is its tower site
