@@ -24,9 +24,9 @@ datasets of similar size, ``k x smaller/larger`` otherwise), binomial with stand
 ``sqrt(c(1-c)/n)``: 0.0078 at ``c = 0.5`` for ``n = 4096``. For datasets of similar size a true
 overlap of 0.4 is refused (false refusal) with probability below 1e-30 and one of 0.6 accepted
 (false accept) below 1e-30; of 0.45 / 0.55: below 1e-10. Ten times smaller (``n`` ~ 410): a true
-0.4 or 0.6 is misjudged with probability ~ 3e-5. A true subset (or a copy) always has an
-estimate of 1 (every sampled user of the smaller dataset is in the larger one's sketch), however
-unequal the sizes; the five edits of issue 27 (another input time zone, renumbered trips, times
+0.4 or 0.6 is misjudged with probability ~ 3e-5; a hundred times smaller (``n`` ~ 41): ~ 0.1.
+A true subset (or a copy) always has an estimate of 1 (every sampled user of the smaller
+dataset is in the larger one's sketch), however unequal the sizes; the five edits of issue 27 (another input time zone, renumbered trips, times
 shifted, a row added or dropped, a copy) keep the overlap at or near 1. Hash collisions of two
 different ids among 2^64 values are negligible (~ n^2 / 2^65).
 
