@@ -122,8 +122,10 @@ def time_text(engine: Engine, expr: str) -> str:
 def coordinate_text(expr: str) -> str:
     """A parsed coordinate (DOUBLE, degrees) as canonical text: the whole number of 1e-7
     degrees below it (``floor`` of an IEEE product: exact and the same on both engines,
-    where the engines' own texts of a double differ)."""
-    return f"CAST(CAST(floor({expr} * CAST({COORDINATE_SCALE} AS DOUBLE)) AS BIGINT) AS VARCHAR)"
+    where the engines' own texts of a double differ). A value the checks refuse (NaN, out of
+    range) gives NULL here, never an error: the same pass must reach the checks' message."""
+    scaled = f"floor({expr} * CAST({COORDINATE_SCALE} AS DOUBLE))"
+    return f"CAST(TRY_CAST({scaled} AS BIGINT) AS VARCHAR)"
 
 
 def validate(

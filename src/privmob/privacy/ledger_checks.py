@@ -80,7 +80,7 @@ def refuse_foreign_input(
             (fingerprint,),
         ).fetchall()
     ]
-    if not owners or dataset in owners:
+    if not owners or any(shares_budget(dataset, owner) for owner in owners):
         return
     raise BudgetError(
         f"refused: this input's content was already released under dataset '{owners[0]}' "
@@ -93,8 +93,9 @@ def refuse_foreign_input(
 
 # -- people-aware binding (privmob.privacy.people) ------------------------------------------
 def shares_budget(a: str, b: str) -> bool:
-    """Whether datasets ``a`` and ``b`` share one budget (placeholder until dataset families:
-    only a dataset with itself)."""
+    """Whether datasets ``a`` and ``b`` share one budget: the content and the people of one are
+    the other's (placeholder until dataset families, ``Ledger.shares_budget``: only a dataset
+    with itself)."""
     return a == b
 
 

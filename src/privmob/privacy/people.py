@@ -26,9 +26,10 @@ overlap of 0.4 is refused (false refusal) with probability below 1e-30 and one o
 (false accept) below 1e-30; of 0.45 / 0.55: below 1e-10. Ten times smaller (``n`` ~ 410): a true
 0.4 or 0.6 is misjudged with probability ~ 3e-5; a hundred times smaller (``n`` ~ 41): ~ 0.1.
 A true subset (or a copy) always has an estimate of 1 (every sampled user of the smaller
-dataset is in the larger one's sketch), however unequal the sizes; the five edits of issue 27 (another input time zone, renumbered trips, times
-shifted, a row added or dropped, a copy) keep the overlap at or near 1. Hash collisions of two
-different ids among 2^64 values are negligible (~ n^2 / 2^65).
+dataset is in the larger one's sketch), however unequal the sizes; the five edits of issue 27
+(another input time zone, renumbered trips, times shifted, a row added or dropped, a copy)
+keep the overlap at or near 1. Hash collisions of two different ids among 2^64 values are
+negligible (~ n^2 / 2^65).
 
 What it is not: a relabelling of the pseudonyms (a new id per user) gives disjoint hashes and is
 not detected: no content check can tell relabelled data from other people's. Datasets known to
