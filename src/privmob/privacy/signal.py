@@ -4,8 +4,14 @@ Before a release, :func:`expected_signal` states from the noise scale alone (pub
 epsilon, noise kind) the relative error of a cell of a given true count, and the smallest count
 that reaches a given relative error. After it, :func:`signal_check` looks at the *noisy*
 published values only (post-processing) and warns when most cells are within their 95% margin
-of 0, i.e. cannot be told from an empty cell: with 10 users (Cabspotting) or 2 (GeoLife) every
-user-level count is noise, and the reader must be told in words, not only by the margins.
+of 0 *because of the margin*, i.e. cannot be told from an empty cell: with 10 users
+(Cabspotting) or 2 (GeoLife) every user-level count is noise, and the reader must be told in
+words, not only by the margins. Sparse data are not noise: at epsilon 50 (margin +-0) 99% of an
+OD matrix's cells are 0 because they are empty, and the cells above the margin hold nearly all
+of the positive total; then the check says the data are sparse and does not warn.
+
+:func:`noise_floor` is the level that the noise of none of N cells reaches with 95% probability
+(union bound): rankings, "top flows" and map layers show only values above it.
 """
 
 from __future__ import annotations
@@ -18,6 +24,10 @@ import numpy as np
 from privmob.privacy.mechanisms import Noise
 
 MOSTLY = 0.5  # warn when more than this share of cells is below its margin
+#: ... and the cells above the margin hold less than this share of the positive noisy total.
+#: Pure noise gives about 0.20 (Laplace: exp(-m/b)(1 + m/b) at m = b ln 20) or 0.15 (Gaussian);
+#: sparse data whose non-empty cells clear the margin give close to 1.
+SIGNAL_SHARE = 0.5
 WARNING = (
     "{share:.0%} of the {cells:,} cells are within their 95% margin (±{margin:,}) of 0: "
     "they cannot be told from empty cells. Too few {unit}s for {unit}-level statistics at "
@@ -33,6 +43,11 @@ class SignalCheck:
     below_margin: int
     margin: int
     warning: str | None
+    #: share of the positive noisy total held by the cells above the margin (1.0 when no cell
+    #: is positive and the margin is 0)
+    share_above_margin: float = 1.0
+    #: said instead of the warning when most cells are below the margin because they are empty
+    note: str | None = None
 
     @property
     def share(self) -> float:
@@ -44,23 +59,55 @@ class SignalCheck:
             "cells_below_margin": self.below_margin,
             "share_below_margin": round(self.share, 4),
             "margin_of_error_95": self.margin,
+            "share_of_total_above_margin": round(self.share_above_margin, 4),
             "warning": self.warning,
+            "note": self.note,
             "computed_from": "noisy published values and the public margin only",
         }
 
 
 def signal_check(noisy: np.ndarray, margin: int, unit: str = "user") -> SignalCheck:
-    """Share of noisy cells with |value| <= margin (post-processing of noisy values only)."""
-    v = np.asarray(noisy)
+    """Share of noisy cells with |value| <= margin, and whether the margin is why (post-
+    processing of noisy values and the public margin only).
+
+    Warns ("cannot be told from empty") only when most cells are within the margin *and* the
+    margin, not the sparsity of the data, is the cause: the margin is at least 1 and the cells
+    above it hold less than :data:`SIGNAL_SHARE` of the positive noisy total. Otherwise, when
+    most cells are within the margin, a ``note`` says the data are sparse.
+    """
+    v = np.asarray(noisy, dtype=float)
     cells = int(v.size)
     below = int(np.count_nonzero(np.abs(v) <= margin))
+    positive = float(v[v > 0].sum())
+    above = float(v[v > margin].sum())
+    share_above = above / positive if positive > 0 else (1.0 if margin < 1 else 0.0)
     mostly = cells > 0 and below > MOSTLY * cells
-    text = (
-        WARNING.format(share=below / cells, cells=cells, margin=int(margin), unit=unit)
-        if mostly
-        else None
-    )
-    return SignalCheck(cells, below, int(margin), text)
+    noise_is_cause = margin >= 1 and share_above < SIGNAL_SHARE
+    text = note = None
+    if mostly and noise_is_cause:
+        text = WARNING.format(share=below / cells, cells=cells, margin=int(margin), unit=unit)
+    elif mostly:
+        note = (
+            f"{below / cells:.0%} of the {cells:,} cells are within their 95% margin (±"
+            f"{int(margin):,}) of 0, but the {cells - below:,} cells above it hold "
+            f"{share_above:.0%} of the positive total: the data are sparse at this resolution, "
+            "not drowned by the noise"
+        )
+    return SignalCheck(cells, below, int(margin), text, share_above, note)
+
+
+def noise_floor(noise: Noise, cells: int, confidence: float = 0.95) -> int:
+    """Smallest m such that, with probability >= ``confidence``, no one of ``cells``
+    independent noise draws exceeds m in absolute value (union bound). From the noise
+    distribution and the public number of cells only."""
+    return noise.margin_of_error(1 - (1 - confidence) / max(cells, 1))
+
+
+def above_noise_floor(values: np.ndarray, noise: Noise, cells: int | None = None) -> np.ndarray:
+    """Mask of the noisy ``values`` above the noise floor of ``cells`` cells (default: as many
+    as ``values``): the only ones a ranking or a "top flows" list may show (post-processing)."""
+    v = np.asarray(values, dtype=float)
+    return v > noise_floor(noise, v.size if cells is None else cells)
 
 
 @dataclass(frozen=True)
