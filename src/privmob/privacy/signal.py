@@ -7,8 +7,8 @@ published values only (post-processing) and warns when most cells are within the
 of 0 *because of the margin*, i.e. cannot be told from an empty cell: with 10 users
 (Cabspotting) or 2 (GeoLife) every user-level count is noise, and the reader must be told in
 words, not only by the margins. Sparse data are not noise: at epsilon 50 (margin +-0) 99% of an
-OD matrix's cells are 0 because they are empty, and the cells above the margin hold nearly all
-of the positive total; then the check says the data are sparse and does not warn.
+OD matrix's cells are 0 because they are empty, and its used cells clear the noise floor; then
+the check says the data are sparse and does not warn.
 
 :func:`noise_floor` is the level that the noise of none of N cells reaches with 95% probability
 (union bound): rankings, "top flows" and map layers show only values above it.
@@ -24,10 +24,6 @@ import numpy as np
 from privmob.privacy.mechanisms import Noise
 
 MOSTLY = 0.5  # warn when more than this share of cells is below its margin
-#: ... and the cells above the margin hold less than this share of the positive noisy total.
-#: Pure noise gives about 0.20 (Laplace: exp(-m/b)(1 + m/b) at m = b ln 20) or 0.15 (Gaussian);
-#: sparse data whose non-empty cells clear the margin give close to 1.
-SIGNAL_SHARE = 0.5
 WARNING = (
     "{share:.0%} of the {cells:,} cells are within their 95% margin (±{margin:,}) of 0: "
     "they cannot be told from empty cells. Too few {unit}s for {unit}-level statistics at "
@@ -43,11 +39,12 @@ class SignalCheck:
     below_margin: int
     margin: int
     warning: str | None
-    #: share of the positive noisy total held by the cells above the margin (1.0 when no cell
-    #: is positive and the margin is 0)
-    share_above_margin: float = 1.0
+    #: share of the positive noisy total held by the cells above the margin (reported)
+    share_above_margin: float = 0.0
     #: said instead of the warning when most cells are below the margin because they are empty
     note: str | None = None
+    #: cells above the noise floor of all the cells (pure noise has none with probability 95%)
+    above_noise_floor: int = 0
 
     @property
     def share(self) -> float:
@@ -60,40 +57,49 @@ class SignalCheck:
             "share_below_margin": round(self.share, 4),
             "margin_of_error_95": self.margin,
             "share_of_total_above_margin": round(self.share_above_margin, 4),
+            "cells_above_noise_floor": self.above_noise_floor,
             "warning": self.warning,
             "note": self.note,
             "computed_from": "noisy published values and the public margin only",
         }
 
 
-def signal_check(noisy: np.ndarray, margin: int, unit: str = "user") -> SignalCheck:
+def signal_check(
+    noisy: np.ndarray, margin: int, unit: str = "user", noise: Noise | None = None
+) -> SignalCheck:
     """Share of noisy cells with |value| <= margin, and whether the margin is why (post-
-    processing of noisy values and the public margin only).
+    processing of noisy values and public parameters only).
 
     Warns ("cannot be told from empty") only when most cells are within the margin *and* the
-    margin, not the sparsity of the data, is the cause: the margin is at least 1 and the cells
-    above it hold less than :data:`SIGNAL_SHARE` of the positive noisy total. Otherwise, when
-    most cells are within the margin, a ``note`` says the data are sparse.
+    margin, not the sparsity of the data, is the cause: the margin is at least 1 and no cell
+    clears the noise floor of all the cells (:func:`noise_floor`: pure noise clears it with
+    probability <= 5%). When a cell clears it the analysis holds signal, and its many cells
+    within the margin are empty or small: a ``note`` says the data are sparse. ``noise``: the
+    noise distribution (public); without it the floor is taken for Laplace tails from the
+    margin (m ln(20 N) / ln 20).
     """
     v = np.asarray(noisy, dtype=float)
     cells = int(v.size)
     below = int(np.count_nonzero(np.abs(v) <= margin))
+    if noise is not None:
+        floor = float(noise_floor(noise, cells))
+    else:
+        floor = margin * math.log(20 * max(cells, 1)) / math.log(20)
+    clear = int(np.count_nonzero(v > floor))
     positive = float(v[v > 0].sum())
-    above = float(v[v > margin].sum())
-    share_above = above / positive if positive > 0 else (1.0 if margin < 1 else 0.0)
+    share_above = float(v[v > margin].sum()) / positive if positive > 0 else 0.0
     mostly = cells > 0 and below > MOSTLY * cells
-    noise_is_cause = margin >= 1 and share_above < SIGNAL_SHARE
     text = note = None
-    if mostly and noise_is_cause:
+    if mostly and margin >= 1 and clear == 0:
         text = WARNING.format(share=below / cells, cells=cells, margin=int(margin), unit=unit)
     elif mostly:
         note = (
             f"{below / cells:.0%} of the {cells:,} cells are within their 95% margin (±"
-            f"{int(margin):,}) of 0, but the {cells - below:,} cells above it hold "
-            f"{share_above:.0%} of the positive total: the data are sparse at this resolution, "
-            "not drowned by the noise"
+            f"{int(margin):,}) of 0, but {clear:,} cells clear the noise floor "
+            f"({floor:,.0f}): the data are sparse at this resolution (most cells empty or "
+            "small), not drowned by the noise"
         )
-    return SignalCheck(cells, below, int(margin), text, share_above, note)
+    return SignalCheck(cells, below, int(margin), text, share_above, note, clear)
 
 
 def noise_floor(noise: Noise, cells: int, confidence: float = 0.95) -> int:

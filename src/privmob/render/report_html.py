@@ -98,7 +98,7 @@ def _floor(a: dict[str, Any], cells: int) -> int:
     return noise_floor(a["noise"]["counts"], cells)
 
 
-def _ranked(values: Sequence[float], floor: float, n: int = 10) -> list[int]:
+def _ranked(values: Sequence[float] | np.ndarray, floor: float, n: int = 10) -> list[int]:
     """Indexes of the (at most ``n``) largest values above the noise floor: a ranking never
     lists a value that noise alone could have produced."""
     v = np.asarray(values, dtype=float)
@@ -274,12 +274,12 @@ def _section(name: str, a: dict[str, Any], doc: dict[str, Any]) -> str:
         # histogram's noise floor (the margin that none of its bins' noise reaches with 95%
         # probability), the histogram cannot be told from an empty one and its quantiles
         # describe noise (post-processing of noisy values and public parameters)
-        cells = [*counts, a["outliers"]]
-        floor = noise_floor(a["noise"]["histogram"], len(cells))
-        unreliable = not any(v > floor for v in cells)
+        bins = [float(v) for v in [*counts, a["outliers"]]]
+        floor = noise_floor(a["noise"]["histogram"], len(bins))
+        unreliable = not any(v > floor for v in bins)
         caveat = (
             f"<p class='warn pm-unreliable'>unreliable: no bin of the histogram clears its "
-            f"noise floor {_f(floor)} (95% margin over its {len(cells)} bins), so these "
+            f"noise floor {_f(floor)} (95% margin over its {len(bins)} bins), so these "
             "quantiles describe noise</p>"
             if unreliable
             else ""

@@ -154,19 +154,20 @@ def bar_chart(
                 f"text-anchor='middle' {FONT}>{escape(str(lab))}</text>"
             )
     if margins:
-        m = _fmt(max(margins))
+        most = _fmt(max(margins))
         words = next(
             (
                 w
                 for w in (
-                    f"whiskers: 95% margin of error (±{m}); grey bars: within the margin of 0, "
+                    f"whiskers: 95% margin of error (±{most}); grey bars: within the margin of 0, "
                     "cannot be told from empty",
-                    f"whiskers: 95% margin (±{m}); grey: within it of 0, cannot be told from empty",
-                    f"whiskers: 95% margin (±{m}); grey: within it of 0",
+                    f"whiskers: 95% margin (±{most}); grey: within it of 0, cannot be told "
+                    "from empty",
+                    f"whiskers: 95% margin (±{most}); grey: within it of 0",
                 )
                 if len(w) * CHAR_PX <= width - left
             ),
-            f"±{m} (95%)",
+            f"±{most} (95%)",
         )
         parts.append(f"<text class='pm-uncertainty' x='{left}' y='14' {FONT}>{words}</text>")
     parts.append("</svg>")
