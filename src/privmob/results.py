@@ -71,15 +71,16 @@ class ReleaseResult:
         """The main table in long form (a copy)."""
         return self.release.table.copy()
 
-    def to_geodataframe(self) -> Any:
+    def to_geodataframe(self, *, all_flows: bool = False) -> Any:
         """The release as a map layer in EPSG:4326, the same as the CLI's ``--format`` layers
         (:func:`privmob.render.layers.release_layer`): OD flows as LineStrings between the
         tiles' representative points with origin and destination ids and names, zone tables
-        as the tiles' polygons with their noisy values and 95% margins. Raises
-        :class:`~privmob.errors.ConfigError` for a release without tiles."""
+        as the tiles' polygons with their noisy values, 95% margins and ``below_margin``
+        flags. OD flows: only those above the noise floor unless ``all_flows`` (every non-zero
+        cell). Raises :class:`~privmob.errors.ConfigError` for a release without tiles."""
         from privmob.render.layers import release_layer
 
-        return release_layer(self.release, self.tessellation)
+        return release_layer(self.release, self.tessellation, keep_all=all_flows)
 
     def write(self, folder: str | Path, *, overwrite: bool = False) -> list[Path]:
         """Write the release (one Parquet file per table and ``metadata.json``)."""
