@@ -92,6 +92,11 @@ def signal_check(
     text = note = None
     if mostly and margin >= 1 and clear == 0:
         text = WARNING.format(share=below / cells, cells=cells, margin=int(margin), unit=unit)
+    elif mostly and clear == 0:  # a margin below 1: the cells are as small as they look
+        note = (
+            f"{below / cells:.0%} of the {cells:,} cells are within ±{int(margin):,} of 0 at a "
+            "95% margin below 1: they are (close to) empty, not noise"
+        )
     elif mostly:
         note = (
             f"{below / cells:.0%} of the {cells:,} cells are within their 95% margin (±"

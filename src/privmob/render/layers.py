@@ -9,7 +9,8 @@ kepler.gl open directly.
   the noisy ``count`` with its ``margin_of_error_95`` and ``below_margin`` flag.
 - :func:`tile_values_layer`: one polygon per row of a table keyed by tile (population,
   density's (zone, hour), series-counts' (zone, t)), with the noisy value, its margin and the
-  ``below_margin`` flag (the value is within its 95% margin of 0).
+  ``below_margin`` flag (the value is at or below its 95% margin: within the margin of 0, or
+  negative, which only noise makes).
 - :func:`release_layer`: the layer of a :class:`~privmob.releases.release.Release` by its kind.
   An OD layer holds, by default, only the flows above the noise floor (the level the noise of
   none of the release's cells reaches with 95% probability): a line of noise drawn on a map
@@ -106,7 +107,7 @@ def od_flows_layer(
     )
     if margin is not None:
         out["margin_of_error_95"] = margin
-        out["below_margin"] = out["count"].abs().to_numpy() <= margin
+        out["below_margin"] = out["count"].to_numpy() <= margin
     return gpd.GeoDataFrame(out, geometry=shapely.linestrings(coords), crs=4326)
 
 
@@ -121,7 +122,7 @@ def tile_values_layer(
 
     Adds ``tile_id`` (typed as in the tessellation), ``tile_name`` and, when ``margin`` is
     given (one figure, or one per row of ``table``), ``margin_of_error_95`` and
-    ``below_margin`` (the row's ``count`` or ``value`` is within its margin of 0).
+    ``below_margin`` (the row's ``count`` or ``value`` is at or below its margin).
     """
     idx = tile_indexes(table[key], tess)
     ok = idx >= 0
@@ -131,7 +132,7 @@ def tile_values_layer(
         out["margin_of_error_95"] = m[ok] if m.ndim else float(m)
         value = next((c for c in ("count", "value") if c in out.columns), None)
         if value is not None:
-            v = pd.to_numeric(out[value], errors="coerce").abs().to_numpy(dtype=float)
+            v = pd.to_numeric(out[value], errors="coerce").to_numpy(dtype=float)
             out["below_margin"] = v <= out["margin_of_error_95"].to_numpy(dtype=float)
     ids = np.asarray(tess.tile_ids, dtype=object)
     out.insert(0, "tile_id", pd.Series(ids[idx[ok]]).infer_objects())

@@ -278,9 +278,9 @@ def _section(name: str, a: dict[str, Any], doc: dict[str, Any]) -> str:
         floor = noise_floor(a["noise"]["histogram"], len(bins))
         unreliable = not any(v > floor for v in bins)
         caveat = (
-            f"<p class='warn pm-unreliable'>unreliable: no bin of the histogram clears its "
-            f"noise floor {_f(floor)} (95% margin over its {len(bins)} bins), so these "
-            "quantiles describe noise</p>"
+            "<p class='warn pm-unreliable' style='max-width:300px'>unreliable: no bin of the "
+            f"histogram clears its noise floor {_f(floor)} (95% margin over its {len(bins)} "
+            "bins), so these quantiles describe noise</p>"
             if unreliable
             else ""
         )

@@ -75,9 +75,10 @@ def _nice_max(v: float) -> float:
 
 
 def within_margin(value: float, margin: float | None) -> bool:
-    """True when a noisy value is within its 95% margin of 0: it cannot be told from an empty
-    cell (post-processing of the noisy value and the public margin)."""
-    return margin is not None and abs(float(value)) <= float(margin)
+    """True when a noisy count is at or below its 95% margin (within the margin of 0, or
+    negative, which only noise makes): it cannot be told from an empty cell (post-processing
+    of the noisy value and the public margin). Never drawn in a full colour."""
+    return margin is not None and float(value) <= float(margin)
 
 
 def _margins(margin: float | Sequence[float] | None, n: int) -> list[float] | None:
@@ -102,7 +103,7 @@ def bar_chart(
     """Vertical bars; negative noisy values are drawn at zero and shown in the tooltip.
 
     With ``margin`` (the 95% margin of error, one figure or one per bar): whiskers of
-    +-margin on every bar, bars within the margin of 0 in grey (``class='pm-below'``), and a
+    +-margin on every bar, bars at or below the margin in grey (``class='pm-below'``), and a
     line above the plot that says so."""
     n = max(len(values), 1)
     margins = _margins(margin, len(values))
@@ -135,7 +136,7 @@ def bar_chart(
         cls = " class='pm-below'" if below else " class='pm-bar'"
         tip = f"{escape(str(lab))}: {_fmt(v)}" + ("" if m is None else f" ± {_fmt(m)}")
         if below:
-            tip += " (within the margin of 0)"
+            tip += " (below the margin: cannot be told from empty)"
         parts.append(
             f"<rect{cls} x='{x + 0.5:.1f}' y='{top + ph - h:.1f}' width='{max(bw - 1, 0.5):.1f}' "
             f"height='{h:.1f}' fill='{color}'><title>{tip}</title></rect>"
@@ -159,11 +160,11 @@ def bar_chart(
             (
                 w
                 for w in (
-                    f"whiskers: 95% margin of error (±{most}); grey bars: within the margin of 0, "
+                    f"whiskers: 95% margin of error (±{most}); grey bars: at or below the margin, "
                     "cannot be told from empty",
-                    f"whiskers: 95% margin (±{most}); grey: within it of 0, cannot be told "
+                    f"whiskers: 95% margin (±{most}); grey: at or below it, cannot be told "
                     "from empty",
-                    f"whiskers: 95% margin (±{most}); grey: within it of 0",
+                    f"whiskers: 95% margin (±{most}); grey: at or below it",
                 )
                 if len(w) * CHAR_PX <= width - left
             ),
@@ -358,9 +359,9 @@ def choropleth(
     """Tiles coloured by value (8 classes of equal width up to the largest noisy value); each
     tile's name and value on hover; a legend with the class breaks and ``unit``.
 
-    With ``margin`` (the 95% margin of error of a tile), a tile whose value is within the
-    margin of 0 is hatched grey (``class='pm-below'``), never given a palette colour, and the
-    legend shows the hatch as "within ±margin of 0"."""
+    With ``margin`` (the 95% margin of error of a tile), a tile whose value is at or below the
+    margin (:func:`within_margin`) is hatched grey (``class='pm-below'``), never given a
+    palette colour, and the legend shows the hatch as "at or below the 95% margin"."""
     proj = Projection(tess["outlines"], width, height)
     vmax = max([0, *values])
     legend_h = (40 if margin is None else 54) if legend else 0
@@ -376,7 +377,7 @@ def choropleth(
         v = values[i]
         below = within_margin(v, margin)
         fill = f"url(#{hatch})" if below else _color(v, vmax)
-        note = f" ± {_fmt(margin)}, within the margin of 0" if below and margin is not None else ""
+        note = f" ± {_fmt(margin)}, below the margin" if below and margin is not None else ""
         cls = "pm-below" if below else "pm-tile"
         parts.append(
             f"<path class='{cls}' d='{_path(proj, rings)}' fill='{fill}' stroke='#888' "
@@ -388,9 +389,9 @@ def choropleth(
         parts.append(_legend(vmax, proj.height + 4, proj.width, unit))
         if margin is not None:
             y = proj.height + 44
-            words = f"within ±{_fmt(margin)} of 0 (95% margin): cannot be told from empty"
+            words = f"at or below the 95% margin ±{_fmt(margin)}: cannot be told from empty"
             if len(words) * CHAR_PX > proj.width - 36:
-                words = f"within ±{_fmt(margin)} of 0"
+                words = f"≤ margin ±{_fmt(margin)}"
             parts.append(
                 f"<g class='pm-legend-below'><rect x='0' y='{y - 4}' width='{proj.width}' "
                 f"height='14' fill='#fff'/><rect x='8' y='{y - 2}' width='16' height='9' "
