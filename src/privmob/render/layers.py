@@ -296,10 +296,9 @@ def write_layers(
     paths = layer_paths(release.kind, outdir, wanted)
     for fmt, path in zip(wanted, paths, strict=True):
         if progress is not None:
-            progress(
-                f"writing the map layer {path.name} ({len(layer):,} features, "
-                f"~{max(sizes[fmt] / 1e6, 0.1):,.1f} MB)"
-            )
+            size = sizes[fmt] / 1e6
+            about = f"~{size:,.1f} MB" if size >= 0.1 else "<0.1 MB"
+            progress(f"writing the map layer {path.name} ({len(layer):,} features, {about})")
         if fmt == "geoparquet":
             layer.to_parquet(path, index=False)
         elif fmt == "geojson":
