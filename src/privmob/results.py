@@ -9,7 +9,6 @@ notebooks. Everything here reads only the released (noisy) tables and the public
 from __future__ import annotations
 
 from dataclasses import dataclass
-from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -72,15 +71,16 @@ class ReleaseResult:
         """The main table in long form (a copy)."""
         return self.release.table.copy()
 
-    def to_geodataframe(self) -> Any:
+    def to_geodataframe(self, *, all_flows: bool = False) -> Any:
         """The release as a map layer in EPSG:4326, the same as the CLI's ``--format`` layers
         (:func:`privmob.render.layers.release_layer`): OD flows as LineStrings between the
         tiles' representative points with origin and destination ids and names, zone tables
-        as the tiles' polygons with their noisy values and 95% margins. Raises
-        :class:`~privmob.errors.ConfigError` for a release without tiles."""
+        as the tiles' polygons with their noisy values, 95% margins and ``below_margin``
+        flags. OD flows: only those above the noise floor unless ``all_flows`` (every non-zero
+        cell). Raises :class:`~privmob.errors.ConfigError` for a release without tiles."""
         from privmob.render.layers import release_layer
 
-        return release_layer(self.release, self.tessellation)
+        return release_layer(self.release, self.tessellation, keep_all=all_flows)
 
     def write(self, folder: str | Path, *, overwrite: bool = False) -> list[Path]:
         """Write the release (one Parquet file per table and ``metadata.json``)."""
@@ -96,55 +96,17 @@ class ReleaseResult:
 
         return write_report(self.release, path, overwrite=overwrite)
 
-    def _svg_map(self) -> str:
-        from privmob.releases.report.inputs import Tiles
-        from privmob.render import svg
+    def html(self, *, period: Any = None) -> str:
+        """The display of the release (:mod:`privmob.render.release_html`): its settings, a
+        picture of **one** period (``period``, default the first: an OD matrix of 306 days is
+        never shown summed) with its uncertainty (flows and zones above the noise floor only,
+        zones within their margin hatched) and the first rows with zone names beside ids."""
+        from privmob.render.release_html import release_html
 
-        tiles = Tiles.from_tessellation(self.tessellation)
-        tess = {
-            "outlines": tiles.outlines,
-            "names": tiles.names,
-            "lat": tiles.lat,
-            "lng": tiles.lng,
-        }
-        table = self.to_pandas()
-        index = {t: i for i, t in enumerate(tiles.ids)}
-        if {"origin", "destination", "count"} <= set(table.columns):
-            totals = table.groupby(["origin", "destination"], sort=False)["count"].sum()
-            moe = self.metadata.margin_of_error_95 or 0.0
-            top = totals[totals > moe].nlargest(10)  # flows that clear the noise only
-            flows = [(index[str(o)], index[str(d)], float(v)) for (o, d), v in top.items()]  # type: ignore[misc,has-type]
-            return svg.flow_map(tess, flows, title=f"largest flows above +/-{moe:.0f}")
-        key = next((c for c in ("zone", "tile") if c in table.columns), None)
-        if key is None or "count" not in table.columns:
-            return ""
-        values = [0.0] * len(tiles.ids)
-        for z, v in table.groupby(key)["count"].sum().items():
-            if str(z) in index:
-                values[index[str(z)]] = float(v)
-        return svg.choropleth(tess, values, title=self.kind)
+        return release_html(self.release, self.tessellation, period=period)
 
     def _repr_html_(self) -> str:
-        m = self.metadata
-        warning = "" if m.for_publication else "<p><b>NOT FOR PUBLICATION</b> (fixed seed)</p>"
-        moe = m.margin_of_error_95
-        rows = [
-            ("release", m.kind),
-            ("privacy unit", m.unit.value),
-            ("bounds", ", ".join(f"{k}={v}" for k, v in m.bounds.items() if v is not None)),
-            ("cost", m.cost.describe()),
-            ("noise", str(m.noise.get("kind", m.noise.get("mechanism", "")))),
-            ("95% margin of error", "" if moe is None else f"+/-{moe:,.1f}"),
-        ]
-        settings = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in rows)
-        try:
-            picture = self._svg_map()
-        except Exception:
-            picture = ""
-        return (
-            f"<div>{warning}<table>{settings}</table>"
-            f"{self.to_pandas().head(10).to_html(index=False)}{picture}</div>"
-        )
+        return self.html()
 
     def __repr__(self) -> str:
         rows = len(self.release.table)

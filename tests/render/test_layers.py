@@ -62,11 +62,30 @@ def test_od_layers_are_flows_between_tiles(tmp_path, dpmr):
         assert {"origin_name", "destination_name", "margin_of_error_95"} <= set(layer.columns)
         assert (layer["margin_of_error_95"] == meta["privacy"]["noise"]["margin_of_error_95"]).all()
         assert pd.api.types.is_integer_dtype(layer["origin"])  # ids keep their type (int here)
-        # the noisy counts are the table's, row for row (zero cells left out)
+        # the noisy counts are the table's, row for row; by default only the cells above the
+        # release's noise floor are drawn (a line of noise reads as a flow)
         key = ["origin", "destination"]
         merged = layer.merge(table, on=key, suffixes=("", "_table"), validate="one_to_one")
-        assert len(merged) == int((table["count"] != 0).sum())
+        assert len(merged) == int((table["count"] > _floor(meta)).sum())
         assert (merged["count"] == merged["count_table"]).all()
+        assert not layer["below_margin"].any()
+    # --all-flows keeps every non-zero cell, each with its below_margin flag
+    every = tmp_path / "od-all"
+    assert run_cli([*argv, "-o", str(every), *FORMATS, "--all-flows", *common(tmp_path)]) == 0
+    margin = meta["privacy"]["noise"]["margin_of_error_95"]
+    for layer in open_layers(every, "od_flows"):
+        assert len(layer) == int((table["count"] != 0).sum())
+        assert (layer["below_margin"] == (layer["count"] <= margin)).all()
+
+
+def _floor(meta: dict) -> int:
+    """The noise floor of an OD release, from its metadata (public) alone."""
+    from privmob.privacy.mechanisms import Noise, NoiseKind
+    from privmob.privacy.signal import noise_floor
+
+    noise = meta["privacy"]["noise"]
+    dist = Noise(NoiseKind(noise["kind"]), float(noise["scale"]))
+    return noise_floor(dist, int(meta["domain"]["od_cells"]))
 
 
 def test_od_flow_ends_are_inside_their_tiles():
@@ -153,3 +172,65 @@ def test_formats_are_checked_and_existing_layers_refused(tmp_path, dpmr, capsys)
     assert run_cli(argv) == 4  # the output cannot be written (exists)
     assert "exists; nothing was read, charged or written" in capsys.readouterr().err
     assert not (tmp_path / "o" / "od.parquet").exists()  # refused before any work
+
+
+def test_tile_layers_flag_values_within_their_margin():
+    tess = box_grid(2)
+    table = pd.DataFrame({"zone": ["0", "1", "2", "3"], "count": [7, -2, 2, -5]})
+    layer = tile_values_layer(table, tess, margin=2.0)
+    # within the margin of 0, or below it (negative beyond the margin: only noise does that)
+    assert list(layer["below_margin"]) == [False, True, True, True]
+
+
+def test_a_layer_above_the_size_limit_is_refused_before_reading(tmp_path, dpmr, capsys):
+    from privmob.privacy.ledger import Ledger
+
+    data, tess_path = dpmr
+    ledger = tmp_path / "ledger.sqlite"
+    argv = ["population", str(data), "-t", str(tess_path), "-e", "1", "--budget", "1"]
+    argv += ["--ledger", str(ledger), "--dataset", "d", "--quiet", "-o", str(tmp_path / "p")]
+    assert run_cli([*argv, "--format", "geojson", "--max-layer-size", "1kB"]) == 2
+    err = capsys.readouterr().err
+    assert "population_tiles layer would be about" in err and "--max-layer-size" in err
+    assert not (tmp_path / "p").exists()
+    assert Ledger(ledger).spent("d").epsilon == 0  # nothing charged
+    # the same release under the default limit is written
+    assert run_cli([*argv, "--format", "geojson"]) == 0
+    assert (tmp_path / "p" / "population_tiles.geojson").exists()
+
+
+def test_layer_size_estimates_are_within_a_factor_two(tmp_path, shared_data):
+    """The estimate said with the plan (from the public tiles and the feature count only)
+    against the files written, on the 263 NYC taxi zones (complex polygons)."""
+    from privmob.data.tessellation_input import load_tessellation
+    from privmob.render.layers import layer_size
+
+    tess = load_tessellation(shared_data / "nyc_taxi_zones" / "taxi_zones.geojson")
+    table = pd.DataFrame({"zone": [str(t) for t in tess.tile_ids], "count": 5})
+    layer = tile_values_layer(table, tess, margin=3.0)
+    layer.to_file(tmp_path / "x.geojson", driver="GeoJSON")
+    (tmp_path / "x.geojson").write_text(layer.to_json(drop_id=True))
+    layer.to_parquet(tmp_path / "x.geoparquet")
+    plain = pd.DataFrame(layer.drop(columns="geometry"))
+    plain["geometry_wkt"] = shapely.to_wkt(layer.geometry.to_numpy(), rounding_precision=7)
+    plain.to_csv(tmp_path / "x.csv", index=False)
+    for fmt in ("geojson", "geoparquet", "csv"):
+        real = (tmp_path / f"x.{fmt}").stat().st_size
+        est = layer_size("population", tess, len(layer), fmt)
+        assert 0.5 <= est / real <= 2, (fmt, est, real)
+
+
+def test_writing_steps_are_named_as_what_they_are(tmp_path, dpmr, capsys):
+    data, tess_path = dpmr
+    argv = ["od", str(data), "-t", str(tess_path), "-e", "5", "-T", "3", "--budget", "5"]
+    argv += ["--test-mode", "--seed", "1", "-o", str(tmp_path / "o"), "--format", "geojson"]
+    assert run_cli(argv) == 0
+    err = capsys.readouterr().err
+    steps = [line for line in err.splitlines() if "✓" in line]
+    names = [s.split("✓", 1)[1].strip() for s in steps]
+    layer = next(i for i, n in enumerate(names) if n.startswith("writing the map layer"))
+    charge = next(i for i, n in enumerate(names) if n.startswith("charging the privacy ledger"))
+    assert "od_flows.geojson" in names[layer] and layer < charge
+    assert any(n.startswith("moving the release into place") for n in names[charge:])
+    # the plan says the layer's size before anything is read
+    assert "map layers: od_flows.geojson at most" in err

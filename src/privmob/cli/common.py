@@ -55,6 +55,14 @@ SeedOpt = Annotated[
     ),
 ]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="no progress output")]
+MaxMarginOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--max-margin",
+        help="refuse, before reading any data, a release whose 95%% margin of error per cell "
+        "is above this (the count you expect per cell)",
+    ),
+]
 OverwriteOpt = Annotated[bool, typer.Option("--overwrite", help="replace existing output files")]
 TimezoneOpt = Annotated[
     str,

@@ -47,6 +47,9 @@ class RunOptions:
     output_format: list[str] | None = None
     quiet: bool = False
     group_size: int | None = None
+    max_margin: float | None = None
+    max_layer_size: str | None = None
+    all_flows: bool = False
 
     @classmethod
     def of(cls, params: dict[str, Any]) -> RunOptions:
@@ -166,6 +169,9 @@ def run_release(
             seed=opts.seed,
             test_mode=opts.test_mode,
             progress=step,
+            max_margin=opts.max_margin,
+            max_layer_size=opts.max_layer_size,
+            all_flows=opts.all_flows,
             **input_options(ctx.params, shape),
         )
         with session:
@@ -195,6 +201,7 @@ RUN_ONLY = frozenset(
         "spark_master", "spark_conf", "seed", "test_mode", "overwrite", "output_format",
         "quiet", "columns", "delimiter", "names", "cells", "input_shape", "stay_distance",
         "stay_minutes", "trip_rule", "unique", "zone_mapping", "input_timezone", "group_size",
+        "max_layer_size", "all_flows",
     }
 )  # fmt: skip
 
@@ -227,6 +234,7 @@ def show_plan(ctx: Any, tessellation: Any, tile_id: str | None, spec: Callable[[
         c.console.print(f"  {label}: {value}", markup=False, highlight=False)
     c.console.print(f"plan: {plan.summary()}", markup=False, highlight=False)
     plan.check_memory(memory_bytes(ctx.params.get("memory_limit")))
+    plan.check_margin(ctx.params.get("max_margin"))
     return plan
 
 

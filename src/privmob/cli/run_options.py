@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from privmob.cli import common as c
-from privmob.cli.formats import FormatOpt
+from privmob.cli.formats import AllFlowsOpt, FormatOpt, MaxLayerSizeOpt
 from privmob.cli.test_mode import TestModeOpt
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -38,8 +38,13 @@ RUN_OPTIONS: dict[str, tuple[Any, Any]] = {
     "test_mode": (TestModeOpt, False),
     "overwrite": (c.OverwriteOpt, False),
     "output_format": (FormatOpt, None),
+    "max_layer_size": (MaxLayerSizeOpt, None),
+    "all_flows": (AllFlowsOpt, False),
+    "max_margin": (c.MaxMarginOpt, None),
     "quiet": (c.QuietOpt, False),
 }
+#: the options of the map layers: a command without ``--format`` has none of them
+LAYER_OPTIONS = ("output_format", "max_layer_size", "all_flows")
 #: a release read without an engine (an aggregated series) has no engine options
 ENGINE_OPTIONS = ("engine", "memory_limit", "spill_dir", "spark_master", "spark_conf")
 
@@ -47,6 +52,9 @@ ENGINE_OPTIONS = ("engine", "memory_limit", "spill_dir", "spark_master", "spark_
 def with_run_options(*, without: tuple[str, ...] = ()) -> Callable[[F], F]:
     """Add the run options (all but ``without``, and those the command declares itself with
     its own help) to a release command's function, after its own parameters."""
+
+    if "output_format" in without:
+        without = (*without, *LAYER_OPTIONS)
 
     def add(fn: F) -> F:
         own = inspect.signature(fn, eval_str=True)

@@ -4,8 +4,14 @@ Before a release, :func:`expected_signal` states from the noise scale alone (pub
 epsilon, noise kind) the relative error of a cell of a given true count, and the smallest count
 that reaches a given relative error. After it, :func:`signal_check` looks at the *noisy*
 published values only (post-processing) and warns when most cells are within their 95% margin
-of 0, i.e. cannot be told from an empty cell: with 10 users (Cabspotting) or 2 (GeoLife) every
-user-level count is noise, and the reader must be told in words, not only by the margins.
+of 0 *because of the margin*, i.e. cannot be told from an empty cell: with 10 users
+(Cabspotting) or 2 (GeoLife) every user-level count is noise, and the reader must be told in
+words, not only by the margins. Sparse data are not noise: at epsilon 50 (margin +-0) 99% of an
+OD matrix's cells are 0 because they are empty, and its used cells clear the noise floor; then
+the check says the data are sparse and does not warn.
+
+:func:`noise_floor` is the level that the noise of none of N cells reaches with 95% probability
+(union bound): rankings, "top flows" and map layers show only values above it.
 """
 
 from __future__ import annotations
@@ -33,6 +39,12 @@ class SignalCheck:
     below_margin: int
     margin: int
     warning: str | None
+    #: share of the positive noisy total held by the cells above the margin (reported)
+    share_above_margin: float = 0.0
+    #: said instead of the warning when most cells are below the margin because they are empty
+    note: str | None = None
+    #: cells above the noise floor of all the cells (pure noise has none with probability 95%)
+    above_noise_floor: int = 0
 
     @property
     def share(self) -> float:
@@ -44,23 +56,69 @@ class SignalCheck:
             "cells_below_margin": self.below_margin,
             "share_below_margin": round(self.share, 4),
             "margin_of_error_95": self.margin,
+            "share_of_total_above_margin": round(self.share_above_margin, 4),
+            "cells_above_noise_floor": self.above_noise_floor,
             "warning": self.warning,
+            "note": self.note,
             "computed_from": "noisy published values and the public margin only",
         }
 
 
-def signal_check(noisy: np.ndarray, margin: int, unit: str = "user") -> SignalCheck:
-    """Share of noisy cells with |value| <= margin (post-processing of noisy values only)."""
-    v = np.asarray(noisy)
+def signal_check(
+    noisy: np.ndarray, margin: int, unit: str = "user", noise: Noise | None = None
+) -> SignalCheck:
+    """Share of noisy cells with |value| <= margin, and whether the margin is why (post-
+    processing of noisy values and public parameters only).
+
+    Warns ("cannot be told from empty") only when most cells are within the margin *and* the
+    margin, not the sparsity of the data, is the cause: the margin is at least 1 and no cell
+    clears the noise floor of all the cells (:func:`noise_floor`: pure noise clears it with
+    probability <= 5%). When a cell clears it the analysis holds signal, and its many cells
+    within the margin are empty or small: a ``note`` says the data are sparse. ``noise``: the
+    noise distribution (public); without it the floor is taken for Laplace tails from the
+    margin (m ln(20 N) / ln 20).
+    """
+    v = np.asarray(noisy, dtype=float)
     cells = int(v.size)
     below = int(np.count_nonzero(np.abs(v) <= margin))
+    if noise is not None:
+        floor = float(noise_floor(noise, cells))
+    else:
+        floor = margin * math.log(20 * max(cells, 1)) / math.log(20)
+    clear = int(np.count_nonzero(v > floor))
+    positive = float(v[v > 0].sum())
+    share_above = float(v[v > margin].sum()) / positive if positive > 0 else 0.0
     mostly = cells > 0 and below > MOSTLY * cells
-    text = (
-        WARNING.format(share=below / cells, cells=cells, margin=int(margin), unit=unit)
-        if mostly
-        else None
-    )
-    return SignalCheck(cells, below, int(margin), text)
+    text = note = None
+    if mostly and margin >= 1 and clear == 0:
+        text = WARNING.format(share=below / cells, cells=cells, margin=int(margin), unit=unit)
+    elif mostly and clear == 0:  # a margin below 1: the cells are as small as they look
+        note = (
+            f"{below / cells:.0%} of the {cells:,} cells are within ±{int(margin):,} of 0 at a "
+            "95% margin below 1: they are (close to) empty, not noise"
+        )
+    elif mostly:
+        note = (
+            f"{below / cells:.0%} of the {cells:,} cells are within their 95% margin (±"
+            f"{int(margin):,}) of 0, but {clear:,} cells clear the noise floor "
+            f"({floor:,.0f}): the data are sparse at this resolution (most cells empty or "
+            "small), not drowned by the noise"
+        )
+    return SignalCheck(cells, below, int(margin), text, share_above, note, clear)
+
+
+def noise_floor(noise: Noise, cells: int, confidence: float = 0.95) -> int:
+    """Smallest m such that, with probability >= ``confidence``, no one of ``cells``
+    independent noise draws exceeds m in absolute value (union bound). From the noise
+    distribution and the public number of cells only."""
+    return noise.margin_of_error(1 - (1 - confidence) / max(cells, 1))
+
+
+def above_noise_floor(values: np.ndarray, noise: Noise, cells: int | None = None) -> np.ndarray:
+    """Mask of the noisy ``values`` above the noise floor of ``cells`` cells (default: as many
+    as ``values``): the only ones a ranking or a "top flows" list may show (post-processing)."""
+    v = np.asarray(values, dtype=float)
+    return v > noise_floor(noise, v.size if cells is None else cells)
 
 
 @dataclass(frozen=True)

@@ -56,6 +56,9 @@ class Accountant:
     #: the input's people sketch (set by :meth:`bind_input`; stored for the dataset, never
     #: published)
     input_people: PeopleSketch | None = None
+    #: told each step of the publication as what it is (writing tables, writing a layer,
+    #: charging the ledger, moving into place)
+    progress: Callable[[str], None] | None = None
 
     def __post_init__(self) -> None:
         if not self.dataset:
@@ -63,6 +66,14 @@ class Accountant:
         if self.budget is not None:
             # set once; the same budget again is a no-op, a different one a BudgetError
             self.ledger.set_budget(self.dataset, self.budget, self.budget_delta, self.budget_unit)
+
+    @property
+    def closing_step(self) -> str:
+        """The name of a release's last step: with an output, its tables are written (staged)
+        first and the publication names its next steps; without one, the charge alone."""
+        if self.output is not None:
+            return "writing the release's tables"
+        return "charging the privacy ledger"
 
     def precheck(self, cost: Cost) -> None:
         """Refuse early, before any data is read, if the cost cannot fit."""
@@ -135,7 +146,7 @@ class Accountant:
 
         release.ledger_id = self.ledger.ledger_id  # metadata.json names it, inside the charge
         if self.output is not None:  # stage -> charge -> rename (releases/publish.py)
-            self.output.publish(release, charge, self.ledger, self.dataset)
+            self.output.publish(release, charge, self.ledger, self.dataset, self.progress)
             return release
         entries = charge()
         release.ledger_entries = entries

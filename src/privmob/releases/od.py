@@ -174,7 +174,9 @@ def od_matrix(
     n_cells = domain.n_periods * domain.k * (domain.k - 1)
     margin = noise_dist.margin_of_error(0.95)
     # from the published (noisy) OD cells and the public margin only: post-processing
-    signal = signal_check(published[: domain.od_size][mask[: domain.od_size]], margin, unit)
+    signal = signal_check(
+        published[: domain.od_size][mask[: domain.od_size]], margin, unit, noise_dist
+    )
 
     od = published[: domain.od_size].reshape(domain.n_periods, domain.k, domain.k)
     tables = {
@@ -216,7 +218,7 @@ def od_matrix(
         for_publication=r.for_publication,
         cost_parts=parts,
     )
-    step("charging the privacy ledger")
+    step(accountant.closing_step)
     accountant.charge(release, description=f"OD matrix, {domain.n_periods} period(s)")
     return release
 

@@ -140,7 +140,7 @@ def population_counts(
         tables={"population": table},
         for_publication=r.for_publication,
     )
-    step("charging the privacy ledger")
+    step(accountant.closing_step)
     accountant.charge(release, description=f"population counts over {k} zones")
     return release
 
@@ -236,7 +236,7 @@ def population_by_tower_shares(
         tables={"population": table},
         for_publication=r.for_publication,
     )
-    step("charging the privacy ledger")
+    step(accountant.closing_step)
     accountant.charge(release, description=f"population over {k} zones via {n} towers")
     return release
 

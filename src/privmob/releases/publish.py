@@ -145,9 +145,12 @@ class Output:
         charge: Callable[[Callable[[Any, list[Entry]], None]], list[Entry]] | None,
         ledger: Ledger | None = None,
         dataset: str = "",
+        progress: Callable[[str], None] | None = None,
     ) -> list[Path]:
         """Stage ``release``'s files, charge (``charge(within)`` runs the ledger transaction; None
-        for a release charged before), rename into place. Returns the published paths."""
+        for a release charged before), rename into place. Returns the published paths.
+        ``progress`` is told the charge and the move as such (the writers name their files)."""
+        step = progress or (lambda _message: None)
         from privmob.privacy.staging import ABANDONED, PUBLISHED, StagingTable
 
         if not self.checked:
@@ -207,6 +210,7 @@ class Output:
                     spent = _spent_text(entries)
                     table.mark_charged(con, row, [e.id for e in entries], spent)
 
+                step("charging the privacy ledger")
                 try:
                     charge(within)
                 except (OSError, sqlite3.Error) as exc:  # rolled back: nothing charged
@@ -222,6 +226,7 @@ class Output:
                 if table is not None:
                     table.set_state(row, ABANDONED)
             raise
+        step("moving the release into place")
         try:
             place(moves, replaced)
         except OSError as exc:

@@ -58,6 +58,8 @@ class Plan:
     margin_of_error_95: float
     noise: str
     parts: int = 1
+    #: more lines said with the plan (the layer files' sizes, set by the session)
+    notes: tuple[str, ...] = ()
 
     def check_memory(self, memory_limit: int | None, baseline: int = 0) -> None:
         """Refuse, with what to change, a plan that would not fit in ``memory_limit`` bytes for
@@ -73,12 +75,48 @@ class Plan:
             "period) or a higher memory limit",
         )
 
-    def summary(self) -> str:
+    def signal_needed(self) -> str:
+        """What the 95% margin means for a cell, from public parameters only: the true count
+        a cell must exceed to be told from an empty one, and the count for a +-50% error."""
+        m = self.margin_of_error_95
+        if m != m:  # NaN: no single per-cell margin (density)
+            return "no single per-cell margin (the noise is not added cell by cell)"
+        if m < 1:
+            return "a cell of 1 is told from an empty one"
         return (
+            f"a cell is told from an empty one only above {m:,.0f} and has a +-50% error at "
+            f"{2 * m:,.0f}; a smaller expected count per cell is noise (--max-margin refuses "
+            "such a plan before reading)"
+        )
+
+    def check_margin(self, max_margin: float | None) -> None:
+        """Refuse, before any data is read, a plan whose 95% margin of error per cell is above
+        ``max_margin`` (the expected signal per cell, stated by the user)."""
+        if max_margin is None:
+            return
+        m = self.margin_of_error_95
+        if m != m:
+            raise ConfigError(
+                f"a {self.kind} release has no single 95% margin per cell to compare with "
+                "the maximum margin",
+                hint="leave out --max-margin (Python: max_margin=) for this release",
+            )
+        if m > max_margin:
+            raise ConfigError(
+                f"this {self.kind} release's 95% margin of error is +/-{m:,.1f} per cell, above "
+                f"the maximum margin {max_margin:,.1f}: its cells would be noise; nothing was "
+                "read or charged",
+                hint="raise epsilon, lower the bound (-T), use coarser zones or periods (more "
+                "per cell), or raise --max-margin",
+            )
+
+    def summary(self) -> str:
+        text = (
             f"{self.kind}: cost {self.cost.describe()}, {self.cells:,} cells, "
             f"~{self.memory_bytes / 1e6:,.1f} MB, {self.output_rows:,} rows, "
             f"95% margin of error +/-{self.margin_of_error_95:,.1f} per cell"
         )
+        return "; ".join([text, self.signal_needed(), *self.notes])
 
 
 class Spec(Protocol):

@@ -6,19 +6,27 @@ kepler.gl open directly.
 
 - :func:`od_flows_layer`: one LineString per OD cell, from the origin tile's representative
   point to the destination's, with ``origin``/``destination`` ids (their type kept), names and
-  the noisy ``count`` with its ``margin_of_error_95``.
+  the noisy ``count`` with its ``margin_of_error_95`` and ``below_margin`` flag.
 - :func:`tile_values_layer`: one polygon per row of a table keyed by tile (population,
-  density's (zone, hour), series-counts' (zone, t)), with the noisy value and its margin.
+  density's (zone, hour), series-counts' (zone, t)), with the noisy value, its margin and the
+  ``below_margin`` flag (the value is at or below its 95% margin: within the margin of 0, or
+  negative, which only noise makes).
 - :func:`release_layer`: the layer of a :class:`~privmob.releases.release.Release` by its kind.
-- :func:`write_layers`: writes a release's layer as GeoParquet, GeoJSON and/or CSV (WKT).
+  An OD layer holds, by default, only the flows above the noise floor (the level the noise of
+  none of the release's cells reaches with 95% probability): a line of noise drawn on a map
+  reads as a flow. ``keep_all=True`` keeps every non-zero cell. Tables keep every cell.
+- :func:`layer_size` / :func:`write_layers`: the size of a layer file, estimated from the public
+  tessellation and the number of features before anything is written; a layer above
+  :data:`MAX_LAYER_BYTES` (or the limit given) is refused with what to change.
 
 Rows whose key is not a tile (the outliers cells) have no geometry and are left out of the
-layer; they stay in the release's Parquet tables.
+layer; they stay in the release's Parquet tables. Everything here is post-processing of the
+noisy values and public parameters (SPEC invariant 6).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -65,15 +73,21 @@ def od_flows_layer(
     *,
     margin: float | None = None,
     drop_zero: bool = True,
+    floor: float | None = None,
 ) -> gpd.GeoDataFrame:
     """OD flows as LineStrings between the tiles' representative points (EPSG:4326).
 
     ``table``: an OD release's ``od`` table (period, origin, destination, count). Columns out:
     period, origin, destination (ids, type kept), origin_name, destination_name, count,
-    margin_of_error_95 (when ``margin`` is given), geometry. ``drop_zero`` leaves out cells
-    whose noisy count is 0 (a daily 263-zone matrix has 1.9M cells, mostly 0).
+    margin_of_error_95 and below_margin (when ``margin`` is given), geometry. ``drop_zero``
+    leaves out cells whose noisy count is 0 (a daily 263-zone matrix has 1.9M cells, mostly
+    0); ``floor`` (the noise floor, :func:`privmob.privacy.signal.noise_floor`) leaves out
+    the cells at or below it.
     """
-    df = table[table["count"] != 0] if drop_zero else table
+    keep = table["count"] != 0 if drop_zero else pd.Series(True, index=table.index)
+    if floor is not None:
+        keep &= table["count"] > floor
+    df = table[keep]
     o = tile_indexes(df["origin"], tess)
     d = tile_indexes(df["destination"], tess)
     ok = (o >= 0) & (d >= 0)
@@ -93,6 +107,7 @@ def od_flows_layer(
     )
     if margin is not None:
         out["margin_of_error_95"] = margin
+        out["below_margin"] = out["count"].to_numpy() <= margin
     return gpd.GeoDataFrame(out, geometry=shapely.linestrings(coords), crs=4326)
 
 
@@ -106,7 +121,8 @@ def tile_values_layer(
     """The rows of a tile-keyed table as polygons (EPSG:4326), with their noisy values.
 
     Adds ``tile_id`` (typed as in the tessellation), ``tile_name`` and, when ``margin`` is
-    given (one figure, or one per row of ``table``), ``margin_of_error_95``.
+    given (one figure, or one per row of ``table``), ``margin_of_error_95`` and
+    ``below_margin`` (the row's ``count`` or ``value`` is at or below its margin).
     """
     idx = tile_indexes(table[key], tess)
     ok = idx >= 0
@@ -114,6 +130,10 @@ def tile_values_layer(
     if margin is not None:
         m = np.asarray(margin, dtype=float)
         out["margin_of_error_95"] = m[ok] if m.ndim else float(m)
+        value = next((c for c in ("count", "value") if c in out.columns), None)
+        if value is not None:
+            v = pd.to_numeric(out[value], errors="coerce").to_numpy(dtype=float)
+            out["below_margin"] = v <= out["margin_of_error_95"].to_numpy(dtype=float)
     ids = np.asarray(tess.tile_ids, dtype=object)
     out.insert(0, "tile_id", pd.Series(ids[idx[ok]]).infer_objects())
     out.insert(1, "tile_name", _names(tess)[idx[ok]])
@@ -121,8 +141,11 @@ def tile_values_layer(
     return gpd.GeoDataFrame(out, geometry=geoms, crs=4326)
 
 
-def release_layer(release: Any, tess: Tessellation) -> gpd.GeoDataFrame:
-    """The map layer of an od-matrix, population, density or series-counts release."""
+def release_layer(release: Any, tess: Tessellation, *, keep_all: bool = False) -> gpd.GeoDataFrame:
+    """The map layer of an od-matrix, population, density or series-counts release.
+
+    An OD layer keeps only the flows above the release's noise floor unless ``keep_all``
+    (then every non-zero cell, each with its ``below_margin`` flag)."""
     if release.kind not in LAYER_TABLES:
         raise ConfigError(
             f"a {release.kind} release has no map layer",
@@ -132,12 +155,27 @@ def release_layer(release: Any, tess: Tessellation) -> gpd.GeoDataFrame:
     table = release.tables[name]
     margin = release.noise.get("margin_of_error_95")
     if key is None:
-        return od_flows_layer(table, tess, margin=margin)
+        floor = None if keep_all else flow_floor(release)
+        return od_flows_layer(table, tess, margin=margin, floor=floor)
     if release.kind == "landmark-series":
         if "zone" not in table.columns:
             raise ConfigError("a single (zone-less) series has no map layer")
         return tile_values_layer(table, tess, margin=_series_margins(release, table))
     return tile_values_layer(table, tess, key=key, margin=margin)
+
+
+def flow_floor(release: Any) -> float | None:
+    """The noise floor of an OD release's cells: with 95% probability the noise of none of
+    its released cells reaches it (from the noise distribution and the public domain)."""
+    from privmob.privacy.mechanisms import Noise, NoiseKind
+    from privmob.privacy.signal import noise_floor
+
+    try:
+        noise = Noise(NoiseKind(release.noise["kind"]), float(release.noise["scale"]))
+    except (KeyError, TypeError, ValueError):
+        return None
+    cells = int(release.domain.get("od_cells") or len(release.tables["od"]))
+    return float(noise_floor(noise, cells))
 
 
 def _series_margins(release: Any, table: pd.DataFrame) -> np.ndarray:
@@ -180,19 +218,87 @@ def layer_paths(kind: str, outdir: str | Path, formats: Iterable[str]) -> list[P
     return [stem.with_suffix(_SUFFIX[f]) for f in parse_formats(formats) if f != "parquet"]
 
 
+#: The largest layer file written without asking (bytes); ``max_bytes`` / ``--max-layer-size``
+#: changes it. A map layer is for looking at: above this size GIS tools struggle, and the
+#: release's Parquet tables hold every cell anyway.
+MAX_LAYER_BYTES = 200 * 10**6
+#: estimated bytes per vertex and per feature's attributes, by format (GeoJSON writes full
+#: float coordinates, the CSV's WKT 7 decimals, GeoParquet WKB doubles, compressed a little)
+_VERTEX_BYTES = {"geojson": 40, "csv": 24, "geoparquet": 16}
+_ROW_BYTES = {"geojson": 260, "csv": 110, "geoparquet": 40}
+
+
+def layer_size(kind: str, tess: Tessellation, features: int, fmt: str) -> int:
+    """Estimated bytes of a layer file of ``features`` features of a ``kind`` release, from
+    the public tessellation (its vertices per tile) and the feature count only."""
+    per_vertex, per_row = _VERTEX_BYTES[fmt], _ROW_BYTES[fmt]
+    if LAYER_TABLES[kind][1] is None:  # lines: two vertices each
+        return int(features * (2 * per_vertex + per_row))
+    vertices = shapely.get_num_coordinates(tess.gdf.geometry.to_numpy())
+    per_tile = float(np.mean(vertices)) * per_vertex + per_row
+    return int(features * per_tile)
+
+
+def planned_features(kind: str, tess: Tessellation, output_rows: int) -> int:
+    """The most features a layer of a release can have, from its plan (public): a tile
+    table's rows that are tiles, an OD matrix's cells (all of them, before any is dropped)."""
+    if LAYER_TABLES[kind][1] is None:
+        return int(output_rows)
+    periods = max(1, round(output_rows / max(tess.k, 1)))
+    return int(min(output_rows, periods * tess.k))
+
+
+def check_layer_size(
+    kind: str, features: int, tess: Tessellation, formats: Iterable[str], max_bytes: int | None
+) -> dict[str, int]:
+    """The estimated size of each layer file; refuses (ConfigError, exit 2) one above
+    ``max_bytes`` (default :data:`MAX_LAYER_BYTES`) with what to change."""
+    limit = MAX_LAYER_BYTES if max_bytes is None else int(max_bytes)
+    sizes = {f: layer_size(kind, tess, features, f) for f in formats if f != "parquet"}
+    big = {f: b for f, b in sizes.items() if b > limit}
+    if big:
+        fmt, size = max(big.items(), key=lambda kv: kv[1])
+        stem = LAYER_TABLES[kind][2]
+        raise ConfigError(
+            f"the {stem} layer would be about {size / 1e6:,.0f} MB as {fmt} ({features:,} "
+            f"features), over the layer size limit of {limit / 1e6:,.0f} MB",
+            hint="leave out --format (the Parquet tables hold every cell), use a coarser "
+            "tessellation or fewer periods, or raise the limit with --max-layer-size "
+            "(Python: max_layer_size=)",
+        )
+    return sizes
+
+
 def write_layers(
-    release: Any, tess: Tessellation, outdir: str | Path, formats: Iterable[str]
+    release: Any,
+    tess: Tessellation,
+    outdir: str | Path,
+    formats: Iterable[str],
+    *,
+    keep_all: bool = False,
+    max_bytes: int | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> list[Path]:
     """Write the release's layer as ``<stem>.geoparquet`` / ``.geojson`` / ``.csv`` (WKT
     geometry) in ``outdir`` (stems: ``od_flows``, ``population_tiles``, ``density_tiles``,
     ``series_tiles``), for the formats asked for beside ``parquet`` (the release's own
-    tables, written by :func:`~privmob.releases.base.write_release`)."""
+    tables, written by :func:`~privmob.releases.base.write_release`).
+
+    ``keep_all``: an OD layer keeps every non-zero cell, not only the flows above the noise
+    floor. Each file's size is estimated before it is written and refused above
+    ``max_bytes`` (default :data:`MAX_LAYER_BYTES`); ``progress`` is told each file written.
+    """
     wanted = [f for f in parse_formats(formats) if f != "parquet"]
     if not wanted:
         return []
-    layer = release_layer(release, tess)
+    layer = release_layer(release, tess, keep_all=keep_all)
+    sizes = check_layer_size(release.kind, len(layer), tess, wanted, max_bytes)
     paths = layer_paths(release.kind, outdir, wanted)
     for fmt, path in zip(wanted, paths, strict=True):
+        if progress is not None:
+            size = sizes[fmt] / 1e6
+            about = f"~{size:,.1f} MB" if size >= 0.1 else "<0.1 MB"
+            progress(f"writing the map layer {path.name} ({len(layer):,} features, {about})")
         if fmt == "geoparquet":
             layer.to_parquet(path, index=False)
         elif fmt == "geojson":

@@ -1,5 +1,12 @@
 """One self-contained, offline HTML file for a mobility report (inline CSS, SVG, a few lines
-of JS). Rendered from the report's JSON document only."""
+of JS). Rendered from the report's JSON document only.
+
+Uncertainty in every picture, from the noisy values and public parameters only (SPEC invariant
+6, post-processing): bars carry +-margin whiskers and are grey within the margin of 0, lines a
++-margin band, maps hatch the tiles within the margin of 0; rankings list only values above the
+noise floor (the level no cell's noise reaches with 95% probability), as the OD map draws only
+flows above it; a five-number summary is marked unreliable when no bin of its histogram clears
+the histogram's margin."""
 
 from __future__ import annotations
 
@@ -86,6 +93,19 @@ def _margin(a: dict[str, Any]) -> Any:
     return m.get("counts", m.get("histogram"))
 
 
+def _floor(a: dict[str, Any], cells: int) -> int:
+    """The noise floor of an analysis' counts over ``cells`` cells (public parameters only)."""
+    return noise_floor(a["noise"]["counts"], cells)
+
+
+def _ranked(values: Sequence[float] | np.ndarray, floor: float, n: int = 10) -> list[int]:
+    """Indexes of the (at most ``n``) largest values above the noise floor: a ranking never
+    lists a value that noise alone could have produced."""
+    v = np.asarray(values, dtype=float)
+    order = np.argsort(-v, kind="stable")
+    return [int(j) for j in order if v[j] > floor][:n]
+
+
 def _table(header: list[str], rows: Sequence[Sequence[Any]]) -> str:
     h = "".join(f"<th>{escape(c)}</th>" for c in header)
     body = "".join("<tr>" + "".join(f"<td>{_f(c)}</td>" for c in r) + "</tr>" for r in rows)
@@ -127,13 +147,20 @@ def _section(name: str, a: dict[str, Any], doc: dict[str, Any]) -> str:
         labels = [t[:10] for t in doc["domain"]["time_bins"]]
         every = max(1, len(labels) // 10)
         body = svg.bar_chart(
-            labels, a["counts"], label_every=every, width=760, title="trips per " + a["resolution"]
+            labels,
+            a["counts"],
+            label_every=every,
+            width=760,
+            title="trips per " + a["resolution"],
+            margin=_margin(a),
         )
         body += (
             f"<p class='meta'>per {a['resolution']}; trips outside the declared period: {out}</p>"
         )
     elif name == "trips_per_weekday":
-        body = svg.bar_chart(list(WEEKDAYS), a["counts"], title="trips per weekday")
+        body = svg.bar_chart(
+            list(WEEKDAYS), a["counts"], title="trips per weekday", margin=_margin(a)
+        )
     elif name == "trips_per_hour":
         c = np.asarray(a["counts"]).reshape(2, 2, 24)
         series = {
@@ -143,20 +170,36 @@ def _section(name: str, a: dict[str, Any], doc: dict[str, Any]) -> str:
             "weekend end": c[1, 1].tolist(),
         }
         body = svg.line_chart(
-            [str(h) for h in range(24)], series, width=760, label_every=2, title="trips per hour"
+            [str(h) for h in range(24)],
+            series,
+            width=760,
+            label_every=2,
+            title="trips per hour",
+            margin=_margin(a),
         )
     elif name == "visits_per_tile":
         vals = a["counts"]
-        order = np.argsort(-np.asarray(vals), kind="stable")[:10]
-        rank = _table(
-            ["rank", "tile", "visits"],
-            [[i + 1, tess["names"][j], vals[j]] for i, j in enumerate(order)],
+        floor = _floor(a, len(vals))
+        ranked = _ranked(vals, floor)
+        rank = (
+            _table(
+                ["rank", "tile", "visits"],
+                [[i + 1, tess["names"][j], vals[j]] for i, j in enumerate(ranked)],
+            )
+            if ranked
+            else ""
+        )
+        listed = (
+            f"tiles above the noise floor {_f(floor)}"
+            if ranked
+            else f"no tile clears the noise floor {_f(floor)}; none is ranked"
         )
         body = (
             "<div class='row'>"
-            + svg.choropleth(tess, vals, title="visits per tile", unit="visits")
-            + f"<div>{rank}<p class='meta'>outside the tessellation: {out}</p>"
-            + "</div></div>"
+            + svg.choropleth(tess, vals, title="visits per tile", unit="visits", margin=_margin(a))
+            + f"<div>{rank}<p class='meta pm-ranking-note'>ranking: {listed} (with 95% "
+            f"probability the noise of none of the {len(vals):,} tiles reaches it)<br>"
+            f"outside the tessellation: {out}</p></div></div>"
         )
         body += _cum_ranking(vals, "tiles")
     elif name == "visits_per_time_tile":
@@ -170,7 +213,13 @@ def _section(name: str, a: dict[str, Any], doc: dict[str, Any]) -> str:
             for w in range(nw):
                 vals = c[:, dt, w].tolist()
                 m = svg.choropleth(
-                    tess, vals, width=190, height=160, title=f"{dname} {labels[w]}", unit="visits"
+                    tess,
+                    vals,
+                    width=190,
+                    height=160,
+                    title=f"{dname} {labels[w]}",
+                    unit="visits",
+                    margin=_margin(a),
                 )
                 cells.append(f"<div>{dname} {labels[w]} (max {_f(max(vals))}){m}</div>")
         body = (
@@ -180,24 +229,27 @@ def _section(name: str, a: dict[str, Any], doc: dict[str, Any]) -> str:
     elif name == "od_flows":
         k = len(tess["ids"])
         c = np.asarray(a["counts"])
-        top = np.argsort(-c, kind="stable")[: min(60, c.size)]
-        flows = [(int(i // k), int(i % k), float(c[i])) for i in top]
         # the noise floor: with 95% probability no cell's noise reaches it (the 1 - 0.05/N
         # margin of one cell, union bound over the N cells); a flow below it may be noise
-        # alone, so only flows above it are drawn (post-processing of public parameters)
-        floor = noise_floor(a["noise"]["counts"], c.size)
-        drawn = [f for f in flows if f[2] > floor][:10]
+        # alone, so only flows above it are drawn and ranked (post-processing of public
+        # parameters and noisy values)
+        floor = _floor(a, c.size)
+        drawn = [(j // k, j % k, float(c[j])) for j in _ranked(c, floor)]
         if drawn:
             which = "the largest flow" if len(drawn) == 1 else f"the {len(drawn)} largest flows"
-            caption = f"map: {which} above the noise floor {_f(floor)}"
+            caption = f"map and ranking: {which} above the noise floor {_f(floor)}"
         else:
-            caption = f"map: no flow clears the noise floor {_f(floor)}; none is drawn"
-        rank = _table(
-            ["rank", "origin", "destination", "trips"],
-            [
-                [r + 1, tess["names"][o], tess["names"][d], v]
-                for r, (o, d, v) in enumerate(flows[:10])
-            ],
+            caption = f"no flow clears the noise floor {_f(floor)}; none is drawn or ranked"
+        rank = (
+            _table(
+                ["rank", "origin", "destination", "trips"],
+                [
+                    [r + 1, tess["names"][o], tess["names"][d], v]
+                    for r, (o, d, v) in enumerate(drawn)
+                ],
+            )
+            if drawn
+            else ""
         )
         body = (
             "<div class='row'>"
@@ -207,8 +259,8 @@ def _section(name: str, a: dict[str, Any], doc: dict[str, Any]) -> str:
                 title="largest OD flows",
                 note="" if drawn else f"no flow clears the noise floor {_f(floor)}",
             )
-            + f"<div>{rank}<p class='meta'>trips with an end outside the tessellation: "
-            f"{out}<br>{caption} (with 95% probability the noise of none "
+            + f"<div>{rank}<p class='meta pm-ranking-note'>trips with an end outside the "
+            f"tessellation: {out}<br>{caption} (with 95% probability the noise of none "
             f"of the {c.size:,} cells reaches it)</p></div></div>"
             + _cum_ranking(list(map(float, c)), "OD pairs")
         )
@@ -217,6 +269,22 @@ def _section(name: str, a: dict[str, Any], doc: dict[str, Any]) -> str:
         labels = [_f(e) for e in edges[:-1]] + ["outliers"]
         every = max(1, len(labels) // 12)
         five = a["five_number_summary"]
+        m = _margin(a)
+        # the quantiles are chosen from the histogram's bins: when no bin clears the
+        # histogram's noise floor (the margin that none of its bins' noise reaches with 95%
+        # probability), the histogram cannot be told from an empty one and its quantiles
+        # describe noise (post-processing of noisy values and public parameters)
+        bins = [float(v) for v in [*counts, a["outliers"]]]
+        floor = noise_floor(a["noise"]["histogram"], len(bins))
+        unreliable = not any(v > floor for v in bins)
+        caveat = (
+            "<p class='warn pm-unreliable' style='max-width:300px'>unreliable: no bin of the "
+            f"histogram clears its noise floor {_f(floor)} (95% margin over its {len(bins)} "
+            "bins), so these quantiles describe noise</p>"
+            if unreliable
+            else ""
+        )
+        header = ["", f"{a['unit']} (unreliable)" if unreliable else a["unit"]]
         body = (
             "<div class='row'><div>"
             + svg.bar_chart(
@@ -225,11 +293,13 @@ def _section(name: str, a: dict[str, Any], doc: dict[str, Any]) -> str:
                 highlight_last=True,
                 label_every=every,
                 title=f"histogram ({a['unit']})",
+                margin=m,
             )
             + "</div><div>"
-            + _table(["", a["unit"]], [[k, v] for k, v in five.items()])
+            + _table(header, [[k, v] for k, v in five.items()])
+            + caveat
             + "</div></div>"
-            + svg.box_plot(five, edges[0], edges[-1], a["unit"])
+            + svg.box_plot(five, edges[0], edges[-1], a["unit"], unreliable=unreliable)
             + svg.cumulative(edges, counts, a["unit"])
         )
         body += (
@@ -242,11 +312,12 @@ def _section(name: str, a: dict[str, Any], doc: dict[str, Any]) -> str:
 
 def noise_floor(noise: dict[str, Any], cells: int, confidence: float = 0.95) -> int:
     """Smallest m such that, with probability >= ``confidence``, no one of ``cells``
-    independent noise draws exceeds m in absolute value (union bound)."""
+    independent noise draws exceeds m in absolute value (union bound;
+    :func:`privmob.privacy.signal.noise_floor` of a noise described as in the JSON)."""
     from privmob.privacy.mechanisms import Noise, NoiseKind
+    from privmob.privacy.signal import noise_floor as floor_of
 
-    dist = Noise(NoiseKind(noise["kind"]), float(noise["scale"]))
-    return dist.margin_of_error(1 - (1 - confidence) / max(cells, 1))
+    return floor_of(Noise(NoiseKind(noise["kind"]), float(noise["scale"])), cells, confidence)
 
 
 def _cum_ranking(values: Sequence[float], what: str) -> str:

@@ -5,6 +5,12 @@ Maps are ``<svg class='pm-map'>`` with their drawing in a ``<g class='pm-zoom'>`
 report's few lines of inline JS zoom and pan it: :data:`ZOOM_JS`) and a fixed legend
 (``<g class='pm-legend'>``) that states units and class breaks. Axis labels are thinned so
 that they never overlap, whatever the number of bins (e.g. a year of days).
+
+Uncertainty is drawn, never hidden: given the 95% margin of error of the noise (public), bar
+charts carry whiskers of +-margin and grey bars for values within the margin of 0, line charts
+a band of +-margin, and choropleths hatch (grey) the tiles within the margin of 0 and say so in
+their legend. This reads only the noisy values and the public margin (post-processing, SPEC
+invariant 6).
 """
 
 from __future__ import annotations
@@ -16,6 +22,8 @@ from html import escape
 
 import numpy as np
 
+#: fill of a value within its 95% margin of 0 (cannot be told from empty): never a palette colour
+BELOW = "#d9d9d9"
 PALETTE = ["#f7fbff", "#deebf7", "#c6dbef", "#9ecae1", "#6baed6", "#4292c6", "#2171b5", "#084594"]
 SERIES = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728"]
 FONT = "font-family='system-ui,sans-serif' font-size='11'"
@@ -66,6 +74,21 @@ def _nice_max(v: float) -> float:
     return 10 * mag
 
 
+def within_margin(value: float, margin: float | None) -> bool:
+    """True when a noisy count is at or below its 95% margin (within the margin of 0, or
+    negative, which only noise makes): it cannot be told from an empty cell (post-processing
+    of the noisy value and the public margin). Never drawn in a full colour."""
+    return margin is not None and float(value) <= float(margin)
+
+
+def _margins(margin: float | Sequence[float] | None, n: int) -> list[float] | None:
+    if margin is None:
+        return None
+    if isinstance(margin, (int, float, np.integer, np.floating)):
+        return [float(margin)] * n
+    return [float(m) for m in margin]
+
+
 def bar_chart(
     labels: Sequence[str],
     values: Sequence[float],
@@ -75,12 +98,19 @@ def bar_chart(
     highlight_last: bool = False,
     label_every: int = 1,
     title: str = "",
+    margin: float | Sequence[float] | None = None,
 ) -> str:
-    """Vertical bars; negative noisy values are drawn at zero and shown in the tooltip."""
+    """Vertical bars; negative noisy values are drawn at zero and shown in the tooltip.
+
+    With ``margin`` (the 95% margin of error, one figure or one per bar): whiskers of
+    +-margin on every bar, bars at or below the margin in grey (``class='pm-below'``), and a
+    line above the plot that says so."""
     n = max(len(values), 1)
-    left, bottom, top = 48, 36, 12
+    margins = _margins(margin, len(values))
+    left, bottom, top = 48, 36, 12 if margins is None else 26
     pw, ph = width - left - 8, height - bottom - top
-    vmax = _nice_max(max([0, *values]))
+    tops = [v + (margins[i] if margins else 0) for i, v in enumerate(values)]
+    vmax = _nice_max(max([0, *tops]))
     bw = pw / n
     label_every = label_step(labels, bw, label_every)
     parts = [_svg_open(width, height, title)]
@@ -93,19 +123,54 @@ def bar_chart(
             f"<text x='{left - 4}' y='{y + 4:.1f}' text-anchor='end' {FONT}>"
             f"{_fmt(vmax * t / 4)}</text>"
         )
+
+    def y_of(v: float) -> float:
+        return top + ph - ph * min(max(v, 0), vmax) / vmax
+
     for i, (lab, v) in enumerate(zip(labels, values, strict=True)):
         h = ph * max(v, 0) / vmax
         x = left + i * bw
-        color = "#bbb" if highlight_last and i == n - 1 else "#4292c6"
+        m = margins[i] if margins else None
+        below = within_margin(v, m)
+        color = BELOW if below else "#bbb" if highlight_last and i == n - 1 else "#4292c6"
+        cls = " class='pm-below'" if below else " class='pm-bar'"
+        tip = f"{escape(str(lab))}: {_fmt(v)}" + ("" if m is None else f" ± {_fmt(m)}")
+        if below:
+            tip += " (below the margin: cannot be told from empty)"
         parts.append(
-            f"<rect x='{x + 0.5:.1f}' y='{top + ph - h:.1f}' width='{max(bw - 1, 0.5):.1f}' "
-            f"height='{h:.1f}' fill='{color}'><title>{escape(str(lab))}: {_fmt(v)}</title></rect>"
+            f"<rect{cls} x='{x + 0.5:.1f}' y='{top + ph - h:.1f}' width='{max(bw - 1, 0.5):.1f}' "
+            f"height='{h:.1f}' fill='{color}'><title>{tip}</title></rect>"
         )
+        if m is not None and m > 0:
+            cx, y0, y1 = x + bw / 2, y_of(v - m), y_of(v + m)
+            cap = min(bw / 4, 4)
+            parts.append(
+                f"<path class='pm-margin' d='M{cx:.1f},{y0:.1f}V{y1:.1f}M{cx - cap:.1f},"
+                f"{y1:.1f}h{2 * cap:.1f}M{cx - cap:.1f},{y0:.1f}h{2 * cap:.1f}' "
+                "stroke='#333' stroke-width='1' fill='none'/>"
+            )
         if i % label_every == 0 and _fits(str(lab), x + bw / 2, width):
             parts.append(
                 f"<text class='pm-xlabel' x='{x + bw / 2:.1f}' y='{height - bottom + 14}' "
                 f"text-anchor='middle' {FONT}>{escape(str(lab))}</text>"
             )
+    if margins:
+        most = _fmt(max(margins))
+        words = next(
+            (
+                w
+                for w in (
+                    f"whiskers: 95% margin of error (±{most}); grey bars: at or below the margin, "
+                    "cannot be told from empty",
+                    f"whiskers: 95% margin (±{most}); grey: at or below it, cannot be told "
+                    "from empty",
+                    f"whiskers: 95% margin (±{most}); grey: at or below it",
+                )
+                if len(w) * CHAR_PX <= width - left
+            ),
+            f"±{most} (95%)",
+        )
+        parts.append(f"<text class='pm-uncertainty' x='{left}' y='14' {FONT}>{words}</text>")
     parts.append("</svg>")
     return "".join(parts)
 
@@ -119,12 +184,15 @@ def line_chart(
     label_every: int = 1,
     y_max: float | None = None,
     title: str = "",
+    margin: float | None = None,
 ) -> str:
-    """One polyline per series over shared x labels, with a legend."""
+    """One polyline per series over shared x labels, with a legend. With ``margin`` (the 95%
+    margin of error of every value), each line carries a band of +-margin
+    (``class='pm-band'``) and a line under the legend says so."""
     n = len(x_labels)
-    left, bottom, top = 48, 36, 24
+    left, bottom, top = 48, 36, 24 if margin is None else 36
     pw, ph = width - left - 8, height - bottom - top
-    allv = [v for s in series.values() for v in s]
+    allv = [v + (margin or 0) for s in series.values() for v in s]
     vmax = y_max if y_max is not None else _nice_max(max([0, *allv]))
     label_every = label_step(x_labels, pw / max(n - 1, 1), label_every)
     parts = [_svg_open(width, height, title)]
@@ -144,11 +212,24 @@ def line_chart(
 
     for j, (name, vals) in enumerate(series.items()):
         color = SERIES[j % len(SERIES)]
+        if margin:
+            hi = [xy(i, v + margin) for i, v in enumerate(vals)]
+            lo = [xy(i, v - margin) for i, v in enumerate(vals)][::-1]
+            band = " ".join(f"{x:.1f},{y:.1f}" for x, y in hi + lo)
+            parts.append(
+                f"<polygon class='pm-band' points='{band}' fill='{color}' fill-opacity='0.13' "
+                "stroke='none'/>"
+            )
         pts = " ".join(f"{x:.1f},{y:.1f}" for x, y in (xy(i, v) for i, v in enumerate(vals)))
         parts.append(f"<polyline points='{pts}' fill='none' stroke='{color}' stroke-width='2'/>")
         parts.append(
             f"<rect x='{left + 8 + j * 130}' y='6' width='10' height='10' fill='{color}'/>"
             f"<text x='{left + 22 + j * 130}' y='15' {FONT}>{escape(name)}</text>"
+        )
+    if margin:
+        parts.append(
+            f"<text class='pm-uncertainty' x='{left + 8}' y='29' {FONT}>bands: 95% margin of "
+            f"error (±{_fmt(margin)})</text>"
         )
     for i, lab in enumerate(x_labels):
         x, _ = xy(i, 0)
@@ -166,8 +247,17 @@ def _fits(label: str, x: float, width: float) -> bool:
     return x + len(label) * CHAR_PX / 2 <= width
 
 
-def box_plot(five: dict[str, float], lo: float, hi: float, unit: str, width: int = 560) -> str:
-    """A five-number summary drawn on the declared range [lo, hi]."""
+def box_plot(
+    five: dict[str, float],
+    lo: float,
+    hi: float,
+    unit: str,
+    width: int = 560,
+    *,
+    unreliable: bool = False,
+) -> str:
+    """A five-number summary drawn on the declared range [lo, hi]; ``unreliable`` draws it
+    grey and dashed (``class='pm-unreliable'``) and says so in its title."""
     height, left, right = 64, 20, 20
     span = (hi - lo) or 1.0
 
@@ -176,17 +266,23 @@ def box_plot(five: dict[str, float], lo: float, hi: float, unit: str, width: int
 
     mn, q1, md, q3, mx = (five[k] for k in ("min", "q25", "median", "q75", "max"))
     text = ", ".join(f"{k} {_fmt(v)}" for k, v in five.items())
+    if unreliable:
+        text += " (unreliable: the histogram is within its margin of 0)"
+    fill, edge, mid = ("#eee", "#999", "#999") if unreliable else ("#c6dbef", "#2171b5", "#084594")
+    dash = " stroke-dasharray='4 3'" if unreliable else ""
     return (
         _svg_open(width, height, f"five-number summary ({unit}): {text}")
+        + (f"<g class='pm-unreliable'{dash}>" if unreliable else "<g>")
         + f"<line x1='{x(mn):.1f}' x2='{x(mx):.1f}' y1='26' y2='26' stroke='#555'/>"
         + f"<rect x='{x(q1):.1f}' y='14' width='{max(x(q3) - x(q1), 1):.1f}' height='24' "
-        "fill='#c6dbef' stroke='#2171b5'/>"
-        + f"<line x1='{x(md):.1f}' x2='{x(md):.1f}' y1='14' y2='38' stroke='#084594' "
+        f"fill='{fill}' stroke='{edge}'/>"
+        + f"<line x1='{x(md):.1f}' x2='{x(md):.1f}' y1='14' y2='38' stroke='{mid}' "
         "stroke-width='3'/>"
         + "".join(
             f"<line x1='{x(v):.1f}' x2='{x(v):.1f}' y1='18' y2='34' stroke='#555'/>"
             for v in (mn, mx)
         )
+        + "</g>"
         + f"<text x='{left}' y='58' {FONT}>{_fmt(lo)} {escape(unit)}</text>"
         + f"<text x='{width - right}' y='58' text-anchor='end' {FONT}>{_fmt(hi)} "
         f"{escape(unit)}</text></svg>"
@@ -258,22 +354,50 @@ def choropleth(
     title: str = "",
     legend: bool = True,
     unit: str = "",
+    margin: float | None = None,
 ) -> str:
     """Tiles coloured by value (8 classes of equal width up to the largest noisy value); each
-    tile's name and value on hover; a legend with the class breaks and ``unit``."""
+    tile's name and value on hover; a legend with the class breaks and ``unit``.
+
+    With ``margin`` (the 95% margin of error of a tile), a tile whose value is at or below the
+    margin (:func:`within_margin`) is hatched grey (``class='pm-below'``), never given a
+    palette colour, and the legend shows the hatch as "at or below the 95% margin"."""
     proj = Projection(tess["outlines"], width, height)
     vmax = max([0, *values])
-    legend_h = 40 if legend else 0
+    legend_h = (40 if margin is None else 54) if legend else 0
+    hatch = f"pm-hatch-{zlib.crc32(f'{title}{width}x{height}'.encode()):08x}"
     parts = [_map_open(proj, legend_h, title)]
-    for i, rings in enumerate(tess["outlines"]):
+    if margin is not None:
         parts.append(
-            f"<path d='{_path(proj, rings)}' fill='{_color(values[i], vmax)}' stroke='#888' "
+            f"<defs><pattern id='{hatch}' patternUnits='userSpaceOnUse' width='6' height='6' "
+            f"patternTransform='rotate(45)'><rect width='6' height='6' fill='{BELOW}'/>"
+            "<line x1='0' y1='0' x2='0' y2='6' stroke='#fff' stroke-width='2'/></pattern></defs>"
+        )
+    for i, rings in enumerate(tess["outlines"]):
+        v = values[i]
+        below = within_margin(v, margin)
+        fill = f"url(#{hatch})" if below else _color(v, vmax)
+        note = f" ± {_fmt(margin)}, below the margin" if below and margin is not None else ""
+        cls = "pm-below" if below else "pm-tile"
+        parts.append(
+            f"<path class='{cls}' d='{_path(proj, rings)}' fill='{fill}' stroke='#888' "
             f"stroke-width='0.5' vector-effect='non-scaling-stroke'>"
-            f"<title>{escape(tess['names'][i])}: {_fmt(values[i])} {escape(unit)}</title></path>"
+            f"<title>{escape(tess['names'][i])}: {_fmt(v)} {escape(unit)}{note}</title></path>"
         )
     parts.append("</g></g>")
     if legend:
         parts.append(_legend(vmax, proj.height + 4, proj.width, unit))
+        if margin is not None:
+            y = proj.height + 44
+            words = f"at or below the 95% margin ±{_fmt(margin)}: cannot be told from empty"
+            if len(words) * CHAR_PX > proj.width - 36:
+                words = f"≤ margin ±{_fmt(margin)}"
+            parts.append(
+                f"<g class='pm-legend-below'><rect x='0' y='{y - 4}' width='{proj.width}' "
+                f"height='14' fill='#fff'/><rect x='8' y='{y - 2}' width='16' height='9' "
+                f"fill='url(#{hatch})' stroke='#ccc'/><text x='28' y='{y + 6}' {FONT}>"
+                f"{escape(words)}</text></g>"
+            )
     parts.append("</svg>")
     return "".join(parts)
 
@@ -382,15 +506,18 @@ def flow_map(
         "height='40' fill='#fff'/>"
     )
     if drawn:
+        step = min(110.0, (proj.width - 16) / 3)
         for i, frac in enumerate((0.25, 0.5, 1.0)):
             v = vmax * frac
-            x = 8 + i * 110
+            x = round(8 + i * step)
             parts.append(
                 f"<line x1='{x}' x2='{x + 34}' y1='{y + 6}' y2='{y + 6}' stroke='#d62728' "
                 f"stroke-opacity='0.6' stroke-width='{_flow_width(v, vmax):.1f}'/>"
                 f"<text class='pm-break' x='{x + 40}' y='{y + 10}' {FONT}>{_fmt(round(v))}</text>"
             )
     text = note or f"line width: {unit} (noisy)"
+    if len(text) * CHAR_PX > proj.width - 16 and "noise floor" in text:
+        text = "no flow clears the noise floor" if not drawn else text
     parts.append(f"<text x='8' y='{y + 30}' {FONT}>{escape(text)}</text></g></svg>")
     return "".join(parts)
 

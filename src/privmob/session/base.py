@@ -83,6 +83,9 @@ class SessionBase:
         seed: int | None = None,
         test_mode: bool = False,
         progress: Progress | None = None,
+        max_margin: float | None = None,
+        max_layer_size: str | int | None = None,
+        all_flows: bool = False,
     ) -> None:
         from privmob.data import SHAPES
         from privmob.data.times import clock
@@ -106,6 +109,14 @@ class SessionBase:
         self.stay_minutes = stay_minutes
         self.seed = seed
         self.progress: Progress = progress or _quiet
+        #: refuse, before reading, a release whose 95% margin per cell is above this
+        self.max_margin = max_margin
+        #: the largest map layer file written (bytes; default render.layers.MAX_LAYER_BYTES)
+        self.max_layer_bytes = (
+            parse_memory(max_layer_size) if isinstance(max_layer_size, str) else max_layer_size
+        )
+        #: OD layers keep every non-zero cell, not only the flows above the noise floor
+        self.all_flows = all_flows
         self.tessellation = None
         if tessellation is not None:
             from privmob.data.tessellation_input import load_tessellation
@@ -239,8 +250,11 @@ class SessionBase:
             if not out.checked:
                 out.check()
         plan = spec.plan()  # once, from public parameters only
+        layers = self._layer_plan(plan, formats if out is not None else None)
+        plan = dataclasses.replace(plan, notes=(*plan.notes, *layers))
         if on_plan is not None:
             on_plan(plan)
+        plan.check_margin(self.max_margin)  # the expected signal, before reading
         self._accountant.precheck(plan.cost)  # what the budget cannot pay, before reading
         if out is not None:
             out.require_space(plan.output_rows)  # the public domain, before the data
@@ -251,7 +265,12 @@ class SessionBase:
                 from privmob.render.layers import write_layers
 
                 wanted = list(formats)
-                out.extra.append(lambda rel, d: write_layers(rel, tess, d, wanted))
+                keep, limit, step = self.all_flows, self.max_layer_bytes, self.progress
+                out.extra.append(
+                    lambda rel, d: write_layers(
+                        rel, tess, d, wanted, keep_all=keep, max_bytes=limit, progress=step
+                    )
+                )
         eng = self.engine if engine else None
         # the plan against what the process leaves of the memory limit, measured by the engine
         # once its libraries are loaded (it refused a limit below its own minimum already)
@@ -262,7 +281,10 @@ class SessionBase:
             plan.check_memory(int(self.memory_limit))
         data = load(self)
         acct = dataclasses.replace(
-            self._accountant, output=out, annotate=[*self._accountant.annotate, *marks]
+            self._accountant,
+            output=out,
+            annotate=[*self._accountant.annotate, *marks],
+            progress=self.progress,
         )
         acct.bind_input(data)  # the budget is bound to the data's content
         if execute is None:
@@ -270,6 +292,42 @@ class SessionBase:
         else:
             release = execute(spec, data, acct, self.progress)
         return ReleaseResult(release, self.tessellation, written=out.written if out else [])
+
+    def _layer_plan(self, plan: Plan, formats: Sequence[str] | None) -> list[str]:
+        """The map layers' estimated sizes, said with the plan; a layer whose size is known
+        before reading (tiles, or every OD cell with ``all_flows``) is refused here above the
+        limit. An OD layer of the flows above the noise floor is checked again, on its real
+        size, before it is written (still before the charge)."""
+        tess = self.tessellation
+        if not formats or tess is None:
+            return []
+        from privmob.render.layers import (
+            LAYER_TABLES,
+            check_layer_size,
+            layer_paths,
+            layer_size,
+            parse_formats,
+            planned_features,
+        )
+
+        if plan.kind not in LAYER_TABLES:
+            return []
+        wanted = [f for f in parse_formats(formats) if f != "parquet"]
+        if not wanted:
+            return []
+        features = planned_features(plan.kind, tess, plan.output_rows)
+        lines = LAYER_TABLES[plan.kind][1] is None
+        if not lines or self.all_flows:
+            check_layer_size(plan.kind, features, tess, wanted, self.max_layer_bytes)
+        sizes = [layer_size(plan.kind, tess, features, f) for f in wanted]
+        paths = layer_paths(plan.kind, ".", wanted)
+        what = "at most " if lines and not self.all_flows else ""
+        said = ", ".join(
+            f"{p.name} {what}~{s / 1e6:,.1f} MB" for p, s in zip(paths, sizes, strict=True)
+        )
+        if lines and not self.all_flows:
+            said += " (only the flows above the noise floor are drawn)"
+        return [f"map layers: {said}"] if said else []
 
     # -- the input, read and validated once per shape ----------------------------------------------
     def _shape(self) -> str:

@@ -52,6 +52,11 @@ class Session(SessionBase):
     logs in UTC released in local time.
     ``cells``: the towers table (``cell_id, lat, lng``) of phone events (density).
     ``seed``: TESTS ONLY, fixed noise, outputs stamped "not for publication".
+    ``max_margin``: refuse, before any data is read, a release whose 95% margin of error per
+    cell is above it (the count you expect per cell: a larger margin makes the cells noise).
+    ``max_layer_size``: the largest map layer file written (e.g. ``"500MB"``; default 200 MB,
+    ``privmob.render.layers.MAX_LAYER_BYTES``); ``all_flows``: OD layers keep every non-zero
+    cell instead of the flows above the noise floor only.
     """
 
     # -- OD matrix --------------------------------------------------------------------------

@@ -276,7 +276,7 @@ def mobility_report(
             },
         },
     )
-    step("charging the ledger")
+    step(accountant.closing_step)
     return accountant.charge(release, description="DP mobility report")
 
 
@@ -290,7 +290,8 @@ def report_signal(results: dict[str, an.AnalysisResult], unit: str) -> dict[str,
         values, margin = res.values.get("counts"), res.margin_of_error.get("counts")
         if values is None or margin is None:
             continue
-        per[name] = signal_check(np.asarray(values), int(margin), unit).to_dict()
+        noise = _noise_of(res.noise.get("counts"))
+        per[name] = signal_check(np.asarray(values), int(margin), unit, noise).to_dict()
     noisy = [name for name, s in per.items() if s["warning"]]
     warning = (
         f"most cells of {', '.join(noisy)} are within their 95% margin of 0: too few {unit}s "
@@ -299,6 +300,16 @@ def report_signal(results: dict[str, an.AnalysisResult], unit: str) -> dict[str,
         else None
     )
     return {"analyses": per, "warning": warning}
+
+
+def _noise_of(described: Any) -> Any:
+    """The Noise a result describes ({"kind", "scale"}), or None."""
+    from privmob.privacy.mechanisms import Noise, NoiseKind
+
+    try:
+        return Noise(NoiseKind(described["kind"]), float(described["scale"]))
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def _release_all(
