@@ -15,6 +15,23 @@ from pathlib import Path
 import pytest
 from tests.releases.golden_cases import CASES, golden_path, run_case
 
+#: meanings changed on purpose by issue 28, applied to the golden values recorded before it
+#: (the golden files stay as recorded)
+#: 1. one name per kind (privmob.releases.kinds): metadata.json's and the ledger's kind
+RENAMED_KINDS = {
+    "od-matrix": "od",
+    "mobility_report": "report",
+    "landmark-series": "series",  # series-counts was recorded as a landmark-series too
+}
+
+
+def intended(case: str, key: str, value: object) -> object:
+    """The golden ``value`` of metadata ``key`` after the changes issue 28 makes on purpose."""
+    if key == "kind" or (key.startswith("ledger_entries.") and key.endswith(".kind")):
+        new = RENAMED_KINDS.get(str(value), value)
+        return "series-counts" if case == "series_counts" else new
+    return value
+
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_release_outputs_match_the_golden_values(case: str, tmp_path: Path) -> None:
@@ -24,9 +41,10 @@ def test_release_outputs_match_the_golden_values(case: str, tmp_path: Path) -> N
     for name, table in expected["tables"].items():
         assert got["tables"][name] == table, f"{case}: table {name} changed"
     assert got["layers"] == expected["layers"], f"{case}: a CSV layer changed"
+    want = {k: intended(case, k, v) for k, v in expected["metadata"].items()}
     changed = {
         k: (v, got["metadata"].get(k, "<missing>"))
-        for k, v in expected["metadata"].items()
+        for k, v in want.items()
         if got["metadata"].get(k, "<missing>") != v
     }
     assert not changed, f"{case}: metadata changed (golden, now): {changed}"

@@ -182,7 +182,7 @@ def od_matrix(
         "outliers": outliers_table(published[domain.od_size :], labels),
     }
     release = Release(
-        kind="od-matrix",
+        kind="od",
         cost=total,
         unit=unit,
         bounds={

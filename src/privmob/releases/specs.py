@@ -106,7 +106,7 @@ class OdSpec:
     delta: float = 0.0
     period: StudyPeriod = field(default_factory=StudyPeriod)
     bound_per: str = "release"
-    kind: str = "od-matrix"
+    kind: str = "od"
 
     @cached_property
     def od_plan(self) -> Any:
@@ -226,7 +226,7 @@ class ReportSpec:
 
     tessellation: Any
     config: Any
-    kind: str = "mobility_report"
+    kind: str = "report"
 
     @cached_property
     def _plan(self) -> Plan:
@@ -298,7 +298,7 @@ class ZoneSeriesSpec:
     landmarks: tuple[int, ...] = ()
     scheme: str = "uniform"
     outliers_epsilon: float | None = None
-    kind: str = "landmark-zone-counts"
+    kind: str = "series-counts"
 
     @cached_property
     def grid(self) -> Any:
@@ -420,7 +420,7 @@ class SeriesSpec:
     scheme: str = "uniform"
     integer: bool | None = None
     value_bounds: tuple[float, float] | None = None
-    kind: str = "landmark-series"
+    kind: str = "series"
 
     @cached_property
     def grid(self) -> Any:

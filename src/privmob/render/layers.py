@@ -29,16 +29,16 @@ import shapely
 
 from privmob.data.tessellation import Tessellation
 from privmob.errors import ConfigError
+from privmob.releases.kinds import BY_ANY_NAME, BY_NAME
 
 #: Output formats of ``--format``: ``parquet`` is the release's own tables (always written).
 FORMATS = ("parquet", "geoparquet", "geojson", "csv")
-#: Per release kind: the main table, its tile key (None: origin/destination) and the layer's
-#: file stem.
+#: Per release kind (and its earlier names, for releases read back): the main table, its tile
+#: key (None: origin/destination) and the layer's file stem; from the registry of kinds.
 LAYER_TABLES = {
-    "od-matrix": ("od", None, "od_flows"),
-    "population": ("population", "zone", "population_tiles"),
-    "density": ("density", "zone", "density_tiles"),
-    "landmark-series": ("series", "zone", "series_tiles"),
+    name: (k.layer.table, k.layer.key, k.layer.stem)
+    for name, k in BY_ANY_NAME.items()
+    if k.layer is not None
 }
 
 
@@ -122,18 +122,18 @@ def tile_values_layer(
 
 
 def release_layer(release: Any, tess: Tessellation) -> gpd.GeoDataFrame:
-    """The map layer of an od-matrix, population, density or series-counts release."""
+    """The map layer of a release whose kind has one (``releases/kinds.py``)."""
     if release.kind not in LAYER_TABLES:
         raise ConfigError(
             f"a {release.kind} release has no map layer",
-            hint=f"layers exist for {', '.join(LAYER_TABLES)}",
+            hint=f"layers exist for {', '.join(n for n in LAYER_TABLES if n in BY_NAME)}",
         )
     name, key, _stem = LAYER_TABLES[release.kind]
     table = release.tables[name]
     margin = release.noise.get("margin_of_error_95")
     if key is None:
         return od_flows_layer(table, tess, margin=margin)
-    if release.kind == "landmark-series":
+    if BY_ANY_NAME[release.kind].layer.margin == "budgets":  # type: ignore[union-attr]
         if "zone" not in table.columns:
             raise ConfigError("a single (zone-less) series has no map layer")
         return tile_values_layer(table, tess, margin=_series_margins(release, table))

@@ -347,7 +347,7 @@ class SessionBase:
                 raise ConfigError(
                     f"the mobility report needs trip points (uid, tid, datetime, lat, lng); "
                     f"the session's input holds {shape}",
-                    hint="give the session trip points, or use od_matrix for trips",
+                    hint="give the session trip points, or use od for trips",
                 )
             self.progress("reading and validating the trip points")
             common = {

@@ -20,6 +20,7 @@ from privmob.dp import (
 )
 from privmob.errors import ConfigError
 from privmob.privacy.mechanisms import NoiseKind
+from privmob.releases.kinds import deprecated
 from privmob.releases.specs import (
     DensitySpec,
     OdSpec,
@@ -78,7 +79,7 @@ class Session(SessionBase):
             bound_per=bound_per,
         )
 
-    def plan_od_matrix(
+    def plan_od(
         self,
         *,
         epsilon: float,
@@ -90,10 +91,10 @@ class Session(SessionBase):
         delta: float = 0.0,
         bound_per: str = "release",
     ) -> Plan:
-        """The plan of :meth:`od_matrix` with these parameters (reads no data, charges nothing)."""
+        """The plan of :meth:`od` with these parameters (reads no data, charges nothing)."""
         return self._od_spec(epsilon, max_trips, period, unit, tau, noise, delta, bound_per).plan()
 
-    def od_matrix(
+    def od(
         self,
         *,
         epsilon: float,
@@ -214,7 +215,7 @@ class Session(SessionBase):
         )
         return ReportSpec(self.tessellation, cfg)
 
-    def plan_mobility_report(
+    def plan_report(
         self,
         *,
         epsilon: float,
@@ -223,10 +224,10 @@ class Session(SessionBase):
         unit: PrivacyUnit | str = PrivacyUnit.USER,
         analyses: list[str] | None = None,
     ) -> Plan:
-        """The plan of :meth:`mobility_report` (reads no data, charges nothing)."""
+        """The plan of :meth:`report` (reads no data, charges nothing)."""
         return self._report_spec(epsilon, max_trips, period, unit, analyses).plan()
 
-    def mobility_report(
+    def report(
         self,
         *,
         epsilon: float,
@@ -293,7 +294,7 @@ class Session(SessionBase):
             outliers_epsilon,
         )
 
-    def plan_zone_series(
+    def plan_series_counts(
         self,
         *,
         epsilon: float,
@@ -304,12 +305,12 @@ class Session(SessionBase):
         scheme: str = "uniform",
         outliers_epsilon: float | None = None,
     ) -> Plan:
-        """The plan of :meth:`zone_series` (reads no data, charges nothing)."""
+        """The plan of :meth:`series_counts` (reads no data, charges nothing)."""
         return self._zone_series_spec(
             epsilon, period, freq, max_per_bin, landmarks, scheme, outliers_epsilon
         ).plan()
 
-    def zone_series(
+    def series_counts(
         self,
         *,
         epsilon: float,
@@ -461,6 +462,37 @@ class Session(SessionBase):
         """
         spec = self._series_spec(epsilon, sensitivity, period, freq, dict(options))
         return self.run(spec, lambda _s: source, engine=False)
+
+    # -- earlier names (deprecated): one name per kind (privmob.releases.kinds) ---------------
+    def od_matrix(self, **kwargs: Any) -> ReleaseResult:
+        """Deprecated: :meth:`od`."""
+        deprecated("Session.od_matrix", "Session.od")
+        return self.od(**kwargs)
+
+    def plan_od_matrix(self, **kwargs: Any) -> Plan:
+        """Deprecated: :meth:`plan_od`."""
+        deprecated("Session.plan_od_matrix", "Session.plan_od")
+        return self.plan_od(**kwargs)
+
+    def mobility_report(self, **kwargs: Any) -> ReleaseResult:
+        """Deprecated: :meth:`report`."""
+        deprecated("Session.mobility_report", "Session.report")
+        return self.report(**kwargs)
+
+    def plan_mobility_report(self, **kwargs: Any) -> Plan:
+        """Deprecated: :meth:`plan_report`."""
+        deprecated("Session.plan_mobility_report", "Session.plan_report")
+        return self.plan_report(**kwargs)
+
+    def zone_series(self, **kwargs: Any) -> ReleaseResult:
+        """Deprecated: :meth:`series_counts`."""
+        deprecated("Session.zone_series", "Session.series_counts")
+        return self.series_counts(**kwargs)
+
+    def plan_zone_series(self, **kwargs: Any) -> Plan:
+        """Deprecated: :meth:`plan_series_counts`."""
+        deprecated("Session.plan_zone_series", "Session.plan_series_counts")
+        return self.plan_series_counts(**kwargs)
 
     def __repr__(self) -> str:
         return (

@@ -251,7 +251,7 @@ def mobility_report(
     results, tables = _release_all(exact, config, tiles, r)
     signal = report_signal(results, config.unit.value)
     release = Release(
-        kind="mobility_report",
+        kind="report",
         cost=cost,
         unit=config.unit,
         bounds={"max_trips_per_user": config.max_trips, "ends_per_trip": 2},
