@@ -11,16 +11,10 @@ import pytest
 import typer
 
 from privmob.cli.options import SHARED
+from privmob.releases.kinds import KINDS
 
-#: the release commands and the module that registers each
-RELEASES = {
-    "od": "privmob.cli.od",
-    "population": "privmob.cli.population",
-    "report": "privmob.cli.report",
-    "density": "privmob.cli.density",
-    "series-counts": "privmob.cli.series",
-    "series": "privmob.cli.series",
-}
+#: the release commands and the module that registers each (the registry of kinds)
+RELEASES = {k.name: k.cli_module for k in KINDS}
 #: shared options each release must have
 TZ = {"timezone", "input_timezone"}
 EXPECTED = {
@@ -58,6 +52,10 @@ def _command(name: str) -> Any:
 
 def _options(cmd: Any) -> list[Any]:
     return [p for p in cmd.params if p.param_type_name == "option" and not p.hidden]
+
+
+def test_every_release_has_its_expected_options() -> None:
+    assert set(EXPECTED) == set(RELEASES)  # a new kind states its shared options
 
 
 @pytest.mark.parametrize("name", RELEASES)

@@ -36,8 +36,9 @@ TRIP_DEFINITIONS = (*RECORD_DEFINITIONS, "trip_rule", "stay_points", "same_tile_
 
 @dataclass(frozen=True)
 class Bound:
-    """A kind's per-user bound, spelt once: ``keyword`` (Session method and spec),
-    ``flags`` (command line; the first is the long one) and ``metadata`` (the key of
+    """A kind's per-user bound: ``keyword`` (the Session method's), ``flags`` (the command
+    line's: ``-T`` is every release's bound, its long form the shared ``--max-trips``; the
+    kind's own words stay accepted as hidden aliases) and ``metadata`` (the key of
     ``metadata.json``'s ``privacy.bounds``)."""
 
     keyword: str
@@ -137,7 +138,7 @@ KINDS: tuple[Kind, ...] = (
         cli_module="privmob.cli.density",
         cli_help="Release the number of users per zone and hour of a week (Acs and Castelluccia).",
         tables=("density", "out_of_domain", "outliers"),
-        bound=Bound("max_visits", ("--max-visits", "-T"), "max_visits_per_user"),
+        bound=Bound("max_visits", ("--max-trips", "-T"), "max_visits_per_week"),
         layer=Layer("density", "zone", "density_tiles"),
     ),
     Kind(
@@ -149,7 +150,7 @@ KINDS: tuple[Kind, ...] = (
         cli_help="Counts per zone and time bin from raw events (at most -T per user and bin, "
         "enforced),\npublished under landmark epsilon-privacy.",
         tables=("series", "budgets", "outliers"),
-        bound=Bound("max_per_bin", ("--max-per-bin", "-T"), "sensitivity_per_timestamp"),
+        bound=Bound("max_per_bin", ("--max-trips", "-T"), "sensitivity_per_timestamp"),
         layer=Layer("series", "zone", "series_tiles", margin="budgets"),
         programme=False,  # a programme's "series" plans both landmark series
         old_kinds=("landmark-zone-counts",),

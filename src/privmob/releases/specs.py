@@ -108,6 +108,15 @@ class OdSpec:
     bound_per: str = "release"
     kind: str = "od"
 
+    def public_period(self) -> dict[str, object]:
+        """The declared period and its bins (public; ``metadata.json`` ``definitions``)."""
+        return self.period.to_dict()
+
+    @property
+    def same_tile_rule(self) -> str:
+        """What happens to a trip that starts and ends in one tile."""
+        return "not released: a trip within one tile is in no OD cell"
+
     @cached_property
     def od_plan(self) -> Any:
         from privmob.releases.od import plan_od
@@ -179,6 +188,10 @@ class PopulationSpec:
     period: StudyPeriod = field(default_factory=StudyPeriod)
     kind: str = "population"
 
+    def public_period(self) -> dict[str, object]:
+        """The declared period (public)."""
+        return self.period.to_dict()
+
     @cached_property
     def _plan(self) -> Plan:
         if self.night[0] == self.night[1]:
@@ -227,6 +240,16 @@ class ReportSpec:
     tessellation: Any
     config: Any
     kind: str = "report"
+
+    def public_period(self) -> dict[str, object]:
+        """The declared period (public)."""
+        start, end = self.config.period
+        return {"start": str(start), "end": str(end), "bin": "time windows and weekdays"}
+
+    @property
+    def same_tile_rule(self) -> str:
+        """What happens to a trip that starts and ends in one tile."""
+        return "counted: od_flows has a cell for every pair of tiles, one tile to itself included"
 
     @cached_property
     def _plan(self) -> Plan:
@@ -300,6 +323,10 @@ class ZoneSeriesSpec:
     outliers_epsilon: float | None = None
     kind: str = "series-counts"
 
+    def public_period(self) -> dict[str, object]:
+        """The declared period and its bins (public)."""
+        return {"start": self.start, "end": self.end, "bin": self.freq, "bins": len(self.grid)}
+
     @cached_property
     def grid(self) -> Any:
         from privmob.domain import time_grid
@@ -366,6 +393,10 @@ class DensitySpec:
     week: Any
     kind: str = "density"
 
+    def public_period(self) -> dict[str, object]:
+        """The declared week (public): 168 hours from ``week``."""
+        return {"start": str(self.week), "bin": "1h", "bins": 168}
+
     @cached_property
     def _plan(self) -> Plan:
         from privmob.releases.density import HOURS_PER_WEEK
@@ -421,6 +452,10 @@ class SeriesSpec:
     integer: bool | None = None
     value_bounds: tuple[float, float] | None = None
     kind: str = "series"
+
+    def public_period(self) -> dict[str, object]:
+        """The declared grid (public), or ``None`` values when read from the file."""
+        return {"start": self.start, "end": self.end, "bin": self.freq}
 
     @cached_property
     def grid(self) -> Any:

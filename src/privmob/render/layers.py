@@ -10,7 +10,9 @@ kepler.gl open directly.
 - :func:`tile_values_layer`: one polygon per row of a table keyed by tile (population,
   density's (zone, hour), series-counts' (zone, t)), with the noisy value and its margin.
 - :func:`release_layer`: the layer of a :class:`~privmob.releases.release.Release` by its kind.
-- :func:`write_layers`: writes a release's layer as GeoParquet, GeoJSON and/or CSV (WKT).
+- :func:`write_layers`: writes a release's layer as GeoParquet, GeoJSON and/or CSV (WKT), each
+  file stamped as the release's tables are (:mod:`privmob.releases.stamp`): GeoParquet in its
+  key-value metadata, GeoJSON in a top-level ``privmob`` member, CSV in ``privmob_*`` columns.
 
 Rows whose key is not a tile (the outliers cells) have no geometry and are left out of the
 layer; they stay in the release's Parquet tables.
@@ -18,6 +20,7 @@ layer; they stay in the release's Parquet tables.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,6 +33,7 @@ import shapely
 from privmob.data.tessellation import Tessellation
 from privmob.errors import ConfigError
 from privmob.releases.kinds import BY_ANY_NAME, BY_NAME
+from privmob.releases.stamp import json_stamp, restamp_parquet, stamp
 
 #: Output formats of ``--format``: ``parquet`` is the release's own tables (always written).
 FORMATS = ("parquet", "geoparquet", "geojson", "csv")
@@ -195,12 +199,16 @@ def write_layers(
     for fmt, path in zip(wanted, paths, strict=True):
         if fmt == "geoparquet":
             layer.to_parquet(path, index=False)
+            restamp_parquet(path, release)
         elif fmt == "geojson":
-            text = layer.to_json(drop_id=True, to_wgs84=True, default=_json_value)
-            path.write_text(text, encoding="utf-8")
+            doc = json.loads(layer.to_json(drop_id=True, to_wgs84=True, default=_json_value))
+            doc["privmob"] = json_stamp(release)
+            path.write_text(json.dumps(doc), encoding="utf-8")
         else:
             plain = pd.DataFrame(layer.drop(columns="geometry"))
             plain["geometry_wkt"] = shapely.to_wkt(layer.geometry.to_numpy(), rounding_precision=7)
+            for key, value in stamp(release).items():  # each row carries the stamp
+                plain[key.replace(".", "_")] = value
             plain.to_csv(path, index=False)
     return paths
 

@@ -50,6 +50,36 @@ def _with_tiles(writer: Writer, tess: Any, release: Any, folder: Path) -> Any:
     return writer(release, folder, tess)
 
 
+def _define(definitions: dict[str, Any], release: Any) -> None:
+    release.extra["definitions"] = definitions
+
+
+def trip_definition(shape: str, rule: str) -> str | None:
+    """What a trip is for a release on input of ``shape`` (``rule``: the events' trip rule)."""
+    return {
+        "trips": "one row per trip (its start time, origin and destination)",
+        "trip-points": "the first and last point of each trip id",
+        "gps": "the points between two stay points",
+        "events": {
+            "events": "two consecutive events of a user in different zones",
+            "hourly": "a change of the user's modal zone between consecutive hours with events",
+            "hourly-consecutive": "a change of the user's modal zone between adjacent hours",
+        }.get(rule, rule),
+    }.get(shape)
+
+
+def stay_definition(shape: str, distance: float | None, minutes: float | None) -> Any:
+    """The stay-point thresholds used to cut raw GPS traces into trips (``None`` otherwise)."""
+    if shape != "gps":
+        return None
+    from privmob.prepare.staypoints import STAY_DISTANCE_M, STAY_MINUTES
+
+    return {
+        "distance_m": STAY_DISTANCE_M if distance is None else float(distance),
+        "minutes": STAY_MINUTES if minutes is None else float(minutes),
+    }
+
+
 class SessionBase:
     """Differentially private releases of one mobility dataset (see :class:`Session`)."""
 
@@ -261,8 +291,11 @@ class SessionBase:
         elif self.memory_limit is not None:
             plan.check_memory(int(self.memory_limit))
         data = load(self)
+        recorded = self._definitions(spec)  # what was counted, in metadata.json
         acct = dataclasses.replace(
-            self._accountant, output=out, annotate=[*self._accountant.annotate, *marks]
+            self._accountant,
+            output=out,
+            annotate=[*self._accountant.annotate, *marks, functools.partial(_define, recorded)],
         )
         acct.bind_input(data)  # the budget is bound to the data's content
         if execute is None:
@@ -270,6 +303,30 @@ class SessionBase:
         else:
             release = execute(spec, data, acct, self.progress)
         return ReleaseResult(release, self.tessellation, written=out.written if out else [])
+
+    def _definitions(self, spec: Spec) -> dict[str, Any]:
+        """What a release of ``spec`` counted, from public parameters and the session's input
+        options (``metadata.json`` ``definitions``; the keys its kind lists in the registry,
+        :mod:`privmob.releases.kinds`, and the declared period)."""
+        from privmob.data.times import naive_zone
+        from privmob.releases.kinds import BY_ANY_NAME
+
+        kind = BY_ANY_NAME.get(str(getattr(spec, "kind", "")))
+        period = getattr(spec, "public_period", None)
+        out: dict[str, Any] = {"period": period() if period is not None else None}
+        if kind is None:
+            return out
+        shape = self.shape if self.shape != "auto" or len(kind.shapes) != 1 else kind.shapes[0]
+        values = {
+            "input_shape": shape,
+            "timezone": str(self.timezone),
+            "input_timezone": naive_zone(self.timezone),
+            "trip_rule": trip_definition(shape, self.trip_rule),
+            "stay_points": stay_definition(shape, self.stay_distance, self.stay_minutes),
+            "same_tile_trips": getattr(spec, "same_tile_rule", None),
+        }
+        out.update({key: values[key] for key in kind.definitions})
+        return out
 
     # -- the input, read and validated once per shape ----------------------------------------------
     def _shape(self) -> str:
