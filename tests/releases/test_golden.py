@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.releases.golden_cases import CASES, golden_path, run_case
@@ -25,11 +26,25 @@ RENAMED_KINDS = {
 }
 
 
+#: 2. one same-tile rule (trips within one tile are in no OD cell, as in od): the report's
+#: od_flows no longer publishes the diagonal (its noisy values are set to 0 in report.json)
+def intended_table(case: str, name: str, table: dict[str, Any]) -> dict[str, Any]:
+    """The golden ``table`` after the changes issue 28 makes on purpose."""
+    if case == "report" and name.endswith("od_flows.parquet"):
+        rows = [r for r in table["rows"] if r[0] == "outliers" or r[0] != r[1]]
+        return {**table, "rows": rows}
+    return table
+
+
 def intended(case: str, key: str, value: object) -> object:
     """The golden ``value`` of metadata ``key`` after the changes issue 28 makes on purpose."""
     if key == "kind" or (key.startswith("ledger_entries.") and key.endswith(".kind")):
         new = RENAMED_KINDS.get(str(value), value)
         return "series-counts" if case == "series_counts" else new
+    if case == "report" and key == "analyses.od_flows.counts":
+        counts = list(value)  # type: ignore[call-overload]
+        k = round(len(counts) ** 0.5)
+        return [0 if i // k == i % k else c for i, c in enumerate(counts)]
     return value
 
 
@@ -39,7 +54,8 @@ def test_release_outputs_match_the_golden_values(case: str, tmp_path: Path) -> N
     got = json.loads(json.dumps(run_case(case, tmp_path)))  # the same JSON round trip
     assert sorted(got["tables"]) == sorted(expected["tables"])
     for name, table in expected["tables"].items():
-        assert got["tables"][name] == table, f"{case}: table {name} changed"
+        want = intended_table(case, name, table)
+        assert got["tables"][name] == want, f"{case}: table {name} changed"
     assert got["layers"] == expected["layers"], f"{case}: a CSV layer changed"
     want = {k: intended(case, k, v) for k, v in expected["metadata"].items()}
     changed = {

@@ -359,3 +359,35 @@ def test_test_mode_runs_every_noise_and_unit(
         i = args.index("-T")
         del args[i : i + 2]
     assert run_cli([*args, *extra]) == 0
+
+
+# -- one same-tile rule in od and the report ----------------------------------------------------
+@pytest.mark.parametrize("rule", ["exclude", "include"])
+def test_od_and_report_follow_one_same_tile_rule(rule: str, tmp_path: Path) -> None:
+    """The report's od_flows counted trips within one tile (22 -> 22 on Citi Bike) while od
+    never released them; now both follow ``--same-tile`` (default: exclude)."""
+    from privmob.releases.kinds import SAME_TILE_RULES
+
+    inputs = _inputs(tmp_path)
+    option = () if rule == "exclude" else ("--same-tile", "include")
+    diagonal = {}
+    for name in ("od", "report"):
+        out = tmp_path / name
+        assert run_cli(_argv(EXAMPLES[name], inputs, out, *option)) == 0
+        folder = out if name == "report" else out / "o"
+        meta = json.loads(
+            (folder / f"{'report' if name == 'report' else 'metadata'}.json").read_text()
+        )
+        assert meta["definitions"]["same_tile_trips"] == SAME_TILE_RULES[rule]
+        table = pd.read_parquet(
+            folder / ("report_tables/od_flows.parquet" if name == "report" else "od.parquet")
+        )
+        cells = table[table["origin"].astype(str) != "outliers"]
+        diagonal[name] = int(
+            (cells["origin"].astype(str) == cells["destination"].astype(str)).sum()
+        )
+        assert len(cells) == 9 * (9 if rule == "include" else 8)  # the public domain
+    assert diagonal == {
+        "od": 9 if rule == "include" else 0,
+        "report": 9 if rule == "include" else 0,
+    }

@@ -75,6 +75,7 @@ def od(
             help="count each (origin, destination) at most once per user per period",
         ),
     ] = False,
+    same_tile: o.SameTileOpt = "exclude",
     tile_id: o.TileIdOpt = None,
     columns: c.ColumnsOpt = None,
     delimiter: c.DelimiterOpt = None,
@@ -108,6 +109,7 @@ def od(
             delta=delta,
             period=study,
             bound_per=bound_per,
+            same_tile=same_tile,
         )
 
     def load(session: Any) -> Any:

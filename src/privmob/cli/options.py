@@ -101,3 +101,14 @@ def with_aliases(**aliases: tuple[str, ...]) -> type[TyperCommand]:
             return parser
 
     return AliasedCommand
+
+
+#: the one rule for trips within one tile, in ``od`` and the report (privmob.releases.kinds)
+SameTileOpt = Annotated[
+    str,
+    typer.Option(
+        "--same-tile",
+        help="trips that start and end in one tile: exclude (default: in no OD cell) or "
+        "include (released on the diagonal)",
+    ),
+]

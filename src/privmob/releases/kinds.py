@@ -34,6 +34,25 @@ RECORD_DEFINITIONS = ("input_shape", "timezone", "input_timezone")
 TRIP_DEFINITIONS = (*RECORD_DEFINITIONS, "trip_rule", "stay_points", "same_tile_trips")
 
 
+#: the one rule for trips that start and end in one tile, in ``od`` and in the report's
+#: ``od_flows`` (``same_tile=``, ``--same-tile``): left out by default, released on request
+SAME_TILE_RULES = {
+    "exclude": "not released: a trip within one tile is in no OD cell",
+    "include": "released: every tile's cell to itself counts the trips within it",
+}
+
+
+def same_tile_flag(rule: str) -> bool:
+    """``True`` when trips within one tile are released (``rule``: a key of SAME_TILE_RULES)."""
+    from privmob.errors import ConfigError
+
+    if rule not in SAME_TILE_RULES:
+        raise ConfigError(
+            f"unknown same-tile rule {rule!r}", hint=f"use one of {', '.join(SAME_TILE_RULES)}"
+        )
+    return rule == "include"
+
+
 @dataclass(frozen=True)
 class Bound:
     """A kind's per-user bound: ``keyword`` (the Session method's), ``flags`` (the command

@@ -107,6 +107,7 @@ class OdSpec:
     period: StudyPeriod = field(default_factory=StudyPeriod)
     bound_per: str = "release"
     kind: str = "od"
+    same_tile: str = "exclude"
 
     def public_period(self) -> dict[str, object]:
         """The declared period and its bins (public; ``metadata.json`` ``definitions``)."""
@@ -115,7 +116,9 @@ class OdSpec:
     @property
     def same_tile_rule(self) -> str:
         """What happens to a trip that starts and ends in one tile."""
-        return "not released: a trip within one tile is in no OD cell"
+        from privmob.releases.kinds import SAME_TILE_RULES
+
+        return SAME_TILE_RULES[self.same_tile]
 
     @cached_property
     def od_plan(self) -> Any:
@@ -134,11 +137,12 @@ class OdSpec:
 
     @cached_property
     def _plan(self) -> Plan:
+        from privmob.releases.kinds import same_tile_flag
         from privmob.releases.od import ODDomain
 
         p = self.od_plan
-        domain = ODDomain(self.tessellation.k, self.period.n_bins)
-        rows = domain.n_periods * domain.k * (domain.k - 1)
+        domain = ODDomain(self.tessellation.k, self.period.n_bins, same_tile_flag(self.same_tile))
+        rows = domain.od_cells
         return Plan(
             kind=self.kind,
             cost=p.total,
@@ -173,6 +177,7 @@ class OdSpec:
             rng=rng,
             step=progress,
             plan=self.od_plan,
+            same_tile=self.same_tile,
         )
 
 
@@ -248,8 +253,10 @@ class ReportSpec:
 
     @property
     def same_tile_rule(self) -> str:
-        """What happens to a trip that starts and ends in one tile."""
-        return "counted: od_flows has a cell for every pair of tiles, one tile to itself included"
+        """What happens to a trip that starts and ends in one tile (od_flows)."""
+        from privmob.releases.kinds import SAME_TILE_RULES
+
+        return SAME_TILE_RULES[self.config.same_tile]
 
     @cached_property
     def _plan(self) -> Plan:

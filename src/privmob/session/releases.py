@@ -66,6 +66,7 @@ class Session(SessionBase):
         noise: NoiseKind | str,
         delta: float,
         bound_per: str,
+        same_tile: str = "exclude",
     ) -> OdSpec:
         return OdSpec(
             self.tessellation,
@@ -77,6 +78,7 @@ class Session(SessionBase):
             delta=delta,
             period=as_period(period),
             bound_per=bound_per,
+            same_tile=same_tile,
         )
 
     def plan_od(
@@ -90,9 +92,12 @@ class Session(SessionBase):
         noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE,
         delta: float = 0.0,
         bound_per: str = "release",
+        same_tile: str = "exclude",
     ) -> Plan:
         """The plan of :meth:`od` with these parameters (reads no data, charges nothing)."""
-        return self._od_spec(epsilon, max_trips, period, unit, tau, noise, delta, bound_per).plan()
+        return self._od_spec(
+            epsilon, max_trips, period, unit, tau, noise, delta, bound_per, same_tile
+        ).plan()
 
     def od(
         self,
@@ -105,6 +110,7 @@ class Session(SessionBase):
         noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE,
         delta: float = 0.0,
         bound_per: str = "release",
+        same_tile: str = "exclude",
         output: str | Path | None = None,
         overwrite: bool = False,
         formats: Sequence[str] | None = None,
@@ -118,13 +124,17 @@ class Session(SessionBase):
         ``bound_per="period"`` the bound and the cost are per period. ``unit="trip"``: per
         trip. Counts are published as drawn (unbiased, may be negative); ``tau=0`` clamps
         negatives to 0 and ``tau > 0`` suppresses below tau (post-processing, biased).
+        ``same_tile``: trips within one tile are left out (``"exclude"``) or released on the
+        diagonal (``"include"``), the same rule as the report's.
 
         ``output``: a folder where the release is published atomically (staged, charged,
         renamed into place; refused before anything is read if it cannot be written), with
         map layers in ``formats`` (``geoparquet``, ``geojson``, ``csv``) beside its tables.
         Without it the release is charged and returned; write it later with ``write``.
         """
-        spec = self._od_spec(epsilon, max_trips, period, unit, tau, noise, delta, bound_per)
+        spec = self._od_spec(
+            epsilon, max_trips, period, unit, tau, noise, delta, bound_per, same_tile
+        )
         # rides without a rider id: each ride its own unit, only for trip-level releases
         per_trip = spec.unit is PrivacyUnit.TRIP and self.accountant.group_size is None
         return self.run(
@@ -188,6 +198,7 @@ class Session(SessionBase):
         period: StudyPeriod | None,
         unit: PrivacyUnit | str,
         analyses: list[str] | None,
+        same_tile: str = "exclude",
     ) -> ReportSpec:
         from privmob.releases.report import ReportConfig
 
@@ -212,6 +223,7 @@ class Session(SessionBase):
             period=(study.start, study.end),
             unit=unit,
             analyses=analyses,
+            same_tile=same_tile,
         )
         return ReportSpec(self.tessellation, cfg)
 
@@ -223,9 +235,10 @@ class Session(SessionBase):
         max_trips: MaxTripsPerUser | int | None = None,
         unit: PrivacyUnit | str = PrivacyUnit.USER,
         analyses: list[str] | None = None,
+        same_tile: str = "exclude",
     ) -> Plan:
         """The plan of :meth:`report` (reads no data, charges nothing)."""
-        return self._report_spec(epsilon, max_trips, period, unit, analyses).plan()
+        return self._report_spec(epsilon, max_trips, period, unit, analyses, same_tile).plan()
 
     def report(
         self,
@@ -235,6 +248,7 @@ class Session(SessionBase):
         max_trips: MaxTripsPerUser | int | None = None,
         unit: PrivacyUnit | str = PrivacyUnit.USER,
         analyses: list[str] | None = None,
+        same_tile: str = "exclude",
         output: str | Path | None = None,
         overwrite: bool = False,
     ) -> ReleaseResult:
@@ -248,7 +262,7 @@ class Session(SessionBase):
         and its tables beside it once charged; without it, ``ReleaseResult.write_html(path)``
         writes them later.
         """
-        spec = self._report_spec(epsilon, max_trips, period, unit, analyses)
+        spec = self._report_spec(epsilon, max_trips, period, unit, analyses, same_tile)
         out = None
         if output is not None:
             from privmob.render.report_files import report_output

@@ -331,6 +331,8 @@ def _release_all(
             )
         else:
             noisy, res = an.counts(name, exact[name], eps, an.sensitivity(name, cfg), cfg, rng)
+            if name == "od_flows" and cfg.same_tile != "include":
+                noisy[: k * k : k + 1] = 0  # the diagonal is not released (od's same-tile rule)
             res.name = name
             tables[name] = _count_table(name, noisy, cfg, tiles, k)
             res.values = _count_values(name, noisy, cfg, k)
@@ -384,6 +386,9 @@ def _count_table(
     if name == "od_flows":
         ids = np.array(tiles.ids)
         idx = np.arange(k * k)
+        if cfg.same_tile != "include":  # the diagonal is not released
+            idx = idx[idx // k != idx % k]
+        noisy = np.concatenate([noisy[idx], noisy[-1:]])
         return pd.DataFrame(
             {
                 "origin": [*ids[idx // k].tolist(), "outliers"],
