@@ -33,7 +33,11 @@ EXPECTED = {
         "output",
     },
     "series": {"epsilon", "start", "end", "bin", "output"},
+    "counts": {"epsilon", "max_trips", "tessellation", "tile_id", "start", "end", "bin", "output"},
 }
+for _k in KINDS:  # the count template's kinds: the counts command's options
+    if _k.counts is not None:
+        EXPECTED.setdefault(_k.name, EXPECTED["counts"])
 #: older spellings that existing scripts use: still accepted, hidden from --help
 OLD_SPELLINGS = {
     "od": ["--period"],

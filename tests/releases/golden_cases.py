@@ -116,7 +116,7 @@ def _kept(key: str) -> bool:
 def capture(case: str, out: Path) -> dict[str, Any]:
     """What the case published in ``out``: tables, CSV layers and metadata."""
     folder = out if case == "report" else out / "o"
-    doc: dict[str, Any] = {"argv": CASES[case], "tables": {}, "layers": {}, "metadata": {}}
+    doc: dict[str, Any] = {"argv": CASES.get(case), "tables": {}, "layers": {}, "metadata": {}}
     for path in sorted(folder.rglob("*.parquet")):
         df = pd.read_parquet(path)
         if "geometry" in df.columns:

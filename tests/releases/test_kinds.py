@@ -36,23 +36,38 @@ from privmob.releases.stamp import read_stamp
 
 REPO = Path(__file__).resolve().parents[2]
 
-#: one small example per kind: the golden case it runs (tests/releases/golden_cases.py)
-EXAMPLES = {
+#: one small example per kind: the golden case it runs (tests/releases/golden_cases.py), or
+#: its command line; a kind of the count template has one made from what it counts
+EXAMPLES: dict[str, str | list[str]] = {
     "od": "od_trips",
     "population": "population",
     "report": "report",
     "density": "density",
     "series-counts": "series_counts",
     "series": "series",
-}
+    "counts": ["counts", "{in}/trips.csv", "-t", "{in}/grid.geojson", "-e", "1", "-T", "3",
+               "--by", "origin,hour"],
+}  # fmt: skip
+COUNT_INPUTS = {"trips": "trips.csv", "trip-points": "points.csv", "events": "events.csv"}
+
+
+def example(kind: Any) -> list[str]:
+    """The command line of ``kind``'s example, with ``{in}`` for the inputs folder."""
+    ex = EXAMPLES.get(kind.name)
+    if ex is None and kind.counts is not None:
+        data = "{in}/" + COUNT_INPUTS[kind.counts.records]
+        return [kind.name, data, "-t", "{in}/grid.geojson", "-e", "1", "-T", "3"]
+    assert ex is not None, f"kind {kind.name} has no example in tests/releases/test_kinds.py"
+    return list(CASES[ex]) if isinstance(ex, str) else ex
+
+
 #: kinds whose loaders do not bind their input yet: fixed on branch ``binding``
 UNBOUND = {"density", "series"}
 
 
-def test_every_kind_has_an_example() -> None:
-    assert set(EXAMPLES) == set(BY_NAME)
-    for name, case in EXAMPLES.items():
-        assert CASES[case][0] == name  # the example runs the kind's own command
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.name)
+def test_every_kind_has_an_example(kind: Any) -> None:
+    assert example(kind)[0] == kind.name  # the example runs the kind's own command
 
 
 # -- every list of kinds derives from the registry ---------------------------------------------
@@ -77,7 +92,7 @@ def test_the_kind_is_one_name_everywhere(kind: Any) -> None:
     assert callable(getattr(Session, kind.method))
     assert callable(getattr(Session, f"plan_{kind.method}"))
     spec_kind = kind.spec_type.__dataclass_fields__["kind"].default
-    assert spec_kind == kind.name  # the ledger's and metadata's kind
+    assert spec_kind == kind.name or kind.counts is not None  # the ledger's and metadata's kind
     assert (kind.name in PROGRAMME_KINDS) == kind.programme
     if kind.programme:  # the programme ledger counts the kind's releases under every name
         assert {kind.name, *kind.old_kinds} <= set(LEDGER_KINDS[kind.name])
@@ -96,9 +111,11 @@ def test_the_docs_tables_list_every_kind() -> None:
     rows = [line for line in readme.splitlines() if line.startswith("| `privmob ")]
     for kind in KINDS:
         assert any(re.search(rf"`privmob {kind.name}[` ]", r) for r in rows), kind.name
-        assert re.search(rf"^\| `{kind.method}\(", api, re.M), f"docs/api.md lacks {kind.method}"
+    # docs/api.md: a row per method; the count template's kinds are Session.counts' presets
+    own = {k.method for k in KINDS if k.counts is None}
     listed = {m for m in re.findall(r"^\| `(\w+)\(", api, re.M)}
-    assert listed == {k.method for k in KINDS}  # and no kind the registry does not know
+    assert listed == own  # and no kind the registry does not know
+    assert "Every kind of the count template" in api
     plan_line = next(r for r in rows if r.startswith("| `privmob plan od"))
     assert plan_line.split("`")[1] == "privmob plan " + "\\|".join(
         k.name for k in KINDS if k.plannable
@@ -139,10 +156,10 @@ def _inputs(tmp: Path, neighbour: bool = False) -> Path:
     return d
 
 
-def _argv(case: str, inputs: Path, out: Path, *extra: str, test_mode: bool = True) -> list[str]:
-    args = [a.replace("{in}", str(inputs)) for a in CASES[case]]
+def _argv(kind: Any, inputs: Path, out: Path, *extra: str, test_mode: bool = True) -> list[str]:
+    args = [a.replace("{in}", str(inputs)) for a in example(kind)]
     args = [a for a in args if a != "--format" and not a.startswith("csv")]  # layers below
-    target = out / "report.html" if case == "report" else out / "o"
+    target = out / "report.html" if kind.name == "report" else out / "o"
     common = COMMON if test_mode else COMMON[COMMON.index("--budget") :]
     return [*args, "-o", str(target), *common, *extra]
 
@@ -170,7 +187,7 @@ def _xfail_unbound(kinds: tuple[Any, ...]) -> list[Any]:
 @pytest.mark.parametrize("kind", _xfail_unbound(KINDS))
 def test_every_kind_binds_its_input_and_refuses_a_second_dataset(kind: Any, tmp_path: Path) -> None:
     inputs, ledger = _inputs(tmp_path), tmp_path / "ledger.sqlite"
-    case = EXAMPLES[kind.name]
+    case = kind
     first = _argv(case, inputs, tmp_path / "a", "--ledger", str(ledger), test_mode=False)
     assert run_cli(first) == 0
     led = Ledger(ledger)
@@ -233,7 +250,7 @@ def _stamps(folder: Path) -> dict[str, dict[str, Any]]:
 
 @pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.name)
 def test_every_published_file_carries_its_stamp(kind: Any, tmp_path: Path) -> None:
-    inputs, case = _inputs(tmp_path), EXAMPLES[kind.name]
+    inputs, case = _inputs(tmp_path), kind
     folder = {"report": ""}.get(kind.name, "o")
     assert run_cli(_argv(case, inputs, tmp_path / "test", *_layers(kind))) == 0
     stamps = _stamps(tmp_path / "test" / folder)
@@ -264,12 +281,12 @@ NOISY_METADATA = re.compile(
 
 @pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.name)
 def test_neighbouring_datasets_change_only_noisy_values(kind: Any, tmp_path: Path) -> None:
-    case = EXAMPLES[kind.name]
+    case = kind
     runs = []
     for neighbour in (False, True):
         out = tmp_path / ("d2" if neighbour else "d1")
         assert run_cli(_argv(case, _inputs(tmp_path, neighbour), out, *_layers(kind))) == 0
-        runs.append(capture(case, out))
+        runs.append(capture(kind.name, out))
     a, b = runs
     assert sorted(a["tables"]) == sorted(b["tables"])  # the same files
     for name in a["tables"]:
@@ -296,7 +313,7 @@ PUBLIC_KEYS = {
 # -- metadata says what was counted ----------------------------------------------------------------
 @pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.name)
 def test_metadata_names_what_was_counted(kind: Any, tmp_path: Path) -> None:
-    case = EXAMPLES[kind.name]
+    case = kind
     assert run_cli(_argv(case, _inputs(tmp_path), tmp_path)) == 0
     folder = tmp_path if kind.name == "report" else tmp_path / "o"
     meta = json.loads(
@@ -328,7 +345,7 @@ def test_definitions_follow_the_input_options(tmp_path: Path) -> None:
 
 
 # -- test mode runs every noise and unit ---------------------------------------------------------
-COMBINATIONS = {
+COMBINATIONS: dict[str, list[tuple[str, ...]]] = {
     "od": [
         ("--noise", "discrete-gaussian", "--delta", "1e-9"),
         ("--unit", "trip", "-T", "1"),
@@ -339,7 +356,12 @@ COMBINATIONS = {
     "density": [("--delta", "1e-6")],
     "series-counts": [("--scheme", "event"), ("--scheme", "user")],
     "series": [("--scheme", "event"), ("--scheme", "user")],
+    "counts": [("--noise", "discrete-gaussian", "--delta", "1e-9")],
 }
+GAUSSIAN = ("--noise", "discrete-gaussian", "--delta", "1e-9")
+for _k in KINDS:  # the count template's kinds: its noises
+    if _k.counts is not None:
+        COMBINATIONS.setdefault(_k.name, [GAUSSIAN])
 
 
 def test_every_kind_has_its_combinations() -> None:
@@ -354,7 +376,7 @@ def test_test_mode_runs_every_noise_and_unit(
 ) -> None:
     """``od --noise discrete-gaussian --delta 1e-9 --test-mode`` and ``od --unit trip
     --test-mode`` exited 3: the throw-away ledger had a pure, user-level budget."""
-    args = _argv(EXAMPLES[name], _inputs(tmp_path), tmp_path)
+    args = _argv(BY_NAME[name], _inputs(tmp_path), tmp_path)
     if "-T" in extra and "-T" in args:  # the combination's bound replaces the example's
         i = args.index("-T")
         del args[i : i + 2]
@@ -373,7 +395,7 @@ def test_od_and_report_follow_one_same_tile_rule(rule: str, tmp_path: Path) -> N
     diagonal = {}
     for name in ("od", "report"):
         out = tmp_path / name
-        assert run_cli(_argv(EXAMPLES[name], inputs, out, *option)) == 0
+        assert run_cli(_argv(BY_NAME[name], inputs, out, *option)) == 0
         folder = out if name == "report" else out / "o"
         meta = json.loads(
             (folder / f"{'report' if name == 'report' else 'metadata'}.json").read_text()

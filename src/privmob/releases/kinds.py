@@ -79,6 +79,15 @@ class Layer:
 
 
 @dataclass(frozen=True)
+class Counts:
+    """A kind made by the count template (``releases/counts.py``): the ``records`` it counts
+    and the public dimensions it groups them ``by``."""
+
+    records: str
+    by: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Kind:
     """One release kind (see the module's docstring)."""
 
@@ -95,6 +104,8 @@ class Kind:
     plannable: bool = True  # ``privmob plan <name>``
     programme: bool = True  # a kind of ``privmob plan programme``
     engine: bool = True  # read with an engine (``False``: a file read by pandas)
+    #: a kind of the count template: what it counts (``None``: a kind with its own code)
+    counts: Counts | None = None
     #: earlier names: kinds in older ledgers and metadata.json, Session methods, commands
     old_kinds: tuple[str, ...] = ()
     old_methods: tuple[str, ...] = ()
@@ -109,6 +120,28 @@ class Kind:
         module, _, name = self.spec.rpartition(".")
         spec: type = getattr(importlib.import_module(module), name)
         return spec
+
+
+#: the bound of the count template's kinds
+COUNT_BOUND = Bound("max_records", ("--max-trips", "-T"), "max_records_per_user")
+
+
+def count_kind(name: str, summary: str, records: str, *by: str) -> Kind:
+    """A kind of the count template: ``records`` counted by the dimensions ``by``
+    (``releases/counts.py``); its command, Session method and plan come with it."""
+    return Kind(
+        name=name,
+        summary=summary,
+        shapes=(TRIPS, TRIP_POINTS, EVENTS, GPS) if records == TRIPS else (records,),
+        spec="privmob.releases.counts.CountSpec",
+        cli_module="privmob.cli.counts",
+        cli_help=f"Release {summary} (the count template).",
+        tables=("counts", "outliers"),
+        bound=COUNT_BOUND,
+        definitions=TRIP_DEFINITIONS if records == TRIPS else RECORD_DEFINITIONS,
+        programme=False,
+        counts=Counts(records, by),
+    )
 
 
 KINDS: tuple[Kind, ...] = (
@@ -189,6 +222,18 @@ KINDS: tuple[Kind, ...] = (
         plannable=False,
         engine=False,
         old_kinds=("landmark-series",),
+    ),
+    Kind(
+        name="counts",
+        summary="a bounded count of trips, trip points or events by public dimensions",
+        shapes=(TRIPS, TRIP_POINTS, EVENTS, GPS),
+        spec="privmob.releases.counts.CountSpec",
+        cli_module="privmob.cli.counts",
+        cli_help="Release noisy counts of trips, trip points or events by public dimensions.",
+        tables=("counts", "outliers"),
+        bound=COUNT_BOUND,
+        definitions=TRIP_DEFINITIONS,
+        programme=False,
     ),
 )
 

@@ -325,6 +325,8 @@ class SessionBase:
             "stay_points": stay_definition(shape, self.stay_distance, self.stay_minutes),
             "same_tile_trips": getattr(spec, "same_tile_rule", None),
         }
+        if getattr(spec, "records", "trips") != "trips":  # a count of points or events
+            values["trip_rule"] = values["same_tile_trips"] = None
         out.update({key: values[key] for key in kind.definitions})
         return out
 

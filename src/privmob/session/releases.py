@@ -31,10 +31,10 @@ from privmob.releases.specs import (
     ZoneSeriesSpec,
 )
 from privmob.results import ReleaseResult
-from privmob.session.base import SessionBase
+from privmob.session.counts import SessionCounts
 
 
-class Session(SessionBase):
+class Session(SessionCounts):
     """Differentially private releases of one mobility dataset.
 
     ``data``: a CSV / Parquet path or folder, or a pandas / Polars / Arrow table (trips, trip
