@@ -4,7 +4,7 @@ count template in the registry (``Session.<kind>``): the count template of
 
 from __future__ import annotations
 
-import functools
+import inspect
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -13,6 +13,7 @@ from privmob.domain import StudyPeriod
 from privmob.dp import as_period
 from privmob.privacy.mechanisms import NoiseKind
 from privmob.releases.counts import CountSpec
+from privmob.releases.kinds import KINDS
 from privmob.releases.specs import Plan
 from privmob.results import ReleaseResult
 from privmob.session.base import SessionBase
@@ -93,16 +94,26 @@ class SessionCounts(SessionBase):
         }.get(records, SessionBase.load_events)
         return self.run(spec, load, output=output, overwrite=overwrite, formats=formats)
 
-    def __getattr__(self, name: str) -> Any:
-        """The kinds of the count template in the registry (``Session.<kind>(...)`` and
-        ``plan_<kind>``): :meth:`counts` with the kind's records and dimensions."""
-        from privmob.releases.kinds import KINDS
 
-        plan = name.startswith("plan_")
-        for k in KINDS:
-            if k.counts is not None and k.method == name.removeprefix("plan_"):
-                method: Any = self.plan_counts if plan else self.counts
-                return functools.partial(
-                    method, records=k.counts.records, by=k.counts.by, kind=k.name
-                )
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+def _preset(kind: Any, plan: bool) -> Any:
+    """``Session.<kind>`` (or ``plan_<kind>``): :meth:`SessionCounts.counts` with the kind's
+    records and dimensions."""
+    preset = {"records": kind.counts.records, "by": kind.counts.by, "kind": kind.name}
+
+    def method(self: SessionCounts, **options: Any) -> Any:
+        return (self.plan_counts if plan else self.counts)(**preset, **options)
+
+    method.__name__ = f"plan_{kind.method}" if plan else kind.method
+    full = inspect.signature(SessionCounts.plan_counts if plan else SessionCounts.counts)
+    kept = [p for n, p in full.parameters.items() if n not in preset]
+    method.__signature__ = full.replace(parameters=kept)  # type: ignore[attr-defined]
+    what = f"{kind.summary}: :meth:`counts` of {kind.counts.records} by {', '.join(kind.counts.by)}"
+    method.__doc__ = f"The plan of {what} (reads no data)." if plan else f"{what}."
+    return method
+
+
+# the kinds of the count template in the registry: a method each, and its plan
+for _kind in KINDS:
+    if _kind.counts is not None:
+        setattr(SessionCounts, _kind.method, _preset(_kind, plan=False))
+        setattr(SessionCounts, f"plan_{_kind.method}", _preset(_kind, plan=True))
