@@ -235,6 +235,7 @@ KINDS: tuple[Kind, ...] = (
         definitions=TRIP_DEFINITIONS,
         programme=False,
     ),
+    count_kind("trips-per-hour", "trips per hour of day", TRIPS, "hour"),
 )
 
 BY_NAME: dict[str, Kind] = {k.name: k for k in KINDS}
