@@ -413,3 +413,30 @@ def test_od_and_report_follow_one_same_tile_rule(rule: str, tmp_path: Path) -> N
         "od": 9 if rule == "include" else 0,
         "report": 9 if rule == "include" else 0,
     }
+
+
+def test_pm_release_binds_the_input_as_the_session_does(tmp_path: Path) -> None:
+    """``pm.release`` skipped the data binding: the same trips could be charged under two
+    datasets."""
+    from tests.helpers import box_grid
+
+    from privmob.engine import DuckDBEngine
+    from privmob.errors import BudgetError
+    from privmob.prepare.inputs import load_trips_any
+    from privmob.releases.base import Accountant
+    from privmob.releases.specs import OdSpec, release
+
+    led = Ledger(tmp_path / "l.sqlite")
+    for name in ("a", "b"):
+        led.set_budget(name, 10)
+    tess, engine = box_grid(3), DuckDBEngine()
+    try:
+        trips = load_trips_any(str(INPUTS / "trips.csv"), engine=engine, tessellation=tess)
+        spec = OdSpec(tess, 1.0, max_trips=3)
+        release(trips, spec, Accountant(led, "a"), rng=1)
+        assert led.entries("a")[0].provenance["input_fingerprint"] == trips.fingerprint
+        with pytest.raises(BudgetError):
+            release(trips, spec, Accountant(led, "b"), rng=1)
+        assert led.entries("b") == []
+    finally:
+        engine.close()

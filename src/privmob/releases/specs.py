@@ -549,9 +549,12 @@ def release(
     memory_limit: int | None = None,
 ) -> Release:
     """Run ``spec`` on ``data``: plan (public parameters only), refuse a plan over
-    ``memory_limit`` or over the budget before any data is read, then count, add noise and
-    charge the ledger (by the release function the spec wraps)."""
+    ``memory_limit`` or over the budget before any data is read, bind the budget to the
+    input's content (refused if another dataset holds it), then count, add noise and charge
+    the ledger (by the release function the spec wraps). :class:`privmob.Session` runs the
+    same steps and publishes the release (``output=``)."""
     plan = spec.plan()
     plan.check_memory(memory_limit)
     accountant.precheck(plan.cost)
+    accountant.bind_input(data)  # as the session does: the budget is bound to the data
     return spec.run(data, accountant, rng=rng, progress=progress or (lambda _m: None))
