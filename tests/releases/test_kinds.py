@@ -132,6 +132,10 @@ def test_earlier_method_names_still_work_and_warn(tmp_path: Path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         s.plan_od(epsilon=1, max_trips=3)  # the one name does not warn
+    for kind in KINDS:  # every earlier name of every kind, and its plan
+        for old_name in kind.old_methods:
+            for name in (old_name, f"plan_{old_name}"):
+                assert "Deprecated" in (getattr(privmob.Session, name).__doc__ or ""), name
 
 
 # -- helpers: run a kind's example on a copy of the inputs -------------------------------------

@@ -20,7 +20,7 @@ from privmob.dp import (
 )
 from privmob.errors import ConfigError
 from privmob.privacy.mechanisms import NoiseKind
-from privmob.releases.kinds import deprecated
+from privmob.releases.kinds import KINDS, deprecated
 from privmob.releases.specs import (
     DensitySpec,
     OdSpec,
@@ -477,40 +477,27 @@ class Session(SessionCounts):
         spec = self._series_spec(epsilon, sensitivity, period, freq, dict(options))
         return self.run(spec, lambda _s: source, engine=False)
 
-    # -- earlier names (deprecated): one name per kind (privmob.releases.kinds) ---------------
-    def od_matrix(self, **kwargs: Any) -> ReleaseResult:
-        """Deprecated: :meth:`od`."""
-        deprecated("Session.od_matrix", "Session.od")
-        return self.od(**kwargs)
-
-    def plan_od_matrix(self, **kwargs: Any) -> Plan:
-        """Deprecated: :meth:`plan_od`."""
-        deprecated("Session.plan_od_matrix", "Session.plan_od")
-        return self.plan_od(**kwargs)
-
-    def mobility_report(self, **kwargs: Any) -> ReleaseResult:
-        """Deprecated: :meth:`report`."""
-        deprecated("Session.mobility_report", "Session.report")
-        return self.report(**kwargs)
-
-    def plan_mobility_report(self, **kwargs: Any) -> Plan:
-        """Deprecated: :meth:`plan_report`."""
-        deprecated("Session.plan_mobility_report", "Session.plan_report")
-        return self.plan_report(**kwargs)
-
-    def zone_series(self, **kwargs: Any) -> ReleaseResult:
-        """Deprecated: :meth:`series_counts`."""
-        deprecated("Session.zone_series", "Session.series_counts")
-        return self.series_counts(**kwargs)
-
-    def plan_zone_series(self, **kwargs: Any) -> Plan:
-        """Deprecated: :meth:`plan_series_counts`."""
-        deprecated("Session.plan_zone_series", "Session.plan_series_counts")
-        return self.plan_series_counts(**kwargs)
-
     def __repr__(self) -> str:
         return (
             f"Session(dataset={self.ledger.dataset!r}, "
             f"tiles={None if self.tessellation is None else self.tessellation.k}, "
             f"shape={self.shape!r}, ledger={str(self.ledger.path)!r})"
         )
+
+
+def _earlier_name(old: str, new: str) -> Any:
+    """``Session.<old>``: deprecated, calls ``Session.<new>`` (the kind's one name)."""
+
+    def method(self: Session, **kwargs: Any) -> Any:
+        deprecated(f"Session.{old}", f"Session.{new}")
+        return getattr(self, new)(**kwargs)
+
+    method.__name__, method.__doc__ = old, f"Deprecated: :meth:`{new}`."
+    return method
+
+
+# the earlier names of the kinds' methods (privmob.releases.kinds: Kind.old_methods)
+for _kind in KINDS:
+    for _old in _kind.old_methods:
+        setattr(Session, _old, _earlier_name(_old, _kind.method))
+        setattr(Session, f"plan_{_old}", _earlier_name(f"plan_{_old}", f"plan_{_kind.method}"))
