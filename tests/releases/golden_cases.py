@@ -57,6 +57,11 @@ CASES: dict[str, list[str]] = {
                       "--end", "2024-01-03", "--bin", "6h", "-e", "1", "-T", "1",
                       "--landmarks", "1,4", "--landmark-positions", "--format", "csv"],
 }  # fmt: skip
+#: the same on Spark (local): its keyed sample differs from DuckDB's, so its values do too
+SPARK_CASES = {
+    f"{name}_spark": [*CASES[name], "--engine", "spark"] for name in ("od_trips", "population")
+}
+CASES.update(SPARK_CASES)
 
 #: metadata keys that change from run to run (or name the throw-away ledger)
 VOLATILE = ("created_at", "software", "ledger.id", "ledger.entry_ids", "ledger_head")

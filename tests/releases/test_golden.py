@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.releases.golden_cases import CASES, golden_path, run_case
+from tests.releases.golden_cases import CASES, SPARK_CASES, golden_path, run_case
 
 #: meanings changed on purpose by issue 28, applied to the golden values recorded before it
 #: (the golden files stay as recorded)
@@ -48,7 +48,13 @@ def intended(case: str, key: str, value: object) -> object:
     return value
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize(
+    "case",
+    [
+        pytest.param(c, marks=[pytest.mark.spark, pytest.mark.slow]) if c in SPARK_CASES else c
+        for c in sorted(CASES)
+    ],
+)
 def test_release_outputs_match_the_golden_values(case: str, tmp_path: Path) -> None:
     expected = json.loads(golden_path(case).read_text())
     got = json.loads(json.dumps(run_case(case, tmp_path)))  # the same JSON round trip

@@ -38,17 +38,13 @@ def counts(
     max_trips: Annotated[
         int, o.max_trips("records per user: the most records counted per user (a random sample)")
     ] = 1,
-    noise: Annotated[NoiseKind, typer.Option("--noise")] = NoiseKind.DISCRETE_LAPLACE,
-    delta: Annotated[float, typer.Option("--delta", help="for discrete-gaussian")] = 0.0,
+    noise: o.NoiseOpt = NoiseKind.DISCRETE_LAPLACE,
+    delta: o.DeltaOpt = 0.0,
     bin: Annotated[str, o.bin("the period dimension's bins: all, day or week")] = "all",
     start: Annotated[str | None, o.start()] = None,
     end: Annotated[str | None, o.end()] = None,
-    input_shape: Annotated[
-        str, typer.Option("--input-shape", help="auto, trips, trip-points, events, gps")
-    ] = "auto",
-    trip_rule: Annotated[
-        str, typer.Option("--trip-rule", help="events only: events, hourly, hourly-consecutive")
-    ] = "events",
+    input_shape: o.InputShapeOpt = "auto",
+    trip_rule: o.TripRuleOpt = "events",
     stay_distance: c.StayDistanceOpt = None,
     stay_minutes: c.StayMinutesOpt = None,
     tile_id: o.TileIdOpt = None,

@@ -36,8 +36,8 @@ def od(
             "inflates totals. Default: noisy counts as drawn (unbiased, may be negative)",
         ),
     ] = None,
-    noise: Annotated[NoiseKind, typer.Option("--noise")] = NoiseKind.DISCRETE_LAPLACE,
-    delta: Annotated[float, typer.Option("--delta", help="for discrete-gaussian")] = 0.0,
+    noise: o.NoiseOpt = NoiseKind.DISCRETE_LAPLACE,
+    delta: o.DeltaOpt = 0.0,
     bin: Annotated[str, o.bin("one OD matrix per: all (the whole period), day or week")] = "all",
     start: Annotated[str | None, o.start()] = None,
     end: Annotated[str | None, o.end()] = None,
@@ -47,25 +47,9 @@ def od(
             "--bound-per", help="release: T trips per user in all; period: T per user per period"
         ),
     ] = "release",
-    input_shape: Annotated[
-        str,
-        typer.Option(
-            "--input-shape",
-            help="auto, trips, trip-points, events, gps (raw traces: trips between stays)",
-        ),
-    ] = "auto",
-    cells: Annotated[
-        str | None, typer.Option("--cells", help="cells table for events with cell_id")
-    ] = None,
-    trip_rule: Annotated[
-        str,
-        typer.Option(
-            "--trip-rule",
-            help="events only: 'events' (consecutive events in different zones, as Kohli, Aiken "
-            "and Blumenstock), "
-            "'hourly' (hourly modal zone changes), 'hourly-consecutive'",
-        ),
-    ] = "events",
+    input_shape: o.InputShapeOpt = "auto",
+    cells: o.CellsOpt = None,
+    trip_rule: o.TripRuleOpt = "events",
     stay_distance: c.StayDistanceOpt = None,
     stay_minutes: c.StayMinutesOpt = None,
     unique: Annotated[
