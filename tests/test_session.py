@@ -354,3 +354,28 @@ def test_wrong_columns_same_message_as_cli(tmp_path: Path, capsys: pytest.Captur
         s.od(epsilon=1, max_trips=3)
     assert " ".join(err.value.message.split()) in cli_text
     s.close()
+
+
+def test_the_constructor_takes_typed_groups_and_the_keywords_still_work(tmp_path: Path) -> None:
+    """Issue 28: the 27 keywords grouped as pm.Input, pm.EngineOptions, pm.LedgerOptions."""
+    ledger = tmp_path / "l.sqlite"
+    grouped = pm.Session(
+        trips(),
+        tessellation=zones(),
+        input=pm.Input(shape="trips", timezone="Europe/Berlin", input_timezone="UTC"),
+        engine=pm.EngineOptions("duckdb", memory_limit="2GB"),
+        ledger=pm.LedgerOptions(ledger, dataset="t", budget=pm.PureDP(3)),
+    )
+    plain = pm.Session(
+        trips(), tessellation=zones(), shape="trips", timezone="Europe/Berlin",
+        input_timezone="UTC", engine="duckdb", memory_limit="2GB", ledger=ledger,
+        dataset="t", budget=pm.PureDP(3),
+    )  # fmt: skip
+    with grouped, plain:
+        for s in (grouped, plain):
+            assert (s.shape, str(s.timezone), s.timezone.naive) == ("trips", "Europe/Berlin", "UTC")
+            assert s.memory_limit == plain.memory_limit and s.ledger.dataset == "t"
+            assert s.ledger.path == ledger and s.ledger.remaining() == pytest.approx(3)
+    with pytest.raises(ConfigError, match="given twice"):
+        pm.Session(trips(), input=pm.Input(timezone="UTC"), timezone="Europe/Paris", budget=1,
+                   dataset="t")  # fmt: skip

@@ -12,6 +12,9 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
 _LAZY = {
     "Session": "privmob.session",
     "SessionLedger": "privmob.session",
+    "Input": "privmob.session.options",
+    "EngineOptions": "privmob.session.options",
+    "LedgerOptions": "privmob.session.options",
     "ReleaseResult": "privmob.results",
     "ReleaseMetadata": "privmob.results",
     "Plan": "privmob.releases.specs",

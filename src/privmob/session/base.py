@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import shutil
 import tempfile
 import weakref
@@ -113,7 +114,18 @@ class SessionBase:
         seed: int | None = None,
         test_mode: bool = False,
         progress: Progress | None = None,
+        input: Any = None,
     ) -> None:
+        from privmob.session.options import GROUPS, spread
+
+        given = {"input": input, "engine": engine, "ledger": ledger}
+        if any(isinstance(given[g], cls) for g, cls in GROUPS.items()):
+            # the typed groups (session/options.py) spread into the keywords, once
+            keywords = {k: v for k, v in locals().items() if k in _DEFAULTS}
+            grouped = spread(keywords, _DEFAULTS)
+            del grouped["input"]
+            SessionBase.__init__(self, data, **grouped)
+            return
         from privmob.data import SHAPES
         from privmob.data.times import clock
         from privmob.engine.buckets import parse_memory
@@ -453,3 +465,11 @@ class SessionBase:
                 engine=self.engine,
             )
         return self._loaded[key]
+
+
+#: the constructor's keywords and their defaults (for the typed groups of session/options.py)
+_DEFAULTS = {
+    name: p.default
+    for name, p in inspect.signature(SessionBase.__init__).parameters.items()
+    if p.kind is inspect.Parameter.KEYWORD_ONLY
+}

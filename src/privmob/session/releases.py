@@ -53,6 +53,8 @@ class Session(SessionCounts):
     logs in UTC released in local time.
     ``cells``: the towers table (``cell_id, lat, lng``) of phone events (density).
     ``seed``: TESTS ONLY, fixed noise, outputs stamped "not for publication".
+    The keywords come in three typed groups too (:mod:`privmob.session.options`):
+    ``input=pm.Input(...)``, ``engine=pm.EngineOptions(...)``, ``ledger=pm.LedgerOptions(...)``.
     """
 
     # -- OD matrix --------------------------------------------------------------------------
