@@ -28,7 +28,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -43,6 +43,9 @@ from privmob.privacy.samplers import Randomness, resolve
 from privmob.privacy.signal import signal_check
 from privmob.releases.base import Accountant
 from privmob.releases.release import Release
+
+if TYPE_CHECKING:
+    from privmob.data.tessellation import Tessellation
 
 #: what a count release counts: its records' time column and the columns that tell two
 #: records of one user apart (for the per-user bound)
@@ -132,7 +135,7 @@ class CountSpec:
     """A count release (the template's spec): ``records`` counted (a key of :data:`SOURCES`),
     grouped by ``by`` (dimension names), at most ``bound`` records per user."""
 
-    tessellation: Any
+    tessellation: Tessellation | None
     epsilon: float
     records: str
     by: tuple[str, ...]

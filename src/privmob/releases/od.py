@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -30,6 +30,9 @@ from privmob.releases.base import Accountant
 from privmob.releases.kinds import same_tile_flag
 from privmob.releases.release import Release
 from privmob.releases.tiles import check_shape, check_tessellation
+
+if TYPE_CHECKING:
+    from privmob.data.tessellation import Tessellation
 
 Step = Callable[[str], None]
 
@@ -86,7 +89,7 @@ class ODDomain:
 def od_matrix(
     trips: Loaded,
     *,
-    tessellation: Any,
+    tessellation: Tessellation,
     epsilon: float,
     accountant: Accountant,
     unit: Unit | str = Unit.USER,

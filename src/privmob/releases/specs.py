@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from privmob.domain import StudyPeriod
 from privmob.errors import ConfigError
@@ -21,6 +21,9 @@ from privmob.privacy.mechanisms import NoiseKind, calibrate
 from privmob.privacy.samplers import Randomness
 from privmob.releases.base import Accountant
 from privmob.releases.release import Release
+
+if TYPE_CHECKING:
+    from privmob.data.tessellation import Tessellation
 
 Progress = Callable[[str], None]
 
@@ -97,7 +100,7 @@ class OdSpec:
     """An origin-destination matrix over ``tessellation`` (see
     :func:`privmob.releases.od.od_matrix`)."""
 
-    tessellation: Any
+    tessellation: Tessellation
     epsilon: float
     unit: Unit = Unit.USER
     max_trips: int | None = None
@@ -185,7 +188,7 @@ class OdSpec:
 class PopulationSpec:
     """Users per home zone (see :func:`privmob.releases.population.population_counts`)."""
 
-    tessellation: Any
+    tessellation: Tessellation
     epsilon: float
     noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE
     delta: float = 0.0
@@ -242,7 +245,7 @@ class ReportSpec:
     """A mobility report (see :func:`privmob.releases.report.mobility_report`); ``config`` is a
     :class:`~privmob.releases.report.ReportConfig` (epsilon, M, declared period, analyses)."""
 
-    tessellation: Any
+    tessellation: Tessellation
     config: Any
     kind: str = "report"
 
@@ -319,7 +322,7 @@ class ZoneSeriesSpec:
     :func:`privmob.releases.landmark_counts.publish_zone_counts`): bins of ``freq`` over the
     public ``[start, end)``, landmarks as positions in that grid."""
 
-    tessellation: Any
+    tessellation: Tessellation
     epsilon: float
     start: str
     end: str
@@ -395,7 +398,7 @@ class DensitySpec:
     ``config`` is a :class:`~privmob.releases.density.DensityConfig`, ``week`` the public
     start of the week. ``run`` takes the density inputs (events, tower geometry)."""
 
-    tessellation: Any
+    tessellation: Tessellation
     config: Any
     week: Any
     kind: str = "density"

@@ -26,13 +26,16 @@ import tempfile
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from privmob.dp import Budget, PrivacyUnit, budget_cost
 from privmob.errors import ConfigError
 from privmob.releases.specs import Plan, Spec
 from privmob.results import ReleaseResult
 from privmob.session.ledger_view import SessionLedger
+
+if TYPE_CHECKING:
+    from privmob.data.tessellation import Tessellation
 
 Progress = Callable[[str], None]
 #: reads the input of a release from the session (e.g. ``Session.load_trips``) -> loaded data
@@ -350,7 +353,7 @@ class SessionBase:
             self.shape = detect_shape(self.engine, self.data, columns=self.columns)
         return self.shape
 
-    def _tiles(self) -> Any:
+    def _tiles(self) -> Tessellation:
         if self.tessellation is None:
             raise ConfigError(
                 "this release counts over tiles: the session has no tessellation",
@@ -455,7 +458,7 @@ class SessionBase:
             self._loaded[key] = load_density_inputs(
                 self.data,
                 self.cells,
-                self._tiles(),  # a Tessellation passes through
+                cast(Any, self._tiles()),  # a Tessellation passes through (typed as a path)
                 zone_id=None,
                 week=week,
                 cover=cover,

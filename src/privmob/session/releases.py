@@ -71,7 +71,7 @@ class Session(SessionCounts):
         same_tile: str = "exclude",
     ) -> OdSpec:
         return OdSpec(
-            self.tessellation,
+            self._tiles(),
             epsilon,
             unit=PrivacyUnit(unit),
             max_trips=bound_value(max_trips, MaxTripsPerUser),
@@ -158,9 +158,7 @@ class Session(SessionCounts):
         delta: float = 0.0,
     ) -> Plan:
         """The plan of :meth:`population` (reads no data, charges nothing)."""
-        return PopulationSpec(
-            self.tessellation, epsilon, noise, delta, night, as_period(period)
-        ).plan()
+        return PopulationSpec(self._tiles(), epsilon, noise, delta, night, as_period(period)).plan()
 
     def population(
         self,
@@ -187,7 +185,7 @@ class Session(SessionCounts):
         map layers in ``formats`` (``geoparquet``, ``geojson``, ``csv``) beside its tables.
         Without it the release is charged and returned; write it later with ``write``.
         """
-        spec = PopulationSpec(self.tessellation, epsilon, noise, delta, night, as_period(period))
+        spec = PopulationSpec(self._tiles(), epsilon, noise, delta, night, as_period(period))
         return self.run(
             spec, Session.load_events, output=output, overwrite=overwrite, formats=formats
         )
@@ -227,7 +225,7 @@ class Session(SessionCounts):
             analyses=analyses,
             same_tile=same_tile,
         )
-        return ReportSpec(self.tessellation, cfg)
+        return ReportSpec(self._tiles(), cfg)
 
     def plan_report(
         self,
@@ -299,7 +297,7 @@ class Session(SessionCounts):
         else:
             bound = int(bound_value(max_per_bin, MaxEventsPerBin) or 1)
         return ZoneSeriesSpec(
-            self.tessellation,
+            self._tiles(),
             epsilon,
             study.start.isoformat(sep=" "),
             study.end.isoformat(sep=" "),
@@ -368,7 +366,7 @@ class Session(SessionCounts):
         from privmob.releases.density import DensityConfig
 
         cfg = DensityConfig(epsilon, max_visits, delta, **options)
-        return DensitySpec(self.tessellation, cfg, week)
+        return DensitySpec(self._tiles(), cfg, week)
 
     def plan_density(
         self, *, epsilon: float, week: str, max_visits: int = 30, delta: float = 0.0, **options: Any
