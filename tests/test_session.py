@@ -379,3 +379,15 @@ def test_the_constructor_takes_typed_groups_and_the_keywords_still_work(tmp_path
     with pytest.raises(ConfigError, match="given twice"):
         pm.Session(trips(), input=pm.Input(timezone="UTC"), timezone="Europe/Paris", budget=1,
                    dataset="t")  # fmt: skip
+
+
+def test_density_takes_its_own_typed_bound() -> None:
+    """Issue 28: MaxVisitsPerHour was named max_visits, density's weekly bound; now each typed
+    bound is named by the one keyword that takes it."""
+    s = pm.Session(trips(), tessellation=zones(), budget=5, dataset="t")
+    with s:
+        plan = s.plan_density(epsilon=1, week="2024-01-01", max_visits=pm.MaxVisitsPerWeek(10))
+        same = s.plan_density(epsilon=1, week="2024-01-01", max_visits=10)
+        assert (plan.cost, plan.cells) == (same.cost, same.cells)
+        with pytest.raises(ConfigError, match="MaxVisitsPerHour does not bound"):
+            s.plan_density(epsilon=1, week="2024-01-01", max_visits=pm.MaxVisitsPerHour(10))

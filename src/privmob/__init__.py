@@ -27,6 +27,7 @@ _LAZY = {
     "PrivacyUnit": "privmob.dp",
     "MaxTripsPerUser": "privmob.dp",
     "MaxVisitsPerHour": "privmob.dp",
+    "MaxVisitsPerWeek": "privmob.dp",
     "MaxEventsPerBin": "privmob.dp",
     "ReportSpec": "privmob.releases.specs",
     "ZoneSeriesSpec": "privmob.releases.specs",

@@ -103,6 +103,8 @@ def test_the_kind_is_one_name_everywhere(kind: Any) -> None:
         assert kind.bound.keyword in inspect.signature(getattr(Session, kind.method)).parameters
         flags = {f for p in _command(kind).params for f in (*p.opts, *p.secondary_opts)}
         assert set(kind.bound.flags) <= flags
+        for typed in kind.bound.typed:  # each typed bound is named by the kind's keyword
+            assert getattr(privmob, typed).name == kind.bound.keyword, typed
 
 
 def test_the_docs_tables_list_every_kind() -> None:

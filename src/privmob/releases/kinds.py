@@ -63,6 +63,8 @@ class Bound:
     keyword: str
     flags: tuple[str, ...]
     metadata: str
+    #: the typed bounds (``privmob.dp``) the Session method takes, each named ``keyword``
+    typed: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -153,7 +155,7 @@ KINDS: tuple[Kind, ...] = (
         cli_module="privmob.cli.od",
         cli_help="Release a differentially private origin-destination matrix.",
         tables=("od", "outliers"),
-        bound=Bound("max_trips", ("--max-trips", "-T"), "max_trips_per_user"),
+        bound=Bound("max_trips", ("--max-trips", "-T"), "max_trips_per_user", ("MaxTripsPerUser",)),
         definitions=TRIP_DEFINITIONS,
         layer=Layer("od", None, "od_flows"),
         old_kinds=("od-matrix",),
@@ -177,7 +179,7 @@ KINDS: tuple[Kind, ...] = (
         cli_module="privmob.cli.report",
         cli_help="A differentially private mobility report: 15 analyses, one offline HTML + JSON.",
         tables=(),
-        bound=Bound("max_trips", ("--max-trips", "-T"), "max_trips_per_user"),
+        bound=Bound("max_trips", ("--max-trips", "-T"), "max_trips_per_user", ("MaxTripsPerUser",)),
         definitions=TRIP_DEFINITIONS,
         old_kinds=("mobility_report",),
         old_methods=("mobility_report",),
@@ -190,7 +192,9 @@ KINDS: tuple[Kind, ...] = (
         cli_module="privmob.cli.density",
         cli_help="Release the number of users per zone and hour of a week (Acs and Castelluccia).",
         tables=("density", "out_of_domain", "outliers"),
-        bound=Bound("max_visits", ("--max-trips", "-T"), "max_visits_per_week"),
+        bound=Bound(
+            "max_visits", ("--max-trips", "-T"), "max_visits_per_week", ("MaxVisitsPerWeek",)
+        ),
         layer=Layer("density", "zone", "density_tiles"),
     ),
     Kind(
@@ -202,7 +206,12 @@ KINDS: tuple[Kind, ...] = (
         cli_help="Counts per zone and time bin from raw events (at most -T per user and bin, "
         "enforced),\npublished under landmark epsilon-privacy.",
         tables=("series", "budgets", "outliers"),
-        bound=Bound("max_per_bin", ("--max-trips", "-T"), "sensitivity_per_timestamp"),
+        bound=Bound(
+            "max_per_bin",
+            ("--max-trips", "-T"),
+            "sensitivity_per_timestamp",
+            ("MaxEventsPerBin", "MaxVisitsPerHour"),
+        ),
         layer=Layer("series", "zone", "series_tiles", margin="budgets"),
         programme=False,  # a programme's "series" plans both landmark series
         old_kinds=("landmark-zone-counts",),

@@ -14,6 +14,7 @@ from privmob.dp import (
     MaxEventsPerBin,
     MaxTripsPerUser,
     MaxVisitsPerHour,
+    MaxVisitsPerWeek,
     PrivacyUnit,
     as_period,
     bound_value,
@@ -361,15 +362,27 @@ class Session(SessionCounts):
 
     # -- density -----------------------------------------------------------------------------
     def _density_spec(
-        self, epsilon: float, week: str, max_visits: int, delta: float, options: dict[str, Any]
+        self,
+        epsilon: float,
+        week: str,
+        max_visits: MaxVisitsPerWeek | int,
+        delta: float,
+        options: dict[str, Any],
     ) -> DensitySpec:
         from privmob.releases.density import DensityConfig
 
-        cfg = DensityConfig(epsilon, max_visits, delta, **options)
+        bound = int(bound_value(max_visits, MaxVisitsPerWeek) or 0)
+        cfg = DensityConfig(epsilon, bound, delta, **options)
         return DensitySpec(self._tiles(), cfg, week)
 
     def plan_density(
-        self, *, epsilon: float, week: str, max_visits: int = 30, delta: float = 0.0, **options: Any
+        self,
+        *,
+        epsilon: float,
+        week: str,
+        max_visits: MaxVisitsPerWeek | int = 30,
+        delta: float = 0.0,
+        **options: Any,
     ) -> Plan:
         """The plan of :meth:`density` (reads no data, charges nothing)."""
         return self._density_spec(epsilon, week, max_visits, delta, options).plan()
@@ -379,7 +392,7 @@ class Session(SessionCounts):
         *,
         epsilon: float,
         week: str,
-        max_visits: int = 30,
+        max_visits: MaxVisitsPerWeek | int = 30,
         delta: float = 0.0,
         output: str | Path | None = None,
         overwrite: bool = False,
