@@ -391,3 +391,18 @@ def test_density_takes_its_own_typed_bound() -> None:
         assert (plan.cost, plan.cells) == (same.cost, same.cells)
         with pytest.raises(ConfigError, match="MaxVisitsPerHour does not bound"):
             s.plan_density(epsilon=1, week="2024-01-01", max_visits=pm.MaxVisitsPerHour(10))
+
+
+def test_unique_trips_from_python_as_from_the_command_line() -> None:
+    """``--unique`` existed only on the command line (a closure around the spec)."""
+    rows = [("a", 0, 1)] * 5 + [("b", 0, 1), ("b", 1, 0)]
+    frame = pd.DataFrame(
+        {"uid": [r[0] for r in rows], "tid": range(7), "origin": [r[1] for r in rows],
+         "destination": [r[2] for r in rows],
+         "start_time": pd.Timestamp("2024-01-01 08:00") + pd.to_timedelta(range(7), "min")}
+    )  # fmt: skip
+    s = pm.Session(frame, tessellation=zones(), budget=pm.PureDP(1e11), dataset="t", seed=3)
+    with s:
+        od = s.od(epsilon=1e10, max_trips=10, unique=True).release.tables["od"]
+    cells = od.set_index(["origin", "destination"])["count"]
+    assert cells[(0, 1)] == 2 and cells[(1, 0)] == 1  # a's five trips count once

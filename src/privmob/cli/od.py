@@ -75,7 +75,6 @@ def od(
     ] = None,
 ) -> None:
     """Release a differentially private origin-destination matrix."""
-    seed = ctx.params.get("seed")  # a run option (privmob.cli.run_options)
     from privmob.cli.run import run_release
     from privmob.domain import StudyPeriod
     from privmob.releases.specs import OdSpec
@@ -94,18 +93,12 @@ def od(
             period=study,
             bound_per=bound_per,
             same_tile=same_tile,
+            unique=unique,
         )
 
     def load(session: Any) -> Any:
         # rides without a rider id: each ride its own unit, only for trip-level releases
         return session.load_trips(uid_per_trip=unit == Unit.TRIP and group_size is None)
-
-    def run(the_spec: OdSpec, trips: Any, acct: Any, step: Any) -> Any:
-        if unique:
-            from privmob.prepare.unique import unique_trips
-
-            trips = unique_trips(trips, study)
-        return the_spec.run(trips, acct, rng=seed, progress=step)
 
     def summary(release: Any, paths: list[Path], acct: Any) -> None:
         from privmob.releases.od_series_cost import series_cost_lines
@@ -121,7 +114,6 @@ def od(
         tile_id=tile_id,
         spec=spec,
         load=load,
-        run=run,
         summary=summary,
     )
 

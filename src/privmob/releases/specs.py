@@ -111,6 +111,8 @@ class OdSpec:
     bound_per: str = "release"
     kind: str = "od"
     same_tile: str = "exclude"
+    #: each (origin, destination) counted at most once per user and period
+    unique: bool = False
 
     def public_period(self) -> dict[str, object]:
         """The declared period and its bins (public; ``metadata.json`` ``definitions``)."""
@@ -165,6 +167,10 @@ class OdSpec:
     ) -> Release:
         from privmob.releases.od import od_matrix
 
+        if self.unique:
+            from privmob.prepare.unique import unique_trips
+
+            data = unique_trips(data, self.period)
         return od_matrix(
             data,
             tessellation=self.tessellation,

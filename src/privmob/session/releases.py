@@ -70,6 +70,7 @@ class Session(SessionCounts):
         delta: float,
         bound_per: str,
         same_tile: str = "exclude",
+        unique: bool = False,
     ) -> OdSpec:
         return OdSpec(
             self._tiles(),
@@ -82,6 +83,7 @@ class Session(SessionCounts):
             period=as_period(period),
             bound_per=bound_per,
             same_tile=same_tile,
+            unique=unique,
         )
 
     def plan_od(
@@ -96,10 +98,11 @@ class Session(SessionCounts):
         delta: float = 0.0,
         bound_per: str = "release",
         same_tile: str = "exclude",
+        unique: bool = False,
     ) -> Plan:
         """The plan of :meth:`od` with these parameters (reads no data, charges nothing)."""
         return self._od_spec(
-            epsilon, max_trips, period, unit, tau, noise, delta, bound_per, same_tile
+            epsilon, max_trips, period, unit, tau, noise, delta, bound_per, same_tile, unique
         ).plan()
 
     def od(
@@ -114,6 +117,7 @@ class Session(SessionCounts):
         delta: float = 0.0,
         bound_per: str = "release",
         same_tile: str = "exclude",
+        unique: bool = False,
         output: str | Path | None = None,
         overwrite: bool = False,
         formats: Sequence[str] | None = None,
@@ -136,7 +140,7 @@ class Session(SessionCounts):
         Without it the release is charged and returned; write it later with ``write``.
         """
         spec = self._od_spec(
-            epsilon, max_trips, period, unit, tau, noise, delta, bound_per, same_tile
+            epsilon, max_trips, period, unit, tau, noise, delta, bound_per, same_tile, unique
         )
         # rides without a rider id: each ride its own unit, only for trip-level releases
         per_trip = spec.unit is PrivacyUnit.TRIP and self.accountant.group_size is None
