@@ -32,9 +32,7 @@ def test_readme_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     trips_df, zones_gdf = trips(), zones()
     s = pm.Session(trips_df, tessellation=zones_gdf, budget=pm.PureDP(10),
                    ledger="ledger.sqlite", dataset="trips-2024")  # fmt: skip
-    od = s.od_matrix(
-        epsilon=1, max_trips=10, period=pm.Period("2024-01-01", "2024-02-01", bin="day")
-    )
+    od = s.od(epsilon=1, max_trips=10, period=pm.Period("2024-01-01", "2024-02-01", bin="day"))
     table = od.to_pandas()
     assert len(table) == 31 * 9 * 8 and list(table.columns) == [
         "period",
@@ -66,23 +64,21 @@ class Unreadable:
 
 def test_plans_read_no_data() -> None:
     s = pm.Session(Unreadable(), tessellation=zones(), budget=10, dataset="x")
-    p = s.plan_od_matrix(
-        epsilon=1, max_trips=10, period=pm.Period("2024-01-01", "2024-01-08", bin="day")
-    )
+    p = s.plan_od(epsilon=1, max_trips=10, period=pm.Period("2024-01-01", "2024-01-08", bin="day"))
     assert p.cells == 7 * 9 * 8 + 7 + 1 and p.output_rows == 7 * 9 * 8
     assert p.cost.epsilon == 1 and p.margin_of_error_95 > 0 and p.memory_bytes > 0
     q = s.plan_population(epsilon=0.5)
     assert q.cells == 11 and q.cost.epsilon == 0.5
     assert s.ledger.spent() == 0
     with pytest.raises(AssertionError, match="the data was read"):
-        s.od_matrix(epsilon=1, max_trips=10)
+        s.od(epsilon=1, max_trips=10)
     s.close()
 
 
 def test_in_memory_ledger_removed_on_close() -> None:
     s = pm.Session(trips(), tessellation=zones(), budget=pm.PureDP(2), dataset="t")
     path = s.ledger.path
-    s.od_matrix(epsilon=1, max_trips=3)
+    s.od(epsilon=1, max_trips=3)
     assert path.exists() and s.ledger.remaining() == pytest.approx(1.0)
     s.close()
     assert not path.exists() and not path.parent.exists()
@@ -102,9 +98,7 @@ def test_memory_plan_refuses_with_hint() -> None:
     grid = box_grid(8).gdf  # 64 tiles, daily matrices over 200 years: ~38 GB of domain
     s = pm.Session(Unreadable(), tessellation=grid, budget=10, dataset="x", memory_limit="2GB")
     with pytest.raises(ConfigError, match="over the memory limit") as err:
-        s.od_matrix(
-            epsilon=1, max_trips=10, period=pm.Period("2024-01-01", "2224-01-01", bin="day")
-        )
+        s.od(epsilon=1, max_trips=10, period=pm.Period("2024-01-01", "2224-01-01", bin="day"))
     assert "coarser tessellation" in str(err.value.hint)
     s.close()
 
@@ -118,7 +112,7 @@ def test_wrong_columns() -> None:
     bad = trips().rename(columns={"uid": "user"})
     s = pm.Session(bad, tessellation=zones(), budget=10, dataset="x", shape="trips")
     with pytest.raises(InputError) as err:
-        s.od_matrix(epsilon=1, max_trips=3)
+        s.od(epsilon=1, max_trips=3)
     _one_line(err)
     s.close()
 
@@ -132,7 +126,7 @@ def test_wrong_tessellation() -> None:
 def test_over_budget() -> None:
     s = pm.Session(trips(), tessellation=zones(), budget=pm.PureDP(1), dataset="x")
     with pytest.raises(BudgetError) as err:
-        s.od_matrix(epsilon=2, max_trips=3)
+        s.od(epsilon=2, max_trips=3)
     _one_line(err)
     s.close()
 
@@ -143,15 +137,15 @@ def test_bad_period() -> None:
     _one_line(err)
     s = pm.Session(trips(), tessellation=zones(), budget=10, dataset="x")
     with pytest.raises(ConfigError):
-        s.od_matrix(epsilon=1, max_trips=3, period="day")  # type: ignore[arg-type]
+        s.od(epsilon=1, max_trips=3, period="day")  # type: ignore[arg-type]
     s.close()
 
 
 def test_wrong_bound_type() -> None:
     s = pm.Session(trips(), tessellation=zones(), budget=10, dataset="x")
     with pytest.raises(ConfigError, match="MaxVisitsPerHour"):
-        s.od_matrix(epsilon=1, max_trips=pm.MaxVisitsPerHour(3))
-    od = s.od_matrix(epsilon=1, max_trips=pm.MaxTripsPerUser(3))
+        s.od(epsilon=1, max_trips=pm.MaxVisitsPerHour(3))
+    od = s.od(epsilon=1, max_trips=pm.MaxTripsPerUser(3))
     assert od.metadata.bounds["max_trips_per_user"] == 3
     s.close()
 
@@ -189,9 +183,7 @@ def test_same_as_cli_for_same_seed(tmp_path: Path) -> None:
                     "-o", str(tmp_path / "cli"), "--quiet"])  # fmt: skip
     assert code == 0
     s = pm.Session(str(data), tessellation=str(tess), budget=10, seed=7)
-    od = s.od_matrix(
-        epsilon=1, max_trips=3, period=pm.Period("2024-01-01", "2024-01-04", bin="day")
-    )
+    od = s.od(epsilon=1, max_trips=3, period=pm.Period("2024-01-01", "2024-01-04", bin="day"))
     cli = pd.read_parquet(tmp_path / "cli" / "od.parquet")
     pd.testing.assert_frame_equal(od.to_pandas(), cli, check_dtype=False)
     assert not od.metadata.for_publication
@@ -224,9 +216,9 @@ def test_report_and_population_from_trip_points(shared_data: Path, tmp_path: Pat
     s = pm.Session(str(fixture / "test_data.csv"), tessellation=tess, budget=pm.PureDP(5),
                    dataset="dpmr")  # fmt: skip
     period = pm.Period("2020-12-13", "2020-12-20")
-    plan = s.plan_mobility_report(epsilon=1, max_trips=3, period=period)
+    plan = s.plan_report(epsilon=1, max_trips=3, period=period)
     assert plan.cost.epsilon == pytest.approx(1) and plan.cells > 0
-    report = s.mobility_report(epsilon=1, max_trips=3, period=period)
+    report = s.report(epsilon=1, max_trips=3, period=period)
     assert report.metadata.cost.epsilon == pytest.approx(1)
     paths = report.write_html(tmp_path / "report.html")
     assert paths and (tmp_path / "report.html").exists()
@@ -235,7 +227,7 @@ def test_report_and_population_from_trip_points(shared_data: Path, tmp_path: Pat
     assert gdf.crs.to_epsg() == 4326 and len(gdf) == s.tessellation.k
     assert s.ledger.remaining() == pytest.approx(3)
     with pytest.raises(ConfigError, match="trip points"):
-        pm.Session(trips(), tessellation=zones(), budget=1, dataset="t").mobility_report(
+        pm.Session(trips(), tessellation=zones(), budget=1, dataset="t").report(
             epsilon=1, max_trips=3, period=period
         )
     s.close()
@@ -262,13 +254,15 @@ def test_zone_series_and_population_from_events() -> None:
     s = pm.Session(events(), tessellation=zones(), budget=pm.PureDP(5), dataset="ev",
                    unit=pm.PrivacyUnit.LANDMARK)  # fmt: skip
     period = pm.Period("2024-01-01", "2024-01-02")
-    plan = s.plan_zone_series(epsilon=1, period=period, max_per_bin=pm.MaxVisitsPerHour(2))
+    plan = s.plan_series_counts(epsilon=1, period=period, max_per_bin=pm.MaxVisitsPerHour(2))
     assert plan.cells == 10 * 24 + 1 and plan.cost.epsilon == pytest.approx(1.1)
-    series = s.zone_series(epsilon=1, period=period, max_per_bin=pm.MaxVisitsPerHour(2))
+    series = s.series_counts(epsilon=1, period=period, max_per_bin=pm.MaxVisitsPerHour(2))
     assert series.metadata.cost.epsilon == pytest.approx(1.1)
     assert s.ledger.remaining() == pytest.approx(3.9)
     with pytest.raises(ConfigError, match="not bins of 2h"):
-        s.plan_zone_series(epsilon=1, period=period, freq="2h", max_per_bin=pm.MaxVisitsPerHour(2))
+        s.plan_series_counts(
+            epsilon=1, period=period, freq="2h", max_per_bin=pm.MaxVisitsPerHour(2)
+        )
     # a user-level release on a landmark budget is refused before reading (the ledger's rule)
     with pytest.raises(ConfigError, match="user-level release to a landmark-level budget"):
         s.population(epsilon=1)
@@ -357,6 +351,58 @@ def test_wrong_columns_same_message_as_cli(tmp_path: Path, capsys: pytest.Captur
     s = pm.Session(str(data), tessellation=str(tess), budget=10, ledger=tmp_path / "s.sqlite",
                    shape="trips")  # fmt: skip
     with pytest.raises(InputError) as err:
-        s.od_matrix(epsilon=1, max_trips=3)
+        s.od(epsilon=1, max_trips=3)
     assert " ".join(err.value.message.split()) in cli_text
     s.close()
+
+
+def test_the_constructor_takes_typed_groups_and_the_keywords_still_work(tmp_path: Path) -> None:
+    """Issue 28: the 27 keywords grouped as pm.Input, pm.EngineOptions, pm.LedgerOptions."""
+    ledger = tmp_path / "l.sqlite"
+    grouped = pm.Session(
+        trips(),
+        tessellation=zones(),
+        input=pm.Input(shape="trips", timezone="Europe/Berlin", input_timezone="UTC"),
+        engine=pm.EngineOptions("duckdb", memory_limit="2GB"),
+        ledger=pm.LedgerOptions(ledger, dataset="t", budget=pm.PureDP(3)),
+    )
+    plain = pm.Session(
+        trips(), tessellation=zones(), shape="trips", timezone="Europe/Berlin",
+        input_timezone="UTC", engine="duckdb", memory_limit="2GB", ledger=ledger,
+        dataset="t", budget=pm.PureDP(3),
+    )  # fmt: skip
+    with grouped, plain:
+        for s in (grouped, plain):
+            assert (s.shape, str(s.timezone), s.timezone.naive) == ("trips", "Europe/Berlin", "UTC")
+            assert s.memory_limit == plain.memory_limit and s.ledger.dataset == "t"
+            assert s.ledger.path == ledger and s.ledger.remaining() == pytest.approx(3)
+    with pytest.raises(ConfigError, match="given twice"):
+        pm.Session(trips(), input=pm.Input(timezone="UTC"), timezone="Europe/Paris", budget=1,
+                   dataset="t")  # fmt: skip
+
+
+def test_density_takes_its_own_typed_bound() -> None:
+    """Issue 28: MaxVisitsPerHour was named max_visits, density's weekly bound; now each typed
+    bound is named by the one keyword that takes it."""
+    s = pm.Session(trips(), tessellation=zones(), budget=5, dataset="t")
+    with s:
+        plan = s.plan_density(epsilon=1, week="2024-01-01", max_visits=pm.MaxVisitsPerWeek(10))
+        same = s.plan_density(epsilon=1, week="2024-01-01", max_visits=10)
+        assert (plan.cost, plan.cells) == (same.cost, same.cells)
+        with pytest.raises(ConfigError, match="MaxVisitsPerHour does not bound"):
+            s.plan_density(epsilon=1, week="2024-01-01", max_visits=pm.MaxVisitsPerHour(10))
+
+
+def test_unique_trips_from_python_as_from_the_command_line() -> None:
+    """``--unique`` existed only on the command line (a closure around the spec)."""
+    rows = [("a", 0, 1)] * 5 + [("b", 0, 1), ("b", 1, 0)]
+    frame = pd.DataFrame(
+        {"uid": [r[0] for r in rows], "tid": range(7), "origin": [r[1] for r in rows],
+         "destination": [r[2] for r in rows],
+         "start_time": pd.Timestamp("2024-01-01 08:00") + pd.to_timedelta(range(7), "min")}
+    )  # fmt: skip
+    s = pm.Session(frame, tessellation=zones(), budget=pm.PureDP(1e11), dataset="t", seed=3)
+    with s:
+        od = s.od(epsilon=1e10, max_trips=10, unique=True).release.tables["od"]
+    cells = od.set_index(["origin", "destination"])["count"]
+    assert cells[(0, 1)] == 2 and cells[(1, 0)] == 1  # a's five trips count once

@@ -64,7 +64,7 @@ def _od_py(data: Any, zones: Any, **session: Any) -> PrivmobError:
     def call() -> None:
         s = pm.Session(data, tessellation=zones, budget=10, dataset="d", **session)
         try:
-            s.od_matrix(epsilon=1, max_trips=3, period=pm.Period(*PERIOD))
+            s.od(epsilon=1, max_trips=3, period=pm.Period(*PERIOD))
         finally:
             s.close()
 

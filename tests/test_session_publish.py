@@ -41,7 +41,7 @@ def test_output_is_published_with_layers_and_recorded(tmp_path: Path) -> None:
     ledger = tmp_path / "ledger.sqlite"
     s = pm.Session(trips_file(tmp_path), tessellation=zones(), budget=5, ledger=ledger)
     target = tmp_path / "out" / "od"
-    od = s.od_matrix(epsilon=1, max_trips=5, period=PERIOD, output=target, formats=["geojson"])
+    od = s.od(epsilon=1, max_trips=5, period=PERIOD, output=target, formats=["geojson"])
     names = {p.name for p in od.written}
     assert names == {"od.parquet", "outliers.parquet", "metadata.json", "od_flows.geojson"}
     assert all(p.parent == target for p in od.written)
@@ -68,7 +68,7 @@ def test_taken_output_is_refused_before_reading_and_costs_nothing(tmp_path: Path
     taken.mkdir()
     (taken / "keep.txt").write_text("someone else's file")
     with pytest.raises(OutputError, match="exists"):
-        s.od_matrix(epsilon=1, max_trips=5, period=PERIOD, output=taken)
+        s.od(epsilon=1, max_trips=5, period=PERIOD, output=taken)
     assert s.ledger.spent() == 0 and entries(ledger) == []
     assert [p.name for p in taken.iterdir()] == ["keep.txt"]
     s.close()
@@ -77,7 +77,7 @@ def test_taken_output_is_refused_before_reading_and_costs_nothing(tmp_path: Path
 def test_unpayable_release_writes_nothing(tmp_path: Path) -> None:
     s = pm.Session(trips_file(tmp_path), tessellation=zones(), budget=1, dataset="t")
     with pytest.raises(BudgetError):
-        s.od_matrix(epsilon=2, max_trips=5, period=PERIOD, output=tmp_path / "od")
+        s.od(epsilon=2, max_trips=5, period=PERIOD, output=tmp_path / "od")
     assert not (tmp_path / "od").exists() and s.ledger.spent() == 0
     s.close()
 
@@ -86,7 +86,7 @@ def test_report_output_publishes_html_json_and_tables(shared_data: Path, tmp_pat
     fixture = shared_data / "dpmr_fixture"
     s = pm.Session(fixture / "test_data.csv", tessellation=fixture / "test_tessellation.geojson",
                    budget=10, dataset="dpmr", seed=1)  # fmt: skip
-    report = s.mobility_report(
+    report = s.report(
         epsilon=1,
         max_trips=3,
         period=pm.Period("2020-12-13", "2020-12-20"),
@@ -117,7 +117,7 @@ def test_cli_release_goes_through_the_session(tmp_path: Path, monkeypatch) -> No
     data = trips_file(tmp_path)
     args = ["od", str(data), "-t", str(tess), "-e", "1", "-T", "5", "--test-mode", "--seed", "1"]
     assert run_cli([*args, "--budget", "3", "-o", str(tmp_path / "od")]) == 0
-    assert calls == ["od-matrix"] and (tmp_path / "od" / "od.parquet").exists()
+    assert calls == ["od"] and (tmp_path / "od" / "od.parquet").exists()
     assert run_cli([*args, "--budget", "0.5", "-o", str(tmp_path / "od2")]) == 3
     assert not (tmp_path / "od2").exists()
-    assert calls == ["od-matrix", "od-matrix"]
+    assert calls == ["od", "od"]

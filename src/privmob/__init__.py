@@ -12,6 +12,9 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
 _LAZY = {
     "Session": "privmob.session",
     "SessionLedger": "privmob.session",
+    "Input": "privmob.session.options",
+    "EngineOptions": "privmob.session.options",
+    "LedgerOptions": "privmob.session.options",
     "ReleaseResult": "privmob.results",
     "ReleaseMetadata": "privmob.results",
     "Plan": "privmob.releases.specs",
@@ -24,6 +27,7 @@ _LAZY = {
     "PrivacyUnit": "privmob.dp",
     "MaxTripsPerUser": "privmob.dp",
     "MaxVisitsPerHour": "privmob.dp",
+    "MaxVisitsPerWeek": "privmob.dp",
     "MaxEventsPerBin": "privmob.dp",
     "ReportSpec": "privmob.releases.specs",
     "ZoneSeriesSpec": "privmob.releases.specs",

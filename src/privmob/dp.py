@@ -92,7 +92,15 @@ class MaxTripsPerUser(_Bound):
 
 @dataclass(frozen=True)
 class MaxVisitsPerHour(_Bound):
-    """Most visits counted per user and hour (landmark and zone series)."""
+    """Most visits counted per user and hour (``series_counts``' ``max_per_bin`` for hourly
+    bins)."""
+
+    name = "max_per_bin"
+
+
+@dataclass(frozen=True)
+class MaxVisitsPerWeek(_Bound):
+    """Most (tower, hour) visits counted per user in the week (``density``' ``max_visits``)."""
 
     name = "max_visits"
 

@@ -90,7 +90,7 @@ class ReleaseResult:
 
     def write_html(self, path: str | Path, *, overwrite: bool = False) -> dict[str, Path]:
         """A mobility report as HTML (with ``report.json`` and its tables beside it)."""
-        if self.kind != "mobility_report":
+        if self.kind != "report":
             raise TypeError(f"a {self.kind} release has no HTML report; use write()")
         from privmob.render.report_files import write_report
 

@@ -54,7 +54,7 @@ def test_od_end_to_end_and_ledger_show(tmp_path, fixture_files):
     assert meta["privacy"]["bounds"]["max_trips_per_user"] == 3 and meta["for_publication"]
     assert len(pd.read_parquet(tmp_path / "out" / "od.parquet")) == 12
     r = run("ledger", "show", cwd=tmp_path)
-    assert r.returncode == 0 and "od-matrix" in r.stdout and "left epsilon=0.5" in r.stdout
+    assert r.returncode == 0 and " od " in r.stdout and "left epsilon=0.5" in r.stdout
 
 
 def test_overspend_exits_3_and_writes_nothing(tmp_path, fixture_files):

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 from tests.helpers import run_cli
 
+import privmob
 from privmob.data.density_synth import synthetic_city
 
 
@@ -53,7 +54,11 @@ def test_density_cli_writes_parquet_geojson_and_charges(files, tmp_path, capsys)
     assert len(tab) == 25 * 168
     layer = json.loads((out / "density.geojson").read_text())
     assert len(layer["features"]) == 25
-    assert layer["privmob"] == {"kind": "density", "for_publication": True}
+    assert layer["privmob"] == {
+        "kind": "density",
+        "version": privmob.__version__,
+        "for_publication": True,
+    }
     assert len(layer["features"][0]["properties"]["counts"]) == 168
     meta = json.loads((out / "metadata.json").read_text())
     assert meta["privacy"]["cost"]["epsilon"] == pytest.approx(0.55)  # + out-of-domain cell

@@ -11,16 +11,10 @@ import pytest
 import typer
 
 from privmob.cli.options import SHARED
+from privmob.releases.kinds import KINDS
 
-#: the release commands and the module that registers each
-RELEASES = {
-    "od": "privmob.cli.od",
-    "population": "privmob.cli.population",
-    "report": "privmob.cli.report",
-    "density": "privmob.cli.density",
-    "series-counts": "privmob.cli.series",
-    "series": "privmob.cli.series",
-}
+#: the release commands and the module that registers each (the registry of kinds)
+RELEASES = {k.name: k.cli_module for k in KINDS}
 #: shared options each release must have
 TZ = {"timezone", "input_timezone"}
 EXPECTED = {
@@ -39,7 +33,11 @@ EXPECTED = {
         "output",
     },
     "series": {"epsilon", "start", "end", "bin", "output"},
+    "counts": {"epsilon", "max_trips", "tessellation", "tile_id", "start", "end", "bin", "output"},
 }
+for _k in KINDS:  # the count template's kinds: the counts command's options
+    if _k.counts is not None:
+        EXPECTED.setdefault(_k.name, EXPECTED["counts"])
 #: older spellings that existing scripts use: still accepted, hidden from --help
 OLD_SPELLINGS = {
     "od": ["--period"],
@@ -58,6 +56,10 @@ def _command(name: str) -> Any:
 
 def _options(cmd: Any) -> list[Any]:
     return [p for p in cmd.params if p.param_type_name == "option" and not p.hidden]
+
+
+def test_every_release_has_its_expected_options() -> None:
+    assert set(EXPECTED) == set(RELEASES)  # a new kind states its shared options
 
 
 @pytest.mark.parametrize("name", RELEASES)

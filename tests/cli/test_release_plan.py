@@ -73,7 +73,7 @@ def test_a_plan_over_the_memory_limit_is_refused_before_reading(
     err = capsys.readouterr().err
     assert code == 2, err
     assert "over the memory limit" in err and "not found" not in err
-    assert _plan_line(err).startswith("plan: od-matrix: cost epsilon=1 per user")
+    assert _plan_line(err).startswith("plan: od: cost epsilon=1 per user")
     assert Ledger(ledger).entries("no-such-input") == []
     assert not (tmp_path / "out").exists()
 

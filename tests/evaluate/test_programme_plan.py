@@ -203,3 +203,28 @@ def test_session_plan_programme_is_the_cli_plan(tmp_path) -> None:
     assert s.plan_programme(path).to_dict() == json.loads(r.output)
     assert not (tmp_path / "absent.parquet").exists()
     s.close()
+
+
+def test_the_programme_converts_zcdp_as_the_ledger_does() -> None:
+    """Issue 28: the planner used rho + 2 sqrt(rho ln 1/delta) (58.0066 for the docs example)
+    while the ledger converts with the tight bound (56.4356): a budget in between was called
+    infeasible by the planner and paid by the ledger."""
+    from privmob.evaluate.programme import plan_programme
+    from privmob.privacy.costs import zcdp_to_epsilon
+    from privmob.privacy.zcdp import zcdp_epsilon
+
+    schedule = {
+        "horizon": "one year",
+        "budget": {"epsilon": 57, "delta": 1e-6},
+        "releases": [
+            {"kind": "od", "cadence": "weekly", "count": 52, "zones": 25, "alpha": 10,
+             "beta": 0.05, "unit": "user", "max_trips": 5},
+            {"kind": "population", "cadence": "monthly", "count": 12, "zones": 25, "alpha": 20},
+        ],
+    }  # fmt: skip
+    plan = plan_programme(schedule)
+    assert plan.zcdp_rho is not None and plan.zcdp is not None
+    assert plan.zcdp == pytest.approx(zcdp_epsilon(plan.zcdp_rho, 1e-6), rel=1e-12)
+    assert plan.zcdp == pytest.approx(56.4356, abs=1e-4)
+    assert zcdp_to_epsilon(plan.zcdp_rho, 1e-6) == pytest.approx(58.0066, abs=1e-4)
+    assert plan.feasible  # 57 lies between the two conversions

@@ -146,6 +146,13 @@ def test_both_trip_ends_need_sensitivity_2m(gdf, tiles):
     for name in ("trips_per_hour", "visits_per_tile", "visits_per_time_tile"):
         # all 2M ends of the user's M kept trips land in one cell each
         assert int(np.abs(after[name] - before[name]).sum()) == 2 * m == sensitivity(name, cfg)
+    # the heavy user's trips stay within one tile: in no OD cell by the same-tile rule (od's)
+    assert int(np.abs(after["od_flows"] - before["od_flows"]).sum()) == 0
+    cfg = ReportConfig.build(
+        epsilon=1, max_trips=m, period=("2020-12-01", "2021-01-01"), same_tile="include"
+    )
+    before = counts_of(base, gdf, tiles, cfg)
+    after = counts_of(pd.concat([base, heavy_user(999, 20)]), gdf, tiles, cfg)
     assert int(np.abs(after["od_flows"] - before["od_flows"]).sum()) == m
 
 

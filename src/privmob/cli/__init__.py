@@ -15,6 +15,7 @@ from typing import Annotated
 import typer
 
 from privmob.cli.lazy import LazyGroup, lazy_modules
+from privmob.releases.kinds import KINDS
 
 app = typer.Typer(
     name="privmob",
@@ -55,20 +56,17 @@ def _options(
     VERBOSE["on"] = VERBOSE["on"] or verbose
 
 
-# one module per command (or group of commands); each defines register(app)
+# one module per command (or group of commands); each defines register(app); the release
+# commands' modules come from the registry of kinds
 COMMAND_MODULES = [
-    "privmob.cli.od",
+    *dict.fromkeys(k.cli_module for k in KINDS),
     "privmob.cli.ledger",
     "privmob.cli.synth",
     "privmob.cli.demo",
     "privmob.cli.plan",
     "privmob.cli.evaluate",
-    "privmob.cli.population",
-    "privmob.cli.series",
     "privmob.cli.series_utility",
-    "privmob.cli.density",
     "privmob.cli.audit",
-    "privmob.cli.report",
     "privmob.cli.tessellate",
 ]
 

@@ -21,6 +21,8 @@ from typing import Any, NamedTuple
 import typer
 from typer.core import TyperCommand, TyperGroup
 
+from privmob.releases.kinds import KINDS
+
 
 class LazyCommand(NamedTuple):
     module: str
@@ -31,9 +33,8 @@ class LazyCommand(NamedTuple):
 #: command name -> the module that registers it and the help line ``privmob --help`` shows;
 #: in the order of that list (Typer lists commands first, then groups of commands)
 LAZY_COMMANDS: dict[str, LazyCommand] = {
-    "od": LazyCommand(
-        "privmob.cli.od", "Release a differentially private origin-destination matrix."
-    ),
+    # the release commands, from the registry of kinds (privmob.releases.kinds)
+    **{k.name: LazyCommand(k.cli_module, k.cli_help) for k in KINDS},
     "synth": LazyCommand(
         "privmob.cli.synth",
         "Generate realistic synthetic mobility data, streamed to Parquet in chunks of users.",
@@ -46,19 +47,6 @@ LAZY_COMMANDS: dict[str, LazyCommand] = {
         "privmob.cli.plan",
         "Choose epsilon for an error target, or see what an epsilon gives (reads no data).",
     ),
-    "population": LazyCommand(
-        "privmob.cli.population", "Release DP counts of users per home zone."
-    ),
-    "series": LazyCommand(
-        "privmob.cli.series",
-        "Publish a series under landmark epsilon-privacy (uniform, skip, adaptive) or at the\n"
-        "event / user level; writes series.parquet, budgets.parquet and metadata.json.",
-    ),
-    "series-counts": LazyCommand(
-        "privmob.cli.series",
-        "Counts per zone and time bin from raw events (at most -T per user and bin, enforced),\n"
-        "published under landmark epsilon-privacy.",
-    ),
     "tpl": LazyCommand(
         "privmob.cli.series",
         "Temporal privacy loss under a Markov correlation (Cao et al.): per timestamp and max.",
@@ -67,15 +55,7 @@ LAZY_COMMANDS: dict[str, LazyCommand] = {
         "privmob.cli.series_utility",
         "Writes utility.csv, utility.md and utility.png (synthetic and Gowalla Manhattan).",
     ),
-    "density": LazyCommand(
-        "privmob.cli.density",
-        "Release the number of users per zone and hour of a week (Acs and Castelluccia).",
-    ),
     "density-eval": LazyCommand("privmob.cli.density", "", hidden=True),
-    "report": LazyCommand(
-        "privmob.cli.report",
-        "A differentially private mobility report: 15 analyses, one offline HTML + JSON.",
-    ),
     "compare": LazyCommand(
         "privmob.cli.report",
         "Similarity of two reports per analysis (SMAPE, JS base 2, KL, EMD, Kendall, top-n).",

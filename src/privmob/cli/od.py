@@ -36,8 +36,8 @@ def od(
             "inflates totals. Default: noisy counts as drawn (unbiased, may be negative)",
         ),
     ] = None,
-    noise: Annotated[NoiseKind, typer.Option("--noise")] = NoiseKind.DISCRETE_LAPLACE,
-    delta: Annotated[float, typer.Option("--delta", help="for discrete-gaussian")] = 0.0,
+    noise: o.NoiseOpt = NoiseKind.DISCRETE_LAPLACE,
+    delta: o.DeltaOpt = 0.0,
     bin: Annotated[str, o.bin("one OD matrix per: all (the whole period), day or week")] = "all",
     start: Annotated[str | None, o.start()] = None,
     end: Annotated[str | None, o.end()] = None,
@@ -47,25 +47,9 @@ def od(
             "--bound-per", help="release: T trips per user in all; period: T per user per period"
         ),
     ] = "release",
-    input_shape: Annotated[
-        str,
-        typer.Option(
-            "--input-shape",
-            help="auto, trips, trip-points, events, gps (raw traces: trips between stays)",
-        ),
-    ] = "auto",
-    cells: Annotated[
-        str | None, typer.Option("--cells", help="cells table for events with cell_id")
-    ] = None,
-    trip_rule: Annotated[
-        str,
-        typer.Option(
-            "--trip-rule",
-            help="events only: 'events' (consecutive events in different zones, as Kohli, Aiken "
-            "and Blumenstock), "
-            "'hourly' (hourly modal zone changes), 'hourly-consecutive'",
-        ),
-    ] = "events",
+    input_shape: o.InputShapeOpt = "auto",
+    cells: o.CellsOpt = None,
+    trip_rule: o.TripRuleOpt = "events",
     stay_distance: c.StayDistanceOpt = None,
     stay_minutes: c.StayMinutesOpt = None,
     unique: Annotated[
@@ -75,6 +59,7 @@ def od(
             help="count each (origin, destination) at most once per user per period",
         ),
     ] = False,
+    same_tile: o.SameTileOpt = "exclude",
     tile_id: o.TileIdOpt = None,
     columns: c.ColumnsOpt = None,
     delimiter: c.DelimiterOpt = None,
@@ -90,7 +75,6 @@ def od(
     ] = None,
 ) -> None:
     """Release a differentially private origin-destination matrix."""
-    seed = ctx.params.get("seed")  # a run option (privmob.cli.run_options)
     from privmob.cli.run import run_release
     from privmob.domain import StudyPeriod
     from privmob.releases.specs import OdSpec
@@ -108,18 +92,13 @@ def od(
             delta=delta,
             period=study,
             bound_per=bound_per,
+            same_tile=same_tile,
+            unique=unique,
         )
 
     def load(session: Any) -> Any:
         # rides without a rider id: each ride its own unit, only for trip-level releases
         return session.load_trips(uid_per_trip=unit == Unit.TRIP and group_size is None)
-
-    def run(the_spec: OdSpec, trips: Any, acct: Any, step: Any) -> Any:
-        if unique:
-            from privmob.prepare.unique import unique_trips
-
-            trips = unique_trips(trips, study)
-        return the_spec.run(trips, acct, rng=seed, progress=step)
 
     def summary(release: Any, paths: list[Path], acct: Any) -> None:
         from privmob.releases.od_series_cost import series_cost_lines
@@ -135,7 +114,6 @@ def od(
         tile_id=tile_id,
         spec=spec,
         load=load,
-        run=run,
         summary=summary,
     )
 

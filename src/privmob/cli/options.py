@@ -14,6 +14,8 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperCommand
 
+from privmob.privacy.mechanisms import NoiseKind
+
 #: option names of the shared options, by parameter name (checked by the test)
 SHARED = {
     "epsilon": ("--epsilon", "-e"),
@@ -101,3 +103,48 @@ def with_aliases(**aliases: tuple[str, ...]) -> type[TyperCommand]:
             return parser
 
     return AliasedCommand
+
+
+#: the one rule for trips within one tile, in ``od`` and the report (privmob.releases.kinds)
+SameTileOpt = Annotated[
+    str,
+    typer.Option(
+        "--same-tile",
+        help="trips that start and end in one tile: exclude (default: in no OD cell) or "
+        "include (released on the diagonal)",
+    ),
+]
+
+#: the noise of a count release, and the delta of its discrete Gaussian
+NoiseOpt = Annotated[NoiseKind, typer.Option("--noise")]
+DeltaOpt = Annotated[float, typer.Option("--delta", help="for discrete-gaussian")]
+#: how events from phone records are located
+CellsOpt = Annotated[
+    str | None, typer.Option("--cells", help="cells table for events with cell_id")
+]
+#: the input's shape, for releases that read trips, trip points or events
+InputShapeOpt = Annotated[
+    str,
+    typer.Option(
+        "--input-shape",
+        help="auto, trips, trip-points, events, gps (raw traces: trips between stays)",
+    ),
+]
+#: what a trip is, for events
+TripRuleOpt = Annotated[
+    str,
+    typer.Option(
+        "--trip-rule",
+        help="events only: 'events' (consecutive events in different zones, as Kohli, Aiken "
+        "and Blumenstock), 'hourly' (hourly modal zone changes), 'hourly-consecutive'",
+    ),
+]
+#: a landmark series' total budget (in the scheme's unit)
+SeriesBudgetOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--budget",
+        help="the dataset's total epsilon budget (in the scheme's unit): set if it has "
+        "none yet, refused if it already has a different one",
+    ),
+]

@@ -18,6 +18,7 @@ from privmob.errors import ConfigError
 from privmob.evaluate import accuracy as acc
 from privmob.privacy.mechanisms import Noise, NoiseKind
 from privmob.privacy.signal import expected_signal
+from privmob.releases.kinds import KINDS
 
 PLAN_KINDS = [NoiseKind.DISCRETE_LAPLACE, NoiseKind.LAPLACE_ROUNDED]
 
@@ -115,14 +116,9 @@ def _table(report: dict[str, Any]) -> Table:
     return t
 
 
-#: ``privmob plan <release>``: the release commands that have a plan, and their modules
-PLANNED = {
-    "od": "privmob.cli.od",
-    "population": "privmob.cli.population",
-    "report": "privmob.cli.report",
-    "density": "privmob.cli.density",
-    "series-counts": "privmob.cli.series",
-}
+#: ``privmob plan <release>``: the release commands that have a plan, and their modules (from
+#: the registry of kinds)
+PLANNED = {k.name: k.cli_module for k in KINDS if k.plannable}
 
 
 class PlanGroup(TyperGroup):

@@ -23,15 +23,13 @@ def population(
     tessellation: Annotated[Path, o.tessellation("zones (GeoJSON, GeoParquet, Shapefile)")],
     epsilon: Annotated[float, o.epsilon("privacy budget (each user counts once: at home)")],
     output: Annotated[Path, o.output()] = Path("privmob-population"),
-    noise: Annotated[NoiseKind, typer.Option("--noise")] = NoiseKind.DISCRETE_LAPLACE,
-    delta: Annotated[float, typer.Option("--delta", help="for discrete-gaussian")] = 0.0,
+    noise: o.NoiseOpt = NoiseKind.DISCRETE_LAPLACE,
+    delta: o.DeltaOpt = 0.0,
     night_start: Annotated[int, typer.Option("--night-start", help="night from (hour)")] = 20,
     night_end: Annotated[int, typer.Option("--night-end", help="night until (hour)")] = 6,
     start: Annotated[str | None, o.start()] = None,
     end: Annotated[str | None, o.end()] = None,
-    cells: Annotated[
-        str | None, typer.Option("--cells", help="cells table for events with cell_id")
-    ] = None,
+    cells: o.CellsOpt = None,
     zone_mapping: Annotated[
         str,
         typer.Option(

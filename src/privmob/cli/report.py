@@ -126,6 +126,7 @@ def report(
     ] = "trip-points",
     stay_distance: c.StayDistanceOpt = None,
     stay_minutes: c.StayMinutesOpt = None,
+    same_tile: o.SameTileOpt = "exclude",
     tile_id: o.TileIdOpt = None,
     columns: c.ColumnsOpt = None,
     delimiter: c.DelimiterOpt = None,
@@ -158,6 +159,7 @@ def report(
         weights={k: _float(v, "budget weight") for k, v in _pairs(budget_split, "weight").items()},
         ranges={k: _range(v) for k, v in _pairs(ranges, "range").items()},
         time_windows=[int(h) for h in time_windows.split(",")],
+        same_tile=same_tile,
     )
     if input_shape not in ("trip-points", "gps"):
         raise ConfigError(

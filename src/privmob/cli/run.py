@@ -148,7 +148,7 @@ def run_release(
 
         formats = parse_formats(opts.output_format)  # layers beside the tables, staged with them
     budget = None
-    if opts.budget is not None:
+    if opts.budget is not None and not opts.test_mode:
         budget = ApproxDP(opts.budget, budget_delta) if budget_delta else PureDP(opts.budget)
     with c.Steps(opts.quiet) as step:
         session = Session(
@@ -175,8 +175,11 @@ def run_release(
             **input_options(ctx.params, shape),
         )
         with session:
+            the_spec = spec(session.tessellation)
+            if opts.test_mode:  # the throw-away ledger pays what this release costs
+                test_mode_budget(session, the_spec.plan().cost, opts.budget, budget_delta)
             result = session.run(
-                spec(session.tessellation),
+                the_spec,
                 load,
                 output=out,
                 formats=formats,
@@ -188,6 +191,16 @@ def run_release(
             )
             (summary or c.print_release_summary)(result.release, result.written, session.accountant)
     return result.release
+
+
+def test_mode_budget(session: Any, cost: Any, epsilon: float | None, delta: float) -> None:
+    """Set the throw-away ledger's budget of a test-mode run in the release's own unit and
+    with the delta it spends (``--budget``, or the release's epsilon), so that every noise and
+    unit can run in test mode (a pure budget in users refused Gaussian and trip-level
+    releases, exit 3)."""
+    acct = session.accountant
+    eps = cost.epsilon if epsilon is None else epsilon
+    acct.ledger.set_budget(acct.dataset, eps, max(delta, cost.delta), cost.unit)
 
 
 #: ``ctx.meta`` key set by ``privmob plan <release>``: run_release shows the plan and stops

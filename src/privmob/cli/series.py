@@ -135,14 +135,7 @@ def series_command(
         int | None,
         typer.Option("--group-size", help="charge a user-level budget by group privacy"),
     ] = None,
-    budget: Annotated[
-        float | None,
-        typer.Option(
-            "--budget",
-            help="the dataset's total epsilon budget (in the scheme's unit): set if it has "
-            "none yet, refused if it already has a different one",
-        ),
-    ] = None,
+    budget: o.SeriesBudgetOpt = None,
 ) -> None:
     """Publish a series under landmark epsilon-privacy (uniform, skip, adaptive) or at the
     event / user level; writes series.parquet, budgets.parquet and metadata.json."""
@@ -320,14 +313,7 @@ def series_counts_command(
     delimiter: DelimiterOpt = None,
     timezone: o.TimezoneOpt = "UTC",
     input_timezone: o.InputTimezoneOpt = None,
-    budget: Annotated[
-        float | None,
-        typer.Option(
-            "--budget",
-            help="the dataset's total epsilon budget (in the scheme's unit): set if it has "
-            "none yet, refused if it already has a different one",
-        ),
-    ] = None,
+    budget: o.SeriesBudgetOpt = None,
     group_size: Annotated[
         int | None,
         typer.Option("--group-size", help="charge a user-level budget by group privacy"),

@@ -34,11 +34,14 @@ from typing import Any
 
 from privmob.errors import ConfigError, InputError
 from privmob.evaluate import accuracy as acc
-from privmob.privacy.costs import Unit, zcdp_to_epsilon
+from privmob.privacy.costs import Unit
 from privmob.privacy.mechanisms import Noise, NoiseKind
 from privmob.privacy.postprocess import zero_cell_bias
+from privmob.privacy.zcdp import zcdp_epsilon
+from privmob.releases.kinds import names
 
-KINDS = ("od", "population", "series", "density", "report")
+#: the kinds a programme plans (from the registry of kinds)
+KINDS = names(programme=True)
 DEFAULT_DELTA = 1e-6
 
 
@@ -281,14 +284,16 @@ def plan_programme(schedule: Programme | Mapping[str, Any] | str | Path) -> Prog
         plans.append(ep)
     pure = sum(p.per_person for p in plans)
     rho_pure = sum(p.entry.count * (p.entry.group * p.epsilon) ** 2 / 2.0 for p in plans)
-    approximate = min(pure, zcdp_to_epsilon(rho_pure, prog.delta))
+    # the ledger's conversion (tight, Canonne, Kamath and Steinke 2020), so that a programme
+    # the ledger would accept is never called infeasible
+    approximate = min(pure, zcdp_epsilon(rho_pure, prog.delta))
     rho_g = 0.0
     for p in plans:
         assert p.gaussian_sigma is not None
         # L2 sensitivity of one release per person: T (user) or the group of g trips
         l2 = p.entry.sensitivity * p.entry.group
         rho_g += p.entry.count * l2**2 / (2.0 * p.gaussian_sigma**2)
-    zc = zcdp_to_epsilon(rho_g, prog.delta)
+    zc = zcdp_epsilon(rho_g, prog.delta)
     naive = sum(p.naive_per_trip for p in plans)
     best = min(pure, approximate, zc)
     problems: list[str] = []

@@ -25,13 +25,15 @@ if TYPE_CHECKING:
     from privmob.privacy.costs import Cost
     from privmob.privacy.ledger_entries import Entry
 
-# schedule kind -> the kind a release records in the ledger
-LEDGER_KINDS = {
-    "od": "od-matrix",
-    "population": "population",
-    "density": "density",
-    "report": "mobility_report",
-    "series": "landmark-series",
+# schedule kind -> the kinds its releases record in the ledger: the registry's name
+# (privmob.releases.kinds) and the earlier names older ledgers hold; "series" covers both
+# landmark series (series and series-counts, recorded alike as landmark-series before)
+LEDGER_KINDS: dict[str, tuple[str, ...]] = {
+    "od": ("od", "od-matrix"),
+    "population": ("population",),
+    "density": ("density",),
+    "report": ("report", "mobility_report"),
+    "series": ("series", "series-counts", "landmark-series"),
 }
 
 SCHEMA = """
@@ -145,8 +147,8 @@ def progress(ledger: Ledger, dataset: str) -> list[Progress]:
     entries = [e for e in ledger.entries(dataset) if e.id > since]
     out = []
     for r in plan["releases"]:
-        kind = LEDGER_KINDS[r["kind"]]
-        mine = [e for e in entries if e.kind == kind]
+        kinds = LEDGER_KINDS[r["kind"]]
+        mine = [e for e in entries if e.kind in kinds]
         releases = len({e.created_at for e in mine})  # parts of one release share a time
         spent = sum(e.release_cost.epsilon for e in mine)
         out.append(Progress(r["kind"], r["count"], releases, r["epsilon_per_release"], spent))
@@ -180,7 +182,7 @@ def _use_allowance(ledger: Ledger, dataset: str, kind: str) -> bool:
 
 
 def _schedule_kind(ledger_kind: str) -> str:
-    return next((k for k, v in LEDGER_KINDS.items() if v == ledger_kind), ledger_kind)
+    return next((k for k, v in LEDGER_KINDS.items() if ledger_kind in v), ledger_kind)
 
 
 def check_release(ledger: Ledger, dataset: str, kind: str, parts: list[tuple[str, Cost]]) -> None:
@@ -188,13 +190,13 @@ def check_release(ledger: Ledger, dataset: str, kind: str, parts: list[tuple[str
     rec = recorded(ledger, dataset)
     if rec is None:
         return
-    planned = {LEDGER_KINDS[r["kind"]]: r for r in rec[1]["releases"]}
+    planned = {k: r for r in rec[1]["releases"] for k in LEDGER_KINDS[r["kind"]]}
     reason = None
     entry = planned.get(kind)
     if entry is None:
         reason = f"a {kind} release is not in the programme recorded for '{dataset}'"
     else:
-        done = next(p for p in progress(ledger, dataset) if LEDGER_KINDS[p.kind] == kind)
+        done = next(p for p in progress(ledger, dataset) if kind in LEDGER_KINDS[p.kind])
         eps = max(c.epsilon for _, c in parts)
         if done.released >= done.planned:
             reason = f"all {done.planned} planned {kind} releases of '{dataset}' are done"

@@ -159,6 +159,7 @@ def publish_zone_counts(
         integer=True,
         rule=rule,
         outliers=(outliers, eps_out),
+        kind="series-counts",
         sensitivity_note=(
             f"each user keeps at most {max_per_bin} event(s) per time bin (keyed-hash sample), "
             "enforced by the engine before counting; at most "

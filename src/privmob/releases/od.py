@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -27,20 +27,31 @@ from privmob.privacy.postprocess import describe as describe_post
 from privmob.privacy.samplers import Randomness, resolve
 from privmob.privacy.signal import expected_signal, signal_check
 from privmob.releases.base import Accountant
+from privmob.releases.kinds import same_tile_flag
 from privmob.releases.release import Release
 from privmob.releases.tiles import check_shape, check_tessellation
+
+if TYPE_CHECKING:
+    from privmob.data.tessellation import Tessellation
 
 Step = Callable[[str], None]
 
 
 @dataclass(frozen=True)
 class ODDomain:
-    """The public domain: ``n_periods`` x k x k OD cells (diagonal not released), one
-    outliers cell per period (an end outside the tessellation) and one for trips outside the
-    declared study period. Fixed from public parameters only."""
+    """The public domain: ``n_periods`` x k x k OD cells, one outliers cell per period (an end
+    outside the tessellation) and one for trips outside the declared study period. Fixed from
+    public parameters only. ``same_tile``: the diagonal (trips that start and end in one tile)
+    is released; by default it is not (:data:`SAME_TILE_RULES`)."""
 
     k: int
     n_periods: int
+    same_tile: bool = False
+
+    @property
+    def od_cells(self) -> int:
+        """The released OD cells (without the outliers cells)."""
+        return self.n_periods * self.k * (self.k - (0 if self.same_tile else 1))
 
     @property
     def od_size(self) -> int:
@@ -52,10 +63,12 @@ class ODDomain:
 
     @property
     def released_cells(self) -> int:
-        return self.n_periods * self.k * (self.k - 1) + self.n_periods + 1
+        return self.od_cells + self.n_periods + 1
 
     def released_mask(self) -> np.ndarray:
         mask = np.ones(self.size, dtype=bool)
+        if self.same_tile:
+            return mask
         diag = np.zeros((self.n_periods, self.k, self.k), dtype=bool)
         diag[:, np.arange(self.k), np.arange(self.k)] = True
         mask[: self.od_size] = ~diag.ravel()
@@ -64,10 +77,11 @@ class ODDomain:
     def cell_sql(self, period: str, origin: str, destination: str) -> str:
         """SQL: the flat cell index of a trip, or -1 for a trip within one tile (not released)."""
         k, n = self.k, self.n_periods
+        same = "" if self.same_tile else f"WHEN {origin} = {destination} THEN -1 "
         return (
             f"CASE WHEN {period} < 0 THEN {self.od_size + n} "
             f"WHEN {origin} < 0 OR {destination} < 0 THEN {self.od_size} + {period} "
-            f"WHEN {origin} = {destination} THEN -1 "
+            f"{same}"
             f"ELSE {period} * {k * k} + {origin} * {k} + {destination} END"
         )
 
@@ -75,7 +89,7 @@ class ODDomain:
 def od_matrix(
     trips: Loaded,
     *,
-    tessellation: Any,
+    tessellation: Tessellation,
     epsilon: float,
     accountant: Accountant,
     unit: Unit | str = Unit.USER,
@@ -89,6 +103,7 @@ def od_matrix(
     step: Step | None = None,
     buckets: int | None = None,
     plan: ODPlan | None = None,
+    same_tile: str = "exclude",
 ) -> Release:
     """A differentially private origin-destination matrix, per period.
 
@@ -107,6 +122,8 @@ def od_matrix(
     None): the noisy integers as drawn, negative values kept, so every cell and every total is
     unbiased; ``tau = 0`` clamps negative counts to 0 and ``tau > 0`` suppresses below tau,
     both of which inflate totals (the expected bias is stated in ``params.post_processing``).
+    ``same_tile``: trips within one tile are left out (``"exclude"``, default) or released on
+    the diagonal (``"include"``); the same rule as the report's ``od_flows``.
 
     Out of core: ``buckets`` (default: sized to the engine's memory limit) splits the users by
     a hash of the user id and sums the bucket counts; bounding stays exact per user.
@@ -143,7 +160,7 @@ def od_matrix(
         plan.parts,
         plan.total,
     )
-    domain = ODDomain(tessellation.k, period.n_bins)
+    domain = ODDomain(tessellation.k, period.n_bins, same_tile_flag(same_tile))
     labels = period.labels()
     accountant.precheck(total)  # refuse before reading any data
 
@@ -171,7 +188,7 @@ def od_matrix(
     noisy = np.zeros(domain.size, dtype=np.int64)
     noisy[mask] = add_noise(counts[mask])
     published = suppress(noisy, tau) * mask
-    n_cells = domain.n_periods * domain.k * (domain.k - 1)
+    n_cells = domain.od_cells
     margin = noise_dist.margin_of_error(0.95)
     # from the published (noisy) OD cells and the public margin only: post-processing
     signal = signal_check(
@@ -180,11 +197,11 @@ def od_matrix(
 
     od = published[: domain.od_size].reshape(domain.n_periods, domain.k, domain.k)
     tables = {
-        "od": od_table(od, tessellation.tile_ids, labels),
+        "od": od_table(od, tessellation.tile_ids, labels, same_tile=domain.same_tile),
         "outliers": outliers_table(published[domain.od_size :], labels),
     }
     release = Release(
-        kind="od-matrix",
+        kind="od",
         cost=total,
         unit=unit,
         bounds={
@@ -210,9 +227,9 @@ def od_matrix(
         domain={
             "tiles": domain.k,
             "periods": domain.n_periods,
-            "od_cells": domain.n_periods * domain.k * (domain.k - 1),
+            "od_cells": domain.od_cells,
             "outlier_cells": domain.n_periods + 1,
-            "diagonal": "not released",
+            "diagonal": "released" if domain.same_tile else "not released",
         },
         tables=tables,
         for_publication=r.for_publication,
@@ -357,8 +374,11 @@ def _exact_counts_one(
     return dense_counts(engine, sql, (domain.size,))
 
 
-def od_table(od: np.ndarray, tile_ids: list[Any], labels: list[str]) -> pd.DataFrame:
-    """Long table (period, origin, destination, count) over every off-diagonal cell.
+def od_table(
+    od: np.ndarray, tile_ids: list[Any], labels: list[str], *, same_tile: bool = False
+) -> pd.DataFrame:
+    """Long table (period, origin, destination, count) over every off-diagonal cell (and the
+    diagonal with ``same_tile``).
 
     ``origin`` and ``destination`` hold the tile ids with their type (int64 or string).
 
@@ -370,7 +390,7 @@ def od_table(od: np.ndarray, tile_ids: list[Any], labels: list[str]) -> pd.DataF
 
     n, k, _ = od.shape
     o, dst = np.divmod(np.arange(k * k, dtype=np.int64), k)
-    off = o != dst
+    off = np.ones(k * k, dtype=bool) if same_tile else o != dst
     per_period = int(off.sum())
     index = {
         "period": np.repeat(np.arange(n, dtype=np.int64), per_period),

@@ -8,7 +8,7 @@ home" for users without a night event) → noise on every cell → clamp at 0 �
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -25,6 +25,9 @@ from privmob.privacy.samplers import Randomness, resolve
 from privmob.releases.base import Accountant
 from privmob.releases.release import Release
 from privmob.releases.tiles import check_shape, check_tessellation
+
+if TYPE_CHECKING:
+    from privmob.data.tessellation import Tessellation
 
 #: Engine memory per input event of the home step (for the user buckets). Homes are an
 #: aggregate per (user, tile), which DuckDB spills, and a window over those aggregates, not
@@ -75,7 +78,7 @@ def exact_home_counts(
 def population_counts(
     events: Loaded,
     *,
-    tessellation: Any,
+    tessellation: Tessellation,
     epsilon: float,
     accountant: Accountant,
     noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE,
@@ -149,7 +152,7 @@ def population_by_tower_shares(
     events: Loaded,
     *,
     towers: pd.DataFrame,
-    tessellation: Any,
+    tessellation: Tessellation,
     epsilon: float,
     accountant: Accountant,
     noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE,

@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from privmob.domain import StudyPeriod
 from privmob.errors import ConfigError
@@ -21,6 +21,9 @@ from privmob.privacy.mechanisms import NoiseKind, calibrate
 from privmob.privacy.samplers import Randomness
 from privmob.releases.base import Accountant
 from privmob.releases.release import Release
+
+if TYPE_CHECKING:
+    from privmob.data.tessellation import Tessellation
 
 Progress = Callable[[str], None]
 
@@ -135,7 +138,7 @@ class OdSpec:
     """An origin-destination matrix over ``tessellation`` (see
     :func:`privmob.releases.od.od_matrix`)."""
 
-    tessellation: Any
+    tessellation: Tessellation
     epsilon: float
     unit: Unit = Unit.USER
     max_trips: int | None = None
@@ -144,7 +147,21 @@ class OdSpec:
     delta: float = 0.0
     period: StudyPeriod = field(default_factory=StudyPeriod)
     bound_per: str = "release"
-    kind: str = "od-matrix"
+    kind: str = "od"
+    same_tile: str = "exclude"
+    #: each (origin, destination) counted at most once per user and period
+    unique: bool = False
+
+    def public_period(self) -> dict[str, object]:
+        """The declared period and its bins (public; ``metadata.json`` ``definitions``)."""
+        return self.period.to_dict()
+
+    @property
+    def same_tile_rule(self) -> str:
+        """What happens to a trip that starts and ends in one tile."""
+        from privmob.releases.kinds import SAME_TILE_RULES
+
+        return SAME_TILE_RULES[self.same_tile]
 
     @cached_property
     def od_plan(self) -> Any:
@@ -163,11 +180,12 @@ class OdSpec:
 
     @cached_property
     def _plan(self) -> Plan:
+        from privmob.releases.kinds import same_tile_flag
         from privmob.releases.od import ODDomain
 
         p = self.od_plan
-        domain = ODDomain(self.tessellation.k, self.period.n_bins)
-        rows = domain.n_periods * domain.k * (domain.k - 1)
+        domain = ODDomain(self.tessellation.k, self.period.n_bins, same_tile_flag(self.same_tile))
+        rows = domain.od_cells
         return Plan(
             kind=self.kind,
             cost=p.total,
@@ -187,6 +205,10 @@ class OdSpec:
     ) -> Release:
         from privmob.releases.od import od_matrix
 
+        if self.unique:
+            from privmob.prepare.unique import unique_trips
+
+            data = unique_trips(data, self.period)
         return od_matrix(
             data,
             tessellation=self.tessellation,
@@ -202,6 +224,7 @@ class OdSpec:
             rng=rng,
             step=progress,
             plan=self.od_plan,
+            same_tile=self.same_tile,
         )
 
 
@@ -209,13 +232,17 @@ class OdSpec:
 class PopulationSpec:
     """Users per home zone (see :func:`privmob.releases.population.population_counts`)."""
 
-    tessellation: Any
+    tessellation: Tessellation
     epsilon: float
     noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE
     delta: float = 0.0
     night: tuple[int, int] = (20, 6)
     period: StudyPeriod = field(default_factory=StudyPeriod)
     kind: str = "population"
+
+    def public_period(self) -> dict[str, object]:
+        """The declared period (public)."""
+        return self.period.to_dict()
 
     @cached_property
     def _plan(self) -> Plan:
@@ -262,9 +289,21 @@ class ReportSpec:
     """A mobility report (see :func:`privmob.releases.report.mobility_report`); ``config`` is a
     :class:`~privmob.releases.report.ReportConfig` (epsilon, M, declared period, analyses)."""
 
-    tessellation: Any
+    tessellation: Tessellation
     config: Any
-    kind: str = "mobility_report"
+    kind: str = "report"
+
+    def public_period(self) -> dict[str, object]:
+        """The declared period (public)."""
+        start, end = self.config.period
+        return {"start": str(start), "end": str(end), "bin": "time windows and weekdays"}
+
+    @property
+    def same_tile_rule(self) -> str:
+        """What happens to a trip that starts and ends in one tile (od_flows)."""
+        from privmob.releases.kinds import SAME_TILE_RULES
+
+        return SAME_TILE_RULES[self.config.same_tile]
 
     @cached_property
     def _plan(self) -> Plan:
@@ -327,7 +366,7 @@ class ZoneSeriesSpec:
     :func:`privmob.releases.landmark_counts.publish_zone_counts`): bins of ``freq`` over the
     public ``[start, end)``, landmarks as positions in that grid."""
 
-    tessellation: Any
+    tessellation: Tessellation
     epsilon: float
     start: str
     end: str
@@ -336,7 +375,11 @@ class ZoneSeriesSpec:
     landmarks: tuple[int, ...] = ()
     scheme: str = "uniform"
     outliers_epsilon: float | None = None
-    kind: str = "landmark-zone-counts"
+    kind: str = "series-counts"
+
+    def public_period(self) -> dict[str, object]:
+        """The declared period and its bins (public)."""
+        return {"start": self.start, "end": self.end, "bin": self.freq, "bins": len(self.grid)}
 
     @cached_property
     def grid(self) -> Any:
@@ -399,10 +442,14 @@ class DensitySpec:
     ``config`` is a :class:`~privmob.releases.density.DensityConfig`, ``week`` the public
     start of the week. ``run`` takes the density inputs (events, tower geometry)."""
 
-    tessellation: Any
+    tessellation: Tessellation
     config: Any
     week: Any
     kind: str = "density"
+
+    def public_period(self) -> dict[str, object]:
+        """The declared week (public): 168 hours from ``week``."""
+        return {"start": str(self.week), "bin": "1h", "bins": 168}
 
     @cached_property
     def _plan(self) -> Plan:
@@ -458,7 +505,11 @@ class SeriesSpec:
     scheme: str = "uniform"
     integer: bool | None = None
     value_bounds: tuple[float, float] | None = None
-    kind: str = "landmark-series"
+    kind: str = "series"
+
+    def public_period(self) -> dict[str, object]:
+        """The declared grid (public), or ``None`` values when read from the file."""
+        return {"start": self.start, "end": self.end, "bin": self.freq}
 
     @cached_property
     def grid(self) -> Any:
@@ -552,9 +603,12 @@ def release(
     memory_limit: int | None = None,
 ) -> Release:
     """Run ``spec`` on ``data``: plan (public parameters only), refuse a plan over
-    ``memory_limit`` or over the budget before any data is read, then count, add noise and
-    charge the ledger (by the release function the spec wraps)."""
+    ``memory_limit`` or over the budget before any data is read, bind the budget to the
+    input's content (refused if another dataset holds it), then count, add noise and charge
+    the ledger (by the release function the spec wraps). :class:`privmob.Session` runs the
+    same steps and publishes the release (``output=``)."""
     plan = spec.plan()
     plan.check_memory(memory_limit)
     accountant.precheck(plan.cost)
+    accountant.bind_input(data)  # as the session does: the budget is bound to the data
     return spec.run(data, accountant, rng=rng, progress=progress or (lambda _m: None))

@@ -8,8 +8,9 @@ each Parquet file itself carries the stamp in its key-value metadata:
 * ``privmob.warning``: why not (only when ``"false"``);
 * ``privmob.kind`` and ``privmob.version``.
 
-JSON layers (the density GeoJSON) carry the same in a top-level ``privmob`` member
-(:func:`json_stamp`).
+JSON layers (GeoJSON layers, the density GeoJSON) carry the same in a top-level ``privmob``
+member (:func:`json_stamp`); CSV layers in ``privmob_*`` columns on every row
+(``render/layers.py``).
 
 Readers check it with :func:`read_stamp` (or ``pyarrow.parquet.read_schema(path).metadata``).
 """
@@ -42,7 +43,11 @@ def stamp(release: Any) -> dict[str, str]:
 
 def json_stamp(release: Any) -> dict[str, Any]:
     """The stamp for a JSON document (e.g. a GeoJSON layer's ``privmob`` member)."""
-    out: dict[str, Any] = {"kind": str(release.kind), "for_publication": release.for_publication}
+    out: dict[str, Any] = {
+        "kind": str(release.kind),
+        "version": str(release.software_version),
+        "for_publication": release.for_publication,
+    }
     if not release.for_publication:
         out["warning"] = str(release.metadata().get("warning", ""))
     return out
@@ -55,6 +60,14 @@ def write_stamped_parquet(df: pd.DataFrame, path: str | Path, release: Any) -> N
     extra = {k.encode(): v.encode() for k, v in stamp(release).items()}
     table = table.replace_schema_metadata({**(table.schema.metadata or {}), **extra})
     pq.write_table(table, str(path))
+
+
+def restamp_parquet(path: str | Path, release: Any) -> None:
+    """Add the release's stamp to the key-value metadata of a Parquet file written by another
+    writer (a GeoParquet layer), keeping the metadata it has (``geo``)."""
+    table = pq.read_table(str(path))
+    extra = {k.encode(): v.encode() for k, v in stamp(release).items()}
+    pq.write_table(table.replace_schema_metadata({**(table.schema.metadata or {}), **extra}), path)
 
 
 def read_stamp(path: str | Path) -> dict[str, str]:

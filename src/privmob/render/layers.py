@@ -18,6 +18,9 @@ kepler.gl open directly.
 - :func:`layer_size` / :func:`write_layers`: the size of a layer file, estimated from the public
   tessellation and the number of features before anything is written; a layer above
   :data:`MAX_LAYER_BYTES` (or the limit given) is refused with what to change.
+- :func:`write_layers` writes a release's layer as GeoParquet, GeoJSON and/or CSV (WKT), each
+  file stamped as the release's tables are (:mod:`privmob.releases.stamp`): GeoParquet in its
+  key-value metadata, GeoJSON in a top-level ``privmob`` member, CSV in ``privmob_*`` columns.
 
 Rows whose key is not a tile (the outliers cells) have no geometry and are left out of the
 layer; they stay in the release's Parquet tables. Everything here is post-processing of the
@@ -26,6 +29,7 @@ noisy values and public parameters (SPEC invariant 6).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -37,16 +41,17 @@ import shapely
 
 from privmob.data.tessellation import Tessellation
 from privmob.errors import ConfigError
+from privmob.releases.kinds import BY_ANY_NAME, BY_NAME
+from privmob.releases.stamp import json_stamp, restamp_parquet, stamp
 
 #: Output formats of ``--format``: ``parquet`` is the release's own tables (always written).
 FORMATS = ("parquet", "geoparquet", "geojson", "csv")
-#: Per release kind: the main table, its tile key (None: origin/destination) and the layer's
-#: file stem.
+#: Per release kind (and its earlier names, for releases read back): the main table, its tile
+#: key (None: origin/destination) and the layer's file stem; from the registry of kinds.
 LAYER_TABLES = {
-    "od-matrix": ("od", None, "od_flows"),
-    "population": ("population", "zone", "population_tiles"),
-    "density": ("density", "zone", "density_tiles"),
-    "landmark-series": ("series", "zone", "series_tiles"),
+    name: (k.layer.table, k.layer.key, k.layer.stem)
+    for name, k in BY_ANY_NAME.items()
+    if k.layer is not None
 }
 
 
@@ -142,14 +147,14 @@ def tile_values_layer(
 
 
 def release_layer(release: Any, tess: Tessellation, *, keep_all: bool = False) -> gpd.GeoDataFrame:
-    """The map layer of an od-matrix, population, density or series-counts release.
+    """The map layer of a release whose kind has one (``releases/kinds.py``).
 
     An OD layer keeps only the flows above the release's noise floor unless ``keep_all``
     (then every non-zero cell, each with its ``below_margin`` flag)."""
     if release.kind not in LAYER_TABLES:
         raise ConfigError(
             f"a {release.kind} release has no map layer",
-            hint=f"layers exist for {', '.join(LAYER_TABLES)}",
+            hint=f"layers exist for {', '.join(n for n in LAYER_TABLES if n in BY_NAME)}",
         )
     name, key, _stem = LAYER_TABLES[release.kind]
     table = release.tables[name]
@@ -157,7 +162,7 @@ def release_layer(release: Any, tess: Tessellation, *, keep_all: bool = False) -
     if key is None:
         floor = None if keep_all else flow_floor(release)
         return od_flows_layer(table, tess, margin=margin, floor=floor)
-    if release.kind == "landmark-series":
+    if BY_ANY_NAME[release.kind].layer.margin == "budgets":  # type: ignore[union-attr]
         if "zone" not in table.columns:
             raise ConfigError("a single (zone-less) series has no map layer")
         return tile_values_layer(table, tess, margin=_series_margins(release, table))
@@ -301,12 +306,16 @@ def write_layers(
             progress(f"writing the map layer {path.name} ({len(layer):,} features, {about})")
         if fmt == "geoparquet":
             layer.to_parquet(path, index=False)
+            restamp_parquet(path, release)
         elif fmt == "geojson":
-            text = layer.to_json(drop_id=True, to_wgs84=True, default=_json_value)
-            path.write_text(text, encoding="utf-8")
+            doc = json.loads(layer.to_json(drop_id=True, to_wgs84=True, default=_json_value))
+            doc["privmob"] = json_stamp(release)
+            path.write_text(json.dumps(doc), encoding="utf-8")
         else:
             plain = pd.DataFrame(layer.drop(columns="geometry"))
             plain["geometry_wkt"] = shapely.to_wkt(layer.geometry.to_numpy(), rounding_precision=7)
+            for key, value in stamp(release).items():  # each row carries the stamp
+                plain[key.replace(".", "_")] = value
             plain.to_csv(path, index=False)
     return paths
 

@@ -92,6 +92,6 @@ def read_report(path: str | Path) -> dict[str, Any]:
         doc = json.loads(p.read_text())
     except (OSError, ValueError) as exc:
         raise InputError(f"cannot read the report {p}: {exc}", source=str(p)) from exc
-    if doc.get("kind") != "mobility_report":
+    if doc.get("kind") not in ("report", "mobility_report"):  # and older reports
         raise InputError(f"{p} is not a privmob mobility report JSON", source=str(p))
     return doc

@@ -4,8 +4,8 @@ the engine and the accountant, and owns every release from its plan to its files
 
 * :mod:`privmob.session.base`: the session's machinery: inputs read and validated once, the
   engine, the ledger, and the one release lifecycle (:meth:`Session.run`);
-* :mod:`privmob.session.releases`: one typed method per release (``od_matrix``,
-  ``population``, ``mobility_report``, ``zone_series``, ``density``, ``series``) and their
+* :mod:`privmob.session.releases`: one typed method per release (``od``,
+  ``population``, ``report``, ``series_counts``, ``density``, ``series``) and their
   ``plan_*`` twins;
 * :mod:`privmob.session.ledger_view`: what was spent and what remains.
 """

@@ -20,18 +20,22 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import shutil
 import tempfile
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from privmob.dp import Budget, PrivacyUnit, budget_cost
 from privmob.errors import ConfigError
 from privmob.releases.specs import Plan, Spec
 from privmob.results import ReleaseResult
 from privmob.session.ledger_view import SessionLedger
+
+if TYPE_CHECKING:
+    from privmob.data.tessellation import Tessellation
 
 Progress = Callable[[str], None]
 #: reads the input of a release from the session (e.g. ``Session.load_trips``) -> loaded data
@@ -48,6 +52,36 @@ def _quiet(_message: str) -> None:
 
 def _with_tiles(writer: Writer, tess: Any, release: Any, folder: Path) -> Any:
     return writer(release, folder, tess)
+
+
+def _define(definitions: dict[str, Any], release: Any) -> None:
+    release.extra["definitions"] = definitions
+
+
+def trip_definition(shape: str, rule: str) -> str | None:
+    """What a trip is for a release on input of ``shape`` (``rule``: the events' trip rule)."""
+    return {
+        "trips": "one row per trip (its start time, origin and destination)",
+        "trip-points": "the first and last point of each trip id",
+        "gps": "the points between two stay points",
+        "events": {
+            "events": "two consecutive events of a user in different zones",
+            "hourly": "a change of the user's modal zone between consecutive hours with events",
+            "hourly-consecutive": "a change of the user's modal zone between adjacent hours",
+        }.get(rule, rule),
+    }.get(shape)
+
+
+def stay_definition(shape: str, distance: float | None, minutes: float | None) -> Any:
+    """The stay-point thresholds used to cut raw GPS traces into trips (``None`` otherwise)."""
+    if shape != "gps":
+        return None
+    from privmob.prepare.staypoints import STAY_DISTANCE_M, STAY_MINUTES
+
+    return {
+        "distance_m": STAY_DISTANCE_M if distance is None else float(distance),
+        "minutes": STAY_MINUTES if minutes is None else float(minutes),
+    }
 
 
 class SessionBase:
@@ -86,7 +120,18 @@ class SessionBase:
         max_margin: float | None = None,
         max_layer_size: str | int | None = None,
         all_flows: bool = False,
+        input: Any = None,
     ) -> None:
+        from privmob.session.options import GROUPS, spread
+
+        given = {"input": input, "engine": engine, "ledger": ledger}
+        if any(isinstance(given[g], cls) for g, cls in GROUPS.items()):
+            # the typed groups (session/options.py) spread into the keywords, once
+            keywords = {k: v for k, v in locals().items() if k in _DEFAULTS}
+            grouped = spread(keywords, _DEFAULTS)
+            del grouped["input"]
+            SessionBase.__init__(self, data, **grouped)
+            return
         from privmob.data import SHAPES
         from privmob.data.times import clock
         from privmob.engine.buckets import parse_memory
@@ -280,10 +325,11 @@ class SessionBase:
         elif self.memory_limit is not None:
             plan.check_memory(int(self.memory_limit))
         data = load(self)
+        recorded = self._definitions(spec)  # what was counted, in metadata.json
         acct = dataclasses.replace(
             self._accountant,
             output=out,
-            annotate=[*self._accountant.annotate, *marks],
+            annotate=[*self._accountant.annotate, *marks, functools.partial(_define, recorded)],
             progress=self.progress,
         )
         acct.bind_input(data)  # the budget is bound to the data's content
@@ -329,6 +375,32 @@ class SessionBase:
             said += " (only the flows above the noise floor are drawn)"
         return [f"map layers: {said}"] if said else []
 
+    def _definitions(self, spec: Spec) -> dict[str, Any]:
+        """What a release of ``spec`` counted, from public parameters and the session's input
+        options (``metadata.json`` ``definitions``; the keys its kind lists in the registry,
+        :mod:`privmob.releases.kinds`, and the declared period)."""
+        from privmob.data.times import naive_zone
+        from privmob.releases.kinds import BY_ANY_NAME
+
+        kind = BY_ANY_NAME.get(str(getattr(spec, "kind", "")))
+        period = getattr(spec, "public_period", None)
+        out: dict[str, Any] = {"period": period() if period is not None else None}
+        if kind is None:
+            return out
+        shape = self.shape if self.shape != "auto" or len(kind.shapes) != 1 else kind.shapes[0]
+        values = {
+            "input_shape": shape,
+            "timezone": str(self.timezone),
+            "input_timezone": naive_zone(self.timezone),
+            "trip_rule": trip_definition(shape, self.trip_rule),
+            "stay_points": stay_definition(shape, self.stay_distance, self.stay_minutes),
+            "same_tile_trips": getattr(spec, "same_tile_rule", None),
+        }
+        if getattr(spec, "records", "trips") != "trips":  # a count of points or events
+            values["trip_rule"] = values["same_tile_trips"] = None
+        out.update({key: values[key] for key in kind.definitions})
+        return out
+
     # -- the input, read and validated once per shape ----------------------------------------------
     def _shape(self) -> str:
         if self.shape == "auto":
@@ -337,7 +409,7 @@ class SessionBase:
             self.shape = detect_shape(self.engine, self.data, columns=self.columns)
         return self.shape
 
-    def _tiles(self) -> Any:
+    def _tiles(self) -> Tessellation:
         if self.tessellation is None:
             raise ConfigError(
                 "this release counts over tiles: the session has no tessellation",
@@ -405,7 +477,7 @@ class SessionBase:
                 raise ConfigError(
                     f"the mobility report needs trip points (uid, tid, datetime, lat, lng); "
                     f"the session's input holds {shape}",
-                    hint="give the session trip points, or use od_matrix for trips",
+                    hint="give the session trip points, or use od for trips",
                 )
             self.progress("reading and validating the trip points")
             common = {
@@ -442,7 +514,7 @@ class SessionBase:
             self._loaded[key] = load_density_inputs(
                 self.data,
                 self.cells,
-                self._tiles(),  # a Tessellation passes through
+                cast(Any, self._tiles()),  # a Tessellation passes through (typed as a path)
                 zone_id=None,
                 week=week,
                 cover=cover,
@@ -452,3 +524,11 @@ class SessionBase:
                 engine=self.engine,
             )
         return self._loaded[key]
+
+
+#: the constructor's keywords and their defaults (for the typed groups of session/options.py)
+_DEFAULTS = {
+    name: p.default
+    for name, p in inspect.signature(SessionBase.__init__).parameters.items()
+    if p.kind is inspect.Parameter.KEYWORD_ONLY
+}

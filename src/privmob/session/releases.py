@@ -14,12 +14,14 @@ from privmob.dp import (
     MaxEventsPerBin,
     MaxTripsPerUser,
     MaxVisitsPerHour,
+    MaxVisitsPerWeek,
     PrivacyUnit,
     as_period,
     bound_value,
 )
 from privmob.errors import ConfigError
 from privmob.privacy.mechanisms import NoiseKind
+from privmob.releases.kinds import KINDS, deprecated
 from privmob.releases.specs import (
     DensitySpec,
     OdSpec,
@@ -30,10 +32,10 @@ from privmob.releases.specs import (
     ZoneSeriesSpec,
 )
 from privmob.results import ReleaseResult
-from privmob.session.base import SessionBase
+from privmob.session.counts import SessionCounts
 
 
-class Session(SessionBase):
+class Session(SessionCounts):
     """Differentially private releases of one mobility dataset.
 
     ``data``: a CSV / Parquet path or folder, or a pandas / Polars / Arrow table (trips, trip
@@ -57,6 +59,8 @@ class Session(SessionBase):
     ``max_layer_size``: the largest map layer file written (e.g. ``"500MB"``; default 200 MB,
     ``privmob.render.layers.MAX_LAYER_BYTES``); ``all_flows``: OD layers keep every non-zero
     cell instead of the flows above the noise floor only.
+    The keywords come in three typed groups too (:mod:`privmob.session.options`):
+    ``input=pm.Input(...)``, ``engine=pm.EngineOptions(...)``, ``ledger=pm.LedgerOptions(...)``.
     """
 
     # -- OD matrix --------------------------------------------------------------------------
@@ -70,9 +74,11 @@ class Session(SessionBase):
         noise: NoiseKind | str,
         delta: float,
         bound_per: str,
+        same_tile: str = "exclude",
+        unique: bool = False,
     ) -> OdSpec:
         return OdSpec(
-            self.tessellation,
+            self._tiles(),
             epsilon,
             unit=PrivacyUnit(unit),
             max_trips=bound_value(max_trips, MaxTripsPerUser),
@@ -81,9 +87,11 @@ class Session(SessionBase):
             delta=delta,
             period=as_period(period),
             bound_per=bound_per,
+            same_tile=same_tile,
+            unique=unique,
         )
 
-    def plan_od_matrix(
+    def plan_od(
         self,
         *,
         epsilon: float,
@@ -94,11 +102,15 @@ class Session(SessionBase):
         noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE,
         delta: float = 0.0,
         bound_per: str = "release",
+        same_tile: str = "exclude",
+        unique: bool = False,
     ) -> Plan:
-        """The plan of :meth:`od_matrix` with these parameters (reads no data, charges nothing)."""
-        return self._od_spec(epsilon, max_trips, period, unit, tau, noise, delta, bound_per).plan()
+        """The plan of :meth:`od` with these parameters (reads no data, charges nothing)."""
+        return self._od_spec(
+            epsilon, max_trips, period, unit, tau, noise, delta, bound_per, same_tile, unique
+        ).plan()
 
-    def od_matrix(
+    def od(
         self,
         *,
         epsilon: float,
@@ -109,6 +121,8 @@ class Session(SessionBase):
         noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE,
         delta: float = 0.0,
         bound_per: str = "release",
+        same_tile: str = "exclude",
+        unique: bool = False,
         output: str | Path | None = None,
         overwrite: bool = False,
         formats: Sequence[str] | None = None,
@@ -122,13 +136,17 @@ class Session(SessionBase):
         ``bound_per="period"`` the bound and the cost are per period. ``unit="trip"``: per
         trip. Counts are published as drawn (unbiased, may be negative); ``tau=0`` clamps
         negatives to 0 and ``tau > 0`` suppresses below tau (post-processing, biased).
+        ``same_tile``: trips within one tile are left out (``"exclude"``) or released on the
+        diagonal (``"include"``), the same rule as the report's.
 
         ``output``: a folder where the release is published atomically (staged, charged,
         renamed into place; refused before anything is read if it cannot be written), with
         map layers in ``formats`` (``geoparquet``, ``geojson``, ``csv``) beside its tables.
         Without it the release is charged and returned; write it later with ``write``.
         """
-        spec = self._od_spec(epsilon, max_trips, period, unit, tau, noise, delta, bound_per)
+        spec = self._od_spec(
+            epsilon, max_trips, period, unit, tau, noise, delta, bound_per, same_tile, unique
+        )
         # rides without a rider id: each ride its own unit, only for trip-level releases
         per_trip = spec.unit is PrivacyUnit.TRIP and self.accountant.group_size is None
         return self.run(
@@ -150,9 +168,7 @@ class Session(SessionBase):
         delta: float = 0.0,
     ) -> Plan:
         """The plan of :meth:`population` (reads no data, charges nothing)."""
-        return PopulationSpec(
-            self.tessellation, epsilon, noise, delta, night, as_period(period)
-        ).plan()
+        return PopulationSpec(self._tiles(), epsilon, noise, delta, night, as_period(period)).plan()
 
     def population(
         self,
@@ -179,7 +195,7 @@ class Session(SessionBase):
         map layers in ``formats`` (``geoparquet``, ``geojson``, ``csv``) beside its tables.
         Without it the release is charged and returned; write it later with ``write``.
         """
-        spec = PopulationSpec(self.tessellation, epsilon, noise, delta, night, as_period(period))
+        spec = PopulationSpec(self._tiles(), epsilon, noise, delta, night, as_period(period))
         return self.run(
             spec, Session.load_events, output=output, overwrite=overwrite, formats=formats
         )
@@ -192,6 +208,7 @@ class Session(SessionBase):
         period: StudyPeriod | None,
         unit: PrivacyUnit | str,
         analyses: list[str] | None,
+        same_tile: str = "exclude",
     ) -> ReportSpec:
         from privmob.releases.report import ReportConfig
 
@@ -216,10 +233,11 @@ class Session(SessionBase):
             period=(study.start, study.end),
             unit=unit,
             analyses=analyses,
+            same_tile=same_tile,
         )
-        return ReportSpec(self.tessellation, cfg)
+        return ReportSpec(self._tiles(), cfg)
 
-    def plan_mobility_report(
+    def plan_report(
         self,
         *,
         epsilon: float,
@@ -227,11 +245,12 @@ class Session(SessionBase):
         max_trips: MaxTripsPerUser | int | None = None,
         unit: PrivacyUnit | str = PrivacyUnit.USER,
         analyses: list[str] | None = None,
+        same_tile: str = "exclude",
     ) -> Plan:
-        """The plan of :meth:`mobility_report` (reads no data, charges nothing)."""
-        return self._report_spec(epsilon, max_trips, period, unit, analyses).plan()
+        """The plan of :meth:`report` (reads no data, charges nothing)."""
+        return self._report_spec(epsilon, max_trips, period, unit, analyses, same_tile).plan()
 
-    def mobility_report(
+    def report(
         self,
         *,
         epsilon: float,
@@ -239,6 +258,7 @@ class Session(SessionBase):
         max_trips: MaxTripsPerUser | int | None = None,
         unit: PrivacyUnit | str = PrivacyUnit.USER,
         analyses: list[str] | None = None,
+        same_tile: str = "exclude",
         output: str | Path | None = None,
         overwrite: bool = False,
     ) -> ReleaseResult:
@@ -252,7 +272,7 @@ class Session(SessionBase):
         and its tables beside it once charged; without it, ``ReleaseResult.write_html(path)``
         writes them later.
         """
-        spec = self._report_spec(epsilon, max_trips, period, unit, analyses)
+        spec = self._report_spec(epsilon, max_trips, period, unit, analyses, same_tile)
         out = None
         if output is not None:
             from privmob.render.report_files import report_output
@@ -287,7 +307,7 @@ class Session(SessionBase):
         else:
             bound = int(bound_value(max_per_bin, MaxEventsPerBin) or 1)
         return ZoneSeriesSpec(
-            self.tessellation,
+            self._tiles(),
             epsilon,
             study.start.isoformat(sep=" "),
             study.end.isoformat(sep=" "),
@@ -298,7 +318,7 @@ class Session(SessionBase):
             outliers_epsilon,
         )
 
-    def plan_zone_series(
+    def plan_series_counts(
         self,
         *,
         epsilon: float,
@@ -309,12 +329,12 @@ class Session(SessionBase):
         scheme: str = "uniform",
         outliers_epsilon: float | None = None,
     ) -> Plan:
-        """The plan of :meth:`zone_series` (reads no data, charges nothing)."""
+        """The plan of :meth:`series_counts` (reads no data, charges nothing)."""
         return self._zone_series_spec(
             epsilon, period, freq, max_per_bin, landmarks, scheme, outliers_epsilon
         ).plan()
 
-    def zone_series(
+    def series_counts(
         self,
         *,
         epsilon: float,
@@ -351,15 +371,27 @@ class Session(SessionBase):
 
     # -- density -----------------------------------------------------------------------------
     def _density_spec(
-        self, epsilon: float, week: str, max_visits: int, delta: float, options: dict[str, Any]
+        self,
+        epsilon: float,
+        week: str,
+        max_visits: MaxVisitsPerWeek | int,
+        delta: float,
+        options: dict[str, Any],
     ) -> DensitySpec:
         from privmob.releases.density import DensityConfig
 
-        cfg = DensityConfig(epsilon, max_visits, delta, **options)
-        return DensitySpec(self.tessellation, cfg, week)
+        bound = int(bound_value(max_visits, MaxVisitsPerWeek) or 0)
+        cfg = DensityConfig(epsilon, bound, delta, **options)
+        return DensitySpec(self._tiles(), cfg, week)
 
     def plan_density(
-        self, *, epsilon: float, week: str, max_visits: int = 30, delta: float = 0.0, **options: Any
+        self,
+        *,
+        epsilon: float,
+        week: str,
+        max_visits: MaxVisitsPerWeek | int = 30,
+        delta: float = 0.0,
+        **options: Any,
     ) -> Plan:
         """The plan of :meth:`density` (reads no data, charges nothing)."""
         return self._density_spec(epsilon, week, max_visits, delta, options).plan()
@@ -369,7 +401,7 @@ class Session(SessionBase):
         *,
         epsilon: float,
         week: str,
-        max_visits: int = 30,
+        max_visits: MaxVisitsPerWeek | int = 30,
         delta: float = 0.0,
         output: str | Path | None = None,
         overwrite: bool = False,
@@ -473,3 +505,21 @@ class Session(SessionBase):
             f"tiles={None if self.tessellation is None else self.tessellation.k}, "
             f"shape={self.shape!r}, ledger={str(self.ledger.path)!r})"
         )
+
+
+def _earlier_name(old: str, new: str) -> Any:
+    """``Session.<old>``: deprecated, calls ``Session.<new>`` (the kind's one name)."""
+
+    def method(self: Session, **kwargs: Any) -> Any:
+        deprecated(f"Session.{old}", f"Session.{new}")
+        return getattr(self, new)(**kwargs)
+
+    method.__name__, method.__doc__ = old, f"Deprecated: :meth:`{new}`."
+    return method
+
+
+# the earlier names of the kinds' methods (privmob.releases.kinds: Kind.old_methods)
+for _kind in KINDS:
+    for _old in _kind.old_methods:
+        setattr(Session, _old, _earlier_name(_old, _kind.method))
+        setattr(Session, f"plan_{_old}", _earlier_name(f"plan_{_old}", f"plan_{_kind.method}"))

@@ -70,7 +70,11 @@ def density_release(
         cost=cost,
         unit=Unit.USER,
         bounds={"max_visits_per_hour": 1, "max_visits_per_week": config.max_visits},
-        noise={"mechanism": config.mechanism, "steps": res.steps},
+        noise={
+            "kind": "fourier-perturbation" if config.method == "scheme" else "laplace",
+            "mechanism": config.mechanism,
+            "steps": res.steps,
+        },
         params={
             "epsilon": config.epsilon,
             "delta": config.delta,

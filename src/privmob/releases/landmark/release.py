@@ -45,6 +45,7 @@ def publish_series(
     value_bounds: tuple[float, float] | None = None,
     sensitivity_note: str = "",
     outliers: tuple[float, float] | None = None,
+    kind: str = "series",
 ) -> Release:
     """Publish a series under landmark epsilon-privacy with a public landmark set.
 
@@ -105,7 +106,7 @@ def publish_series(
             ("outliers cell (outside the period)", Cost.pure(float(outliers[1]), unit)),
         ]
     release = Release(
-        kind="landmark-series",
+        kind=kind,
         cost=cost,
         unit=unit,
         bounds={

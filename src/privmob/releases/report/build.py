@@ -251,7 +251,7 @@ def mobility_report(
     results, tables = _release_all(exact, config, tiles, r)
     signal = report_signal(results, config.unit.value)
     release = Release(
-        kind="mobility_report",
+        kind="report",
         cost=cost,
         unit=config.unit,
         bounds={"max_trips_per_user": config.max_trips, "ends_per_trip": 2},
@@ -342,6 +342,8 @@ def _release_all(
             )
         else:
             noisy, res = an.counts(name, exact[name], eps, an.sensitivity(name, cfg), cfg, rng)
+            if name == "od_flows" and cfg.same_tile != "include":
+                noisy[: k * k : k + 1] = 0  # the diagonal is not released (od's same-tile rule)
             res.name = name
             tables[name] = _count_table(name, noisy, cfg, tiles, k)
             res.values = _count_values(name, noisy, cfg, k)
@@ -395,6 +397,9 @@ def _count_table(
     if name == "od_flows":
         ids = np.array(tiles.ids)
         idx = np.arange(k * k)
+        if cfg.same_tile != "include":  # the diagonal is not released
+            idx = idx[idx // k != idx % k]
+        noisy = np.concatenate([noisy[idx], noisy[-1:]])
         return pd.DataFrame(
             {
                 "origin": [*ids[idx // k].tolist(), "outliers"],

@@ -14,6 +14,7 @@ from privmob.errors import ConfigError
 from privmob.privacy.costs import Unit
 from privmob.privacy.mechanisms import NoiseKind
 from privmob.privacy.quantiles import Bins
+from privmob.releases.kinds import same_tile_flag
 
 # the 15 analyses of dp_mobility_report, in report order
 ANALYSES: tuple[str, ...] = (
@@ -98,6 +99,8 @@ class ReportConfig:
     noise_kind: NoiseKind = NoiseKind.DISCRETE_LAPLACE
     quantile_share: float = 0.5
     confidence: float = 0.95
+    #: trips within one tile in od_flows: the rule of ``od`` (privmob.releases.kinds)
+    same_tile: str = "exclude"
 
     @classmethod
     def build(
@@ -113,6 +116,7 @@ class ReportConfig:
         time_windows: tuple[int, ...] | list[int] = DEFAULT_TIME_WINDOWS,
         noise_kind: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE,
         quantile_share: float = 0.5,
+        same_tile: str = "exclude",
     ) -> ReportConfig:
         return cls(
             epsilon=float(epsilon),
@@ -125,9 +129,11 @@ class ReportConfig:
             time_windows=tuple(int(h) for h in time_windows),
             noise_kind=NoiseKind(noise_kind),
             quantile_share=float(quantile_share),
+            same_tile=same_tile,
         )
 
     def __post_init__(self) -> None:
+        same_tile_flag(self.same_tile)  # a known rule
         if not (self.epsilon > 0 and math.isfinite(self.epsilon)):
             raise ConfigError(f"epsilon must be a finite number > 0, got {self.epsilon}")
         if self.max_trips < 1:
@@ -204,4 +210,5 @@ class ReportConfig:
             "confidence": self.confidence,
             "time_resolution": self.time_resolution,
             "ranges": {a: self.bins(a).to_dict() for a in DISTRIBUTIONS},
+            "same_tile": self.same_tile,
         }

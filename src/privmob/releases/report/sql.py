@@ -229,13 +229,19 @@ def count_terms(
         ],
         k * 2 * nw + 1,
     )
+    # trips within one tile are left out unless cfg.same_tile says "include" (od's rule)
+    same = (
+        ""
+        if cfg.same_tile == "include"
+        else f" AND NOT (o_tile = d_tile AND o_tile >= 0 AND o_tile < {k})"
+    )
     q["od_flows"] = (
         [
             Count(
                 "pm_trips",
                 f"CASE WHEN o_tile >= 0 AND o_tile < {k} AND d_tile >= 0 AND d_tile < {k} "
                 f"THEN o_tile * {k} + d_tile ELSE {k * k} END",
-                "in_period = 1 AND complete = 1",
+                f"in_period = 1 AND complete = 1{same}",
             )
         ],
         k * k + 1,

@@ -1,0 +1,86 @@
+"""``privmob counts``: a count table you define (the count template), and one command per kind
+of the count template in the registry (``privmob trips-per-hour`` ...), the same command with
+the kind's records and dimensions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from privmob.cli import common as c
+from privmob.cli import options as o
+from privmob.cli.run_options import with_run_options
+from privmob.privacy.mechanisms import NoiseKind
+from privmob.releases.kinds import KINDS
+
+
+@with_run_options()
+def counts(
+    ctx: typer.Context,
+    data: Annotated[str, typer.Argument(help=c.INPUT_HELP.format("trips, trip points or events"))],
+    tessellation: Annotated[Path, o.tessellation()],
+    epsilon: Annotated[float, o.epsilon("privacy budget of the release")],
+    output: Annotated[Path, o.output()] = Path("privmob-counts"),
+    by: Annotated[
+        str | None,
+        typer.Option(
+            "--by",
+            help="public dimensions, comma-separated: origin, destination (trips), tile (trip "
+            "points, events), period, hour, weekday, duration:EDGES (minutes, e.g. "
+            "duration:0,5,15,60)",
+        ),
+    ] = None,
+    records: Annotated[
+        str | None, typer.Option("--records", help="what is counted: trips, trip-points, events")
+    ] = None,
+    max_trips: Annotated[
+        int, o.max_trips("records per user: the most records counted per user (a random sample)")
+    ] = 1,
+    noise: o.NoiseOpt = NoiseKind.DISCRETE_LAPLACE,
+    delta: o.DeltaOpt = 0.0,
+    bin: Annotated[str, o.bin("the period dimension's bins: all, day or week")] = "all",
+    start: Annotated[str | None, o.start()] = None,
+    end: Annotated[str | None, o.end()] = None,
+    input_shape: o.InputShapeOpt = "auto",
+    trip_rule: o.TripRuleOpt = "events",
+    stay_distance: c.StayDistanceOpt = None,
+    stay_minutes: c.StayMinutesOpt = None,
+    tile_id: o.TileIdOpt = None,
+    columns: c.ColumnsOpt = None,
+    delimiter: c.DelimiterOpt = None,
+    timezone: o.TimezoneOpt = "UTC",
+    input_timezone: o.InputTimezoneOpt = None,
+) -> None:
+    """Release noisy counts of trips, trip points or events by public dimensions."""
+    from privmob.cli.run import run_release
+    from privmob.domain import StudyPeriod
+    from privmob.errors import ConfigError
+    from privmob.releases.counts import CountSpec
+    from privmob.releases.kinds import kind as kind_named
+
+    kind = kind_named(ctx.info_name or "counts")
+    preset = kind.counts
+    if preset is not None and (by is not None or records is not None):
+        raise ConfigError(f"privmob {kind.name} counts {preset.records} by {', '.join(preset.by)}")
+    if preset is None and by is None:
+        raise ConfigError("name the dimensions to count by", hint="e.g. --by origin,hour")
+    dims = preset.by if preset else tuple(x.strip() for x in str(by).split(",") if x.strip())
+    what = preset.records if preset else (records or "trips")
+    study = StudyPeriod.parse(bin, start, end)
+
+    def spec(tess: Any) -> CountSpec:
+        return CountSpec(tess, epsilon, what, dims, max_trips, noise, delta, study, kind.name)
+
+    load = {
+        "trips": lambda s: s.load_trips(),
+        "trip-points": lambda s: s.load_trip_points(),
+    }.get(what, lambda s: s.load_events())
+    run_release(ctx, data=data, tessellation=tessellation, tile_id=tile_id, spec=spec, load=load)
+
+
+def register(app: typer.Typer) -> None:
+    for k in KINDS:
+        if k.cli_module == __name__:
+            app.command(k.name, help=k.cli_help)(counts)

@@ -1,0 +1,275 @@
+"""The registry of release kinds: every list of kinds in privmob derives from :data:`KINDS`.
+
+A kind has **one name**, used as the ``privmob`` command, the ledger's kind, ``metadata.json``'s
+``kind`` and the docs; its :class:`~privmob.session.Session` method is that name with ``_`` for
+``-``. Each :class:`Kind` says which input shapes it accepts, its spec type
+(:mod:`privmob.releases.specs`), its bound (one spelling: the Python keyword, the command-line
+flag and the ``metadata.json`` key), the definitions it records (what a trip, a day or a stay
+was), the tables and map layer it publishes, and whether ``privmob plan <kind>`` and
+``privmob plan programme`` know it.
+
+Derived from here: the release commands of ``privmob --help`` (``cli/lazy.py``),
+``privmob plan <kind>`` (``cli/plan.py``), the programme planner's kinds
+(``evaluate/programme.py``), the map layers (``render/layers.py``); the tests of option names,
+of the docs tables and of the guarantees (``tests/releases/test_kinds.py``) iterate it, so a new
+kind cannot land without them.
+
+This module imports nothing heavy: ``privmob --help`` reads it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+#: input shapes (privmob.data.SHAPES, minus "auto"), and the series file of ``privmob series``
+TRIPS, TRIP_POINTS, EVENTS, GPS, CELL_EVENTS, SERIES_FILE = (
+    "trips", "trip-points", "events", "gps", "events with cell_id", "series file",
+)  # fmt: skip
+
+#: what every release on located records says it counted (``metadata.json`` ``definitions``)
+RECORD_DEFINITIONS = ("input_shape", "timezone", "input_timezone")
+TRIP_DEFINITIONS = (*RECORD_DEFINITIONS, "trip_rule", "stay_points", "same_tile_trips")
+
+
+#: the one rule for trips that start and end in one tile, in ``od`` and in the report's
+#: ``od_flows`` (``same_tile=``, ``--same-tile``): left out by default, released on request
+SAME_TILE_RULES = {
+    "exclude": "not released: a trip within one tile is in no OD cell",
+    "include": "released: every tile's cell to itself counts the trips within it",
+}
+
+
+def same_tile_flag(rule: str) -> bool:
+    """``True`` when trips within one tile are released (``rule``: a key of SAME_TILE_RULES)."""
+    from privmob.errors import ConfigError
+
+    if rule not in SAME_TILE_RULES:
+        raise ConfigError(
+            f"unknown same-tile rule {rule!r}", hint=f"use one of {', '.join(SAME_TILE_RULES)}"
+        )
+    return rule == "include"
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A kind's per-user bound: ``keyword`` (the Session method's), ``flags`` (the command
+    line's: ``-T`` is every release's bound, its long form the shared ``--max-trips``; the
+    kind's own words stay accepted as hidden aliases) and ``metadata`` (the key of
+    ``metadata.json``'s ``privacy.bounds``)."""
+
+    keyword: str
+    flags: tuple[str, ...]
+    metadata: str
+    #: the typed bounds (``privmob.dp``) the Session method takes, each named ``keyword``
+    typed: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Layer:
+    """A kind's map layer: its main ``table``, the tile ``key`` of that table (``None``: an OD
+    table, keyed by origin and destination) and the layer file's ``stem``."""
+
+    table: str
+    key: str | None
+    stem: str
+    #: the 95% margin of each row: one for the release (``"release"``), or from the noise
+    #: scale of each row's timestamp in the ``budgets`` table (``"budgets"``)
+    margin: str = "release"
+
+
+@dataclass(frozen=True)
+class Counts:
+    """A kind made by the count template (``releases/counts.py``): the ``records`` it counts
+    and the public dimensions it groups them ``by``."""
+
+    records: str
+    by: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One release kind (see the module's docstring)."""
+
+    name: str
+    summary: str
+    shapes: tuple[str, ...]
+    spec: str  # dotted path of the spec type (imported when asked for: :attr:`spec_type`)
+    cli_module: str
+    cli_help: str  # the command's help line (``privmob --help``)
+    tables: tuple[str, ...]
+    bound: Bound | None = None
+    definitions: tuple[str, ...] = RECORD_DEFINITIONS
+    layer: Layer | None = None
+    plannable: bool = True  # ``privmob plan <name>``
+    programme: bool = True  # a kind of ``privmob plan programme``
+    engine: bool = True  # read with an engine (``False``: a file read by pandas)
+    #: a kind of the count template: what it counts (``None``: a kind with its own code)
+    counts: Counts | None = None
+    #: earlier names: kinds in older ledgers and metadata.json, Session methods, commands
+    old_kinds: tuple[str, ...] = ()
+    old_methods: tuple[str, ...] = ()
+
+    @property
+    def method(self) -> str:
+        """The :class:`~privmob.session.Session` method (``plan_<method>`` its plan)."""
+        return self.name.replace("-", "_")
+
+    @property
+    def spec_type(self) -> type:
+        module, _, name = self.spec.rpartition(".")
+        spec: type = getattr(importlib.import_module(module), name)
+        return spec
+
+
+#: the bound of the count template's kinds
+COUNT_BOUND = Bound("max_records", ("--max-trips", "-T"), "max_records_per_user")
+
+
+def count_kind(name: str, summary: str, records: str, *by: str) -> Kind:
+    """A kind of the count template: ``records`` counted by the dimensions ``by``
+    (``releases/counts.py``); its command, Session method and plan come with it."""
+    return Kind(
+        name=name,
+        summary=summary,
+        shapes=(TRIPS, TRIP_POINTS, EVENTS, GPS) if records == TRIPS else (records,),
+        spec="privmob.releases.counts.CountSpec",
+        cli_module="privmob.cli.counts",
+        cli_help=f"Release {summary} (the count template).",
+        tables=("counts", "outliers"),
+        bound=COUNT_BOUND,
+        definitions=TRIP_DEFINITIONS if records == TRIPS else RECORD_DEFINITIONS,
+        programme=False,
+        counts=Counts(records, by),
+    )
+
+
+KINDS: tuple[Kind, ...] = (
+    Kind(
+        name="od",
+        summary="origin-destination matrices per period",
+        shapes=(TRIPS, TRIP_POINTS, EVENTS, GPS),
+        spec="privmob.releases.specs.OdSpec",
+        cli_module="privmob.cli.od",
+        cli_help="Release a differentially private origin-destination matrix.",
+        tables=("od", "outliers"),
+        bound=Bound("max_trips", ("--max-trips", "-T"), "max_trips_per_user", ("MaxTripsPerUser",)),
+        definitions=TRIP_DEFINITIONS,
+        layer=Layer("od", None, "od_flows"),
+        old_kinds=("od-matrix",),
+        old_methods=("od_matrix",),
+    ),
+    Kind(
+        name="population",
+        summary="users per home zone (night-time mode)",
+        shapes=(EVENTS, CELL_EVENTS),
+        spec="privmob.releases.specs.PopulationSpec",
+        cli_module="privmob.cli.population",
+        cli_help="Release DP counts of users per home zone.",
+        tables=("population",),
+        layer=Layer("population", "zone", "population_tiles"),
+    ),
+    Kind(
+        name="report",
+        summary="the mobility report: 15 analyses in one HTML + JSON",
+        shapes=(TRIP_POINTS, GPS),
+        spec="privmob.releases.specs.ReportSpec",
+        cli_module="privmob.cli.report",
+        cli_help="A differentially private mobility report: 15 analyses, one offline HTML + JSON.",
+        tables=(),
+        bound=Bound("max_trips", ("--max-trips", "-T"), "max_trips_per_user", ("MaxTripsPerUser",)),
+        definitions=TRIP_DEFINITIONS,
+        old_kinds=("mobility_report",),
+        old_methods=("mobility_report",),
+    ),
+    Kind(
+        name="density",
+        summary="users per zone and hour of one week (EFPA)",
+        shapes=(CELL_EVENTS,),
+        spec="privmob.releases.specs.DensitySpec",
+        cli_module="privmob.cli.density",
+        cli_help="Release the number of users per zone and hour of a week (Acs and Castelluccia).",
+        tables=("density", "out_of_domain", "outliers"),
+        bound=Bound(
+            "max_visits", ("--max-trips", "-T"), "max_visits_per_week", ("MaxVisitsPerWeek",)
+        ),
+        layer=Layer("density", "zone", "density_tiles"),
+    ),
+    Kind(
+        name="series-counts",
+        summary="events per zone and time bin under landmark privacy",
+        shapes=(EVENTS,),
+        spec="privmob.releases.specs.ZoneSeriesSpec",
+        cli_module="privmob.cli.series",
+        cli_help="Counts per zone and time bin from raw events (at most -T per user and bin, "
+        "enforced),\npublished under landmark epsilon-privacy.",
+        tables=("series", "budgets", "outliers"),
+        bound=Bound(
+            "max_per_bin",
+            ("--max-trips", "-T"),
+            "sensitivity_per_timestamp",
+            ("MaxEventsPerBin", "MaxVisitsPerHour"),
+        ),
+        layer=Layer("series", "zone", "series_tiles", margin="budgets"),
+        programme=False,  # a programme's "series" plans both landmark series
+        old_kinds=("landmark-zone-counts",),
+        old_methods=("zone_series",),
+    ),
+    Kind(
+        name="series",
+        summary="an aggregated series under landmark privacy",
+        shapes=(SERIES_FILE,),
+        spec="privmob.releases.specs.SeriesSpec",
+        cli_module="privmob.cli.series",
+        cli_help="Publish a series under landmark epsilon-privacy (uniform, skip, adaptive) or "
+        "at the\nevent / user level; writes series.parquet, budgets.parquet and metadata.json.",
+        tables=("series", "budgets"),
+        definitions=(),
+        layer=Layer("series", "zone", "series_tiles", margin="budgets"),
+        plannable=False,
+        engine=False,
+        old_kinds=("landmark-series",),
+    ),
+    Kind(
+        name="counts",
+        summary="a bounded count of trips, trip points or events by public dimensions",
+        shapes=(TRIPS, TRIP_POINTS, EVENTS, GPS),
+        spec="privmob.releases.counts.CountSpec",
+        cli_module="privmob.cli.counts",
+        cli_help="Release noisy counts of trips, trip points or events by public dimensions.",
+        tables=("counts", "outliers"),
+        bound=COUNT_BOUND,
+        definitions=TRIP_DEFINITIONS,
+        programme=False,
+    ),
+    count_kind("trips-per-hour", "trips per hour of day", TRIPS, "hour"),
+)
+
+BY_NAME: dict[str, Kind] = {k.name: k for k in KINDS}
+#: every name a kind was ever recorded under (older ledgers, metadata.json) -> its kind
+BY_ANY_NAME: dict[str, Kind] = {n: k for k in KINDS for n in (k.name, *k.old_kinds)}
+
+
+def kind(name: str) -> Kind:
+    """The kind named ``name`` (or one of its earlier names)."""
+    from privmob.errors import ConfigError
+
+    if name not in BY_ANY_NAME:
+        raise ConfigError(f"unknown release kind {name!r}", hint=f"one of {', '.join(BY_NAME)}")
+    return BY_ANY_NAME[name]
+
+
+def names(**having: Any) -> tuple[str, ...]:
+    """The names of the kinds whose fields equal ``having`` (e.g. ``plannable=True``)."""
+    return tuple(k.name for k in KINDS if all(getattr(k, f) == v for f, v in having.items()))
+
+
+def deprecated(old: str, new: str) -> None:
+    """Warn once per call site that ``old`` is now spelt ``new``."""
+    warnings.warn(
+        f"{old} is deprecated: use {new} (the release kind's one name)",
+        DeprecationWarning,
+        stacklevel=3,
+    )

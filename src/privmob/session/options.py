@@ -1,0 +1,79 @@
+"""The Session's constructor in a few typed groups: how the input is read (:class:`Input`), which
+engine runs (:class:`EngineOptions`) and who pays (:class:`LedgerOptions`).
+
+``pm.Session(data, tessellation=..., input=pm.Input(shape="events", timezone="Europe/Paris"),
+engine=pm.EngineOptions("spark", memory_limit="8GB"), ledger=pm.LedgerOptions("l.sqlite",
+dataset="cdr", budget=pm.PureDP(5)))`` is the same session as the keywords of each field
+(``shape=``, ``timezone=``, ``engine="spark"``, ``memory_limit=``, ``ledger="l.sqlite"``, ...),
+which keep working; a group and one of its own keywords together are refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from privmob.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Input:
+    """How the session reads its input (see :class:`~privmob.session.Session`)."""
+
+    shape: str = "auto"
+    columns: dict[str, str] | None = None
+    delimiter: str | None = None
+    names: Sequence[str] | None = None
+    timezone: str = "UTC"
+    input_timezone: str | None = None
+    tile_id: str | None = None
+    cells: str | Path | None = None
+    trip_rule: str = "events"
+    stay_distance: float | None = None
+    stay_minutes: float | None = None
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    """Which engine runs the releases, and its limits."""
+
+    engine: Any = "duckdb"
+    memory_limit: str | int | None = None
+    spill_dir: str | Path | None = None
+    spark_master: str | None = None
+    spark_conf: Sequence[str] | Mapping[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class LedgerOptions:
+    """Who pays: the ledger, the dataset and its budget."""
+
+    ledger: str | Path | None = None
+    dataset: str | None = None
+    budget: Any = None
+    unit: Any = "user"
+    group_size: int | None = None
+    new_dataset_for_same_data: bool = False
+
+
+GROUPS = {"input": Input, "engine": EngineOptions, "ledger": LedgerOptions}
+
+
+def spread(keywords: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    """The constructor's keywords with each group given as ``input=``, ``engine=`` or
+    ``ledger=`` spread into its fields; a field given both ways is refused."""
+    out = dict(keywords)
+    for group, cls in GROUPS.items():
+        value = out.get(group)
+        if not isinstance(value, cls):
+            continue
+        for f in fields(cls):
+            if f.name != group and out.get(f.name, defaults.get(f.name)) != defaults.get(f.name):
+                raise ConfigError(
+                    f"{f.name}= is given twice: as a keyword and in {group}=",
+                    hint=f"give it in one place (pm.{cls.__name__}({f.name}=...) or the keyword)",
+                )
+            out[f.name] = getattr(value, f.name)
+    return out
