@@ -61,10 +61,6 @@ def example(kind: Any) -> list[str]:
     return list(CASES[ex]) if isinstance(ex, str) else ex
 
 
-#: kinds whose loaders do not bind their input yet: fixed on branch ``binding``
-UNBOUND = {"density", "series"}
-
-
 @pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.name)
 def test_every_kind_has_an_example(kind: Any) -> None:
     assert example(kind)[0] == kind.name  # the example runs the kind's own command
@@ -176,21 +172,8 @@ def _layers(kind: Any) -> tuple[str, ...]:
     return ("--format", "parquet,geoparquet,geojson,csv") if kind.layer and writes else ()
 
 
-def _xfail_unbound(kinds: tuple[Any, ...]) -> list[Any]:
-    return [
-        pytest.param(
-            k,
-            id=k.name,
-            marks=pytest.mark.xfail(strict=True, reason="bound on branch binding")
-            if k.name in UNBOUND
-            else (),
-        )
-        for k in kinds
-    ]
-
-
 # -- every kind binds its input ------------------------------------------------------------------
-@pytest.mark.parametrize("kind", _xfail_unbound(KINDS))
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.name)
 def test_every_kind_binds_its_input_and_refuses_a_second_dataset(kind: Any, tmp_path: Path) -> None:
     inputs, ledger = _inputs(tmp_path), tmp_path / "ledger.sqlite"
     case = kind
