@@ -80,6 +80,24 @@ class Plan:
             f"95% margin of error +/-{self.margin_of_error_95:,.1f} per cell"
         )
 
+    def _repr_html_(self) -> str:
+        """The plan as a table in a notebook (what :meth:`summary` says, one row a figure)."""
+        from html import escape
+
+        rows = [
+            ("plan", self.kind),
+            ("privacy cost", self.cost.describe()),
+            ("noisy cells", f"{self.cells:,}"),
+            ("memory", f"~{self.memory_bytes / 1e6:,.1f} MB"),
+            ("output rows", f"{self.output_rows:,}"),
+            ("95% margin of error", f"+/-{self.margin_of_error_95:,.1f} per cell"),
+            ("noise", self.noise),
+        ]
+        if self.parts > 1:
+            rows.append(("ledger entries", str(self.parts)))
+        body = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in rows)
+        return f"<table>{body}</table><p>No data is read and nothing is charged by a plan.</p>"
+
 
 class Spec(Protocol):
     @property
