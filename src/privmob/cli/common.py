@@ -175,6 +175,11 @@ class Steps:
         self._status.__exit__(exc_type, *rest)
 
 
+def print_warning(message: str) -> None:
+    """A warning for the operator, one line on stderr (never part of a release)."""
+    console_err.print(f"[bold yellow]warning[/]: {escape(message)}", highlight=False)
+
+
 def print_release_summary(release: Any, paths: list[Path], accountant: Any) -> None:
     """What was written and what it cost (printed to stdout)."""
     cost = release.cost

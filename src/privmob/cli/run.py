@@ -166,6 +166,7 @@ def run_release(
             seed=opts.seed,
             test_mode=opts.test_mode,
             progress=step,
+            warn=c.print_warning,
             **input_options(ctx.params, shape),
         )
         with session:
@@ -226,6 +227,8 @@ def show_plan(ctx: Any, tessellation: Any, tile_id: str | None, spec: Callable[[
     ):
         c.console.print(f"  {label}: {value}", markup=False, highlight=False)
     c.console.print(f"plan: {plan.summary()}", markup=False, highlight=False)
+    if plan.warning:
+        c.print_warning(plan.warning)
     plan.check_memory(memory_bytes(ctx.params.get("memory_limit")))
     return plan
 

@@ -46,6 +46,14 @@ def _quiet(_message: str) -> None:
     return None
 
 
+def _python_warning(message: str) -> None:
+    import warnings
+
+    from privmob.errors import PrivmobWarning
+
+    warnings.warn(message, PrivmobWarning, stacklevel=4)
+
+
 def _with_tiles(writer: Writer, tess: Any, release: Any, folder: Path) -> Any:
     return writer(release, folder, tess)
 
@@ -83,6 +91,7 @@ class SessionBase:
         seed: int | None = None,
         test_mode: bool = False,
         progress: Progress | None = None,
+        warn: Callable[[str], None] | None = None,
     ) -> None:
         from privmob.data import SHAPES
         from privmob.data.times import clock
@@ -95,6 +104,7 @@ class SessionBase:
             raise ConfigError(f"unknown input shape '{shape}'", hint=f"use one of {SHAPES}")
         self.data = data
         self.shape = shape
+        self._shape_declared = shape != "auto"
         self.columns = columns
         self.delimiter = delimiter
         self.names = None if names is None else [str(n).strip() for n in names]
@@ -106,6 +116,9 @@ class SessionBase:
         self.stay_minutes = stay_minutes
         self.seed = seed
         self.progress: Progress = progress or _quiet
+        #: how the operator is warned before a charge (Python: a PrivmobWarning; the CLI: a line
+        #: on stderr); never recorded in a release
+        self.warn: Callable[[str], None] = warn or _python_warning
         self.tessellation = None
         if tessellation is not None:
             from privmob.data.tessellation_input import load_tessellation
@@ -241,6 +254,8 @@ class SessionBase:
         plan = spec.plan()  # once, from public parameters only
         if on_plan is not None:
             on_plan(plan)
+        if plan.warning:  # from public parameters, before anything is read or charged
+            self.warn(plan.warning)
         self._accountant.precheck(plan.cost)  # what the budget cannot pay, before reading
         if out is not None:
             out.require_space(plan.output_rows)  # the public domain, before the data
@@ -310,6 +325,7 @@ class SessionBase:
                 stay_distance=self.stay_distance,
                 stay_minutes=self.stay_minutes,
                 uid_per_trip=uid_per_trip,
+                shape_detected=not self._shape_declared,
             )
         return self._loaded[key]
 
