@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -71,6 +73,29 @@ ColumnsOpt = Annotated[
 ]
 DelimiterOpt = Annotated[
     str | None, typer.Option("--delimiter", help="CSV delimiter (default: detected)")
+]
+NamesOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--names",
+        help="the column names of a file without header row, in order, comma-separated (e.g. "
+        "lat,lng,occupied,datetime); implies --no-header",
+    ),
+]
+NoHeaderOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-header",
+        help="the CSV files have no header row (columns column0, column1, ... unless --names)",
+    ),
+]
+UidFromFilenameOpt = Annotated[
+    bool,
+    typer.Option(
+        "--uid-from-filename",
+        help="per-user files: the user id is each file's name without its extensions (e.g. "
+        "Cabspotting's new_abboip.txt -> new_abboip); the files have no uid column",
+    ),
 ]
 #: help of an input argument: a local file/folder or, with --engine spark, any URL Spark reads
 INPUT_HELP = "{} (CSV, CSV.gz, Parquet file or folder; with --engine spark any URL Spark reads)"
@@ -178,6 +203,31 @@ class Steps:
 def print_warning(message: str) -> None:
     """A warning for the operator, one line on stderr (never part of a release)."""
     console_err.print(f"[bold yellow]warning[/]: {escape(message)}", highlight=False)
+
+
+@contextmanager
+def operator_warnings() -> Iterator[None]:
+    """Within: a :class:`~privmob.errors.PrivmobWarning` (e.g. files of an input folder that
+    are not data, skipped) is printed as one ``warning:`` line, each text once; other
+    warnings as Python prints them."""
+    import warnings
+
+    from privmob.errors import PrivmobWarning
+
+    shown: set[str] = set()
+    with warnings.catch_warnings():
+        python_way = warnings.showwarning
+
+        def show(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+            if not issubclass(category, PrivmobWarning):
+                python_way(message, category, *args, **kwargs)
+            elif str(message) not in shown:
+                shown.add(str(message))
+                print_warning(str(message))
+
+        warnings.showwarning = show
+        warnings.simplefilter("always", PrivmobWarning)
+        yield
 
 
 def print_release_summary(release: Any, paths: list[Path], accountant: Any) -> None:

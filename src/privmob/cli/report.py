@@ -121,14 +121,19 @@ def report(
         str,
         typer.Option(
             "--input-shape",
-            help="trip-points, or gps (raw traces uid, datetime, lat, lng: trips between stays)",
+            help="auto (from the columns), trip-points, trips (one row per trip with start "
+            "and end coordinates, as od reads them) or gps (raw traces uid, datetime, lat, "
+            "lng: trips between stays)",
         ),
-    ] = "trip-points",
+    ] = "auto",
     stay_distance: c.StayDistanceOpt = None,
     stay_minutes: c.StayMinutesOpt = None,
     tile_id: o.TileIdOpt = None,
     columns: c.ColumnsOpt = None,
     delimiter: c.DelimiterOpt = None,
+    names: c.NamesOpt = None,
+    no_header: c.NoHeaderOpt = False,
+    uid_from_filename: c.UidFromFilenameOpt = False,
     timezone: o.TimezoneOpt = "UTC",
     input_timezone: o.InputTimezoneOpt = None,
     group_size: Annotated[
@@ -159,9 +164,10 @@ def report(
         ranges={k: _range(v) for k, v in _pairs(ranges, "range").items()},
         time_windows=[int(h) for h in time_windows.split(",")],
     )
-    if input_shape not in ("trip-points", "gps"):
+    if input_shape not in ("auto", "trip-points", "trips", "gps"):
         raise ConfigError(
-            f"unknown input shape '{input_shape}' for the report", hint="use trip-points or gps"
+            f"unknown input shape '{input_shape}' for the report",
+            hint="use auto, trip-points, trips or gps",
         )
 
     def summary(rel: Any, _paths: list[Path], _acct: Any) -> None:
@@ -188,7 +194,8 @@ def report(
         tessellation=tessellation,
         tile_id=tile_id,
         spec=lambda tess: ReportSpec(tess, cfg),
-        load=lambda session: session.load_trip_points(),
+        # rides without a rider id: each ride its own unit, only at trip level
+        load=lambda session: session.load_trip_points(unit is Unit.TRIP and group_size is None),
         # a taken or unwritable output must not burn epsilon; stage -> charge -> rename
         output=lambda: report_output(html_path(output), overwrite=overwrite),
         layers=False,

@@ -57,7 +57,8 @@ class RunOptions:
 
 def input_options(params: dict[str, Any], shape: str | None = None) -> dict[str, Any]:
     """How the session reads the input, from the input options a command has (same names in
-    each: ``--input-shape``, ``--columns``, ``--delimiter``, ``--names``, ``--timezone``,
+    each: ``--input-shape``, ``--columns``, ``--delimiter``, ``--names``, ``--no-header``,
+    ``--uid-from-filename``, ``--timezone``,
     ``--input-timezone``, ``--cells``, ``--trip-rule``, ``--stay-distance``,
     ``--stay-minutes``); ``shape`` when the command reads one shape only."""
     names = params.get("names")
@@ -66,6 +67,8 @@ def input_options(params: dict[str, Any], shape: str | None = None) -> dict[str,
         "columns": c.parse_columns(params.get("columns")),
         "delimiter": params.get("delimiter"),
         "names": names.split(",") if names else None,
+        "header": not params.get("no_header", False),
+        "uid_from_filename": bool(params.get("uid_from_filename", False)),
         "timezone": params.get("timezone") or "UTC",
         "input_timezone": params.get("input_timezone"),
         "cells": params.get("cells"),
@@ -196,6 +199,7 @@ RUN_ONLY = frozenset(
         "spark_master", "spark_conf", "seed", "test_mode", "overwrite", "output_format",
         "quiet", "columns", "delimiter", "names", "cells", "input_shape", "stay_distance",
         "stay_minutes", "trip_rule", "unique", "zone_mapping", "input_timezone", "group_size",
+        "no_header", "uid_from_filename",
     }
 )  # fmt: skip
 

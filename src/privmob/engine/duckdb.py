@@ -95,9 +95,13 @@ class DuckDBEngine:
         delimiter: str | None = None,
         header: bool = True,
         names: list[str] | None = None,
+        filename_column: str | None = None,
     ) -> None:
-        """CSV file(s) (gzip ok) as text columns; the delimiter is detected unless given."""
+        """CSV file(s) (gzip ok) as text columns; the delimiter is detected unless given;
+        ``filename_column``: each row's file path in a column of that name."""
         opts = ["header = " + ("true" if header else "false"), "all_varchar = true"]
+        if filename_column:
+            opts.append(f"filename = '{_quote(filename_column)}'")
         if delimiter:
             opts.append(f"delim = '{_quote(delimiter)}'")
         if names:
@@ -108,7 +112,8 @@ class DuckDBEngine:
             else "[" + ", ".join(f"'{_quote(p)}'" for p in path) + "]"
         )
         reader = f"read_csv({files}, {', '.join(opts)})"
-        fixed = self._sniffed_once(reader)
+        # sniff_csv's fixed reader leaves the file name column out: detect as read then
+        fixed = f"FROM {reader}" if filename_column else self._sniffed_once(reader)
         self.create_view(name, f"SELECT * {fixed}")
         if fixed != f"FROM {reader}":
             self._csv_views[name] = fixed

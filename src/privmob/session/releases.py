@@ -238,7 +238,8 @@ class Session(SessionBase):
         overwrite: bool = False,
     ) -> ReleaseResult:
         """A mobility report (trip counts over time and space, OD flows, trip length and
-        duration, visits per user, ...) from trip points.
+        duration, visits per user, ...) from trip points, raw GPS traces or one-row trips with
+        start and end coordinates (as :meth:`od_matrix` reads them).
 
         Guarantee: ``epsilon``-DP (pure) per user with at most ``max_trips`` trips (enforced by
         sampling), or per trip with ``unit="trip"``; the budget is split over the analyses,
@@ -253,7 +254,9 @@ class Session(SessionBase):
             from privmob.render.report_files import report_output
 
             out = report_output(Path(output), overwrite=overwrite)
-        return self.run(spec, Session.load_trip_points, output=out)
+        # rides without a rider id: each ride its own unit, only for trip-level releases
+        per_trip = PrivacyUnit(unit) is PrivacyUnit.TRIP and self.accountant.group_size is None
+        return self.run(spec, lambda s: s.load_trip_points(per_trip), output=out)
 
     # -- zone series (series-counts) ----------------------------------------------------------
     def _zone_series_spec(
