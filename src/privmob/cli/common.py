@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -13,10 +15,34 @@ from rich.markup import escape
 
 from privmob.data.reading import dataset_name as dataset_name  # the commands' name for it
 
+#: the width of output that is not a terminal (cron and CI logs, ``| less``, a file): wide
+#: enough that no table cell, option name or help text is cut at 80 columns; ``COLUMNS`` (rich)
+#: and ``TERMINAL_WIDTH`` (typer's help) win when set
+PIPE_WIDTH = 250
+
+
+def output_width(stream: Any) -> int | None:
+    """:data:`PIPE_WIDTH` for a stream that is not a terminal, else None (the terminal's)."""
+    if os.environ.get("COLUMNS"):
+        return None
+    try:
+        return None if stream.isatty() else PIPE_WIDTH
+    except (AttributeError, ValueError):  # a closed or replaced stream
+        return PIPE_WIDTH
+
+
+def wide_help_when_piped() -> None:
+    """typer's help at :data:`PIPE_WIDTH` when stdout is not a terminal (read by typer when it
+    renders help, unless ``TERMINAL_WIDTH`` is set)."""
+    width = output_width(sys.stdout)
+    if width is not None and not os.environ.get("TERMINAL_WIDTH"):
+        os.environ["TERMINAL_WIDTH"] = str(width)
+
+
 # soft wrap: a line is never broken by privmob (a terminal wraps it; a log keeps it whole, so a
 # phrase can be searched for in cron and systemd logs)
-console = Console(soft_wrap=True)
-console_err = Console(stderr=True, soft_wrap=True)
+console = Console(soft_wrap=True, width=output_width(sys.stdout))
+console_err = Console(stderr=True, soft_wrap=True, width=output_width(sys.stderr))
 
 LedgerOpt = Annotated[
     Path | None,

@@ -10,6 +10,7 @@ import typer
 from privmob.cli import common as c
 from privmob.cli import options as o
 from privmob.cli.run_options import with_run_options
+from privmob.data.csv_cells import write_csv
 from privmob.errors import ConfigError, InputError
 from privmob.privacy.costs import Unit
 
@@ -228,7 +229,7 @@ def compare(
         if output.exists() and not overwrite:
             raise InputError(f"{output} exists; nothing was written", hint="pass --overwrite")
         output.write_text(render_compare_html(table, str(a), str(b)), encoding="utf-8")
-        table.to_csv(output.with_suffix(".csv"), index=False)
+        write_csv(table, output.with_suffix(".csv"))
         c.console.print(
             f"comparison written: {output} (+ {output.with_suffix('.csv').name})", markup=False
         )

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 import shapely
 
+from privmob.data.csv_cells import write_csv
 from privmob.data.tessellation import Tessellation
 from privmob.errors import ConfigError
 
@@ -201,7 +202,7 @@ def write_layers(
         else:
             plain = pd.DataFrame(layer.drop(columns="geometry"))
             plain["geometry_wkt"] = shapely.to_wkt(layer.geometry.to_numpy(), rounding_precision=7)
-            plain.to_csv(path, index=False)
+            write_csv(plain, path)
     return paths
 
 
