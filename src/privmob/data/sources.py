@@ -67,7 +67,7 @@ from privmob.data.validation import (
 )
 from privmob.engine.base import Engine
 from privmob.engine.relation import Loaded, new_name
-from privmob.errors import InputError
+from privmob.errors import ConfigError, InputError
 
 
 def load_events(
@@ -445,10 +445,10 @@ def load_trips(
         else ["origin", "destination"]
     )
     if coordinates and not by_coords:
-        raise InputError(
-            "these one-row trips give their origin and destination as tile ids: the mobility "
-            "report needs where trips start and end (coordinates)",
-            source=display,
+        raise ConfigError(
+            f"{display}: the mobility report needs trip points (uid, tid, datetime, lat, lng) "
+            "or one-row trips with coordinates; these trips give their origin and destination "
+            "as tile ids only",
             hint="give trips with start and end coordinates (origin_lat, origin_lng, "
             "destination_lat, destination_lng), or trip points (uid, tid, datetime, lat, lng)",
         )
