@@ -51,6 +51,16 @@ class Session(SessionBase):
     that timestamps without an offset are read in (default: ``timezone``), e.g. ``"UTC"`` for
     logs in UTC released in local time.
     ``cells``: the towers table (``cell_id, lat, lng``) of phone events (density).
+    Files as they are published (the CLI's ``--delimiter``, ``--names``, ``--no-header``,
+    ``--uid-from-filename``): ``delimiter``; ``names`` (the columns of files without header
+    row, in order); ``header=False`` (no header row: ``column0, ...`` unless ``names``);
+    ``uid_from_filename`` (per-user files: the user id is each file's name without its
+    extensions, e.g. Cabspotting's ``new_abboip.txt``). Files of an input folder that are not
+    data (hidden, LICENSE, README, notes, ...) are skipped with a
+    :class:`~privmob.errors.PrivmobWarning`.
+    ``warn``: how warnings for the operator before a charge are given (default: a
+    :class:`~privmob.errors.PrivmobWarning`; e.g. an epsilon below 0.1); never recorded in a
+    release.
     ``seed``: TESTS ONLY, fixed noise, outputs stamped "not for publication".
     """
 
