@@ -50,7 +50,7 @@ def test_files_that_are_not_data_are_skipped_and_listed(tmp_path: Path, zones: P
     folder.mkdir()
     rows = trips_rows()
     rows.iloc[:250].to_csv(folder / "part-1.csv", index=False)
-    rows.iloc[250:].to_csv(folder / "part-2.csv", index=False)
+    rows.iloc[250:].to_csv(folder / "notes-2.csv", index=False)  # a CSV is data, named so or not
     (folder / "LICENSE").write_text("MIT License\n\nCopyright (c) someone\n")
     (folder / "README.txt").write_text("Trips of a made-up city.\n")
     (folder / "notes.txt").write_text("collected in January\n")
@@ -62,7 +62,7 @@ def test_files_that_are_not_data_are_skipped_and_listed(tmp_path: Path, zones: P
     assert trips.rows == len(rows)  # both parts, nothing else
     said = [str(w.message) for w in caught if issubclass(w.category, PrivmobWarning)]
     assert said and all(n in said[0] for n in ("LICENSE", "README.txt", "notes.txt", ".part-3"))
-    assert "part-1.csv" not in said[0]
+    assert "part-1.csv" not in said[0] and "notes-2.csv" not in said[0]
     s.close()
 
 

@@ -220,8 +220,8 @@ def _is_csv(text: str, display: str) -> bool:
     return path.suffix.lower() not in parquet
 
 
-#: files of an input folder that are documentation, not data, by the start of their name
-#: (case-insensitive): a dataset's LICENSE, README or notes beside its CSV files
+#: .txt files of an input folder that are documentation, not data, by the start of their
+#: name (case-insensitive): a dataset's LICENSE, README or notes beside its CSV files
 NOT_DATA_NAMES = (
     "license",
     "licence",
@@ -239,18 +239,20 @@ NOT_DATA_NAMES = (
 
 
 def _is_data_file(path: Path) -> bool:
-    name = path.name.lower()
+    """A .csv/.tsv/.txt/.gz file, not hidden, and not a .txt named as documentation (a data
+    file named ``source_2024.csv`` is read)."""
+    name, suffix = path.name.lower(), path.suffix.lower()
     return (
         path.is_file()
         and not name.startswith(".")
-        and path.suffix.lower() in CSV_SUFFIXES
-        and not name.startswith(NOT_DATA_NAMES)
+        and suffix in CSV_SUFFIXES
+        and not (suffix == ".txt" and name.startswith(NOT_DATA_NAMES))
     )
 
 
 def _csv_files(folder: Path) -> list[str]:
     """The data files of an input folder: its .csv/.tsv/.txt/.gz files except hidden ones and
-    documentation (:data:`NOT_DATA_NAMES`), in name order."""
+    .txt documentation (:data:`NOT_DATA_NAMES`), in name order."""
     return sorted(str(p) for p in folder.iterdir() if _is_data_file(p))
 
 
