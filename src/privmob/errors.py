@@ -100,3 +100,8 @@ class OutputError(PrivmobError):
 
 class EngineError(PrivmobError):
     """The engine (DuckDB or Spark) is missing or failed in a way the user can fix."""
+
+
+class PrivmobWarning(UserWarning):
+    """A warning from public parameters before a release is charged (e.g. a very small
+    epsilon); the CLI prints it as one ``warning:`` line."""

@@ -15,6 +15,7 @@ import pandas as pd
 from privmob.audit.epsilon import empirical_epsilon
 from privmob.audit.lrt import LRTResult, NoiseModel, ReleaseConfig, ReleaseStyle, simulate
 from privmob.audit.ml import PrivateOD, attack, auc_table, synthetic_membership_data
+from privmob.data.csv_cells import write_csv
 from privmob.privacy.costs import Unit
 
 
@@ -142,7 +143,7 @@ def write_figures(
         written += _write_lrt(outdir, cfg, progress)
     if ml:
         res = ml_figure(cfg, progress)
-        res.to_csv(outdir / "ml_auc.csv", index=False)
+        write_csv(res, outdir / "ml_auc.csv")
         table = auc_table(res).reset_index()
         table.columns = [str(c) for c in table.columns]
         (outdir / "ml_auc.md").write_text(_markdown(table))
@@ -154,7 +155,7 @@ def _write_lrt(
     outdir: Path, cfg: FigureConfig, progress: Callable[[int], None] | None
 ) -> list[Path]:
     lrt = lrt_figure(cfg, progress)
-    lrt.to_csv(outdir / "lrt_accuracy.csv", index=False)
+    write_csv(lrt, outdir / "lrt_accuracy.csv")
     pick = lrt[lrt.k.isin([0, 1, 2, 5, 10, 20, 30, 40, 50, 60, 70])]
     wide = pick.pivot_table(
         index="k", columns="release", values=["accuracy", "bound", "epsilon_lower"], sort=False

@@ -20,6 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from privmob.cli.common import LedgerOpt, QuietOpt, TileIdOpt, console, console_err
+from privmob.data.csv_cells import write_csv
 from privmob.errors import ConfigError, InputError
 from privmob.privacy.costs import Unit
 
@@ -143,7 +144,7 @@ def lrt(
         res = simulate(cfg, range(k_max + 1), trials, bg, rng=seed, progress=progress)
     df = with_epsilon_bounds(res)
     if output:
-        df.to_csv(output, index=False)
+        write_csv(df, output)
     show = df[(df.k % 5 == 0) | (df.k <= 2)][
         ["k", "epsilon_user", "accuracy", "bound", "fpr", "fnr", "epsilon_lower"]
     ]
@@ -252,7 +253,7 @@ def ml(
             progress=progress,
         )
     if output:
-        res.to_csv(output, index=False)
+        write_csv(res, output)
     table = auc_table(res).reset_index()
     table.columns = [str(c) for c in table.columns]
     _print_frame(table, f"mean test AUC over {int(res.targets.max())} targets")

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -11,10 +15,34 @@ from rich.markup import escape
 
 from privmob.data.reading import dataset_name as dataset_name  # the commands' name for it
 
+#: the width of output that is not a terminal (cron and CI logs, ``| less``, a file): wide
+#: enough that no table cell, option name or help text is cut at 80 columns; ``COLUMNS`` (rich)
+#: and ``TERMINAL_WIDTH`` (typer's help) win when set
+PIPE_WIDTH = 250
+
+
+def output_width(stream: Any) -> int | None:
+    """:data:`PIPE_WIDTH` for a stream that is not a terminal, else None (the terminal's)."""
+    if os.environ.get("COLUMNS"):
+        return None
+    try:
+        return None if stream.isatty() else PIPE_WIDTH
+    except (AttributeError, ValueError):  # a closed or replaced stream
+        return PIPE_WIDTH
+
+
+def wide_help_when_piped() -> None:
+    """typer's help at :data:`PIPE_WIDTH` when stdout is not a terminal (read by typer when it
+    renders help, unless ``TERMINAL_WIDTH`` is set)."""
+    width = output_width(sys.stdout)
+    if width is not None and not os.environ.get("TERMINAL_WIDTH"):
+        os.environ["TERMINAL_WIDTH"] = str(width)
+
+
 # soft wrap: a line is never broken by privmob (a terminal wraps it; a log keeps it whole, so a
 # phrase can be searched for in cron and systemd logs)
-console = Console(soft_wrap=True)
-console_err = Console(stderr=True, soft_wrap=True)
+console = Console(soft_wrap=True, width=output_width(sys.stdout))
+console_err = Console(stderr=True, soft_wrap=True, width=output_width(sys.stderr))
 
 LedgerOpt = Annotated[
     Path | None,
@@ -79,6 +107,29 @@ ColumnsOpt = Annotated[
 ]
 DelimiterOpt = Annotated[
     str | None, typer.Option("--delimiter", help="CSV delimiter (default: detected)")
+]
+NamesOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--names",
+        help="the column names of a file without header row, in order, comma-separated (e.g. "
+        "lat,lng,occupied,datetime); implies --no-header",
+    ),
+]
+NoHeaderOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-header",
+        help="the CSV files have no header row (columns column0, column1, ... unless --names)",
+    ),
+]
+UidFromFilenameOpt = Annotated[
+    bool,
+    typer.Option(
+        "--uid-from-filename",
+        help="per-user files: the user id is each file's name without its extensions (e.g. "
+        "Cabspotting's new_abboip.txt -> new_abboip); the files have no uid column",
+    ),
 ]
 #: help of an input argument: a local file/folder or, with --engine spark, any URL Spark reads
 INPUT_HELP = "{} (CSV, CSV.gz, Parquet file or folder; with --engine spark any URL Spark reads)"
@@ -181,6 +232,36 @@ class Steps:
         if exc_type is None:
             self._finish_current()
         self._status.__exit__(exc_type, *rest)
+
+
+def print_warning(message: str) -> None:
+    """A warning for the operator, one line on stderr (never part of a release)."""
+    console_err.print(f"[bold yellow]warning[/]: {escape(message)}", highlight=False)
+
+
+@contextmanager
+def operator_warnings() -> Iterator[None]:
+    """Within: a :class:`~privmob.errors.PrivmobWarning` (e.g. files of an input folder that
+    are not data, skipped) is printed as one ``warning:`` line, each text once; other
+    warnings as Python prints them."""
+    import warnings
+
+    from privmob.errors import PrivmobWarning
+
+    shown: set[str] = set()
+    with warnings.catch_warnings():
+        python_way = warnings.showwarning
+
+        def show(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+            if not issubclass(category, PrivmobWarning):
+                python_way(message, category, *args, **kwargs)
+            elif str(message) not in shown:
+                shown.add(str(message))
+                print_warning(str(message))
+
+        warnings.showwarning = show
+        warnings.simplefilter("always", PrivmobWarning)
+        yield
 
 
 def print_release_summary(release: Any, paths: list[Path], accountant: Any) -> None:

@@ -9,6 +9,7 @@ import typer
 
 from privmob.cli import common as c
 from privmob.cli import options as o
+from privmob.data.csv_cells import write_csv
 from privmob.errors import ConfigError
 
 
@@ -100,9 +101,9 @@ def density_eval(
         )
         step("writing the table and the plot")
         output.mkdir(parents=True, exist_ok=True)
-        table.to_csv(output / "runs.csv", index=False)
+        write_csv(table, output / "runs.csv")
         summary = summarise(table)
-        summary.to_csv(output / "summary.csv", index=False)
+        write_csv(summary, output / "summary.csv")
         plot_summary(summary, output / "density_eval.png")
         write_notice(output)
     c.console.print(summary.to_string(index=False, float_format=lambda v: f"{v:.3f}"))

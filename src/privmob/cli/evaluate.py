@@ -15,6 +15,8 @@ from rich.progress import Progress
 from privmob.cli.common import (
     ColumnsOpt,
     DelimiterOpt,
+    NamesOpt,
+    NoHeaderOpt,
     OverwriteOpt,
     QuietOpt,
     SeedOpt,
@@ -74,6 +76,8 @@ def decisions(
     trip_rule: Annotated[str, typer.Option("--trip-rule")] = "events",
     columns: ColumnsOpt = None,
     delimiter: DelimiterOpt = None,
+    names: NamesOpt = None,
+    no_header: NoHeaderOpt = False,
     timezone: TimezoneOpt = "UTC",
     seed: SeedOpt = None,
     overwrite: OverwriteOpt = False,
@@ -106,6 +110,8 @@ def decisions(
             columns,
             delimiter,
             timezone,
+            names.split(",") if names else None,
+            no_header,
         )
     with Progress(console=console, disable=quiet, transient=True) as prog:
         task = prog.add_task("simulating", total=len(eps) * repetitions)
@@ -141,8 +147,11 @@ def _events_scenario(
     columns: str | None,
     delimiter: str | None,
     timezone: str,
+    names: list[str] | None = None,
+    no_header: bool = False,
 ) -> Scenario:
     from privmob.cli.common import parse_columns
+    from privmob.data.reading import as_csv_files
     from privmob.data.sources import load_events
     from privmob.data.tessellation_input import load_tessellation
     from privmob.domain import StudyPeriod
@@ -154,8 +163,9 @@ def _events_scenario(
             "--events needs --tessellation, --start and --end (a public study period)"
         )
     tess = load_tessellation(tessellation)
+    source = as_csv_files(events, header=not no_header, names=names)
     loaded = load_events(
-        events, engine=DuckDBEngine(), tessellation=tess, cells=cells,
+        source, engine=DuckDBEngine(), tessellation=tess, cells=cells,
         columns=parse_columns(columns), timezone=timezone, delimiter=delimiter,
     )  # fmt: skip
     period = StudyPeriod.parse("day", start, end)

@@ -63,6 +63,9 @@ def od(
     tile_id: o.TileIdOpt = None,
     columns: c.ColumnsOpt = None,
     delimiter: c.DelimiterOpt = None,
+    names: c.NamesOpt = None,
+    no_header: c.NoHeaderOpt = False,
+    uid_from_filename: c.UidFromFilenameOpt = False,
     timezone: o.TimezoneOpt = "UTC",
     input_timezone: o.InputTimezoneOpt = None,
     group_size: Annotated[

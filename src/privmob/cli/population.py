@@ -41,6 +41,9 @@ def population(
     tile_id: o.TileIdOpt = None,
     columns: c.ColumnsOpt = None,
     delimiter: c.DelimiterOpt = None,
+    names: c.NamesOpt = None,
+    no_header: c.NoHeaderOpt = False,
+    uid_from_filename: c.UidFromFilenameOpt = False,
     timezone: o.TimezoneOpt = "UTC",
     input_timezone: o.InputTimezoneOpt = None,
 ) -> None:

@@ -10,6 +10,7 @@ import typer
 from privmob.cli import common as c
 from privmob.cli import options as o
 from privmob.cli.run_options import with_run_options
+from privmob.data.csv_cells import write_csv
 from privmob.errors import ConfigError, InputError
 from privmob.privacy.costs import Unit
 
@@ -121,15 +122,20 @@ def report(
         str,
         typer.Option(
             "--input-shape",
-            help="trip-points, or gps (raw traces uid, datetime, lat, lng: trips between stays)",
+            help="auto (from the columns), trip-points, trips (one row per trip with start "
+            "and end coordinates, as od reads them) or gps (raw traces uid, datetime, lat, "
+            "lng: trips between stays)",
         ),
-    ] = "trip-points",
+    ] = "auto",
     stay_distance: c.StayDistanceOpt = None,
     stay_minutes: c.StayMinutesOpt = None,
     same_tile: o.SameTileOpt = "exclude",
     tile_id: o.TileIdOpt = None,
     columns: c.ColumnsOpt = None,
     delimiter: c.DelimiterOpt = None,
+    names: c.NamesOpt = None,
+    no_header: c.NoHeaderOpt = False,
+    uid_from_filename: c.UidFromFilenameOpt = False,
     timezone: o.TimezoneOpt = "UTC",
     input_timezone: o.InputTimezoneOpt = None,
     group_size: Annotated[
@@ -161,9 +167,10 @@ def report(
         time_windows=[int(h) for h in time_windows.split(",")],
         same_tile=same_tile,
     )
-    if input_shape not in ("trip-points", "gps"):
+    if input_shape not in ("auto", "trip-points", "trips", "gps"):
         raise ConfigError(
-            f"unknown input shape '{input_shape}' for the report", hint="use trip-points or gps"
+            f"unknown input shape '{input_shape}' for the report",
+            hint="use auto, trip-points, trips or gps",
         )
 
     def summary(rel: Any, _paths: list[Path], _acct: Any) -> None:
@@ -190,7 +197,8 @@ def report(
         tessellation=tessellation,
         tile_id=tile_id,
         spec=lambda tess: ReportSpec(tess, cfg),
-        load=lambda session: session.load_trip_points(),
+        # rides without a rider id: each ride its own unit, only at trip level
+        load=lambda session: session.load_trip_points(unit is Unit.TRIP and group_size is None),
         # a taken or unwritable output must not burn epsilon; stage -> charge -> rename
         output=lambda: report_output(html_path(output), overwrite=overwrite),
         layers=False,
@@ -223,7 +231,7 @@ def compare(
         if output.exists() and not overwrite:
             raise InputError(f"{output} exists; nothing was written", hint="pass --overwrite")
         output.write_text(render_compare_html(table, str(a), str(b)), encoding="utf-8")
-        table.to_csv(output.with_suffix(".csv"), index=False)
+        write_csv(table, output.with_suffix(".csv"))
         c.console.print(
             f"comparison written: {output} (+ {output.with_suffix('.csv').name})", markup=False
         )

@@ -60,7 +60,8 @@ class RunOptions:
 
 def input_options(params: dict[str, Any], shape: str | None = None) -> dict[str, Any]:
     """How the session reads the input, from the input options a command has (same names in
-    each: ``--input-shape``, ``--columns``, ``--delimiter``, ``--names``, ``--timezone``,
+    each: ``--input-shape``, ``--columns``, ``--delimiter``, ``--names``, ``--no-header``,
+    ``--uid-from-filename``, ``--timezone``,
     ``--input-timezone``, ``--cells``, ``--trip-rule``, ``--stay-distance``,
     ``--stay-minutes``); ``shape`` when the command reads one shape only."""
     names = params.get("names")
@@ -69,6 +70,8 @@ def input_options(params: dict[str, Any], shape: str | None = None) -> dict[str,
         "columns": c.parse_columns(params.get("columns")),
         "delimiter": params.get("delimiter"),
         "names": names.split(",") if names else None,
+        "header": not params.get("no_header", False),
+        "uid_from_filename": bool(params.get("uid_from_filename", False)),
         "timezone": params.get("timezone") or "UTC",
         "input_timezone": params.get("input_timezone"),
         "cells": params.get("cells"),
@@ -172,6 +175,7 @@ def run_release(
             max_margin=opts.max_margin,
             max_layer_size=opts.max_layer_size,
             all_flows=opts.all_flows,
+            warn=c.print_warning,
             **input_options(ctx.params, shape),
         )
         with session:
@@ -215,6 +219,7 @@ RUN_ONLY = frozenset(
         "quiet", "columns", "delimiter", "names", "cells", "input_shape", "stay_distance",
         "stay_minutes", "trip_rule", "unique", "zone_mapping", "input_timezone", "group_size",
         "max_layer_size", "all_flows",
+        "no_header", "uid_from_filename",
     }
 )  # fmt: skip
 
@@ -246,6 +251,8 @@ def show_plan(ctx: Any, tessellation: Any, tile_id: str | None, spec: Callable[[
     ):
         c.console.print(f"  {label}: {value}", markup=False, highlight=False)
     c.console.print(f"plan: {plan.summary()}", markup=False, highlight=False)
+    if plan.warning:
+        c.print_warning(plan.warning)
     plan.check_memory(memory_bytes(ctx.params.get("memory_limit")))
     plan.check_margin(ctx.params.get("max_margin"))
     return plan

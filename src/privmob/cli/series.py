@@ -18,6 +18,9 @@ from privmob.cli.common import (
     INPUT_HELP,
     ColumnsOpt,
     DelimiterOpt,
+    NamesOpt,
+    NoHeaderOpt,
+    UidFromFilenameOpt,
     console,
     console_err,
 )
@@ -307,9 +310,9 @@ def series_counts_command(
     ] = None,
     tile_id: o.TileIdOpt = None,
     columns: ColumnsOpt = None,
-    names: Annotated[
-        str | None, typer.Option("--names", help="column names of a file without header")
-    ] = None,
+    names: NamesOpt = None,
+    no_header: NoHeaderOpt = False,
+    uid_from_filename: UidFromFilenameOpt = False,
     delimiter: DelimiterOpt = None,
     timezone: o.TimezoneOpt = "UTC",
     input_timezone: o.InputTimezoneOpt = None,

@@ -11,6 +11,7 @@ import typer
 from rich.progress import Progress
 
 from privmob.cli.common import QuietOpt, console
+from privmob.data.csv_cells import write_csv
 from privmob.errors import ConfigError, InputError
 from privmob.evaluate.landmark_utility import (
     DEFAULT_SHARES,
@@ -79,7 +80,7 @@ def series_utility(
                 values, epsilon=epsilon, sensitivity=sens, shares=grid, trials=trials, seed=seed
             ).assign(series=name)
             bar.advance(task)
-    pd.concat(tables.values()).to_csv(output / "utility.csv", index=False)
+    write_csv(pd.concat(tables.values()), output / "utility.csv")
     md = f"> {NOT_PRIVATE}\n\n" + "".join(
         f"### {name} (epsilon = {epsilon:g})\n\n{to_markdown(t)}\n" for name, t in tables.items()
     )

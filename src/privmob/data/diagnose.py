@@ -62,7 +62,8 @@ def layout_hint(columns: list[str]) -> tuple[str, str] | None:
     if looks_headerless(columns):
         return (
             "the first row holds values, not column names: the file seems to have no header row",
-            "add a header row (e.g. uid,datetime,lat,lng) as the file's first line",
+            "name its columns in order: --no-header --names uid,datetime,lat,lng (Python: "
+            "names=[...]), or add a header row as the file's first line",
         )
     return None
 

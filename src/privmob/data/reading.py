@@ -8,7 +8,9 @@ Reading never modifies an input; a source that cannot be read raises one
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -54,7 +56,51 @@ INTEGER_TYPES = {
 }
 
 
+@dataclass(frozen=True)
+class CsvFiles:
+    """A CSV file or folder and how to read it, for inputs that are not laid out as privmob
+    reads by default: ``header=False`` (no header row: columns ``column0, ...`` unless
+    ``names`` names them), ``names`` (the columns, in order; implies no header row),
+    ``delimiter``, and ``uid_from_filename`` (per-user files whose name, without its
+    extensions, is the user id: Cabspotting's ``new_abboip.txt``; the files get a ``uid``
+    column)."""
+
+    path: str | Path
+    delimiter: str | None = None
+    header: bool = True
+    names: tuple[str, ...] | None = None
+    uid_from_filename: bool = False
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+    @property
+    def has_header(self) -> bool:
+        return self.header and not self.names
+
+
+def as_csv_files(
+    source: Any,
+    *,
+    header: bool = True,
+    names: list[str] | tuple[str, ...] | None = None,
+    uid_from_filename: bool = False,
+) -> Any:
+    """``source`` with its layout when one is given (a :class:`CsvFiles`), else as it is;
+    a layout given for a table (not a path) is refused."""
+    if header and not names and not uid_from_filename:
+        return source
+    if not isinstance(source, str | Path):
+        raise ConfigError(
+            "names, header and uid_from_filename describe files, not a table",
+            hint="give a CSV path or folder, or name the table's columns before",
+        )
+    return CsvFiles(source, None, header, tuple(names) if names else None, uid_from_filename)
+
+
 def describe_source(source: Any) -> str:
+    if isinstance(source, CsvFiles):
+        return str(source.path)
     if isinstance(source, str | Path):
         return str(source)
     return f"<{type(source).__module__.split('.')[0]} {type(source).__name__}>"
@@ -71,17 +117,38 @@ def read_raw(
     """Expose ``source`` as a raw view (all columns as read). Returns (view, display name)."""
     display = describe_source(source)
     view = new_name("raw")
+    layout = source if isinstance(source, CsvFiles) else None
+    if layout is not None:
+        source = layout.path
+        delimiter = delimiter or layout.delimiter
+        header, names = layout.has_header, list(layout.names) if layout.names else names
     if isinstance(source, str | Path):
         text = str(source)
         if _is_csv(text, display):
             files = _csv_files(Path(text)) if not is_url(text) and Path(text).is_dir() else text
+            if isinstance(files, list):
+                _tell_skipped(Path(text), files)
+            by_file = layout is not None and layout.uid_from_filename
             read = partial(
-                engine.read_csv, view, files, delimiter=delimiter, header=header, names=names
+                engine.read_csv,
+                view,
+                files,
+                delimiter=delimiter,
+                header=header,
+                names=names,
+                **({"filename_column": FILE_COLUMN} if by_file else {}),
             )
         else:  # a Parquet file, or a folder of Parquet files
+            if layout is not None and layout.uid_from_filename:
+                raise ConfigError(
+                    f"{display}: the user id from the file name is read from CSV files only",
+                    hint="Parquet files carry their own uid column",
+                )
             read = partial(engine.read_parquet, view, text)
         _engine_read(display, read, text)
         _engine_read(display, partial(engine.fetch, f"SELECT * FROM {view} LIMIT 0"), text)
+        if layout is not None and layout.uid_from_filename:
+            view = _uid_from_file_name(engine, view, display)
     elif _is_table(source):
         engine.register(view, source)
     else:
@@ -92,8 +159,32 @@ def read_raw(
     return view, display
 
 
+#: the column holding each row's file while the user id is taken from it
+FILE_COLUMN = "_privmob_file"
+
+
+def _uid_from_file_name(engine: Engine, view: str, display: str) -> str:
+    """A view of ``view`` with ``uid`` = the name of each row's file without its directory
+    and its .csv/.tsv/.txt/.gz extensions (the same text on every engine)."""
+    columns = [c for c in engine.columns(view) if c != FILE_COLUMN]
+    if any(c.lower() == "uid" for c in columns):
+        raise ConfigError(
+            f"{display}: the files have a uid column already; the user id cannot also come "
+            "from the file name",
+            hint="leave out --uid-from-filename (Python: uid_from_filename=False)",
+        )
+    name = f"regexp_extract({FILE_COLUMN}, '([^/]+)$', 1)"
+    uid = f"regexp_replace({name}, '(?i)([.](csv|tsv|txt|gz))+$', '')"
+    out = new_name("raw")
+    kept = ", ".join(ident(c) for c in columns)
+    engine.create_view(out, f"SELECT {kept}, {uid} AS uid FROM {view}")
+    return out
+
+
 def reads_csv(source: Any) -> bool:
     """Whether :func:`read_raw` reads ``source`` as CSV text (a path to CSV files)."""
+    if isinstance(source, CsvFiles):
+        source = source.path
     if not isinstance(source, str | Path):
         return False
     text = str(source)
@@ -129,10 +220,60 @@ def _is_csv(text: str, display: str) -> bool:
     return path.suffix.lower() not in parquet
 
 
-def _csv_files(folder: Path) -> list[str]:
-    return sorted(
-        str(p) for p in folder.iterdir() if p.is_file() and p.suffix.lower() in CSV_SUFFIXES
+#: .txt files of an input folder that are documentation, not data, by the start of their
+#: name (case-insensitive): a dataset's LICENSE, README or notes beside its CSV files
+NOT_DATA_NAMES = (
+    "license",
+    "licence",
+    "copying",
+    "readme",
+    "notice",
+    "authors",
+    "citation",
+    "changelog",
+    "changes",
+    "contributing",
+    "notes",
+    "source",
+)
+
+
+def _is_data_file(path: Path) -> bool:
+    """A .csv/.tsv/.txt/.gz file, not hidden, and not a .txt named as documentation (a data
+    file named ``source_2024.csv`` is read)."""
+    name, suffix = path.name.lower(), path.suffix.lower()
+    return (
+        path.is_file()
+        and not name.startswith(".")
+        and suffix in CSV_SUFFIXES
+        and not (suffix == ".txt" and name.startswith(NOT_DATA_NAMES))
     )
+
+
+def _csv_files(folder: Path) -> list[str]:
+    """The data files of an input folder: its .csv/.tsv/.txt/.gz files except hidden ones and
+    .txt documentation (:data:`NOT_DATA_NAMES`), in name order."""
+    return sorted(str(p) for p in folder.iterdir() if _is_data_file(p))
+
+
+def _tell_skipped(folder: Path, read: list[str]) -> None:
+    """Warn the operator (a :class:`~privmob.errors.PrivmobWarning`, never part of a release)
+    of the files of an input folder that are not read as data."""
+    from privmob.errors import PrivmobWarning
+
+    kept = set(read)
+    skipped = sorted(p.name for p in folder.iterdir() if str(p) not in kept)
+    if skipped:
+        shown = ", ".join(skipped[:10]) + (
+            f" and {len(skipped) - 10} more" if len(skipped) > 10 else ""
+        )
+        warnings.warn(
+            f"{folder}: {len(skipped)} file(s) that are not data were skipped ({shown}); data "
+            f"files are .csv, .tsv, .txt or .gz, not hidden, not named {NOT_DATA_NAMES[0]}, "
+            f"{NOT_DATA_NAMES[3]}, notes...",
+            PrivmobWarning,
+            stacklevel=3,
+        )
 
 
 def _check_local_file(path: Path, display: str) -> None:
@@ -181,6 +322,14 @@ def ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+#: the hint of a missing uid: only a person's id may stand for it
+UID_HINT = (
+    "map the column that identifies a person: --columns uid=<column>; per-user files named by "
+    "the user id: --uid-from-filename. A vehicle, bike or device id is not a person: without "
+    "a person id, release per trip (--unit trip)"
+)
+
+
 def resolve_columns(
     engine: Engine,
     view: str,
@@ -215,7 +364,7 @@ def resolve_columns(
                 f"missing column '{actual}' (columns found: {diagnose.shown_columns(available)})",
                 source=display,
                 column=actual,
-                hint=f"map it: --columns {canon}=<your column>",
+                hint=UID_HINT if canon == "uid" else f"map it: --columns {canon}=<your column>",
             )
     return resolved
 

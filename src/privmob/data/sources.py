@@ -69,7 +69,7 @@ from privmob.data.validation import (
 )
 from privmob.engine.base import Engine
 from privmob.engine.relation import Loaded, new_name
-from privmob.errors import InputError
+from privmob.errors import ConfigError, InputError
 
 
 def load_events(
@@ -384,6 +384,23 @@ def trips_from_points(points: Loaded) -> Loaded:
     return points.derived(view, "trips", trips_from_points)
 
 
+def trip_points_from_trips(trips: Loaded) -> Loaded:
+    """Trip points from one-row trips with coordinates (:func:`load_trips` with
+    ``coordinates=True``): each trip becomes its origin at its start time and its destination
+    at its end time, so the mobility report reads them as ``od`` does."""
+    view = new_name("points")
+    trips.engine.create_view(
+        view,
+        (
+            "SELECT uid, tid, start_time AS time, origin_lat AS lat, origin_lng AS lng, "
+            f"origin AS tile FROM {trips.view} UNION ALL "
+            "SELECT uid, tid, end_time, destination_lat, destination_lng, destination "
+            f"FROM {trips.view}"
+        ),
+    )
+    return trips.derived(view, "trip-points", trip_points_from_trips)
+
+
 def load_trips(
     source: Any,
     *,
@@ -393,8 +410,11 @@ def load_trips(
     timezone: str = "UTC",
     delimiter: str | None = None,
     uid_per_trip: bool = False,
+    coordinates: bool = False,
 ) -> Loaded:
-    """One-row trips → canonical view ``uid, tid, start_time, end_time, origin, destination``.
+    """One-row trips → canonical view ``uid, tid, start_time, end_time, origin, destination``
+    (with ``coordinates``, also ``origin_lat, origin_lng, destination_lat, destination_lng``:
+    trips given by coordinates only, refused otherwise).
 
     Origin and destination are tile ids (``origin``, ``destination``) or coordinates
     (``origin_lat, origin_lng, destination_lat, destination_lng``, or the bike-share names of
@@ -429,6 +449,14 @@ def load_trips(
         if by_coords
         else ["origin", "destination"]
     )
+    if coordinates and not by_coords:
+        raise ConfigError(
+            f"{display}: the mobility report needs trip points (uid, tid, datetime, lat, lng) "
+            "or one-row trips with coordinates; these trips give their origin and destination "
+            "as tile ids only",
+            hint="give trips with start and end coordinates (origin_lat, origin_lng, "
+            "destination_lat, destination_lng), or trip points (uid, tid, datetime, lat, lng)",
+        )
     cols = resolve_columns(
         engine,
         raw,
@@ -500,6 +528,8 @@ def load_trips(
     uid = f"e.{ident(cols['uid'])}" if not uid_per_trip else "0"  # replaced by tid below
     end = "_p_end_time" if "end_time" in cols else "_p_start_time"
     view = new_name("trips")
+    ends_at = ("origin_lat", "origin_lng", "destination_lat", "destination_lng")
+    coords = "".join(f", e._p_{c} AS {c}" for c in ends_at) if coordinates else ""
     if by_coords:
         lookup = coordinate_tiles(
             engine,
@@ -513,8 +543,8 @@ def load_trips(
             view,
             (
                 f"SELECT {uid} AS uid, {tid} AS tid, e._p_start_time AS "
-                f"start_time, e.{end} AS end_time, o.tile AS origin, d.tile AS destination "
-                f"FROM {pview} AS e "
+                f"start_time, e.{end} AS end_time, o.tile AS origin, d.tile AS destination"
+                f"{coords} FROM {pview} AS e "
                 f"JOIN {lookup} AS o ON e._p_origin_lng = o.lng AND e._p_origin_lat = o.lat "
                 f"JOIN {lookup} AS d ON e._p_destination_lng = d.lng "
                 f"AND e._p_destination_lat = d.lat"
@@ -538,9 +568,10 @@ def load_trips(
         )
     if uid_per_trip:  # each trip its own unit: uid = tid (computed once, then copied)
         per_trip = new_name("trips")
+        more = "".join(f", {c}" for c in ends_at) if coordinates else ""
         engine.create_view(
             per_trip,
-            f"SELECT tid AS uid, tid, start_time, end_time, origin, destination FROM {view}",
+            f"SELECT tid AS uid, tid, start_time, end_time, origin, destination{more} FROM {view}",
         )
         view = per_trip
     return Loaded(

@@ -88,6 +88,7 @@ def load_tessellation(
         key = tessellation_cache.entry_key(Path(source), (id_column, name_column, repair))
         cached = None if key is None else tessellation_cache.read_entry(key)
         if cached is not None:  # this very file, read and checked by an earlier run
+            _require_lonlat(cached, str(source), declared=True)  # an entry of an older check
             return _with_grid(Tessellation(cached))
         gdf, label = read_geo_file(Path(source)), str(source)
     if len(gdf) == 0:
@@ -96,18 +97,13 @@ def load_tessellation(
             source=label,
             hint="give a file with at least one polygon",
         )
-    if gdf.crs is None:
-        min_x, min_y, max_x, max_y = gdf.total_bounds
-        if not (-180 <= min_x <= max_x <= 180 and -90 <= min_y <= max_y <= 90):
-            raise InputError(
-                "the tessellation has no coordinate reference system and its coordinates are "
-                "not longitude/latitude",
-                source=label,
-                hint="declare its CRS (GeoPandas: gdf.set_crs('EPSG:...'); a Shapefile: its "
-                ".prj file)",
-            )
-        gdf = gdf.set_crs(4326)  # no CRS, longitude/latitude values: WGS84, as GeoJSON is
-    elif not gdf.crs.equals("EPSG:4326"):
+    if gdf.crs is None or gdf.crs.is_geographic:
+        # no CRS, or a geographic one (GeoJSON is read as EPSG:4326 whatever its numbers):
+        # refused, before any data is read, when the numbers cannot be degrees
+        _require_lonlat(gdf, label, declared=gdf.crs is not None)
+        if gdf.crs is None:
+            gdf = gdf.set_crs(4326)  # longitude/latitude values: WGS84, as GeoJSON is
+    if not gdf.crs.equals("EPSG:4326"):
         gdf = gdf.to_crs(4326)
 
     id_col = _pick_id_column(gdf, id_column, label)
@@ -122,6 +118,29 @@ def load_tessellation(
     if key is not None:
         tessellation_cache.write_entry(key, tess.gdf)
     return _with_grid(tess)
+
+
+def _require_lonlat(gdf: gpd.GeoDataFrame, label: str, *, declared: bool) -> None:
+    """Refuse tiles whose coordinates cannot be longitude/latitude (metres of a projected CRS
+    read as degrees would make every record an outlier, and the release would still be
+    charged). ``declared``: the file names a geographic CRS (GeoJSON: EPSG:4326 by default)."""
+    min_x, min_y, max_x, max_y = (float(v) for v in gdf.total_bounds)
+    if -180 <= min_x <= max_x <= 180 and -90 <= min_y <= max_y <= 90:
+        return
+    said = (
+        "declares longitude/latitude (EPSG:4326, GeoJSON's default)"
+        if declared
+        else "has no coordinate reference system"
+    )
+    raise InputError(
+        f"the tessellation {said} but its coordinates cannot be longitude/latitude "
+        f"(x from {min_x:,.0f} to {max_x:,.0f}, y from {min_y:,.0f} to {max_y:,.0f}: "
+        "projected units such as metres); nothing was read or charged",
+        source=label,
+        hint="reproject it to EPSG:4326 (GeoPandas: gdf.set_crs('EPSG:<its code>')"
+        ".to_crs(4326); ogr2ogr -s_srs EPSG:<its code> -t_srs EPSG:4326 out.geojson in), or "
+        "declare its CRS (a Shapefile: its .prj file; GeoParquet: its metadata)",
+    )
 
 
 def _with_grid(tess: Tessellation) -> Tessellation:

@@ -35,13 +35,15 @@ class Engine(Protocol):
         delimiter: str | None = None,
         header: bool = True,
         names: list[str] | None = None,
+        filename_column: str | None = None,
     ) -> None:
         """Expose a CSV file (gzip ok), or several with the same columns, as a view whose
         columns are all text.
 
         The delimiter is detected when not given; ``names`` names the columns of a file
-        without header row. Parsing (times, numbers) is left to the shared loader SQL, so
-        every engine applies the same rules.
+        without header row; ``filename_column``: a column of that name holds each row's
+        file path (per-user files whose name is the user id). Parsing (times, numbers) is
+        left to the shared loader SQL, so every engine applies the same rules.
         """
 
     def create_view(self, name: str, sql: str) -> None: ...

@@ -61,7 +61,7 @@ class DuckDBEngine:
         self.spill_dir = Path(spill_dir) if spill_dir else open_run_dir().sub("buckets")
         self.con.execute(f"SET temp_directory = '{_quote(tmp)}'")
         self.con.execute("SET preserve_insertion_order = false")
-        self.con.execute("SET enable_progress_bar = false")  # the CLI has its own progress
+        _progress_bar_off(self.con)  # the CLI has its own progress
         self._keep: list[Any] = []  # Python objects registered as views must stay alive
         self._private: list[Path] = []  # directories of private_directory, removed at close
         self._sniffed: dict[str, str] = {}  # CSV reader -> the fixed reader detected for it
@@ -95,9 +95,13 @@ class DuckDBEngine:
         delimiter: str | None = None,
         header: bool = True,
         names: list[str] | None = None,
+        filename_column: str | None = None,
     ) -> None:
-        """CSV file(s) (gzip ok) as text columns; the delimiter is detected unless given."""
+        """CSV file(s) (gzip ok) as text columns; the delimiter is detected unless given;
+        ``filename_column``: each row's file path in a column of that name."""
         opts = ["header = " + ("true" if header else "false"), "all_varchar = true"]
+        if filename_column:
+            opts.append(f"filename = '{_quote(filename_column)}'")
         if delimiter:
             opts.append(f"delim = '{_quote(delimiter)}'")
         if names:
@@ -108,7 +112,8 @@ class DuckDBEngine:
             else "[" + ", ".join(f"'{_quote(p)}'" for p in path) + "]"
         )
         reader = f"read_csv({files}, {', '.join(opts)})"
-        fixed = self._sniffed_once(reader)
+        # sniff_csv's fixed reader leaves the file name column out: detect as read then
+        fixed = f"FROM {reader}" if filename_column else self._sniffed_once(reader)
         self.create_view(name, f"SELECT * {fixed}")
         if fixed != f"FROM {reader}":
             self._csv_views[name] = fixed
@@ -189,6 +194,15 @@ class DuckDBEngine:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _progress_bar_off(con: duckdb.DuckDBPyConnection) -> None:
+    """Turn DuckDB's own progress bar off where it is on. In a Jupyter kernel without
+    ipywidgets DuckDB starts with it off and refuses any change to it (``SET`` raises
+    InvalidInputException), so it is only set when it is on (tests/docs/test_notebook.py)."""
+    rows = con.execute("SELECT current_setting('enable_progress_bar')").fetchall()
+    if not rows or rows[0][0]:
+        con.execute("SET enable_progress_bar = false")
 
 
 def _version(text: str) -> tuple[int, int]:

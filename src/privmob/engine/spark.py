@@ -183,6 +183,7 @@ class SparkEngine:
         delimiter: str | None = None,
         header: bool = True,
         names: list[str] | None = None,
+        filename_column: str | None = None,
     ) -> None:
         """A CSV file (gzip by its .gz name) as text columns, read as the DuckDB engine reads
         it: RFC 4180 quoting (a quote inside a field is doubled), empty fields are NULL, a row
@@ -206,6 +207,10 @@ class SparkEngine:
         ]
         if renamed != df.columns:
             df = df.toDF(*renamed)
+        if filename_column:  # each row's file (its path as a URI)
+            from pyspark.sql import functions as F
+
+            df = df.withColumn(filename_column, F.input_file_name())
         df.createOrReplaceTempView(name)
 
     def _first_line(self, path: str) -> str:

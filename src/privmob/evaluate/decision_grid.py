@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from privmob.data.csv_cells import write_csv
 from privmob.errors import ConfigError
 from privmob.evaluate.decisions import (
     aid_targeting,
@@ -239,8 +240,8 @@ def write_grid(
     targets = [outdir / n for n in ("decisions_table2.csv", "aid_table3.csv")]
     if not overwrite and any(p.exists() for p in targets):
         raise ConfigError(f"{outdir} already holds results", hint="pass --overwrite")
-    t2.to_csv(targets[0], index=False)
-    t3.to_csv(targets[1], index=False)
+    write_csv(t2, targets[0])
+    write_csv(t3, targets[1])
     md2, md3 = outdir / "decisions_table2.md", outdir / "aid_table3.md"
     md2.write_text(table2_markdown(t2))
     md3.write_text(table3_markdown(t3))

@@ -51,18 +51,22 @@ def load_trips_any(
     stay_distance: float | None = None,
     stay_minutes: float | None = None,
     uid_per_trip: bool = False,
+    shape_detected: bool = False,
 ) -> Loaded:
     """Trips from any input shape: one-row trips as they are, trip points by first/last
     point, events by ``trip_rule`` (default seed 003's rule: consecutive events in different
     tiles; or ``hourly`` / ``hourly-consecutive`` modal locations, see prepare.trips), raw
     GPS traces (``gps``: ``uid, datetime, lat, lng``) by stay points (prepare.staypoints).
     ``uid_per_trip``: one-row trips without a uid column (bike-share rides) make each trip its
-    own unit; only for trip-level releases."""
+    own unit; only for trip-level releases. ``shape_detected``: the shape was told from the
+    column names (not declared), so located events as dense as a GPS log are refused
+    (:func:`refuse_likely_gps`)."""
     from privmob.prepare.trips import events_to_trips
 
     if shape not in SHAPES:
         raise ConfigError(f"unknown input shape '{shape}'", hint=f"use one of {SHAPES}")
     if shape == "auto":
+        shape_detected = cells is None
         shape = "events" if cells is not None else detect_shape(engine, source, delimiter, columns)
     common = {
         "engine": engine,
@@ -79,4 +83,39 @@ def load_trips_any(
         from privmob.prepare.staypoints import gps_trips
 
         return gps_trips(load_gps_points(source, stay_distance, stay_minutes, **common))
-    return events_to_trips(load_events(source, cells=cells, **common), trip_rule)
+    events = load_events(source, cells=cells, **common)
+    if shape_detected and cells is None:
+        refuse_likely_gps(events)
+    return events_to_trips(events, trip_rule)
+
+
+#: Located events with more than this many records per user and active hour, on average, are
+#: taken for a GPS log (a fix every few minutes or seconds: Cabspotting ~60, GeoLife hundreds)
+#: rather than events (calls, check-ins: a few an hour at most).
+GPS_FIXES_PER_HOUR = 12
+
+
+def refuse_likely_gps(events: Loaded) -> None:
+    """Refuse, before anything is charged, events whose shape was told from the column names
+    (``uid, datetime, lat, lng``) when they are as dense as a GPS log: read as events, each
+    move between two consecutive fixes in different tiles is a trip, which is not what a trip
+    of a GPS trace is (``--input-shape gps``: trips between stays).
+
+    The check runs here, on the operator's side, on the validated input; its figure goes to
+    the error's ``detail`` (shown with ``--verbose``), never into a release, its metadata or
+    the ledger: a release that passes it records nothing about it."""
+    rate = events.engine.fetch(
+        "SELECT AVG(CAST(k AS DOUBLE)) AS rate FROM (SELECT COUNT(*) AS k "
+        f"FROM {events.view} GROUP BY uid, date_trunc('hour', time)) AS per_hour"
+    )["rate"].iloc[0]
+    if rate is None or not rate > GPS_FIXES_PER_HOUR:  # NULL or NaN: no events
+        return
+    raise ConfigError(
+        f"{events.source}: these located events look like a GPS log (more than "
+        f"{GPS_FIXES_PER_HOUR} points per user and active hour on average); read as events, "
+        "every move between two points in different tiles would be counted as a trip. "
+        "Nothing was charged",
+        hint="for trips between stays give --input-shape gps (Python: shape='gps'); to count "
+        "them as events all the same, declare --input-shape events",
+        detail=f"{rate:.1f} points per user and active hour on average",
+    )

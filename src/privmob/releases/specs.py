@@ -121,6 +121,36 @@ class Plan:
         )
         return "; ".join([text, self.signal_needed(), *self.notes])
 
+    @property
+    def warning(self) -> str | None:
+        """A warning from public parameters, shown before anything is read or charged
+        (:func:`privmob.privacy.signal.low_epsilon_warning`)."""
+        from privmob.privacy.signal import low_epsilon_warning
+
+        return low_epsilon_warning(self.cost.epsilon, self.margin_of_error_95)
+
+    def _repr_html_(self) -> str:
+        """The plan as a table in a notebook (what :meth:`summary` says, one row a figure)."""
+        from html import escape
+
+        rows = [
+            ("plan", self.kind),
+            ("privacy cost", self.cost.describe()),
+            ("noisy cells", f"{self.cells:,}"),
+            ("memory", f"~{self.memory_bytes / 1e6:,.1f} MB"),
+            ("output rows", f"{self.output_rows:,}"),
+            ("95% margin of error", f"+/-{self.margin_of_error_95:,.1f} per cell"),
+            ("noise", self.noise),
+        ]
+        if self.parts > 1:
+            rows.append(("ledger entries", str(self.parts)))
+        body = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in rows)
+        warning = f"<p><b>warning</b>: {escape(self.warning)}</p>" if self.warning else ""
+        return (
+            f"<table>{body}</table>{warning}"
+            "<p>No data is read and nothing is charged by a plan.</p>"
+        )
+
 
 class Spec(Protocol):
     @property

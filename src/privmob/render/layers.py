@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 import shapely
 
+from privmob.data.csv_cells import write_csv
 from privmob.data.tessellation import Tessellation
 from privmob.errors import ConfigError
 from privmob.releases.kinds import BY_ANY_NAME, BY_NAME
@@ -316,7 +317,7 @@ def write_layers(
             plain["geometry_wkt"] = shapely.to_wkt(layer.geometry.to_numpy(), rounding_precision=7)
             for key, value in stamp(release).items():  # each row carries the stamp
                 plain[key.replace(".", "_")] = value
-            plain.to_csv(path, index=False)
+            write_csv(plain, path)
     return paths
 
 

@@ -50,6 +50,14 @@ def _quiet(_message: str) -> None:
     return None
 
 
+def _python_warning(message: str) -> None:
+    import warnings
+
+    from privmob.errors import PrivmobWarning
+
+    warnings.warn(message, PrivmobWarning, stacklevel=4)
+
+
 def _with_tiles(writer: Writer, tess: Any, release: Any, folder: Path) -> Any:
     return writer(release, folder, tess)
 
@@ -104,6 +112,8 @@ class SessionBase:
         columns: dict[str, str] | None = None,
         delimiter: str | None = None,
         names: Sequence[str] | None = None,
+        header: bool = True,
+        uid_from_filename: bool = False,
         timezone: str = "UTC",
         input_timezone: str | None = None,
         tile_id: str | None = None,
@@ -121,6 +131,7 @@ class SessionBase:
         max_layer_size: str | int | None = None,
         all_flows: bool = False,
         input: Any = None,
+        warn: Callable[[str], None] | None = None,
     ) -> None:
         from privmob.session.options import GROUPS, spread
 
@@ -141,11 +152,18 @@ class SessionBase:
 
         if shape not in SHAPES:
             raise ConfigError(f"unknown input shape '{shape}'", hint=f"use one of {SHAPES}")
-        self.data = data
+        from privmob.data.reading import as_csv_files
+
         self.shape = shape
+        self._shape_declared = shape != "auto"
         self.columns = columns
         self.delimiter = delimiter
         self.names = None if names is None else [str(n).strip() for n in names]
+        # a file's layout (no header row, its column names, the user id in its name) goes
+        # with it to every reader
+        self.data = as_csv_files(
+            data, header=header, names=self.names, uid_from_filename=uid_from_filename
+        )
         # the zone of days, hours and bins; naive timestamps are read in input_timezone
         self.timezone = clock(timezone, input_timezone)
         self.cells = cells
@@ -162,6 +180,9 @@ class SessionBase:
         )
         #: OD layers keep every non-zero cell, not only the flows above the noise floor
         self.all_flows = all_flows
+        #: how the operator is warned before a charge (Python: a PrivmobWarning; the CLI: a line
+        #: on stderr); never recorded in a release
+        self.warn: Callable[[str], None] = warn or _python_warning
         self.tessellation = None
         if tessellation is not None:
             from privmob.data.tessellation_input import load_tessellation
@@ -300,6 +321,8 @@ class SessionBase:
         if on_plan is not None:
             on_plan(plan)
         plan.check_margin(self.max_margin)  # the expected signal, before reading
+        if plan.warning:  # from public parameters, before anything is read or charged
+            self.warn(plan.warning)
         self._accountant.precheck(plan.cost)  # what the budget cannot pay, before reading
         if out is not None:
             out.require_space(plan.output_rows)  # the public domain, before the data
@@ -440,6 +463,7 @@ class SessionBase:
                 stay_distance=self.stay_distance,
                 stay_minutes=self.stay_minutes,
                 uid_per_trip=uid_per_trip,
+                shape_detected=not self._shape_declared,
             )
         return self._loaded[key]
 
@@ -463,21 +487,24 @@ class SessionBase:
                 columns=self.columns,
                 timezone=self.timezone,
                 delimiter=self.delimiter,
-                header=self.names is None,
-                names=self.names,
             )
         return self._loaded["events"]
 
-    def load_trip_points(self) -> Any:
+    def load_trip_points(self, uid_per_trip: bool = False) -> Any:
         """The input as trip points (``uid, tid, time, lat, lng, tile``; GPS traces by stay
-        points), read and validated once."""
-        if "trip_points" not in self._loaded:
+        points; one-row trips with start and end coordinates by their two ends), read and
+        validated once. ``uid_per_trip``: one-row trips without a uid column make each trip
+        its own unit (trip-level releases only)."""
+        key = f"trip_points {uid_per_trip}"
+        if key not in self._loaded:
             shape = self._shape()
-            if shape not in ("trip-points", "gps"):
+            if shape not in ("trip-points", "gps", "trips"):
                 raise ConfigError(
-                    f"the mobility report needs trip points (uid, tid, datetime, lat, lng); "
-                    f"the session's input holds {shape}",
-                    hint="give the session trip points, or use od for trips",
+                    f"the mobility report needs trip points (uid, tid, datetime, lat, lng), "
+                    f"raw GPS traces or one-row trips with coordinates; the session's input "
+                    f"holds {shape}",
+                    hint="raw GPS traces (uid, datetime, lat, lng): shape='gps' (CLI "
+                    "--input-shape gps)",
                 )
             self.progress("reading and validating the trip points")
             common = {
@@ -491,12 +518,17 @@ class SessionBase:
                 from privmob.prepare.inputs import load_gps_points
 
                 points = load_gps_points(self.data, self.stay_distance, self.stay_minutes, **common)
+            elif shape == "trips":
+                from privmob.data.sources import load_trips, trip_points_from_trips
+
+                trips = load_trips(self.data, uid_per_trip=uid_per_trip, coordinates=True, **common)
+                points = trip_points_from_trips(trips)
             else:
                 from privmob.data import load_trip_points
 
                 points = load_trip_points(self.data, **common)
-            self._loaded["trip_points"] = points
-        return self._loaded["trip_points"]
+            self._loaded[key] = points
+        return self._loaded[key]
 
     def load_density_inputs(self, week: str, cover: bool) -> Any:
         """The density release's inputs for the week starting ``week``: the zones, tower sites,

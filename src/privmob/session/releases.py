@@ -53,6 +53,16 @@ class Session(SessionCounts):
     that timestamps without an offset are read in (default: ``timezone``), e.g. ``"UTC"`` for
     logs in UTC released in local time.
     ``cells``: the towers table (``cell_id, lat, lng``) of phone events (density).
+    Files as they are published (the CLI's ``--delimiter``, ``--names``, ``--no-header``,
+    ``--uid-from-filename``): ``delimiter``; ``names`` (the columns of files without header
+    row, in order); ``header=False`` (no header row: ``column0, ...`` unless ``names``);
+    ``uid_from_filename`` (per-user files: the user id is each file's name without its
+    extensions, e.g. Cabspotting's ``new_abboip.txt``). Files of an input folder that are not
+    data (hidden, LICENSE, README, notes, ...) are skipped with a
+    :class:`~privmob.errors.PrivmobWarning`.
+    ``warn``: how warnings for the operator before a charge are given (default: a
+    :class:`~privmob.errors.PrivmobWarning`; e.g. an epsilon below 0.1); never recorded in a
+    release.
     ``seed``: TESTS ONLY, fixed noise, outputs stamped "not for publication".
     ``max_margin``: refuse, before any data is read, a release whose 95% margin of error per
     cell is above it (the count you expect per cell: a larger margin makes the cells noise).
@@ -263,7 +273,8 @@ class Session(SessionCounts):
         overwrite: bool = False,
     ) -> ReleaseResult:
         """A mobility report (trip counts over time and space, OD flows, trip length and
-        duration, visits per user, ...) from trip points.
+        duration, visits per user, ...) from trip points, raw GPS traces or one-row trips with
+        start and end coordinates (as :meth:`od_matrix` reads them).
 
         Guarantee: ``epsilon``-DP (pure) per user with at most ``max_trips`` trips (enforced by
         sampling), or per trip with ``unit="trip"``; the budget is split over the analyses,
@@ -278,7 +289,9 @@ class Session(SessionCounts):
             from privmob.render.report_files import report_output
 
             out = report_output(Path(output), overwrite=overwrite)
-        return self.run(spec, Session.load_trip_points, output=out)
+        # rides without a rider id: each ride its own unit, only for trip-level releases
+        per_trip = PrivacyUnit(unit) is PrivacyUnit.TRIP and self.accountant.group_size is None
+        return self.run(spec, lambda s: s.load_trip_points(per_trip), output=out)
 
     # -- zone series (series-counts) ----------------------------------------------------------
     def _zone_series_spec(
