@@ -37,7 +37,7 @@ def test_ledger_show_is_not_cut_when_piped(tmp_path: Path) -> None:
     ledger = tmp_path / "ledger.sqlite"
     s = pm.Session(random_trips(30, 9, seed=1), tessellation=box_grid(3).gdf, budget=5,
                    ledger=ledger, dataset="trips")  # fmt: skip
-    s.od_matrix(epsilon=1, max_trips=3)
+    s.od(epsilon=1, max_trips=3)
     s.close()
     text = privmob("ledger", "show", "--ledger", str(ledger))
-    assert "od-matrix" in text and "publishable" in text and "…" not in text
+    assert " od " in text and "publishable" in text and "…" not in text
