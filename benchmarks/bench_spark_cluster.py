@@ -16,6 +16,9 @@ public domain, noise, ledger, output files).
     uv run --all-extras --group dev python benchmarks/bench_spark_cluster.py            # 1M
     uv run --all-extras --group dev python benchmarks/bench_spark_cluster.py \
         --sizes 1e6 1e7 --worker-memory 4g
+    # the report against the floor of its complete relational work (any suite release works)
+    uv run --all-extras --group dev python benchmarks/bench_spark_cluster.py \
+        --releases report-complete
 
 Inputs are the suite's Parquet files in benchmarks/out/ (generated when missing); the
 executors read them from the same local paths, as they are on this machine.
