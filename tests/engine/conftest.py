@@ -35,3 +35,26 @@ def synth_dir(tmp_path_factory):
     synth_trips(d / "trips.parquet", mean_trips_per_user=6.0, **cfg)
     synth_events(d / "events.parquet", d / "cells.parquet", **cfg)
     return d, tess
+
+
+@pytest.fixture(scope="session")
+def spark_cluster():
+    """A real Spark standalone cluster on this machine: a master and two workers of one core
+    and 1 GB each, started from the installed pyspark, loopback only, every file under a 0700
+    temporary directory. Stopped at the end, and then no process of it may be left."""
+    if shutil.which("java") is None:
+        pytest.skip("Java not found: the Spark cluster needs Java 17")
+    pytest.importorskip("pyspark")
+    import tempfile
+    from pathlib import Path
+
+    from privmob.engine.spark_cluster import StandaloneCluster, cluster_processes
+
+    root = Path(tempfile.mkdtemp(prefix="privmob-cluster-"))  # mode 0700
+    cluster = StandaloneCluster(root / "cluster", workers=2, cores=1, memory="1g").start()
+    yield cluster
+    pids = cluster.pids()
+    cluster.stop()
+    left = cluster_processes(cluster.root, pids)
+    shutil.rmtree(root, ignore_errors=True)
+    assert not left, f"Spark processes left running after the cluster stopped: {left}"

@@ -7,7 +7,6 @@ the signal handler every command installs) costs nothing at start-up.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -104,9 +103,13 @@ def open_engine(
         progress("starting Spark")  # tens of seconds for a local session
     if spark_master:
         options["master"] = spark_master
-    master = spark_master or os.environ.get("PRIVMOB_SPARK_MASTER", "local[*]")
-    if master.startswith("local") and "spark.local.dir" not in conf:
-        from privmob.engine.rundir import open_run_dir  # Spark's shuffle files: ours, private
+    if "spark.local.dir" not in conf:
+        # the driver's files (in local mode also the shuffle and spill files; on a cluster the
+        # driver's own blocks and pyspark's temporary files of frames sent to Spark): ours,
+        # private, removed with the run. Executors on a cluster use the local directories
+        # their cluster manager gives them (standalone, YARN), or this path on their own
+        # disk (Kubernetes: an emptyDir volume)
+        from privmob.engine.rundir import open_run_dir
 
         conf["spark.local.dir"] = str(open_run_dir(spill_dir).sub("spark"))
     if conf:

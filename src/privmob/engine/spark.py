@@ -9,7 +9,8 @@ functions when the session starts), so one definition serves both engines.
 
 Where Spark runs: ``master`` (default ``$PRIVMOB_SPARK_MASTER`` or ``local[*]``) and any Spark
 configuration in ``conf`` (or ``$PRIVMOB_SPARK_CONF`` as ``key=value;key=value``). An existing
-``SparkSession`` can be passed as ``session``. Inputs are read where Spark can read them
+``SparkSession`` can be passed as ``session`` (it is borrowed: :meth:`SparkEngine.close`
+stops only a session the engine started itself). Inputs are read where Spark can read them
 (local paths, ``hdfs://``, ``s3a://``, ...). Sessions run in UTC with TIMESTAMP meaning a naive
 (wall-clock) timestamp, as in the DuckDB engine. See docs/scale.md.
 
@@ -154,6 +155,11 @@ class SparkEngine:
         conf = dict(conf or {})
         if memory_limit:  # applies only when this call starts the driver
             conf.setdefault("spark.driver.memory", memory_limit.replace("B", "").lower())
+        # a SparkContext this engine starts is its own: close() stops it, which ends the
+        # application, so that a cluster's workers remove its executors' shuffle, spill and
+        # cache files then, not when the Python process exits; a session passed in, or one
+        # already running in this process (spark-submit, a notebook), is only borrowed
+        self._owns = session is None and not _context_running()
         self.spark = session if session is not None else spark_session(master, conf)
         for statement in _FUNCTIONS:
             self.spark.sql(statement)
@@ -282,7 +288,8 @@ class SparkEngine:
         return list(self.spark.table(name).columns)
 
     def close(self) -> None:
-        """Drop cached tables; the session stays (it may be shared).
+        """Drop cached tables; stop the session if this engine started it (a borrowed one
+        stays: it may be shared).
 
         If the shared session was already stopped elsewhere, its caches are gone with it and
         there is nothing left to drop.
@@ -292,12 +299,22 @@ class SparkEngine:
             return
         for df in cached:  # blocking: no cached block of the input is left on disk after
             df.unpersist(blocking=True)  # close
+        if self._owns:  # the application ends: its executors' files are removed
+            self._owns = False
+            self.spark.stop()
 
     def __enter__(self) -> SparkEngine:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _context_running() -> bool:
+    """Whether this process already runs a SparkContext (which getOrCreate would reuse)."""
+    from pyspark import SparkContext
+
+    return SparkContext._active_spark_context is not None
 
 
 class SparkQueryError(RuntimeError):
