@@ -34,12 +34,14 @@ os.environ["PRIVMOB_LEDGER"] = {ledger!r}
 #: each release kind of the Session (a method with a ``plan_`` twin) shown as a cell's value,
 #: with its plan; the tutorial's session makes od, report and population
 DISPLAYS = {
-    "od_matrix": ("od", "plan"),
-    "mobility_report": ("report", "s2.plan_mobility_report(epsilon=1, max_trips=5, period=week)"),
+    "od": ("od", "plan"),
+    "report": ("report", "s2.plan_report(epsilon=1, max_trips=5, period=week)"),
     "population": ("pop", "s2.plan_population(epsilon=0.5)"),
-    "zone_series": ("zs", "zs_plan"),
+    "series_counts": ("zs", "zs_plan"),
     "density": ("dens", "dens_plan"),
     "series": ("agg", "agg_plan"),
+    "counts": ("cnt", "cnt_plan"),
+    "trips_per_hour": ("tph", "tph_plan"),
 }
 
 #: the kinds the tutorial does not make, on small made-up data (tests/test_session.py's)
@@ -55,8 +57,12 @@ s2 = pm.Session(points, tessellation=f"{data}/test_tessellation.geojson", budget
 lm = pm.Session(points, tessellation=f"{data}/test_tessellation.geojson", budget=pm.PureDP(5),
                 dataset="berlin-landmarks", unit=pm.PrivacyUnit.LANDMARK)
 day = pm.Period("2020-12-14", "2020-12-15")
-zs_plan = lm.plan_zone_series(epsilon=1, period=day, max_per_bin=pm.MaxVisitsPerHour(2))
-zs = lm.zone_series(epsilon=1, period=day, max_per_bin=pm.MaxVisitsPerHour(2))
+zs_plan = lm.plan_series_counts(epsilon=1, period=day, max_per_bin=pm.MaxVisitsPerHour(2))
+zs = lm.series_counts(epsilon=1, period=day, max_per_bin=pm.MaxVisitsPerHour(2))
+cnt_plan = s2.plan_counts(epsilon=1, by=["origin", "weekday"], max_records=3, period=week)
+cnt = s2.counts(epsilon=1, by=["origin", "weekday"], max_records=3, period=week)
+tph_plan = s2.plan_trips_per_hour(epsilon=1, max_records=3, period=week)
+tph = s2.trips_per_hour(epsilon=1, max_records=3, period=week)
 stamps = pd.date_range("2020-12-14", periods=24, freq="1h")
 pd.DataFrame({"time": stamps, "value": range(24)}).to_csv("series.csv", index=False)
 agg_plan = lm.plan_series(epsilon=1, sensitivity=1, period=day, freq="1h", landmarks=[3])
@@ -72,11 +78,10 @@ dens = ds.density(epsilon=1, week=city.week_start.date().isoformat(), max_visits
 
 
 def session_kinds() -> set[str]:
-    """Release methods of the Session: those with a ``plan_`` twin (the programme excepted)."""
-    import privmob as pm
+    """The Session method of every registered release kind (``privmob.releases.kinds``)."""
+    from privmob.releases.kinds import KINDS
 
-    names = {n for n in dir(pm.Session) if not n.startswith("_")}
-    return {n.removeprefix("plan_") for n in names if n.startswith("plan_")} - {"programme"}
+    return {k.method for k in KINDS}
 
 
 def html_of(cell: dict) -> str:
@@ -115,7 +120,7 @@ def test_tutorial_runs_in_a_plain_jupyter_kernel(tmp_path: Path) -> None:
         nb, kernel_name="python3", timeout=300, allow_errors=True, resources={"metadata": {}}
     )
     client.execute(cwd=str(work))
-    for cell in nb.cells[: shown["od_matrix"]]:  # every cell of the tutorial ran
+    for cell in nb.cells[: shown["od"]]:  # every cell of the tutorial ran
         for out in cell["outputs"]:
             if out["output_type"] == "error":
                 pytest.fail(f"cell raised {out['ename']}: {out['evalue']}\n{cell['source']}")

@@ -167,9 +167,13 @@ def _argv(kind: Any, inputs: Path, out: Path, *extra: str, test_mode: bool = Tru
 
 
 def _layers(kind: Any) -> tuple[str, ...]:
-    """Every layer format, for a kind with a layer whose command writes layers."""
-    writes = any(p.name == "output_format" for p in _command(kind).params)
-    return ("--format", "parquet,geoparquet,geojson,csv") if kind.layer and writes else ()
+    """Every layer format, for a kind with a layer whose command writes layers (OD lines: every
+    non-zero cell, ``--all-flows``, so that a layer of noise-only flows is not empty)."""
+    names = {p.name for p in _command(kind).params}
+    if not (kind.layer and "output_format" in names):
+        return ()
+    every = ("--all-flows",) if "all_flows" in names else ()
+    return ("--format", "parquet,geoparquet,geojson,csv", *every)
 
 
 # -- every kind binds its input ------------------------------------------------------------------

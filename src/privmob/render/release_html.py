@@ -204,10 +204,13 @@ def _series_margin(release: Any, t: Any) -> float | None:
 
 def picture(release: Any, tess: Any, period: Any = None) -> str:
     """The picture of a release by its kind ('' when it has none)."""
-    kind = release.kind
+    from privmob.releases.kinds import BY_ANY_NAME
+
+    known = BY_ANY_NAME.get(release.kind)
+    kind = known.name if known is not None else release.kind  # earlier names read as today's
     if tess is None:
         return ""
-    if kind == "od-matrix":
+    if kind == "od":
         return od_display(release, tess, period)
     if kind == "population":
         t = release.tables["population"]
@@ -235,7 +238,7 @@ def picture(release: Any, tess: Any, period: Any = None) -> str:
             "margin: the noise is on Fourier coefficients of clusters)",
             table=t,
         )
-    if kind == "landmark-series":
+    if kind in ("series", "series-counts"):
         t = release.tables["series"]
         if "zone" not in t.columns:
             return ""
