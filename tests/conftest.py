@@ -68,3 +68,42 @@ def engine():
     eng = DuckDBEngine()
     yield eng
     eng.close()
+
+
+# -- a real PostgreSQL server (tests/pg_cluster.py) ------------------------------------------
+_PG_DBS: list[int] = []
+
+
+@pytest.fixture(scope="session")
+def pg_cluster():
+    """A private PostgreSQL cluster for the session (started once, stopped at the end); skips
+    only where no PostgreSQL binaries exist at all."""
+    from tests.pg_cluster import CUSTODIAN, PgCluster, find_bindir
+
+    bindir = find_bindir()
+    if bindir is None:
+        pytest.skip(
+            "no PostgreSQL binaries (pg_ctl, initdb) found via pg_config, /usr/lib/postgresql/*/bin "
+            "or PATH: install postgresql-15 (.ci/run does) to run the team-ledger tests"
+        )
+    pytest.importorskip("psycopg", reason="the postgres extra (psycopg) is not installed")
+    cluster = PgCluster(bindir)
+    try:
+        cluster.start()
+        # the custodian owns the ledger's schema and creates the analyst/auditor roles
+        cluster.sql(f"CREATE ROLE {CUSTODIAN} LOGIN CREATEDB CREATEROLE")
+        yield cluster
+    finally:
+        cluster.stop("fast")
+        cluster.remove()
+
+
+@pytest.fixture
+def pg_url(pg_cluster) -> str:
+    """A fresh database owned by the custodian: its URL (as the custodian)."""
+    from tests.pg_cluster import CUSTODIAN
+
+    _PG_DBS.append(len(_PG_DBS) + 1)
+    name = f"ledger_{os.getpid()}_{len(_PG_DBS)}"
+    pg_cluster.sql(f"CREATE DATABASE {name} OWNER {CUSTODIAN}")
+    return pg_cluster.url(CUSTODIAN, name)
