@@ -83,7 +83,8 @@ def pg_cluster():
     bindir = find_bindir()
     if bindir is None:
         pytest.skip(
-            "no PostgreSQL binaries (pg_ctl, initdb) found via pg_config, /usr/lib/postgresql/*/bin "
+            "no PostgreSQL binaries (pg_ctl, initdb) found via pg_config, "
+            "/usr/lib/postgresql/*/bin "
             "or PATH: install postgresql-15 (.ci/run does) to run the team-ledger tests"
         )
     pytest.importorskip("psycopg", reason="the postgres extra (psycopg) is not installed")

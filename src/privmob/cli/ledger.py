@@ -19,14 +19,25 @@ ledger_app = typer.Typer(
 
 @ledger_app.command("init")
 def init(
-    dataset: Annotated[str, typer.Argument(help="dataset name")],
-    epsilon: Annotated[float, typer.Option("--epsilon", help="total epsilon budget")],
+    dataset: Annotated[
+        str | None, typer.Argument(help="dataset name (none: only create the ledger)")
+    ] = None,
+    epsilon: Annotated[float | None, typer.Option("--epsilon", help="total epsilon budget")] = None,
     delta: Annotated[float, typer.Option("--delta", help="total delta budget")] = 0.0,
     unit: Annotated[Unit, typer.Option("--unit", help="unit of privacy of the budget")] = Unit.USER,
     ledger: LedgerOpt = None,
 ) -> None:
-    """Set a dataset's total privacy budget (once)."""
+    """Create the ledger if needed (on PostgreSQL: its schema, functions and roles; run by the
+    custodian) and set a dataset's total privacy budget (once)."""
+    from privmob.errors import ConfigError
+
+    if dataset is not None and epsilon is None:
+        raise ConfigError(f"say the budget of '{dataset}'", hint="add --epsilon E")
     led = Ledger(ledger)
+    if dataset is None:
+        console.print(f"ledger {led.path} (id {led.ledger_id}) is ready", highlight=False)
+        return
+    assert epsilon is not None
     b = led.set_budget(dataset, epsilon, delta, unit)
     console.print(
         f"budget of '{b.dataset}': epsilon={b.epsilon:g}, delta={b.delta:g} per "
@@ -93,17 +104,18 @@ def show(
                 e.description,
             )
         console.print(table)
-    show_staged(led.path)
+    show_staged(led)
 
 
-def show_staged(path: Path) -> None:
+def show_staged(led: Ledger) -> None:
     """Releases charged but not yet in place (a crash between charge and rename), and uncharged
     staging left by killed runs."""
     from privmob.privacy.staging import CHARGED, StagingTable, has_staging_table
 
-    if not has_staging_table(path):
+    path = led.path
+    if not has_staging_table(led.store):
         return
-    for s in StagingTable(path).pending():
+    for s in StagingTable(led.store).pending():
         if s.state == CHARGED:
             console.print(
                 f"[bold yellow]staged release[/] #{s.id} of '{s.dataset}': charged {s.spent}, "
@@ -139,7 +151,7 @@ def recover(
     from privmob.releases.recover import recover_staged
 
     led = Ledger(ledger)
-    lines = recover_staged(led.path, discard=discard)
+    lines = recover_staged(led.store, discard=discard)
     for line in lines or ["nothing staged: every charged release is in place"]:
         console.print(line, highlight=False, soft_wrap=True)
 
@@ -194,4 +206,7 @@ def register(app: typer.Typer) -> None:
     from privmob.cli.ledger_programme import register_programme
 
     register_programme(ledger_app)  # privmob ledger programme record|show|allow
+    from privmob.cli.ledger_team import register_team
+
+    register_team(ledger_app)  # privmob ledger grant|export|import
     app.add_typer(ledger_app, name="ledger")

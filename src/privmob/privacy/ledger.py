@@ -29,11 +29,9 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
-import time
 import warnings
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -52,9 +50,25 @@ from privmob.privacy.ledger_entries import (
     insert_entries,
     provenance_dict,
 )
+from privmob.privacy.ledger_store import (
+    ChargeOutcomeUnknown,
+    LedgerUnavailable,
+    SqliteStore,
+    Store,
+    is_database_url,
+    open_store,
+)
 
 DEFAULT_LEDGER_ENV = "PRIVMOB_LEDGER"
 DEFAULT_LEDGER_NAME = "ledger.sqlite"
+
+
+def default_ledger_location() -> str | Path:
+    """``$PRIVMOB_LEDGER`` as given (a path or a ``postgresql://`` URL), else the default file."""
+    explicit = os.environ.get(DEFAULT_LEDGER_ENV)
+    if explicit and is_database_url(explicit):
+        return explicit
+    return default_ledger_path()
 
 
 def default_ledger_path() -> Path:
@@ -70,40 +84,34 @@ def default_ledger_path() -> Path:
 
 
 class Ledger:
-    """A privacy ledger stored in an SQLite file."""
+    """A privacy ledger stored in an SQLite file or a PostgreSQL database
+    (:mod:`privmob.privacy.ledger_store`)."""
 
-    def __init__(self, path: str | os.PathLike[str] | None = None, *, timeout: float = 60.0):
-        self.path = Path(path) if path is not None else default_ledger_path()
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        timeout: float = 60.0,
+        create: bool = True,
+    ):
+        """``path``: an SQLite file, or a ``postgresql://`` URL (a team ledger,
+        :mod:`privmob.privacy.ledger_pg`); default :func:`default_ledger_path`."""
+        location = path if path is not None else default_ledger_location()
+        self.store: Store = open_store(location, timeout=timeout)
+        #: the file (a :class:`~pathlib.Path`), or the database URL without its password
+        self.path: Path | str = (
+            self.store.path if isinstance(self.store, SqliteStore) else self.store.location
+        )
         self.timeout = timeout
         #: set when this open added the chain to entries of an older ledger (a sentence)
-        self.migrated: str | None = None
-        if self.path.parent and not self.path.parent.exists():
-            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        if not self.path.exists():
-            # private from the start: the ledger names datasets, users, hosts and outputs
-            os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
+        self.migrated: str | None = self.store.open(create=create)
         with self._connect() as con:
-            con.execute("BEGIN")  # one consistent snapshot for the check
-            try:
-                schema.refuse_missing_tables(con, self.path)
-            finally:
-                con.execute("COMMIT")
-            schema.add_columns(con)  # a ledger of the first schema: before the new index is made
-            # one transaction: another process never sees half a schema
-            con.executescript(f"BEGIN IMMEDIATE;\n{schema.SCHEMA}\nCOMMIT;")
-            self.migrated = schema.migrate(con)
-            self.ledger_id = schema.read_meta(con)["ledger_id"]
+            self.ledger_id = self.store.read_meta(con)["ledger_id"]
         if self.migrated:
             warnings.warn(f"{self.path}: {self.migrated}", LedgerMigrated, stacklevel=2)
 
-    @contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
-        con = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
-        try:
-            con.execute("PRAGMA foreign_keys = ON")
-            yield con
-        finally:
-            con.close()
+    def _connect(self) -> AbstractContextManager[Any]:
+        return self.store.connect()
 
     # -- budgets --------------------------------------------------------------------------
     def set_budget(
@@ -118,7 +126,7 @@ class Ledger:
         Cost(epsilon, delta)  # validates
         unit = Unit(unit)
         with self._connect() as con:
-            con.execute("BEGIN IMMEDIATE")
+            self.store.begin_write(con, dataset)
             try:
                 row = con.execute(
                     "SELECT epsilon, delta, unit FROM budgets WHERE dataset = ?", (dataset,)
@@ -134,10 +142,10 @@ class Ledger:
                     return self.budget(dataset)
                 values = (dataset, float(epsilon), float(delta), unit.value, _now(), note)
                 own = chain.budget_hash(
-                    schema.read_meta(con)["ledger_id"],
+                    self.store.read_meta(con)["ledger_id"],
                     dict(zip(chain.BUDGET_COLUMNS, values, strict=True)),
                 )
-                con.execute("INSERT INTO budgets VALUES (?, ?, ?, ?, ?, ?, ?)", (*values, own))
+                self.store.insert_budget(con, (*values, own))
                 con.execute("COMMIT")
             except BaseException:
                 if con.in_transaction:
@@ -252,7 +260,7 @@ class Ledger:
         output_dir: str | os.PathLike[str] | None = None,
         output_hashes: dict[str, str] | None = None,
         new_dataset_for_same_data: bool = False,
-        within: Callable[[sqlite3.Connection, list[Entry]], None] | None = None,
+        within: Callable[[Any, list[Entry]], None] | None = None,
     ) -> list[Entry]:
         """Charge several parts of one release (e.g. one per period) in one transaction:
         all entries are written, or none is.
@@ -274,9 +282,9 @@ class Ledger:
             input_fingerprint, input_rows, output_dir, output_hashes, new_dataset_for_same_data
         )
         with self._connect() as con:
-            _begin_immediate(con, self.path)
+            self.store.begin_write(con, dataset)
             try:
-                meta = schema.read_meta(con)
+                meta = self.store.read_meta(con)
                 schema.refuse_broken_head(con, meta, self.path)
                 b = _read_budget(con, dataset)
                 if b is None:
@@ -294,6 +302,7 @@ class Ledger:
                 checks.refuse_if_over(b, checks.dataset_accounts(con, b, charged), total, self.path)
                 prev = meta.get("head_hash") or chain.genesis(meta["ledger_id"])
                 entries = insert_entries(
+                    self.store,
                     con,
                     prev,
                     dataset,
@@ -307,10 +316,17 @@ class Ledger:
                     created=_now(),
                 )
                 count = int(meta.get("head_count", "0")) + len(entries)
-                schema.set_head(con, count, entries[-1].row_hash)
+                self.store.set_head(con, count, entries[-1].row_hash)
                 if within is not None:
                     within(con, entries)
-                con.execute("COMMIT")
+                try:
+                    con.execute("COMMIT")
+                except LedgerUnavailable as exc:  # lost at the commit: made or not, unknown
+                    raise ChargeOutcomeUnknown(
+                        f"the ledger {self.path} was lost while this charge was committed: "
+                        "it may or may not have been made",
+                        hint=exc.hint,
+                    ) from exc
             except BaseException:
                 if con.in_transaction:
                     con.execute("ROLLBACK")
@@ -339,7 +355,7 @@ class Ledger:
         """Check the hash chain, the recorded head and the budgets; return the problems found
         (empty when the ledger verifies)."""
         with self._connect() as con:
-            meta = schema.read_meta(con)
+            meta = self.store.read_meta(con)
             return chain.problems(
                 con, meta["ledger_id"], int(meta.get("head_count", "0")), meta.get("head_hash", "")
             )
@@ -376,19 +392,7 @@ class Ledger:
         ]
 
 
-def _begin_immediate(con: sqlite3.Connection, path: Path) -> None:
-    """Take the write lock for a charge, waiting a few seconds for another process's."""
-    for attempt in range(50):
-        try:
-            con.execute("BEGIN IMMEDIATE")
-            break
-        except sqlite3.OperationalError as exc:  # database is locked
-            if attempt == 49:
-                raise BudgetError(f"the ledger {path} stayed locked: {exc}") from exc
-            time.sleep(0.05 * (attempt + 1))
-
-
-def _read_budget(con: sqlite3.Connection, dataset: str) -> Budget | None:
+def _read_budget(con: Any, dataset: str) -> Budget | None:
     row = con.execute(
         "SELECT dataset, epsilon, delta, unit, created_at FROM budgets WHERE dataset = ?",
         (dataset,),

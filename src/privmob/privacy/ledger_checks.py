@@ -47,7 +47,7 @@ def dataset_accounts(con: sqlite3.Connection, b: Budget, extra: list[Cost]) -> A
     )
 
 
-def refuse_if_over(b: Budget, after: Accounts, cost: Cost, path: Path) -> None:
+def refuse_if_over(b: Budget, after: Accounts, cost: Cost, path: Path | str) -> None:
     """``after``: the accounts with this release included."""
     if after.fits:
         return
@@ -64,7 +64,7 @@ def refuse_foreign_input(
     dataset: str,
     fingerprint: str | None,
     stated: bool,
-    path: Path,
+    path: Path | str,
 ) -> None:
     """The budget is bound to the data: content seen under another dataset name is refused,
     unless the user stated that this is a new dataset for the same data (or did so before)."""

@@ -11,14 +11,15 @@ import getpass
 import json
 import os
 import socket
-import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from privmob.privacy import ledger_chain as chain
-from privmob.privacy import ledger_schema as schema
 from privmob.privacy.costs import Cost, Unit
+
+if TYPE_CHECKING:
+    from privmob.privacy.ledger_store import Store
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,8 @@ def entry_provenance(
 
 
 def insert_entries(
-    con: sqlite3.Connection,
+    store: Store,
+    con: Any,
     prev: str,
     dataset: str,
     kind: str,
@@ -126,14 +128,9 @@ def insert_entries(
             "params": json.dumps(params or {}, default=str),
             **provenance,
         }
-        entry_id = schema.next_id(con)
+        entry_id = store.next_id(con)
         own = chain.digest(prev, chain.hashed({"id": entry_id, **values}))
-        names = ", ".join(values)
-        con.execute(
-            f"INSERT INTO releases (id, {names}, prev_hash, row_hash) VALUES "
-            f"({', '.join('?' * (len(values) + 3))})",
-            (entry_id, *values.values(), prev, own),
-        )
+        store.append_entry(con, {"id": entry_id, **values, "prev_hash": prev, "row_hash": own})
         prev = own
         entries.append(
             Entry(

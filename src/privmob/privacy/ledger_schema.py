@@ -80,7 +80,7 @@ def read_meta(con: sqlite3.Connection) -> dict[str, str]:
     return dict(con.execute("SELECT key, value FROM ledger_meta").fetchall())
 
 
-def _integrity_error(path: Path, what: str) -> BudgetError:
+def _integrity_error(path: Path | str, what: str) -> BudgetError:
     return BudgetError(
         f"the privacy ledger {path} is damaged: {what}; refusing to charge it (a missing "
         "record of spending must never read as 'spent 0')",
@@ -197,7 +197,7 @@ def next_id(con: sqlite3.Connection) -> int:
     return int(row[0]) + 1
 
 
-def refuse_broken_head(con: sqlite3.Connection, meta: dict[str, str], path: Path) -> None:
+def refuse_broken_head(con: sqlite3.Connection, meta: dict[str, str], path: Path | str) -> None:
     """Cheap check at each charge: the entries end where the ledger recorded they end."""
     if not meta.get("ledger_id"):
         raise _integrity_error(path, "its identity (table ledger_meta) is missing")
