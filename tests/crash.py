@@ -46,7 +46,7 @@ def make_inputs(work: Path, users: int = 3000, k: int = 8) -> Path:
     return ledger
 
 
-def od_args(work: Path, out: Path, *extra: str) -> list[str]:
+def od_args(work: Path, out: Path, *extra: str, ledger: str | None = None) -> list[str]:
     return [
         "od",
         str(work / "trips.parquet"),
@@ -59,7 +59,7 @@ def od_args(work: Path, out: Path, *extra: str) -> list[str]:
         "--dataset",
         DATASET,
         "--ledger",
-        str(work / "ledger.sqlite"),
+        ledger or str(work / "ledger.sqlite"),
         "-o",
         str(out),
         "--quiet",
@@ -129,11 +129,12 @@ def complete_release(folder: Path, entry_ids: set[int]) -> None:
         assert len(pd.read_parquet(folder / f"{name}.parquet")) > 0
 
 
-def classify(work: Path, out: Path, entries_before: int) -> str:
+def classify(work: Path, out: Path, entries_before: int, ledger: str | Path | None = None) -> str:
     """What a killed release left: ``nothing`` (no charge, no output), ``published`` (charge
     and complete output) or ``staged`` (charge and a staged release that recover completes).
-    Anything else (a torn file, a charge without output, output without charge) fails."""
-    ledger = work / "ledger.sqlite"
+    Anything else (a torn file, a charge without output, output without charge) fails.
+    ``ledger``: default the file in ``work`` (a PostgreSQL URL for the team ledger)."""
+    ledger = ledger or work / "ledger.sqlite"
     entries = Ledger(ledger).entries(DATASET)
     new = {e.id for e in entries[entries_before:]}
     staged = (
