@@ -543,7 +543,14 @@ class Ledger(Custody):
         from privmob.privacy.ledger_custody import all_problems
 
         with self._connect() as con:
-            return all_problems(con, self.ledger_id)
+            found = all_problems(con, self.ledger_id)
+            signer = self._signer()
+            cached = None if signer is None else trust.cached_position(self.ledger_id, signer)
+            if cached is not None:  # this user's own witness of where the ledger was
+                witness = trust.behind(con, trust.key_ring(con, self.ledger_id), *cached)
+                if witness:
+                    found.append(witness)
+            return found
 
     def entries(self, dataset: str | None = None) -> list[Entry]:
         sql = (

@@ -431,19 +431,12 @@ def start_of_charge(
         start = latest.position
     cached = cached_position(ledger_id, signer)
     if cached is not None:
-        pos, root = cached
-        if root != ring.root:
-            raise Untrusted(
-                f"its custodian key is not the one this key verified before ({root[:12]}...): "
-                "the ledger was replaced or re-signed"
-            )
-        if pos.last_id and stored_hash(con, pos.last_id) != pos.head_hash:
-            raise Untrusted(
-                f"it no longer holds entry {pos.last_id} as this key verified it: entries were "
-                "deleted at the end, or an older copy of the ledger was put back"
-            )
-        if pos.last_id > start.last_id:
-            start = pos
+        witness = behind(con, ring, *cached)
+        if witness:
+            raise Untrusted(witness)
+        # a shortcut only where the custodian's checkpoint is far behind
+        if cached[0].last_id > start.last_id + CHECKPOINT_EVERY:
+            start = cached[0]
     head, problems = verify_after(con, ledger_id, ring, start)
     if problems:
         raise Untrusted(problems[0])
@@ -501,6 +494,21 @@ def all_problems(
     for table in RECORD_COLUMNS:
         found += records(con, ledger_id, ring, table)[1]
     return found
+
+
+def behind(con: sqlite3.Connection, ring: KeyRing, pos: Position, root: str) -> str | None:
+    """Why the ledger is behind a position this user verified before (None: it is not)."""
+    if root != ring.root:
+        return (
+            f"its custodian key is not the one your key verified before ({root[:12]}...): the "
+            "ledger was replaced or re-signed"
+        )
+    if pos.last_id and stored_hash(con, pos.last_id) != pos.head_hash:
+        return (
+            f"it no longer holds entry {pos.last_id} as your key verified it: entries were "
+            "deleted at the end, or an older copy of the ledger was put back"
+        )
+    return None
 
 
 def checkpoints_latest(con: sqlite3.Connection, ledger_id: str, ring: KeyRing) -> Checkpoint | None:
