@@ -179,6 +179,16 @@ class Ledger(Custody):
         with self._connect() as con:
             con.execute("BEGIN IMMEDIATE")
             try:
+                fam = family_of(con, dataset)[0]
+                if fam != dataset:  # a member: the family's budget again is a no-op
+                    b = _read_budget(con, fam)
+                    con.execute("ROLLBACK")
+                    if b is not None and (b.epsilon, b.delta, b.unit) == (epsilon, delta, unit):
+                        return b
+                    raise BudgetError(
+                        f"dataset '{dataset}' is linked into a family in {self.path}: it is "
+                        "charged to the family's budget and has none of its own"
+                    )
                 row = con.execute(
                     "SELECT epsilon, delta, unit FROM budgets WHERE dataset = ?", (dataset,)
                 ).fetchone()
@@ -200,13 +210,6 @@ class Ledger(Custody):
                     f"set a budget for '{dataset}'",
                     self,
                 )
-                if con.execute(
-                    "SELECT 1 FROM dataset_links WHERE dataset = ?", (dataset,)
-                ).fetchone():
-                    raise BudgetError(
-                        f"dataset '{dataset}' is linked into a family in {self.path}: it is "
-                        "charged to the family's budget and has none of its own"
-                    )
                 values = (dataset, float(epsilon), float(delta), unit.value, _now(), note)
                 own = chain.budget_hash(
                     self.ledger_id, dict(zip(chain.BUDGET_COLUMNS, values, strict=True))

@@ -255,6 +255,21 @@ class Custody:
                 "dataset_links",
                 {**values, "created_at": now()},
             )
+            # the member's own row (entries name their dataset): the family's budget, marked;
+            # charges are decided on the family's budget (privacy/ledger.py)
+            fam = budget_row(con, root)
+            assert fam is not None
+            row = {**fam, "dataset": dataset, "created_at": now(), "note": f"family of {root}"}
+            own = chain.budget_hash(self.ledger_id, trust.budget_values(row))
+            con.execute(
+                "INSERT INTO budgets VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    *trust.budget_values(row).values(),
+                    own,
+                    signer.key_id,
+                    trust.budget_signature(signer, self.ledger_id, own),
+                ),
+            )
         return root
 
     def approve_same_data(self, dataset: str, note: str = "") -> None:
@@ -416,7 +431,10 @@ def require_role(
         )
     role = ring.role(signer.key_id, count)
     if role not in roles:
+        known = ring.keys.get(signer.key_id)
         who = f"the {role} key" if role else "a key this ledger does not know"
+        if known is not None and known.revoked_at is not None:
+            who = f"the {known.role} key of {known.name}, revoked"
         raise BudgetError(
             f"refused to {what}: {ledger.path} knows your key {signer.key_id[:12]} as {who}; "
             f"only a {' or '.join(roles)} may; nothing was written",

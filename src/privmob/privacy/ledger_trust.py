@@ -95,8 +95,9 @@ class KeyRing:
     problems: list[str] = field(default_factory=list)
 
     def role(self, key_id: str, count: int) -> str | None:
+        """The role a key may act in now (a revoked key: none, whatever it signed before)."""
         k = self.keys.get(key_id)
-        return k.role if k is not None and k.active_at(count) else None
+        return k.role if k is not None and k.revoked_at is None and k.granted_at <= count else None
 
     def custodian_public(self, key_id: str, count: int) -> str | None:
         k = self.keys.get(key_id)
