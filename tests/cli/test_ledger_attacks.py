@@ -167,7 +167,8 @@ lid = dict(c.execute("SELECT key, value FROM ledger_meta").fetchall())["ledger_i
 prev = chain.genesis(lid)
 for row in chain.entry_rows(c):
     own = chain.digest(prev, chain.hashed(row))
-    c.execute("UPDATE releases SET prev_hash = ?, row_hash = ? WHERE id = ?", (prev, own, row["id"]))
+    c.execute("UPDATE releases SET prev_hash = ?, row_hash = ? WHERE id = ?",
+              (prev, own, row["id"]))
     prev = own
 c.execute("UPDATE ledger_meta SET value = ? WHERE key = 'head_hash'", (prev,))
 cols = ", ".join(chain.BUDGET_COLUMNS)

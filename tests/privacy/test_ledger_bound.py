@@ -223,7 +223,7 @@ def test_a_ledger_of_the_first_schema_opens_and_is_chained(tmp_path):
         led = Ledger(path)
     # chained but unsigned: nothing is charged until its custodian adopts it (signs it once)
     assert any("not signed" in p for p in led.verify())
-    with pytest.raises(BudgetError, match="not signed.*ledger verify"):
+    with pytest.raises(BudgetError, match=r"not signed.*ledger verify"):
         led.charge("d", Cost.pure(0.5), kind="od", input_fingerprint=FP)
     assert led.adopt() == 2
     assert led.verify() == []

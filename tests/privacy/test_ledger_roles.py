@@ -85,7 +85,7 @@ def test_a_same_data_release_under_another_name_needs_the_custodians_approval(te
 def test_auditors_and_keyless_readers_verify_but_never_write(team, monkeypatch):
     path, keys = team
     aud = Ledger(path, key=keys["auditor"])
-    with pytest.raises(BudgetError, match="known .*auditor|the auditor key"):
+    with pytest.raises(BudgetError, match=r"known .*auditor|the auditor key"):
         aud.charge("cdr-2026-01", Cost.pure(0.1), kind="od")
     monkeypatch.setenv("XDG_DATA_HOME", str(path.parent / "nobody"))
     anyone = Ledger(path, create=False)
@@ -128,7 +128,7 @@ def test_a_forged_link_is_refused_at_charge_time(team):
     )
     con.close()
     ana = Ledger(path, key=keys["analyst"])
-    with pytest.raises(BudgetError, match="dataset_links.*ledger verify"):
+    with pytest.raises(BudgetError, match=r"dataset_links.*ledger verify"):
         ana.charge("cdr-2026-01", Cost.pure(5.0), kind="od")
     assert any("dataset_links" in p for p in ana.verify())
 
@@ -198,7 +198,7 @@ def test_a_forged_checkpoint_is_refused(team):
         (h, keys["custodian"].key_id, "00" * 64),
     )
     con.close()
-    with pytest.raises(BudgetError, match="checkpoint .*not signed"):
+    with pytest.raises(BudgetError, match=r"checkpoint .*not signed"):
         ana.charge("cdr-2026-01", Cost.pure(1.0), kind="od")
 
 
