@@ -182,6 +182,12 @@ def test_checkpoints_make_charges_start_late_and_are_verified(team):
     with pytest.raises(BudgetError, match="cannot pay"):
         ana.charge("cdr-2026-01", Cost.pure(1.75), kind="od")
     assert any("entry 1" in p for p in ana.verify())
+    ana.charge("cdr-2026-01", Cost.pure(0.1), kind="od")
+    con = sqlite3.connect(path, isolation_level=None)  # an edit after the checkpoint
+    con.execute("UPDATE releases SET epsilon = 0.0 WHERE id = 4")
+    con.close()
+    with pytest.raises(BudgetError, match=r"entry 4.*ledger verify"):
+        ana.charge("cdr-2026-01", Cost.pure(0.1), kind="od")
     with pytest.raises(BudgetError, match="does not verify"):
         cus.checkpoint()  # a custodian never signs over a broken history
 

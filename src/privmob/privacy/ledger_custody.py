@@ -210,18 +210,24 @@ class Custody:
         self.signer = new
 
     def checkpoint(self) -> trust.Position:
-        """Verify the whole ledger and sign where it stands (charges then start from here)."""
+        """Sign where the ledger stands (charges then start from here), after verifying every
+        entry since the last checkpoint, as a charge does (``ledger verify`` checks all)."""
         with self._write() as con:
             signer, ring = self._as_custodian(con, "sign a checkpoint")
-            problems = all_problems(con, self.ledger_id)
+            latest = trust.checkpoints_latest(con, self.ledger_id, ring)
+            problems = list(ring.problems)
+            if latest is not None and latest.problem:
+                problems.append(latest.problem)
+            start = trust.GENESIS if latest is None else latest.position
+            pos, more = trust.verify_after(con, self.ledger_id, ring, start)
+            problems += more
+            if pos.count != head_count(con):
+                problems.append(f"it holds {pos.count} entries but recorded {head_count(con)}")
             if problems:
                 raise BudgetError(
                     f"refused: the ledger {self.path} does not verify ({problems[0]}); no "
                     f"checkpoint was signed (see: privmob ledger verify --ledger {self.path})"
                 )
-            # entries before an adoption are unsigned: its checkpoint vouches for them
-            start = latest_adoption(con, self.ledger_id, ring)
-            pos, _ = trust.verify_after(con, self.ledger_id, ring, start)
             trust.add_checkpoint(con, self.ledger_id, signer, pos, now())
         return pos
 
@@ -386,18 +392,6 @@ def family_of(con: sqlite3.Connection, dataset: str) -> tuple[str, list[str]]:
         )
     ]
     return root, [root, *members]
-
-
-def adopted_to(con: sqlite3.Connection) -> int:
-    row = con.execute("SELECT max(last_id) FROM checkpoints WHERE adopted = 1").fetchone()
-    return int(row[0] or 0)
-
-
-def latest_adoption(con: sqlite3.Connection, ledger_id: str, ring: trust.KeyRing) -> trust.Position:
-    for c in trust.checkpoints(con, ledger_id, ring):
-        if c.adopted and not c.problem:
-            return c.position
-    return trust.GENESIS
 
 
 def all_problems(con: sqlite3.Connection, ledger_id: str) -> list[str]:
