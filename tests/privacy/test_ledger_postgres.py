@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -59,8 +60,9 @@ def _as(url: str, user: str) -> str:
 
 
 @pytest.fixture
-def team(pg_cluster, pg_url):
-    """A ledger created by the custodian (CLI), with budget 'd', an analyst and an auditor."""
+def team(pg_cluster, pg_url, tmp_path):
+    """A ledger created by the custodian (CLI, with the test's own key), with budget 'd', an
+    analyst (alice: her key and database role) and an auditor (olga)."""
     r = _cli("ledger", "init", "--ledger", pg_url)
     assert r.returncode == 0, r.stderr
     r = _cli("ledger", "init", "d", "--epsilon", "1", "--ledger", pg_url)
@@ -68,9 +70,32 @@ def team(pg_cluster, pg_url):
     for user, role in (("alice", "analyst"), ("olga", "auditor")):
         if not _role_exists(pg_cluster, user):
             _login(pg_cluster, user)
-        r = _cli("ledger", "grant", user, "--as", role, "--ledger", pg_url)
+        key = tmp_path / f"{user}.pem"
+        assert _cli("ledger", "keygen", str(key)).returncode == 0
+        r = _cli(
+            "ledger",
+            "grant",
+            role,
+            user,
+            "--public-key",
+            f"{key}.pub",
+            "--db-role",
+            user,
+            "--ledger",
+            pg_url,
+        )
         assert r.returncode == 0, r.stderr
-    return pg_url
+    return Team(pg_url, {u: tmp_path / f"{u}.pem" for u in ("alice", "olga")})
+
+
+@dataclass
+class Team:
+    url: str  # as the custodian
+    keys: dict[str, Path]
+
+    def opened_as(self, user: str) -> Ledger:
+        """The ledger as ``user``: their database role and their key."""
+        return Ledger(_as(self.url, user), key=self.keys[user])
 
 
 def _role_exists(pg_cluster, name: str) -> bool:
@@ -105,39 +130,47 @@ def test_analyst_and_auditor_cannot_write_any_table(team, user):
     charges through privmob (the SECURITY DEFINER functions), the auditor cannot."""
     import psycopg
 
-    Ledger(_as(team, "alice")).charge("d", Cost.pure(0.25), kind="od", input_fingerprint=FP)
+    team.opened_as("alice").charge("d", Cost.pure(0.25), kind="od", input_fingerprint=FP)
     for statement in DIRECT_WRITES:
         with (
-            psycopg.connect(_as(team, user), options="-c search_path=privmob") as con,
+            psycopg.connect(_as(team.url, user), options="-c search_path=privmob") as con,
             pytest.raises(psycopg.errors.InsufficientPrivilege),
         ):
             con.execute(statement)  # type: ignore[arg-type]
-    led = Ledger(team)
+    led = Ledger(team.url)
     assert len(led.entries("d")) == 1 and led.verify() == []
     assert led.spent("d").epsilon == pytest.approx(0.25)
 
 
 def test_roles_through_privmob(team):
-    analyst, auditor = Ledger(_as(team, "alice")), Ledger(_as(team, "olga"))
+    """Both layers refuse: the key's role (signed in the ledger) and the database role (the
+    server), each on its own: an analyst holding the custodian's key still cannot set a
+    budget, since her database role cannot write the table."""
+    analyst, auditor = team.opened_as("alice"), team.opened_as("olga")
     analyst.charge("d", Cost.pure(0.5), kind="od")
-    with pytest.raises(BudgetError, match="may not"):
-        analyst.set_budget("new", 5.0)  # budgets are the custodian's
-    with pytest.raises(BudgetError, match="may not"):
+    with pytest.raises(BudgetError):
+        analyst.set_budget("new", 5.0)  # by her key
+    with pytest.raises(BudgetError):
         auditor.charge("d", Cost.pure(0.1), kind="od")  # an auditor only reads
+    custodian_key_as_alice = Ledger(_as(team.url, "alice"))  # the test's own key: custodian's
+    with pytest.raises(BudgetError, match="may not"):
+        custodian_key_as_alice.set_budget("new", 5.0)  # by the server
+    with pytest.raises(BudgetError, match="may not"):
+        Ledger(_as(team.url, "olga")).charge("d", Cost.pure(0.1), kind="od")
     assert auditor.verify() == [] and auditor.spent("d").epsilon == pytest.approx(0.5)
     # on the command line: a refusal is exit 3, one line, no traceback
-    r = _privmob("ledger", "init", "new", "--epsilon", "5", "--ledger", _as(team, "alice"))
-    assert r.returncode == 3 and "Traceback" not in r.stderr and "may not" in r.stderr
-    r = _cli("ledger", "verify", "--ledger", _as(team, "olga"))
-    assert r.returncode == 0 and "verifies: 1 entries" in r.stdout
-    assert len(Ledger(team).entries()) == 1
+    r = _privmob("ledger", "init", "new", "--epsilon", "5", "--ledger", _as(team.url, "alice"))
+    assert r.returncode == 3 and "Traceback" not in r.stderr and "may not" in r.stderr, r.stderr
+    r = _cli("ledger", "verify", "--ledger", _as(team.url, "olga"))
+    assert r.returncode == 0 and "verifies" in r.stdout, r.stdout + r.stderr
+    assert len(Ledger(team.url).entries()) == 1 and not Ledger(team.url).has_budget("new")
 
 
 def test_the_owner_cannot_edit_history_either(team):
     """Append-only triggers hold for the custodian (the schema's owner) too."""
     import psycopg
 
-    Ledger(team).charge("d", Cost.pure(0.5), kind="od")
+    Ledger(team.url).charge("d", Cost.pure(0.5), kind="od")
     for statement in (
         "UPDATE releases SET epsilon = 0",
         "DELETE FROM releases",
@@ -145,7 +178,7 @@ def test_the_owner_cannot_edit_history_either(team):
         "TRUNCATE releases",
     ):
         with (
-            psycopg.connect(team, options="-c search_path=privmob") as con,
+            psycopg.connect(team.url, options="-c search_path=privmob") as con,
             pytest.raises(psycopg.errors.InsufficientPrivilege, match="append-only"),
         ):
             con.execute(statement)  # type: ignore[arg-type]
@@ -156,7 +189,7 @@ def test_an_entry_off_the_chain_head_is_refused_by_the_server(team):
     write cannot splice history)."""
     import psycopg
 
-    Ledger(team).charge("d", Cost.pure(0.1), kind="od")
+    Ledger(team.url).charge("d", Cost.pure(0.1), kind="od")
     row = {
         "id": 50,
         "dataset": "d",
@@ -173,11 +206,11 @@ def test_an_entry_off_the_chain_head_is_refused_by_the_server(team):
         "row_hash": "1" * 64,
     }
     with (
-        psycopg.connect(_as(team, "alice"), options="-c search_path=privmob") as con,
+        psycopg.connect(_as(team.url, "alice"), options="-c search_path=privmob") as con,
         pytest.raises(psycopg.errors.SerializationFailure),
     ):
         con.execute("SELECT append_entry(%s::jsonb)", (json.dumps(row),))
-    assert Ledger(team).verify() == []
+    assert Ledger(team.url).verify() == []
 
 
 def test_analyst_cannot_create_the_ledger(pg_cluster, pg_url):
@@ -198,9 +231,7 @@ def test_export_import_sqlite_to_postgresql_and_back(tmp_path, pg_url, pg_cluste
     r = _privmob("ledger", "export", str(exported), "--ledger", str(tmp_path / "a.sqlite"))
     assert r.returncode == 0, r.stderr
     assert exported.stat().st_mode & 0o777 == 0o600
-    r = _cli("ledger", "init", "--ledger", pg_url)
-    assert r.returncode == 0, r.stderr
-    r = _cli("ledger", "import", str(exported), "--ledger", pg_url)
+    r = _cli("ledger", "import", str(exported), "--ledger", pg_url)  # creates the ledger
     assert r.returncode == 0, r.stderr
     pg = Ledger(pg_url)
     assert pg.ledger_id == src.ledger_id and pg.verify() == []
@@ -218,7 +249,9 @@ def test_export_import_sqlite_to_postgresql_and_back(tmp_path, pg_url, pg_cluste
     assert b.verify() == [] and len(b.entries()) == 4 and b.ledger_id == src.ledger_id
     # importing twice, or into a ledger that holds entries: refused
     r = _cli("ledger", "import", str(back), "--ledger", str(tmp_path / "b.sqlite"))
-    assert r.returncode == 2 and "empty one only" in r.stderr
+    assert r.returncode == 2 and "creates a new one" in r.stderr
+    r = _cli("ledger", "import", str(back), "--ledger", pg_url)
+    assert r.returncode == 2 and "creates a new one" in r.stderr
 
 
 def test_an_edited_export_is_not_imported(tmp_path, pg_url):
@@ -228,13 +261,14 @@ def test_an_edited_export_is_not_imported(tmp_path, pg_url):
     exported = tmp_path / "ledger.json"
     assert _cli("ledger", "export", str(exported), "--ledger", str(src.path)).returncode == 0
     doc = json.loads(exported.read_text())
-    doc["entries"][0]["epsilon"] = 0.001  # spend forged down
+    doc["tables"]["releases"][0]["epsilon"] = 0.001  # spend forged down
     exported.write_text(json.dumps(doc))
-    Ledger(pg_url)
     r = _privmob("ledger", "import", str(exported), "--ledger", pg_url)
     assert r.returncode == 3 and "does not verify" in r.stderr
-    led = Ledger(pg_url)
+    led = Ledger(pg_url, create=False)
     assert led.entries() == [] and led.datasets() == []  # nothing was imported
+    r = _cli("ledger", "import", str(tmp_path / "ledger.json"), "--ledger", str(tmp_path / "n.db"))
+    assert r.returncode == 3 and not (tmp_path / "n.db").exists()
 
 
 def test_env_and_session_take_a_url(pg_url, tmp_path, monkeypatch):

@@ -1,5 +1,5 @@
-"""``privmob ledger grant|export|import``: a team ledger's roles, and moving a ledger between
-an SQLite file and PostgreSQL (:mod:`privmob.privacy.ledger_transfer`)."""
+"""``privmob ledger export|import``: moving a ledger between an SQLite file and PostgreSQL
+(:mod:`privmob.privacy.ledger_transfer`)."""
 
 from __future__ import annotations
 
@@ -12,30 +12,6 @@ from privmob.cli.common import LedgerOpt, console
 
 
 def register_team(app: typer.Typer) -> None:
-    @app.command("grant")
-    def grant(
-        role: Annotated[str, typer.Argument(help="a login role of the ledger's database")],
-        as_: Annotated[
-            str, typer.Option("--as", help="analyst (runs releases) or auditor (reads)")
-        ],
-        ledger: LedgerOpt = None,
-    ) -> None:
-        """Make a database login role an analyst or an auditor of a PostgreSQL ledger (run by
-        its custodian)."""
-        from privmob.errors import ConfigError
-        from privmob.privacy.ledger import Ledger
-        from privmob.privacy.ledger_pg import PostgresStore
-
-        led = Ledger(ledger, create=False)
-        if not isinstance(led.store, PostgresStore):
-            raise ConfigError(
-                f"{led.path} is an SQLite ledger: its roles are those of the file's readers and "
-                "writers, not database roles",
-                hint="grant roles on a team ledger: --ledger postgresql://custodian@host/db",
-            )
-        group = led.store.grant(role, as_)
-        console.print(f"'{role}' is now {as_} of the ledger {led.path} (member of {group})")
-
     @app.command("export")
     def export(
         file: Annotated[Path, typer.Argument(help="the export file to write (JSON, 0600)")],
@@ -49,7 +25,7 @@ def register_team(app: typer.Typer) -> None:
         n = export_ledger(led, file)
         console.print(
             f"exported ledger {led.path} (id {led.ledger_id}): {n['budgets']} budgets, "
-            f"{n['entries']} entries to {file}",
+            f"{n['releases']} entries to {file}",
             highlight=False,
         )
 
@@ -58,15 +34,15 @@ def register_team(app: typer.Typer) -> None:
         file: Annotated[Path, typer.Argument(help="a file written by privmob ledger export")],
         ledger: LedgerOpt = None,
     ) -> None:
-        """Write an exported ledger into an empty ledger (a new file, or a PostgreSQL ledger
-        just created with privmob ledger init), under the same identity; it must verify."""
-        from privmob.privacy.ledger import Ledger
+        """Create a ledger from an export: a new file, or (as the custodian's database role) the
+        ledger of a PostgreSQL database that has none yet; same identity, keys and entries. It
+        must verify, or nothing is imported."""
+        from privmob.privacy.ledger import default_ledger_location
         from privmob.privacy.ledger_transfer import import_ledger
 
-        led = Ledger(ledger)
-        n = import_ledger(led, file)
+        led = import_ledger(ledger or default_ledger_location(), file)
         console.print(
-            f"imported {n['budgets']} budgets and {n['entries']} entries into {led.path} "
-            f"(id {led.ledger_id}); it verifies",
+            f"imported {len(led.datasets())} budgets and {len(led.entries())} entries into "
+            f"{led.path} (id {led.ledger_id}); it verifies",
             highlight=False,
         )

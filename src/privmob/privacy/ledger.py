@@ -30,8 +30,9 @@ from __future__ import annotations
 import json
 import os
 import warnings
-from collections.abc import Callable
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -39,14 +40,25 @@ from typing import Any
 from privmob.errors import BudgetError, ConfigError
 from privmob.privacy import ledger_chain as chain
 from privmob.privacy import ledger_checks as checks
+from privmob.privacy import ledger_keys as keys
 from privmob.privacy import ledger_schema as schema
+from privmob.privacy import ledger_trust as trust
 from privmob.privacy.costs import Cost, Unit
-from privmob.privacy.ledger_accounts import Accounts
+from privmob.privacy.ledger_accounts import Accounts, accounts
+from privmob.privacy.ledger_custody import (
+    Custody,
+    budget_row,
+    establish,
+    family_of,
+    head_count,
+    require_role,
+)
 from privmob.privacy.ledger_entries import (
     Budget,
     Entry,
     Spent,
     entry_provenance,
+    head_commitment,
     insert_entries,
     provenance_dict,
 )
@@ -83,19 +95,27 @@ def default_ledger_path() -> Path:
     return base / "privmob" / DEFAULT_LEDGER_NAME
 
 
-class Ledger:
+class Ledger(Custody):
     """A privacy ledger stored in an SQLite file or a PostgreSQL database
-    (:mod:`privmob.privacy.ledger_store`)."""
+    (:mod:`privmob.privacy.ledger_store`: one ledger, two stores), opened with a key (its role
+    decides what this opener may write: :mod:`privmob.privacy.ledger_custody`).
+
+    ``path``: an SQLite file, or a ``postgresql://`` URL (a team ledger,
+    :mod:`privmob.privacy.ledger_pg`); default :func:`default_ledger_location`. ``key``: a
+    :class:`~privmob.privacy.ledger_keys.Signer` or a private key file; by default
+    ``$PRIVMOB_KEY_PEM``, ``$PRIVMOB_KEY`` or the user's own key. A new ledger's custodian is
+    the key that creates it (the user's own key, created if needed). ``create=False``: a
+    missing file (or database without a ledger) is an error (:class:`ConfigError`), never a new
+    empty ledger."""
 
     def __init__(
         self,
         path: str | os.PathLike[str] | None = None,
         *,
+        key: keys.Signer | str | os.PathLike[str] | None = None,
         timeout: float = 60.0,
         create: bool = True,
     ):
-        """``path``: an SQLite file, or a ``postgresql://`` URL (a team ledger,
-        :mod:`privmob.privacy.ledger_pg`); default :func:`default_ledger_path`."""
         location = path if path is not None else default_ledger_location()
         self.store: Store = open_store(location, timeout=timeout)
         #: the file (a :class:`~pathlib.Path`), or the database URL without its password
@@ -103,15 +123,36 @@ class Ledger:
             self.store.path if isinstance(self.store, SqliteStore) else self.store.location
         )
         self.timeout = timeout
+        self.signer = keys.resolve(key)
+        self._people_key = None
         #: set when this open added the chain to entries of an older ledger (a sentence)
-        self.migrated: str | None = self.store.open(create=create)
+        self.migrated: str | None = self.store.open(create=create, establish=self._establish)
         with self._connect() as con:
             self.ledger_id = self.store.read_meta(con)["ledger_id"]
         if self.migrated:
             warnings.warn(f"{self.path}: {self.migrated}", LedgerMigrated, stacklevel=2)
 
+    def _establish(self, con: Any, ledger_id: str) -> None:
+        """A new ledger: the opener's key (the user's own, created if needed) is its custodian."""
+        if self.signer is None:
+            self.signer = keys.own_key()
+        establish(con, ledger_id, self.signer, "custodian")
+
     def _connect(self) -> AbstractContextManager[Any]:
         return self.store.connect()
+
+    @contextmanager
+    def _write(self) -> Iterator[Any]:
+        """A write transaction (the custodian's acts)."""
+        with self._connect() as con:
+            self.store.begin_write(con, None)
+            try:
+                yield con
+                con.execute("COMMIT")
+            except BaseException:
+                if con.in_transaction:
+                    con.execute("ROLLBACK")
+                raise
 
     # -- budgets --------------------------------------------------------------------------
     def set_budget(
@@ -128,6 +169,16 @@ class Ledger:
         with self._connect() as con:
             self.store.begin_write(con, dataset)
             try:
+                fam = family_of(con, dataset)[0]
+                if fam != dataset:  # a member: the family's budget again is a no-op
+                    b = _read_budget(con, fam)
+                    con.execute("ROLLBACK")
+                    if b is not None and (b.epsilon, b.delta, b.unit) == (epsilon, delta, unit):
+                        return b
+                    raise BudgetError(
+                        f"dataset '{dataset}' is linked into a family in {self.path}: it is "
+                        "charged to the family's budget and has none of its own"
+                    )
                 row = con.execute(
                     "SELECT epsilon, delta, unit FROM budgets WHERE dataset = ?", (dataset,)
                 ).fetchone()
@@ -140,12 +191,21 @@ class Ledger:
                             hint="use another ledger file or dataset name for a new budget",
                         )
                     return self.budget(dataset)
+                ring = trust.key_ring(con, self.ledger_id)
+                signer = require_role(
+                    self._signer(),
+                    ring,
+                    head_count(con),
+                    (trust.CUSTODIAN,),
+                    f"set a budget for '{dataset}'",
+                    self,
+                )
                 values = (dataset, float(epsilon), float(delta), unit.value, _now(), note)
                 own = chain.budget_hash(
-                    self.store.read_meta(con)["ledger_id"],
-                    dict(zip(chain.BUDGET_COLUMNS, values, strict=True)),
+                    self.ledger_id, dict(zip(chain.BUDGET_COLUMNS, values, strict=True))
                 )
-                self.store.insert_budget(con, (*values, own))
+                sig = trust.budget_signature(signer, self.ledger_id, own)
+                self.store.insert_budget(con, (*values, own, signer.key_id, sig))
                 con.execute("COMMIT")
             except BaseException:
                 if con.in_transaction:
@@ -154,8 +214,9 @@ class Ledger:
         return self.budget(dataset)
 
     def budget(self, dataset: str) -> Budget:
+        """The budget ``dataset`` is charged to (its family's, when linked)."""
         with self._connect() as con:
-            b = _read_budget(con, dataset)
+            b = _read_budget(con, family_of(con, dataset)[0])
         if b is None:
             raise BudgetError(
                 f"no privacy budget is set for dataset '{dataset}' in {self.path}",
@@ -166,8 +227,9 @@ class Ledger:
 
     def has_budget(self, dataset: str) -> bool:
         with self._connect() as con:
+            root = family_of(con, dataset)[0]
             return (
-                con.execute("SELECT 1 FROM budgets WHERE dataset = ?", (dataset,)).fetchone()
+                con.execute("SELECT 1 FROM budgets WHERE dataset = ?", (root,)).fetchone()
                 is not None
             )
 
@@ -181,7 +243,7 @@ class Ledger:
         """What ``dataset`` has spent under the basic and the zCDP accounting."""
         b = self.budget(dataset)
         with self._connect() as con:
-            return checks.dataset_accounts(con, b, [])
+            return checks.dataset_accounts(con, b, [], family_of(con, b.dataset)[1])
 
     def spent(self, dataset: str) -> Spent:
         """Spent (epsilon by the tighter valid accounting; delta by basic composition)."""
@@ -203,17 +265,37 @@ class Ledger:
         b = self.budget(dataset)
         charged = checks.to_budget_unit(cost, b.unit, group_size)
         with self._connect() as con:
-            checks.refuse_if_over(b, checks.dataset_accounts(con, b, [charged]), charged, self.path)
+            members = family_of(con, b.dataset)[1]
+            after = checks.dataset_accounts(con, b, [charged], members)
+            checks.refuse_if_over(b, after, charged, self.path)
 
     def check_input(
         self, dataset: str, fingerprint: str | None, *, new_dataset_for_same_data: bool = False
     ) -> None:
         """Refuse (:class:`BudgetError`) an input whose content another dataset already holds,
-        unless the user stated ``new_dataset_for_same_data``. No charge is made."""
+        unless the user stated ``new_dataset_for_same_data`` (an analyst: only where the
+        custodian approved it) or the other dataset is in its family. No charge is made."""
+        if new_dataset_for_same_data:
+            self._refuse_unapproved_same_data(dataset)
         with self._connect() as con:
             checks.refuse_foreign_input(
-                con, dataset, fingerprint, new_dataset_for_same_data, self.path
+                con,
+                dataset,
+                fingerprint,
+                new_dataset_for_same_data,
+                self.path,
+                family_of(con, dataset)[1],
             )
+
+    def _refuse_unapproved_same_data(self, dataset: str) -> None:
+        if self.role() == trust.CUSTODIAN or self.approved_same_data(dataset):
+            return
+        raise BudgetError(
+            f"refused: a separate budget for data another dataset holds needs the custodian's "
+            f"approval of '{dataset}' in {self.path}; nothing was charged",
+            hint=f"the custodian runs: privmob ledger approve-same-data {dataset} "
+            f"--ledger {self.path}",
+        )
 
     def charge(
         self,
@@ -286,21 +368,52 @@ class Ledger:
             try:
                 meta = self.store.read_meta(con)
                 schema.refuse_broken_head(con, meta, self.path)
-                b = _read_budget(con, dataset)
-                if b is None:
+                count = int(meta.get("head_count", "0"))
+                ring = trust.key_ring(con, self.ledger_id)
+                signer = require_role(
+                    self._signer(),
+                    ring,
+                    count,
+                    (trust.CUSTODIAN, trust.ANALYST),
+                    f"charge '{dataset}'",
+                    self,
+                )
+                # fail closed: the accounts come from a verified position and verified entries
+                try:
+                    head = trust.start_of_charge(con, self.ledger_id, ring, signer)
+                    root, members = self._verified_family(con, ring, dataset)
+                    row = budget_row(con, root)
+                    problem = row and trust.budget_row_problem(ring, self.ledger_id, row)
+                    if problem:
+                        raise trust.Untrusted(problem)
+                except trust.Untrusted as exc:
+                    raise _refusal(self.path, str(exc)) from None
+                if row is None:
                     raise BudgetError(
                         f"no privacy budget is set for dataset '{dataset}'",
                         hint=f"privmob ledger init {dataset} --epsilon E",
                     )
+                b = _budget(row)
+                role = ring.role(signer.key_id, count)
+                if new_dataset_for_same_data and role != trust.CUSTODIAN:
+                    approvals, _ = trust.records(con, self.ledger_id, ring, "same_data_approvals")
+                    if dataset not in approvals:
+                        self._refuse_unapproved_same_data(dataset)
                 checks.refuse_foreign_input(
-                    con, dataset, input_fingerprint, new_dataset_for_same_data, self.path
+                    con, dataset, input_fingerprint, new_dataset_for_same_data, self.path, members
                 )
                 charged = [checks.to_budget_unit(c, b.unit, group_size) for _, c in parts]
                 total = charged[0]
                 for c in charged[1:]:
                     total = total + c
-                checks.refuse_if_over(b, checks.dataset_accounts(con, b, charged), total, self.path)
-                prev = meta.get("head_hash") or chain.genesis(meta["ledger_id"])
+                after = accounts(
+                    trust.account_rows(head.totals, members)
+                    + [(c.epsilon, c.delta, c.rho) for c in charged],
+                    b.epsilon,
+                    b.delta,
+                )
+                checks.refuse_if_over(b, after, total, self.path)
+                prev = meta.get("head_hash") or chain.genesis(self.ledger_id)
                 entries = insert_entries(
                     self.store,
                     con,
@@ -314,9 +427,26 @@ class Ledger:
                     params=params,
                     provenance=provenance,
                     created=_now(),
+                    signer=signer,
+                    ledger_id=self.ledger_id,
                 )
-                count = int(meta.get("head_count", "0")) + len(entries)
-                self.store.set_head(con, count, entries[-1].row_hash)
+                totals = {d: list(t) for d, t in head.totals.items()}
+                for e in entries:
+                    trust.add_to(totals, dataset, e.cost.epsilon, e.cost.delta, e.cost.rho)
+                end = trust.Position(
+                    entries[-1].id, head.count + len(entries), entries[-1].row_hash, totals
+                )
+                self.store.set_head(con, end.count, end.head_hash)
+                if role == trust.CUSTODIAN and _due_checkpoint(con, end):
+                    trust.add_checkpoint(con, self.ledger_id, signer, end, _now())
+                entries[-1] = replace(
+                    entries[-1],
+                    head={
+                        "count": end.count,
+                        "hash": head_commitment(end.head_hash),
+                        "root": ring.root,
+                    },
+                )
                 if within is not None:
                     within(con, entries)
                 try:
@@ -331,7 +461,31 @@ class Ledger:
                 if con.in_transaction:
                     con.execute("ROLLBACK")
                 raise
+        if ring.root is not None:
+            trust.cache_position(self.ledger_id, signer, end, ring.root)
         return entries
+
+    def _verified_family(
+        self, con: Any, ring: trust.KeyRing, dataset: str
+    ) -> tuple[str, list[str]]:
+        """(the dataset whose budget pays, all datasets charged to it) by signed links only."""
+        links, bad = trust.records(con, self.ledger_id, ring, "dataset_links")
+        if bad:
+            raise trust.Untrusted(bad[0])
+        root = links.get(dataset, {}).get("family", dataset)
+        return root, [root, *sorted(d for d, v in links.items() if v["family"] == root)]
+
+    def head(self) -> dict[str, Any]:
+        """The ledger's head now: entry count, the commitment a release publishes, root key."""
+        with self._connect() as con:
+            meta = self.store.read_meta(con)
+            root = trust.key_ring(con, self.ledger_id).root
+        h = meta.get("head_hash", "")
+        return {
+            "count": int(meta.get("head_count", "0")),
+            "hash": head_commitment(h) if h else "",
+            "root": root,
+        }
 
     def verify_release(self, metadata: dict[str, Any], name: str = "release") -> list[str]:
         """Check that a release's ``metadata.json`` (its ``ledger`` block) was paid from this
@@ -349,16 +503,52 @@ class Ledger:
         missing = [i for i in block.get("entry_ids", []) if i not in ids]
         if missing:
             return [f"{name}: its ledger entries {missing} are missing from this ledger"]
+        head = block.get("head")
+        if isinstance(head, dict) and "count" in head:
+            return self._check_head(head, name)
+        return []
+
+    def _check_head(self, head: dict[str, Any], name: str) -> list[str]:
+        """A release's head (count, commitment, root key) against this ledger."""
+        with self._connect() as con:
+            count = int(self.store.read_meta(con).get("head_count", "0"))
+            row = con.execute(
+                "SELECT row_hash FROM releases ORDER BY id LIMIT 1 OFFSET ?",
+                (int(head["count"]) - 1,),
+            ).fetchone()
+            root = trust.key_ring(con, self.ledger_id).root
+        if int(head["count"]) > count:
+            return [
+                f"{name}: the ledger held {head['count']} entries after its charge, this one "
+                f"holds {count}: entries were deleted at the end (or an older copy was put back)"
+            ]
+        if row is None or head_commitment(row[0] or "") != head.get("hash"):
+            return [
+                f"{name}: the ledger's entry {head['count']} is not the one it was charged "
+                "after (entries were deleted, replaced or re-chained)"
+            ]
+        if head.get("root") and head["root"] != root:
+            return [
+                f"{name}: it was charged to a ledger whose custodian key was "
+                f"{head['root'][:12]}..., this ledger's is {str(root)[:12]}... (re-signed)"
+            ]
         return []
 
     def verify(self) -> list[str]:
-        """Check the hash chain, the recorded head and the budgets; return the problems found
-        (empty when the ledger verifies)."""
+        """Check everything: keys, the hash chain and every entry's signature, the recorded
+        head, checkpoints, budgets, family links and approvals; return the problems found
+        (empty when the ledger verifies). Needs no private key."""
+        from privmob.privacy.ledger_custody import all_problems
+
         with self._connect() as con:
-            meta = self.store.read_meta(con)
-            return chain.problems(
-                con, meta["ledger_id"], int(meta.get("head_count", "0")), meta.get("head_hash", "")
-            )
+            found = all_problems(con, self.ledger_id)
+            signer = self._signer()
+            cached = None if signer is None else trust.cached_position(self.ledger_id, signer)
+            if cached is not None:  # this user's own witness of where the ledger was
+                witness = trust.behind(con, trust.key_ring(con, self.ledger_id), *cached)
+                if witness:
+                    found.append(witness)
+            return found
 
     def entries(self, dataset: str | None = None) -> list[Entry]:
         sql = (
@@ -390,6 +580,24 @@ class Ledger:
             )
             for r in rows
         ]
+
+
+def _refusal(path: Path | str, why: str) -> BudgetError:
+    return BudgetError(
+        f"refused: the privacy ledger {path} does not verify ({why}); nothing was charged; "
+        f"see everything with: privmob ledger verify --ledger {path}"
+    )
+
+
+def _due_checkpoint(con: Any, end: trust.Position) -> bool:
+    row = con.execute("SELECT max(entry_count) FROM checkpoints").fetchone()
+    return end.count - int(row[0] or 0) >= trust.CHECKPOINT_EVERY
+
+
+def _budget(row: dict[str, Any]) -> Budget:
+    return Budget(
+        row["dataset"], row["epsilon"], row["delta"], Unit(row["unit"]), row["created_at"]
+    )
 
 
 def _read_budget(con: Any, dataset: str) -> Budget | None:

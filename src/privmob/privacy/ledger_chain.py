@@ -53,7 +53,14 @@ NEW_ENTRY_COLUMNS = {
     "new_dataset_for_same_data": "INTEGER NOT NULL DEFAULT 0",
     "prev_hash": "TEXT",
     "row_hash": "TEXT",
+    "nonce": "TEXT",
+    "signer": "TEXT",
+    "signature": "TEXT",
 }
+#: hashed when present: an entry's random nonce (entries written since entries are signed), so
+#: that a hash derived from the entry (a release's published ledger head) cannot be used to test
+#: guesses of its input's fingerprint or row count
+OPTIONAL_HASHED = ("nonce",)
 BUDGET_COLUMNS = ("dataset", "epsilon", "delta", "unit", "created_at", "note")
 
 
@@ -75,15 +82,26 @@ def budget_hash(ledger_id: str, row: dict[str, Any]) -> str:
     return digest(genesis(ledger_id), {"budget": row})
 
 
-def entry_rows(con: sqlite3.Connection) -> list[dict[str, Any]]:
-    cols = ", ".join((*ENTRY_COLUMNS, "prev_hash", "row_hash"))
-    cur = con.execute(f"SELECT {cols} FROM releases ORDER BY id")
+ROW_COLUMNS = (*ENTRY_COLUMNS, *OPTIONAL_HASHED, "prev_hash", "row_hash", "signer", "signature")
+
+
+def entry_rows(
+    con: sqlite3.Connection, after: int = 0, until: int | None = None
+) -> list[dict[str, Any]]:
+    """The entries (all columns of the chain and signature) with an id above ``after`` (and up
+    to ``until``)."""
+    cur = con.execute(
+        f"SELECT {', '.join(ROW_COLUMNS)} FROM releases WHERE id > ? AND id <= ? ORDER BY id",
+        (after, 2**62 if until is None else until),
+    )
     names = [d[0] for d in cur.description]
     return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
 
 def hashed(row: dict[str, Any]) -> dict[str, Any]:
-    return {k: row.get(k) for k in ENTRY_COLUMNS}
+    out = {k: row.get(k) for k in ENTRY_COLUMNS}
+    out.update({k: row[k] for k in OPTIONAL_HASHED if row.get(k) is not None})
+    return out
 
 
 def problems(con: sqlite3.Connection, ledger_id: str, head_count: int, head_hash: str) -> list[str]:

@@ -35,9 +35,16 @@ def to_budget_unit(cost: Cost, unit: Unit, group_size: int | None) -> Cost:
     raise ConfigError(f"cannot charge a {cost.unit}-level release to a {unit}-level budget")
 
 
-def dataset_accounts(con: sqlite3.Connection, b: Budget, extra: list[Cost]) -> Accounts:
+def dataset_accounts(
+    con: sqlite3.Connection, b: Budget, extra: list[Cost], members: list[str] | None = None
+) -> Accounts:
+    """The accounts of ``b`` (all its family's ``members``) from the stored rows, as they are
+    (for display and early checks; a charge sums verified entries only)."""
+    names = members or [b.dataset]
     rows = con.execute(
-        "SELECT epsilon, delta, rho FROM releases WHERE dataset = ? ORDER BY id", (b.dataset,)
+        f"SELECT epsilon, delta, rho FROM releases WHERE dataset IN ({', '.join('?' * len(names))})"
+        " ORDER BY id",
+        names,
     ).fetchall()
     return accounts(
         [(float(r[0]), float(r[1]), r[2]) for r in rows]
@@ -65,9 +72,11 @@ def refuse_foreign_input(
     fingerprint: str | None,
     stated: bool,
     path: Path | str,
+    family: list[str] | None = None,
 ) -> None:
     """The budget is bound to the data: content seen under another dataset name is refused,
-    unless the user stated that this is a new dataset for the same data (or did so before)."""
+    unless the user stated that this is a new dataset for the same data (or did so before),
+    or the other dataset is in ``family`` (shares this budget)."""
     if not fingerprint or stated:
         return
     owners = [
@@ -78,7 +87,7 @@ def refuse_foreign_input(
             (fingerprint,),
         ).fetchall()
     ]
-    if not owners or dataset in owners:
+    if not owners or dataset in owners or set(owners) & set(family or []):
         return
     raise BudgetError(
         f"refused: this input's content was already released under dataset '{owners[0]}' "

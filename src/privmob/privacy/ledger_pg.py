@@ -23,7 +23,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from privmob.errors import BudgetError, ConfigError
 from privmob.privacy import ledger_pg_schema as pg_schema
-from privmob.privacy.ledger_store import LedgerUnavailable
+from privmob.privacy.ledger_store import Establish, LedgerUnavailable
 
 _PLACEHOLDER = re.compile(r"\?")
 
@@ -140,7 +140,7 @@ class PostgresStore:
         ).fetchone()
         return row[0] is not None
 
-    def open(self, *, create: bool) -> str | None:
+    def open(self, *, create: bool, establish: Establish) -> str | None:
         with self.connect() as con:
             if self._exists(con):
                 return None
@@ -149,10 +149,10 @@ class PostgresStore:
                     f"there is no privmob ledger in {self.location}",
                     hint=f"the custodian creates it: privmob ledger init --ledger {self.location}",
                 )
-            self.create(con)
+            self.create(con, establish)
         return None
 
-    def create(self, con: PgCon) -> None:
+    def create(self, con: PgCon, establish: Establish) -> None:
         """The schema, its functions and roles, and the ledger's identity, in one transaction
         (two custodians creating it at once: one does it, the other sees it done)."""
         import uuid
@@ -164,13 +164,16 @@ class PostgresStore:
                 con.execute("ROLLBACK")
                 return
             con.execute(pg_schema.TABLES)
+            con.execute(pg_schema.SIGNED)
             con.execute(pg_schema.FUNCTIONS)
             con.execute(pg_schema.roles_sql())
+            ledger_id = uuid.uuid4().hex
             con.execute(
                 "INSERT INTO ledger_meta VALUES ('ledger_id', ?), ('schema', '2'), "
                 "('head_count', '0'), ('head_hash', '')",
-                (uuid.uuid4().hex,),
+                (ledger_id,),
             )
+            establish(con, ledger_id)  # the custodian's key, signed in the same transaction
             con.execute("COMMIT")
         except BaseException:
             if con.in_transaction:

@@ -19,6 +19,10 @@ Two group roles, created once per cluster and granted per database:
 
 from __future__ import annotations
 
+import re
+
+from privmob.privacy.ledger_schema import SIGNED_TABLES
+
 ANALYST = "privmob_analyst"
 AUDITOR = "privmob_auditor"
 SCHEMA_NAME = "privmob"
@@ -33,7 +37,9 @@ CREATE TABLE budgets (
     unit        text NOT NULL,
     created_at  text NOT NULL,
     note        text,
-    row_hash    text
+    row_hash    text,
+    signer      text,
+    signature   text
 );
 CREATE TABLE releases (
     id              bigint PRIMARY KEY,
@@ -59,7 +65,10 @@ CREATE TABLE releases (
     host            text,
     new_dataset_for_same_data integer NOT NULL DEFAULT 0,
     prev_hash       text,
-    row_hash        text
+    row_hash        text,
+    nonce           text,
+    signer          text,
+    signature       text
 );
 CREATE INDEX releases_fingerprint ON releases(input_fingerprint);
 CREATE INDEX releases_dataset ON releases(dataset);
@@ -107,6 +116,26 @@ CREATE TRIGGER budgets_fixed BEFORE UPDATE OR DELETE ON budgets
 CREATE TRIGGER budgets_no_truncate BEFORE TRUNCATE ON budgets
     FOR EACH STATEMENT EXECUTE FUNCTION refuse_change();
 """
+
+
+
+def _pg_columns(sqlite_columns: str) -> str:
+    """An SQLite column list of :data:`privmob.privacy.ledger_schema.SIGNED_TABLES` in
+    PostgreSQL's types (one definition of the signed records for both stores)."""
+    out = re.sub(r"INTEGER PRIMARY KEY AUTOINCREMENT", "bigserial PRIMARY KEY", sqlite_columns)
+    out = re.sub(r"\bINTEGER\b", "bigint", out)
+    return re.sub(r"\bTEXT\b", "text", out)
+
+
+#: the custodian's signed records (keys, checkpoints, families, approvals), append-only
+SIGNED = "".join(
+    f"CREATE TABLE {t} ({_pg_columns(cols)}\n);\n"
+    f"CREATE TRIGGER {t}_append_only BEFORE UPDATE OR DELETE ON {t}\n"
+    "    FOR EACH ROW EXECUTE FUNCTION refuse_change();\n"
+    f"CREATE TRIGGER {t}_no_truncate BEFORE TRUNCATE ON {t}\n"
+    "    FOR EACH STATEMENT EXECUTE FUNCTION refuse_change();\n"
+    for t, cols in SIGNED_TABLES.items()
+)
 
 _DEFINER = f"LANGUAGE plpgsql SECURITY DEFINER SET search_path = {SCHEMA_NAME}, pg_temp"
 

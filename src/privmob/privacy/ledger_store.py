@@ -17,12 +17,12 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
-from privmob.errors import BudgetError
+from privmob.errors import BudgetError, ConfigError
 from privmob.privacy import ledger_schema as schema
 
 URL_SCHEMES = ("postgresql://", "postgres://")
@@ -40,6 +40,17 @@ class LedgerUnavailable(BudgetError):
 class ChargeOutcomeUnknown(LedgerUnavailable):
     """The connection was lost while the charge was being committed: it may have been made.
     The release stays staged; ``privmob ledger recover`` settles it from the ledger."""
+
+
+#: registers a new ledger's custodian key (``Ledger._establish``), given its connection and id
+Establish = Callable[[Any, str], None]
+
+
+def damaged(path: Path | str, exc: Exception) -> BudgetError:
+    return BudgetError(
+        f"ledger damaged: {path} cannot be read as a privacy ledger ({exc}); nothing was charged",
+        hint=f"restore it from a backup; check it with: privmob ledger verify --ledger {path}",
+    )
 
 
 class Con(Protocol):
@@ -60,9 +71,10 @@ class Store(Protocol):
 
     def connect(self) -> AbstractContextManager[Any]: ...
 
-    def open(self, *, create: bool) -> str | None:
-        """Create (``create``) or check the schema; returns a sentence when an older ledger
-        was upgraded on this open."""
+    def open(self, *, create: bool, establish: Establish) -> str | None:
+        """Create (``create``; a new ledger gets its custodian key by ``establish`` in the same
+        transaction) or check the schema; returns a sentence when an older ledger was upgraded
+        on this open. ``create=False`` and no ledger: :class:`ConfigError`."""
         ...
 
     def read_meta(self, con: Any) -> dict[str, str]: ...
@@ -95,17 +107,31 @@ class SqliteStore:
 
     @contextmanager
     def connect(self) -> Iterator[sqlite3.Connection]:
-        con = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+        """A connection; a file that is not an SQLite database is "ledger damaged"."""
+        try:
+            con = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+        except sqlite3.DatabaseError as exc:
+            raise damaged(self.path, exc) from None
         try:
             con.execute("PRAGMA foreign_keys = ON")
             yield con
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+                raise
+            raise damaged(self.path, exc) from None
         finally:
             con.close()
 
-    def open(self, *, create: bool) -> str | None:
-        if self.path.parent and not self.path.parent.exists():
-            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    def open(self, *, create: bool, establish: Establish) -> str | None:
         if not self.path.exists():
+            if not create:
+                raise ConfigError(
+                    f"no ledger at {self.path}",
+                    hint="check --ledger (or PRIVMOB_LEDGER); a ledger is created by privmob "
+                    "ledger init",
+                )
+            if self.path.parent and not self.path.parent.exists():
+                self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             # private from the start: the ledger names datasets, users, hosts and outputs
             os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
         with self.connect() as con:
@@ -117,7 +143,7 @@ class SqliteStore:
             schema.add_columns(con)  # a ledger of the first schema: before the new index is made
             # one transaction: another process never sees half a schema
             con.executescript(f"BEGIN IMMEDIATE;\n{schema.SCHEMA}\nCOMMIT;")
-            return schema.migrate(con)
+            return schema.migrate(con, establish)
 
     def read_meta(self, con: sqlite3.Connection) -> dict[str, str]:
         return schema.read_meta(con)

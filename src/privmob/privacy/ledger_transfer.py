@@ -1,13 +1,15 @@
 """Moving a ledger between stores: ``privmob ledger export FILE`` / ``ledger import FILE``.
 
 The export is one JSON document: the ledger's identity and head, and every row of its tables
-(budgets, entries with their hashes, programmes and their allowances) exactly as stored. The
-import writes it into an empty ledger (a new SQLite file, or a PostgreSQL ledger its custodian
-just created) under the same identity, appending the entries one by one through the store's
-own append (on PostgreSQL: ``append_entry``, which refuses an entry that does not continue the
-chain), then verifies the result; a ledger that does not verify is not imported (nothing is
-committed). Releases paid from the old store verify against the new one (same id, same
-entries). The file names datasets, users, hosts and input fingerprints: it is created 0600.
+(the custodian's signed keys, checkpoints, families and approvals; budgets; entries with their
+hashes and signatures; programmes and their allowances) exactly as stored. The import creates
+the ledger from it (a new SQLite file, or the schema of a PostgreSQL database that has none yet,
+created by its custodian's database role) under the same identity, appends the entries one by
+one through the store's own append (on PostgreSQL: ``append_entry``, which refuses an entry that
+does not continue the chain) and verifies everything (chain, signatures, checkpoints) before it
+commits; a ledger that does not verify is not imported. Releases paid from the old store verify
+against the new one (same id, same entries, same keys). The file names datasets, users, hosts
+and input fingerprints: it is created 0600.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from privmob.errors import BudgetError, ConfigError, InputError
-from privmob.privacy import ledger_chain as chain
+from privmob.privacy.ledger_schema import SIGNED_TABLES
 from privmob.privacy.programme_ledger import SCHEMA as programme_schema
 
 if TYPE_CHECKING:
@@ -27,12 +29,19 @@ if TYPE_CHECKING:
 
 FORMAT = "privmob-ledger-export"
 VERSION = 1
-#: tables moved besides the entries, in the order they are written back
-OTHER_TABLES = ("programmes", "programme_allowances")
+#: the tables moved, in the order they are written back (keys before what they signed)
+SIGNED = tuple(SIGNED_TABLES)
+OPTIONAL = ("programmes", "programme_allowances")
+#: (table, column) numbered by the store (AUTOINCREMENT / bigserial)
+SERIAL = (
+    *((t, c.split()[0]) for t, c in SIGNED_TABLES.items() if "AUTOINCREMENT" in c),
+    ("programme_allowances", "id"),
+)
+ORDER = {"budgets": "dataset", "releases": "id", "programmes": "dataset"}
 
 
-def _rows(con: Any, table: str, order: str) -> list[dict[str, Any]]:
-    cur = con.execute(f"SELECT * FROM {table} ORDER BY {order}")
+def _rows(con: Any, table: str) -> list[dict[str, Any]]:
+    cur = con.execute(f"SELECT * FROM {table} ORDER BY {ORDER.get(table, 1)}")
     names = [d[0] for d in cur.description]
     return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
@@ -45,6 +54,7 @@ def export_ledger(ledger: Ledger, path: Path) -> dict[str, int]:
             f"the ledger {ledger.path} does not verify ({problems[0]}); not exported",
             hint=f"privmob ledger verify --ledger {ledger.path}",
         )
+    tables = [t for t in (*SIGNED, "budgets", "releases", *OPTIONAL) if ledger.store.has_table(t)]
     with ledger.store.connect() as con:
         con.execute("BEGIN")  # one snapshot
         try:
@@ -55,18 +65,14 @@ def export_ledger(ledger: Ledger, path: Path) -> dict[str, int]:
                 "ledger_id": meta["ledger_id"],
                 "head_count": int(meta.get("head_count", "0")),
                 "head_hash": meta.get("head_hash", ""),
-                "budgets": _rows(con, "budgets", "dataset"),
-                "entries": _rows(con, "releases", "id"),
+                "tables": {t: _rows(con, t) for t in tables},
             }
-            for table in OTHER_TABLES:
-                if ledger.store.has_table(table):
-                    doc[table] = _rows(con, table, "1")
         finally:
             con.execute("COMMIT")
     fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:
         json.dump(doc, f, sort_keys=True, indent=1)
-    return {"budgets": len(doc["budgets"]), "entries": len(doc["entries"])}
+    return {t: len(doc["tables"].get(t, [])) for t in ("budgets", "releases")}
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -85,56 +91,84 @@ def _read(path: Path) -> dict[str, Any]:
     return doc
 
 
-def import_ledger(ledger: Ledger, path: Path) -> dict[str, int]:
-    """Write the export at ``path`` into ``ledger``, which must hold no budget and no entry."""
-    doc = _read(path)
-    store = ledger.store
+def _insert(con: Any, table: str, row: dict[str, Any]) -> None:
+    con.execute(
+        f"INSERT INTO {table} ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+        tuple(row.values()),
+    )
+
+
+def _holds_anything(store: Any) -> bool:
+    """A database with a ledger that has keys, budgets or entries (an empty schema, left by
+    an import that did not verify, can take another)."""
+    if not store.has_table("ledger_meta"):
+        return False
     with store.connect() as con:
-        store.begin_write(con, None)
-        try:
-            held = con.execute(
-                "SELECT (SELECT count(*) FROM budgets), (SELECT count(*) FROM releases)"
-            ).fetchone()
-            if held[0] or held[1]:
-                raise ConfigError(
-                    f"the ledger {ledger.path} already holds {held[0]} budgets and {held[1]} "
-                    "entries; a ledger is imported into an empty one only",
-                    hint="create a new ledger (a new file, or privmob ledger init on a new "
-                    "database) and import into it",
+        row = con.execute(
+            "SELECT (SELECT count(*) FROM ledger_keys) + (SELECT count(*) FROM budgets) + "
+            "(SELECT count(*) FROM releases)"
+        ).fetchone()
+    return bool(row[0])
+
+
+def import_ledger(location: str | os.PathLike[str], path: Path) -> Ledger:
+    """Create the ledger at ``location`` from the export at ``path``; nothing is left behind
+    when it does not verify (a new file is removed; a database keeps an empty schema)."""
+    from privmob.privacy.ledger import Ledger
+    from privmob.privacy.ledger_custody import all_problems
+    from privmob.privacy.ledger_store import SqliteStore, open_store
+
+    doc = _read(path)
+    store = open_store(location)
+    in_file = isinstance(store, SqliteStore)
+    if (in_file and Path(location).exists()) or (not in_file and _holds_anything(store)):
+        raise ConfigError(
+            f"there is a ledger at {store.location} already; an import creates a new one",
+            hint="import into a new file, or a database whose custodian has not run "
+            "privmob ledger init",
+        )
+    store.open(create=True, establish=lambda con, ledger_id: None)  # its keys come from the file
+    tables = doc.get("tables", {})
+    try:
+        with store.connect() as con:
+            store.begin_write(con, None)
+            try:
+                con.execute(
+                    "UPDATE ledger_meta SET value = ? WHERE key = 'ledger_id'", (doc["ledger_id"],)
                 )
-            con.execute(
-                "UPDATE ledger_meta SET value = ? WHERE key = 'ledger_id'", (doc["ledger_id"],)
-            )
-            for b in doc["budgets"]:
-                values = tuple(b[c] for c in (*chain.BUDGET_COLUMNS, "row_hash"))
-                store.insert_budget(con, values)
-            for e in doc["entries"]:
-                store.append_entry(con, e)
-            if doc["entries"]:
-                store.set_head(con, int(doc["head_count"]), str(doc["head_hash"]))
-            for table in OTHER_TABLES:
-                if doc.get(table) and isinstance(con, sqlite3.Connection):
-                    for statement in programme_schema.split(";"):  # a new file has none yet
-                        con.execute(statement)
-                for row in doc.get(table, []):
-                    con.execute(
-                        f"INSERT INTO {table} ({', '.join(row)}) VALUES "
-                        f"({', '.join('?' * len(row))})",
-                        tuple(row.values()),
+                for table in (*SIGNED, "budgets"):
+                    for row in tables.get(table, []):
+                        _insert(con, table, row)
+                for row in tables.get("releases", []):
+                    store.append_entry(con, row)
+                if tables.get("releases"):
+                    store.set_head(con, int(doc["head_count"]), str(doc["head_hash"]))
+                for table in OPTIONAL:
+                    if tables.get(table) and isinstance(con, sqlite3.Connection):
+                        for statement in programme_schema.split(";"):  # a new file has none
+                            con.execute(statement)
+                    for row in tables.get(table, []):
+                        _insert(con, table, row)
+                if not in_file:  # rows given their own ids: the sequences go on after them
+                    for table, key in SERIAL:
+                        con.execute(
+                            f"SELECT setval(pg_get_serial_sequence('{table}', '{key}'), "
+                            f"COALESCE((SELECT max({key}) FROM {table}), 0) + 1, false)"
+                        )
+                problems = all_problems(con, doc["ledger_id"])
+                if problems:
+                    raise BudgetError(
+                        f"{path} does not verify once imported ({problems[0]}); nothing was "
+                        "imported",
+                        hint="export it again from a ledger that verifies",
                     )
-            meta = store.read_meta(con)
-            problems = chain.problems(
-                con, meta["ledger_id"], int(meta.get("head_count", "0")), meta.get("head_hash", "")
-            )
-            if problems:
-                raise BudgetError(
-                    f"{path} does not verify once imported ({problems[0]}); nothing was imported",
-                    hint="export it again from a ledger that verifies",
-                )
-            con.execute("COMMIT")
-        except BaseException:
-            if con.in_transaction:
-                con.execute("ROLLBACK")
-            raise
-    ledger.ledger_id = doc["ledger_id"]
-    return {"budgets": len(doc["budgets"]), "entries": len(doc["entries"])}
+                con.execute("COMMIT")
+            except BaseException:
+                if con.in_transaction:
+                    con.execute("ROLLBACK")
+                raise
+    except BaseException:
+        if in_file:
+            Path(location).unlink(missing_ok=True)
+        raise
+    return Ledger(location, create=False)
