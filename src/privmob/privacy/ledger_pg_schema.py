@@ -118,7 +118,6 @@ CREATE TRIGGER budgets_no_truncate BEFORE TRUNCATE ON budgets
 """
 
 
-
 def _pg_columns(sqlite_columns: str) -> str:
     """An SQLite column list of :data:`privmob.privacy.ledger_schema.SIGNED_TABLES` in
     PostgreSQL's types (one definition of the signed records for both stores)."""
