@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing as mp
+import os
 import statistics
 import sys
 import tempfile
@@ -155,6 +156,8 @@ def main() -> None:
     print("timings on a shared machine are indicative only")
     with tempfile.TemporaryDirectory(prefix="privmob-bench-ledger-") as tmp:
         folder = Path(tmp)
+        # the releasers' position notes go here, never to the user's own data directory
+        os.environ["XDG_DATA_HOME"] = str(folder / "data")
         for r in (int(x) for x in args.releasers.split(",")):
             t = concurrent(folder, r, args.charges)
             print(

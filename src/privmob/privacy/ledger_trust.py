@@ -544,7 +544,8 @@ def cache_position(ledger_id: str, signer: Signer, pos: Position, root: str) -> 
     body = {"position": pos.values(), "root": root}
     data = {"body": body, "signature": signer.sign("position", message(ledger_id, body))}
     try:
-        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        keys_dir().mkdir(parents=True, exist_ok=True, mode=0o700)
+        target.parent.mkdir(exist_ok=True, mode=0o700)
         fd, tmp = tempfile.mkstemp(prefix=".pos-", dir=target.parent)
         with os.fdopen(fd, "w") as f:
             json.dump(data, f)
