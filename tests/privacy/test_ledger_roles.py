@@ -274,3 +274,12 @@ def test_32_racing_signing_processes_cannot_overspend(tmp_path):
     assert sum(results.get(timeout=60) for _ in procs) == 3
     assert len(led.entries("d")) == 3 and led.verify() == []
     assert led.spent("d").epsilon == pytest.approx(0.9)
+
+
+def test_only_the_custodian_records_or_loosens_a_programme(team):
+    from privmob.privacy import programme_ledger as pl
+
+    path, keys = team
+    with pytest.raises(BudgetError, match="only a custodian may"):
+        pl.allow(Ledger(path, key=keys["analyst"]), "cdr-2026-01", "od", reason="in a hurry")
+    pl.allow(Ledger(path, key=keys["custodian"]), "cdr-2026-01", "od", reason="flood response")

@@ -136,6 +136,11 @@ class Custody:
         signer = require_role(self._signer(), ring, head_count(con), (trust.CUSTODIAN,), what, self)
         return signer, ring
 
+    def require_custodian(self, what: str) -> None:
+        """Refuse (:class:`BudgetError`) unless this opener holds an active custodian key."""
+        with self._connect() as con:
+            self._as_custodian(con, what)
+
     def grant(self, role: str, name: str, public_hex: str) -> str:
         """Register a public key with a role; returns its key id."""
         if role not in trust.ROLES:

@@ -238,7 +238,8 @@ def migrate(
         return (
             f"upgraded a ledger of the first schema: {len(rows)} existing entries and "
             f"{len(budgets)} budgets were hash-chained on this open (they record no input "
-            "fingerprint, output or user)"
+            "fingerprint, output or user); it is not signed: nothing is charged to it until its "
+            "custodian checks it and signs it once (privmob ledger adopt)"
         )
     return None
 
