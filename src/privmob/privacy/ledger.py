@@ -252,7 +252,10 @@ class Ledger(Custody, Audit):
 
     def datasets(self) -> list[Budget]:
         with self._connect() as con:
-            rows = con.execute("SELECT dataset FROM budgets ORDER BY dataset").fetchall()
+            rows = con.execute(  # a family's members are shown under the family's budget
+                "SELECT dataset FROM budgets WHERE dataset NOT IN "
+                "(SELECT dataset FROM dataset_links) ORDER BY dataset"
+            ).fetchall()
         return [self.budget(r[0]) for r in rows]
 
     # -- spending ----------------------------------------------------------------------------

@@ -72,6 +72,11 @@ class Custody:
         with self._connect() as con:
             return family_of(con, dataset)[0]
 
+    def family_members(self, dataset: str) -> list[str]:
+        """The datasets charged to ``dataset``'s budget (its family), the family's first."""
+        with self._connect() as con:
+            return family_of(con, dataset)[1]
+
     def shares_budget(self, a: str, b: str) -> bool:
         """True when ``a`` and ``b`` are one dataset or linked into one family by the custodian
         (signed links only)."""
