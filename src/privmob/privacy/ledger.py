@@ -401,9 +401,16 @@ class Ledger(Custody, Audit):
                 # fail closed: the accounts come from a verified position and verified entries
                 try:
                     head = trust.start_of_charge(con, self.ledger_id, ring, signer)
-                    root, members = self._verified_family(con, ring, dataset)
+                    vouched = trust.vouched_now(con, self.ledger_id, ring)
+                    root, members = self._verified_family(con, ring, dataset, vouched)
                     row = budget_row(con, root)
                     problem = row and trust.budget_row_problem(ring, self.ledger_id, row)
+                    if (
+                        row
+                        and not problem
+                        and not trust.is_vouched(ring, row["signer"], "budgets", row, vouched)
+                    ):
+                        problem = f"budget of '{root}': signed by a revoked key, after it"
                     if problem:
                         raise trust.Untrusted(problem)
                 except trust.Untrusted as exc:
@@ -416,7 +423,9 @@ class Ledger(Custody, Audit):
                 b = _budget(row)
                 role = ring.role(signer.key_id, count)
                 if new_dataset_for_same_data and role != trust.CUSTODIAN:
-                    approvals, _ = trust.records(con, self.ledger_id, ring, "same_data_approvals")
+                    approvals, _ = trust.records(
+                        con, self.ledger_id, ring, "same_data_approvals", vouched
+                    )
                     if dataset not in approvals:
                         self._refuse_unapproved_same_data(dataset)
                 checks.refuse_foreign_input(
@@ -478,10 +487,14 @@ class Ledger(Custody, Audit):
         return entries
 
     def _verified_family(
-        self, con: sqlite3.Connection, ring: trust.KeyRing, dataset: str
+        self,
+        con: sqlite3.Connection,
+        ring: trust.KeyRing,
+        dataset: str,
+        vouched: frozenset[str],
     ) -> tuple[str, list[str]]:
         """(the dataset whose budget pays, all datasets charged to it) by signed links only."""
-        links, bad = trust.records(con, self.ledger_id, ring, "dataset_links")
+        links, bad = trust.records(con, self.ledger_id, ring, "dataset_links", vouched)
         if bad:
             raise trust.Untrusted(bad[0])
         root = links.get(dataset, {}).get("family", dataset)

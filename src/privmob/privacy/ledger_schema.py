@@ -43,6 +43,7 @@ SIGNED_TABLES = {
     head_hash   TEXT NOT NULL,
     totals      TEXT NOT NULL,
     adopted     INTEGER NOT NULL DEFAULT 0,
+    vouched     TEXT NOT NULL DEFAULT '[]',
     created_at  TEXT NOT NULL,
     signer      TEXT NOT NULL,
     signature   TEXT NOT NULL""",
