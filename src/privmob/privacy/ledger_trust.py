@@ -3,8 +3,13 @@ position a charge starts from.
 
 **Keys and roles.** ``ledger_keys`` is a sequence of grant and revoke events. The first event is
 the custodian's key granted by itself (the ledger's root of trust); every later event is signed
-by a custodian key active at that point. A key is active for the entries appended after its
-grant and up to its revocation, so a rotated-out key's entries stay verifiable. Custodians sign
+by a custodian key not revoked before it. A key is active for the entries appended after its
+grant and up to its revocation, so a rotated-out key's entries stay verifiable. A revoked key
+could still sign records that claim to be older than its revocation, so every checkpoint lists
+(``vouched``) the custodian records that verified when it was signed, rotation and a
+custodian's revocation sign one with an active key at once, and a record (or the latest
+checkpoint) signed by a key revoked since counts only if the latest checkpoint vouches for it.
+Custodians sign
 budgets, dataset family links, same-data approvals, key events and checkpoints; analysts and
 custodians sign entries; auditors sign nothing (they need no key at all to verify).
 
