@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing as mp
+import os
 import statistics
 import sys
 import tempfile
@@ -225,6 +226,8 @@ def main() -> None:
     args = ap.parse_args()
     print("timings on a shared machine are indicative only")
     with tempfile.TemporaryDirectory(prefix="privmob-bench-ledger-") as tmp:
+        # the releasers' position notes go here, never to the user's own data directory
+        os.environ["XDG_DATA_HOME"] = str(Path(tmp) / "data")
         if args.postgres:
             postgres(Path(tmp), args)
         else:

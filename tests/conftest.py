@@ -28,6 +28,16 @@ def shared_data() -> Path:
     return path
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _private_data_home_of_the_session(tmp_path_factory: pytest.TempPathFactory):
+    """Module-scoped fixtures run before the per-test data directory below: they too must never
+    reach the real one (a ledger they create makes the user's key there)."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("xdg-data-session")))
+    yield
+    mp.undo()
+
+
 @pytest.fixture(autouse=True)
 def _private_data_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
     """The default ledger lives in the user's data directory, the tessellation cache in the

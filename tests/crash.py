@@ -42,9 +42,11 @@ def make_inputs(work: Path, users: int = 3000, k: int = 8) -> Path:
     random_trips(users, k * k, seed=1).to_parquet(work / "trips.parquet")
     box_grid(k).gdf.to_file(work / "grid.geojson", driver="GeoJSON")
     ledger = work / "ledger.sqlite"
-    # the ledger's custodian key in the folder (children use it: child_env), not the key of
-    # whichever test's private data directory made the inputs
-    Ledger(ledger, key=generate(work / "key.pem")).set_budget(DATASET, 1e6)
+    # the ledger's custodian key lives with it: the children sign with it (child_env)
+    key = work / "custodian.pem"
+    if not key.exists():
+        generate(key)
+    Ledger(ledger, key=key).set_budget(DATASET, 1e6)
     StagingTable(ledger)  # its table exists, as after any earlier release
     return ledger
 
@@ -75,8 +77,8 @@ def child_env(work: Path) -> dict[str, str]:
     env["TMPDIR"] = str(work / "tmp")  # the run directories of the children, to inspect
     (work / "tmp").mkdir(exist_ok=True)
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    if (work / "key.pem").exists():
-        env["PRIVMOB_KEY"] = str(work / "key.pem")
+    if (work / "custodian.pem").exists():  # the key of make_inputs's ledger
+        env["PRIVMOB_KEY"] = str(work / "custodian.pem")
     return env
 
 

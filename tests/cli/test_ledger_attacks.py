@@ -185,6 +185,7 @@ def test_edited_epsilon_and_budget_with_the_sha256_chain_recomputed(spent, capsy
     assert "signed" in text
 
 
+@pytest.mark.filterwarnings("ignore:.*not signed:privmob.privacy.ledger.LedgerMigrated")
 def test_nulled_hashes_and_deleted_meta_do_not_launder_the_ledger(spent, capsys):
     script = (
         "DROP TRIGGER releases_append_only_u;\nDROP TRIGGER budgets_fixed_u;\n"
@@ -226,3 +227,21 @@ def test_the_release_carries_the_ledger_head(spent):
     (row_hash,) = con.execute("SELECT row_hash FROM releases WHERE id = 4").fetchone()
     con.close()
     assert row_hash not in json.dumps(meta)  # a commitment, never the entry's own hash
+
+
+def test_an_auditor_pins_the_custodian_key(spent, capsys, monkeypatch):
+    """A ledger re-signed by someone else (here: a whole new ledger at the same path, which
+    verifies on its own) fails against the custodian key the auditor holds."""
+    from privmob.privacy.ledger_keys import default_key_path, generate, load_private, public_pem
+
+    ledger = str(spent / "ledger.sqlite")
+    pub = spent / "custodian.pub"
+    pub.write_bytes(public_pem(load_private(default_key_path())))
+    assert _run("ledger", "verify", "--ledger", ledger, "--custodian-key", str(pub)) == 0
+    (spent / "ledger.sqlite").unlink()
+    other = generate(spent / "mallory.pem")
+    monkeypatch.setenv("PRIVMOB_KEY", str(other.path))
+    assert _run("ledger", "init", "trips", "--epsilon", "1000", "--ledger", ledger) == 0
+    capsys.readouterr()
+    assert _run("ledger", "verify", "--ledger", ledger, "--custodian-key", str(pub)) == 3
+    assert "root (custodian) key is not" in " ".join(capsys.readouterr().err.split())

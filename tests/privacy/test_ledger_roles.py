@@ -274,3 +274,76 @@ def test_32_racing_signing_processes_cannot_overspend(tmp_path):
     assert sum(results.get(timeout=60) for _ in procs) == 3
     assert len(led.entries("d")) == 3 and led.verify() == []
     assert led.spent("d").epsilon == pytest.approx(0.9)
+
+
+def test_only_the_custodian_records_or_loosens_a_programme(team):
+    from privmob.privacy import programme_ledger as pl
+
+    path, keys = team
+    with pytest.raises(BudgetError, match="only a custodian may"):
+        pl.allow(Ledger(path, key=keys["analyst"]), "cdr-2026-01", "od", reason="in a hurry")
+    pl.allow(Ledger(path, key=keys["custodian"]), "cdr-2026-01", "od", reason="flood response")
+
+
+def test_a_retired_custodian_key_can_no_longer_sign_anything_that_counts(team, tmp_path):
+    """Whoever keeps (or steals) a rotated-out custodian key signs a new budget row, a family
+    link, a key grant and a checkpoint with it, dating them before its retirement: refused."""
+    from privmob.privacy import ledger_chain as chain
+    from privmob.privacy import ledger_trust as trust
+
+    path, keys = team
+    old = keys["custodian"]
+    cus = Ledger(path, key=old)
+    cus.set_budget("other", 1.0)
+    new = generate(tmp_path / "new-custodian.pem")
+    cus.rotate(new)
+    ana = Ledger(path, key=keys["analyst"])
+    ana.charge("cdr-2026-01", Cost.pure(0.5), kind="od")  # what the old key signed still counts
+    lid = ana.ledger_id
+    con = sqlite3.connect(path, isolation_level=None)
+    con.execute("DROP TRIGGER budgets_fixed_d")
+    con.execute("DELETE FROM budgets WHERE dataset = 'cdr-2026-01'")  # re-made at epsilon 100
+    row = {
+        "dataset": "cdr-2026-01",
+        "epsilon": 100.0,
+        "delta": 0.0,
+        "unit": "user",
+        "created_at": "2026-01-01T00:00:00",
+        "note": "",
+    }
+    own = chain.budget_hash(lid, row)
+    con.execute(
+        "INSERT INTO budgets VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (*row.values(), own, old.key_id, trust.budget_signature(old, lid, own)),
+    )
+    trust.add_key_event(
+        con,
+        lid,
+        old,
+        action="grant",
+        role="custodian",
+        name="me",
+        public_hex=Signer.ephemeral().public_hex,
+        at_count=0,
+        created="2026-01-01",
+    )
+    con.close()
+    with pytest.raises(BudgetError, match=r"does not verify.*ledger verify"):
+        ana.charge("cdr-2026-01", Cost.pure(5.0), kind="od")
+    problems = ana.verify()
+    assert any("budget of 'cdr-2026-01'" in p and "revoked" in p for p in problems)
+    assert any("key event" in p for p in problems)
+
+
+def test_a_checkpoint_signed_with_a_retired_key_is_refused(team, tmp_path):
+    from privmob.privacy import ledger_trust as trust
+
+    path, keys = team
+    Ledger(path, key=keys["custodian"]).rotate(generate(tmp_path / "new-custodian.pem"))
+    ana = Ledger(path, key=keys["analyst"])
+    ana.charge("cdr-2026-01", Cost.pure(1.5), kind="od")
+    con = sqlite3.connect(path, isolation_level=None)  # totals of nothing: "all spent is 0"
+    trust.add_checkpoint(con, ana.ledger_id, keys["custodian"], trust.GENESIS, "2026-01-01")
+    con.close()
+    with pytest.raises(BudgetError, match=r"checkpoint .* revoked key"):
+        ana.charge("cdr-2026-01", Cost.pure(1.0), kind="od")

@@ -84,7 +84,11 @@ def show(
             "description",
         ):
             table.add_column(col)
-        for e in led.entries(b.dataset):
+        members = led.family_members(b.dataset)
+        if len(members) > 1:
+            console.print(f"  one budget for the family: {', '.join(members)}", highlight=False)
+        entries = sorted((e for m in members for e in led.entries(m)), key=lambda e: e.id)
+        for e in entries:
             rel = e.release_cost
             as_released = f"eps={rel.epsilon:.6g} per {rel.unit}"
             if e.group_size:

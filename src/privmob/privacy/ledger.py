@@ -16,18 +16,22 @@ privacy with a stated group size.
 Each entry records the content fingerprint and row count of its input, its output folder and
 file hashes, the OS user and host; a dataset's budget is bound to the fingerprints it has seen
 (the same content under another dataset name is refused unless stated). Entries are hash-chained
-and :meth:`Ledger.verify` detects edited, deleted or truncated entries and dropped tables
-(:mod:`privmob.privacy.ledger_chain`).
+(:mod:`privmob.privacy.ledger_chain`) and signed (Ed25519) by the key that appended them;
+budgets, keys, dataset families, approvals and checkpoints by the custodian
+(:mod:`privmob.privacy.ledger_trust`, roles :mod:`privmob.privacy.ledger_custody`). A charge
+fails closed: it decides on a verified position and the entries after it, each verified, and
+refuses on any mismatch. :meth:`Ledger.verify` checks everything with public keys only
+(:mod:`privmob.privacy.ledger_audit`).
 
-This module holds the :class:`Ledger` (budgets, checks, charges, verification) and where the
-file is found; the records and how entries are written are :mod:`privmob.privacy.ledger_entries`,
-the SQLite schema, upgrade and integrity checks :mod:`privmob.privacy.ledger_schema`, what a
-charge must pass :mod:`privmob.privacy.ledger_checks`.
+This module holds the :class:`Ledger` (budgets, checks, charges) and where the file is found;
+the records and how entries are written are :mod:`privmob.privacy.ledger_entries`, keys
+:mod:`privmob.privacy.ledger_keys`, the SQLite schema, upgrade and integrity checks
+:mod:`privmob.privacy.ledger_schema` (all the ledger's SQL tables), what a charge must pass
+:mod:`privmob.privacy.ledger_checks`.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import warnings
 from collections.abc import Callable, Iterator
@@ -45,6 +49,7 @@ from privmob.privacy import ledger_schema as schema
 from privmob.privacy import ledger_trust as trust
 from privmob.privacy.costs import Cost, Unit
 from privmob.privacy.ledger_accounts import Accounts, accounts
+from privmob.privacy.ledger_audit import Audit
 from privmob.privacy.ledger_custody import (
     Custody,
     budget_row,
@@ -60,7 +65,6 @@ from privmob.privacy.ledger_entries import (
     entry_provenance,
     head_commitment,
     insert_entries,
-    provenance_dict,
 )
 from privmob.privacy.ledger_store import (
     ChargeOutcomeUnknown,
@@ -95,7 +99,7 @@ def default_ledger_path() -> Path:
     return base / "privmob" / DEFAULT_LEDGER_NAME
 
 
-class Ledger(Custody):
+class Ledger(Custody, Audit):
     """A privacy ledger stored in an SQLite file or a PostgreSQL database
     (:mod:`privmob.privacy.ledger_store`: one ledger, two stores), opened with a key (its role
     decides what this opener may write: :mod:`privmob.privacy.ledger_custody`).
@@ -235,7 +239,10 @@ class Ledger(Custody):
 
     def datasets(self) -> list[Budget]:
         with self._connect() as con:
-            rows = con.execute("SELECT dataset FROM budgets ORDER BY dataset").fetchall()
+            rows = con.execute(  # a family's members are shown under the family's budget
+                "SELECT dataset FROM budgets WHERE dataset NOT IN "
+                "(SELECT dataset FROM dataset_links) ORDER BY dataset"
+            ).fetchall()
         return [self.budget(r[0]) for r in rows]
 
     # -- spending ----------------------------------------------------------------------------
@@ -381,9 +388,16 @@ class Ledger(Custody):
                 # fail closed: the accounts come from a verified position and verified entries
                 try:
                     head = trust.start_of_charge(con, self.ledger_id, ring, signer)
-                    root, members = self._verified_family(con, ring, dataset)
+                    vouched = trust.vouched_now(con, self.ledger_id, ring)
+                    root, members = self._verified_family(con, ring, dataset, vouched)
                     row = budget_row(con, root)
                     problem = row and trust.budget_row_problem(ring, self.ledger_id, row)
+                    if (
+                        row
+                        and not problem
+                        and not trust.is_vouched(ring, row["signer"], "budgets", row, vouched)
+                    ):
+                        problem = f"budget of '{root}': signed by a revoked key, after it"
                     if problem:
                         raise trust.Untrusted(problem)
                 except trust.Untrusted as exc:
@@ -396,7 +410,9 @@ class Ledger(Custody):
                 b = _budget(row)
                 role = ring.role(signer.key_id, count)
                 if new_dataset_for_same_data and role != trust.CUSTODIAN:
-                    approvals, _ = trust.records(con, self.ledger_id, ring, "same_data_approvals")
+                    approvals, _ = trust.records(
+                        con, self.ledger_id, ring, "same_data_approvals", vouched
+                    )
                     if dataset not in approvals:
                         self._refuse_unapproved_same_data(dataset)
                 checks.refuse_foreign_input(
@@ -466,120 +482,18 @@ class Ledger(Custody):
         return entries
 
     def _verified_family(
-        self, con: Any, ring: trust.KeyRing, dataset: str
+        self,
+        con: Any,
+        ring: trust.KeyRing,
+        dataset: str,
+        vouched: frozenset[str],
     ) -> tuple[str, list[str]]:
         """(the dataset whose budget pays, all datasets charged to it) by signed links only."""
-        links, bad = trust.records(con, self.ledger_id, ring, "dataset_links")
+        links, bad = trust.records(con, self.ledger_id, ring, "dataset_links", vouched)
         if bad:
             raise trust.Untrusted(bad[0])
         root = links.get(dataset, {}).get("family", dataset)
         return root, [root, *sorted(d for d, v in links.items() if v["family"] == root)]
-
-    def head(self) -> dict[str, Any]:
-        """The ledger's head now: entry count, the commitment a release publishes, root key."""
-        with self._connect() as con:
-            meta = self.store.read_meta(con)
-            root = trust.key_ring(con, self.ledger_id).root
-        h = meta.get("head_hash", "")
-        return {
-            "count": int(meta.get("head_count", "0")),
-            "hash": head_commitment(h) if h else "",
-            "root": root,
-        }
-
-    def verify_release(self, metadata: dict[str, Any], name: str = "release") -> list[str]:
-        """Check that a release's ``metadata.json`` (its ``ledger`` block) was paid from this
-        ledger and that its entries are still here: a deleted or replaced ledger file, or one
-        rebuilt without those entries, shows here. Returns the problems found."""
-        block = metadata.get("ledger")
-        if not isinstance(block, dict) or "id" not in block:
-            return [f"{name}: its metadata names no ledger (made before ledgers had an id?)"]
-        if block["id"] != self.ledger_id:
-            return [
-                f"{name}: paid from ledger {block['id']}, but this ledger is {self.ledger_id} "
-                "(the ledger it was charged to was deleted or replaced, or is another file)"
-            ]
-        ids = {e.id for e in self.entries()}
-        missing = [i for i in block.get("entry_ids", []) if i not in ids]
-        if missing:
-            return [f"{name}: its ledger entries {missing} are missing from this ledger"]
-        head = block.get("head")
-        if isinstance(head, dict) and "count" in head:
-            return self._check_head(head, name)
-        return []
-
-    def _check_head(self, head: dict[str, Any], name: str) -> list[str]:
-        """A release's head (count, commitment, root key) against this ledger."""
-        with self._connect() as con:
-            count = int(self.store.read_meta(con).get("head_count", "0"))
-            row = con.execute(
-                "SELECT row_hash FROM releases ORDER BY id LIMIT 1 OFFSET ?",
-                (int(head["count"]) - 1,),
-            ).fetchone()
-            root = trust.key_ring(con, self.ledger_id).root
-        if int(head["count"]) > count:
-            return [
-                f"{name}: the ledger held {head['count']} entries after its charge, this one "
-                f"holds {count}: entries were deleted at the end (or an older copy was put back)"
-            ]
-        if row is None or head_commitment(row[0] or "") != head.get("hash"):
-            return [
-                f"{name}: the ledger's entry {head['count']} is not the one it was charged "
-                "after (entries were deleted, replaced or re-chained)"
-            ]
-        if head.get("root") and head["root"] != root:
-            return [
-                f"{name}: it was charged to a ledger whose custodian key was "
-                f"{head['root'][:12]}..., this ledger's is {str(root)[:12]}... (re-signed)"
-            ]
-        return []
-
-    def verify(self) -> list[str]:
-        """Check everything: keys, the hash chain and every entry's signature, the recorded
-        head, checkpoints, budgets, family links and approvals; return the problems found
-        (empty when the ledger verifies). Needs no private key."""
-        from privmob.privacy.ledger_custody import all_problems
-
-        with self._connect() as con:
-            found = all_problems(con, self.ledger_id)
-            signer = self._signer()
-            cached = None if signer is None else trust.cached_position(self.ledger_id, signer)
-            if cached is not None:  # this user's own witness of where the ledger was
-                witness = trust.behind(con, trust.key_ring(con, self.ledger_id), *cached)
-                if witness:
-                    found.append(witness)
-            return found
-
-    def entries(self, dataset: str | None = None) -> list[Entry]:
-        sql = (
-            "SELECT id, dataset, created_at, kind, epsilon, delta, rho, unit, release_epsilon,"
-            " release_delta, release_unit, group_size, for_publication, description, params, "
-            + ", ".join(chain.PROVENANCE)
-            + ", row_hash FROM releases"
-        )
-        args: tuple[Any, ...] = ()
-        if dataset is not None:
-            sql += " WHERE dataset = ?"
-            args = (dataset,)
-        with self._connect() as con:
-            rows = con.execute(sql + " ORDER BY id", args).fetchall()
-        return [
-            Entry(
-                r[0],
-                r[1],
-                r[2],
-                r[3],
-                Cost(r[4], r[5], r[6], Unit(r[7])),
-                Cost(r[8], r[9], None, Unit(r[10])),
-                r[11],
-                bool(r[12]),
-                r[13] or "",
-                json.loads(r[14] or "{}"),
-                provenance_dict(dict(zip(chain.PROVENANCE, r[15:-1], strict=True))),
-                r[-1] or "",
-            )
-            for r in rows
-        ]
 
 
 def _refusal(path: Path | str, why: str) -> BudgetError:

@@ -72,6 +72,11 @@ class Custody:
         with self._connect() as con:
             return family_of(con, dataset)[0]
 
+    def family_members(self, dataset: str) -> list[str]:
+        """The datasets charged to ``dataset``'s budget (its family), the family's first."""
+        with self._connect() as con:
+            return family_of(con, dataset)[1]
+
     def shares_budget(self, a: str, b: str) -> bool:
         """True when ``a`` and ``b`` are one dataset or linked into one family by the custodian
         (signed links only)."""
@@ -136,6 +141,11 @@ class Custody:
         signer = require_role(self._signer(), ring, head_count(con), (trust.CUSTODIAN,), what, self)
         return signer, ring
 
+    def require_custodian(self, what: str) -> None:
+        """Refuse (:class:`BudgetError`) unless this opener holds an active custodian key."""
+        with self._connect() as con:
+            self._as_custodian(con, what)
+
     def grant(self, role: str, name: str, public_hex: str) -> str:
         """Register a public key with a role; returns its key id."""
         if role not in trust.ROLES:
@@ -176,6 +186,8 @@ class Custody:
                 at_count=head_count(con),
                 created=now(),
             )
+            if k.role == trust.CUSTODIAN:  # what it signed is vouched for by an active key
+                self._sign_checkpoint(con, signer, trust.key_ring(con, self.ledger_id))
 
     def rotate(self, new: Signer, name: str = "custodian") -> None:
         """Hand custody to the key ``new``: granted and the current key revoked, both signed by
@@ -207,6 +219,9 @@ class Custody:
                 at_count=at,
                 created=created,
             )
+            # the new key vouches for everything the old one signed, now: a record the retired
+            # key signs later is refused, whatever it claims
+            self._sign_checkpoint(con, new, trust.key_ring(con, self.ledger_id))
         self.signer = new
 
     def checkpoint(self) -> trust.Position:
@@ -214,21 +229,26 @@ class Custody:
         entry since the last checkpoint, as a charge does (``ledger verify`` checks all)."""
         with self._write() as con:
             signer, ring = self._as_custodian(con, "sign a checkpoint")
-            latest = trust.checkpoints_latest(con, self.ledger_id, ring)
-            problems = list(ring.problems)
-            if latest is not None and latest.problem:
-                problems.append(latest.problem)
-            start = trust.GENESIS if latest is None else latest.position
-            pos, more = trust.verify_after(con, self.ledger_id, ring, start)
-            problems += more
-            if pos.count != head_count(con):
-                problems.append(f"it holds {pos.count} entries but recorded {head_count(con)}")
-            if problems:
-                raise BudgetError(
-                    f"refused: the ledger {self.path} does not verify ({problems[0]}); no "
-                    f"checkpoint was signed (see: privmob ledger verify --ledger {self.path})"
-                )
-            trust.add_checkpoint(con, self.ledger_id, signer, pos, now())
+            return self._sign_checkpoint(con, signer, ring)
+
+    def _sign_checkpoint(
+        self, con: sqlite3.Connection, signer: Signer, ring: trust.KeyRing
+    ) -> trust.Position:
+        latest = trust.checkpoints_latest(con, self.ledger_id, ring)
+        problems = list(ring.problems)
+        if latest is not None and latest.problem:
+            problems.append(latest.problem)
+        start = trust.GENESIS if latest is None else latest.position
+        pos, more = trust.verify_after(con, self.ledger_id, ring, start)
+        problems += more
+        if pos.count != head_count(con):
+            problems.append(f"it holds {pos.count} entries but recorded {head_count(con)}")
+        if problems:
+            raise BudgetError(
+                f"refused: the ledger {self.path} does not verify ({problems[0]}); no "
+                f"checkpoint was signed (see: privmob ledger verify --ledger {self.path})"
+            )
+        trust.add_checkpoint(con, self.ledger_id, signer, pos, now())
         return pos
 
     def link(self, family: str, dataset: str) -> str:

@@ -12,6 +12,7 @@ signature made for one kind of record never verifies as another.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import tempfile
@@ -79,13 +80,17 @@ def _framed(domain: str, message: bytes) -> bytes:
     return b"privmob-ledger-signature\n" + domain.encode() + b"\n" + message
 
 
+@functools.lru_cache(maxsize=64)
+def _public_key(public_hex: str) -> Ed25519PublicKey:
+    return Ed25519PublicKey.from_public_bytes(bytes.fromhex(public_hex))
+
+
 def verified(public_hex: str, signature_hex: str | None, domain: str, message: bytes) -> bool:
     """True when ``signature_hex`` is ``public_hex``'s signature of ``message`` in ``domain``."""
     if not signature_hex:
         return False
     try:
-        pub = Ed25519PublicKey.from_public_bytes(bytes.fromhex(public_hex))
-        pub.verify(bytes.fromhex(signature_hex), _framed(domain, message))
+        _public_key(public_hex).verify(bytes.fromhex(signature_hex), _framed(domain, message))
     except (InvalidSignature, ValueError):
         return False
     return True

@@ -14,6 +14,7 @@ schema, an analyst can only call the write functions, an auditor can only read.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Iterator
@@ -23,7 +24,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from privmob.errors import BudgetError, ConfigError
 from privmob.privacy import ledger_pg_schema as pg_schema
-from privmob.privacy.ledger_store import Establish, LedgerUnavailable
+from privmob.privacy.ledger_faults import Establish, LedgerUnavailable
 
 _PLACEHOLDER = re.compile(r"\?")
 
@@ -110,9 +111,10 @@ class PostgresStore:
         self.url = url
         self.location = public_location(url)
         self.timeout = timeout
+        self._raw: Any = None  # the open connection (psycopg), reused by each use in turn
+        self._busy = False
 
-    @contextmanager
-    def connect(self) -> Iterator[PgCon]:
+    def _open(self) -> Any:
         psycopg = _psycopg()
         try:
             raw = psycopg.connect(
@@ -123,15 +125,41 @@ class PostgresStore:
             )
         except psycopg.OperationalError as exc:
             raise _unavailable(self.location, exc) from exc
+        PgCon(raw, self.location).execute(
+            f"SET search_path = {pg_schema.SCHEMA_NAME}; "
+            f"SET lock_timeout = '{int(self.timeout * 1000)}ms'"
+        )
+        return raw
+
+    @contextmanager
+    def connect(self) -> Iterator[PgCon]:
+        """The store's connection, kept open between uses (a new one when it was lost); a use
+        inside another (a read during a charge) gets a connection of its own, so it can never
+        end the other's transaction."""
+        nested = self._busy
+        if nested:
+            raw = self._open()
+        else:
+            if self._raw is None or self._raw.closed or self._raw.broken:
+                self._raw = self._open()
+            raw = self._raw
+            self._busy = True
         con = PgCon(raw, self.location)
         try:
-            con.execute(
-                f"SET search_path = {pg_schema.SCHEMA_NAME}; "
-                f"SET lock_timeout = '{int(self.timeout * 1000)}ms'"
-            )
             yield con
         finally:
-            raw.close()
+            if nested:
+                raw.close()
+            else:
+                self._busy = False
+                if con.in_transaction:  # never leave a transaction (and its locks) open
+                    with contextlib.suppress(Exception):
+                        raw.execute("ROLLBACK")
+
+    def close(self) -> None:
+        if self._raw is not None:
+            self._raw.close()
+            self._raw = None
 
     # -- schema --------------------------------------------------------------------------------
     def _exists(self, con: PgCon) -> bool:

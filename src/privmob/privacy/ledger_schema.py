@@ -43,6 +43,7 @@ SIGNED_TABLES = {
     head_hash   TEXT NOT NULL,
     totals      TEXT NOT NULL,
     adopted     INTEGER NOT NULL DEFAULT 0,
+    vouched     TEXT NOT NULL DEFAULT '[]',
     created_at  TEXT NOT NULL,
     signer      TEXT NOT NULL,
     signature   TEXT NOT NULL""",
@@ -239,7 +240,8 @@ def migrate(
         return (
             f"upgraded a ledger of the first schema: {len(rows)} existing entries and "
             f"{len(budgets)} budgets were hash-chained on this open (they record no input "
-            "fingerprint, output or user)"
+            "fingerprint, output or user); it is not signed: nothing is charged to it until its "
+            "custodian checks it and signs it once (privmob ledger adopt)"
         )
     return None
 

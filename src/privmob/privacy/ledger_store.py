@@ -17,40 +17,27 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
 from privmob.errors import BudgetError, ConfigError
 from privmob.privacy import ledger_schema as schema
+from privmob.privacy.ledger_faults import (
+    ChargeOutcomeUnknown,
+    Establish,
+    LedgerUnavailable,
+    damaged,
+)
+
+__all__ = ["ChargeOutcomeUnknown", "LedgerUnavailable", "SqliteStore", "Store", "open_store"]
 
 URL_SCHEMES = ("postgresql://", "postgres://")
 
 
 def is_database_url(location: str | os.PathLike[str]) -> bool:
     return str(location).startswith(URL_SCHEMES)
-
-
-class LedgerUnavailable(BudgetError):
-    """The ledger's server could not be reached, or the connection was lost mid-charge
-    (nothing was charged)."""
-
-
-class ChargeOutcomeUnknown(LedgerUnavailable):
-    """The connection was lost while the charge was being committed: it may have been made.
-    The release stays staged; ``privmob ledger recover`` settles it from the ledger."""
-
-
-#: registers a new ledger's custodian key (``Ledger._establish``), given its connection and id
-Establish = Callable[[Any, str], None]
-
-
-def damaged(path: Path | str, exc: Exception) -> BudgetError:
-    return BudgetError(
-        f"ledger damaged: {path} cannot be read as a privacy ledger ({exc}); nothing was charged",
-        hint=f"restore it from a backup; check it with: privmob ledger verify --ledger {path}",
-    )
 
 
 class Con(Protocol):

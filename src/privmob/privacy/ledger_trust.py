@@ -3,8 +3,13 @@ position a charge starts from.
 
 **Keys and roles.** ``ledger_keys`` is a sequence of grant and revoke events. The first event is
 the custodian's key granted by itself (the ledger's root of trust); every later event is signed
-by a custodian key active at that point. A key is active for the entries appended after its
-grant and up to its revocation, so a rotated-out key's entries stay verifiable. Custodians sign
+by a custodian key not revoked before it. A key is active for the entries appended after its
+grant and up to its revocation, so a rotated-out key's entries stay verifiable. A revoked key
+could still sign records that claim to be older than its revocation, so every checkpoint lists
+(``vouched``) the custodian records that verified when it was signed, rotation and a
+custodian's revocation sign one with an active key at once, and a record (or the latest
+checkpoint) signed by a key revoked since counts only if the latest checkpoint vouches for it.
+Custodians sign
 budgets, dataset family links, same-data approvals, key events and checkpoints; analysts and
 custodians sign entries; auditors sign nothing (they need no key at all to verify).
 
@@ -33,6 +38,7 @@ carries (``privmob ledger verify --ledger L RELEASE...``) are the witnesses for 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -135,8 +141,9 @@ def key_ring(con: sqlite3.Connection, ledger_id: str) -> KeyRing:
                 ring.problems.append(f"key event {r[0]}: the ledger's first key does not verify")
                 return ring
             ring.root = values["key_id"]
-        else:
-            pub = ring.custodian_public(signer, values["at_count"])
+        else:  # in sequence: a key revoked before this event cannot have signed it
+            k = ring.keys.get(signer)
+            pub = k.public if k and k.role == CUSTODIAN and k.revoked_at is None else None
             if pub is None or not verified(pub, signature, "key", msg):
                 ring.problems.append(
                     f"key event {r[0]} ({values['action']} {values['name']}): not signed by an "
@@ -221,9 +228,15 @@ def add_record(
 
 
 def records(
-    con: sqlite3.Connection, ledger_id: str, ring: KeyRing, table: str
+    con: sqlite3.Connection,
+    ledger_id: str,
+    ring: KeyRing,
+    table: str,
+    vouched: frozenset[str] | None = None,
 ) -> tuple[dict[str, dict[str, Any]], list[str]]:
-    """The custodian-signed rows of ``table`` by dataset, and the rows that do not verify."""
+    """The custodian-signed rows of ``table`` by dataset, and the rows that do not verify;
+    with ``vouched`` (the latest checkpoint's), a row signed by a key revoked since must be in
+    it."""
     cols = RECORD_COLUMNS[table]
     good: dict[str, dict[str, Any]] = {}
     bad: list[str] = []
@@ -233,8 +246,23 @@ def records(
         if pub is None or not verified(pub, r[-1], table, message(ledger_id, {table: values})):
             bad.append(f"{table} of '{values['dataset']}': not signed by a custodian key")
             continue
+        if vouched is not None and not is_vouched(ring, r[-2], table, values, vouched):
+            bad.append(f"{table} of '{values['dataset']}': signed by a revoked key, after it")
+            continue
         good[values["dataset"]] = values
     return good, bad
+
+
+def is_vouched(
+    ring: KeyRing, signer: str | None, table: str, values: dict[str, Any], vouched: frozenset[str]
+) -> bool:
+    """A record signed by a key revoked since counts only if a checkpoint vouched for it."""
+    return not retired(ring, signer) or record_digest(table, values) in vouched
+
+
+def vouched_now(con: sqlite3.Connection, ledger_id: str, ring: KeyRing) -> frozenset[str]:
+    latest = checkpoints_latest(con, ledger_id, ring)
+    return frozenset() if latest is None or latest.problem else latest.vouched
 
 
 # -- totals and positions -------------------------------------------------------------------
@@ -314,22 +342,51 @@ def add_checkpoint(
     *,
     adopted: bool = False,
 ) -> None:
-    values = {**pos.values(), "adopted": int(adopted), "created_at": created}
+    """Sign ``pos`` and every custodian record that verifies now (``vouched``: so that a key
+    retired later cannot add records that pass as older than its retirement)."""
+    vouched = sorted(record_digests(con, ledger_id))
+    values = {**pos.values(), "adopted": int(adopted), "vouched": vouched, "created_at": created}
     sig = signer.sign("checkpoint", message(ledger_id, {"checkpoint": values}))
     con.execute(
-        "INSERT INTO checkpoints (entry_count, last_id, head_hash, totals, adopted, created_at, "
-        "signer, signature) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO checkpoints (entry_count, last_id, head_hash, totals, adopted, vouched, "
+        "created_at, signer, signature) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             pos.count,
             pos.last_id,
             pos.head_hash,
             json.dumps(pos.totals, sort_keys=True),
             int(adopted),
+            json.dumps(vouched),
             created,
             signer.key_id,
             sig,
         ),
     )
+
+
+def record_digest(table: str, values: dict[str, Any]) -> str:
+    """What a checkpoint vouches for of a custodian record (a budget: its row hash)."""
+    if table == "budgets":
+        return str(values["row_hash"])
+    return hashlib.sha256(chain.canonical({table: values}).encode()).hexdigest()
+
+
+def record_digests(con: sqlite3.Connection, ledger_id: str) -> set[str]:
+    """The digests of the custodian records (budgets, links, approvals) that verify now."""
+    ring = key_ring(con, ledger_id)
+    out = set()
+    cur = con.execute(
+        f"SELECT {', '.join(chain.BUDGET_COLUMNS)}, row_hash, signer, signature FROM budgets"
+    )
+    names = [d[0] for d in cur.description]
+    for r in cur.fetchall():
+        row = dict(zip(names, r, strict=True))
+        if budget_row_problem(ring, ledger_id, row) is None:
+            out.add(record_digest("budgets", row))
+    for table in RECORD_COLUMNS:
+        good, _ = records(con, ledger_id, ring, table)
+        out.update(record_digest(table, v) for v in good.values())
+    return out
 
 
 @dataclass(frozen=True)
@@ -339,6 +396,8 @@ class Checkpoint:
     adopted: bool
     #: why it is not trusted (None: signed by a custodian and its head is still in place)
     problem: str | None
+    signer: str = ""
+    vouched: frozenset[str] = frozenset()
 
 
 def checkpoints(
@@ -348,15 +407,21 @@ def checkpoints(
     out = []
     for r in con.execute(
         "SELECT seq, entry_count, last_id, head_hash, totals, adopted, created_at, signer, "
-        "signature FROM checkpoints ORDER BY seq DESC LIMIT ?",
+        "signature, vouched FROM checkpoints ORDER BY seq DESC LIMIT ?",
         (limit if limit >= 0 else 2**62,),  # all (PostgreSQL takes no negative LIMIT)
     ).fetchall():
         try:
             totals = json.loads(r[4])
+            vouched = json.loads(r[9])
         except ValueError:
-            totals = {}
+            totals, vouched = {}, []
         pos = Position(int(r[2]), int(r[1]), r[3], totals)
-        values = {**pos.values(), "adopted": int(r[5]), "created_at": r[6]}
+        values = {
+            **pos.values(),
+            "adopted": int(r[5]),
+            "vouched": vouched,
+            "created_at": r[6],
+        }
         pub = ring.custodian_public(r[7], pos.count)
         problem = None
         if pub is None or not verified(
@@ -365,8 +430,13 @@ def checkpoints(
             problem = f"checkpoint {r[0]}: not signed by a custodian key"
         elif pos.last_id and stored_hash(con, pos.last_id) != pos.head_hash:
             problem = f"checkpoint {r[0]}: entry {pos.last_id} is no longer the one it signed"
-        out.append(Checkpoint(int(r[0]), pos, bool(r[5]), problem))
+        out.append(Checkpoint(int(r[0]), pos, bool(r[5]), problem, r[7], frozenset(vouched)))
     return out
+
+
+def retired(ring: KeyRing, signer: str | None) -> bool:
+    k = ring.keys.get(signer or "")
+    return k is not None and k.revoked_at is not None
 
 
 def verify_after(
@@ -429,6 +499,11 @@ def start_of_charge(
     if latest is not None:
         if latest.problem:
             raise Untrusted(latest.problem)
+        if retired(ring, latest.signer):
+            raise Untrusted(
+                f"its latest checkpoint ({latest.seq}) is signed by a revoked key; the "
+                "custodian signs a new one (privmob ledger checkpoint)"
+            )
         start = latest.position
     cached = cached_position(ledger_id, signer)
     if cached is not None:
@@ -488,12 +563,16 @@ def all_problems(
         f"SELECT {', '.join(chain.BUDGET_COLUMNS)}, row_hash, signer, signature FROM budgets"
     )
     names = [d[0] for d in cur.description]
+    vouched = vouched_now(con, ledger_id, ring)
     for r in cur.fetchall():
-        problem = budget_row_problem(ring, ledger_id, dict(zip(names, r, strict=True)))
+        row = dict(zip(names, r, strict=True))
+        problem = budget_row_problem(ring, ledger_id, row)
+        if problem is None and not is_vouched(ring, row["signer"], "budgets", row, vouched):
+            problem = f"budget of '{row['dataset']}': signed by a revoked key, after it"
         if problem:
             found.append(problem)
     for table in RECORD_COLUMNS:
-        found += records(con, ledger_id, ring, table)[1]
+        found += records(con, ledger_id, ring, table, vouched)[1]
     return found
 
 
@@ -544,7 +623,8 @@ def cache_position(ledger_id: str, signer: Signer, pos: Position, root: str) -> 
     body = {"position": pos.values(), "root": root}
     data = {"body": body, "signature": signer.sign("position", message(ledger_id, body))}
     try:
-        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        keys_dir().mkdir(parents=True, exist_ok=True, mode=0o700)
+        target.parent.mkdir(exist_ok=True, mode=0o700)
         fd, tmp = tempfile.mkstemp(prefix=".pos-", dir=target.parent)
         with os.fdopen(fd, "w") as f:
             json.dump(data, f)

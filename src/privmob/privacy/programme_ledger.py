@@ -58,6 +58,8 @@ class Ledger(Protocol):
 
     def entries(self, dataset: str | None = None) -> list[Entry]: ...
 
+    def require_custodian(self, what: str) -> None: ...
+
 
 @contextmanager
 def _connect(ledger: Ledger, *, create: bool = False) -> Iterator[Any]:
@@ -105,6 +107,7 @@ def record(ledger: Ledger, dataset: str, plan: PlannedProgramme) -> None:
         )
     from datetime import UTC, datetime
 
+    ledger.require_custodian(f"record a programme for '{dataset}'")
     doc = plan.to_dict()
     last = max((e.id for e in ledger.entries(dataset)), default=0)
     with _connect(ledger, create=True) as con:
@@ -150,6 +153,7 @@ def allow(ledger: Ledger, dataset: str, kind: str, reason: str) -> None:
     """Let the next release of ``kind`` through once, whatever the programme says."""
     if not reason.strip():
         raise ConfigError("say why the release is outside the programme (--reason)")
+    ledger.require_custodian(f"allow a release outside the programme of '{dataset}'")
     with _connect(ledger, create=True) as con:
         con.execute(
             "INSERT INTO programme_allowances (dataset, kind, reason) VALUES (?, ?, ?)",
