@@ -317,3 +317,21 @@ def test_racing_processes_upgrade_a_first_schema_ledger_once(tmp_path):
     assert len(led.entries("d")) == 1 and led.adopt() == 1 and led.verify() == []
     _race_open(path)
     assert len(led.entries("d")) == 5 and led.verify() == []
+
+
+def test_integer_costs_hash_as_stored_and_older_entries_still_verify(tmp_path):
+    """An epsilon given as an int is stored as REAL: its entry's hash is of the stored value (a
+    charge after it verifies it); an entry an older privmob hashed with the int still verifies,
+    and an edit of it does not."""
+    from privmob.privacy import ledger_chain as chain
+
+    led = Ledger(tmp_path / "l.sqlite")
+    led.set_budget("d", 10)
+    led.charge("d", Cost.pure(1), kind="od")
+    led.charge("d", Cost.pure(2), kind="od")  # verifies entry 1 first
+    assert led.verify() == []
+    row = {"id": 1, "prev_hash": "p", "epsilon": 1.0, "delta": 0.0, "rho": None}
+    old = {**chain.hashed(row), "epsilon": 1}
+    row["row_hash"] = chain.digest("p", old)
+    assert chain.entry_digest(row) == row["row_hash"]
+    assert chain.entry_digest({**row, "epsilon": 0.5}) != row["row_hash"]

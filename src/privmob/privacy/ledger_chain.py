@@ -104,6 +104,30 @@ def hashed(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: REAL columns an older privmob hashed as given (an int epsilon hashed as ``1``, read as 1.0)
+REAL_COLUMNS = ("epsilon", "delta", "rho", "release_epsilon", "release_delta")
+
+
+def entry_digest(row: dict[str, Any]) -> str:
+    """The hash of a stored entry's content; for an entry written before entries carried a
+    nonce, also as an older privmob hashed it (integral REAL values as ints) when that is the
+    hash it stored."""
+    prev = row["prev_hash"] or ""
+    own = digest(prev, hashed(row))
+    if own == row.get("row_hash") or row.get("nonce") is not None:
+        return own
+    base = hashed(row)
+    integral = [k for k in REAL_COLUMNS if isinstance(base.get(k), float) and base[k].is_integer()]
+    for n in range(1, 2 ** len(integral)):  # which of them were given as ints
+        legacy = dict(base)
+        for i, k in enumerate(integral):
+            if n >> i & 1:
+                legacy[k] = int(base[k])
+        if digest(prev, legacy) == row.get("row_hash"):
+            return str(row["row_hash"])
+    return own
+
+
 def problems(con: sqlite3.Connection, ledger_id: str, head_count: int, head_hash: str) -> list[str]:
     """Everything that does not add up, as sentences (empty: the chain verifies)."""
     found: list[str] = []
@@ -115,7 +139,7 @@ def problems(con: sqlite3.Connection, ledger_id: str, head_count: int, head_hash
                 f"entry {row['id']}: the previous entry's hash does not match "
                 "(an entry before it was deleted or edited)"
             )
-        own = digest(row["prev_hash"] or "", hashed(row))
+        own = entry_digest(row)
         if row["row_hash"] != own:
             found.append(f"entry {row['id']}: its content does not match its hash (edited)")
         prev = row["row_hash"] or own

@@ -126,8 +126,8 @@ def insert_entries(
             "dataset": dataset,
             "created_at": created,
             "kind": kind,
-            # as stored (REAL / double precision) and read back: an epsilon given as the
-            # integer 1 is hashed as 1.0, or the entry would not verify once read
+            # as the store keeps them (REAL / double precision, INTEGER): the hash must be of
+            # what is read back (an epsilon given as the integer 1 is hashed as 1.0)
             "epsilon": float(ch.epsilon),
             "delta": float(ch.delta),
             "rho": None if ch.rho is None else float(ch.rho),
@@ -135,7 +135,7 @@ def insert_entries(
             "release_epsilon": float(cost.epsilon),
             "release_delta": float(cost.delta),
             "release_unit": cost.unit.value,
-            "group_size": group_size,
+            "group_size": None if group_size is None else int(group_size),
             "for_publication": int(for_publication),
             "description": description,
             "params": json.dumps(params or {}, default=str),

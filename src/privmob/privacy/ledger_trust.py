@@ -463,7 +463,7 @@ def verify_after(
                 f"entry {i}: the previous entry's hash does not match "
                 "(an entry before it was deleted, reordered or edited)"
             )
-        own = chain.digest(row["prev_hash"] or "", chain.hashed(row))
+        own = chain.entry_digest(row)
         if row["row_hash"] != own:
             problems.append(f"entry {i}: its content does not match its hash (edited)")
         pub = ring.entry_public(row["signer"], i)
