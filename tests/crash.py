@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from privmob.privacy.ledger import Ledger
+from privmob.privacy.ledger_keys import generate
 from privmob.privacy.staging import CHARGED, StagingTable, has_staging_table
 from privmob.releases.publish import REPLACED_MARK, STAGING_MARK
 from privmob.releases.recover import recover_staged
@@ -41,12 +42,16 @@ def make_inputs(work: Path, users: int = 3000, k: int = 8) -> Path:
     random_trips(users, k * k, seed=1).to_parquet(work / "trips.parquet")
     box_grid(k).gdf.to_file(work / "grid.geojson", driver="GeoJSON")
     ledger = work / "ledger.sqlite"
-    Ledger(ledger).set_budget(DATASET, 1e6)
+    # the ledger's custodian key lives with it: the children sign with it (child_env)
+    key = work / "custodian.pem"
+    if not key.exists():
+        generate(key)
+    Ledger(ledger, key=key).set_budget(DATASET, 1e6)
     StagingTable(ledger)  # its table exists, as after any earlier release
     return ledger
 
 
-def od_args(work: Path, out: Path, *extra: str) -> list[str]:
+def od_args(work: Path, out: Path, *extra: str, ledger: str | None = None) -> list[str]:
     return [
         "od",
         str(work / "trips.parquet"),
@@ -59,7 +64,7 @@ def od_args(work: Path, out: Path, *extra: str) -> list[str]:
         "--dataset",
         DATASET,
         "--ledger",
-        str(work / "ledger.sqlite"),
+        ledger or str(work / "ledger.sqlite"),
         "-o",
         str(out),
         "--quiet",
@@ -72,6 +77,8 @@ def child_env(work: Path) -> dict[str, str]:
     env["TMPDIR"] = str(work / "tmp")  # the run directories of the children, to inspect
     (work / "tmp").mkdir(exist_ok=True)
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    if (work / "custodian.pem").exists():  # the key of make_inputs's ledger
+        env["PRIVMOB_KEY"] = str(work / "custodian.pem")
     return env
 
 
@@ -129,11 +136,12 @@ def complete_release(folder: Path, entry_ids: set[int]) -> None:
         assert len(pd.read_parquet(folder / f"{name}.parquet")) > 0
 
 
-def classify(work: Path, out: Path, entries_before: int) -> str:
+def classify(work: Path, out: Path, entries_before: int, ledger: str | Path | None = None) -> str:
     """What a killed release left: ``nothing`` (no charge, no output), ``published`` (charge
     and complete output) or ``staged`` (charge and a staged release that recover completes).
-    Anything else (a torn file, a charge without output, output without charge) fails."""
-    ledger = work / "ledger.sqlite"
+    Anything else (a torn file, a charge without output, output without charge) fails.
+    ``ledger``: default the file in ``work`` (a PostgreSQL URL for the team ledger)."""
+    ledger = ledger or work / "ledger.sqlite"
     entries = Ledger(ledger).entries(DATASET)
     new = {e.id for e in entries[entries_before:]}
     staged = (

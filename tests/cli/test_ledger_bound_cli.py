@@ -78,7 +78,12 @@ def test_metadata_carries_the_ledger_identity_and_entry_ids_only(files):
     assert _od(tmp_path, "trips.parquet", "a") == 0
     meta = json.loads((tmp_path / "a" / "metadata.json").read_text())
     led = Ledger(tmp_path / "ledger.sqlite")
-    assert meta["ledger"] == {"id": led.ledger_id, "entry_ids": [e.id for e in led.entries()]}
+    assert meta["ledger"] == {
+        "id": led.ledger_id,
+        "entry_ids": [e.id for e in led.entries()],
+        # the head after its charge: a one-way commitment, never the entry's own hash
+        "head": led.head(),
+    }
     # nothing computed from the data itself is published: no fingerprint, rows or entry hash
     text = (tmp_path / "a" / "metadata.json").read_text()
     (entry,) = led.entries()

@@ -8,6 +8,12 @@ from privmob.privacy.costs import Cost, Unit
 from privmob.privacy.ledger import Ledger
 
 
+@pytest.fixture
+def ledger(ledger_at):
+    """This module's ledgers: one in each store (tests/privacy/conftest.py)."""
+    return Ledger(ledger_at)
+
+
 def test_budget_is_set_once(ledger):
     ledger.set_budget("d", 1.0)
     ledger.set_budget("d", 1.0)  # same budget again: no-op
@@ -40,7 +46,9 @@ def test_parts_are_all_or_nothing(ledger):
     assert [e.description for e in ledger.entries("d")] == ["a", "b"]
 
 
-def test_append_only(ledger):
+def test_append_only(tmp_path):
+    """The file's triggers (PostgreSQL: test_ledger_postgres.py)."""
+    ledger = Ledger(tmp_path / "ledger.sqlite")
     ledger.set_budget("d", 1.0)
     ledger.charge("d", Cost.pure(0.5), kind="od")
     con = sqlite3.connect(ledger.path)
@@ -71,9 +79,9 @@ def _race(path: str, barrier, results) -> None:
         results.put(False)
 
 
-def test_racing_processes_cannot_overspend(tmp_path):
-    """Eight real processes race for a budget that fits three charges."""
-    path = str(tmp_path / "race.sqlite")
+def test_racing_processes_cannot_overspend(ledger_at):
+    """Eight real processes race for a budget that fits three charges (in each store)."""
+    path = ledger_at
     Ledger(path).set_budget("d", 1.0)
     ctx = mp.get_context("spawn")
     barrier, results = ctx.Barrier(8), ctx.Queue()
@@ -87,3 +95,12 @@ def test_racing_processes_cannot_overspend(tmp_path):
     led = Ledger(path)
     assert len(led.entries("d")) == 3
     assert led.spent("d").epsilon == pytest.approx(0.9)
+
+
+def test_an_integer_epsilon_verifies(ledger):
+    """pm.Session(...).od_matrix(epsilon=1): the entry is hashed as it is stored (1.0), so the
+    ledger verifies (it reported 'entry 1: its content does not match its hash' before)."""
+    ledger.set_budget("d", 10)
+    ledger.charge("d", Cost.pure(1), kind="od")
+    ledger.charge("d", Cost(1, 0, rho=1), kind="od")
+    assert ledger.verify() == []

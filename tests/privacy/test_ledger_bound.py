@@ -221,6 +221,11 @@ def test_a_ledger_of_the_first_schema_opens_and_is_chained(tmp_path):
     con.close()
     with pytest.warns(LedgerMigrated, match="2 existing entries"):
         led = Ledger(path)
+    # chained but unsigned: nothing is charged until its custodian adopts it (signs it once)
+    assert any("not signed" in p for p in led.verify())
+    with pytest.raises(BudgetError, match=r"not signed.*ledger verify"):
+        led.charge("d", Cost.pure(0.5), kind="od", input_fingerprint=FP)
+    assert led.adopt() == 2
     assert led.verify() == []
     assert led.spent("d").epsilon == pytest.approx(1.0)
     led.charge("d", Cost.pure(0.5), kind="od", input_fingerprint=FP)
@@ -260,6 +265,9 @@ def _open_and_charge(path: str, barrier, results) -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", LedgerMigrated)
             led = Ledger(path)
+        if led.key_ring().root is None:  # a first-schema ledger: chained once, unsigned
+            results.put("unsigned")
+            return
         led.set_budget("d", 2.0)  # the same budget again is a no-op
         led.charge("d", Cost.pure(0.1), kind="race", input_fingerprint=FP)
         results.put("ok")
@@ -267,7 +275,7 @@ def _open_and_charge(path: str, barrier, results) -> None:
         results.put(repr(exc))
 
 
-def _race_open(path, n: int = 4) -> None:
+def _race_open(path, n: int = 4, expect: str = "ok") -> None:
     import multiprocessing as mp
 
     ctx = mp.get_context("spawn")
@@ -279,7 +287,7 @@ def _race_open(path, n: int = 4) -> None:
         p.start()
     for p in procs:
         p.join(600)
-    assert [results.get(timeout=60) for _ in procs] == ["ok"] * n
+    assert [results.get(timeout=60) for _ in procs] == [expect] * n
 
 
 def test_racing_processes_create_a_ledger_once(tmp_path):
@@ -304,6 +312,26 @@ def test_racing_processes_upgrade_a_first_schema_ledger_once(tmp_path):
         "0, 'user', NULL, 1, 'old', '{}')"
     )
     con.close()
-    _race_open(path)
+    _race_open(path, expect="unsigned")
     led = Ledger(path)
+    assert len(led.entries("d")) == 1 and led.adopt() == 1 and led.verify() == []
+    _race_open(path)
     assert len(led.entries("d")) == 5 and led.verify() == []
+
+
+def test_integer_costs_hash_as_stored_and_older_entries_still_verify(tmp_path):
+    """An epsilon given as an int is stored as REAL: its entry's hash is of the stored value (a
+    charge after it verifies it); an entry an older privmob hashed with the int still verifies,
+    and an edit of it does not."""
+    from privmob.privacy import ledger_chain as chain
+
+    led = Ledger(tmp_path / "l.sqlite")
+    led.set_budget("d", 10)
+    led.charge("d", Cost.pure(1), kind="od")
+    led.charge("d", Cost.pure(2), kind="od")  # verifies entry 1 first
+    assert led.verify() == []
+    row = {"id": 1, "prev_hash": "p", "epsilon": 1.0, "delta": 0.0, "rho": None}
+    old = {**chain.hashed(row), "epsilon": 1}
+    row["row_hash"] = chain.digest("p", old)
+    assert chain.entry_digest(row) == row["row_hash"]
+    assert chain.entry_digest({**row, "epsilon": 0.5}) != row["row_hash"]

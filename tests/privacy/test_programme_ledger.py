@@ -23,8 +23,8 @@ def _plan(epsilon: float = 50.0):
     )
 
 
-def test_programme_progress_and_refusals(tmp_path) -> None:
-    led = Ledger(tmp_path / "ledger.sqlite")
+def test_programme_progress_and_refusals(ledger_at) -> None:
+    led = Ledger(ledger_at)
     led.set_budget("city", 100.0)
     led.charge("city", Cost.pure(1.0), kind="density")  # before the programme: not counted
     plan = _plan()
@@ -65,14 +65,14 @@ def test_no_programme_no_check_and_infeasible_not_recorded(tmp_path) -> None:
         pl.allow(led, "d", "od", reason=" ")
 
 
-def test_cli_record_show_allow(tmp_path) -> None:
+def test_cli_record_show_allow(tmp_path, ledger_at) -> None:
     import json
 
     from typer.testing import CliRunner
 
     from privmob.cli import app
 
-    led = tmp_path / "l.sqlite"
+    led = ledger_at
     Ledger(led).set_budget("city", 100.0)
     sched = tmp_path / "p.json"
     sched.write_text(

@@ -11,6 +11,14 @@ from privmob.privacy.ledger_accounts import accounts
 from privmob.privacy.zcdp import zcdp_epsilon
 
 
+@pytest.fixture
+def ledger(ledger_at):
+    """This module's ledgers: one in each store (tests/privacy/conftest.py)."""
+    from privmob.privacy.ledger import Ledger
+
+    return Ledger(ledger_at)
+
+
 def _opendp_epsilon(rho: float, delta: float) -> float:
     """OpenDP's own zCDP -> (epsilon, delta) conversion, on a measurement whose map is rho."""
     import opendp.prelude as dp

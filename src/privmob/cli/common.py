@@ -45,10 +45,11 @@ console = Console(soft_wrap=True, width=output_width(sys.stdout))
 console_err = Console(stderr=True, soft_wrap=True, width=output_width(sys.stderr))
 
 LedgerOpt = Annotated[
-    Path | None,
+    str | None,
     typer.Option(
         "--ledger",
-        help="privacy ledger (SQLite); default $PRIVMOB_LEDGER, else "
+        help="privacy ledger: an SQLite file or a postgresql://user@host/db URL (a team "
+        "ledger); default $PRIVMOB_LEDGER, else "
         "$XDG_DATA_HOME/privmob/ledger.sqlite (~/.local/share/privmob/ledger.sqlite)",
     ),
 ]

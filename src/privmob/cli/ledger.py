@@ -19,14 +19,29 @@ ledger_app = typer.Typer(
 
 @ledger_app.command("init")
 def init(
-    dataset: Annotated[str, typer.Argument(help="dataset name")],
-    epsilon: Annotated[float, typer.Option("--epsilon", help="total epsilon budget")],
+    dataset: Annotated[
+        str | None, typer.Argument(help="dataset name (none: only create the ledger)")
+    ] = None,
+    epsilon: Annotated[float | None, typer.Option("--epsilon", help="total epsilon budget")] = None,
     delta: Annotated[float, typer.Option("--delta", help="total delta budget")] = 0.0,
     unit: Annotated[Unit, typer.Option("--unit", help="unit of privacy of the budget")] = Unit.USER,
     ledger: LedgerOpt = None,
 ) -> None:
-    """Set a dataset's total privacy budget (once)."""
+    """Create the ledger (its custodian: your key, $PRIVMOB_KEY or your own, made if needed; on
+    PostgreSQL also its schema, functions and roles, as the database role that will own them)
+    and with DATASET --epsilon E set a dataset's total privacy budget (once; custodian only)."""
+    from privmob.errors import ConfigError
+
     led = Ledger(ledger)
+    ring = led.key_ring()
+    root = f"custodian key {ring.root}" if ring.root else "not signed: privmob ledger adopt"
+    console.print(f"ledger {led.path} (id {led.ledger_id}, {root})", highlight=False)
+    if dataset is None:
+        return
+    if epsilon is None:
+        raise ConfigError(
+            "a budget needs --epsilon", hint=f"privmob ledger init {dataset} --epsilon 10"
+        )
     b = led.set_budget(dataset, epsilon, delta, unit)
     console.print(
         f"budget of '{b.dataset}': epsilon={b.epsilon:g}, delta={b.delta:g} per "
@@ -40,7 +55,7 @@ def show(
     ledger: LedgerOpt = None,
 ) -> None:
     """List releases, their costs and what remains."""
-    led = Ledger(ledger)
+    led = Ledger(ledger, create=False)
     budgets = [led.budget(dataset)] if dataset else led.datasets()
     if not budgets:
         console.print(f"no datasets in {led.path}")
@@ -69,7 +84,11 @@ def show(
             "description",
         ):
             table.add_column(col)
-        for e in led.entries(b.dataset):
+        members = led.family_members(b.dataset)
+        if len(members) > 1:
+            console.print(f"  one budget for the family: {', '.join(members)}", highlight=False)
+        entries = sorted((e for m in members for e in led.entries(m)), key=lambda e: e.id)
+        for e in entries:
             rel = e.release_cost
             as_released = f"eps={rel.epsilon:.6g} per {rel.unit}"
             if e.group_size:
@@ -93,17 +112,18 @@ def show(
                 e.description,
             )
         console.print(table)
-    show_staged(led.path)
+    show_staged(led)
 
 
-def show_staged(path: Path) -> None:
+def show_staged(led: Ledger) -> None:
     """Releases charged but not yet in place (a crash between charge and rename), and uncharged
     staging left by killed runs."""
     from privmob.privacy.staging import CHARGED, StagingTable, has_staging_table
 
-    if not has_staging_table(path):
+    path = led.path
+    if not has_staging_table(led.store):
         return
-    for s in StagingTable(path).pending():
+    for s in StagingTable(led.store).pending():
         if s.state == CHARGED:
             console.print(
                 f"[bold yellow]staged release[/] #{s.id} of '{s.dataset}': charged {s.spent}, "
@@ -139,7 +159,7 @@ def recover(
     from privmob.releases.recover import recover_staged
 
     led = Ledger(ledger)
-    lines = recover_staged(led.path, discard=discard)
+    lines = recover_staged(led.store, discard=discard)
     for line in lines or ["nothing staged: every charged release is in place"]:
         console.print(line, highlight=False, soft_wrap=True)
 
@@ -150,22 +170,42 @@ def verify(
         list[Path] | None,
         typer.Argument(
             help="release folders (or their metadata.json) that must have been paid from "
-            "this ledger: detects a deleted or replaced ledger file"
+            "this ledger: detects a deleted or replaced ledger file, or deleted latest entries"
+        ),
+    ] = None,
+    more: Annotated[
+        list[Path] | None,
+        typer.Option("--releases", help="a release folder (repeatable; as the arguments)"),
+    ] = None,
+    custodian_key: Annotated[
+        Path | None,
+        typer.Option(
+            "--custodian-key",
+            help="the custodian's public key you hold: the ledger's root key must be it",
         ),
     ] = None,
     ledger: LedgerOpt = None,
 ) -> None:
-    """Check the ledger's hash chain: detects edited, deleted or truncated entries, edited
-    budgets and dropped tables; with release folders, that their entries are in this ledger.
-    Exit status 0 when it verifies, 3 otherwise."""
+    """Check everything with public keys only: the hash chain and each entry's signature,
+    budgets, keys, checkpoints, family links and approvals; with release folders, that their
+    entries and the ledger head they carry are in this ledger. Exit status 0 when it verifies,
+    3 otherwise, 2 when there is no ledger at the path (none is created)."""
     import json
 
     from privmob.errors import BudgetError
+    from privmob.privacy.ledger_keys import key_id, load_public
 
     try:
-        led = Ledger(ledger)
+        led = Ledger(ledger, create=False)
         problems = led.verify()
-        for release in releases or []:
+        if custodian_key is not None:
+            pinned = key_id(bytes.fromhex(load_public(custodian_key)))
+            if led.key_ring().root != pinned:
+                problems.append(
+                    f"its root (custodian) key is not {pinned} ({custodian_key}): the ledger was "
+                    "replaced or re-signed"
+                )
+        for release in [*(releases or []), *(more or [])]:
             meta = release / "metadata.json" if release.is_dir() else release
             try:
                 data = json.loads(meta.read_text())
@@ -182,7 +222,9 @@ def verify(
             console_err.print(f"  {line}")
         raise typer.Exit(3)
     n = len(led.entries())
-    console.print(f"ledger {led.path} (id {led.ledger_id}) verifies: {n} entries chained")
+    console.print(
+        f"ledger {led.path} (id {led.ledger_id}) verifies: {n} entries chained and signed"
+    )
 
 
 def register(app: typer.Typer) -> None:
@@ -191,7 +233,13 @@ def register(app: typer.Typer) -> None:
     # the per-person cost of a programme of releases (group privacy, repeated releases,
     # thresholding delta, posterior bound), also reachable as `privmob audit cost`
     ledger_app.command("cost")(cost)
+    from privmob.cli.ledger_keys import register_keys
     from privmob.cli.ledger_programme import register_programme
 
+    register_keys(ledger_app)  # keys, roles and the custodian's signed records
+
     register_programme(ledger_app)  # privmob ledger programme record|show|allow
+    from privmob.cli.ledger_team import register_team
+
+    register_team(ledger_app)  # privmob ledger export|import
     app.add_typer(ledger_app, name="ledger")

@@ -32,7 +32,7 @@ class RunOptions:
     """The options every release command passes through unchanged (same names in each)."""
 
     output: Path
-    ledger: Path | None = None
+    ledger: str | None = None
     dataset: str | None = None
     new_dataset: bool = False
     budget: float | None = None
@@ -135,7 +135,7 @@ def run_release(
     """
     from privmob.cli.test_mode import check_test_mode
     from privmob.dp import ApproxDP, PureDP
-    from privmob.privacy.ledger import default_ledger_path
+    from privmob.privacy.ledger import default_ledger_location
     from privmob.releases.publish import Output
     from privmob.session import Session
 
@@ -160,7 +160,7 @@ def run_release(
             tile_id=tile_id,
             budget=budget,
             unit=budget_unit,
-            ledger=None if opts.test_mode else (opts.ledger or default_ledger_path()),
+            ledger=None if opts.test_mode else (opts.ledger or default_ledger_location()),
             dataset=c.dataset_name(opts.dataset, data),
             engine=opts.engine,
             memory_limit=opts.memory_limit,

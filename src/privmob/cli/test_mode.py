@@ -29,7 +29,7 @@ TestModeOpt = Annotated[
 ]
 
 
-def check_test_mode(ledger: Path | None, seed: int | None, test_mode: bool) -> None:
+def check_test_mode(ledger: str | Path | None, seed: int | None, test_mode: bool) -> None:
     """Refuse (:class:`ConfigError`) ``--seed`` without ``--test-mode`` and ``--ledger`` with
     it. In test mode the session charges a throw-away ledger in a private temporary folder,
     removed when the command ends, and marks the release not for publication."""

@@ -16,24 +16,27 @@ privacy with a stated group size.
 Each entry records the content fingerprint and row count of its input, its output folder and
 file hashes, the OS user and host; a dataset's budget is bound to the fingerprints it has seen
 (the same content under another dataset name is refused unless stated). Entries are hash-chained
-and :meth:`Ledger.verify` detects edited, deleted or truncated entries and dropped tables
-(:mod:`privmob.privacy.ledger_chain`).
+(:mod:`privmob.privacy.ledger_chain`) and signed (Ed25519) by the key that appended them;
+budgets, keys, dataset families, approvals and checkpoints by the custodian
+(:mod:`privmob.privacy.ledger_trust`, roles :mod:`privmob.privacy.ledger_custody`). A charge
+fails closed: it decides on a verified position and the entries after it, each verified, and
+refuses on any mismatch. :meth:`Ledger.verify` checks everything with public keys only
+(:mod:`privmob.privacy.ledger_audit`).
 
-This module holds the :class:`Ledger` (budgets, checks, charges, verification) and where the
-file is found; the records and how entries are written are :mod:`privmob.privacy.ledger_entries`,
-the SQLite schema, upgrade and integrity checks :mod:`privmob.privacy.ledger_schema`, what a
-charge must pass :mod:`privmob.privacy.ledger_checks`.
+This module holds the :class:`Ledger` (budgets, checks, charges) and where the file is found;
+the records and how entries are written are :mod:`privmob.privacy.ledger_entries`, keys
+:mod:`privmob.privacy.ledger_keys`, the SQLite schema, upgrade and integrity checks
+:mod:`privmob.privacy.ledger_schema` (all the ledger's SQL tables), what a charge must pass
+:mod:`privmob.privacy.ledger_checks`.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import sqlite3
-import time
 import warnings
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -41,21 +44,48 @@ from typing import Any
 from privmob.errors import BudgetError, ConfigError
 from privmob.privacy import ledger_chain as chain
 from privmob.privacy import ledger_checks as checks
+from privmob.privacy import ledger_keys as keys
 from privmob.privacy import ledger_schema as schema
+from privmob.privacy import ledger_trust as trust
 from privmob.privacy.costs import Cost, Unit
-from privmob.privacy.ledger_accounts import Accounts
+from privmob.privacy.ledger_accounts import Accounts, accounts
+from privmob.privacy.ledger_audit import Audit
+from privmob.privacy.ledger_custody import (
+    Custody,
+    budget_row,
+    establish,
+    family_of,
+    head_count,
+    require_role,
+)
 from privmob.privacy.ledger_entries import (
     Budget,
     Entry,
     Spent,
     entry_provenance,
+    head_commitment,
     insert_entries,
-    provenance_dict,
+)
+from privmob.privacy.ledger_store import (
+    ChargeOutcomeUnknown,
+    LedgerUnavailable,
+    SqliteStore,
+    Store,
+    is_database_url,
+    open_store,
 )
 from privmob.privacy.people import PeopleSketch
 
 DEFAULT_LEDGER_ENV = "PRIVMOB_LEDGER"
 DEFAULT_LEDGER_NAME = "ledger.sqlite"
+
+
+def default_ledger_location() -> str | Path:
+    """``$PRIVMOB_LEDGER`` as given (a path or a ``postgresql://`` URL), else the default file."""
+    explicit = os.environ.get(DEFAULT_LEDGER_ENV)
+    if explicit and is_database_url(explicit):
+        return explicit
+    return default_ledger_path()
 
 
 def default_ledger_path() -> Path:
@@ -70,41 +100,64 @@ def default_ledger_path() -> Path:
     return base / "privmob" / DEFAULT_LEDGER_NAME
 
 
-class Ledger:
-    """A privacy ledger stored in an SQLite file."""
+class Ledger(Custody, Audit):
+    """A privacy ledger stored in an SQLite file or a PostgreSQL database
+    (:mod:`privmob.privacy.ledger_store`: one ledger, two stores), opened with a key (its role
+    decides what this opener may write: :mod:`privmob.privacy.ledger_custody`).
 
-    def __init__(self, path: str | os.PathLike[str] | None = None, *, timeout: float = 60.0):
-        self.path = Path(path) if path is not None else default_ledger_path()
+    ``path``: an SQLite file, or a ``postgresql://`` URL (a team ledger,
+    :mod:`privmob.privacy.ledger_pg`); default :func:`default_ledger_location`. ``key``: a
+    :class:`~privmob.privacy.ledger_keys.Signer` or a private key file; by default
+    ``$PRIVMOB_KEY_PEM``, ``$PRIVMOB_KEY`` or the user's own key. A new ledger's custodian is
+    the key that creates it (the user's own key, created if needed). ``create=False``: a
+    missing file (or database without a ledger) is an error (:class:`ConfigError`), never a new
+    empty ledger."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        key: keys.Signer | str | os.PathLike[str] | None = None,
+        timeout: float = 60.0,
+        create: bool = True,
+    ):
+        location = path if path is not None else default_ledger_location()
+        self.store: Store = open_store(location, timeout=timeout)
+        #: the file (a :class:`~pathlib.Path`), or the database URL without its password
+        self.path: Path | str = (
+            self.store.path if isinstance(self.store, SqliteStore) else self.store.location
+        )
         self.timeout = timeout
+        self.signer = keys.resolve(key)
+        self._people_key = None
         #: set when this open added the chain to entries of an older ledger (a sentence)
-        self.migrated: str | None = None
-        if self.path.parent and not self.path.parent.exists():
-            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        if not self.path.exists():
-            # private from the start: the ledger names datasets, users, hosts and outputs
-            os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
+        self.migrated: str | None = self.store.open(create=create, establish=self._establish)
         with self._connect() as con:
-            con.execute("BEGIN")  # one consistent snapshot for the check
-            try:
-                schema.refuse_missing_tables(con, self.path)
-            finally:
-                con.execute("COMMIT")
-            schema.add_columns(con)  # a ledger of the first schema: before the new index is made
-            # one transaction: another process never sees half a schema
-            con.executescript(f"BEGIN IMMEDIATE;\n{schema.SCHEMA}\nCOMMIT;")
-            self.migrated = schema.migrate(con)
-            self.ledger_id = schema.read_meta(con)["ledger_id"]
+            self.ledger_id = self.store.read_meta(con)["ledger_id"]
         if self.migrated:
             warnings.warn(f"{self.path}: {self.migrated}", LedgerMigrated, stacklevel=2)
 
+    def _establish(self, con: Any, ledger_id: str) -> None:
+        """A new ledger: the opener's key (the user's own, created if needed) is its custodian."""
+        if self.signer is None:
+            self.signer = keys.own_key()
+        establish(con, ledger_id, self.signer, "custodian")
+
+    def _connect(self) -> AbstractContextManager[Any]:
+        return self.store.connect()
+
     @contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
-        con = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
-        try:
-            con.execute("PRAGMA foreign_keys = ON")
-            yield con
-        finally:
-            con.close()
+    def _write(self) -> Iterator[Any]:
+        """A write transaction (the custodian's acts)."""
+        with self._connect() as con:
+            self.store.begin_write(con, None)
+            try:
+                yield con
+                con.execute("COMMIT")
+            except BaseException:
+                if con.in_transaction:
+                    con.execute("ROLLBACK")
+                raise
 
     # -- budgets --------------------------------------------------------------------------
     def set_budget(
@@ -119,8 +172,18 @@ class Ledger:
         Cost(epsilon, delta)  # validates
         unit = Unit(unit)
         with self._connect() as con:
-            con.execute("BEGIN IMMEDIATE")
+            self.store.begin_write(con, dataset)
             try:
+                fam = family_of(con, dataset)[0]
+                if fam != dataset:  # a member: the family's budget again is a no-op
+                    b = _read_budget(con, fam)
+                    con.execute("ROLLBACK")
+                    if b is not None and (b.epsilon, b.delta, b.unit) == (epsilon, delta, unit):
+                        return b
+                    raise BudgetError(
+                        f"dataset '{dataset}' is linked into a family in {self.path}: it is "
+                        "charged to the family's budget and has none of its own"
+                    )
                 row = con.execute(
                     "SELECT epsilon, delta, unit FROM budgets WHERE dataset = ?", (dataset,)
                 ).fetchone()
@@ -133,12 +196,21 @@ class Ledger:
                             hint="use another ledger file or dataset name for a new budget",
                         )
                     return self.budget(dataset)
+                ring = trust.key_ring(con, self.ledger_id)
+                signer = require_role(
+                    self._signer(),
+                    ring,
+                    head_count(con),
+                    (trust.CUSTODIAN,),
+                    f"set a budget for '{dataset}'",
+                    self,
+                )
                 values = (dataset, float(epsilon), float(delta), unit.value, _now(), note)
                 own = chain.budget_hash(
-                    schema.read_meta(con)["ledger_id"],
-                    dict(zip(chain.BUDGET_COLUMNS, values, strict=True)),
+                    self.ledger_id, dict(zip(chain.BUDGET_COLUMNS, values, strict=True))
                 )
-                con.execute("INSERT INTO budgets VALUES (?, ?, ?, ?, ?, ?, ?)", (*values, own))
+                sig = trust.budget_signature(signer, self.ledger_id, own)
+                self.store.insert_budget(con, (*values, own, signer.key_id, sig))
                 con.execute("COMMIT")
             except BaseException:
                 if con.in_transaction:
@@ -147,8 +219,9 @@ class Ledger:
         return self.budget(dataset)
 
     def budget(self, dataset: str) -> Budget:
+        """The budget ``dataset`` is charged to (its family's, when linked)."""
         with self._connect() as con:
-            b = _read_budget(con, dataset)
+            b = _read_budget(con, family_of(con, dataset)[0])
         if b is None:
             raise BudgetError(
                 f"no privacy budget is set for dataset '{dataset}' in {self.path}",
@@ -159,14 +232,18 @@ class Ledger:
 
     def has_budget(self, dataset: str) -> bool:
         with self._connect() as con:
+            root = family_of(con, dataset)[0]
             return (
-                con.execute("SELECT 1 FROM budgets WHERE dataset = ?", (dataset,)).fetchone()
+                con.execute("SELECT 1 FROM budgets WHERE dataset = ?", (root,)).fetchone()
                 is not None
             )
 
     def datasets(self) -> list[Budget]:
         with self._connect() as con:
-            rows = con.execute("SELECT dataset FROM budgets ORDER BY dataset").fetchall()
+            rows = con.execute(  # a family's members are shown under the family's budget
+                "SELECT dataset FROM budgets WHERE dataset NOT IN "
+                "(SELECT dataset FROM dataset_links) ORDER BY dataset"
+            ).fetchall()
         return [self.budget(r[0]) for r in rows]
 
     # -- spending ----------------------------------------------------------------------------
@@ -174,7 +251,7 @@ class Ledger:
         """What ``dataset`` has spent under the basic and the zCDP accounting."""
         b = self.budget(dataset)
         with self._connect() as con:
-            return checks.dataset_accounts(con, b, [])
+            return checks.dataset_accounts(con, b, [], family_of(con, b.dataset)[1])
 
     def spent(self, dataset: str) -> Spent:
         """Spent (epsilon by the tighter valid accounting; delta by basic composition)."""
@@ -196,7 +273,9 @@ class Ledger:
         b = self.budget(dataset)
         charged = checks.to_budget_unit(cost, b.unit, group_size)
         with self._connect() as con:
-            checks.refuse_if_over(b, checks.dataset_accounts(con, b, [charged]), charged, self.path)
+            members = family_of(con, b.dataset)[1]
+            after = checks.dataset_accounts(con, b, [charged], members)
+            checks.refuse_if_over(b, after, charged, self.path)
 
     def check_input(
         self,
@@ -208,12 +287,37 @@ class Ledger:
     ) -> None:
         """Refuse (:class:`BudgetError`) an input whose content another dataset already holds,
         or whose users (``people``) another dataset holds, unless the user stated
-        ``new_dataset_for_same_data``. No charge is made."""
+        ``new_dataset_for_same_data`` (an analyst: only where the custodian approved it) or the
+        other dataset is in its family. No charge is made."""
+        if new_dataset_for_same_data:
+            self._refuse_unapproved_same_data(dataset)
         with self._connect() as con:
             checks.refuse_foreign_input(
-                con, dataset, fingerprint, new_dataset_for_same_data, self.path
+                con,
+                dataset,
+                fingerprint,
+                new_dataset_for_same_data,
+                self.path,
+                family_of(con, dataset)[1],
             )
-            checks.refuse_known_people(con, dataset, people, new_dataset_for_same_data, self.path)
+            checks.refuse_known_people(
+                con,
+                dataset,
+                people,
+                new_dataset_for_same_data,
+                self.path,
+                family_of(con, dataset)[1],
+            )
+
+    def _refuse_unapproved_same_data(self, dataset: str) -> None:
+        if self.role() == trust.CUSTODIAN or self.approved_same_data(dataset):
+            return
+        raise BudgetError(
+            f"refused: a separate budget for data another dataset holds needs the custodian's "
+            f"approval of '{dataset}' in {self.path}; nothing was charged",
+            hint=f"the custodian runs: privmob ledger approve-same-data {dataset} "
+            f"--ledger {self.path}",
+        )
 
     def charge(
         self,
@@ -260,7 +364,7 @@ class Ledger:
         output_dir: str | os.PathLike[str] | None = None,
         output_hashes: dict[str, str] | None = None,
         new_dataset_for_same_data: bool = False,
-        within: Callable[[sqlite3.Connection, list[Entry]], None] | None = None,
+        within: Callable[[Any, list[Entry]], None] | None = None,
         people: PeopleSketch | None = None,
     ) -> list[Entry]:
         """Charge several parts of one release (e.g. one per period) in one transaction:
@@ -283,29 +387,70 @@ class Ledger:
             input_fingerprint, input_rows, output_dir, output_hashes, new_dataset_for_same_data
         )
         with self._connect() as con:
-            _begin_immediate(con, self.path)
+            self.store.begin_write(con, dataset)
             try:
-                meta = schema.read_meta(con)
+                meta = self.store.read_meta(con)
                 schema.refuse_broken_head(con, meta, self.path)
-                b = _read_budget(con, dataset)
-                if b is None:
+                count = int(meta.get("head_count", "0"))
+                ring = trust.key_ring(con, self.ledger_id)
+                signer = require_role(
+                    self._signer(),
+                    ring,
+                    count,
+                    (trust.CUSTODIAN, trust.ANALYST),
+                    f"charge '{dataset}'",
+                    self,
+                )
+                # fail closed: the accounts come from a verified position and verified entries
+                try:
+                    head = trust.start_of_charge(con, self.ledger_id, ring, signer)
+                    vouched = trust.vouched_now(con, self.ledger_id, ring)
+                    root, members = self._verified_family(con, ring, dataset, vouched)
+                    row = budget_row(con, root)
+                    problem = row and trust.budget_row_problem(ring, self.ledger_id, row)
+                    if (
+                        row
+                        and not problem
+                        and not trust.is_vouched(ring, row["signer"], "budgets", row, vouched)
+                    ):
+                        problem = f"budget of '{root}': signed by a revoked key, after it"
+                    if problem:
+                        raise trust.Untrusted(problem)
+                except trust.Untrusted as exc:
+                    raise _refusal(self.path, str(exc)) from None
+                if row is None:
                     raise BudgetError(
                         f"no privacy budget is set for dataset '{dataset}'",
                         hint=f"privmob ledger init {dataset} --epsilon E",
                     )
+                b = _budget(row)
+                role = ring.role(signer.key_id, count)
+                if new_dataset_for_same_data and role != trust.CUSTODIAN:
+                    approvals, _ = trust.records(
+                        con, self.ledger_id, ring, "same_data_approvals", vouched
+                    )
+                    if dataset not in approvals:
+                        self._refuse_unapproved_same_data(dataset)
                 checks.refuse_foreign_input(
-                    con, dataset, input_fingerprint, new_dataset_for_same_data, self.path
+                    con, dataset, input_fingerprint, new_dataset_for_same_data, self.path, members
                 )
                 checks.refuse_known_people(
-                    con, dataset, people, new_dataset_for_same_data, self.path
+                    con, dataset, people, new_dataset_for_same_data, self.path, members
                 )
                 charged = [checks.to_budget_unit(c, b.unit, group_size) for _, c in parts]
                 total = charged[0]
                 for c in charged[1:]:
                     total = total + c
-                checks.refuse_if_over(b, checks.dataset_accounts(con, b, charged), total, self.path)
-                prev = meta.get("head_hash") or chain.genesis(meta["ledger_id"])
+                after = accounts(
+                    trust.account_rows(head.totals, members)
+                    + [(c.epsilon, c.delta, c.rho) for c in charged],
+                    b.epsilon,
+                    b.delta,
+                )
+                checks.refuse_if_over(b, after, total, self.path)
+                prev = meta.get("head_hash") or chain.genesis(self.ledger_id)
                 entries = insert_entries(
+                    self.store,
                     con,
                     prev,
                     dataset,
@@ -317,91 +462,79 @@ class Ledger:
                     params=params,
                     provenance=provenance,
                     created=_now(),
+                    signer=signer,
+                    ledger_id=self.ledger_id,
                 )
-                count = int(meta.get("head_count", "0")) + len(entries)
-                schema.set_head(con, count, entries[-1].row_hash)
-                checks.store_people(con, dataset, people, _now())  # who the dataset holds
+                totals = {d: list(t) for d, t in head.totals.items()}
+                for e in entries:
+                    trust.add_to(totals, dataset, e.cost.epsilon, e.cost.delta, e.cost.rho)
+                end = trust.Position(
+                    entries[-1].id, head.count + len(entries), entries[-1].row_hash, totals
+                )
+                self.store.set_head(con, end.count, end.head_hash)
+                if role == trust.CUSTODIAN and _due_checkpoint(con, end):
+                    trust.add_checkpoint(con, self.ledger_id, signer, end, _now())
+                entries[-1] = replace(
+                    entries[-1],
+                    head={
+                        "count": end.count,
+                        "hash": head_commitment(end.head_hash),
+                        "root": ring.root,
+                    },
+                )
+                checks.store_people(self.store, con, dataset, people, _now())  # who it holds
                 if within is not None:
                     within(con, entries)
-                con.execute("COMMIT")
+                try:
+                    con.execute("COMMIT")
+                except LedgerUnavailable as exc:  # lost at the commit: made or not, unknown
+                    raise ChargeOutcomeUnknown(
+                        f"the ledger {self.path} was lost while this charge was committed: "
+                        "it may or may not have been made",
+                        hint=exc.hint,
+                    ) from exc
             except BaseException:
                 if con.in_transaction:
                     con.execute("ROLLBACK")
                 raise
+        if ring.root is not None:
+            trust.cache_position(self.ledger_id, signer, end, ring.root)
         return entries
 
-    def verify_release(self, metadata: dict[str, Any], name: str = "release") -> list[str]:
-        """Check that a release's ``metadata.json`` (its ``ledger`` block) was paid from this
-        ledger and that its entries are still here: a deleted or replaced ledger file, or one
-        rebuilt without those entries, shows here. Returns the problems found."""
-        block = metadata.get("ledger")
-        if not isinstance(block, dict) or "id" not in block:
-            return [f"{name}: its metadata names no ledger (made before ledgers had an id?)"]
-        if block["id"] != self.ledger_id:
-            return [
-                f"{name}: paid from ledger {block['id']}, but this ledger is {self.ledger_id} "
-                "(the ledger it was charged to was deleted or replaced, or is another file)"
-            ]
-        ids = {e.id for e in self.entries()}
-        missing = [i for i in block.get("entry_ids", []) if i not in ids]
-        if missing:
-            return [f"{name}: its ledger entries {missing} are missing from this ledger"]
-        return []
-
-    def verify(self) -> list[str]:
-        """Check the hash chain, the recorded head and the budgets; return the problems found
-        (empty when the ledger verifies)."""
-        with self._connect() as con:
-            meta = schema.read_meta(con)
-            return chain.problems(
-                con, meta["ledger_id"], int(meta.get("head_count", "0")), meta.get("head_hash", "")
-            )
-
-    def entries(self, dataset: str | None = None) -> list[Entry]:
-        sql = (
-            "SELECT id, dataset, created_at, kind, epsilon, delta, rho, unit, release_epsilon,"
-            " release_delta, release_unit, group_size, for_publication, description, params, "
-            + ", ".join(chain.PROVENANCE)
-            + ", row_hash FROM releases"
-        )
-        args: tuple[Any, ...] = ()
-        if dataset is not None:
-            sql += " WHERE dataset = ?"
-            args = (dataset,)
-        with self._connect() as con:
-            rows = con.execute(sql + " ORDER BY id", args).fetchall()
-        return [
-            Entry(
-                r[0],
-                r[1],
-                r[2],
-                r[3],
-                Cost(r[4], r[5], r[6], Unit(r[7])),
-                Cost(r[8], r[9], None, Unit(r[10])),
-                r[11],
-                bool(r[12]),
-                r[13] or "",
-                json.loads(r[14] or "{}"),
-                provenance_dict(dict(zip(chain.PROVENANCE, r[15:-1], strict=True))),
-                r[-1] or "",
-            )
-            for r in rows
-        ]
+    def _verified_family(
+        self,
+        con: Any,
+        ring: trust.KeyRing,
+        dataset: str,
+        vouched: frozenset[str],
+    ) -> tuple[str, list[str]]:
+        """(the dataset whose budget pays, all datasets charged to it) by signed links only."""
+        links, bad = trust.records(con, self.ledger_id, ring, "dataset_links", vouched)
+        if bad:
+            raise trust.Untrusted(bad[0])
+        root = links.get(dataset, {}).get("family", dataset)
+        return root, [root, *sorted(d for d, v in links.items() if v["family"] == root)]
 
 
-def _begin_immediate(con: sqlite3.Connection, path: Path) -> None:
-    """Take the write lock for a charge, waiting a few seconds for another process's."""
-    for attempt in range(50):
-        try:
-            con.execute("BEGIN IMMEDIATE")
-            break
-        except sqlite3.OperationalError as exc:  # database is locked
-            if attempt == 49:
-                raise BudgetError(f"the ledger {path} stayed locked: {exc}") from exc
-            time.sleep(0.05 * (attempt + 1))
+def _refusal(path: Path | str, why: str) -> BudgetError:
+    return BudgetError(
+        f"refused: the privacy ledger {path} does not verify ({why}); nothing was charged; "
+        f"see everything with: privmob ledger verify --ledger {path}"
+    )
 
 
-def _read_budget(con: sqlite3.Connection, dataset: str) -> Budget | None:
+def _due_checkpoint(con: Any, end: trust.Position) -> bool:
+    row = con.execute("SELECT max(entry_count) FROM checkpoints").fetchone()
+    return end.count - int(row[0] or 0) >= trust.CHECKPOINT_EVERY
+
+
+def _budget(row: dict[str, Any]) -> Budget:
+    return Budget(
+        row["dataset"], row["epsilon"], row["delta"], Unit(row["unit"]), row["created_at"]
+    )
+
+
+def _read_budget(con: Any, dataset: str) -> Budget | None:
     row = con.execute(
         "SELECT dataset, epsilon, delta, unit, created_at FROM budgets WHERE dataset = ?",
         (dataset,),

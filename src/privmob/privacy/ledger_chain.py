@@ -53,7 +53,14 @@ NEW_ENTRY_COLUMNS = {
     "new_dataset_for_same_data": "INTEGER NOT NULL DEFAULT 0",
     "prev_hash": "TEXT",
     "row_hash": "TEXT",
+    "nonce": "TEXT",
+    "signer": "TEXT",
+    "signature": "TEXT",
 }
+#: hashed when present: an entry's random nonce (entries written since entries are signed), so
+#: that a hash derived from the entry (a release's published ledger head) cannot be used to test
+#: guesses of its input's fingerprint or row count
+OPTIONAL_HASHED = ("nonce",)
 BUDGET_COLUMNS = ("dataset", "epsilon", "delta", "unit", "created_at", "note")
 
 
@@ -75,15 +82,50 @@ def budget_hash(ledger_id: str, row: dict[str, Any]) -> str:
     return digest(genesis(ledger_id), {"budget": row})
 
 
-def entry_rows(con: sqlite3.Connection) -> list[dict[str, Any]]:
-    cols = ", ".join((*ENTRY_COLUMNS, "prev_hash", "row_hash"))
-    cur = con.execute(f"SELECT {cols} FROM releases ORDER BY id")
+ROW_COLUMNS = (*ENTRY_COLUMNS, *OPTIONAL_HASHED, "prev_hash", "row_hash", "signer", "signature")
+
+
+def entry_rows(
+    con: sqlite3.Connection, after: int = 0, until: int | None = None
+) -> list[dict[str, Any]]:
+    """The entries (all columns of the chain and signature) with an id above ``after`` (and up
+    to ``until``)."""
+    cur = con.execute(
+        f"SELECT {', '.join(ROW_COLUMNS)} FROM releases WHERE id > ? AND id <= ? ORDER BY id",
+        (after, 2**62 if until is None else until),
+    )
     names = [d[0] for d in cur.description]
     return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
 
 def hashed(row: dict[str, Any]) -> dict[str, Any]:
-    return {k: row.get(k) for k in ENTRY_COLUMNS}
+    out = {k: row.get(k) for k in ENTRY_COLUMNS}
+    out.update({k: row[k] for k in OPTIONAL_HASHED if row.get(k) is not None})
+    return out
+
+
+#: REAL columns an older privmob hashed as given (an int epsilon hashed as ``1``, read as 1.0)
+REAL_COLUMNS = ("epsilon", "delta", "rho", "release_epsilon", "release_delta")
+
+
+def entry_digest(row: dict[str, Any]) -> str:
+    """The hash of a stored entry's content; for an entry written before entries carried a
+    nonce, also as an older privmob hashed it (integral REAL values as ints) when that is the
+    hash it stored."""
+    prev = row["prev_hash"] or ""
+    own = digest(prev, hashed(row))
+    if own == row.get("row_hash") or row.get("nonce") is not None:
+        return own
+    base = hashed(row)
+    integral = [k for k in REAL_COLUMNS if isinstance(base.get(k), float) and base[k].is_integer()]
+    for n in range(1, 2 ** len(integral)):  # which of them were given as ints
+        legacy = dict(base)
+        for i, k in enumerate(integral):
+            if n >> i & 1:
+                legacy[k] = int(base[k])
+        if digest(prev, legacy) == row.get("row_hash"):
+            return str(row["row_hash"])
+    return own
 
 
 def problems(con: sqlite3.Connection, ledger_id: str, head_count: int, head_hash: str) -> list[str]:
@@ -97,7 +139,7 @@ def problems(con: sqlite3.Connection, ledger_id: str, head_count: int, head_hash
                 f"entry {row['id']}: the previous entry's hash does not match "
                 "(an entry before it was deleted or edited)"
             )
-        own = digest(row["prev_hash"] or "", hashed(row))
+        own = entry_digest(row)
         if row["row_hash"] != own:
             found.append(f"entry {row['id']}: its content does not match its hash (edited)")
         prev = row["row_hash"] or own

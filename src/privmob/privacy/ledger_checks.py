@@ -12,7 +12,9 @@ them inside its transaction.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from privmob.errors import BudgetError, ConfigError
 from privmob.privacy.costs import Cost, Unit
@@ -37,9 +39,16 @@ def to_budget_unit(cost: Cost, unit: Unit, group_size: int | None) -> Cost:
     raise ConfigError(f"cannot charge a {cost.unit}-level release to a {unit}-level budget")
 
 
-def dataset_accounts(con: sqlite3.Connection, b: Budget, extra: list[Cost]) -> Accounts:
+def dataset_accounts(
+    con: sqlite3.Connection, b: Budget, extra: list[Cost], members: list[str] | None = None
+) -> Accounts:
+    """The accounts of ``b`` (all its family's ``members``) from the stored rows, as they are
+    (for display and early checks; a charge sums verified entries only)."""
+    names = members or [b.dataset]
     rows = con.execute(
-        "SELECT epsilon, delta, rho FROM releases WHERE dataset = ? ORDER BY id", (b.dataset,)
+        f"SELECT epsilon, delta, rho FROM releases WHERE dataset IN ({', '.join('?' * len(names))})"
+        " ORDER BY id",
+        names,
     ).fetchall()
     return accounts(
         [(float(r[0]), float(r[1]), r[2]) for r in rows]
@@ -49,7 +58,7 @@ def dataset_accounts(con: sqlite3.Connection, b: Budget, extra: list[Cost]) -> A
     )
 
 
-def refuse_if_over(b: Budget, after: Accounts, cost: Cost, path: Path) -> None:
+def refuse_if_over(b: Budget, after: Accounts, cost: Cost, path: Path | str) -> None:
     """``after``: the accounts with this release included."""
     if after.fits:
         return
@@ -66,10 +75,12 @@ def refuse_foreign_input(
     dataset: str,
     fingerprint: str | None,
     stated: bool,
-    path: Path,
+    path: Path | str,
+    family: list[str] | None = None,
 ) -> None:
     """The budget is bound to the data: content seen under another dataset name is refused,
-    unless the user stated that this is a new dataset for the same data (or did so before)."""
+    unless the user stated that this is a new dataset for the same data (or did so before),
+    or the other dataset is in ``family`` (shares this budget)."""
     if not fingerprint or stated:
         return
     owners = [
@@ -80,7 +91,7 @@ def refuse_foreign_input(
             (fingerprint,),
         ).fetchall()
     ]
-    if not owners or any(shares_budget(dataset, owner) for owner in owners):
+    if not owners or dataset in owners or set(owners) & set(family or []):
         return
     raise BudgetError(
         f"refused: this input's content was already released under dataset '{owners[0]}' "
@@ -92,19 +103,13 @@ def refuse_foreign_input(
 
 
 # -- people-aware binding (privmob.privacy.people) ------------------------------------------
-def shares_budget(a: str, b: str) -> bool:
-    """Whether datasets ``a`` and ``b`` share one budget: the content and the people of one are
-    the other's (placeholder until dataset families, ``Ledger.shares_budget``: only a dataset
-    with itself)."""
-    return a == b
-
-
 def refuse_known_people(
-    con: sqlite3.Connection,
+    con: Any,
     dataset: str,
     people: PeopleSketch | None,
     stated: bool,
-    path: Path,
+    path: Path | str,
+    family: Sequence[str] | None = None,
 ) -> None:
     """The budget is bound to the people: an input whose users overlap another dataset's by
     :data:`~privmob.privacy.people.OVERLAP_THRESHOLD` or more (estimated from the two people
@@ -115,14 +120,14 @@ def refuse_known_people(
     if people is None or stated:
         return
     known = {
-        str(r[0]): PeopleSketch.from_bytes(r[1])
+        str(r[0]): PeopleSketch.from_bytes(bytes(r[1]))
         for r in con.execute("SELECT dataset, sketch FROM dataset_people ORDER BY dataset")
     }
     own = known.pop(dataset, None)
     if own is not None and own.overlap(people) >= OVERLAP_THRESHOLD:
         return
     for other, sketch in known.items():
-        if shares_budget(dataset, other) or sketch.overlap(people) < OVERLAP_THRESHOLD:
+        if other in (family or ()) or sketch.overlap(people) < OVERLAP_THRESHOLD:
             continue
         raise BudgetError(
             f"refused: at least {OVERLAP_THRESHOLD:.0%} of this input's users (estimated from "
@@ -135,16 +140,11 @@ def refuse_known_people(
         )
 
 
-def store_people(
-    con: sqlite3.Connection, dataset: str, people: PeopleSketch | None, now: str
-) -> None:
-    """Merge ``people`` into the dataset's stored sketch (inside the charge's transaction)."""
+def store_people(store: Any, con: Any, dataset: str, people: PeopleSketch | None, now: str) -> None:
+    """Merge ``people`` into the dataset's stored sketch (inside the charge's transaction; the
+    store writes it: on PostgreSQL through a function, the analyst's role writes no table)."""
     if people is None:
         return
     row = con.execute("SELECT sketch FROM dataset_people WHERE dataset = ?", (dataset,)).fetchone()
-    merged = people if row is None else PeopleSketch.from_bytes(row[0]).merge(people)
-    con.execute(
-        "INSERT INTO dataset_people (dataset, sketch, updated) VALUES (?, ?, ?) "
-        "ON CONFLICT(dataset) DO UPDATE SET sketch = excluded.sketch, updated = excluded.updated",
-        (dataset, merged.to_bytes(), now),
-    )
+    merged = people if row is None else PeopleSketch.from_bytes(bytes(row[0])).merge(people)
+    store.store_people(con, dataset, merged.to_bytes(), now)

@@ -8,17 +8,22 @@ hash-chained to the one before (:mod:`privmob.privacy.ledger_chain`).
 from __future__ import annotations
 
 import getpass
+import hashlib
 import json
 import os
+import secrets
 import socket
-import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from privmob.privacy import ledger_chain as chain
-from privmob.privacy import ledger_schema as schema
 from privmob.privacy.costs import Cost, Unit
+from privmob.privacy.ledger_keys import Signer
+from privmob.privacy.ledger_trust import entry_message
+
+if TYPE_CHECKING:
+    from privmob.privacy.ledger_store import Store
 
 
 @dataclass(frozen=True)
@@ -46,6 +51,10 @@ class Entry:
     params: dict[str, Any]
     provenance: dict[str, Any] = field(default_factory=dict)
     row_hash: str = ""
+    #: the ledger head after the charge that wrote this entry (its last entry only): entry
+    #: count, a one-way commitment to the head hash, the ledger's root key id; a release's
+    #: metadata.json carries it so that an auditor sees entries deleted after it
+    head: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """What a release's metadata.json shows of its entry. Never the input's fingerprint,
@@ -92,7 +101,8 @@ def entry_provenance(
 
 
 def insert_entries(
-    con: sqlite3.Connection,
+    store: Store,
+    con: Any,
     prev: str,
     dataset: str,
     kind: str,
@@ -104,35 +114,47 @@ def insert_entries(
     params: dict[str, Any] | None,
     provenance: dict[str, Any],
     created: str,
+    signer: Signer,
+    ledger_id: str,
 ) -> list[Entry]:
-    """Insert one entry per part, each chained to the one before (``prev``: the head's hash);
-    ``charged``: each part's cost in the budget's unit; ``created``: the entries' time."""
+    """Insert one entry per part, each chained to the one before (``prev``: the head's hash)
+    and signed by ``signer``; ``charged``: each part's cost in the budget's unit; ``created``:
+    the entries' time."""
     entries = []
     for (description, cost), ch in zip(parts, charged, strict=True):
         values: dict[str, Any] = {
             "dataset": dataset,
             "created_at": created,
             "kind": kind,
-            "epsilon": ch.epsilon,
-            "delta": ch.delta,
-            "rho": ch.rho,
+            # as the store keeps them (REAL / double precision, INTEGER): the hash must be of
+            # what is read back (an epsilon given as the integer 1 is hashed as 1.0)
+            "epsilon": float(ch.epsilon),
+            "delta": float(ch.delta),
+            "rho": None if ch.rho is None else float(ch.rho),
             "unit": ch.unit.value,
-            "release_epsilon": cost.epsilon,
-            "release_delta": cost.delta,
+            "release_epsilon": float(cost.epsilon),
+            "release_delta": float(cost.delta),
             "release_unit": cost.unit.value,
-            "group_size": group_size,
+            "group_size": None if group_size is None else int(group_size),
             "for_publication": int(for_publication),
             "description": description,
             "params": json.dumps(params or {}, default=str),
             **provenance,
+            "nonce": secrets.token_hex(16),
         }
-        entry_id = schema.next_id(con)
+        entry_id = store.next_id(con)
         own = chain.digest(prev, chain.hashed({"id": entry_id, **values}))
-        names = ", ".join(values)
-        con.execute(
-            f"INSERT INTO releases (id, {names}, prev_hash, row_hash) VALUES "
-            f"({', '.join('?' * (len(values) + 3))})",
-            (entry_id, *values.values(), prev, own),
+        signature = signer.sign("entry", entry_message(ledger_id, own))
+        store.append_entry(
+            con,
+            {
+                "id": entry_id,
+                **values,
+                "prev_hash": prev,
+                "row_hash": own,
+                "signer": signer.key_id,
+                "signature": signature,
+            },
         )
         prev = own
         entries.append(
@@ -152,6 +174,12 @@ def insert_entries(
             )
         )
     return entries
+
+
+def head_commitment(row_hash: str) -> str:
+    """What a release publishes of the ledger head: a one-way hash of the head entry's hash,
+    which covers a random nonce, so it cannot be used to test guesses of the input."""
+    return hashlib.sha256(("privmob-release-head\n" + row_hash).encode()).hexdigest()
 
 
 def provenance_dict(values: dict[str, Any]) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from privmob.errors import BudgetError
@@ -20,6 +21,55 @@ RELEASES_U = """CREATE TRIGGER IF NOT EXISTS releases_append_only_u BEFORE UPDAT
 BEGIN SELECT RAISE(ABORT, 'the privacy ledger is append-only'); END"""
 BUDGETS_U = """CREATE TRIGGER IF NOT EXISTS budgets_fixed_u BEFORE UPDATE ON budgets
 BEGIN SELECT RAISE(ABORT, 'a dataset budget is set once'); END"""
+#: the custodian's signed records (privacy/ledger_trust.py): key grants and revocations,
+#: checkpoints of the chain with each dataset's totals, dataset families, same-data approvals;
+#: each row carries the key id that signed it and its Ed25519 signature; append-only
+SIGNED_TABLES = {
+    "ledger_keys": """
+    seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+    key_id      TEXT NOT NULL,
+    action      TEXT NOT NULL,
+    role        TEXT NOT NULL,
+    name        TEXT NOT NULL,
+    public_key  TEXT NOT NULL,
+    at_count    INTEGER NOT NULL,
+    created_at  TEXT NOT NULL,
+    signer      TEXT NOT NULL,
+    signature   TEXT NOT NULL""",
+    "checkpoints": """
+    seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+    entry_count INTEGER NOT NULL,
+    last_id     INTEGER NOT NULL,
+    head_hash   TEXT NOT NULL,
+    totals      TEXT NOT NULL,
+    adopted     INTEGER NOT NULL DEFAULT 0,
+    vouched     TEXT NOT NULL DEFAULT '[]',
+    created_at  TEXT NOT NULL,
+    signer      TEXT NOT NULL,
+    signature   TEXT NOT NULL""",
+    "dataset_links": """
+    dataset     TEXT PRIMARY KEY,
+    family      TEXT NOT NULL,
+    at_count    INTEGER NOT NULL,
+    created_at  TEXT NOT NULL,
+    signer      TEXT NOT NULL,
+    signature   TEXT NOT NULL""",
+    "same_data_approvals": """
+    dataset     TEXT PRIMARY KEY,
+    note        TEXT NOT NULL,
+    at_count    INTEGER NOT NULL,
+    created_at  TEXT NOT NULL,
+    signer      TEXT NOT NULL,
+    signature   TEXT NOT NULL""",
+}
+SIGNED_SCHEMA = "".join(
+    f"CREATE TABLE IF NOT EXISTS {t} ({cols}\n);\n"
+    f"CREATE TRIGGER IF NOT EXISTS {t}_append_only_u BEFORE UPDATE ON {t}\n"
+    f"BEGIN SELECT RAISE(ABORT, 'the privacy ledger is append-only'); END;\n"
+    f"CREATE TRIGGER IF NOT EXISTS {t}_append_only_d BEFORE DELETE ON {t}\n"
+    f"BEGIN SELECT RAISE(ABORT, 'the privacy ledger is append-only'); END;\n"
+    for t, cols in SIGNED_TABLES.items()
+)
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS budgets (
     dataset     TEXT PRIMARY KEY,
@@ -28,7 +78,9 @@ CREATE TABLE IF NOT EXISTS budgets (
     unit        TEXT NOT NULL,
     created_at  TEXT NOT NULL,
     note        TEXT,
-    row_hash    TEXT
+    row_hash    TEXT,
+    signer      TEXT,
+    signature   TEXT
 );
 CREATE TABLE IF NOT EXISTS releases (
     id              INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -54,7 +106,10 @@ CREATE TABLE IF NOT EXISTS releases (
     host            TEXT,
     new_dataset_for_same_data INTEGER NOT NULL DEFAULT 0,
     prev_hash       TEXT,
-    row_hash        TEXT
+    row_hash        TEXT,
+    nonce           TEXT,
+    signer          TEXT,
+    signature       TEXT
 );
 CREATE TABLE IF NOT EXISTS ledger_meta (
     key   TEXT PRIMARY KEY,
@@ -73,6 +128,7 @@ BEGIN SELECT RAISE(ABORT, 'the privacy ledger is append-only'); END;
 {BUDGETS_U};
 CREATE TRIGGER IF NOT EXISTS budgets_fixed_d BEFORE DELETE ON budgets
 BEGIN SELECT RAISE(ABORT, 'a dataset budget is set once'); END;
+{SIGNED_SCHEMA}
 """
 
 
@@ -81,12 +137,13 @@ def table_names(con: sqlite3.Connection) -> set[str]:
 
 
 def read_meta(con: sqlite3.Connection) -> dict[str, str]:
-    if "ledger_meta" not in table_names(con):
+    """The ledger's identity and head (a PostgreSQL ledger always has the table)."""
+    if isinstance(con, sqlite3.Connection) and "ledger_meta" not in table_names(con):
         return {}
     return dict(con.execute("SELECT key, value FROM ledger_meta").fetchall())
 
 
-def _integrity_error(path: Path, what: str) -> BudgetError:
+def _integrity_error(path: Path | str, what: str) -> BudgetError:
     return BudgetError(
         f"the privacy ledger {path} is damaged: {what}; refusing to charge it (a missing "
         "record of spending must never read as 'spent 0')",
@@ -126,8 +183,9 @@ def add_columns(con: sqlite3.Connection) -> None:
                 _add_column(con, f"ALTER TABLE releases ADD COLUMN {name} {sqltype}")
     if "budgets" in tables:
         have = {r[1] for r in con.execute("PRAGMA table_info(budgets)")}
-        if "row_hash" not in have:
-            _add_column(con, "ALTER TABLE budgets ADD COLUMN row_hash TEXT")
+        for name in ("row_hash", "signer", "signature"):
+            if name not in have:
+                _add_column(con, f"ALTER TABLE budgets ADD COLUMN {name} TEXT")
 
 
 def _add_column(con: sqlite3.Connection, sql: str) -> None:
@@ -138,8 +196,12 @@ def _add_column(con: sqlite3.Connection, sql: str) -> None:
             raise
 
 
-def migrate(con: sqlite3.Connection) -> str | None:
-    """Give a ledger its identity once; chain the entries of a ledger of the first schema."""
+def migrate(
+    con: sqlite3.Connection, establish: Callable[[sqlite3.Connection, str], None]
+) -> str | None:
+    """Give a ledger its identity once; a new ledger gets its custodian key (``establish``, in
+    the same transaction); the entries of a ledger of the first schema are chained (the result
+    is unsigned: charges are refused until its custodian adopts it)."""
     if read_meta(con).get("ledger_id"):
         return None
     con.execute("BEGIN IMMEDIATE")
@@ -173,6 +235,8 @@ def migrate(con: sqlite3.Connection) -> str | None:
             con.execute(RELEASES_U)
             con.execute(BUDGETS_U)
         set_head(con, len(rows), prev if rows else "")
+        if not rows and not budgets:
+            establish(con, ledger_id)
         con.execute("COMMIT")
     except BaseException:
         if con.in_transaction:
@@ -182,7 +246,8 @@ def migrate(con: sqlite3.Connection) -> str | None:
         return (
             f"upgraded a ledger of the first schema: {len(rows)} existing entries and "
             f"{len(budgets)} budgets were hash-chained on this open (they record no input "
-            "fingerprint, output or user)"
+            "fingerprint, output or user); it is not signed: nothing is charged to it until its "
+            "custodian checks it and signs it once (privmob ledger adopt)"
         )
     return None
 
@@ -203,7 +268,7 @@ def next_id(con: sqlite3.Connection) -> int:
     return int(row[0]) + 1
 
 
-def refuse_broken_head(con: sqlite3.Connection, meta: dict[str, str], path: Path) -> None:
+def refuse_broken_head(con: sqlite3.Connection, meta: dict[str, str], path: Path | str) -> None:
     """Cheap check at each charge: the entries end where the ledger recorded they end."""
     if not meta.get("ledger_id"):
         raise _integrity_error(path, "its identity (table ledger_meta) is missing")

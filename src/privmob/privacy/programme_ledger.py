@@ -4,7 +4,7 @@ The operator records a planned programme (privmob.evaluate.programme) for a data
 on the ledger refuses a release whose kind is not in the programme, or whose kind has used all
 its planned releases, or whose epsilon exceeds the planned per-release epsilon, unless the
 operator allows it beforehand (``allow``: one allowance per release, consumed when used).
-Tables of their own in the ledger's SQLite file; the ledger calls :func:`check_release` before
+Tables of their own in the ledger (file or database); the ledger calls :func:`check_release` before
 it charges. The check reads ledger rows only, never data.
 """
 
@@ -20,10 +20,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from privmob.errors import BudgetError, ConfigError
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from privmob.privacy.costs import Cost
     from privmob.privacy.ledger_entries import Entry
+    from privmob.privacy.ledger_store import Store
 
 # schedule kind -> the kinds its releases record in the ledger: the registry's name
 # (privmob.releases.kinds) and the earlier names older ledgers hold; "series" covers both
@@ -55,33 +54,28 @@ EPS_SLACK = 1e-9
 
 class Ledger(Protocol):
     """What this module needs of a :class:`privmob.privacy.ledger.Ledger` (which calls
-    :func:`check_release` from its charge): its file and its entries."""
+    :func:`check_release` from its charge): its store and its entries."""
 
-    path: Path
-    timeout: float
+    store: Store
 
     def entries(self, dataset: str | None = None) -> list[Entry]: ...
 
+    def require_custodian(self, what: str) -> None: ...
+
 
 @contextmanager
-def _connect(ledger: Ledger, *, create: bool = False) -> Iterator[sqlite3.Connection]:
-    """A connection to the ledger file; the programme tables are created only by writers, so
-    a ledger without a programme is left as it is."""
-    con = sqlite3.connect(ledger.path, timeout=ledger.timeout, isolation_level=None)
-    try:
-        if create:
+def _connect(ledger: Ledger, *, create: bool = False) -> Iterator[Any]:
+    """A connection to the ledger; in a file the programme tables are created only by writers,
+    so a ledger without a programme is left as it is (a PostgreSQL ledger has them from its
+    creation, :mod:`privmob.privacy.ledger_pg_schema`)."""
+    with ledger.store.connect() as con:
+        if create and isinstance(con, sqlite3.Connection):
             con.executescript(SCHEMA)
         yield con
-    finally:
-        con.close()
 
 
-def _has_tables(con: sqlite3.Connection) -> bool:
-    row = con.execute(
-        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "
-        "('programmes', 'programme_allowances')"
-    ).fetchone()
-    return bool(row and row[0] == 2)
+def _has_tables(ledger: Ledger) -> bool:
+    return ledger.store.has_table("programmes") and ledger.store.has_table("programme_allowances")
 
 
 @dataclass(frozen=True)
@@ -115,20 +109,22 @@ def record(ledger: Ledger, dataset: str, plan: PlannedProgramme) -> None:
         )
     from datetime import UTC, datetime
 
+    ledger.require_custodian(f"record a programme for '{dataset}'")
     doc = plan.to_dict()
     last = max((e.id for e in ledger.entries(dataset)), default=0)
     with _connect(ledger, create=True) as con:
         con.execute(
-            "INSERT OR REPLACE INTO programmes (dataset, recorded_at, since_entry, plan) "
-            "VALUES (?, ?, ?, ?)",
+            "INSERT INTO programmes (dataset, recorded_at, since_entry, plan) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (dataset) DO UPDATE SET recorded_at = excluded.recorded_at, "
+            "since_entry = excluded.since_entry, plan = excluded.plan",
             (dataset, datetime.now(UTC).isoformat(), last, json.dumps(doc)),
         )
 
 
 def recorded(ledger: Ledger, dataset: str) -> tuple[int, dict[str, Any]] | None:
+    if not _has_tables(ledger):
+        return None
     with _connect(ledger) as con:
-        if not _has_tables(con):
-            return None
         row = con.execute(
             "SELECT since_entry, plan FROM programmes WHERE dataset = ?", (dataset,)
         ).fetchone()
@@ -159,6 +155,7 @@ def allow(ledger: Ledger, dataset: str, kind: str, reason: str) -> None:
     """Let the next release of ``kind`` through once, whatever the programme says."""
     if not reason.strip():
         raise ConfigError("say why the release is outside the programme (--reason)")
+    ledger.require_custodian(f"allow a release outside the programme of '{dataset}'")
     with _connect(ledger, create=True) as con:
         con.execute(
             "INSERT INTO programme_allowances (dataset, kind, reason) VALUES (?, ?, ?)",
@@ -167,9 +164,14 @@ def allow(ledger: Ledger, dataset: str, kind: str, reason: str) -> None:
 
 
 def _use_allowance(ledger: Ledger, dataset: str, kind: str) -> bool:
+    if not _has_tables(ledger):
+        return False
     with _connect(ledger) as con:
-        if not _has_tables(con):
-            return False
+        if not isinstance(con, sqlite3.Connection):  # PostgreSQL: an analyst deletes no row
+            used = con.execute(
+                "SELECT use_allowance(?, ?, ?)", (dataset, kind, _schedule_kind(kind))
+            ).fetchone()
+            return bool(used[0])
         row = con.execute(
             "SELECT id FROM programme_allowances WHERE dataset = ? AND kind IN (?, ?) "
             "ORDER BY id LIMIT 1",

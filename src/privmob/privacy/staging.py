@@ -1,4 +1,6 @@
-"""Staged releases: where each release being published is, kept in the ledger's SQLite file.
+"""Staged releases: where each release being published is, kept in the ledger (its SQLite file,
+or its PostgreSQL database, where an analyst's role writes through functions,
+:mod:`privmob.privacy.ledger_pg_schema`).
 
 A release is written into a private staging directory beside its target before the ledger is
 charged (``releases/publish.py``). This table records each staging directory and its state:
@@ -24,6 +26,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from privmob.privacy.ledger_store import Store
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS staged_releases (
@@ -92,21 +98,22 @@ class Staged:
 
 
 class StagingTable:
-    """The ``staged_releases`` table of a ledger file."""
+    """The ``staged_releases`` table of a ledger (``path``: its file or database URL, or its
+    open :class:`~privmob.privacy.ledger_store.Store`)."""
 
-    def __init__(self, path: str | os.PathLike[str], *, timeout: float = 60.0) -> None:
-        self.path = Path(path)
-        self.timeout = timeout
-        with self._connect() as con:
-            con.executescript(SCHEMA)
+    def __init__(self, path: str | os.PathLike[str] | Store, *, timeout: float = 60.0) -> None:
+        from privmob.privacy.ledger_store import SqliteStore
+
+        self.store = _store(path, timeout)
+        self.in_file = isinstance(self.store, SqliteStore)
+        if self.in_file:
+            with self._connect() as con:
+                con.executescript(SCHEMA)
 
     @contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
-        con = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
-        try:
+    def _connect(self) -> Iterator[Any]:
+        with self.store.connect() as con:
             yield con
-        finally:
-            con.close()
 
     def begin(
         self,
@@ -118,6 +125,19 @@ class StagingTable:
         """Record a staging directory before anything is written into it (state ``writing``)."""
         now = _now()
         with self._connect() as con:
+            if not self.in_file:
+                row = {
+                    "dataset": dataset,
+                    "staging": str(staging),
+                    "moves": json.dumps([[str(a), str(b)] for a, b in moves]),
+                    "replaced": json.dumps([str(p) for p in replaced]),
+                    "pid": os.getpid(),
+                    "host": socket.gethostname(),
+                    "created_at": now,
+                    "updated_at": now,
+                }
+                got = con.execute("SELECT stage_begin(?::jsonb)", (json.dumps(row),)).fetchone()
+                return int(got[0])
             cur = con.execute(
                 "INSERT INTO staged_releases (dataset, staging, moves, replaced, pid, host, state,"
                 " created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?)",
@@ -135,9 +155,14 @@ class StagingTable:
             )
             return int(cur.lastrowid or 0)
 
-    @staticmethod
-    def mark_charged(con: sqlite3.Connection, row: int, entry_ids: list[int], spent: str) -> None:
+    def mark_charged(self, con: Any, row: int, entry_ids: list[int], spent: str) -> None:
         """Inside the ledger's charge transaction (``con``): the release is charged."""
+        if not self.in_file:
+            con.execute(
+                "SELECT stage_update(?, ?, ?, ?, ?, ?)",
+                (row, CHARGED, json.dumps(entry_ids), spent, WRITING, _now()),
+            )
+            return
         con.execute(
             "UPDATE staged_releases SET state = ?, entry_ids = ?, spent = ?, updated_at = ? "
             "WHERE id = ? AND state = ?",
@@ -146,6 +171,9 @@ class StagingTable:
 
     def set_state(self, row: int, state: str) -> None:
         with self._connect() as con:
+            if not self.in_file:
+                con.execute("SELECT stage_update(?, ?, NULL, NULL, NULL, ?)", (row, state, _now()))
+                return
             con.execute(
                 "UPDATE staged_releases SET state = ?, updated_at = ? WHERE id = ?",
                 (state, _now(), row),
@@ -192,9 +220,22 @@ class StagingTable:
                 self.set_state(s.id, PUBLISHED)
 
 
-def has_staging_table(path: str | os.PathLike[str]) -> bool:
-    """Whether a ledger file has the table (without creating it)."""
-    p = Path(path)
+def _store(where: str | os.PathLike[str] | Store, timeout: float = 60.0) -> Store:
+    from privmob.privacy.ledger_store import open_store
+
+    if isinstance(where, str | os.PathLike):
+        return open_store(where, timeout=timeout)
+    return where
+
+
+def has_staging_table(path: str | os.PathLike[str] | Store) -> bool:
+    """Whether a ledger has the table (without creating it)."""
+    from privmob.privacy.ledger_store import SqliteStore
+
+    store = _store(path)
+    if not isinstance(store, SqliteStore):
+        return store.has_table("staged_releases")
+    p = store.path
     if not p.exists():
         return False
     con = sqlite3.connect(p)

@@ -151,6 +151,7 @@ class Output:
         for a release charged before), rename into place. Returns the published paths.
         ``progress`` is told the charge and the move as such (the writers name their files)."""
         step = progress or (lambda _message: None)
+        from privmob.privacy.ledger_store import ChargeOutcomeUnknown, LedgerUnavailable
         from privmob.privacy.staging import ABANDONED, PUBLISHED, StagingTable
 
         if not self.checked:
@@ -162,9 +163,10 @@ class Output:
         replaced = [_replaced_path(final, token) for _, final in moves] if self.overwrite else []
         table = None
         row = 0
+        ledger_at = ledger.path if ledger is not None else ""
         if ledger is not None and charge is not None:
             try:
-                table = StagingTable(ledger.path)
+                table = StagingTable(ledger.store)
                 cleanup_abandoned(table)
                 row = table.begin(dataset, staging, moves, replaced)
             except sqlite3.Error as exc:
@@ -220,11 +222,22 @@ class Output:
                         hint="free some room or choose another --output",
                     ) from exc
                 charged = True
-        except BaseException:
+        except BaseException as exc:
+            if not charged and isinstance(exc, ChargeOutcomeUnknown):
+                # the server went away while committing: the charge may or may not be made;
+                # the staged release stays for `ledger recover` (published if charged, else
+                # removed), never published now and never removed while it may be paid for
+                raise PublishError(
+                    f"{exc.message}; the release stays staged in {staging}",
+                    hint=f"when the ledger is back: privmob ledger recover --ledger {ledger_at}",
+                ) from exc
             if not charged:
                 shutil.rmtree(staging, ignore_errors=True)
                 if table is not None:
-                    table.set_state(row, ABANDONED)
+                    # the ledger may be what failed: the row is settled by the next release
+                    # or `ledger recover` (its process is dead by then)
+                    with contextlib.suppress(LedgerUnavailable, sqlite3.Error):
+                        table.set_state(row, ABANDONED)
             raise
         step("moving the release into place")
         try:
@@ -240,7 +253,10 @@ class Output:
                 + (f" --ledger {ledger.path}" if ledger is not None else ""),
             ) from exc
         if table is not None:
-            table.set_state(row, PUBLISHED)
+            # published and charged; if the ledger is unreachable now, the row is settled
+            # later (`ledger recover`, the next release: renames done, process dead)
+            with contextlib.suppress(LedgerUnavailable, sqlite3.Error):
+                table.set_state(row, PUBLISHED)
         self.written = self._published(release)
         return self.written
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from privmob.privacy.staging import (
     ABANDONED,
@@ -22,8 +23,11 @@ from privmob.privacy.staging import (
 )
 from privmob.releases.publish import PublishError, place
 
+if TYPE_CHECKING:
+    from privmob.privacy.ledger_store import Store
 
-def recover_staged(ledger_path: Path, *, discard: bool = False) -> list[str]:
+
+def recover_staged(ledger_path: Path | str | Store, *, discard: bool = False) -> list[str]:
     """Finish (or with ``discard`` remove) every charged staged release of the ledger, and
     remove the uncharged staging of dead processes. Returns one line per release handled."""
     if not has_staging_table(ledger_path):

@@ -76,6 +76,9 @@ class Release:
                 "id": self.ledger_id,
                 "entry_ids": [e.id for e in self.ledger_entries],
             }
+            if self.ledger_entries and self.ledger_entries[-1].head:
+                # the ledger head after this charge: truncation shows to whoever holds this
+                meta["ledger"]["head"] = self.ledger_entries[-1].head
         clash = set(self.extra) & (set(meta) | {"warning"})
         if clash:  # a release's extras must never overwrite its cost, unit or seed stamp
             raise ConfigError(f"release extras may not replace {sorted(clash)}")

@@ -147,6 +147,7 @@ class SessionBase:
         from privmob.data.times import clock
         from privmob.engine.buckets import parse_memory
         from privmob.privacy.ledger import Ledger
+        from privmob.privacy.ledger_keys import Signer
         from privmob.releases.base import Accountant
         from privmob.releases.stamp import test_mode_mark
 
@@ -226,7 +227,8 @@ class SessionBase:
             from privmob.data.reading import dataset_name
 
             dataset = dataset_name(None, data)
-        led = Ledger(ledger)
+        # a throw-away ledger is signed by a throw-away key (never the user's own)
+        led = Ledger(ledger, key=Signer.ephemeral() if self._tmpdir else None)
         cost = budget_cost(budget)
         if cost is not None:
             # set once in the budget's unit; a different budget already there is refused

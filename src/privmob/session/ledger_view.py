@@ -16,8 +16,10 @@ class SessionLedger:
         self.dataset = dataset
 
     @property
-    def path(self) -> Path:
-        return Path(self._ledger.path)
+    def path(self) -> Path | str:
+        """The ledger's file, or its database URL (without a password)."""
+        path = self._ledger.path
+        return path if isinstance(path, str) else Path(path)
 
     def remaining(self) -> float:
         return float(self._ledger.remaining(self.dataset).epsilon)

@@ -1,0 +1,239 @@
+"""Benchmark: the latency of a signed, fail-closed ledger charge on SQLite (and PostgreSQL).
+
+1. Charge latency p50/p99 with 1, 8 and 32 concurrent releasers (real processes, each signing
+   with the analyst's key, ``--charges`` charges each, all at once on one ledger file).
+2. The cost of verify-on-charge on a ledger of ``--entries`` entries (100,000 by default):
+   a charge right after a custodian checkpoint, one with ``CHECKPOINT_EVERY`` entries to verify
+   after it, one with no checkpoint at all (everything verified: why checkpoints exist), and a
+   full ``ledger verify``. Target: under 50 ms per charge.
+
+    uv run python benchmarks/bench_ledger_charge.py            # 100,000 entries
+    uv run python benchmarks/bench_ledger_charge.py --entries 20000 --charges 20
+    # the same on PostgreSQL: a private cluster started for the run (tests/pg_cluster.py), or
+    # a database given by URL that holds no privmob ledger yet (its user: the custodian)
+    uv run --all-extras python benchmarks/bench_ledger_charge.py --postgres auto
+    uv run --all-extras python benchmarks/bench_ledger_charge.py --postgres postgresql://u@h/db
+
+Times on a shared, loaded machine are indicative only; the ledger file goes to a temporary
+folder (removed at the end).
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _measure import peak_rss_gb
+
+
+def _releaser(path: str, key: str, n: int, barrier: object, out: object) -> None:
+    from privmob.privacy.costs import Cost
+    from privmob.privacy.ledger import Ledger
+
+    led = Ledger(path, key=key)
+    barrier.wait()  # type: ignore[attr-defined]
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        led.charge("d", Cost.pure(1e-6), kind="bench")
+        times.append(time.perf_counter() - t0)
+    out.put(times)  # type: ignore[attr-defined]
+
+
+def concurrent(
+    folder: Path, releasers: int, charges: int, location: str | None = None
+) -> list[float]:
+    """``location``: a PostgreSQL ledger's URL (default: a new SQLite file in ``folder``)."""
+    from privmob.privacy.ledger import Ledger
+    from privmob.privacy.ledger_keys import generate
+
+    cus = generate(folder / f"cus-{releasers}.pem")
+    ana = generate(folder / f"ana-{releasers}.pem")
+    path = location or folder / f"conc-{releasers}.sqlite"
+    led = Ledger(path, key=cus)
+    led.grant("analyst", "bench", ana.public_hex)
+    led.set_budget("d", 1e6)
+    ctx = mp.get_context("spawn")
+    barrier, out = ctx.Barrier(releasers), ctx.Queue()
+    procs = [
+        ctx.Process(target=_releaser, args=(str(path), str(ana.path), charges, barrier, out))
+        for _ in range(releasers)
+    ]
+    for p in procs:
+        p.start()
+    times = [t for _ in procs for t in out.get(timeout=1800)]
+    for p in procs:
+        p.join()
+    assert not led.verify(), "the ledger must verify after the race"
+    return times
+
+
+def big_ledger(
+    folder: Path, entries: int, location: str | None = None
+) -> tuple[Path | str, object, object]:
+    """A ledger of ``entries`` signed entries (written in bulk by the same code a charge uses;
+    ``location``: a PostgreSQL URL, default a new file in ``folder``)."""
+    from privmob.privacy import ledger_chain as chain
+    from privmob.privacy.costs import Cost
+    from privmob.privacy.ledger import Ledger
+    from privmob.privacy.ledger_entries import entry_provenance, insert_entries
+    from privmob.privacy.ledger_keys import generate
+
+    cus = generate(folder / "cus-big.pem")
+    ana = generate(folder / "ana-big.pem")
+    path = location or folder / "big.sqlite"
+    led = Ledger(path, key=cus)
+    led.grant("analyst", "bench", ana.public_hex)
+    led.set_budget("d", 1e6)
+    prov = entry_provenance(None, None, None, None, False)
+    with led._connect() as con:
+        led.store.begin_write(con, "d")
+        prev = chain.genesis(led.ledger_id)
+        done = 0
+        while done < entries:
+            n = min(1000, entries - done)
+            parts = [("", Cost.pure(1e-6))] * n
+            made = insert_entries(
+                led.store,
+                con,
+                prev,
+                "d",
+                "bench",
+                parts,
+                [c for _, c in parts],
+                group_size=None,
+                for_publication=True,
+                params={},
+                provenance=prov,
+                created="2026-01-01T00:00:00",
+                signer=ana,
+                ledger_id=led.ledger_id,
+            )
+            prev = made[-1].row_hash
+            done += n
+        led.store.set_head(con, entries, prev)
+        con.execute("COMMIT")
+    return path, cus, ana
+
+
+def timed(fn: object) -> float:
+    t0 = time.perf_counter()
+    fn()  # type: ignore[operator]
+    return time.perf_counter() - t0
+
+
+def verify_on_charge(folder: Path, entries: int, location: str | None = None) -> dict[str, float]:
+    from privmob.privacy import ledger_trust as trust
+    from privmob.privacy.costs import Cost
+    from privmob.privacy.ledger import Ledger
+
+    t0 = time.perf_counter()
+    path, cus, ana = big_ledger(folder, entries, location)
+    built = time.perf_counter() - t0
+    analyst = Ledger(path, key=ana.path)  # type: ignore[attr-defined]
+    custodian = Ledger(path, key=cus)  # type: ignore[arg-type]
+    res = {"build_s": built}
+    res["charge_no_checkpoint_s"] = timed(lambda: analyst.charge("d", Cost.pure(1e-6), kind="b"))
+    res["checkpoint_s"] = timed(custodian.checkpoint)
+    after = [timed(lambda: analyst.charge("d", Cost.pure(1e-6), kind="b")) for _ in range(20)]
+    res["charge_after_checkpoint_p50_s"] = statistics.median(after)
+    for _ in range(trust.CHECKPOINT_EVERY - 20):
+        analyst.charge("d", Cost.pure(1e-6), kind="b")
+    res["charge_64_behind_s"] = timed(lambda: analyst.charge("d", Cost.pure(1e-6), kind="b"))
+    res["full_verify_s"] = timed(lambda: analyst.verify())
+    return res
+
+
+def pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))]
+
+
+def report(folder: Path, args: argparse.Namespace, database: object = None) -> None:
+    """Both measures on one store: SQLite files in ``folder``, or (``database``: a callable
+    giving a new database's URL) PostgreSQL."""
+    where = "PostgreSQL" if database else "SQLite"
+    for r in (int(x) for x in args.releasers.split(",")):
+        url = database() if database else None  # type: ignore[operator]
+        t = concurrent(folder, r, args.charges, url)
+        print(
+            f"{where}: {r:>3} concurrent releasers x {args.charges} charges: "
+            f"p50 {1000 * pct(t, 0.5):7.1f} ms  p99 {1000 * pct(t, 0.99):7.1f} ms  "
+            f"(wait for the {'row locks' if database else 'write lock'} included)"
+        )
+    url = database() if database else None  # type: ignore[operator]
+    res = verify_on_charge(folder, args.entries, url)
+    print(f"{where}: ledger of {args.entries:,} signed entries built in {res['build_s']:.1f} s")
+    for k in (
+        "charge_after_checkpoint_p50_s",
+        "charge_64_behind_s",
+        "charge_no_checkpoint_s",
+        "checkpoint_s",
+        "full_verify_s",
+    ):
+        print(f"  {k[:-2].replace('_', ' '):<32} {1000 * res[k]:9.1f} ms")
+
+
+def postgres(folder: Path, args: argparse.Namespace) -> None:
+    """The PostgreSQL side: ``--postgres auto`` starts a private cluster for the run (as the
+    tests do) and stops it; ``--postgres URL`` uses that database (once: give one release count
+    per run, e.g. --releasers 8)."""
+    if args.postgres != "auto":
+        urls = iter([args.postgres])
+        report(folder, args, lambda: next(urls))
+        return
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.pg_cluster import PgCluster, find_bindir
+
+    bindir = find_bindir()
+    if bindir is None:
+        sys.exit("no PostgreSQL binaries found (install postgresql-15)")
+    cluster = PgCluster(bindir)
+    made = []
+    try:
+        cluster.start()
+        cluster.sql("CREATE ROLE custodian LOGIN CREATEDB CREATEROLE")
+
+        def database() -> str:
+            made.append(f"bench_{len(made)}")
+            cluster.sql(f"CREATE DATABASE {made[-1]} OWNER custodian")
+            return cluster.url("custodian", made[-1])
+
+        report(folder, args, database)
+    finally:
+        cluster.remove()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--entries", type=int, default=100_000)
+    ap.add_argument("--charges", type=int, default=30, help="charges per releaser")
+    ap.add_argument("--releasers", default="1,8,32")
+    ap.add_argument(
+        "--postgres",
+        metavar="auto|URL",
+        help="measure a PostgreSQL ledger instead of SQLite files: 'auto' (a private cluster "
+        "for the run) or a database URL with no privmob ledger yet",
+    )
+    args = ap.parse_args()
+    print("timings on a shared machine are indicative only")
+    with tempfile.TemporaryDirectory(prefix="privmob-bench-ledger-") as tmp:
+        # the releasers' position notes go here, never to the user's own data directory
+        os.environ["XDG_DATA_HOME"] = str(Path(tmp) / "data")
+        if args.postgres:
+            postgres(Path(tmp), args)
+        else:
+            report(Path(tmp), args)
+    print(f"peak memory {peak_rss_gb():.2f} GB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,137 @@
+"""Reading a privacy ledger for an audit: its entries, its head, the full verification (public
+keys only) and the check of release folders against it (their entries and the ledger head their
+``metadata.json`` carries). :class:`Audit` is a part of :class:`privmob.privacy.ledger.Ledger`.
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+from privmob.privacy import ledger_chain as chain
+from privmob.privacy import ledger_schema as schema
+from privmob.privacy import ledger_trust as trust
+from privmob.privacy.costs import Cost, Unit
+from privmob.privacy.ledger_entries import Entry, head_commitment, provenance_dict
+from privmob.privacy.ledger_keys import Signer
+
+
+class Audit:
+    """What an auditor reads of a ledger."""
+
+    path: Path | str  # the file, or a PostgreSQL URL without its password
+    ledger_id: str
+
+    def _connect(self) -> AbstractContextManager[Any]:
+        raise NotImplementedError
+
+    def _signer(self) -> Signer | None:
+        raise NotImplementedError
+
+    def head(self) -> dict[str, Any]:
+        """The ledger's head now: entry count, the commitment a release publishes, root key."""
+        with self._connect() as con:
+            meta = schema.read_meta(con)
+            root = trust.key_ring(con, self.ledger_id).root
+        h = meta.get("head_hash", "")
+        return {
+            "count": int(meta.get("head_count", "0")),
+            "hash": head_commitment(h) if h else "",
+            "root": root,
+        }
+
+    def verify_release(self, metadata: dict[str, Any], name: str = "release") -> list[str]:
+        """Check that a release's ``metadata.json`` (its ``ledger`` block) was paid from this
+        ledger and that its entries are still here: a deleted or replaced ledger file, or one
+        rebuilt without those entries, shows here. Returns the problems found."""
+        block = metadata.get("ledger")
+        if not isinstance(block, dict) or "id" not in block:
+            return [f"{name}: its metadata names no ledger (made before ledgers had an id?)"]
+        if block["id"] != self.ledger_id:
+            return [
+                f"{name}: paid from ledger {block['id']}, but this ledger is {self.ledger_id} "
+                "(the ledger it was charged to was deleted or replaced, or is another file)"
+            ]
+        ids = {e.id for e in self.entries()}
+        missing = [i for i in block.get("entry_ids", []) if i not in ids]
+        if missing:
+            return [f"{name}: its ledger entries {missing} are missing from this ledger"]
+        head = block.get("head")
+        if isinstance(head, dict) and "count" in head:
+            return self._check_head(head, name)
+        return []
+
+    def _check_head(self, head: dict[str, Any], name: str) -> list[str]:
+        """A release's head (count, commitment, root key) against this ledger."""
+        with self._connect() as con:
+            count = int(schema.read_meta(con).get("head_count", "0"))
+            row = con.execute(
+                "SELECT row_hash FROM releases ORDER BY id LIMIT 1 OFFSET ?",
+                (int(head["count"]) - 1,),
+            ).fetchone()
+            root = trust.key_ring(con, self.ledger_id).root
+        if int(head["count"]) > count:
+            return [
+                f"{name}: the ledger held {head['count']} entries after its charge, this one "
+                f"holds {count}: entries were deleted at the end (or an older copy was put back)"
+            ]
+        if row is None or head_commitment(row[0] or "") != head.get("hash"):
+            return [
+                f"{name}: the ledger's entry {head['count']} is not the one it was charged "
+                "after (entries were deleted, replaced or re-chained)"
+            ]
+        if head.get("root") and head["root"] != root:
+            return [
+                f"{name}: it was charged to a ledger whose custodian key was "
+                f"{head['root'][:12]}..., this ledger's is {str(root)[:12]}... (re-signed)"
+            ]
+        return []
+
+    def verify(self) -> list[str]:
+        """Check everything: keys, the hash chain and every entry's signature, the recorded
+        head, checkpoints, budgets, family links and approvals; return the problems found
+        (empty when the ledger verifies). Needs no private key."""
+        from privmob.privacy.ledger_custody import all_problems
+
+        with self._connect() as con:
+            found = all_problems(con, self.ledger_id)
+            signer = self._signer()
+            cached = None if signer is None else trust.cached_position(self.ledger_id, signer)
+            if cached is not None:  # this user's own witness of where the ledger was
+                witness = trust.behind(con, trust.key_ring(con, self.ledger_id), *cached)
+                if witness:
+                    found.append(witness)
+            return found
+
+    def entries(self, dataset: str | None = None) -> list[Entry]:
+        sql = (
+            "SELECT id, dataset, created_at, kind, epsilon, delta, rho, unit, release_epsilon,"
+            " release_delta, release_unit, group_size, for_publication, description, params, "
+            + ", ".join(chain.PROVENANCE)
+            + ", row_hash FROM releases"
+        )
+        args: tuple[Any, ...] = ()
+        if dataset is not None:
+            sql += " WHERE dataset = ?"
+            args = (dataset,)
+        with self._connect() as con:
+            rows = con.execute(sql + " ORDER BY id", args).fetchall()
+        return [
+            Entry(
+                r[0],
+                r[1],
+                r[2],
+                r[3],
+                Cost(r[4], r[5], r[6], Unit(r[7])),
+                Cost(r[8], r[9], None, Unit(r[10])),
+                r[11],
+                bool(r[12]),
+                r[13] or "",
+                json.loads(r[14] or "{}"),
+                provenance_dict(dict(zip(chain.PROVENANCE, r[15:-1], strict=True))),
+                r[-1] or "",
+            )
+            for r in rows
+        ]

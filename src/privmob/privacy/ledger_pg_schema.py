@@ -1,0 +1,248 @@
+"""The schema of a team ledger in PostgreSQL, its write functions and its roles.
+
+Everything lives in the schema ``privmob``, owned by the custodian's database role (who runs
+``privmob ledger init --ledger postgresql://...``). The tables are those of the SQLite ledger
+(:mod:`privmob.privacy.ledger_schema`, :mod:`privmob.privacy.staging`,
+:mod:`privmob.privacy.programme_ledger`) with the same columns; entries and budgets cannot be
+updated, deleted or truncated (triggers, for the owner too).
+
+Two group roles, created once per cluster and granted per database:
+
+* ``privmob_analyst`` may read the tables and EXECUTE the ``SECURITY DEFINER`` functions below
+  (take a charge's locks, append one chained entry, record and settle a staged release, use a
+  programme allowance); it holds no INSERT, UPDATE or DELETE on any table, so it can neither
+  set a budget nor change or remove what was charged.
+* ``privmob_auditor`` may only read (``ledger show``, ``verify``, ``export``).
+
+``ledger grant ROLE --as analyst|auditor`` makes a login role a member of one of them.
+"""
+
+from __future__ import annotations
+
+import re
+
+from privmob.privacy.ledger_schema import SIGNED_TABLES
+
+ANALYST = "privmob_analyst"
+AUDITOR = "privmob_auditor"
+SCHEMA_NAME = "privmob"
+
+TABLES = f"""
+CREATE SCHEMA {SCHEMA_NAME};
+SET LOCAL search_path = {SCHEMA_NAME};
+CREATE TABLE budgets (
+    dataset     text PRIMARY KEY,
+    epsilon     double precision NOT NULL,
+    delta       double precision NOT NULL,
+    unit        text NOT NULL,
+    created_at  text NOT NULL,
+    note        text,
+    row_hash    text,
+    signer      text,
+    signature   text
+);
+CREATE TABLE releases (
+    id              bigint PRIMARY KEY,
+    dataset         text NOT NULL REFERENCES budgets(dataset),
+    created_at      text NOT NULL,
+    kind            text NOT NULL,
+    epsilon         double precision NOT NULL,
+    delta           double precision NOT NULL,
+    rho             double precision,
+    unit            text NOT NULL,
+    release_epsilon double precision NOT NULL,
+    release_delta   double precision NOT NULL,
+    release_unit    text NOT NULL,
+    group_size      integer,
+    for_publication integer NOT NULL,
+    description     text,
+    params          text,
+    input_fingerprint text,
+    input_rows      bigint,
+    output_dir      text,
+    output_hashes   text,
+    os_user         text,
+    host            text,
+    new_dataset_for_same_data integer NOT NULL DEFAULT 0,
+    prev_hash       text,
+    row_hash        text,
+    nonce           text,
+    signer          text,
+    signature       text
+);
+CREATE INDEX releases_fingerprint ON releases(input_fingerprint);
+CREATE INDEX releases_dataset ON releases(dataset);
+CREATE TABLE ledger_meta (
+    key   text PRIMARY KEY,
+    value text NOT NULL
+);
+CREATE TABLE staged_releases (
+    id          bigserial PRIMARY KEY,
+    dataset     text NOT NULL,
+    staging     text NOT NULL,
+    moves       text NOT NULL,
+    replaced    text,
+    pid         integer NOT NULL,
+    host        text NOT NULL,
+    state       text NOT NULL,
+    entry_ids   text,
+    spent       text,
+    created_at  text NOT NULL,
+    updated_at  text NOT NULL
+);
+CREATE TABLE programmes (
+    dataset text PRIMARY KEY,
+    recorded_at text NOT NULL,
+    since_entry bigint NOT NULL,
+    plan text NOT NULL
+);
+CREATE TABLE programme_allowances (
+    id bigserial PRIMARY KEY,
+    dataset text NOT NULL,
+    kind text NOT NULL,
+    reason text NOT NULL
+);
+-- binding: who is in each dataset (privmob.privacy.people): keyed sketches, never published
+CREATE TABLE dataset_people (
+    dataset text PRIMARY KEY,
+    sketch bytea NOT NULL,
+    updated text NOT NULL
+);
+CREATE FUNCTION refuse_change() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'the privacy ledger is append-only: % of % refused', TG_OP, TG_TABLE_NAME
+        USING ERRCODE = 'insufficient_privilege';
+END $$;
+CREATE TRIGGER releases_append_only BEFORE UPDATE OR DELETE ON releases
+    FOR EACH ROW EXECUTE FUNCTION refuse_change();
+CREATE TRIGGER releases_no_truncate BEFORE TRUNCATE ON releases
+    FOR EACH STATEMENT EXECUTE FUNCTION refuse_change();
+CREATE TRIGGER budgets_fixed BEFORE UPDATE OR DELETE ON budgets
+    FOR EACH ROW EXECUTE FUNCTION refuse_change();
+CREATE TRIGGER budgets_no_truncate BEFORE TRUNCATE ON budgets
+    FOR EACH STATEMENT EXECUTE FUNCTION refuse_change();
+"""
+
+
+def _pg_columns(sqlite_columns: str) -> str:
+    """An SQLite column list of :data:`privmob.privacy.ledger_schema.SIGNED_TABLES` in
+    PostgreSQL's types (one definition of the signed records for both stores)."""
+    out = re.sub(r"INTEGER PRIMARY KEY AUTOINCREMENT", "bigserial PRIMARY KEY", sqlite_columns)
+    out = re.sub(r"\bINTEGER\b", "bigint", out)
+    return re.sub(r"\bTEXT\b", "text", out)
+
+
+#: the custodian's signed records (keys, checkpoints, families, approvals), append-only
+SIGNED = "".join(
+    f"CREATE TABLE {t} ({_pg_columns(cols)}\n);\n"
+    f"CREATE TRIGGER {t}_append_only BEFORE UPDATE OR DELETE ON {t}\n"
+    "    FOR EACH ROW EXECUTE FUNCTION refuse_change();\n"
+    f"CREATE TRIGGER {t}_no_truncate BEFORE TRUNCATE ON {t}\n"
+    "    FOR EACH STATEMENT EXECUTE FUNCTION refuse_change();\n"
+    for t, cols in SIGNED_TABLES.items()
+)
+
+_DEFINER = f"LANGUAGE plpgsql SECURITY DEFINER SET search_path = {SCHEMA_NAME}, pg_temp"
+
+#: the only writes an analyst's role can make; each checks what it can without the ledger's
+#: arithmetic (which is privmob's, in Python, one code for both stores)
+FUNCTIONS = f"""
+CREATE FUNCTION lock_for_charge(p_dataset text) RETURNS void {_DEFINER} AS $$
+BEGIN
+    PERFORM 1 FROM budgets WHERE dataset = p_dataset FOR UPDATE;
+    PERFORM 1 FROM ledger_meta WHERE key IN ('head_count', 'head_hash') FOR UPDATE;
+END $$;
+CREATE FUNCTION append_entry(p_row jsonb) RETURNS void {_DEFINER} AS $$
+DECLARE
+    r releases;
+    head text;
+    n bigint;
+BEGIN
+    SELECT value INTO head FROM ledger_meta WHERE key = 'head_hash' FOR UPDATE;
+    SELECT value::bigint INTO n FROM ledger_meta WHERE key = 'head_count' FOR UPDATE;
+    r := jsonb_populate_record(NULL::releases, p_row);
+    IF r.row_hash IS NULL OR r.prev_hash IS NULL THEN
+        RAISE EXCEPTION 'an entry must carry its chain hashes' USING ERRCODE = 'check_violation';
+    END IF;
+    IF (head = '' AND n <> 0) OR (head <> '' AND r.prev_hash <> head) THEN
+        RAISE EXCEPTION 'entry % does not continue the chain at the ledger head', r.id
+            USING ERRCODE = 'serialization_failure';
+    END IF;
+    IF r.id <= COALESCE((SELECT max(id) FROM releases), 0) THEN
+        RAISE EXCEPTION 'entry id % was used before', r.id USING ERRCODE = 'unique_violation';
+    END IF;
+    INSERT INTO releases SELECT (r).*;
+    UPDATE ledger_meta SET value = r.row_hash WHERE key = 'head_hash';
+    UPDATE ledger_meta SET value = (n + 1)::text WHERE key = 'head_count';
+END $$;
+CREATE FUNCTION stage_begin(p_row jsonb) RETURNS bigint {_DEFINER} AS $$
+DECLARE
+    r staged_releases;
+    new_id bigint;
+BEGIN
+    r := jsonb_populate_record(NULL::staged_releases, p_row);
+    INSERT INTO staged_releases (dataset, staging, moves, replaced, pid, host, state,
+                                 created_at, updated_at)
+    VALUES (r.dataset, r.staging, r.moves, r.replaced, r.pid, r.host, 'writing',
+            r.created_at, r.updated_at)
+    RETURNING id INTO new_id;
+    RETURN new_id;
+END $$;
+CREATE FUNCTION stage_update(p_id bigint, p_state text, p_entry_ids text, p_spent text,
+                             p_from text, p_now text) RETURNS void {_DEFINER} AS $$
+BEGIN
+    IF p_state NOT IN ('charged', 'published', 'discarded', 'abandoned') THEN
+        RAISE EXCEPTION 'no staged state %', p_state USING ERRCODE = 'check_violation';
+    END IF;
+    UPDATE staged_releases
+       SET state = p_state, entry_ids = COALESCE(p_entry_ids, entry_ids),
+           spent = COALESCE(p_spent, spent), updated_at = p_now
+     WHERE id = p_id AND (p_from IS NULL OR state = p_from);
+END $$;
+CREATE FUNCTION use_allowance(p_dataset text, p_kind text, p_other text) RETURNS boolean
+{_DEFINER} AS $$
+DECLARE
+    used bigint;
+BEGIN
+    DELETE FROM programme_allowances WHERE id = (
+        SELECT id FROM programme_allowances
+         WHERE dataset = p_dataset AND kind IN (p_kind, p_other) ORDER BY id LIMIT 1
+           FOR UPDATE)
+    RETURNING id INTO used;
+    RETURN used IS NOT NULL;
+END $$;
+CREATE FUNCTION store_people(p_dataset text, p_sketch bytea, p_now text) RETURNS void
+{_DEFINER} AS $$
+BEGIN
+    INSERT INTO dataset_people (dataset, sketch, updated) VALUES (p_dataset, p_sketch, p_now)
+    ON CONFLICT (dataset) DO UPDATE SET sketch = excluded.sketch, updated = excluded.updated;
+END $$;
+"""
+
+ANALYST_FUNCTIONS = (
+    "lock_for_charge(text)",
+    "append_entry(jsonb)",
+    "stage_begin(jsonb)",
+    "stage_update(bigint, text, text, text, text, text)",
+    "use_allowance(text, text, text)",
+    "store_people(text, bytea, text)",
+)
+
+
+def roles_sql() -> str:
+    """Create the two group roles if the cluster has none yet, and give them their rights on
+    this database's ledger (nothing to PUBLIC)."""
+    create = "\n".join(
+        f"IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{r}') THEN "
+        f"CREATE ROLE {r} NOLOGIN; END IF;"
+        for r in (ANALYST, AUDITOR)
+    )
+    grants = [
+        f"REVOKE ALL ON SCHEMA {SCHEMA_NAME} FROM PUBLIC",
+        f"REVOKE ALL ON ALL TABLES IN SCHEMA {SCHEMA_NAME} FROM PUBLIC",
+        f"REVOKE ALL ON ALL FUNCTIONS IN SCHEMA {SCHEMA_NAME} FROM PUBLIC",
+        f"GRANT USAGE ON SCHEMA {SCHEMA_NAME} TO {ANALYST}, {AUDITOR}",
+        f"GRANT SELECT ON ALL TABLES IN SCHEMA {SCHEMA_NAME} TO {ANALYST}, {AUDITOR}",
+        *(f"GRANT EXECUTE ON FUNCTION {SCHEMA_NAME}.{f} TO {ANALYST}" for f in ANALYST_FUNCTIONS),
+    ]
+    return f"DO $$ BEGIN\n{create}\nEND $$;\n" + ";\n".join(grants) + ";\n"

@@ -1,0 +1,174 @@
+"""Moving a ledger between stores: ``privmob ledger export FILE`` / ``ledger import FILE``.
+
+The export is one JSON document: the ledger's identity and head, and every row of its tables
+(the custodian's signed keys, checkpoints, families and approvals; budgets; entries with their
+hashes and signatures; programmes and their allowances) exactly as stored. The import creates
+the ledger from it (a new SQLite file, or the schema of a PostgreSQL database that has none yet,
+created by its custodian's database role) under the same identity, appends the entries one by
+one through the store's own append (on PostgreSQL: ``append_entry``, which refuses an entry that
+does not continue the chain) and verifies everything (chain, signatures, checkpoints) before it
+commits; a ledger that does not verify is not imported. Releases paid from the old store verify
+against the new one (same id, same entries, same keys). The file names datasets, users, hosts
+and input fingerprints: it is created 0600.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from privmob.errors import BudgetError, ConfigError, InputError
+from privmob.privacy.ledger_schema import SIGNED_TABLES
+from privmob.privacy.programme_ledger import SCHEMA as programme_schema
+
+if TYPE_CHECKING:
+    from privmob.privacy.ledger import Ledger
+
+FORMAT = "privmob-ledger-export"
+VERSION = 1
+#: the tables moved, in the order they are written back (keys before what they signed)
+SIGNED = tuple(SIGNED_TABLES)
+OPTIONAL = ("programmes", "programme_allowances")
+#: (table, column) numbered by the store (AUTOINCREMENT / bigserial)
+SERIAL = (
+    *((t, c.split()[0]) for t, c in SIGNED_TABLES.items() if "AUTOINCREMENT" in c),
+    ("programme_allowances", "id"),
+)
+ORDER = {"budgets": "dataset", "releases": "id", "programmes": "dataset"}
+
+
+def _rows(con: Any, table: str) -> list[dict[str, Any]]:
+    cur = con.execute(f"SELECT * FROM {table} ORDER BY {ORDER.get(table, 1)}")
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+
+
+def export_ledger(ledger: Ledger, path: Path) -> dict[str, int]:
+    """Write ``ledger`` to ``path`` (refused when the ledger does not verify)."""
+    problems = ledger.verify()
+    if problems:
+        raise BudgetError(
+            f"the ledger {ledger.path} does not verify ({problems[0]}); not exported",
+            hint=f"privmob ledger verify --ledger {ledger.path}",
+        )
+    tables = [t for t in (*SIGNED, "budgets", "releases", *OPTIONAL) if ledger.store.has_table(t)]
+    with ledger.store.connect() as con:
+        con.execute("BEGIN")  # one snapshot
+        try:
+            meta = ledger.store.read_meta(con)
+            doc: dict[str, Any] = {
+                "format": FORMAT,
+                "version": VERSION,
+                "ledger_id": meta["ledger_id"],
+                "head_count": int(meta.get("head_count", "0")),
+                "head_hash": meta.get("head_hash", ""),
+                "tables": {t: _rows(con, t) for t in tables},
+            }
+        finally:
+            con.execute("COMMIT")
+    fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump(doc, f, sort_keys=True, indent=1)
+    return {t: len(doc["tables"].get(t, [])) for t in ("budgets", "releases")}
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise InputError(
+            f"{path}: cannot read a ledger export ({exc})",
+            hint="pass a file written by privmob ledger export",
+        ) from exc
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT or doc.get("version") != VERSION:
+        raise InputError(
+            f"{path}: not a privmob ledger export (version {VERSION})",
+            hint="pass a file written by privmob ledger export",
+        )
+    return doc
+
+
+def _insert(con: Any, table: str, row: dict[str, Any]) -> None:
+    con.execute(
+        f"INSERT INTO {table} ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+        tuple(row.values()),
+    )
+
+
+def _holds_anything(store: Any) -> bool:
+    """A database with a ledger that has keys, budgets or entries (an empty schema, left by
+    an import that did not verify, can take another)."""
+    if not store.has_table("ledger_meta"):
+        return False
+    with store.connect() as con:
+        row = con.execute(
+            "SELECT (SELECT count(*) FROM ledger_keys) + (SELECT count(*) FROM budgets) + "
+            "(SELECT count(*) FROM releases)"
+        ).fetchone()
+    return bool(row[0])
+
+
+def import_ledger(location: str | os.PathLike[str], path: Path) -> Ledger:
+    """Create the ledger at ``location`` from the export at ``path``; nothing is left behind
+    when it does not verify (a new file is removed; a database keeps an empty schema)."""
+    from privmob.privacy.ledger import Ledger
+    from privmob.privacy.ledger_custody import all_problems
+    from privmob.privacy.ledger_store import SqliteStore, open_store
+
+    doc = _read(path)
+    store = open_store(location)
+    in_file = isinstance(store, SqliteStore)
+    if (in_file and Path(location).exists()) or (not in_file and _holds_anything(store)):
+        raise ConfigError(
+            f"there is a ledger at {store.location} already; an import creates a new one",
+            hint="import into a new file, or a database whose custodian has not run "
+            "privmob ledger init",
+        )
+    store.open(create=True, establish=lambda con, ledger_id: None)  # its keys come from the file
+    tables = doc.get("tables", {})
+    try:
+        with store.connect() as con:
+            store.begin_write(con, None)
+            try:
+                con.execute(
+                    "UPDATE ledger_meta SET value = ? WHERE key = 'ledger_id'", (doc["ledger_id"],)
+                )
+                for table in (*SIGNED, "budgets"):
+                    for row in tables.get(table, []):
+                        _insert(con, table, row)
+                for row in tables.get("releases", []):
+                    store.append_entry(con, row)
+                if tables.get("releases"):
+                    store.set_head(con, int(doc["head_count"]), str(doc["head_hash"]))
+                for table in OPTIONAL:
+                    if tables.get(table) and isinstance(con, sqlite3.Connection):
+                        for statement in programme_schema.split(";"):  # a new file has none
+                            con.execute(statement)
+                    for row in tables.get(table, []):
+                        _insert(con, table, row)
+                if not in_file:  # rows given their own ids: the sequences go on after them
+                    for table, key in SERIAL:
+                        con.execute(
+                            f"SELECT setval(pg_get_serial_sequence('{table}', '{key}'), "
+                            f"COALESCE((SELECT max({key}) FROM {table}), 0) + 1, false)"
+                        )
+                problems = all_problems(con, doc["ledger_id"])
+                if problems:
+                    raise BudgetError(
+                        f"{path} does not verify once imported ({problems[0]}); nothing was "
+                        "imported",
+                        hint="export it again from a ledger that verifies",
+                    )
+                con.execute("COMMIT")
+            except BaseException:
+                if con.in_transaction:
+                    con.execute("ROLLBACK")
+                raise
+    except BaseException:
+        if in_file:
+            Path(location).unlink(missing_ok=True)
+        raise
+    return Ledger(location, create=False)

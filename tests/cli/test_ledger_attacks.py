@@ -1,0 +1,247 @@
+"""Issue 27's attacks on the ledger file, each made by a real process (the sqlite3 command or a
+Python script in a subprocess) after a budget of 6 was spent to 5 by four releases; then a
+release of epsilon 1.5 must be refused (exit 3, naming ``privmob ledger verify``, nothing
+written) and ``privmob ledger verify`` must exit 3. On the code before signed ledgers every one
+of these releases exited 0 and charged (and ``verify`` exited 0 for the forged histories)."""
+
+import json
+import shutil
+import sqlite3
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from tests.helpers import box_grid, random_trips
+
+from privmob.cli import main
+
+SQLITE3 = shutil.which("sqlite3")
+
+
+def _run(*args: str) -> int:
+    with pytest.raises(SystemExit) as exc:
+        main(list(args))
+    return int(exc.value.code or 0)
+
+
+def _od(tmp_path, out: str, epsilon: str) -> int:
+    return _run(
+        "od",
+        str(tmp_path / "trips.parquet"),
+        "-t",
+        str(tmp_path / "grid.geojson"),
+        "-e",
+        epsilon,
+        "-T",
+        "2",
+        "--ledger",
+        str(tmp_path / "ledger.sqlite"),
+        "-o",
+        str(tmp_path / out),
+        "--quiet",
+    )
+
+
+def _entries(path) -> int:
+    con = sqlite3.connect(path)
+    try:
+        return int(con.execute("SELECT count(*) FROM releases").fetchone()[0])
+    finally:
+        con.close()
+
+
+@pytest.fixture
+def spent(tmp_path):
+    """Budget 6 for 'trips', spent 5 by four releases r0..r3 of 1.25."""
+    random_trips(20, 9, seed=3).to_parquet(tmp_path / "trips.parquet")
+    box_grid(3).gdf.to_file(tmp_path / "grid.geojson", driver="GeoJSON")
+    ledger = str(tmp_path / "ledger.sqlite")
+    assert _run("ledger", "init", "trips", "--epsilon", "6", "--ledger", ledger) == 0
+    for i in range(4):
+        assert _od(tmp_path, f"r{i}", "1.25") == 0
+    return tmp_path
+
+
+def _sqlite(path, script: str) -> None:
+    """Edit the ledger with the sqlite3 command (another process, as an insider would)."""
+    if SQLITE3 is None:  # the same statements through Python's sqlite3, in a subprocess
+        _python(f"import sqlite3\nc = sqlite3.connect({str(path)!r})\nc.executescript({script!r})")
+        return
+    subprocess.run([SQLITE3, str(path)], input=script, text=True, check=True)
+
+
+def _python(code: str) -> None:
+    subprocess.run([sys.executable, "-c", textwrap.dedent(code)], check=True)
+
+
+def _refused_and_unverified(tmp_path, capsys, why: str = "", epsilon: str = "1.5") -> str:
+    ledger = tmp_path / "ledger.sqlite"
+    before = _entries(ledger) if why != "damaged" else None
+    capsys.readouterr()
+    assert _od(tmp_path, "late", epsilon) == 3
+    err = " ".join(capsys.readouterr().err.split())
+    assert "privmob ledger verify" in err
+    assert not (tmp_path / "late").exists()
+    if before is not None:
+        assert _entries(ledger) == before  # nothing written
+    assert _run("ledger", "verify", "--ledger", str(ledger)) == 3
+    return err + " " + " ".join(capsys.readouterr().err.split())
+
+
+def test_dropped_triggers_and_edited_epsilons(spent, capsys):
+    _sqlite(
+        spent / "ledger.sqlite",
+        "DROP TRIGGER releases_append_only_u;\n"
+        "UPDATE releases SET epsilon = 0.001, release_epsilon = 0.001 WHERE id <= 4;\n",
+    )
+    text = _refused_and_unverified(spent, capsys)
+    assert "entry 1" in text
+
+
+def test_raised_budget(spent, capsys):
+    _sqlite(
+        spent / "ledger.sqlite",
+        "DROP TRIGGER budgets_fixed_u;\nUPDATE budgets SET epsilon = 1000;\n",
+    )
+    assert "budget of 'trips'" in _refused_and_unverified(spent, capsys)
+
+
+def test_reordered_entries(spent, capsys):
+    _sqlite(
+        spent / "ledger.sqlite",
+        "DROP TRIGGER releases_append_only_u;\n"
+        "UPDATE releases SET id = 100 WHERE id = 1;\n"
+        "UPDATE releases SET id = 1 WHERE id = 2;\n"
+        "UPDATE releases SET id = 2 WHERE id = 100;\n",
+    )
+    # the order changes no sum: a release that fits is refused all the same
+    _refused_and_unverified(spent, capsys, epsilon="0.5")
+
+
+def test_deleted_last_entries_with_the_head_set_by_hand(spent, capsys):
+    ledger = spent / "ledger.sqlite"
+    _sqlite(
+        ledger,
+        "DROP TRIGGER releases_append_only_d;\n"
+        "DELETE FROM releases WHERE id > 2;\n"
+        "UPDATE ledger_meta SET value = '2' WHERE key = 'head_count';\n"
+        "UPDATE ledger_meta SET value = (SELECT row_hash FROM releases WHERE id = 2) "
+        "WHERE key = 'head_hash';\n",
+    )
+    assert "no longer holds entry 4" in _refused_and_unverified(spent, capsys)
+    # an auditor without this user's position cache sees it from the release folders
+    capsys.readouterr()
+    code = _run("ledger", "verify", "--ledger", str(ledger), "--releases", str(spent / "r3"))
+    assert code == 3
+    assert "entries were deleted at the end" in " ".join(capsys.readouterr().err.split())
+
+
+def test_deleted_last_entries_are_seen_from_the_release_folders_alone(spent, capsys, monkeypatch):
+    ledger = spent / "ledger.sqlite"
+    _sqlite(
+        ledger,
+        "DROP TRIGGER releases_append_only_d;\n"
+        "DELETE FROM releases WHERE id = 4;\n"
+        "UPDATE ledger_meta SET value = '3' WHERE key = 'head_count';\n"
+        "UPDATE ledger_meta SET value = (SELECT row_hash FROM releases WHERE id = 3) "
+        "WHERE key = 'head_hash';\n",
+    )
+    monkeypatch.setenv("XDG_DATA_HOME", str(spent / "auditor"))  # no key, no cache: an auditor
+    capsys.readouterr()
+    releases = [str(spent / f"r{i}") for i in range(4)]
+    assert _run("ledger", "verify", "--ledger", str(ledger), *releases[:3]) == 0
+    assert _run("ledger", "verify", "--ledger", str(ledger), *releases) == 3
+    assert "r3: its ledger entries [4] are missing" in " ".join(capsys.readouterr().err.split())
+
+
+RECHAIN = """
+import json, sqlite3
+from privmob.privacy import ledger_chain as chain
+c = sqlite3.connect({path!r}, isolation_level=None)
+c.execute("DROP TRIGGER releases_append_only_u")
+c.execute("DROP TRIGGER budgets_fixed_u")
+c.execute("UPDATE releases SET epsilon = 0.001 WHERE id = 2")
+c.execute("UPDATE budgets SET epsilon = 100")
+lid = dict(c.execute("SELECT key, value FROM ledger_meta").fetchall())["ledger_id"]
+prev = chain.genesis(lid)
+for row in chain.entry_rows(c):
+    own = chain.digest(prev, chain.hashed(row))
+    c.execute("UPDATE releases SET prev_hash = ?, row_hash = ? WHERE id = ?",
+              (prev, own, row["id"]))
+    prev = own
+c.execute("UPDATE ledger_meta SET value = ? WHERE key = 'head_hash'", (prev,))
+cols = ", ".join(chain.BUDGET_COLUMNS)
+for b in c.execute(f"SELECT {{cols}} FROM budgets").fetchall():
+    row = dict(zip(chain.BUDGET_COLUMNS, b))
+    c.execute("UPDATE budgets SET row_hash = ? WHERE dataset = ?",
+              (chain.budget_hash(lid, row), row["dataset"]))
+"""
+
+
+def test_edited_epsilon_and_budget_with_the_sha256_chain_recomputed(spent, capsys):
+    _python(RECHAIN.format(path=str(spent / "ledger.sqlite")))
+    text = _refused_and_unverified(spent, capsys)
+    assert "signed" in text
+
+
+@pytest.mark.filterwarnings("ignore:.*not signed:privmob.privacy.ledger.LedgerMigrated")
+def test_nulled_hashes_and_deleted_meta_do_not_launder_the_ledger(spent, capsys):
+    script = (
+        "DROP TRIGGER releases_append_only_u;\nDROP TRIGGER budgets_fixed_u;\n"
+        "UPDATE releases SET prev_hash = NULL, row_hash = NULL, epsilon = 0.001;\n"
+        "UPDATE budgets SET row_hash = NULL;\nDROP TABLE ledger_meta;\n"
+    )
+    con = sqlite3.connect(spent / "ledger.sqlite")
+    signed = "ledger_keys" in {r[0] for r in con.execute("SELECT name FROM sqlite_master")}
+    con.close()
+    if signed:  # and every trace of the signatures
+        script += "DROP TABLE ledger_keys;\nDROP TABLE checkpoints;\n"
+    _sqlite(spent / "ledger.sqlite", script)
+    text = _refused_and_unverified(spent, capsys)
+    assert "not signed" in text
+
+
+def test_a_truncated_file_is_ledger_damaged_not_an_internal_error(spent, capsys):
+    ledger = spent / "ledger.sqlite"
+    size = ledger.stat().st_size
+    _python(f"import os\nos.truncate({str(ledger)!r}, {size // 2})")
+    text = _refused_and_unverified(spent, capsys, "damaged")
+    assert "ledger damaged" in text and "internal error" not in text
+
+
+def test_verify_on_a_missing_path_is_an_error_and_creates_nothing(tmp_path, capsys):
+    missing = tmp_path / "nowhere" / "ledger.sqlite"
+    assert _run("ledger", "verify", "--ledger", str(missing)) == 2
+    assert "no ledger at" in " ".join(capsys.readouterr().err.split())
+    assert not missing.exists() and not missing.parent.exists()
+    assert _run("ledger", "show", "--ledger", str(missing)) == 2
+    assert not missing.exists()
+
+
+def test_the_release_carries_the_ledger_head(spent):
+    meta = json.loads((spent / "r3" / "metadata.json").read_text())
+    head = meta["ledger"]["head"]
+    assert head["count"] == 4 and len(head["hash"]) == 64 and len(head["root"]) == 32
+    con = sqlite3.connect(spent / "ledger.sqlite")
+    (row_hash,) = con.execute("SELECT row_hash FROM releases WHERE id = 4").fetchone()
+    con.close()
+    assert row_hash not in json.dumps(meta)  # a commitment, never the entry's own hash
+
+
+def test_an_auditor_pins_the_custodian_key(spent, capsys, monkeypatch):
+    """A ledger re-signed by someone else (here: a whole new ledger at the same path, which
+    verifies on its own) fails against the custodian key the auditor holds."""
+    from privmob.privacy.ledger_keys import default_key_path, generate, load_private, public_pem
+
+    ledger = str(spent / "ledger.sqlite")
+    pub = spent / "custodian.pub"
+    pub.write_bytes(public_pem(load_private(default_key_path())))
+    assert _run("ledger", "verify", "--ledger", ledger, "--custodian-key", str(pub)) == 0
+    (spent / "ledger.sqlite").unlink()
+    other = generate(spent / "mallory.pem")
+    monkeypatch.setenv("PRIVMOB_KEY", str(other.path))
+    assert _run("ledger", "init", "trips", "--epsilon", "1000", "--ledger", ledger) == 0
+    capsys.readouterr()
+    assert _run("ledger", "verify", "--ledger", ledger, "--custodian-key", str(pub)) == 3
+    assert "root (custodian) key is not" in " ".join(capsys.readouterr().err.split())

@@ -1,0 +1,119 @@
+"""The PostgreSQL server killed (``pg_ctl stop -m immediate``) in the middle of a release run
+by a real ``privmob od`` process: afterwards either nothing was charged and nothing published,
+or the release is published and charged, or it is staged and ``privmob ledger recover``
+completes it. Never a charge without its release, a release without its charge, a torn file,
+or a ledger that does not verify."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from tests.crash import DATASET, ROOT, child_env, classify, od_args
+from tests.helpers import box_grid, random_trips
+
+from privmob.privacy.ledger import Ledger
+from privmob.releases.publish import STAGING_MARK
+
+#: a child whose ledger server dies inside the charge transaction, after the entries were
+#: written and before COMMIT: the charge is lost with the server; the client cannot know
+KILL_SERVER_IN_CHARGE = """
+import json, os, subprocess, sys
+from privmob.privacy import staging
+mark = staging.StagingTable.mark_charged
+def dying(self, con, *a, **k):
+    mark(self, con, *a, **k)
+    subprocess.run(json.loads(os.environ["STOP_SERVER"]), capture_output=True)
+staging.StagingTable.mark_charged = dying
+from privmob.cli import main
+main(sys.argv[1:])
+"""
+#: a child whose ledger server dies after the charge committed, before the rename
+KILL_SERVER_BEFORE_RENAME = """
+import json, os, subprocess, sys
+from privmob.releases import publish
+place = publish.place
+def dying(*a, **k):
+    subprocess.run(json.loads(os.environ["STOP_SERVER"]), capture_output=True)
+    return place(*a, **k)
+publish.place = dying
+from privmob.cli import main
+main(sys.argv[1:])
+"""
+
+
+@pytest.fixture
+def work(tmp_path: Path, pg_url: str) -> Path:
+    random_trips(3000, 64, seed=1).to_parquet(tmp_path / "trips.parquet")
+    box_grid(8).gdf.to_file(tmp_path / "grid.geojson", driver="GeoJSON")
+    Ledger(pg_url).set_budget(DATASET, 1e6)
+    return tmp_path
+
+
+def _start(work: Path, out: Path, url: str, script: str | None, stop: list[str]):
+    env = {**child_env(work), "STOP_SERVER": json.dumps(stop)}
+    head = [sys.executable, "-c", script] if script else [sys.executable, "-m", "privmob"]
+    err = open(work / f"{out.name}.err", "w")  # noqa: SIM115 (closed by the caller's wait)
+    proc = subprocess.Popen(
+        [*head, *od_args(work, out, ledger=url)], env=env, cwd=ROOT, stdout=err, stderr=err
+    )
+    return proc, err
+
+
+def _after(pg_cluster, work: Path, out: Path, url: str, proc, err, before: int) -> str:
+    rc = proc.wait(timeout=300)
+    err.close()
+    said = (work / f"{out.name}.err").read_text()
+    assert "Traceback" not in said, said
+    assert rc in (0, 3, 4), (rc, said)  # done, or one message: ledger lost / not written
+    if not pg_cluster.running():
+        pg_cluster.start()
+    state = classify(work, out, before, ledger=url)
+    led = Ledger(url)
+    assert led.verify() == []
+    return state
+
+
+def test_server_dies_inside_the_charge(pg_cluster, pg_url, work):
+    """Lost before COMMIT: nothing charged; the release stays staged (the client cannot know
+    the outcome), and recover removes it: nothing published."""
+    out = work / "out-in-charge"
+    proc, err = _start(
+        work, out, pg_url, KILL_SERVER_IN_CHARGE, pg_cluster.stop_command("immediate")
+    )
+    assert _after(pg_cluster, work, out, pg_url, proc, err, 0) == "nothing"
+    assert "stays staged" in (work / f"{out.name}.err").read_text()
+
+
+def test_server_dies_after_the_charge(pg_cluster, pg_url, work):
+    """Lost after COMMIT, before the rename: charged and published (its state is settled
+    later by recover)."""
+    out = work / "out-after-charge"
+    proc, err = _start(
+        work, out, pg_url, KILL_SERVER_BEFORE_RENAME, pg_cluster.stop_command("immediate")
+    )
+    assert _after(pg_cluster, work, out, pg_url, proc, err, 0) == "published"
+    assert len(Ledger(pg_url).entries(DATASET)) == 1
+
+
+@pytest.mark.slow
+def test_server_killed_at_moments_of_a_release(pg_cluster, pg_url, work):
+    """A real privmob od and a real server, killed with pg_ctl stop -m immediate at moments
+    from the start of its publication on."""
+    states = []
+    for i, after in enumerate([0.0, 0.01, 0.03, 0.08, 0.2, 0.5]):
+        out = work / f"out{i}"
+        before = len(Ledger(pg_url).entries(DATASET))
+        proc, err = _start(work, out, pg_url, None, [])
+        pattern = f".{out.name}{STAGING_MARK}*"
+        while proc.poll() is None and not any(out.parent.glob(pattern)):
+            time.sleep(0.002)
+        time.sleep(after)
+        pg_cluster.stop("immediate")
+        states.append(_after(pg_cluster, work, out, pg_url, proc, err, before))
+    assert set(states) <= {"nothing", "published", "staged"}
+    assert "nothing" in states, states  # at least one kill fell inside the release
