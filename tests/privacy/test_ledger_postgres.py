@@ -285,11 +285,11 @@ def test_env_and_session_take_a_url(pg_url, tmp_path, monkeypatch):
     with pm.Session(
         random_trips(300, 9, seed=3), tessellation=box_grid(3).gdf, ledger=pg_url, dataset="trips"
     ) as s:
-        od = s.od_matrix(epsilon=1, max_trips=4, output=str(tmp_path / "od"))
+        od = s.od(epsilon=1, max_trips=4, output=str(tmp_path / "od"))
         assert s.ledger.path == pg_url and s.ledger.spent() == pytest.approx(1.0)
     meta = json.loads((tmp_path / "od" / "metadata.json").read_text())
     led = Ledger(pg_url)
     assert led.verify() == [] and led.verify_release(meta) == []
-    assert od.written and [e.kind for e in led.entries("trips")] == ["od-matrix"]
+    assert od.written and [e.kind for e in led.entries("trips")] == ["od"]
     r = _privmob("ledger", "show", "trips", env={"PRIVMOB_LEDGER": pg_url})
-    assert r.returncode == 0 and "od-matrix" in r.stdout
+    assert r.returncode == 0 and " od " in r.stdout

@@ -91,11 +91,11 @@ def test_the_key_is_private_stable_and_per_ledger(tmp_path):
     first, second = Ledger(tmp_path / "a.sqlite"), Ledger(tmp_path / "b.sqlite")
     key = people_key(first)
     assert len(key) == 32 and people_key(first) == key != people_key(second)
-    # the secret: in the user's private data directory (conftest points XDG_DATA_HOME at a
-    # temporary one), 0600; the derived key is never in the ledger file
-    secret = Path(os.environ["XDG_DATA_HOME"]) / "privmob" / "people.key"
+    # the ledger's people key: a file beside the custodian's key, in the user's private data
+    # directory (conftest points XDG_DATA_HOME at a temporary one), 0600, never in the ledger
+    secret = next(Path(os.environ["XDG_DATA_HOME"]).rglob(f"people-{first.ledger_id}.key"))
     assert stat.S_IMODE(secret.stat().st_mode) == 0o600
-    assert key not in first.path.read_bytes() and secret.read_bytes() not in key
+    assert key not in first.path.read_bytes() and key.hex() not in first.path.read_text("latin-1")
 
 
 def test_the_ledger_stores_and_checks_people(tmp_path):

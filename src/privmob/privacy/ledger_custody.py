@@ -117,7 +117,9 @@ class Custody:
         if self.role() != trust.CUSTODIAN or self.signer is None:
             raise BudgetError(
                 f"the people key of ledger {self.ledger_id} is not here ({where})",
-                hint=f"the custodian copies their {where.name} there, or sets ${PEOPLE_KEY_ENV}",
+                hint=f"the custodian copies their {where.name} there, or sets ${PEOPLE_KEY_ENV}; "
+                "if you are this ledger's custodian, your key is not recognised: see what was "
+                f"changed with: privmob ledger verify --ledger {self.path}",
             )
         if self.signer.path is None:
             raw = self.signer.private.private_bytes_raw()
