@@ -10,6 +10,7 @@ cannot be written) and no traceback; an internal error exits with 1 and a privat
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import Annotated
 
 import typer
@@ -85,5 +86,10 @@ def main(argv: list[str] | None = None) -> None:
     from privmob.cli.failure import run
     from privmob.engine.rundir import exit_on_signal
 
-    with exit_on_signal():
+    with exit_on_signal(charged=_charged):
         run(app, argv)
+
+
+def _charged() -> bool:
+    """Whether this process charged a ledger (never imports the ledger to find out)."""
+    return bool(getattr(sys.modules.get("privmob.privacy.ledger"), "COMMITTED", None))

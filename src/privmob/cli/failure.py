@@ -90,13 +90,17 @@ def run(app: object, argv: list[str] | None) -> None:
         VERBOSE["on"] = True
         args = [args[0], *(a for a in args[1:] if a != "--verbose")]
     argv = args
+    from privmob.engine.rundir import interrupted
+
     try:
         app(args=argv, standalone_mode=True)  # type: ignore[operator]
-    except PrivmobError as exc:
-        report_error(exc)
-        sys.exit(exc.exit_code)
     except (KeyboardInterrupt, SystemExit):
         raise
     except Exception as exc:
+        if interrupted() is not None:  # what a signal broke is not an error of the input
+            raise  # the caller prints one line and exits 128 + the signal
+        if isinstance(exc, PrivmobError):
+            report_error(exc)
+            sys.exit(exc.exit_code)
         report_internal_error(exc)
         sys.exit(EXIT_INTERNAL)

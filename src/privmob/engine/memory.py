@@ -15,11 +15,17 @@ the minimum for this release (baseline + floor), instead of failing later with a
 from __future__ import annotations
 
 import math
-import resource
+import sys
 from dataclasses import dataclass
-from pathlib import Path
+
+import psutil
 
 from privmob.errors import ConfigError
+
+try:  # POSIX only (not on Windows)
+    import resource
+except ImportError:  # pragma: no cover - exercised in a subprocess without it
+    resource = None  # type: ignore[assignment]
 
 MB = 10**6
 #: engine working memory below which a release cannot be held to its limit: DuckDB's buffers
@@ -33,23 +39,24 @@ TIGHT = 200 * MB
 
 
 def rss_bytes() -> int:
-    """This process's resident memory now (bytes)."""
-    try:
-        pages = int(Path("/proc/self/statm").read_text().split()[1])
-        return pages * resource.getpagesize()
-    except (OSError, ValueError, IndexError):  # not Linux: the peak is an upper bound
-        return peak_rss_bytes()
+    """This process's resident memory now (bytes), on every platform psutil supports."""
+    return int(psutil.Process().memory_info().rss)
+
+
+def maxrss_bytes(ru_maxrss: int, platform: str | None = None) -> int:
+    """``ru_maxrss`` of :func:`resource.getrusage` / :func:`os.wait4` in bytes: the kernel
+    reports kilobytes on Linux and the BSDs, bytes on macOS."""
+    return int(ru_maxrss) * (1 if (platform or sys.platform) == "darwin" else 1024)
 
 
 def peak_rss_bytes() -> int:
-    """This process's peak resident memory so far (bytes)."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+    """This process's peak resident memory so far (bytes): ``ru_maxrss`` where the platform has
+    :mod:`resource`, else the peak working set psutil reads on Windows, else the resident
+    memory now (a lower bound)."""
+    if resource is not None:
+        return maxrss_bytes(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+    info = psutil.Process().memory_info()
+    return int(getattr(info, "peak_wset", info.rss))
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,10 @@ DEFAULT_LEDGER_ENV = "PRIVMOB_LEDGER"
 DEFAULT_LEDGER_NAME = "ledger.sqlite"
 
 
+#: datasets this process charged (a run stopped by a signal says whether it was charged)
+COMMITTED: list[str] = []
+
+
 def default_ledger_path() -> Path:
     """``$PRIVMOB_LEDGER`` if set, else the user's data directory (XDG):
     ``$XDG_DATA_HOME/privmob/ledger.sqlite`` (``~/.local/share/privmob/ledger.sqlite``), never
@@ -311,6 +315,7 @@ class Ledger:
                 if within is not None:
                     within(con, entries)
                 con.execute("COMMIT")
+                COMMITTED.append(dataset)
             except BaseException:
                 if con.in_transaction:
                     con.execute("ROLLBACK")
