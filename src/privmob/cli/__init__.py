@@ -10,7 +10,6 @@ cannot be written) and no traceback; an internal error exits with 1 and a privat
 from __future__ import annotations
 
 import importlib
-import sys
 from typing import Annotated
 
 import typer
@@ -83,13 +82,8 @@ for _name in COMMAND_MODULES:
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app; errors become one message and their exit code
     (``cli/failure.py``); SIGTERM / SIGINT exit 128 + signal with the run directory removed."""
-    from privmob.cli.failure import run
+    from privmob.cli.failure import charged_here, run
     from privmob.engine.rundir import exit_on_signal
 
-    with exit_on_signal(charged=_charged):
+    with exit_on_signal(charged=charged_here):
         run(app, argv)
-
-
-def _charged() -> bool:
-    """Whether this process charged a ledger (never imports the ledger to find out)."""
-    return bool(getattr(sys.modules.get("privmob.privacy.ledger"), "COMMITTED", None))

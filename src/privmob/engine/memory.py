@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import psutil
 
@@ -57,6 +58,94 @@ def peak_rss_bytes() -> int:
         return maxrss_bytes(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
     info = psutil.Process().memory_info()
     return int(getattr(info, "peak_wset", info.rss))
+
+
+#: cgroup v2 and v1 memory limit and usage files, as seen from inside a container (a
+#: Kubernetes or Docker memory limit); privmob.cores reads the CPU quota the same way
+CGROUP_MAX = Path("/sys/fs/cgroup/memory.max")
+CGROUP_CURRENT = Path("/sys/fs/cgroup/memory.current")
+CGROUP_V1_LIMIT = Path("/sys/fs/cgroup/memory/memory.limit_in_bytes")
+CGROUP_V1_USAGE = Path("/sys/fs/cgroup/memory/memory.usage_in_bytes")
+#: a cgroup v1 "limit" at or above this is no limit (the kernel prints a page-rounded 2**63)
+_NO_V1_LIMIT = 2**60
+
+
+def cgroup_memory_left(
+    limit_file: Path = CGROUP_MAX,
+    usage_file: Path = CGROUP_CURRENT,
+    v1_limit: Path = CGROUP_V1_LIMIT,
+    v1_usage: Path = CGROUP_V1_USAGE,
+) -> int | None:
+    """Bytes this process's cgroup may still take (its memory limit minus its usage: v2
+    ``memory.max`` / ``memory.current``, else v1 ``memory.limit_in_bytes`` /
+    ``memory.usage_in_bytes``); None without a limit or off Linux."""
+    for limit_path, usage_path in ((limit_file, usage_file), (v1_limit, v1_usage)):
+        try:
+            text = limit_path.read_text().strip()
+            if text == "max":
+                return None
+            limit = int(text)
+            if limit >= _NO_V1_LIMIT:
+                return None
+            return max(0, limit - int(usage_path.read_text().strip()))
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def available_memory() -> int:
+    """Memory the machine can still give this process (bytes): what the system has available
+    (psutil's ``virtual_memory().available``: free memory plus what the kernel can reclaim),
+    capped by what the process's cgroup (a container's limit) leaves."""
+    free = int(psutil.virtual_memory().available)
+    left = cgroup_memory_left()
+    return free if left is None else min(free, left)
+
+
+def default_guard() -> ProcessMemory:
+    """The memory guard when no ``--memory-limit`` is given: the process may grow by what the
+    machine has available now (:func:`available_memory`) above what it already uses. A release
+    whose planned domain does not fit is refused before any data is read."""
+    rss = rss_bytes()
+    return ProcessMemory(rss + available_memory(), rss)
+
+
+def out_of_memory(exc: BaseException | None) -> bool:
+    """Whether ``exc`` or an exception it was raised from is a lack of memory (Python's
+    :class:`MemoryError`, DuckDB's out-of-memory error, a JVM's ``OutOfMemoryError``), however
+    a layer above worded it."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        text = f"{type(exc).__name__} {exc}".lower().replace(" ", "")
+        if isinstance(exc, MemoryError) or "outofmemory" in text:
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def memory_advice(limit_text: str | None) -> tuple[str, str]:
+    """(message, hint) for a run that ran out of memory under ``--memory-limit limit_text``
+    (None: no limit was given): the limit to try next."""
+    if limit_text:
+        try:
+            from privmob.engine.buckets import parse_memory
+
+            twice = f"{math.ceil(2 * parse_memory(limit_text) / MB)}MB"
+        except ConfigError:
+            twice = "twice that"
+        return (
+            f"the run ran out of memory under --memory-limit {limit_text}",
+            f"give it more memory, e.g. --memory-limit {twice}; the limit sizes the user "
+            "buckets, so a larger limit also means fewer passes",
+        )
+    left = available_memory()
+    return (
+        "the run ran out of memory (no --memory-limit was given)",
+        f"pass --memory-limit {max(1, int(0.8 * left / MB))}MB (80% of the "
+        f"{left / 1e9:.1f} GB this machine has available): privmob then counts in user "
+        "buckets that fit",
+    )
 
 
 @dataclass(frozen=True)

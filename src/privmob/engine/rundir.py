@@ -85,13 +85,11 @@ def _user_id() -> str:
 
 
 def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # exists, another user's
-    return True
+    """Whether process ``pid`` exists (any user's). psutil, not ``os.kill(pid, 0)``: on
+    Windows signal 0 is CTRL_C_EVENT."""
+    import psutil
+
+    return bool(psutil.pid_exists(pid))
 
 
 def stale_run_dirs(base: Path) -> list[Path]:

@@ -260,6 +260,11 @@ class SessionBase:
             plan.check_memory(mem.limit, baseline=mem.baseline)
         elif self.memory_limit is not None:
             plan.check_memory(int(self.memory_limit))
+        else:  # no limit given: the default guard, what the machine has available
+            from privmob.engine.memory import default_guard
+
+            guard = default_guard()
+            plan.check_memory(guard.limit, baseline=guard.baseline, guard=True)
         data = load(self)
         acct = dataclasses.replace(
             self._accountant, output=out, annotate=[*self._accountant.annotate, *marks]
