@@ -91,3 +91,27 @@ def test_out_of_memory_is_said_with_a_limit_to_try(capsys: pytest.CaptureFixture
         run(app, ["od", "events.csv"])  # no limit: one from what the machine has available
     err = capsys.readouterr().err
     assert "no --memory-limit was given" in err and "pass --memory-limit " in err
+
+
+def test_the_domain_is_set_aside_before_the_engine_plans() -> None:
+    """The release's own arrays (its plan's memory) come out of the limit before DuckDB's share
+    and the user buckets are planned; a domain that leaves the engine too little is refused,
+    naming the smallest limit that would do."""
+    from privmob.engine import DuckDBEngine
+    from privmob.engine.memory import ENGINE_FLOOR
+    from privmob.errors import ConfigError
+
+    with DuckDBEngine(memory_limit="2GB") as eng:
+        assert eng.process_memory is not None
+        whole = eng.memory_limit
+        assert whole == eng.process_memory.available
+        eng.reserve(500 * MB)
+        assert eng.memory_limit == whole - 500 * MB
+        duck = eng.fetch("SELECT current_setting('memory_limit') AS m")["m"].iloc[0]
+        assert abs(float(str(duck).split()[0]) - (whole - 500 * MB) / 2 / 2**20) < 2, duck
+        with pytest.raises(ConfigError, match="below the minimum of") as err:
+            eng.reserve(whole - ENGINE_FLOOR // 2)
+        need = (eng.process_memory.baseline + whole - ENGINE_FLOOR // 2 + ENGINE_FLOOR) / MB
+        assert f"at least --memory-limit {int(need) + 1}MB" in str(err.value.hint) or (
+            f"at least --memory-limit {int(need)}MB" in str(err.value.hint)
+        )

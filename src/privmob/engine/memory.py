@@ -164,6 +164,22 @@ class ProcessMemory:
         """The smallest limit this process can run a release under."""
         return self.baseline + ENGINE_FLOOR
 
+    def engine_memory(self, reserved: int = 0) -> int:
+        """What the engine may use once ``reserved`` bytes are set aside for the release's own
+        arrays (its dense domain and output table); a limit that leaves less than
+        :data:`ENGINE_FLOOR` is refused, naming the smallest limit that would do."""
+        left = self.available - reserved
+        if left < ENGINE_FLOOR:
+            need = math.ceil((self.minimum + reserved) / MB)
+            raise ConfigError(
+                f"--memory-limit {self.limit / MB:.0f}MB: the limit is below the minimum of "
+                f"{need} MB for this release",
+                hint=f"the limit caps the whole process: Python and the libraries use "
+                f"{self.baseline / MB:.0f} MB and the release's domain needs about "
+                f"{reserved / MB:.0f} MB; give at least --memory-limit {need}MB",
+            )
+        return left
+
 
 def process_memory(
     limit: int, text: str | None = None, baseline: int | None = None

@@ -74,7 +74,9 @@ class Plan:
             if guard
             else f"over the memory limit of {memory_limit / 1e9:.2f} GB"
         )
-        need = -(-(baseline + self.memory_bytes) // 10**6)
+        from privmob.engine.memory import ENGINE_FLOOR
+
+        need = -(-(baseline + self.memory_bytes + ENGINE_FLOOR) // 10**6)  # and the engine's
         raise ConfigError(
             f"this {self.kind} release needs about {self.memory_bytes / 1e9:.2f} GB for "
             f"{self.cells:,} cells{used}, {over}",

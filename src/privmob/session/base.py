@@ -258,6 +258,7 @@ class SessionBase:
         mem = getattr(eng, "process_memory", None)
         if mem is not None:
             plan.check_memory(mem.limit, baseline=mem.baseline)
+            eng.reserve(plan.memory_bytes)  # the domain's share; the engine: the rest
         elif self.memory_limit is not None:
             plan.check_memory(int(self.memory_limit))
         else:  # no limit given: the default guard, what the machine has available
