@@ -6,10 +6,14 @@ any record is read. So the engine's working memory is what is left:
 
     available = limit - baseline RSS (measured when the engine starts)
 
-DuckDB's own ``memory_limit`` and the user buckets (:mod:`privmob.engine.buckets`) are planned
-within ``available``. Below :data:`ENGINE_FLOOR` of available memory nothing can run (DuckDB
-needs buffers per thread to read a file): such a limit is refused before the input is read, with
-the minimum for this release (baseline + floor), instead of failing later with a read error.
+The release's own arrays (its dense domain and output table: the plan's estimate) are set aside
+from ``available`` once the plan is known (:meth:`ProcessMemory.engine_memory`); DuckDB's own
+``memory_limit`` and the user buckets (:mod:`privmob.engine.buckets`) are planned within the
+rest. Without a limit, :func:`default_guard` (what the machine and its cgroup have available)
+only refuses a plan that cannot fit. Below :data:`ENGINE_FLOOR` of engine memory nothing can
+run (DuckDB needs buffers per thread to read a file): such a limit is refused before the input
+is read, with the minimum for this release (baseline + domain + floor), instead of failing
+later with a read error.
 """
 
 from __future__ import annotations

@@ -256,7 +256,7 @@ class SessionBase:
         # the plan against what the process leaves of the memory limit, measured by the engine
         # once its libraries are loaded (it refused a limit below its own minimum already)
         mem = getattr(eng, "process_memory", None)
-        if mem is not None:
+        if mem is not None and eng is not None:
             plan.check_memory(mem.limit, baseline=mem.baseline)
             eng.reserve(plan.memory_bytes)  # the domain's share; the engine: the rest
         elif self.memory_limit is not None:
