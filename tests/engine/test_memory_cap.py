@@ -61,11 +61,16 @@ def test_the_peak_stays_within_the_limit_and_a_larger_limit_never_fails(work: Pa
         assert (out / "od.parquet").is_file()
 
 
-def test_out_of_memory_is_said_with_a_limit_to_try(capsys: pytest.CaptureFixture[str]) -> None:
+def test_out_of_memory_is_said_with_a_limit_to_try(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A real DuckDB out-of-memory error, wrapped as a read error with a file-format hint by a
     step below: the command line says it ran out of memory and names a limit to try."""
     from privmob.cli.failure import run
     from privmob.errors import InputError
+    from privmob.privacy import ledger
+
+    monkeypatch.setattr(ledger, "COMMITTED", [])  # this process charged nothing (yet)
 
     con = duckdb.connect()
     con.execute("SET memory_limit = '8MB'; SET threads = 1")
@@ -115,3 +120,30 @@ def test_the_domain_is_set_aside_before_the_engine_plans() -> None:
         assert f"at least --memory-limit {int(need) + 1}MB" in str(err.value.hint) or (
             f"at least --memory-limit {int(need)}MB" in str(err.value.hint)
         )
+
+
+def test_without_a_limit_the_default_guard_refuses_a_plan_the_machine_cannot_hold() -> None:
+    """No --memory-limit: daily OD matrices over 64 tiles for 2,000 years (~380 GB of domain)
+    are refused before any data is read, naming what the machine has available; the same
+    release over one year runs the plan check without a refusal."""
+    import psutil
+    from tests.helpers import box_grid
+
+    import privmob as pm
+    from privmob.errors import ConfigError
+
+    class Unreadable:
+        def to_arrow(self):
+            raise AssertionError("the data was read")
+
+    grid = box_grid(8).gdf
+    s = pm.Session(Unreadable(), tessellation=grid, budget=10, dataset="x")
+    with pytest.raises(ConfigError, match="this machine has available") as err:
+        s.od_matrix(
+            epsilon=1, max_trips=10, period=pm.Period("2024-01-01", "4024-01-01", bin="day")
+        )
+    assert "free memory on this machine" in str(err.value.hint)
+    assert psutil.virtual_memory().available < 380e9  # the premise: this machine is smaller
+    with pytest.raises(AssertionError, match="the data was read"):  # past the guard: reading
+        s.od_matrix(epsilon=1, max_trips=10, period=pm.Period("2024-01-01", "2025-01-01"))
+    s.close()

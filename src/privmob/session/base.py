@@ -252,6 +252,16 @@ class SessionBase:
 
                 wanted = list(formats)
                 out.extra.append(lambda rel, d: write_layers(rel, tess, d, wanted))
+        if engine and self._engine is None and self.memory_limit and self._engine_arg == "duckdb":
+            # before the engine starts: a limit too small for this release (its domain
+            # included) is refused naming the minimum that would do
+            import privmob.engine.duckdb  # noqa: F401  (its libraries count, as when it starts)
+            from privmob.engine.memory import ProcessMemory, rss_bytes
+
+            before = ProcessMemory(int(self.memory_limit), rss_bytes())
+            if before.available >= before.minimum - before.baseline:  # the process can start:
+                plan.check_memory(before.limit, baseline=before.baseline)  # the domain alone
+            before.engine_memory(plan.memory_bytes)  # below the minimum: names it
         eng = self.engine if engine else None
         # the plan against what the process leaves of the memory limit, measured by the engine
         # once its libraries are loaded (it refused a limit below its own minimum already)
