@@ -217,7 +217,7 @@ def test_cli_stopped_in_user_buckets_leaves_nothing_after_the_next_run(
 
     make_inputs(tmp_path, users=250_000, k=4)  # ~1.1M trips: >= 2 buckets near the minimum
     base = tmp_path / "spill"
-    limit = f"{_minimum_limit_mb(tmp_path) + 4}MB"  # ~68 MB for the engine: buckets
+    limit = f"{_minimum_limit_mb(tmp_path) + 16}MB"  # ~80 MB for the engine: buckets
     args = od_args(tmp_path, tmp_path / "out", "--memory-limit", limit, "--spill-dir", str(base))
     _stop_cli_when(tmp_path, args, base, "run-*/buckets/privmob-buckets-*/*", sig)
 

@@ -81,10 +81,10 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app; errors become one message and their exit code
     (``cli/failure.py``); SIGTERM / SIGINT exit 128 + signal with the run directory removed."""
     from privmob.cli.common import operator_warnings, wide_help_when_piped
-    from privmob.cli.failure import run
+    from privmob.cli.failure import charged_here, run
     from privmob.engine.rundir import exit_on_signal
 
     wide_help_when_piped()
 
-    with exit_on_signal(), operator_warnings():
+    with exit_on_signal(charged=charged_here), operator_warnings():
         run(app, argv)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from rich.text import Text
 
-from privmob.errors import EXIT_INTERNAL, PrivmobError
+from privmob.errors import EXIT_INPUT, EXIT_INTERNAL, EngineError, PrivmobError
 
 #: set by ``privmob --verbose`` (or PRIVMOB_VERBOSE=1): show an error's data-dependent detail
 VERBOSE = {"on": os.environ.get("PRIVMOB_VERBOSE", "") not in ("", "0")}
@@ -81,6 +81,26 @@ def report_internal_error(exc: BaseException) -> Path | None:
     return path
 
 
+def out_of_memory_error(argv: list[str]) -> PrivmobError:
+    """The error printed when the run ran out of memory: the limit it had (``--memory-limit``
+    of ``argv``) and the one to try."""
+    from privmob.engine.memory import memory_advice
+
+    limit = None
+    for i, arg in enumerate(argv):
+        if arg == "--memory-limit" and i + 1 < len(argv):
+            limit = argv[i + 1]
+        elif arg.startswith("--memory-limit="):
+            limit = arg.split("=", 1)[1]
+    message, hint = memory_advice(limit)
+    return EngineError(message + ("" if charged_here() else "; nothing was charged"), hint=hint)
+
+
+def charged_here() -> bool:
+    """Whether this process charged a ledger (never imports the ledger to find out)."""
+    return bool(getattr(sys.modules.get("privmob.privacy.ledger"), "COMMITTED", None))
+
+
 def run(app: object, argv: list[str] | None) -> None:
     """Run the app, turning every failure into its exit code and one message. ``--verbose``
     is accepted anywhere on the line (``privmob od ... --verbose`` as well as
@@ -90,13 +110,21 @@ def run(app: object, argv: list[str] | None) -> None:
         VERBOSE["on"] = True
         args = [args[0], *(a for a in args[1:] if a != "--verbose")]
     argv = args
+    from privmob.engine.memory import out_of_memory
+    from privmob.engine.rundir import interrupted
+
     try:
         app(args=argv, standalone_mode=True)  # type: ignore[operator]
-    except PrivmobError as exc:
-        report_error(exc)
-        sys.exit(exc.exit_code)
     except (KeyboardInterrupt, SystemExit):
         raise
     except Exception as exc:
+        if interrupted() is not None:  # what a signal broke is not an error of the input
+            raise  # the caller prints one line and exits 128 + the signal
+        if out_of_memory(exc):  # whatever the step that met it called it (never the file)
+            report_error(out_of_memory_error(argv))
+            sys.exit(EXIT_INPUT)
+        if isinstance(exc, PrivmobError):
+            report_error(exc)
+            sys.exit(exc.exit_code)
         report_internal_error(exc)
         sys.exit(EXIT_INTERNAL)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import re
+import zlib
 from pathlib import Path
 
 DELIMITERS = ";\t|,"
@@ -85,7 +86,7 @@ def encoding_problem(path: str | Path) -> tuple[int, int] | None:
         opener = gzip.open if p.suffix.lower() == ".gz" else open
         with opener(p, "rb") as f:
             data = f.read(_SCAN_BYTES)
-    except OSError:
+    except (OSError, EOFError):  # unreadable, or a damaged gzip stream (gzip_damage)
         return None
     try:
         data.decode("utf-8")
@@ -96,8 +97,35 @@ def encoding_problem(path: str | Path) -> tuple[int, int] | None:
     return None
 
 
+def gzip_damage(path: str | Path) -> str | None:
+    """What is wrong with a local ``.gz`` file whose gzip stream cannot be read to its end
+    (truncated by an interrupted copy, or corrupt), or None. Reads the whole file: only called
+    once reading it has failed."""
+    p = Path(path)
+    if not p.is_file() or p.suffix.lower() != ".gz":
+        return None
+    try:
+        with gzip.open(p, "rb") as f:
+            while f.read(1 << 20):
+                pass
+    except EOFError:
+        return "the gzip file is truncated: it ends before its end-of-stream marker"
+    except (OSError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
+        return f"the gzip file is damaged ({exc})"
+    return None
+
+
 def encoding_hint(path: str | Path) -> tuple[str, str] | None:
-    """(problem, hint) when a local file is not UTF-8 text."""
+    """(problem, hint) when a local file cannot be read as text: a damaged gzip stream, or
+    bytes that are not UTF-8. None after a signal stopped the run (the read was interrupted,
+    the file is not at fault)."""
+    from privmob.engine.rundir import interrupted
+
+    if interrupted() is not None:
+        return None
+    damage = gzip_damage(path)
+    if damage is not None:
+        return damage, "copy or download the file again (gzip -t FILE tests a copy)"
     found = encoding_problem(path)
     if found is None:
         return None

@@ -32,8 +32,8 @@ class DuckDBEngine:
         temp_directory: str | os.PathLike[str] | None = None,
         spill_dir: str | os.PathLike[str] | None = None,
     ) -> None:
-        from privmob.engine.buckets import duckdb_memory_limit, parse_memory
-        from privmob.engine.memory import FREED_MEMORY_SETTINGS, limited_settings, process_memory
+        from privmob.engine.buckets import parse_memory
+        from privmob.engine.memory import FREED_MEMORY_SETTINGS, process_memory
         from privmob.engine.rundir import open_run_dir
 
         # the limit caps the whole process: the engine gets what the process does not already
@@ -49,9 +49,7 @@ class DuckDBEngine:
             with contextlib.suppress(duckdb.CatalogException):  # newer than this DuckDB
                 self.con.execute(f"SET {setting} = {value}")
         if self.memory_limit:
-            self.con.execute(f"SET memory_limit = '{duckdb_memory_limit(self.memory_limit)}'")
-            for setting, value in limited_settings(self.memory_limit).items():
-                self.con.execute(f"SET {setting} = {value}")
+            self._limit_to(self.memory_limit)
         if threads:
             self.con.execute(f"SET threads = {int(threads)}")
         # default: this run's private working directory (engine/rundir.py), never a shared one
@@ -71,6 +69,23 @@ class DuckDBEngine:
         # full disk or a lack of memory: those stop the run)
         self.scans_times = SCANS_TIMES
         self.conversion_errors = (duckdb.ConversionException, duckdb.InvalidInputException)
+
+    def _limit_to(self, engine_memory: int) -> None:
+        """DuckDB's limit and settings for ``engine_memory`` bytes of engine memory."""
+        from privmob.engine.buckets import duckdb_memory_limit
+        from privmob.engine.memory import limited_settings
+
+        self.con.execute(f"SET memory_limit = '{duckdb_memory_limit(engine_memory)}'")
+        for setting, value in limited_settings(engine_memory).items():
+            self.con.execute(f"SET {setting} = {value}")
+
+    def reserve(self, nbytes: int) -> None:
+        """Set ``nbytes`` of the process's memory limit aside for the release's own arrays (its
+        dense domain and output table: the plan's estimate); DuckDB and the user buckets then
+        plan within the rest (engine/memory.py). Without a limit, nothing changes."""
+        if self.process_memory is not None:
+            self.memory_limit = self.process_memory.engine_memory(nbytes)
+            self._limit_to(self.memory_limit)
 
     def register(self, name: str, data: Any) -> None:
         if isinstance(data, str | Path):

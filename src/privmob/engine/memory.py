@@ -6,20 +6,31 @@ any record is read. So the engine's working memory is what is left:
 
     available = limit - baseline RSS (measured when the engine starts)
 
-DuckDB's own ``memory_limit`` and the user buckets (:mod:`privmob.engine.buckets`) are planned
-within ``available``. Below :data:`ENGINE_FLOOR` of available memory nothing can run (DuckDB
-needs buffers per thread to read a file): such a limit is refused before the input is read, with
-the minimum for this release (baseline + floor), instead of failing later with a read error.
+The release's own arrays (its dense domain and output table: the plan's estimate) are set aside
+from ``available`` once the plan is known (:meth:`ProcessMemory.engine_memory`); DuckDB's own
+``memory_limit`` and the user buckets (:mod:`privmob.engine.buckets`) are planned within the
+rest. Without a limit, :func:`default_guard` (what the machine and its cgroup have available)
+only refuses a plan that cannot fit. Below :data:`ENGINE_FLOOR` of engine memory nothing can
+run (DuckDB needs buffers per thread to read a file): such a limit is refused before the input
+is read, with the minimum for this release (baseline + domain + floor), instead of failing
+later with a read error.
 """
 
 from __future__ import annotations
 
 import math
-import resource
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
+
 from privmob.errors import ConfigError
+
+try:  # POSIX only (not on Windows)
+    import resource
+except ImportError:  # pragma: no cover - exercised in a subprocess without it
+    resource = None  # type: ignore[assignment]
 
 MB = 10**6
 #: engine working memory below which a release cannot be held to its limit: DuckDB's buffers
@@ -33,23 +44,112 @@ TIGHT = 200 * MB
 
 
 def rss_bytes() -> int:
-    """This process's resident memory now (bytes)."""
-    try:
-        pages = int(Path("/proc/self/statm").read_text().split()[1])
-        return pages * resource.getpagesize()
-    except (OSError, ValueError, IndexError):  # not Linux: the peak is an upper bound
-        return peak_rss_bytes()
+    """This process's resident memory now (bytes), on every platform psutil supports."""
+    return int(psutil.Process().memory_info().rss)
+
+
+def maxrss_bytes(ru_maxrss: int, platform: str | None = None) -> int:
+    """``ru_maxrss`` of :func:`resource.getrusage` / :func:`os.wait4` in bytes: the kernel
+    reports kilobytes on Linux and the BSDs, bytes on macOS."""
+    return int(ru_maxrss) * (1 if (platform or sys.platform) == "darwin" else 1024)
 
 
 def peak_rss_bytes() -> int:
-    """This process's peak resident memory so far (bytes)."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+    """This process's peak resident memory so far (bytes): ``ru_maxrss`` where the platform has
+    :mod:`resource`, else the peak working set psutil reads on Windows, else the resident
+    memory now (a lower bound)."""
+    if resource is not None:
+        return maxrss_bytes(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+    info = psutil.Process().memory_info()
+    return int(getattr(info, "peak_wset", info.rss))
+
+
+#: cgroup v2 and v1 memory limit and usage files, as seen from inside a container (a
+#: Kubernetes or Docker memory limit); privmob.cores reads the CPU quota the same way
+CGROUP_MAX = Path("/sys/fs/cgroup/memory.max")
+CGROUP_CURRENT = Path("/sys/fs/cgroup/memory.current")
+CGROUP_V1_LIMIT = Path("/sys/fs/cgroup/memory/memory.limit_in_bytes")
+CGROUP_V1_USAGE = Path("/sys/fs/cgroup/memory/memory.usage_in_bytes")
+#: a cgroup v1 "limit" at or above this is no limit (the kernel prints a page-rounded 2**63)
+_NO_V1_LIMIT = 2**60
+
+
+def cgroup_memory_left(
+    limit_file: Path = CGROUP_MAX,
+    usage_file: Path = CGROUP_CURRENT,
+    v1_limit: Path = CGROUP_V1_LIMIT,
+    v1_usage: Path = CGROUP_V1_USAGE,
+) -> int | None:
+    """Bytes this process's cgroup may still take (its memory limit minus its usage: v2
+    ``memory.max`` / ``memory.current``, else v1 ``memory.limit_in_bytes`` /
+    ``memory.usage_in_bytes``); None without a limit or off Linux."""
+    for limit_path, usage_path in ((limit_file, usage_file), (v1_limit, v1_usage)):
+        try:
+            text = limit_path.read_text().strip()
+            if text == "max":
+                return None
+            limit = int(text)
+            if limit >= _NO_V1_LIMIT:
+                return None
+            return max(0, limit - int(usage_path.read_text().strip()))
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def available_memory() -> int:
+    """Memory the machine can still give this process (bytes): what the system has available
+    (psutil's ``virtual_memory().available``: free memory plus what the kernel can reclaim),
+    capped by what the process's cgroup (a container's limit) leaves."""
+    free = int(psutil.virtual_memory().available)
+    left = cgroup_memory_left()
+    return free if left is None else min(free, left)
+
+
+def default_guard() -> ProcessMemory:
+    """The memory guard when no ``--memory-limit`` is given: the process may grow by what the
+    machine has available now (:func:`available_memory`) above what it already uses. A release
+    whose planned domain does not fit is refused before any data is read."""
+    rss = rss_bytes()
+    return ProcessMemory(rss + available_memory(), rss)
+
+
+def out_of_memory(exc: BaseException | None) -> bool:
+    """Whether ``exc`` or an exception it was raised from is a lack of memory (Python's
+    :class:`MemoryError`, DuckDB's out-of-memory error, a JVM's ``OutOfMemoryError``), however
+    a layer above worded it."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        text = f"{type(exc).__name__} {exc}".lower().replace(" ", "")
+        if isinstance(exc, MemoryError) or "outofmemory" in text:
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def memory_advice(limit_text: str | None) -> tuple[str, str]:
+    """(message, hint) for a run that ran out of memory under ``--memory-limit limit_text``
+    (None: no limit was given): the limit to try next."""
+    if limit_text:
+        try:
+            from privmob.engine.buckets import parse_memory
+
+            twice = f"{math.ceil(2 * parse_memory(limit_text) / MB)}MB"
+        except ConfigError:
+            twice = "twice that"
+        return (
+            f"the run ran out of memory under --memory-limit {limit_text}",
+            f"give it more memory, e.g. --memory-limit {twice}; the limit sizes the user "
+            "buckets, so a larger limit also means fewer passes",
+        )
+    left = available_memory()
+    return (
+        "the run ran out of memory (no --memory-limit was given)",
+        f"pass --memory-limit {max(1, int(0.8 * left / MB))}MB (80% of the "
+        f"{left / 1e9:.1f} GB this machine has available): privmob then counts in user "
+        "buckets that fit",
+    )
 
 
 @dataclass(frozen=True)
@@ -67,6 +167,22 @@ class ProcessMemory:
     def minimum(self) -> int:
         """The smallest limit this process can run a release under."""
         return self.baseline + ENGINE_FLOOR
+
+    def engine_memory(self, reserved: int = 0) -> int:
+        """What the engine may use once ``reserved`` bytes are set aside for the release's own
+        arrays (its dense domain and output table); a limit that leaves less than
+        :data:`ENGINE_FLOOR` is refused, naming the smallest limit that would do."""
+        left = self.available - reserved
+        if left < ENGINE_FLOOR:
+            need = math.ceil((self.minimum + reserved) / MB)
+            raise ConfigError(
+                f"--memory-limit {self.limit / MB:.0f}MB: the limit is below the minimum of "
+                f"{need} MB for this release",
+                hint=f"the limit caps the whole process: Python and the libraries use "
+                f"{self.baseline / MB:.0f} MB and the release's domain needs about "
+                f"{reserved / MB:.0f} MB; give at least --memory-limit {need}MB",
+            )
+        return left
 
 
 def process_memory(

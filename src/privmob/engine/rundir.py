@@ -25,7 +25,7 @@ import socket
 import stat
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +38,9 @@ from privmob.errors import ConfigError
 RUN_PREFIX = "run-"
 #: the file in a run directory that names its owner process
 OWNER_FILE = "owner.json"
+#: POSIX owners and modes (Linux, macOS); on Windows the per-user temporary directory is
+#: private to its user already and ``os.geteuid`` does not exist
+_POSIX = hasattr(os, "geteuid")
 
 
 def base_dir(parent: str | os.PathLike[str] | None = None) -> Path:
@@ -45,7 +48,7 @@ def base_dir(parent: str | os.PathLike[str] | None = None) -> Path:
     directory), created 0700; refused if it is not a directory owned by this user with no access
     for others (a shared or planted directory would expose the run's records)."""
     root = Path(parent) if parent else Path(tempfile.gettempdir())
-    base = root / f"privmob-{os.geteuid()}"
+    base = root / f"privmob-{_user_id()}"
     try:
         root.mkdir(parents=True, exist_ok=True)
         with contextlib.suppress(FileExistsError):
@@ -61,24 +64,32 @@ def base_dir(parent: str | os.PathLike[str] | None = None) -> Path:
             f"{base} is not a directory (a symbolic link or a file); refusing to put records there",
             hint="remove it, or pass --spill-dir with a private directory",
         )
-    if st.st_uid != os.geteuid():
+    if _POSIX and st.st_uid != os.geteuid():
         raise ConfigError(
             f"{base} belongs to another user (uid {st.st_uid}); refusing to put records there",
             hint="remove it, or pass --spill-dir with a private directory",
         )
-    if st.st_mode & 0o077:
+    if _POSIX and st.st_mode & 0o077:
         os.chmod(base, 0o700)  # ours: close it
     return base
 
 
+def _user_id() -> str:
+    """This user's id for the base directory's name: the effective uid, or on Windows the
+    login name (the base is under the user's own temporary directory there)."""
+    if _POSIX:
+        return str(os.geteuid())
+    import getpass
+
+    return "".join(ch for ch in getpass.getuser() if ch.isalnum() or ch in "-_") or "user"
+
+
 def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # exists, another user's
-    return True
+    """Whether process ``pid`` exists (any user's). psutil, not ``os.kill(pid, 0)``: on
+    Windows signal 0 is CTRL_C_EVENT."""
+    import psutil
+
+    return bool(psutil.pid_exists(pid))
 
 
 def stale_run_dirs(base: Path) -> list[Path]:
@@ -152,17 +163,44 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
     raise SystemExit(128 + signum)
 
 
+#: the signals that stop a run with its directory removed: SIGTERM and SIGINT everywhere,
+#: SIGHUP (the terminal closed) where the platform has it (not on Windows)
+STOP_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGHUP") if hasattr(signal, name)
+)
+
+
+def interrupted() -> int | None:
+    """The signal that stopped this run, if one did (its error is then not the input's)."""
+    return _RECEIVED[0] if _RECEIVED else None
+
+
+def interruption_message(signum: int, charged: bool) -> str:
+    """The one line printed when a signal stopped the run."""
+    name = signal.Signals(signum).name
+    if charged:
+        return (
+            f"privmob: interrupted by {name} after the release was charged to the ledger; "
+            "its working directory was removed (privmob ledger recover completes a staged "
+            "release)"
+        )
+    return (
+        f"privmob: interrupted by {name}; nothing was charged to the ledger and its working "
+        "directory was removed"
+    )
+
+
 @contextmanager
-def exit_on_signal() -> Iterator[None]:
-    """Around a command: when a signal stopped the run, exit with 128 + its number and one line,
-    whatever the unwinding turned it into (DuckDB reports an interrupted query as an error)."""
+def exit_on_signal(charged: Callable[[], bool] = lambda: False) -> Iterator[None]:
+    """Around a command: when a signal stopped the run, exit with 128 + its number and one line
+    (``charged``: whether this process charged the ledger), whatever the unwinding turned it
+    into (DuckDB reports an interrupted query as an error)."""
     try:
         yield
     except BaseException:
         if not _RECEIVED:
             raise
-        name = signal.Signals(_RECEIVED[0]).name
-        print(f"privmob: stopped by {name}; its working directory was removed", file=sys.stderr)
+        print(interruption_message(_RECEIVED[0], charged()), file=sys.stderr)
         raise SystemExit(128 + _RECEIVED[0]) from None
 
 
@@ -190,7 +228,7 @@ def open_run_dir(parent: str | os.PathLike[str] | None = None, *, report: bool =
     _CURRENT = run
     atexit.register(close_run_dir)
     try:
-        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        for sig in STOP_SIGNALS:
             run._previous_handlers[sig] = signal.signal(sig, _on_signal)
     except ValueError:  # not the main thread: signals stay as they are; atexit still cleans
         pass

@@ -88,6 +88,10 @@ def default_ledger_location() -> str | Path:
     return default_ledger_path()
 
 
+#: datasets this process charged (a run stopped by a signal says whether it was charged)
+COMMITTED: list[str] = []
+
+
 def default_ledger_path() -> Path:
     """``$PRIVMOB_LEDGER`` if set, else the user's data directory (XDG):
     ``$XDG_DATA_HOME/privmob/ledger.sqlite`` (``~/.local/share/privmob/ledger.sqlite``), never
@@ -493,6 +497,7 @@ class Ledger(Custody, Audit):
                         "it may or may not have been made",
                         hint=exc.hint,
                     ) from exc
+                COMMITTED.append(dataset)
             except BaseException:
                 if con.in_transaction:
                     con.execute("ROLLBACK")

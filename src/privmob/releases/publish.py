@@ -128,10 +128,9 @@ class Output:
         while not where.exists():
             where = where.parent
         try:
-            st = os.statvfs(where)
+            free = shutil.disk_usage(where).free  # statvfs f_bavail x f_frsize; also Windows
         except OSError:
             return
-        free = st.f_bavail * st.f_frsize
         if free < need:
             _refuse(
                 f"the disk of {where} has {free / 2**20:.1f} MiB free; the release needs "
@@ -370,12 +369,16 @@ def _check_final(final: Path, overwrite: bool, *, folder: bool) -> None:
         _refuse(f"{final} is a folder that is not a privmob release; --overwrite replaces only one")
 
 
+#: do not follow a symbolic link when creating the probe (POSIX; Windows has no such flag)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
 def _probe(directory: Path) -> None:
     """Create, write, fsync and remove a file in ``directory``: the honest test of a place
     (read-only mounts, /proc and ACLs defeat ``os.access``)."""
     probe = directory / f".privmob-probe-{secrets.token_hex(6)}"
     try:
-        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
         try:
             os.write(fd, b"privmob")
             os.fsync(fd)

@@ -64,18 +64,33 @@ class Plan:
     #: more lines said with the plan (the layer files' sizes, set by the session)
     notes: tuple[str, ...] = ()
 
-    def check_memory(self, memory_limit: int | None, baseline: int = 0) -> None:
+    def check_memory(
+        self, memory_limit: int | None, baseline: int = 0, *, guard: bool = False
+    ) -> None:
         """Refuse, with what to change, a plan that would not fit in ``memory_limit`` bytes for
         the whole process, of which ``baseline`` bytes are already in use (Python and the
-        libraries; ``privmob.engine.memory``)."""
+        libraries; ``privmob.engine.memory``). ``guard``: the limit is the default guard (what
+        the machine has available), not a ``--memory-limit``."""
         if memory_limit is None or self.memory_bytes <= memory_limit - baseline:
             return
         used = f" on top of the {baseline / 1e9:.2f} GB the process uses" if baseline else ""
+        over = (
+            f"more than the {memory_limit / 1e9:.2f} GB this machine has available"
+            if guard
+            else f"over the memory limit of {memory_limit / 1e9:.2f} GB"
+        )
+        from privmob.engine.memory import ENGINE_FLOOR
+
+        need = -(-(baseline + self.memory_bytes + ENGINE_FLOOR) // 10**6)  # and the engine's
         raise ConfigError(
             f"this {self.kind} release needs about {self.memory_bytes / 1e9:.2f} GB for "
-            f"{self.cells:,} cells{used}, over the memory limit of {memory_limit / 1e9:.2f} GB",
+            f"{self.cells:,} cells{used}, {over}",
             hint="use a coarser tessellation, fewer periods (a longer bin or a shorter study "
-            "period) or a higher memory limit",
+            + (
+                "period), or free memory on this machine"
+                if guard
+                else f"period) or a memory limit of at least {need}MB"
+            ),
         )
 
     def signal_needed(self) -> str:

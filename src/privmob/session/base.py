@@ -341,14 +341,30 @@ class SessionBase:
                         rel, tess, d, wanted, keep_all=keep, max_bytes=limit, progress=step
                     )
                 )
+        if engine and self._engine is None and self.memory_limit and self._engine_arg == "duckdb":
+            # before the engine starts: a limit too small for this release (its domain
+            # included) is refused naming the minimum that would do
+            import privmob.engine.duckdb  # noqa: F401  (its libraries count, as when it starts)
+            from privmob.engine.memory import ProcessMemory, rss_bytes
+
+            before = ProcessMemory(int(self.memory_limit), rss_bytes())
+            if before.available >= before.minimum - before.baseline:  # the process can start:
+                plan.check_memory(before.limit, baseline=before.baseline)  # the domain alone
+            before.engine_memory(plan.memory_bytes)  # below the minimum: names it
         eng = self.engine if engine else None
         # the plan against what the process leaves of the memory limit, measured by the engine
         # once its libraries are loaded (it refused a limit below its own minimum already)
         mem = getattr(eng, "process_memory", None)
-        if mem is not None:
+        if mem is not None and eng is not None:
             plan.check_memory(mem.limit, baseline=mem.baseline)
+            eng.reserve(plan.memory_bytes)  # the domain's share; the engine: the rest
         elif self.memory_limit is not None:
             plan.check_memory(int(self.memory_limit))
+        else:  # no limit given: the default guard, what the machine has available
+            from privmob.engine.memory import default_guard
+
+            guard = default_guard()
+            plan.check_memory(guard.limit, baseline=guard.baseline, guard=True)
         data = load(self)
         recorded = self._definitions(spec)  # what was counted, in metadata.json
         acct = dataclasses.replace(

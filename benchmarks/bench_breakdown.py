@@ -1,0 +1,195 @@
+"""Benchmark: where privmob's time goes against its floor, step by step, for od-trips,
+population and the report (issue 30: 100M records, CSV and Parquet, NYC taxi zones,
+``--memory-limit 4GB``).
+
+For one release and size, two child processes on the same file (benchmarks/suite.py's data,
+floors and release calls):
+
+* ``floor``: the bare DuckDB query doing the same bounded group-by (``suite.FLOORS``);
+* ``privmob``: the release through its Python API under ``--memory-limit``, each step timed
+  from the release's own progress messages (the ones ``privmob`` prints): reading the
+  tessellation; reading the input (for CSV: parsing it once into a private Parquet file) with
+  its validation, tile assignment and content fingerprint in one aggregate pass; writing the
+  user buckets; each bucket's bounding and counting (one query per bucket); the dense counts;
+  noise; the ledger charge; writing the files. Then, in the same process, a bare scan of the
+  input (``count(*)`` over every column, as text for CSV) as the parsing floor of the first step.
+
+Prints one table per release and size: step, seconds, share of privmob's time, and the ratio to
+the floor; the peak resident memory (VmHWM of the child, psutil / ru_maxrss) against the limit.
+
+    uv run python benchmarks/bench_breakdown.py --releases od-trips --sizes 1e7 --input csv
+    uv run python benchmarks/bench_breakdown.py --sizes 1e8 --input csv parquet   # idle machine
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE / "out"
+sys.path.insert(0, str(HERE))
+from suite import END, EPSILON, START, T, data_for, run_floor  # noqa: E402
+
+RELEASES = ("od-trips", "population", "report")
+
+
+class Recorder:
+    """A progress callback that timestamps each step; ``steps()`` gives (step, seconds)."""
+
+    def __init__(self) -> None:
+        self.marks: list[tuple[str, float]] = []
+
+    def __call__(self, message: str) -> None:
+        self.marks.append((message, time.perf_counter()))
+
+    def timed(self, name: str, fn: Callable[[], Any]) -> Any:
+        self(name)
+        return fn()
+
+    def steps(self, end: float) -> list[tuple[str, float]]:
+        out = []
+        for (name, t0), (_, t1) in zip(self.marks, [*self.marks[1:], ("", end)], strict=True):
+            out.append((name, t1 - t0))
+        return out
+
+
+def _release(release: str, path: str, cells: str, tess_path: str, eng: Any, rec: Recorder) -> None:
+    from privmob.data.tessellation_input import load_tessellation
+    from privmob.privacy.ledger import Ledger
+    from privmob.releases.base import Accountant, write_release
+
+    with tempfile.TemporaryDirectory() as tmp:
+        acct = Accountant(Ledger(Path(tmp) / "l.sqlite"), "bench", budget=1e6)
+        tess = rec.timed("reading the tessellation", lambda: load_tessellation(tess_path))
+        reading = "reading, parsing, validating, tiles and fingerprint (one pass)"
+        if release == "od-trips":
+            from privmob.domain import StudyPeriod
+            from privmob.prepare.inputs import load_trips_any
+            from privmob.releases.od import od_matrix
+
+            trips = rec.timed(reading, lambda: load_trips_any(
+                path, engine=eng, tessellation=tess, shape="trips"))  # fmt: skip
+            rel = od_matrix(trips, tessellation=tess, epsilon=EPSILON, accountant=acct,
+                            max_trips=T, period=StudyPeriod(), step=rec)  # fmt: skip
+            rec("writing the files")
+            write_release(rel, Path(tmp) / "out")
+        elif release == "population":
+            from privmob.data import load_events
+            from privmob.releases.population import population_counts
+
+            events = rec.timed(reading, lambda: load_events(
+                path, engine=eng, tessellation=tess, cells=cells or None))  # fmt: skip
+            rel = population_counts(events, tessellation=tess, epsilon=EPSILON,
+                                    accountant=acct, step=rec)  # fmt: skip
+            rec("writing the files")
+            write_release(rel, Path(tmp) / "out")
+        else:
+            from privmob.data.sources import load_trip_points
+            from privmob.releases.report import ReportConfig, Tiles, mobility_report
+            from privmob.render.report_files import write_report
+
+            points = rec.timed(reading, lambda: load_trip_points(
+                path, engine=eng, tessellation=tess))  # fmt: skip
+            cfg = ReportConfig.build(epsilon=EPSILON, max_trips=T, period=(START, END))
+            rep = mobility_report(eng, points, Tiles.from_tessellation(tess), cfg, acct,
+                                  progress=rec)  # fmt: skip
+            rec("writing the files")
+            write_report(rep, Path(tmp) / "report.html")
+
+
+def child_privmob(release: str, path: str, cells: str, tess_path: str, limit: str) -> dict:
+    import duckdb
+
+    import privmob.data.tessellation_input  # noqa: F401  (the floor imports these too)
+    from privmob.engine import make_engine
+    from privmob.engine.memory import peak_rss_bytes
+
+    t0 = time.perf_counter()
+    rec = Recorder()
+    eng = rec.timed("starting the engine", lambda: make_engine("duckdb", memory_limit=limit))
+    _release(release, path, cells, tess_path, eng, rec)
+    end = time.perf_counter()
+    eng.close()
+    scan = "read_csv('{}', all_varchar = true)" if path.endswith(".csv") else "'{}'"
+    s0 = time.perf_counter()
+    duckdb.sql(f"SELECT count(*) FROM (SELECT * FROM {scan.format(path)})").fetchall()
+    return {
+        "seconds": end - t0,
+        "steps": rec.steps(end),
+        "scan_seconds": time.perf_counter() - s0,
+        "peak": peak_rss_bytes(),
+    }
+
+
+def run_child(*args: str) -> dict:
+    res = subprocess.run(
+        [sys.executable, __file__, "--child", *args], capture_output=True, text=True, check=False
+    )
+    if res.returncode:
+        return {"error": " / ".join(res.stderr.strip().splitlines()[-3:])[:300]}
+    return dict(json.loads(res.stdout.strip().splitlines()[-1]))
+
+
+def merge(steps: list[list[Any]]) -> list[tuple[str, float, int]]:
+    """Steps with the same kind (each user bucket, ...) summed: (step, seconds, times)."""
+    out: dict[str, list[float]] = {}
+    for name, seconds in steps:
+        key = name.split(": user bucket")[0] + (": user buckets" if "user bucket " in name else "")
+        out.setdefault(key, []).append(seconds)
+    return [(k, sum(v), len(v)) for k, v in out.items()]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--releases", nargs="+", default=list(RELEASES), choices=RELEASES)
+    ap.add_argument("--sizes", type=float, nargs="+", default=[1e7])
+    ap.add_argument("--input", nargs="+", default=["csv"], choices=("csv", "parquet"))
+    ap.add_argument("--tessellation", default="taxi-zones", choices=("grid", "taxi-zones"))
+    ap.add_argument("--memory-limit", default="4GB")
+    ap.add_argument("--child", nargs="+")
+    a = ap.parse_args()
+    if a.child:
+        kind, *rest = a.child
+        if kind == "floor":
+            print(json.dumps(run_floor(*rest)))
+        else:
+            print(json.dumps(child_privmob(*rest)))
+        return
+    from privmob.engine.buckets import parse_memory
+
+    for release in a.releases:
+        for n in (int(x) for x in a.sizes):
+            for fmt in a.input:
+                path, cells, tess = data_for(release, n, OUT, a.tessellation, fmt)
+                common = (release, str(path), str(cells or ""), str(tess))
+                floor = run_child("floor", *common)
+                run = run_child("privmob", *common, a.memory_limit)
+                print(f"\n{release}, {n:,} records, {fmt}, {a.tessellation}, "
+                      f"--memory-limit {a.memory_limit}")  # fmt: skip
+                if "error" in run or "error" in floor:
+                    print(f"  failed: {run.get('error') or floor.get('error')}")
+                    continue
+                total, fl = float(run["seconds"]), float(floor["seconds"])
+                print(f"  {'step':<66} {'seconds':>8} {'share':>6}")
+                for name, secs, times in merge(run["steps"]):
+                    label = name if times == 1 else f"{name} (x{times})"
+                    print(f"  {label[:66]:<66} {secs:>8.1f} {secs / total:>6.0%}")
+                print(f"  {'privmob, whole release':<66} {total:>8.1f}")
+                print(f"  {'floor (bare bounded group-by)':<66} {fl:>8.1f}  ratio {total / fl:.2f}")
+                print(f"  {'bare scan of the input (parsing floor of the first step)':<66} "
+                      f"{float(run['scan_seconds']):>8.1f}")  # fmt: skip
+                peak = float(run["peak"])
+                print(f"  peak {peak / 1e9:.2f} GB = {peak / parse_memory(a.memory_limit):.2f} "
+                      "x the limit")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
