@@ -54,9 +54,37 @@ def python_blocks(path: Path) -> list[str]:
     return BLOCK.findall(path.read_text())
 
 
+#: sections whose blocks run in a test of their own, in the environment they need (a key folder,
+#: a private PostgreSQL server): (page, heading) -> that test
+OWN_RUNNERS = {
+    ("operations.md", "## Keys, roles and a team ledger"): "test_operations_ledger_bash.py",
+    ("operations.md", "## A team ledger on PostgreSQL"): "test_operations_postgres_bash.py",
+}
+
+
+def _own_sections(path: Path, text: str) -> list[tuple[int, int]]:
+    """The spans of ``path``'s sections that :data:`OWN_RUNNERS` run."""
+    spans = []
+    for (page, heading), runner in OWN_RUNNERS.items():
+        if path.name != page or heading not in text:
+            continue
+        assert (Path(__file__).parent / runner).exists(), runner
+        start = text.index(heading)
+        end = text.find("\n## ", start + len(heading))
+        spans.append((start, end if end > 0 else len(text)))
+    return spans
+
+
 def blocks(path: Path) -> list[tuple[str, str, str | None]]:
-    """(language, code, no-run reason or None) of each python and bash block, in order."""
-    return [(lang, code, why) for why, lang, code in ANY_BLOCK.findall(path.read_text())]
+    """(language, code, no-run reason or None) of each python and bash block, in order (those of
+    sections with a runner of their own, :data:`OWN_RUNNERS`, left to it)."""
+    text = path.read_text()
+    spans = _own_sections(path, text)
+    return [
+        (m.group(2), m.group(3), m.group(1))
+        for m in ANY_BLOCK.finditer(text)
+        if not any(a <= m.start() < b for a, b in spans)
+    ]
 
 
 def test_block_extraction() -> None:

@@ -63,8 +63,17 @@ SPARK_CASES = {
 }
 CASES.update(SPARK_CASES)
 
-#: metadata keys that change from run to run (or name the throw-away ledger)
-VOLATILE = ("created_at", "software", "ledger.id", "ledger.entry_ids", "ledger_head")
+#: metadata keys that change from run to run (or name the throw-away ledger: its head's hash is a
+#: commitment with a random nonce, its root the ledger's own custodian key)
+VOLATILE = (
+    "created_at",
+    "software",
+    "ledger.id",
+    "ledger.entry_ids",
+    "ledger_head",
+    "ledger.head.hash",
+    "ledger.head.root",
+)
 VOLATILE_ENTRY_KEYS = ("id", "created_at", "time", "user", "host", "output_dir", "hash")
 
 
