@@ -219,7 +219,7 @@ def test_analyst_cannot_create_the_ledger(pg_cluster, pg_url):
     with pytest.raises(ConfigError, match="no privmob ledger"):
         Ledger(_as(pg_url, "bob"), create=False)
     r = _cli("ledger", "show", "--ledger", _as(pg_url, "bob"))
-    assert r.returncode != 0 and "Traceback" not in r.stderr
+    assert r.returncode == 2 and "Traceback" not in r.stderr and "no privmob ledger" in r.stderr
 
 
 def test_export_import_sqlite_to_postgresql_and_back(tmp_path, pg_url, pg_cluster):
