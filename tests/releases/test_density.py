@@ -384,7 +384,8 @@ def test_density_inputs_read_the_cells_once_with_the_same_sites(tmp_path) -> Non
     towers = small.towers.copy()
     towers.loc[len(towers)] = {**towers.iloc[0].to_dict(), "cell_id": 999_999}  # same place
     events = small.events[["uid", "time", "cell_id"]].rename(columns={"time": "datetime"})
-    events.loc[len(events)] = {"uid": 1, "datetime": events["datetime"].iloc[0], "cell_id": 5}
+    extra = pd.DataFrame({"uid": [1], "datetime": [events["datetime"].iloc[0]], "cell_id": [5]})
+    events = pd.concat([events, extra], ignore_index=True)  # (pandas 2.1: no .loc append of times)
     events.loc[events.index[:3], "cell_id"] = 999_999
     cells_csv, events_csv, zones = tmp_path / "c.csv", tmp_path / "e.csv", tmp_path / "z.geojson"
     towers.to_csv(cells_csv, index=False)
