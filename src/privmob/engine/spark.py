@@ -268,7 +268,8 @@ class SparkEngine:
         try:
             if stripped[:9].upper() == "DESCRIBE ":
                 return self._describe(stripped[9:])
-            return self._df(sql).toPandas()
+            frame: pd.DataFrame = self._df(sql).toPandas()
+            return frame
         except Exception as exc:  # Py4J wraps the JVM's error: keep its innermost message
             raise SparkQueryError(spark_error_message(exc)) from exc
 

@@ -60,7 +60,7 @@ def dct(series: np.ndarray) -> np.ndarray:
     n = x.shape[-1]
     v = np.concatenate([x[..., ::2], x[..., 1::2][..., ::-1]], axis=-1)
     k = np.arange(n)
-    out = (np.fft.fft(v, axis=-1) * np.exp(-1j * np.pi * k / (2 * n))).real
+    out: np.ndarray = (np.fft.fft(v, axis=-1) * np.exp(-1j * np.pi * k / (2 * n))).real
     out *= math.sqrt(2.0 / n)
     out[..., 0] /= math.sqrt(2.0)
     return out
@@ -110,7 +110,8 @@ def tail_energy(coefficients: np.ndarray) -> np.ndarray:
     per_index = (f * f).sum(axis=0)  # energy of coefficient i over the stack
     # dropped(k) = sum_{i >= k} per_index[i], k = 1..n
     dropped = np.concatenate([np.cumsum(per_index[::-1])[::-1][1:], [0.0]])
-    return np.sqrt(np.maximum(dropped, 0.0))
+    tail: np.ndarray = np.sqrt(np.maximum(dropped, 0.0))
+    return tail
 
 
 def gaussian_sigma(epsilon: float, delta: float, l2_sensitivity: float) -> float:
@@ -141,7 +142,8 @@ def selection_scores(
         d21 = mixed_sensitivity if mixed_sensitivity is not None else l2_sensitivity
         # E||Laplace(b) on m*k coefficients||_2 ~ sqrt(2 m k) b, b = sqrt(k) d21 / (eps/2)
         noise_norm = math.sqrt(2.0 * m) * ks * d21 / (epsilon / 2.0)
-    return -(tail_energy(f) + noise_norm)
+    score: np.ndarray = -(tail_energy(f) + noise_norm)
+    return score
 
 
 def _check(epsilon: float, delta: float, l2: float, mixed: float | None) -> None:

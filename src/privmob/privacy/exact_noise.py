@@ -182,7 +182,8 @@ def geometric(n: int, scale: float) -> np.ndarray:
 
 def discrete_laplace(n: int, scale: float) -> np.ndarray:
     """``n`` iid draws with ``P(z) ∝ exp(-|z|/scale)``, exact (difference of two geometrics)."""
-    return geometric(n, scale) - geometric(n, scale)
+    diff: np.ndarray = geometric(n, scale) - geometric(n, scale)
+    return diff
 
 
 def _gaussian_accept(y: np.ndarray, sigma: float, t: int) -> np.ndarray:
@@ -198,7 +199,7 @@ def _gaussian_accept(y: np.ndarray, sigma: float, t: int) -> np.ndarray:
     p_low = e * (1.0 - ETA_BERNOULLI)
     p_high = e * (1.0 + ETA_BERNOULLI) + TINY
     fast = a <= GAUSS_TAIL * sigma
-    accept = fast & (hi <= p_low)
+    accept: np.ndarray = fast & (hi <= p_low)
     reject = fast & (lo >= p_high)
     bad = np.flatnonzero(~(accept | reject))
     if bad.size:

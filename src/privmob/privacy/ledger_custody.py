@@ -85,7 +85,8 @@ class Custody:
         with self._connect() as con:
             ring = trust.key_ring(con, self.ledger_id)
             links, _ = trust.records(con, self.ledger_id, ring, "dataset_links")
-        return links.get(a, {}).get("family", a) == links.get(b, {}).get("family", b)
+        same: bool = links.get(a, {}).get("family", a) == links.get(b, {}).get("family", b)
+        return same
 
     def approved_same_data(self, dataset: str) -> bool:
         """True when the custodian approved (signed) releases of data another dataset holds

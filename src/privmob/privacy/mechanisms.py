@@ -58,12 +58,12 @@ class Noise:
             if r.for_publication:
                 return samplers.secure_discrete_laplace(values, self.scale)
             noise = samplers.seeded_discrete_laplace(r.generator, values.size, self.scale)
-            return values.astype(np.int64) + noise.reshape(values.shape)
+            return np.asarray(values.astype(np.int64) + noise.reshape(values.shape))
         if self.kind is NoiseKind.DISCRETE_GAUSSIAN:
             if r.for_publication:
                 return samplers.secure_discrete_gaussian(values, self.scale)
             noise = samplers.seeded_discrete_gaussian(r.generator, values.size, self.scale)
-            return values.astype(np.int64) + noise.reshape(values.shape)
+            return np.asarray(values.astype(np.int64) + noise.reshape(values.shape))
         # laplace-rounded: continuous Laplace, then round half up (seed 003 step 4)
         if r.for_publication:
             noisy = samplers.secure_laplace(values, self.scale)
@@ -95,7 +95,8 @@ class Noise:
         def add(values: np.ndarray) -> np.ndarray:
             values = self._check(values, size)
             # integer counts: values + round(z) = round(values + z) for laplace-rounded too
-            return values.astype(np.int64) + pending.result().reshape(values.shape)
+            out: np.ndarray = values.astype(np.int64) + pending.result().reshape(values.shape)
+            return out
 
         return add
 

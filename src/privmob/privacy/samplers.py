@@ -146,7 +146,8 @@ def _secure_integer_noise(
     if backend not in ("numpy", "opendp"):
         raise ValueError(f"unknown noise backend {backend!r} (use 'numpy' or 'opendp')")
     if backend == "numpy" and exact_noise.fast_path_supports(scale):
-        return (flat + exact_noise.sample(kind, flat.size, scale)).reshape(np.shape(values))
+        noisy: np.ndarray = flat + exact_noise.sample(kind, flat.size, scale)
+        return noisy.reshape(np.shape(values))
     return _chunked(_int_measurement(kind, scale), flat, np.int64).reshape(np.shape(values))
 
 

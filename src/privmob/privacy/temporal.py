@@ -66,7 +66,8 @@ def transition_matrix(matrix: object, *, name: str = "transition matrix") -> np.
             f"{name}: row {int(bad[0])} sums to {sums[bad[0]]:.6g}, not 1",
             hint="rows are conditional distributions P(next state | current state)",
         )
-    return p / sums[:, None]
+    out: np.ndarray = p / sums[:, None]
+    return out
 
 
 def pair_loss(q: np.ndarray, d: np.ndarray, alpha: float) -> float:
@@ -158,7 +159,8 @@ def temporal_loss(
     eps = _budgets(epsilons)
     pb = None if backward is None else transition_matrix(backward, name="backward matrix")
     pf = None if forward is None else transition_matrix(forward, name="forward matrix")
-    return _backward(pb, eps) + _forward(pf, eps) - eps
+    tpl: np.ndarray = _backward(pb, eps) + _forward(pf, eps) - eps
+    return tpl
 
 
 def user_level_loss(epsilons: Budgets) -> np.ndarray:

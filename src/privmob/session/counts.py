@@ -60,7 +60,8 @@ class SessionCounts(SessionBase):
     ) -> Plan:
         """The plan of :meth:`counts` (reads no data, charges nothing)."""
         spec = self._count_spec(kind, epsilon, by, records, max_records, noise, delta, period)
-        return spec.plan()
+        plan: Plan = spec.plan()
+        return plan
 
     def counts(
         self,
