@@ -132,7 +132,11 @@ class Accountant:
                 self.dataset,
                 parts,
                 kind=release.kind,
-                params={"params": release.params, "bounds": release.bounds, "noise": release.noise},
+                params={
+                    "params": release.params,
+                    "bounds": release.bounds.to_json(),
+                    "noise": release.noise.to_json(),
+                },
                 group_size=self.group_size,
                 for_publication=release.for_publication,
                 input_fingerprint=self.input_fingerprint,

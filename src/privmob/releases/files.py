@@ -26,7 +26,8 @@ def write_tables(release: Release, out: Path) -> list[Path]:
 def write_metadata_file(release: Release, out: Path) -> list[Path]:
     """``metadata.json`` of ``release`` (its cost, parameters and ledger entries) in ``out``."""
     meta = out / "metadata.json"
-    meta.write_text(json.dumps(release.metadata(), indent=2, default=json_default) + "\n")
+    doc = release.typed_metadata().to_json()
+    meta.write_text(json.dumps(doc, indent=2, default=json_default) + "\n")
     return [meta]
 
 

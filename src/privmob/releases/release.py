@@ -5,84 +5,132 @@ rendered from releases, never from raw data (``releases/files.py``, ``releases/p
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import pandas as pd
 
 from privmob import __version__
-from privmob.errors import ConfigError
 from privmob.privacy.costs import Cost, Unit
 from privmob.privacy.ledger_entries import Entry
-
-NOT_FOR_PUBLICATION = (
-    "NOT FOR PUBLICATION: made with a fixed seed for testing; the noise is predictable and "
-    "gives no privacy"
+from privmob.releases.metadata import (
+    Bounds,
+    Definitions,
+    NoiseDescription,
+    Provenance,
+    PublicDomain,
+    ReleaseMetadata,
 )
 
 
-@dataclass
+@dataclass(init=False)
 class Release:
     """One published output together with its privacy cost and parameters.
 
-    ``tables`` hold only noisy, post-processed values over the public domain.
+    ``tables`` hold only noisy, post-processed values over the public domain. ``bounds``,
+    ``noise`` and ``domain`` are typed values (:mod:`privmob.releases.metadata`); a kind may
+    hand them in as dictionaries of their ``metadata.json`` keys, converted here.
     """
 
     kind: str
     cost: Cost
     unit: Unit
-    bounds: dict[str, Any]
-    noise: dict[str, Any]
+    bounds: Bounds
+    noise: NoiseDescription
     params: dict[str, Any]
-    domain: dict[str, Any]
+    domain: PublicDomain
     tables: dict[str, pd.DataFrame]
-    for_publication: bool = True
+    for_publication: bool
     #: why a release is not for publication, when not the seed (e.g. a domain read from data)
-    publication_note: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    publication_note: str | None
+    #: what a kind adds at the top level of metadata.json (``test_mode`` is added here too)
+    extra: dict[str, Any]
     #: how the cost splits into ledger entries (e.g. one per period); default: one entry
-    cost_parts: list[tuple[str, Cost]] = field(default_factory=list)
-    ledger_entry: Entry | None = None
-    ledger_entries: list[Entry] = field(default_factory=list)
+    cost_parts: list[tuple[str, Cost]]
+    ledger_entry: Entry | None
+    ledger_entries: list[Entry]
     #: the identity of the ledger that was charged (a random id created with the ledger)
-    ledger_id: str | None = None
-    created_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
-    software_version: str = __version__
+    ledger_id: str | None
+    created_at: str
+    software_version: str
+    #: what was counted (set before the charge; a ``definitions`` dict in ``extra`` is read
+    #: as the same while the session records it there)
+    definitions: Definitions | None
+
+    def __init__(
+        self,
+        kind: str,
+        cost: Cost,
+        unit: Unit,
+        bounds: Bounds | Mapping[str, Any],
+        noise: NoiseDescription | Mapping[str, Any],
+        params: dict[str, Any],
+        domain: PublicDomain | Mapping[str, Any],
+        tables: dict[str, pd.DataFrame],
+        for_publication: bool = True,
+        publication_note: str | None = None,
+        extra: dict[str, Any] | None = None,
+        cost_parts: list[tuple[str, Cost]] | None = None,
+        ledger_entry: Entry | None = None,
+        ledger_entries: list[Entry] | None = None,
+        ledger_id: str | None = None,
+        created_at: str | None = None,
+        software_version: str = __version__,
+        definitions: Definitions | None = None,
+    ) -> None:
+        self.kind = kind
+        self.cost = cost
+        self.unit = unit
+        self.bounds = Bounds.of(bounds)
+        self.noise = NoiseDescription.of(noise)
+        self.params = params
+        self.domain = PublicDomain.of(domain)
+        self.tables = tables
+        self.for_publication = for_publication
+        self.publication_note = publication_note
+        self.extra = {} if extra is None else extra
+        self.cost_parts = [] if cost_parts is None else cost_parts
+        self.ledger_entry = ledger_entry
+        self.ledger_entries = [] if ledger_entries is None else ledger_entries
+        self.ledger_id = ledger_id
+        self.created_at = datetime.now(UTC).isoformat() if created_at is None else created_at
+        self.software_version = software_version
+        self.definitions = definitions
 
     @property
     def table(self) -> pd.DataFrame:
         """The main table (the first one)."""
         return next(iter(self.tables.values()))
 
+    def typed_metadata(self) -> ReleaseMetadata:
+        """What ``metadata.json`` says of this release, as a typed value."""
+        extra = dict(self.extra)
+        recorded = extra.pop("definitions", None)
+        definitions = self.definitions
+        if definitions is None and recorded is not None:
+            definitions = Definitions.of(recorded)
+        return ReleaseMetadata(
+            kind=self.kind,
+            unit=self.unit,
+            cost=self.cost,
+            bounds=self.bounds,
+            noise=self.noise,
+            params=self.params,
+            domain=self.domain,
+            provenance=Provenance(
+                software_version=self.software_version,
+                created_at=self.created_at,
+                for_publication=self.for_publication,
+                warning=None if self.for_publication else self.publication_note,
+                ledger_id=self.ledger_id,
+                ledger_entries=tuple(self.ledger_entries),
+            ),
+            definitions=definitions,
+            extra=extra,
+        )
+
     def metadata(self) -> dict[str, Any]:
-        meta: dict[str, Any] = {
-            "kind": self.kind,
-            "privacy": {
-                "unit": self.unit.value,
-                "cost": self.cost.to_dict(),
-                "bounds": self.bounds,
-                "noise": self.noise,
-            },
-            "params": self.params,
-            "domain": self.domain,
-            "for_publication": self.for_publication,
-            "software": {"name": "privmob", "version": self.software_version},
-            "created_at": self.created_at,
-            "ledger_entries": [e.to_dict() for e in self.ledger_entries],
-        }
-        if self.ledger_id is not None:
-            meta["ledger"] = {
-                "id": self.ledger_id,
-                "entry_ids": [e.id for e in self.ledger_entries],
-            }
-            if self.ledger_entries and self.ledger_entries[-1].head:
-                # the ledger head after this charge: truncation shows to whoever holds this
-                meta["ledger"]["head"] = self.ledger_entries[-1].head
-        clash = set(self.extra) & (set(meta) | {"warning"})
-        if clash:  # a release's extras must never overwrite its cost, unit or seed stamp
-            raise ConfigError(f"release extras may not replace {sorted(clash)}")
-        meta.update(self.extra)
-        if not self.for_publication:
-            meta["warning"] = self.publication_note or NOT_FOR_PUBLICATION
-        return meta
+        """The ``metadata.json`` document (:meth:`ReleaseMetadata.to_json`)."""
+        return self.typed_metadata().to_json()

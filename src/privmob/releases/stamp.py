@@ -37,7 +37,7 @@ def stamp(release: Any) -> dict[str, str]:
         "privmob.version": str(release.software_version),
     }
     if not release.for_publication:
-        meta[WARNING_KEY] = str(release.metadata().get("warning", ""))
+        meta[WARNING_KEY] = str(release.typed_metadata().provenance.warning or "")
     return meta
 
 
@@ -49,7 +49,7 @@ def json_stamp(release: Any) -> dict[str, Any]:
         "for_publication": release.for_publication,
     }
     if not release.for_publication:
-        out["warning"] = str(release.metadata().get("warning", ""))
+        out["warning"] = str(release.typed_metadata().provenance.warning or "")
     return out
 
 
