@@ -8,38 +8,24 @@ notebooks. Everything here reads only the released (noisy) tables and the public
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from privmob.privacy.costs import Cost, Unit
+from privmob.releases.metadata import ReleaseMetadata as ReleaseMetadata
 
-
-@dataclass(frozen=True)
-class ReleaseMetadata:
-    """What a release protects and how: the fields of its ``metadata.json``, typed."""
-
-    kind: str
-    unit: Unit
-    bounds: dict[str, Any]
-    cost: Cost
-    noise: dict[str, Any]
-    domain: dict[str, Any]
-    params: dict[str, Any]
-    for_publication: bool
-
-    @property
-    def margin_of_error_95(self) -> float | None:
-        value = self.noise.get("margin_of_error_95")
-        return None if value is None else float(value)
+if TYPE_CHECKING:
+    from privmob.data.tessellation import Tessellation
+    from privmob.releases.release import Release
 
 
 class ReleaseResult:
     """A charged release and the public tessellation it was counted over."""
 
-    def __init__(self, release: Any, tessellation: Any, written: list[Path] | None = None) -> None:
+    def __init__(
+        self, release: Release, tessellation: Tessellation | None, written: list[Path] | None = None
+    ) -> None:
         self.release = release
         self.tessellation = tessellation
         #: the files published with the release (when it was given an output)
@@ -55,17 +41,8 @@ class ReleaseResult:
 
     @property
     def metadata(self) -> ReleaseMetadata:
-        r = self.release
-        return ReleaseMetadata(
-            kind=r.kind,
-            unit=r.unit,
-            bounds=dict(r.bounds),
-            cost=r.cost,
-            noise=dict(r.noise),
-            domain=dict(r.domain),
-            params=dict(r.params),
-            for_publication=bool(r.for_publication),
-        )
+        """What the release protects and how (its ``metadata.json``, typed)."""
+        return self.release.typed_metadata()
 
     def to_pandas(self) -> pd.DataFrame:
         """The main table in long form (a copy)."""
@@ -78,8 +55,11 @@ class ReleaseResult:
         as the tiles' polygons with their noisy values, 95% margins and ``below_margin``
         flags. OD flows: only those above the noise floor unless ``all_flows`` (every non-zero
         cell). Raises :class:`~privmob.errors.ConfigError` for a release without tiles."""
+        from privmob.errors import ConfigError
         from privmob.render.layers import release_layer
 
+        if self.tessellation is None:
+            raise ConfigError(f"a {self.kind} release counted without tiles has no map layer")
         return release_layer(self.release, self.tessellation, keep_all=all_flows)
 
     def write(self, folder: str | Path, *, overwrite: bool = False) -> list[Path]:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -71,12 +71,15 @@ from privmob.engine.base import Engine
 from privmob.engine.relation import Loaded, new_name
 from privmob.errors import ConfigError, InputError
 
+if TYPE_CHECKING:
+    from privmob.data.tessellation import Tiling
+
 
 def load_events(
     source: Any,
     *,
     engine: Engine,
-    tessellation: Any,
+    tessellation: Tiling,
     cells: Any = None,
     columns: Mapping[str, str] | None = None,
     cell_columns: Mapping[str, str] | None = None,
@@ -189,7 +192,7 @@ class CellsTable:
 
 
 def load_cells_table(
-    cells: Any, *, engine: Engine, tessellation: Any, columns: Mapping[str, str] | None = None
+    cells: Any, *, engine: Engine, tessellation: Tiling, columns: Mapping[str, str] | None = None
 ) -> CellsTable:
     """Cells (towers) ``cell_id, lat, lng``, validated, their tiles assigned by
     ``tessellation`` (one ``assign`` call on every cell's position, in the table's order)."""
@@ -197,7 +200,7 @@ def load_cells_table(
 
 
 def load_cells(
-    cells: Any, *, engine: Engine, tessellation: Any, columns: Mapping[str, str] | None = None
+    cells: Any, *, engine: Engine, tessellation: Tiling, columns: Mapping[str, str] | None = None
 ) -> str:
     """Cells (towers) ``cell_id, lat, lng`` → view ``cell_key (VARCHAR), lat, lng, cell_int,
     tile`` (``cell_int``: the id as BIGINT when the id column is an integer type, else NULL)."""
@@ -205,7 +208,7 @@ def load_cells(
 
 
 def _cells_table(
-    cells: Any, engine: Engine, tessellation: Any, columns: Mapping[str, str] | None
+    cells: Any, engine: Engine, tessellation: Tiling, columns: Mapping[str, str] | None
 ) -> tuple[str, bool]:
     """:func:`load_cells`' view, and whether every cell has an integer key (known from the
     cells fetched, without another query: on Spark a job of its own)."""
@@ -257,7 +260,7 @@ def load_trip_points(
     source: Any,
     *,
     engine: Engine,
-    tessellation: Any,
+    tessellation: Tiling,
     columns: Mapping[str, str] | None = None,
     timezone: str = "UTC",
     delimiter: str | None = None,
@@ -405,7 +408,7 @@ def load_trips(
     source: Any,
     *,
     engine: Engine,
-    tessellation: Any,
+    tessellation: Tiling,
     columns: Mapping[str, str] | None = None,
     timezone: str = "UTC",
     delimiter: str | None = None,

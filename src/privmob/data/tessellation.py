@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import geopandas as gpd
 import numpy as np
@@ -54,6 +54,18 @@ def local_metric_crs(bounds: tuple[float, float, float, float] | np.ndarray) -> 
     ``estimate_utm_crs`` costs 0.12-0.23 s per call idle)."""
     x0, y0, x1, y1 = (float(v) for v in bounds)
     return f"+proj=laea +lat_0={(y0 + y1) / 2} +lon_0={(x0 + x1) / 2} +datum=WGS84 +units=m"
+
+
+class Tiling(Protocol):
+    """What a loader assigns records to tile indexes with (its ``tessellation`` argument): a
+    :class:`Tessellation`, or another public tiling such as the density release's tower sites.
+    What only a :class:`Tessellation` has (``tile_ids`` for an input with a tile-id column,
+    ``grid`` for grid arithmetic, ``fingerprint``) is asked for where it is needed
+    (:mod:`privmob.data.tile_assignment`)."""
+
+    def assign(self, lng: np.ndarray, lat: np.ndarray) -> np.ndarray:
+        """The tile index (int32) of each point; -1 outside every tile."""
+        ...
 
 
 class Tessellation:

@@ -4,7 +4,8 @@ polygon / grid arithmetic in the engine."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -12,21 +13,40 @@ import pyarrow as pa
 from privmob.data.reading import INTEGER_TYPES, NUMERIC_TIME_TYPES, ident
 from privmob.engine.base import Engine
 from privmob.engine.relation import new_name
+from privmob.errors import ConfigError
+
+if TYPE_CHECKING:
+    from privmob.data.tessellation import Tiling
 
 
-def tiles_fingerprint(tessellation: Any) -> str | None:
-    return getattr(tessellation, "fingerprint", None)
+def tiles_fingerprint(tessellation: Tiling) -> str | None:
+    """The tessellation's fingerprint (``None`` for a tiling without one: tower sites)."""
+    fingerprint: str | None = getattr(tessellation, "fingerprint", None)
+    return fingerprint
+
+
+def tile_ids_of(tessellation: Tiling) -> Sequence[Any]:
+    """The tile ids of a :class:`~privmob.data.tessellation.Tessellation` (index order); a
+    tiling without ids cannot read a tile-id column."""
+    ids: Sequence[Any] | None = getattr(tessellation, "tile_ids", None)
+    if ids is None:
+        raise ConfigError(
+            f"{type(tessellation).__name__} has no tile ids: an input with a tile-id column "
+            "needs a tessellation",
+            hint="load the zones with privmob.data.tessellation_input.load_tessellation",
+        )
+    return ids
 
 
 def tile_index(
-    engine: Engine, tessellation: Any, column: str, coltype: str, alias: str
+    engine: Engine, tessellation: Tiling, column: str, coltype: str, alias: str
 ) -> tuple[str, str]:
     """SQL mapping a tile-id column to the tile index (-1 if unknown): (expression, join).
 
     Integer ids forming a contiguous range map arithmetically (no join); other integer ids
     join on BIGINT; anything else joins on the id's text.
     """
-    ids = list(tessellation.tile_ids)
+    ids = list(tile_ids_of(tessellation))
     int_ids = all(isinstance(t, int | np.integer) for t in ids)
     col = f"e.{ident(column)}"
     if int_ids and coltype in INTEGER_TYPES:
@@ -109,7 +129,7 @@ def grid_tiles_sql(grid: Any, relation: str, lng: str, lat: str, dialect: Any) -
     )
 
 
-def coordinate_tiles_sql(engine: Engine, tessellation: Any, parsed_view: str) -> tuple[str, str]:
+def coordinate_tiles_sql(engine: Engine, tessellation: Tiling, parsed_view: str) -> tuple[str, str]:
     """(source, tile expression) for the tile index of ``_p_lng, _p_lat`` in
     ``parsed_view``: ``source`` is the FROM clause (alias ``e``). The distinct coordinates
     are assigned with :func:`coordinate_tiles` and the result joined back.
@@ -123,7 +143,7 @@ def coordinate_tiles_sql(engine: Engine, tessellation: Any, parsed_view: str) ->
     )
 
 
-def coordinate_tiles(engine: Engine, tessellation: Any, pairs_sql: str) -> str:
+def coordinate_tiles(engine: Engine, tessellation: Tiling, pairs_sql: str) -> str:
     """Assign tiles to the distinct (lng, lat) pairs of ``pairs_sql``; returns a lookup view.
 
     Point-in-polygon runs vectorised on the distinct coordinates (GEOS via the tessellation)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -28,6 +28,9 @@ from privmob.evaluate.decisions import (
 from privmob.evaluate.notice import NOT_PRIVATE, write_notice
 from privmob.privacy.mechanisms import NoiseKind
 from privmob.privacy.samplers import Randomness
+
+if TYPE_CHECKING:
+    from privmob.data.tessellation import Tessellation
 
 
 @dataclass(frozen=True)
@@ -251,7 +254,7 @@ def write_grid(
 
 def scenario_from_events(
     events: Any,
-    tessellation: Any,
+    tessellation: Tessellation,
     period: Any,
     *,
     max_trips: int,

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from privmob.data.shapes import SHAPES, detect_shape
 from privmob.data.sources import load_events, load_trip_points, load_trips, trips_from_points
 from privmob.engine.relation import Loaded
 from privmob.errors import ConfigError
+
+if TYPE_CHECKING:
+    from privmob.data.tessellation import Tiling
 
 
 def load_gps_points(
@@ -41,7 +44,7 @@ def load_trips_any(
     source: Any,
     *,
     engine: Any,
-    tessellation: Any,
+    tessellation: Tiling,
     shape: str = "auto",
     cells: Any = None,
     columns: Mapping[str, str] | None = None,

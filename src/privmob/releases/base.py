@@ -19,6 +19,7 @@ from privmob.privacy.costs import Cost, Unit
 from privmob.privacy.ledger import Ledger
 from privmob.privacy.ledger_entries import Entry
 from privmob.privacy.people import PeopleSketch, people_key
+from privmob.releases.loaded import LoadedInput
 from privmob.releases.release import Release
 
 if TYPE_CHECKING:
@@ -79,7 +80,7 @@ class Accountant:
         """Refuse early, before any data is read, if the cost cannot fit."""
         self.ledger.check(self.dataset, cost, self.group_size)
 
-    def bind_input(self, loaded: Any) -> None:
+    def bind_input(self, loaded: LoadedInput) -> None:
         """Tie this accountant's charges to the input's content and refuse now, before any
         work, if another dataset holds that content (see :meth:`Ledger.check_input`).
 
@@ -87,17 +88,15 @@ class Accountant:
         derived from it, the density's inputs, a pre-aggregated series): every one carries
         the content ``fingerprint`` and ``rows``; one without a fingerprint is a bug of the
         kind's loader (an unbound release could be charged to any dataset), never run."""
-        fingerprint = getattr(loaded, "fingerprint", None)
-        if not fingerprint:
+        if not isinstance(loaded, LoadedInput) or not loaded.fingerprint:
             raise TypeError(
                 f"{type(loaded).__name__} carries no content fingerprint: every release input "
                 "must be bound to its content (Accountant.bind_input)"
             )
-        self.input_fingerprint = fingerprint
-        self.input_rows = getattr(loaded, "rows", None)
+        self.input_fingerprint = loaded.fingerprint
+        self.input_rows = loaded.rows
         # who is in it: the keyed sketch of its user ids (privmob.privacy.people; one query)
-        sketch = getattr(loaded, "people_sketch", None)
-        self.input_people = sketch(people_key(self.ledger)) if sketch is not None else None
+        self.input_people = loaded.people_sketch(people_key(self.ledger))
         self.ledger.check_input(
             self.dataset,
             self.input_fingerprint,

@@ -284,6 +284,16 @@ class ReleaseMetadata:
         }
     )
 
+    @property
+    def for_publication(self) -> bool:
+        return self.provenance.for_publication
+
+    @property
+    def margin_of_error_95(self) -> float | None:
+        """The 95% margin of one released value, when the release states one number."""
+        value = self.noise.get("margin_of_error_95")
+        return None if value is None else float(value)
+
     def __post_init__(self) -> None:
         clash = set(self.extra) & self.OWN
         if clash:  # a release's extras must never overwrite its cost, unit or seed stamp

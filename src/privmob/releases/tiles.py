@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from privmob.errors import ConfigError
 
+if TYPE_CHECKING:
+    from privmob.data.tessellation import Tessellation
 
-def check_tessellation(data: Any, tessellation: Any) -> None:
+
+def check_tessellation(data: Any, tessellation: Tessellation) -> None:
     """Raise :class:`ConfigError` when ``data`` was loaded with another tessellation than the
     one the release is given (its tile indexes would be mislabelled or out of the domain), or
     when ``tessellation`` is not a :class:`~privmob.data.tessellation.Tessellation`."""

@@ -16,12 +16,15 @@ the public domain and the public tessellation):
 from __future__ import annotations
 
 from html import escape
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from privmob.render import svg
+
+if TYPE_CHECKING:
+    from privmob.data.tessellation import Tessellation
 
 CSS = (
     "<style>.pm-release table{border-collapse:collapse;font-size:12px;margin:4px 0}"
@@ -31,7 +34,7 @@ CSS = (
 )
 
 
-def _tiles(tess: Any) -> dict[str, Any]:
+def _tiles(tess: Tessellation) -> dict[str, Any]:
     from privmob.releases.report.inputs import Tiles
 
     tiles = Tiles.from_tessellation(tess)
@@ -97,7 +100,7 @@ def _fmt(v: float) -> str:
     return f"{v:,.0f}" if float(v).is_integer() else f"{v:,.3g}"
 
 
-def od_display(release: Any, tess: Any, period: Any = None) -> str:
+def od_display(release: Any, tess: Tessellation, period: Any = None) -> str:
     """One period's largest flows above its noise floor: a flow map and a named ranking."""
     from privmob.privacy.signal import noise_floor
 
@@ -148,7 +151,7 @@ def od_display(release: Any, tess: Any, period: Any = None) -> str:
 
 def zone_display(
     release: Any,
-    tess: Any,
+    tess: Tessellation,
     *,
     key: str,
     value: str,
@@ -202,7 +205,7 @@ def _series_margin(release: Any, t: Any) -> float | None:
     return float(Noise(NoiseKind(release.noise["kind"]), scale).margin_of_error())
 
 
-def picture(release: Any, tess: Any, period: Any = None) -> str:
+def picture(release: Any, tess: Tessellation | None, period: Any = None) -> str:
     """The picture of a release by its kind ('' when it has none)."""
     from privmob.releases.kinds import BY_ANY_NAME
 
@@ -259,7 +262,7 @@ def picture(release: Any, tess: Any, period: Any = None) -> str:
     return ""
 
 
-def named_head(release: Any, tess: Any, n: int = 10) -> pd.DataFrame:
+def named_head(release: Any, tess: Tessellation | None, n: int = 10) -> pd.DataFrame:
     """The first rows of the main table with each zone's name beside its id (when the
     tessellation has names)."""
     table = release.table.head(n).copy()
@@ -273,7 +276,7 @@ def named_head(release: Any, tess: Any, n: int = 10) -> pd.DataFrame:
     return table
 
 
-def release_html(release: Any, tess: Any, *, period: Any = None) -> str:
+def release_html(release: Any, tess: Tessellation | None, *, period: Any = None) -> str:
     """The whole display: settings, the picture (one period), the first rows with names."""
     cost = release.cost
     noise = release.noise
