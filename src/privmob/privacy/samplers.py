@@ -15,6 +15,7 @@ instead: reproducible, *not* secure, and every release made with it says so.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -120,7 +121,9 @@ def _threads() -> int:
     return min(8, usable_cores())
 
 
-def _chunked(measurement: Any, values: np.ndarray, dtype: Any) -> np.ndarray:
+def _chunked(
+    measurement: Callable[[np.ndarray], Any], values: np.ndarray, dtype: type[np.generic]
+) -> np.ndarray:
     out = np.empty(values.shape[0], dtype=dtype)
     starts = range(0, values.shape[0], CHUNK)
 

@@ -125,7 +125,7 @@ class Accountant:
             mark(release)
         parts = release.cost_parts or [(description, release.cost)]
 
-        def charge(within: Any = None) -> list[Entry]:
+        def charge(within: Callable[[Any, list[Entry]], None] | None = None) -> list[Entry]:
             staged = self.output
             return self.ledger.charge_parts(
                 self.dataset,

@@ -40,6 +40,7 @@ from privmob.errors import OutputError
 if TYPE_CHECKING:
     from privmob.privacy.ledger import Ledger
     from privmob.privacy.ledger_entries import Entry
+    from privmob.privacy.staging import StagingTable
     from privmob.releases.release import Release
 
 #: a writer puts some of a release's files into a directory and returns their paths
@@ -318,7 +319,7 @@ def place(moves: list[tuple[Path, Path]], replaced: list[Path]) -> None:
             os.rmdir(d)
 
 
-def cleanup_abandoned(table: Any) -> list[Path]:
+def cleanup_abandoned(table: StagingTable) -> list[Path]:
     """Remove the staging directories of uncharged releases whose process died."""
     from privmob.privacy.staging import ABANDONED, WRITING
 

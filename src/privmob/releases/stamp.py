@@ -19,17 +19,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+if TYPE_CHECKING:
+    from privmob.releases.release import Release
+
 FOR_PUBLICATION_KEY = "privmob.for_publication"
 WARNING_KEY = "privmob.warning"
 
 
-def stamp(release: Any) -> dict[str, str]:
+def stamp(release: Release) -> dict[str, str]:
     """The key-value stamp of ``release`` (a :class:`privmob.releases.release.Release`)."""
     meta = {
         FOR_PUBLICATION_KEY: "true" if release.for_publication else "false",
@@ -41,7 +44,7 @@ def stamp(release: Any) -> dict[str, str]:
     return meta
 
 
-def json_stamp(release: Any) -> dict[str, Any]:
+def json_stamp(release: Release) -> dict[str, Any]:
     """The stamp for a JSON document (e.g. a GeoJSON layer's ``privmob`` member)."""
     out: dict[str, Any] = {
         "kind": str(release.kind),
@@ -53,7 +56,7 @@ def json_stamp(release: Any) -> dict[str, Any]:
     return out
 
 
-def write_stamped_parquet(df: pd.DataFrame, path: str | Path, release: Any) -> None:
+def write_stamped_parquet(df: pd.DataFrame, path: str | Path, release: Release) -> None:
     """Write ``df`` to ``path`` as Parquet with the release's stamp (and, for a release not
     for publication, its warning) in the file's key-value metadata."""
     table = pa.Table.from_pandas(df, preserve_index=False)
@@ -62,7 +65,7 @@ def write_stamped_parquet(df: pd.DataFrame, path: str | Path, release: Any) -> N
     pq.write_table(table, str(path))
 
 
-def restamp_parquet(path: str | Path, release: Any) -> None:
+def restamp_parquet(path: str | Path, release: Release) -> None:
     """Add the release's stamp to the key-value metadata of a Parquet file written by another
     writer (a GeoParquet layer), keeping the metadata it has (``geo``)."""
     table = pq.read_table(str(path))
@@ -76,12 +79,12 @@ def read_stamp(path: str | Path) -> dict[str, str]:
     return {k.decode(): v.decode() for k, v in meta.items() if k.decode().startswith("privmob.")}
 
 
-def test_mode_mark(seed: int | None) -> Callable[[Any], None]:
+def test_mode_mark(seed: int | None) -> Callable[[Release], None]:
     """What a release made with a fixed ``seed`` gets before it is charged and written
     (:attr:`privmob.releases.base.Accountant.annotate`): the seed recorded in its metadata and
     the release marked not for publication, so every file it writes is stamped."""
 
-    def mark(release: Any) -> None:
+    def mark(release: Release) -> None:
         release.for_publication = False
         release.extra["test_mode"] = {"seed": seed, "ledger": "throw-away (deleted after the run)"}
 
