@@ -60,6 +60,18 @@ def test_noise_fields_are_typed():
         NoiseDescription(kind="laplace", details={"scale": 1.0})
 
 
+def test_a_count_kinds_noise_is_described_from_its_calibration():
+    """What od, population and the count template hand in today, from the Noise itself."""
+    noise = Noise(NoiseKind.DISCRETE_GAUSSIAN, 2.5)
+    given = {
+        **noise.to_dict(),
+        "l1_sensitivity": 3,
+        "margin_of_error_95": noise.margin_of_error(0.95),
+    }
+    typed = NoiseDescription.calibrated(noise, 3)
+    assert list(typed.to_json().items()) == list(given.items())
+
+
 def test_bounds_are_declared_values_not_data():
     bounds = Bounds({"max_trips_per_user": np.int64(3), "bound_per": "release", "v": [0, 1.5]})
     assert bounds["max_trips_per_user"] == 3 and list(bounds) == [

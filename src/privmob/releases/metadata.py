@@ -25,6 +25,7 @@ from typing import Any
 from privmob.errors import ConfigError
 from privmob.privacy.costs import Cost, Unit
 from privmob.privacy.ledger_entries import Entry
+from privmob.privacy.mechanisms import Noise
 
 #: one value of ``metadata.json`` (nested dicts and lists of these; numbers, text, None)
 Json = Any
@@ -103,6 +104,17 @@ class NoiseDescription(_JsonMapping):
         if clash:
             raise ConfigError(f"noise details may not repeat {sorted(clash)}")
         object.__setattr__(self, "details", _frozen(self.details))
+
+    @classmethod
+    def calibrated(cls, noise: Noise, l1_sensitivity: float) -> NoiseDescription:
+        """The description of a count release's ``noise`` (one scale for every cell),
+        calibrated to ``l1_sensitivity``: kind, scale, sensitivity and 95% margin."""
+        return cls(
+            kind=noise.kind.value,
+            scale=noise.scale,
+            l1_sensitivity=l1_sensitivity,
+            margin_of_error_95=noise.margin_of_error(0.95),
+        )
 
     @classmethod
     def of(cls, value: NoiseDescription | Mapping[str, Json]) -> NoiseDescription:
