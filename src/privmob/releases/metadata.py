@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from numbers import Number
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Self
 
 from privmob.errors import ConfigError
 from privmob.privacy.costs import Cost, Unit
@@ -57,13 +57,29 @@ class _JsonMapping(Mapping[str, Json]):
 
 
 @dataclass(frozen=True, eq=False)
-class Bounds(_JsonMapping):
+class _Named(_JsonMapping):
+    """Values by ``metadata.json`` name, in the kind's order (copied, read-only)."""
+
+    named: Mapping[str, Json] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "named", _frozen(self.named))
+
+    @classmethod
+    def of(cls, value: Self | Mapping[str, Json]) -> Self:
+        """``value`` as this type (a kind's dict converted)."""
+        return value if isinstance(value, cls) else cls(value)
+
+    def to_json(self) -> dict[str, Json]:
+        return dict(self.named)
+
+
+@dataclass(frozen=True, eq=False)
+class Bounds(_Named):
     """The enforced bounds a release's sensitivity is derived from (``privacy.bounds``), by
     their ``metadata.json`` names (the kind's bound is the registry's ``Bound.metadata`` key,
     e.g. ``max_trips_per_user``), in the order the kind states them. Declared, never read from
     the data: a value is a number, a text, a truth value, ``None`` or a list of those."""
-
-    named: Mapping[str, Json] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for name, value in self.named.items():
@@ -73,14 +89,7 @@ class Bounds(_JsonMapping):
                     f"bound {name!r} is {type(value).__name__}: a bound is a declared number "
                     "or text (it says what the sensitivity comes from)"
                 )
-        object.__setattr__(self, "named", _frozen(self.named))
-
-    @classmethod
-    def of(cls, value: Bounds | Mapping[str, Json]) -> Bounds:
-        return value if isinstance(value, Bounds) else cls(value)
-
-    def to_json(self) -> dict[str, Json]:
-        return dict(self.named)
+        super().__post_init__()
 
 
 @dataclass(frozen=True, eq=False)
@@ -141,22 +150,10 @@ class NoiseDescription(_JsonMapping):
 
 
 @dataclass(frozen=True, eq=False)
-class PublicDomain(_JsonMapping):
+class PublicDomain(_Named):
     """The public domain a release covers (``domain``): the sizes and labels of its cells
     (tiles, periods, OD cells, outlier cells, ...), fixed from declared parameters before the
     data is read, by name in the kind's order."""
-
-    named: Mapping[str, Json] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "named", _frozen(self.named))
-
-    @classmethod
-    def of(cls, value: PublicDomain | Mapping[str, Json]) -> PublicDomain:
-        return value if isinstance(value, PublicDomain) else cls(value)
-
-    def to_json(self) -> dict[str, Json]:
-        return dict(self.named)
 
 
 @dataclass(frozen=True)
