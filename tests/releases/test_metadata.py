@@ -93,6 +93,19 @@ def test_typed_values_are_read_only():
         domain.named["tiles"] = 1  # type: ignore[index]
 
 
+def test_a_release_can_be_pickled_and_copied():
+    import copy
+    import pickle
+
+    rel = _release()
+    rel.extra["definitions"] = {"period": {"bins": 1}, "input_shape": "trips"}
+    rel.definitions = Definitions.of(rel.extra["definitions"])
+    for twin in (pickle.loads(pickle.dumps(rel)), copy.deepcopy(rel)):
+        assert twin.metadata() == rel.metadata()
+        with pytest.raises(TypeError):
+            twin.bounds.named["max_trips_per_user"] = 1  # type: ignore[index]
+
+
 def test_definitions_keep_the_recorded_keys_only():
     trips = {
         "period": {"granularity": "all", "bins": 1},

@@ -55,6 +55,15 @@ class _JsonMapping(Mapping[str, Json]):
     def __len__(self) -> int:
         return len(self.to_json())
 
+    # a release stays picklable and copyable (a mappingproxy is neither): plain dicts out,
+    # read-only views back in
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: dict(v) if isinstance(v, MappingProxyType) else v for k, v in vars(self).items()}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for k, v in state.items():
+            object.__setattr__(self, k, _frozen(v) if isinstance(v, dict) else v)
+
 
 @dataclass(frozen=True, eq=False)
 class _Named(_JsonMapping):
