@@ -129,15 +129,15 @@ def read_raw(
             if isinstance(files, list):
                 _tell_skipped(Path(text), files)
             by_file = layout is not None and layout.uid_from_filename
-            read = partial(
-                engine.read_csv,
-                view,
-                files,
+            from privmob.engine.base import CsvFormat  # numpy and pandas: when reading
+
+            fmt = CsvFormat(
                 delimiter=delimiter,
                 header=header,
-                names=names,
-                **({"filename_column": FILE_COLUMN} if by_file else {}),
+                names=tuple(names) if names else None,
+                filename_column=FILE_COLUMN if by_file else None,
             )
+            read = partial(engine.read_csv, view, files, fmt)
         else:  # a Parquet file, or a folder of Parquet files
             if layout is not None and layout.uid_from_filename:
                 raise ConfigError(
