@@ -137,7 +137,7 @@ def read_raw(
                 names=tuple(names) if names else None,
                 filename_column=FILE_COLUMN if by_file else None,
             )
-            read = partial(engine.read_csv, view, files, fmt)
+            read = partial(engine.read_csv, view, files, fmt=fmt)
         else:  # a Parquet file, or a folder of Parquet files
             if layout is not None and layout.uid_from_filename:
                 raise ConfigError(
