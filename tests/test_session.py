@@ -14,7 +14,7 @@ from shapely.geometry import box
 
 import privmob as pm
 from privmob.errors import BudgetError, ConfigError, InputError
-from tests.helpers import random_trips, run_cli
+from tests.helpers import random_trips, run_cli, write_city_files
 
 
 def zones(n: int = 3) -> gpd.GeoDataFrame:
@@ -277,10 +277,7 @@ def test_density_from_phone_events(tmp_path: Path) -> None:
     from privmob.data.density_synth import synthetic_city
 
     city = synthetic_city(5000, 40, 5, seed=3)
-    city.events[["uid", "time", "cell_id"]].rename(columns={"time": "datetime"}).to_csv(
-        tmp_path / "events.csv", index=False
-    )
-    city.towers.to_csv(tmp_path / "cells.csv", index=False)
+    write_city_files(tmp_path, city, zones=False)
     s = pm.Session(str(tmp_path / "events.csv"), tessellation=city.zones, budget=pm.PureDP(3),
                    cells=str(tmp_path / "cells.csv"), seed=1)  # fmt: skip
     week = city.week_start.date().isoformat()

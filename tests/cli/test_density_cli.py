@@ -6,7 +6,7 @@ import json
 
 import pandas as pd
 import pytest
-from tests.helpers import run_cli
+from tests.helpers import run_cli, write_city_files
 
 import privmob
 from privmob.data.density_synth import synthetic_city
@@ -15,13 +15,7 @@ from privmob.data.density_synth import synthetic_city
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("density")
-    city = synthetic_city(5000, 40, 5, seed=3)
-    city.events[["uid", "time", "cell_id"]].rename(columns={"time": "datetime"}).to_csv(
-        d / "events.csv", index=False
-    )
-    city.towers.to_csv(d / "cells.csv", index=False)
-    city.zones.to_file(d / "zones.geojson", driver="GeoJSON")
-    return d
+    return write_city_files(d, synthetic_city(5000, 40, 5, seed=3))
 
 
 def test_density_cli_writes_parquet_geojson_and_charges(files, tmp_path, capsys) -> None:
