@@ -135,3 +135,22 @@ def privmob_process(
         env={**os.environ, "COLUMNS": "200", **(env or {})},
         timeout=300,
     )
+
+
+def trips_from_points(points: pd.DataFrame, times: list[str]) -> pd.DataFrame:
+    """One-row trips with coordinates (``uid, tid, start_time, end_time, origin_lat, ...``)
+    made of trip points (``uid, lat, lng``): trip ``i`` is user ``i``'s, from point ``i`` at
+    ``times[i]`` to the ``i``-th point from the end at the next time (the last one at the
+    first)."""
+    return pd.DataFrame(
+        {
+            "uid": points["uid"],
+            "tid": [str(i) for i in range(len(points))],
+            "start_time": times,
+            "end_time": times[1:] + times[:1],
+            "origin_lat": points["lat"],
+            "origin_lng": points["lng"],
+            "destination_lat": points["lat"][::-1].to_list(),
+            "destination_lng": points["lng"][::-1].to_list(),
+        }
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -18,15 +19,16 @@ def files(tmp_path_factory):
     return write_city_files(d, synthetic_city(5000, 40, 5, seed=3))
 
 
+def _density(files: Path) -> list[str]:
+    """The density command over the city's events, cells and zones."""
+    events, cells, zones = (str(files / f) for f in ("events.csv", "cells.csv", "zones.geojson"))
+    return ["density", events, "--cells", cells, "--zones", zones]
+
+
 def test_density_cli_writes_parquet_geojson_and_charges(files, tmp_path, capsys) -> None:
     out = tmp_path / "out"
     args = [
-        "density",
-        str(files / "events.csv"),
-        "--cells",
-        str(files / "cells.csv"),
-        "--zones",
-        str(files / "zones.geojson"),
+        *_density(files),
         "--epsilon",
         "0.5",
         "--delta",
@@ -69,12 +71,7 @@ def test_density_cli_writes_parquet_geojson_and_charges(files, tmp_path, capsys)
 def test_density_cli_bad_week_is_a_clear_error(files, tmp_path, capsys) -> None:
     code = run_cli(
         [
-            "density",
-            str(files / "events.csv"),
-            "--cells",
-            str(files / "cells.csv"),
-            "--zones",
-            str(files / "zones.geojson"),
+            *_density(files),
             "-e",
             "0.5",
             "--week",
