@@ -18,12 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
-
-def peak_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _measure import peak_rss_mb
 
 
 def child(kind: str, trips: int, outdir: Path) -> dict:
@@ -39,7 +35,7 @@ def child(kind: str, trips: int, outdir: Path) -> dict:
     c0, t0 = time.process_time(), time.perf_counter()
     s = write_synthetic(kind, out, cfg)  # type: ignore[arg-type]
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    gen_peak = peak_mb()
+    gen_peak = peak_rss_mb()
     # baseline: same rows and schema, uniform random values, same chunking and compression
     schema = pq.read_schema(out)
     rng = np.random.default_rng(0)

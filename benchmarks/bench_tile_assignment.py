@@ -30,19 +30,15 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _measure import peak_rss_mb
+
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 CASES = {
     "nyc-taxi-zones": SHARED / "nyc_taxi_zones" / "taxi_zones.geojson",
     "sf-neighborhoods": SHARED / "sf_neighborhoods" / "sf_neighborhoods.geojson",
     "milan-grid-polygons": SHARED / "milan_grid" / "milano-grid.geojson",
 }
-
-
-def peak_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def baseline_assign(geoms: object, lng: object, lat: object) -> object:
@@ -79,7 +75,7 @@ def child(case: str, n: int, repeated: bool) -> dict:
     t0 = time.perf_counter()
     tiles = tess.assign(lng, lat)
     secs = time.perf_counter() - t0
-    peak_privmob = peak_mb()
+    peak_privmob = peak_rss_mb()
     geoms = tess.gdf.geometry.values
     t0 = time.perf_counter()
     base = baseline_assign(geoms, lng, lat)
@@ -94,7 +90,7 @@ def child(case: str, n: int, repeated: bool) -> dict:
         "equal": bool((base == tiles).all()),
         "inside": float((tiles >= 0).mean()),
         "peak_privmob_mb": peak_privmob,
-        "peak_after_baseline_mb": peak_mb(),
+        "peak_after_baseline_mb": peak_rss_mb(),
     }
 
 
