@@ -25,13 +25,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import peak_rss_mb
+from _measure import peak_rss_mb, run_child
 
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 CASES = {
@@ -112,13 +111,7 @@ def main() -> None:
             print(f"{case}: skipped, {path} not found")
             continue
         for repeated in ("0", "1"):
-            out = subprocess.run(
-                [sys.executable, __file__, "--points", str(args.points), "--child", case, repeated],
-                check=True,
-                capture_output=True,
-                text=True,
-            ).stdout
-            r = json.loads(out)
+            r = run_child(Path(__file__), case, repeated, "--points", str(args.points))
             print(
                 f"{r['case']:34} {r['k']:>6} {r['points']:>10,} {r['load_s']:>6.2f} "
                 f"{r['assign_s']:>9.3f} {r['points'] / r['assign_s']:>11,.0f} "
