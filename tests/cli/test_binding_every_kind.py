@@ -7,6 +7,8 @@ twice (exit 0)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -19,7 +21,7 @@ REFUSED = 3
 
 
 @pytest.fixture(scope="module")
-def city(tmp_path_factory):
+def city(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("city")
     return write_city_files(d, synthetic_city(1500, 30, 4, seed=5))
 

@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -20,7 +21,7 @@ def fixture_files(shared_data):
     )
 
 
-def test_od_end_to_end_and_ledger_show(tmp_path, fixture_files):
+def test_od_end_to_end_and_ledger_show(tmp_path: Path, fixture_files: tuple[Path, Path]) -> None:
     data, tess = fixture_files
     r = run(*od_argv(data, tess, "-o", "out", "--quiet", max_trips=3, budget=1), cwd=tmp_path)
     assert r.returncode == 0, r.stderr
@@ -32,7 +33,9 @@ def test_od_end_to_end_and_ledger_show(tmp_path, fixture_files):
     assert r.returncode == 0 and " od " in r.stdout and "left epsilon=0.5" in r.stdout
 
 
-def test_overspend_exits_3_and_writes_nothing(tmp_path, fixture_files):
+def test_overspend_exits_3_and_writes_nothing(
+    tmp_path: Path, fixture_files: tuple[Path, Path]
+) -> None:
     data, tess = fixture_files
     r = run(*od_argv(data, tess, "-o", "out", epsilon=2, max_trips=3, budget=1), cwd=tmp_path)
     assert r.returncode == 3
@@ -48,7 +51,9 @@ def test_overspend_exits_3_and_writes_nothing(tmp_path, fixture_files):
         ("", "empty"),
     ],
 )
-def test_bad_input_exits_2_with_one_message(tmp_path, fixture_files, content, expect):
+def test_bad_input_exits_2_with_one_message(
+    tmp_path: Path, fixture_files: tuple[Path, Path], content: str, expect: str
+) -> None:
     _, tess = fixture_files
     bad = tmp_path / "bad.csv"
     bad.write_text(content)

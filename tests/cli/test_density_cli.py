@@ -14,7 +14,7 @@ from privmob.data.density_synth import synthetic_city
 
 
 @pytest.fixture(scope="module")
-def files(tmp_path_factory):
+def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("density")
     return write_city_files(d, synthetic_city(5000, 40, 5, seed=3))
 
@@ -25,7 +25,9 @@ def _density(files: Path) -> list[str]:
     return ["density", events, "--cells", cells, "--zones", zones]
 
 
-def test_density_cli_writes_parquet_geojson_and_charges(files, tmp_path, capsys) -> None:
+def test_density_cli_writes_parquet_geojson_and_charges(
+    files: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "out"
     args = [
         *_density(files),
@@ -68,7 +70,9 @@ def test_density_cli_writes_parquet_geojson_and_charges(files, tmp_path, capsys)
     assert not (tmp_path / "out2" / "density.parquet").exists()
 
 
-def test_density_cli_bad_week_is_a_clear_error(files, tmp_path, capsys) -> None:
+def test_density_cli_bad_week_is_a_clear_error(
+    files: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code = run_cli(
         [
             *_density(files),

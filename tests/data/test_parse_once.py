@@ -42,7 +42,7 @@ def _rows(loaded):
     return df.sort_values(list(df.columns)).reset_index(drop=True)
 
 
-def _trips_table():
+def _trips_table() -> pd.DataFrame:
     return trips_from_points(POINTS, TIMES)
 
 

@@ -144,7 +144,7 @@ def _points(times):
     )
 
 
-def _trips(times):
+def _trips(times: list[str]) -> pd.DataFrame:
     return trips_from_points(_points(times), times)
 
 

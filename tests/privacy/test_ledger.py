@@ -69,7 +69,7 @@ def test_trip_level_needs_group_size_for_user_budget(ledger):
     assert e.cost.epsilon == pytest.approx(7.0) and e.release_cost.epsilon == 0.5
 
 
-def test_racing_processes_cannot_overspend(ledger_at):
+def test_racing_processes_cannot_overspend(ledger_at: str) -> None:
     """Eight real processes race for a budget that fits three charges (in each store)."""
     path = ledger_at
     Ledger(path).set_budget("d", 1.0)

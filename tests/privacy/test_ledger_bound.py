@@ -5,6 +5,7 @@ import os
 import sqlite3
 import stat
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -150,7 +151,9 @@ def test_an_edited_entry_is_detected(tmp_path):
     [(2, ("entry 3", "deleted")), (3, ("holds 2 entries but recorded 3",))],
     ids=["a deleted entry", "a truncated ledger"],
 )
-def test_a_deleted_entry_is_detected_and_refused(tmp_path, deleted, said):
+def test_a_deleted_entry_is_detected_and_refused(
+    tmp_path: Path, deleted: int, said: tuple[str, ...]
+) -> None:
     path = tmp_path / "l.sqlite"
     led = _charged(path)
     _sql(path, "DROP TRIGGER releases_append_only_d", f"DELETE FROM releases WHERE id = {deleted}")
@@ -173,7 +176,9 @@ def test_an_edited_budget_is_detected(tmp_path):
         ("ledger_meta", "table ledger_meta was dropped"),
     ],
 )
-def test_a_dropped_table_is_refused_not_recreated_as_spent_zero(tmp_path, table, said):
+def test_a_dropped_table_is_refused_not_recreated_as_spent_zero(
+    tmp_path: Path, table: str, said: str
+) -> None:
     path = tmp_path / "l.sqlite"
     _charged(path)
     _sql(path, f"DROP TABLE {table}")

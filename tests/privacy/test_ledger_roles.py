@@ -6,6 +6,7 @@ files; racing releasers are real processes."""
 import os
 import sqlite3
 import stat
+from pathlib import Path
 
 import pytest
 from tests.privacy.racing import race_for_budget
@@ -242,7 +243,7 @@ def test_a_key_file_others_can_read_is_refused(tmp_path):
         generate(tmp_path / "k.pem")
 
 
-def test_32_racing_signing_processes_cannot_overspend(tmp_path):
+def test_32_racing_signing_processes_cannot_overspend(tmp_path: Path) -> None:
     """32 real processes, each signing with the analyst's key, race for a budget that fits 3
     charges: 3 land, all signed, the ledger verifies."""
     cus = generate(tmp_path / "custodian.pem")

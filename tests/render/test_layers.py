@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import geopandas as gpd
 import numpy as np
@@ -119,7 +120,7 @@ def test_population_layer_has_polygons_values_and_margins(tmp_path, dpmr):
         assert (layer["margin_of_error_95"] > 0).all() and layer["tile_name"].notna().all()
 
 
-def test_density_layer_is_zone_hour_polygons(tmp_path):
+def test_density_layer_is_zone_hour_polygons(tmp_path: Path) -> None:
     write_city_files(tmp_path, synthetic_city(3000, 30, 4, seed=3))
     out = tmp_path / "density"
     argv = ["density", str(tmp_path / "events.csv"), "--cells", str(tmp_path / "cells.csv")]
