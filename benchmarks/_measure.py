@@ -7,7 +7,9 @@ import resource
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 
 def run_child(script: Path, *args: str) -> dict[str, float]:
@@ -32,3 +34,19 @@ def peak_rss_gb() -> float:
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024**2
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory (MB), read in the child itself."""
+    return peak_rss_gb() * 1024
+
+
+def answer_child(child: list[str] | None, steps: Mapping[str, Callable[..., Any]]) -> bool:
+    """In a child process of :func:`run_child` (``--child KIND ARGS...``): run the step
+    ``steps[KIND]`` with ARGS and print its result as JSON on the last line. Whether this
+    process is such a child (then the benchmark does nothing else)."""
+    if not child:
+        return False
+    kind, *args = child
+    print(json.dumps(steps[kind](*args)))
+    return True

@@ -36,6 +36,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out"
 sys.path.insert(0, str(HERE))
+from _measure import answer_child  # noqa: E402
 from suite import END, EPSILON, START, T, data_for, run_floor  # noqa: E402
 
 RELEASES = ("od-trips", "population", "report")
@@ -156,12 +157,7 @@ def main() -> None:
     ap.add_argument("--memory-limit", default="4GB")
     ap.add_argument("--child", nargs="+")
     a = ap.parse_args()
-    if a.child:
-        kind, *rest = a.child
-        if kind == "floor":
-            print(json.dumps(run_floor(*rest)))
-        else:
-            print(json.dumps(child_privmob(*rest)))
+    if answer_child(a.child, {"floor": run_floor, "privmob": child_privmob}):
         return
     from privmob.engine.buckets import parse_memory
 

@@ -16,31 +16,9 @@ from pathlib import Path
 from unittest import mock
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from suite import data_for
 
 OUT = Path(__file__).resolve().parent / "out"
-
-
-def data_for(n_trips: int) -> tuple[Path, Path, object]:
-    from privmob.data.synth import default_tessellation, synth_trips
-
-    OUT.mkdir(exist_ok=True)
-    pq = OUT / f"trips_{n_trips}.parquet"
-    csv = OUT / f"trips_{n_trips}.csv"  # written only when CSV is benchmarked
-    tess = default_tessellation(263)
-    if not pq.exists():
-        synth_trips(
-            pq,
-            n_users=max(1, n_trips // 20),
-            mean_trips_per_user=20.0,
-            days=28,
-            tessellation=tess,
-            seed=1,
-        )
-    if not csv.exists() and "csv" in sys.argv:
-        import duckdb
-
-        duckdb.sql(f"COPY (SELECT * FROM '{pq}') TO '{csv}' (HEADER)")
-    return pq, csv, tess
 
 
 def time_load(path: Path, tess: object, fingerprint: bool) -> float:
@@ -88,16 +66,17 @@ def time_od(path: Path, tess_path: Path, tmp: Path) -> float:
 def main() -> None:
     import tempfile
 
+    from privmob.data.synth import default_tessellation
+
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", type=int, nargs="+", default=[1_000_000])
     ap.add_argument("--formats", nargs="+", default=["parquet", "csv"])
     ap.add_argument("--no-od", action="store_true", help="time the load only, not a release")
     args = ap.parse_args()
     for n in args.sizes:
-        pq, csv, tess = data_for(n)
-        tess_path = OUT / "grid263.geojson"
-        if not tess_path.exists():
-            tess.gdf.to_file(tess_path, driver="GeoJSON")  # type: ignore[attr-defined]
+        pq, _, tess_path = data_for("od-trips", n, OUT)
+        csv = data_for("od-trips", n, OUT, fmt="csv")[0] if "csv" in args.formats else pq
+        tess = default_tessellation(263)
         for path in [p for p in (pq, csv) if p.suffix[1:] in args.formats]:
             without = time_load(path, tess, False)
             with_fp = time_load(path, tess, True)

@@ -22,33 +22,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _measure import peak_rss_gb
+from suite import data_for
 
 OUT = Path(__file__).resolve().parent / "out"
 LIMITS = ["256MB", "512MB", "1GB", "4GB"]
-
-
-def data_for(n_records: int) -> tuple[Path, Path, Path]:
-    from privmob.data.synth import default_tessellation, synth_events
-
-    OUT.mkdir(exist_ok=True)
-    events, cells = OUT / f"events_{n_records}.parquet", OUT / f"cells_{n_records}.parquet"
-    tess_path = OUT / "grid263.geojson"
-    tess = default_tessellation(263)
-    if not tess_path.exists():
-        tess.gdf.to_file(tess_path, driver="GeoJSON")
-    if not events.exists():
-        t0 = time.perf_counter()
-        s = synth_events(
-            events,
-            cells,
-            n_users=max(1, n_records // 140),  # 5 events per user-day over 28 days
-            events_per_user_day=5.0,
-            days=28,
-            tessellation=tess,
-            seed=1,
-        )
-        print(f"  generated {s.rows:,} events in {time.perf_counter() - t0:.1f}s -> {events}")
-    return events, cells, tess_path
 
 
 def child(limit: str, events: str, cells: str, tess: str) -> dict[str, object]:
@@ -76,7 +53,7 @@ def main() -> None:
     if a.child:
         print(json.dumps(child(*a.child)))
         return
-    events, cells, tess = data_for(a.records)
+    events, cells, tess = data_for("od-daily-events", a.records, OUT)  # events and cells
     print(f"{a.records:,} records; peak RSS of the whole process vs --memory-limit")
     print(f"{'limit':>8} {'exit':>4} {'peak MB':>8} {'peak/limit':>10} {'seconds':>8}")
     from privmob.engine.buckets import parse_memory

@@ -16,40 +16,17 @@ Prints wall time, peak memory (VmHWM of each child) and the ratio privmob / base
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import peak_rss_gb, run_child
+from _measure import answer_child, peak_rss_gb, run_child
+from suite import data_for
 
 OUT = Path(__file__).resolve().parent / "out"
 T = 10
-
-
-def data_for(n_trips: int) -> tuple[Path, Path]:
-    from privmob.data.synth import default_tessellation, synth_trips
-
-    OUT.mkdir(exist_ok=True)
-    path = OUT / f"trips_{n_trips}.parquet"
-    tess_path = OUT / "grid263.geojson"
-    tess = default_tessellation(263)
-    if not tess_path.exists():
-        tess.gdf.to_file(tess_path, driver="GeoJSON")
-    if not path.exists():
-        t0 = time.perf_counter()
-        s = synth_trips(
-            path,
-            n_users=max(1, n_trips // 20),
-            mean_trips_per_user=20.0,
-            days=28,
-            tessellation=tess,
-            seed=1,
-        )
-        print(f"  generated {s.rows:,} trips in {time.perf_counter() - t0:.1f}s -> {path}")
-    return path, tess_path
 
 
 def child_baseline(path: str) -> dict[str, float]:
@@ -94,15 +71,12 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 10_000_000])
     ap.add_argument("--child", nargs="+")
     args = ap.parse_args()
-    if args.child:
-        kind, *rest = args.child
-        fn = child_baseline if kind == "baseline" else child_privmob
-        print(json.dumps(fn(*rest)))
+    if answer_child(args.child, {"baseline": child_baseline, "privmob": child_privmob}):
         return
     rows = []
     for n in args.sizes:
         print(f"size {n:,}")
-        path, tess = data_for(n)
+        path, _, tess = data_for("od-trips", n, OUT)
         base = run_child(Path(__file__), "baseline", str(path))
         pm = run_child(Path(__file__), "privmob", str(path), str(tess))
         rows.append((n, base, pm))

@@ -12,18 +12,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-
-def peak_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _measure import peak_rss_mb, run_child
 
 
 def child(kind: str, trips: int, outdir: Path) -> dict:
@@ -39,7 +34,7 @@ def child(kind: str, trips: int, outdir: Path) -> dict:
     c0, t0 = time.process_time(), time.perf_counter()
     s = write_synthetic(kind, out, cfg)  # type: ignore[arg-type]
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    gen_peak = peak_mb()
+    gen_peak = peak_rss_mb()
     # baseline: same rows and schema, uniform random values, same chunking and compression
     schema = pq.read_schema(out)
     rng = np.random.default_rng(0)
@@ -85,13 +80,7 @@ def main() -> None:
     )
     for n in args.trips:
         with tempfile.TemporaryDirectory() as tmp:
-            out = subprocess.run(
-                [sys.executable, __file__, "--kind", args.kind, "--child", str(n), "--outdir", tmp],
-                check=True,
-                capture_output=True,
-                text=True,
-            ).stdout
-        r = json.loads(out)
+            r = run_child(Path(__file__), str(n), "--outdir", tmp, "--kind", args.kind)
         print(
             f"{r['kind']:12} {r['users']:>10,} {r['rows']:>12,} {r['wall_s']:>7.1f} "
             f"{r['cpu_s']:>7.1f} {r['rows_per_s']:>11,.0f} {r['mb']:>8.0f} {r['peak_mb']:>8.0f} "

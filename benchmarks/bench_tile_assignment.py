@@ -25,10 +25,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _measure import peak_rss_mb, run_child
 
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 CASES = {
@@ -36,13 +38,6 @@ CASES = {
     "sf-neighborhoods": SHARED / "sf_neighborhoods" / "sf_neighborhoods.geojson",
     "milan-grid-polygons": SHARED / "milan_grid" / "milano-grid.geojson",
 }
-
-
-def peak_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def baseline_assign(geoms: object, lng: object, lat: object) -> object:
@@ -79,7 +74,7 @@ def child(case: str, n: int, repeated: bool) -> dict:
     t0 = time.perf_counter()
     tiles = tess.assign(lng, lat)
     secs = time.perf_counter() - t0
-    peak_privmob = peak_mb()
+    peak_privmob = peak_rss_mb()
     geoms = tess.gdf.geometry.values
     t0 = time.perf_counter()
     base = baseline_assign(geoms, lng, lat)
@@ -94,7 +89,7 @@ def child(case: str, n: int, repeated: bool) -> dict:
         "equal": bool((base == tiles).all()),
         "inside": float((tiles >= 0).mean()),
         "peak_privmob_mb": peak_privmob,
-        "peak_after_baseline_mb": peak_mb(),
+        "peak_after_baseline_mb": peak_rss_mb(),
     }
 
 
@@ -116,13 +111,7 @@ def main() -> None:
             print(f"{case}: skipped, {path} not found")
             continue
         for repeated in ("0", "1"):
-            out = subprocess.run(
-                [sys.executable, __file__, "--points", str(args.points), "--child", case, repeated],
-                check=True,
-                capture_output=True,
-                text=True,
-            ).stdout
-            r = json.loads(out)
+            r = run_child(Path(__file__), case, repeated, "--points", str(args.points))
             print(
                 f"{r['case']:34} {r['k']:>6} {r['points']:>10,} {r['load_s']:>6.2f} "
                 f"{r['assign_s']:>9.3f} {r['points'] / r['assign_s']:>11,.0f} "

@@ -40,6 +40,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out"
 sys.path.insert(0, str(HERE))
+from _measure import answer_child  # noqa: E402
 from suite import DAYS, RELEASES, SPARK, T, data_for, run_floor, timed_privmob  # noqa: E402
 
 # -- children -----------------------------------------------------------------------------------
@@ -148,10 +149,7 @@ def main() -> None:
     )
     ap.add_argument("--child", nargs="+")
     args = ap.parse_args()
-    if args.child:
-        kind, *rest = args.child
-        fn = child_floor if kind == "floor" else child_privmob
-        print(json.dumps(fn(*rest)))
+    if answer_child(args.child, {"floor": child_floor, "privmob": child_privmob}):
         return
     lines = [
         "| release | records | floor (bare DuckDB) | privmob DuckDB | peak | ratio "

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -82,22 +83,63 @@ def child_env(work: Path) -> dict[str, str]:
     return env
 
 
-def run_od(work: Path, out: Path, *, script: str | None = None) -> subprocess.CompletedProcess:
+def run_child(
+    work: Path, *argv: str, env: dict[str, str] | None = None, timeout: float | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``python argv`` in a child process with the environment of ``work`` (:func:`child_env`,
+    or ``env``), from the repository, to its end; its output captured as text."""
+    return subprocess.run(
+        [sys.executable, *argv],
+        env=env or child_env(work),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def run_privmob(work: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``privmob args`` in a child process of ``work`` (:func:`run_child`), to its end."""
+    return run_child(work, "-m", "privmob", *args)
+
+
+def start_privmob(work: Path, *args: str, quiet: bool = False) -> subprocess.Popen[str]:
+    """``privmob args`` started in a child process of ``work`` (:func:`child_env`), its error
+    output piped as text (``quiet``: all its output discarded)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "privmob", *args],
+        env=child_env(work),
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL if quiet else None,
+        stderr=subprocess.DEVNULL if quiet else subprocess.PIPE,
+        text=True,
+    )
+
+
+def run_od(work: Path, out: Path, *, script: str | None = None) -> subprocess.CompletedProcess[str]:
     """One release in a child process, to its end."""
-    cmd = [sys.executable, "-c", script, *od_args(work, out)] if script else None
-    cmd = cmd or [sys.executable, "-m", "privmob", *od_args(work, out)]
-    return subprocess.run(cmd, env=child_env(work), capture_output=True, text=True, cwd=ROOT)
+    if script:
+        return run_child(work, "-c", script, *od_args(work, out))
+    return run_privmob(work, *od_args(work, out))
+
+
+def minimum_memory_mb(work: Path, asks: int = 1) -> int:
+    """The smallest ``--memory-limit`` a release of ``work``'s inputs accepts here (privmob
+    names it when refusing a smaller one). Asked ``asks`` times, the largest kept: the first
+    run reads and caches the tessellation, later ones read the cache, and the process's
+    baseline differs by a few MB between the two paths."""
+    minimum = 0
+    for _ in range(asks):
+        res = run_privmob(work, *od_args(work, work / "never", "--memory-limit", "1MB"))
+        found = re.search(r"minimum of (\d+) MB", res.stderr)
+        assert res.returncode == 2 and found, res.stderr
+        minimum = max(minimum, int(found.group(1)))
+    return minimum
 
 
 def kill_od_at(work: Path, out: Path, seconds: float) -> int:
     """Start a release and SIGKILL it after ``seconds`` (or let it end first); its return code."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "privmob", *od_args(work, out)],
-        env=child_env(work),
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    proc = start_privmob(work, *od_args(work, out), quiet=True)
     try:
         proc.wait(timeout=seconds)
     except subprocess.TimeoutExpired:
@@ -109,13 +151,7 @@ def kill_od_at(work: Path, out: Path, seconds: float) -> int:
 def kill_od_in_publication(work: Path, out: Path, after: float) -> int:
     """Start a release and SIGKILL it ``after`` seconds once its staging directory appears
     (the window of writing, charging and renaming); its return code."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "privmob", *od_args(work, out)],
-        env=child_env(work),
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    proc = start_privmob(work, *od_args(work, out), quiet=True)
     pattern = f".{out.name}{STAGING_MARK}*"
     while proc.poll() is None and not any(out.parent.glob(pattern)):
         time.sleep(0.002)

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 import geopandas as gpd
 import numpy as np
 import pandas as pd
 from shapely.geometry import box
+
+if TYPE_CHECKING:
+    from privmob.data.density_synth import SyntheticCity
 
 
 def box_grid(n: int = 3, size: float = 0.01, lng0: float = 13.0, lat0: float = 52.0):
@@ -78,3 +87,70 @@ def run_cli(argv: list[str]) -> int:
     except SystemExit as exc:
         return int(exc.code or 0)
     return 0
+
+
+def write_city_files(
+    folder: Path, city: SyntheticCity, *, zones: bool = True, events: str = "events.csv"
+) -> Path:
+    """A synthetic city as the files the density commands read, in ``folder``: its phone
+    events (``uid, datetime, cell_id``) in ``events``, its towers in ``cells.csv`` and (with
+    ``zones``) its zones in ``zones.geojson``. Returns ``folder``."""
+    city.events[["uid", "time", "cell_id"]].rename(columns={"time": "datetime"}).to_csv(
+        folder / events, index=False
+    )
+    city.towers.to_csv(folder / "cells.csv", index=False)
+    if zones:
+        city.zones.to_file(folder / "zones.geojson", driver="GeoJSON")
+    return folder
+
+
+def od_argv(
+    data: Path | str,
+    tessellation: Path | str,
+    *more: str,
+    epsilon: float = 0.5,
+    max_trips: int = 2,
+    budget: float = 10,
+) -> list[str]:
+    """The command line of an OD release of ``data`` over ``tessellation`` with the options
+    every such test states (epsilon, the per-user bound, the budget of a new dataset), then
+    ``more``."""
+    return [
+        "od", str(data), "-t", str(tessellation), "-e", str(epsilon), "-T", str(max_trips),
+        "--budget", str(budget), *more,
+    ]  # fmt: skip
+
+
+def privmob_process(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``privmob args`` in a child process as a user runs it, in ``cwd``, with ``env`` added to
+    this environment and a wide terminal (``COLUMNS=200``: tables unwrapped), to its end (at
+    most 300 s); its output captured as text."""
+    return subprocess.run(
+        [sys.executable, "-m", "privmob", *args],
+        cwd=cwd,
+        text=True,
+        capture_output=True,
+        env={**os.environ, "COLUMNS": "200", **(env or {})},
+        timeout=300,
+    )
+
+
+def trips_from_points(points: pd.DataFrame, times: list[str]) -> pd.DataFrame:
+    """One-row trips with coordinates (``uid, tid, start_time, end_time, origin_lat, ...``)
+    made of trip points (``uid, lat, lng``): trip ``i`` is user ``i``'s, from point ``i`` at
+    ``times[i]`` to the ``i``-th point from the end at the next time (the last one at the
+    first)."""
+    return pd.DataFrame(
+        {
+            "uid": points["uid"],
+            "tid": [str(i) for i in range(len(points))],
+            "start_time": times,
+            "end_time": times[1:] + times[:1],
+            "origin_lat": points["lat"],
+            "origin_lng": points["lng"],
+            "destination_lat": points["lat"][::-1].to_list(),
+            "destination_lng": points["lng"][::-1].to_list(),
+        }
+    )

@@ -14,7 +14,7 @@ from shapely.geometry import box
 
 import privmob as pm
 from privmob.errors import BudgetError, ConfigError, InputError
-from tests.helpers import random_trips, run_cli
+from tests.helpers import random_trips, run_cli, write_city_files
 
 
 def zones(n: int = 3) -> gpd.GeoDataFrame:
@@ -108,11 +108,18 @@ def _one_line(err: pytest.ExceptionInfo) -> None:
     assert "\n" not in err.value.message
 
 
-def test_wrong_columns() -> None:
-    bad = trips().rename(columns={"uid": "user"})
-    s = pm.Session(bad, tessellation=zones(), budget=10, dataset="x", shape="trips")
-    with pytest.raises(InputError) as err:
-        s.od(epsilon=1, max_trips=3)
+@pytest.mark.parametrize(
+    ("columns", "budget", "epsilon", "error"),
+    [({"uid": "user"}, 10, 1, InputError), ({}, pm.PureDP(1), 2, BudgetError)],
+    ids=["wrong columns", "over budget"],
+)
+def test_a_refused_release_says_why_in_one_line(
+    columns: dict[str, str], budget: object, epsilon: float, error: type[Exception]
+) -> None:
+    data = trips().rename(columns=columns)
+    s = pm.Session(data, tessellation=zones(), budget=budget, dataset="x", shape="trips")
+    with pytest.raises(error) as err:
+        s.od(epsilon=epsilon, max_trips=3)
     _one_line(err)
     s.close()
 
@@ -121,14 +128,6 @@ def test_wrong_tessellation() -> None:
     with pytest.raises(InputError) as err:
         pm.Session(trips(), tessellation=zones().iloc[0:0], budget=10, dataset="x")
     _one_line(err)
-
-
-def test_over_budget() -> None:
-    s = pm.Session(trips(), tessellation=zones(), budget=pm.PureDP(1), dataset="x")
-    with pytest.raises(BudgetError) as err:
-        s.od(epsilon=2, max_trips=3)
-    _one_line(err)
-    s.close()
 
 
 def test_bad_period() -> None:
@@ -277,10 +276,7 @@ def test_density_from_phone_events(tmp_path: Path) -> None:
     from privmob.data.density_synth import synthetic_city
 
     city = synthetic_city(5000, 40, 5, seed=3)
-    city.events[["uid", "time", "cell_id"]].rename(columns={"time": "datetime"}).to_csv(
-        tmp_path / "events.csv", index=False
-    )
-    city.towers.to_csv(tmp_path / "cells.csv", index=False)
+    write_city_files(tmp_path, city, zones=False)
     s = pm.Session(str(tmp_path / "events.csv"), tessellation=city.zones, budget=pm.PureDP(3),
                    cells=str(tmp_path / "cells.csv"), seed=1)  # fmt: skip
     week = city.week_start.date().isoformat()

@@ -22,8 +22,15 @@ def invoke(*args: str):
     return result
 
 
+def output_of(*args: str) -> str:
+    """The output of ``privmob args``, which must succeed (exit 0)."""
+    r = invoke(*args)
+    assert r.exit_code == 0, r.output
+    return r.output
+
+
 def test_cost_reproduces_seed_002_and_spec_vectors() -> None:
-    r = invoke(
+    out = output_of(
         "audit",
         "cost",
         "-e",
@@ -37,30 +44,27 @@ def test_cost_reproduces_seed_002_and_spec_vectors() -> None:
         "--tau",
         "100",
     )
-    assert r.exit_code == 0, r.output
-    assert "epsilon=2402.4" in r.output
-    assert "2.0998e-29" in r.output
+    assert "epsilon=2402.4" in out
+    assert "2.0998e-29" in out
     r = invoke("audit", "cost", "-e", "0.66")
     assert r.exit_code == 0 and "0.659260" in r.output
 
 
 def test_cost_shows_both_delta_rules() -> None:
     args = ["-e", "0.66", "--unit", "trip", "--max-trips", "70", "--tau", "100"]
-    r = invoke("ledger", "cost", *args, "--max-cells", "70")
-    assert r.exit_code == 0, r.output
-    assert "group privacy over 70 units: epsilon 46.2, delta 8.81e-08" in r.output
-    assert "per-cell composition over 70 cells: epsilon 46.2, delta 1.47e-27" in r.output
-    assert "(used)" in r.output.split("per-cell composition")[1]
+    out = output_of("ledger", "cost", *args, "--max-cells", "70")
+    assert "group privacy over 70 units: epsilon 46.2, delta 8.81e-08" in out
+    assert "per-cell composition over 70 cells: epsilon 46.2, delta 1.47e-27" in out
+    assert "(used)" in out.split("per-cell composition")[1]
     r = invoke("ledger", "cost", *args)
     assert r.exit_code == 0 and "per-cell" not in r.output
 
 
 def test_cost_seed_003_user_with_14_trips() -> None:
-    r = invoke(
+    out = output_of(
         "audit", "cost", "-e", "0.5", "--unit", "trip", "--user-trips", "14", "--releases", "305"
     )
-    assert r.exit_code == 0, r.output
-    assert "loses epsilon = 7 " in r.output
+    assert "loses epsilon = 7 " in out
 
 
 def test_cost_from_a_ledger(tmp_path) -> None:
@@ -69,9 +73,8 @@ def test_cost_from_a_ledger(tmp_path) -> None:
     led.set_budget("city", 5.0)
     led.charge("city", Cost.pure(0.5), kind="od-matrix")
     led.charge("city", Cost.pure(0.1, Unit.TRIP), kind="od-trip", group_size=10)
-    r = invoke("audit", "cost", "--ledger", str(path), "--dataset", "city")
-    assert r.exit_code == 0, r.output
-    assert "epsilon=1.5 per user" in r.output
+    out = output_of("audit", "cost", "--ledger", str(path), "--dataset", "city")
+    assert "epsilon=1.5 per user" in out
 
 
 def test_epsilon_exit_code_marks_a_violation() -> None:
@@ -109,7 +112,7 @@ def test_epsilon_exit_code_marks_a_violation() -> None:
 
 def test_lrt_writes_a_table(tmp_path) -> None:
     out = tmp_path / "lrt.csv"
-    r = invoke(
+    output_of(
         "audit",
         "lrt",
         "--k-max",
@@ -126,7 +129,6 @@ def test_lrt_writes_a_table(tmp_path) -> None:
         "-T",
         "2",
     )
-    assert r.exit_code == 0, r.output
     df = pd.read_csv(out)
     assert list(df.k) == [0, 1, 2, 3, 4]
     assert {"accuracy", "bound", "epsilon_lower", "fpr", "fnr"} <= set(df.columns)
@@ -139,7 +141,7 @@ def test_lrt_background_from_synthetic_trips(tmp_path) -> None:
     synth_trips(trips, n_users=300, days=14, seed=1)
     tiles = tmp_path / "tiles.geojson"
     tiles.write_text(json.dumps(default_tessellation().to_geojson_dict()))
-    r = invoke(
+    out = output_of(
         "audit",
         "lrt",
         "--trips",
@@ -154,9 +156,8 @@ def test_lrt_background_from_synthetic_trips(tmp_path) -> None:
         "200",
         "--quiet",
     )
-    assert r.exit_code == 0, r.output
-    assert "weekly unique trips" in r.output
-    assert "real user-weeks" in r.output
+    assert "weekly unique trips" in out
+    assert "real user-weeks" in out
 
 
 def test_bad_flags_exit_2_without_traceback(tmp_path) -> None:
@@ -174,7 +175,7 @@ def test_bad_flags_exit_2_without_traceback(tmp_path) -> None:
 @pytest.mark.slow
 def test_ml_command_runs_on_synthetic_data(tmp_path) -> None:
     out = tmp_path / "ml.csv"
-    r = invoke(
+    output_of(
         "audit",
         "ml",
         "-e",
@@ -197,6 +198,5 @@ def test_ml_command_runs_on_synthetic_data(tmp_path) -> None:
         "-o",
         str(out),
     )
-    assert r.exit_code == 0, r.output
     df = pd.read_csv(out)
     assert set(df.setting) == {"raw/raw", "private/private", "raw/private"}

@@ -7,10 +7,12 @@ twice (exit 0)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
-from tests.helpers import run_cli
+from tests.helpers import run_cli, write_city_files
 
 from privmob.data.density_synth import synthetic_city
 from privmob.privacy.ledger import Ledger
@@ -19,15 +21,9 @@ REFUSED = 3
 
 
 @pytest.fixture(scope="module")
-def city(tmp_path_factory):
+def city(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("city")
-    c = synthetic_city(1500, 30, 4, seed=5)
-    c.events[["uid", "time", "cell_id"]].rename(columns={"time": "datetime"}).to_csv(
-        d / "events.csv", index=False
-    )
-    c.towers.to_csv(d / "cells.csv", index=False)
-    c.zones.to_file(d / "zones.geojson", driver="GeoJSON")
-    return d
+    return write_city_files(d, synthetic_city(1500, 30, 4, seed=5))
 
 
 def _refused(capsys, ledger, dataset: str, out) -> None:

@@ -1,7 +1,6 @@
 """The command line as a user runs it: real subprocesses, exit codes, no tracebacks."""
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -9,17 +8,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from tests.conftest import REPO
+from tests.helpers import od_argv, privmob_process
 
-
-def run(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "privmob", *args],
-        cwd=cwd,
-        text=True,
-        capture_output=True,
-        env={**os.environ, "COLUMNS": "200", **(env or {})},
-        timeout=300,
-    )
+run = privmob_process
 
 
 @pytest.fixture
@@ -30,24 +21,9 @@ def fixture_files(shared_data):
     )
 
 
-def test_od_end_to_end_and_ledger_show(tmp_path, fixture_files):
+def test_od_end_to_end_and_ledger_show(tmp_path: Path, fixture_files: tuple[Path, Path]) -> None:
     data, tess = fixture_files
-    r = run(
-        "od",
-        str(data),
-        "-t",
-        str(tess),
-        "-e",
-        "0.5",
-        "-T",
-        "3",
-        "--budget",
-        "1",
-        "-o",
-        "out",
-        "--quiet",
-        cwd=tmp_path,
-    )
+    r = run(*od_argv(data, tess, "-o", "out", "--quiet", max_trips=3, budget=1), cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "privacy cost: epsilon=0.5 per user" in r.stdout
     meta = json.loads((tmp_path / "out" / "metadata.json").read_text())
@@ -57,23 +33,11 @@ def test_od_end_to_end_and_ledger_show(tmp_path, fixture_files):
     assert r.returncode == 0 and " od " in r.stdout and "left epsilon=0.5" in r.stdout
 
 
-def test_overspend_exits_3_and_writes_nothing(tmp_path, fixture_files):
+def test_overspend_exits_3_and_writes_nothing(
+    tmp_path: Path, fixture_files: tuple[Path, Path]
+) -> None:
     data, tess = fixture_files
-    r = run(
-        "od",
-        str(data),
-        "-t",
-        str(tess),
-        "-e",
-        "2",
-        "-T",
-        "3",
-        "--budget",
-        "1",
-        "-o",
-        "out",
-        cwd=tmp_path,
-    )
+    r = run(*od_argv(data, tess, "-o", "out", epsilon=2, max_trips=3, budget=1), cwd=tmp_path)
     assert r.returncode == 3
     assert "refused" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "out").exists()
@@ -87,26 +51,14 @@ def test_overspend_exits_3_and_writes_nothing(tmp_path, fixture_files):
         ("", "empty"),
     ],
 )
-def test_bad_input_exits_2_with_one_message(tmp_path, fixture_files, content, expect):
+def test_bad_input_exits_2_with_one_message(
+    tmp_path: Path, fixture_files: tuple[Path, Path], content: str, expect: str
+) -> None:
     _, tess = fixture_files
     bad = tmp_path / "bad.csv"
     bad.write_text(content)
-    args = [
-        "od",
-        str(bad),
-        "-t",
-        str(tess),
-        "-e",
-        "1",
-        "-T",
-        "1",
-        "--budget",
-        "5",
-        "-o",
-        "o",
-        "--input-shape",
-        "trip-points",
-    ]
+    args = od_argv(bad, tess, "-o", "o", "--input-shape", "trip-points", epsilon=1, max_trips=1,
+                   budget=5)  # fmt: skip
     if "delimiter" in expect:
         args += ["--delimiter", ","]
     r = run(*args, cwd=tmp_path)

@@ -3,36 +3,34 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
-from tests.helpers import run_cli
+from tests.helpers import run_cli, write_city_files
 
 import privmob
 from privmob.data.density_synth import synthetic_city
 
 
 @pytest.fixture(scope="module")
-def files(tmp_path_factory):
+def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("density")
-    city = synthetic_city(5000, 40, 5, seed=3)
-    city.events[["uid", "time", "cell_id"]].rename(columns={"time": "datetime"}).to_csv(
-        d / "events.csv", index=False
-    )
-    city.towers.to_csv(d / "cells.csv", index=False)
-    city.zones.to_file(d / "zones.geojson", driver="GeoJSON")
-    return d
+    return write_city_files(d, synthetic_city(5000, 40, 5, seed=3))
 
 
-def test_density_cli_writes_parquet_geojson_and_charges(files, tmp_path, capsys) -> None:
+def _density(files: Path) -> list[str]:
+    """The density command over the city's events, cells and zones."""
+    events, cells, zones = (str(files / f) for f in ("events.csv", "cells.csv", "zones.geojson"))
+    return ["density", events, "--cells", cells, "--zones", zones]
+
+
+def test_density_cli_writes_parquet_geojson_and_charges(
+    files: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "out"
     args = [
-        "density",
-        str(files / "events.csv"),
-        "--cells",
-        str(files / "cells.csv"),
-        "--zones",
-        str(files / "zones.geojson"),
+        *_density(files),
         "--epsilon",
         "0.5",
         "--delta",
@@ -72,15 +70,12 @@ def test_density_cli_writes_parquet_geojson_and_charges(files, tmp_path, capsys)
     assert not (tmp_path / "out2" / "density.parquet").exists()
 
 
-def test_density_cli_bad_week_is_a_clear_error(files, tmp_path, capsys) -> None:
+def test_density_cli_bad_week_is_a_clear_error(
+    files: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code = run_cli(
         [
-            "density",
-            str(files / "events.csv"),
-            "--cells",
-            str(files / "cells.csv"),
-            "--zones",
-            str(files / "zones.geojson"),
+            *_density(files),
             "-e",
             "0.5",
             "--week",

@@ -6,15 +6,12 @@ from __future__ import annotations
 
 import gzip
 import os
-import re
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from tests.crash import DATASET, ROOT, child_env, make_inputs, od_args
+from tests.crash import DATASET, make_inputs, minimum_memory_mb, od_args, run_privmob, start_privmob
 
 from privmob.privacy.ledger import Ledger
 
@@ -29,13 +26,7 @@ def _exists(base: Path, pattern: str) -> bool:
 def _stop_when(work: Path, args: list[str], pattern: str, sig: signal.Signals) -> str:
     """Run ``privmob args``; send ``sig`` once a file matching ``pattern`` exists in its run
     directory (the step it is in); its stderr."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "privmob", *args],
-        env=child_env(work),
-        cwd=ROOT,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = start_privmob(work, *args)
     user_base = work / "spill" / f"privmob-{os.geteuid()}"
     while proc.poll() is None and not _exists(user_base, pattern):
         pass
@@ -44,20 +35,6 @@ def _stop_when(work: Path, args: list[str], pattern: str, sig: signal.Signals) -
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 128 + sig, err
     return err
-
-
-def _minimum_mb(work: Path) -> int:
-    """The smallest --memory-limit a release accepts here (the refusal names it)."""
-    res = subprocess.run(
-        [sys.executable, "-m", "privmob", *od_args(work, work / "never", "--memory-limit", "1MB")],
-        env=child_env(work),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
-    found = re.search(r"minimum of (\d+) MB", res.stderr)
-    assert res.returncode == 2 and found, res.stderr
-    return int(found.group(1))
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +60,7 @@ def test_a_signal_while_reading_or_counting_says_interrupted_and_charges_nothing
     if step == "reading":  # a CSV is parsed once into the run directory: the reading step
         args[1] = str(work / "trips.csv")
     else:  # just above the minimum limit: user buckets, the counting step
-        args += ["--memory-limit", f"{_minimum_mb(work) + 16}MB"]
+        args += ["--memory-limit", f"{minimum_memory_mb(work) + 16}MB"]
     err = _stop_when(work, args, pattern, sig)
     lines = [line for line in err.splitlines() if line.strip() and "✓" not in line]
     assert lines == [
@@ -105,13 +82,7 @@ def test_a_truncated_gzip_input_is_an_input_error_naming_the_file(tmp_path: Path
     bad.write_bytes(data[: int(len(data) * 0.9)])
     args = od_args(work, work / "out")
     args[1] = str(bad)
-    res = subprocess.run(
-        [sys.executable, "-m", "privmob", *args],
-        env=child_env(work),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
+    res = run_privmob(work, *args)
     assert res.returncode == 2, res.stderr
     assert f"error: {bad}: the gzip file is truncated" in res.stderr
     assert "Aborted" not in res.stderr and "internal error" not in res.stderr

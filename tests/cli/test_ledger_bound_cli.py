@@ -7,7 +7,7 @@ import shutil
 import sqlite3
 
 import pytest
-from tests.helpers import box_grid, random_trips
+from tests.helpers import box_grid, od_argv, random_trips
 
 from privmob.cli import main
 from privmob.privacy.ledger import Ledger
@@ -20,23 +20,10 @@ def _run(*args: str) -> int:
 
 
 def _od(tmp_path, data: str, out: str, *extra: str) -> int:
+    ledger, output = str(tmp_path / "ledger.sqlite"), str(tmp_path / out)
+    grid = tmp_path / "grid.geojson"
     return _run(
-        "od",
-        str(tmp_path / data),
-        "-t",
-        str(tmp_path / "grid.geojson"),
-        "-e",
-        "0.5",
-        "-T",
-        "2",
-        "--budget",
-        "10",
-        "--ledger",
-        str(tmp_path / "ledger.sqlite"),
-        "-o",
-        str(tmp_path / out),
-        "--quiet",
-        *extra,
+        *od_argv(tmp_path / data, grid, "--ledger", ledger, "-o", output, "--quiet", *extra)
     )
 
 

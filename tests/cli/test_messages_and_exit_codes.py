@@ -5,7 +5,7 @@ import os
 import stat
 
 import pytest
-from tests.helpers import box_grid
+from tests.helpers import box_grid, od_argv
 
 from privmob import __version__
 from privmob.cli import main
@@ -29,24 +29,11 @@ def grid_file(tmp_path):
 def _od(data, grid_file, tmp_path, *extra: str) -> list[str]:
     return [
         *extra,
-        "od",
-        str(data),
-        "-t",
-        str(grid_file),
-        "-e",
-        "1",
-        "-T",
-        "1",
-        "--budget",
-        "5",
-        "--ledger",
-        str(tmp_path / "l.sqlite"),
-        "-o",
-        str(tmp_path / "out"),
-        "--input-shape",
-        "trip-points",
-        "--quiet",
-    ]
+        *od_argv(
+            data, grid_file, "--ledger", str(tmp_path / "l.sqlite"), "-o", str(tmp_path / "out"),
+            "--input-shape", "trip-points", "--quiet", epsilon=1, max_trips=1, budget=5,
+        ),
+    ]  # fmt: skip
 
 
 def test_version(capsys):

@@ -1,33 +1,18 @@
 """An OD release whose output folder is taken must be refused before the ledger is charged."""
 
 import pytest
-from tests.helpers import box_grid, random_trips
+from tests.helpers import box_grid, od_argv, random_trips
 
 from privmob.cli import main
 from privmob.privacy.ledger import Ledger
 
 
 def _od(tmp_path, *extra: str) -> int:
-    args = [
-        "od",
-        str(tmp_path / "trips.parquet"),
-        "-t",
-        str(tmp_path / "grid.geojson"),
-        "-e",
-        "0.5",
-        "-T",
-        "2",
-        "--budget",
-        "10",
-        "--dataset",
-        "d",
-        "--ledger",
-        str(tmp_path / "ledger.sqlite"),
-        "-o",
-        str(tmp_path / "out"),
-        "--quiet",
+    args = od_argv(
+        tmp_path / "trips.parquet", tmp_path / "grid.geojson", "--dataset", "d",
+        "--ledger", str(tmp_path / "ledger.sqlite"), "-o", str(tmp_path / "out"), "--quiet",
         *extra,
-    ]
+    )  # fmt: skip
     with pytest.raises(SystemExit) as exc:
         main(args)
     return int(exc.value.code or 0)

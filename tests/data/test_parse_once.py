@@ -7,7 +7,7 @@ import stat
 
 import pandas as pd
 import pytest
-from tests.helpers import box_grid
+from tests.helpers import box_grid, trips_from_points
 
 from privmob.data import load_events, load_trip_points, load_trips
 from privmob.engine import DuckDBEngine
@@ -42,19 +42,8 @@ def _rows(loaded):
     return df.sort_values(list(df.columns)).reset_index(drop=True)
 
 
-def _trips_table():
-    return pd.DataFrame(
-        {
-            "uid": POINTS["uid"],
-            "tid": [str(i) for i in range(len(POINTS))],
-            "start_time": TIMES,
-            "end_time": TIMES[1:] + TIMES[:1],
-            "origin_lat": POINTS["lat"],
-            "origin_lng": POINTS["lng"],
-            "destination_lat": POINTS["lat"][::-1].to_list(),
-            "destination_lng": POINTS["lng"][::-1].to_list(),
-        }
-    )
+def _trips_table() -> pd.DataFrame:
+    return trips_from_points(POINTS, TIMES)
 
 
 @pytest.mark.parametrize(

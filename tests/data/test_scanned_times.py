@@ -9,7 +9,7 @@ from itertools import product
 import duckdb
 import pandas as pd
 import pytest
-from tests.helpers import box_grid
+from tests.helpers import box_grid, trips_from_points
 
 from privmob.data import load_events, load_trip_points, load_trips
 from privmob.data.times import SCANNED_TIME_TYPE, clock, scanned_times, time_expr
@@ -144,20 +144,8 @@ def _points(times):
     )
 
 
-def _trips(times):
-    pts = _points(times)
-    return pd.DataFrame(
-        {
-            "uid": pts["uid"],
-            "tid": [str(i) for i in range(len(pts))],
-            "start_time": times,
-            "end_time": times[1:] + times[:1],
-            "origin_lat": pts["lat"],
-            "origin_lng": pts["lng"],
-            "destination_lat": pts["lat"][::-1].to_list(),
-            "destination_lng": pts["lng"][::-1].to_list(),
-        }
-    )
+def _trips(times: list[str]) -> pd.DataFrame:
+    return trips_from_points(_points(times), times)
 
 
 LOADERS = [

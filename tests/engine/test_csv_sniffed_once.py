@@ -8,6 +8,7 @@ import duckdb
 import pytest
 
 from privmob.engine import DuckDBEngine
+from privmob.engine.base import CsvFormat
 from privmob.engine.duckdb import FIXED_READER, _version
 
 ROWS = [("7", "2024-01-01 08:00:00+01", "a"), ("007", "2024-01-01T09:30:00Z", "b c")]
@@ -43,9 +44,9 @@ def _write(path, sep, quote_all=False, header=True, gz=False):
 )
 def test_the_fixed_reader_reads_what_detection_reads(tmp_path, name, sep, quote_all, header, gz):
     path = _write(tmp_path / name, sep, quote_all, header, gz)
-    names = None if header else ["uid", "datetime", "name"]
+    names = None if header else ("uid", "datetime", "name")
     with DuckDBEngine() as eng:
-        eng.read_csv("raw", str(path), header=header, names=names)
+        eng.read_csv("raw", str(path), CsvFormat(header=header, names=names))
         view = eng.fetch("SELECT sql FROM duckdb_views() WHERE view_name = 'raw'")["sql"][0]
         if FIXED_READER:  # detected once, then read with fixed options
             assert "auto_detect = false" in view.replace("(", "").replace(")", "")

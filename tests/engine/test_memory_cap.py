@@ -6,13 +6,12 @@ file. (The full figures, every release at 512 MB - 4 GB: benchmarks/bench_memory
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import duckdb
 import pytest
-from tests.crash import ROOT, child_env, make_inputs, od_args
+from tests.crash import make_inputs, od_args, run_child
 
 from privmob.engine.memory import MB, out_of_memory
 
@@ -31,14 +30,7 @@ print(json.dumps({"code": os.waitstatus_to_exitcode(status), "peak": maxrss_byte
 
 
 def _peak(work: Path, args: list[str]) -> dict:
-    res = subprocess.run(
-        [sys.executable, "-c", LAUNCH, sys.executable, "-m", "privmob", *args],
-        env=child_env(work),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    res = run_child(work, "-c", LAUNCH, sys.executable, "-m", "privmob", *args, timeout=900)
     assert res.returncode == 0, res.stderr
     return json.loads(res.stdout.strip().splitlines()[-1])
 

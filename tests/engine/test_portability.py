@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import json
 import resource
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from tests.crash import ROOT
 
 from privmob.engine import memory
 from privmob.engine.memory import MB, maxrss_bytes, peak_rss_bytes, process_memory, rss_bytes
@@ -88,21 +86,14 @@ WINDOWS_LIKE = textwrap.dedent(
 
 
 def test_import_demo_and_a_release_without_posix_only_parts(tmp_path: Path) -> None:
-    from tests.crash import child_env, make_inputs, od_args
+    from tests.crash import make_inputs, od_args, run_child
 
     make_inputs(tmp_path, users=300, k=3)
     runs = {
         "demo": ["demo", "-o", str(tmp_path / "demo"), "--users", "300", "--quiet"],
         "od": od_args(tmp_path, tmp_path / "out", "--memory-limit", "4GB"),
     }
-    res = subprocess.run(
-        [sys.executable, "-c", WINDOWS_LIKE, json.dumps(runs)],
-        env=child_env(tmp_path),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    res = run_child(tmp_path, "-c", WINDOWS_LIKE, json.dumps(runs), timeout=600)
     assert res.returncode == 0, res.stderr
     got = json.loads(res.stdout.strip().splitlines()[-1])
     assert got["codes"] == {"demo": 0, "od": 0}, res.stderr

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from tests.crash import ROOT, child_env, wait_for
+from tests.crash import ROOT, child_env, minimum_memory_mb, run_child, start_privmob, wait_for
 from tests.helpers import random_trips
 
 from privmob.engine.rundir import RUN_PREFIX, base_dir, close_run_dir, open_run_dir
@@ -63,13 +62,7 @@ def _in_buckets(work: Path) -> tuple[subprocess.Popen, dict]:
 
 def _next_run(work: Path) -> str:
     """Another privmob process on the same base: it removes dead runs' directories."""
-    res = subprocess.run(
-        [sys.executable, "-c", "from privmob.engine.rundir import open_run_dir; open_run_dir()"],
-        env=child_env(work),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
+    res = run_child(work, "-c", "from privmob.engine.rundir import open_run_dir; open_run_dir()")
     assert res.returncode == 0, res.stderr
     return res.stderr
 
@@ -149,43 +142,13 @@ def test_duckdb_temp_files_go_to_the_private_run_directory(tmp_path: Path) -> No
     assert not run.path.exists()
 
 
-def _minimum_limit_mb(work: Path) -> int:
-    """The smallest ``--memory-limit`` privmob accepts here (it says so when refusing one).
-
-    Asked twice, the larger kept: the first run reads and caches the tessellation, the later
-    ones (the release too) read it from the cache, and the process's baseline differs by a
-    few MB between the two paths."""
-    from tests.crash import od_args
-
-    args = od_args(work, work / "never", "--memory-limit", "1MB")
-    minimum = 0
-    for _ in range(2):
-        res = subprocess.run(
-            [sys.executable, "-m", "privmob", *args],
-            env=child_env(work),
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-        )
-        found = re.search(r"minimum of (\d+) MB", res.stderr)
-        assert res.returncode == 2 and found, res.stderr
-        minimum = max(minimum, int(found.group(1)))
-    return minimum
-
-
 def _stop_cli_when(
     work: Path, args: list[str], base: Path, pattern: str, sig: signal.Signals
 ) -> None:
     """Run ``privmob args`` (its run directories under ``base``), send ``sig`` as soon as a file
     matching ``pattern`` exists in its run directory, and check that no file of that directory
     remains once one later run has started (after SIGTERM: none at once)."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "privmob", *args],
-        env=child_env(work),
-        cwd=ROOT,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = start_privmob(work, *args)
     user_base = base / f"privmob-{os.geteuid()}"
     while proc.poll() is None and not any(user_base.glob(pattern)):
         pass
@@ -195,13 +158,8 @@ def _stop_cli_when(
     assert proc.returncode in (128 + sig, -sig), err
     if sig == signal.SIGTERM:
         assert "Traceback" not in err and sorted(user_base.rglob("*")) == []
-    res = subprocess.run(
-        [sys.executable, "-c", "from privmob.engine.rundir import open_run_dir as o; o()"],
-        env={**child_env(work), "TMPDIR": str(base)},
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
+    opener = "from privmob.engine.rundir import open_run_dir as o; o()"
+    res = run_child(work, "-c", opener, env={**child_env(work), "TMPDIR": str(base)})
     assert res.returncode == 0, res.stderr
     assert sorted(user_base.rglob("*")) == []
 
@@ -217,7 +175,7 @@ def test_cli_stopped_in_user_buckets_leaves_nothing_after_the_next_run(
 
     make_inputs(tmp_path, users=250_000, k=4)  # ~1.1M trips: >= 2 buckets near the minimum
     base = tmp_path / "spill"
-    limit = f"{_minimum_limit_mb(tmp_path) + 16}MB"  # ~80 MB for the engine: buckets
+    limit = f"{minimum_memory_mb(tmp_path, asks=2) + 16}MB"  # ~80 MB for the engine: buckets
     args = od_args(tmp_path, tmp_path / "out", "--memory-limit", limit, "--spill-dir", str(base))
     _stop_cli_when(tmp_path, args, base, "run-*/buckets/privmob-buckets-*/*", sig)
 

@@ -14,7 +14,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from tests.helpers import box_grid, run_cli
+from tests.helpers import box_grid, run_cli, write_city_files
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -91,11 +91,7 @@ def test_density_on_spark(spark_engine, tmp_path) -> None:
     from privmob.data.density_synth import synthetic_city
 
     city = synthetic_city(150, 12, 3, seed=3)
-    city.events[["uid", "time", "cell_id"]].rename(columns={"time": "datetime"}).to_csv(
-        tmp_path / "events.csv", index=False
-    )
-    city.towers.to_csv(tmp_path / "cells.csv", index=False)
-    city.zones.to_file(tmp_path / "zones.geojson", driver="GeoJSON")
+    write_city_files(tmp_path, city)
     out = tmp_path / "out"
     args = [
         "density", str(tmp_path / "events.csv"), "--cells", str(tmp_path / "cells.csv"),

@@ -69,24 +69,21 @@ def chi2_pvalue(sample: np.ndarray, pmf, min_expected: float = 20.0) -> float:
     return float(stats.chisquare(obs[keep], exp).pvalue)
 
 
-@pytest.mark.parametrize("b", [0.3, 0.7, 3.0, 25.0, 1234.5])
+@pytest.mark.parametrize(
+    ("kind", "scale"),
+    [("laplace", b) for b in (0.3, 0.7, 3.0, 25.0, 1234.5)]
+    + [("gaussian", sigma) for sigma in (0.4, 1.0, 4.5, 40.0)],
+)
 @pytest.mark.usefixtures("seeded")
-def test_discrete_laplace_matches_exact_pmf(b: float) -> None:
-    x = exact_noise.sample("laplace", N, b)
+def test_discrete_noise_matches_exact_pmf(kind: str, scale: float) -> None:
+    """The discrete Laplace (scale b) and Gaussian (sigma) samples follow their exact pmf, and
+    not the pmf of a scale 10% off or twice as large."""
+    pmf = {"laplace": laplace_pmf, "gaussian": gaussian_pmf}[kind]
+    x = exact_noise.sample(kind, N, scale)
     assert x.dtype == np.int64 and x.size == N
-    assert chi2_pvalue(x, lambda z: laplace_pmf(z, b)) > ALPHA
-    for wrong in (1.1 * b, b / 1.1, 2 * b):
-        assert chi2_pvalue(x, lambda z, w=wrong: laplace_pmf(z, w)) < 1e-6
-
-
-@pytest.mark.parametrize("sigma", [0.4, 1.0, 4.5, 40.0])
-@pytest.mark.usefixtures("seeded")
-def test_discrete_gaussian_matches_exact_pmf(sigma: float) -> None:
-    x = exact_noise.sample("gaussian", N, sigma)
-    assert x.dtype == np.int64 and x.size == N
-    assert chi2_pvalue(x, lambda z: gaussian_pmf(z, sigma)) > ALPHA
-    for wrong in (1.1 * sigma, sigma / 1.1, 2 * sigma):
-        assert chi2_pvalue(x, lambda z, w=wrong: gaussian_pmf(z, w)) < 1e-6
+    assert chi2_pvalue(x, lambda z: pmf(z, scale)) > ALPHA
+    for wrong in (1.1 * scale, scale / 1.1, 2 * scale):
+        assert chi2_pvalue(x, lambda z, w=wrong: pmf(z, w)) < 1e-6
 
 
 @pytest.mark.parametrize("kind", ["Gaussian", "gauss", "", "uniform"])

@@ -1,7 +1,7 @@
-import multiprocessing as mp
 import sqlite3
 
 import pytest
+from tests.privacy.racing import race_for_budget
 
 from privmob.errors import BudgetError
 from privmob.privacy.costs import Cost, Unit
@@ -69,29 +69,11 @@ def test_trip_level_needs_group_size_for_user_budget(ledger):
     assert e.cost.epsilon == pytest.approx(7.0) and e.release_cost.epsilon == 0.5
 
 
-def _race(path: str, barrier, results) -> None:
-    led = Ledger(path)
-    barrier.wait()
-    try:
-        led.charge("d", Cost.pure(0.3), kind="race")
-        results.put(True)
-    except BudgetError:
-        results.put(False)
-
-
-def test_racing_processes_cannot_overspend(ledger_at):
+def test_racing_processes_cannot_overspend(ledger_at: str) -> None:
     """Eight real processes race for a budget that fits three charges (in each store)."""
     path = ledger_at
     Ledger(path).set_budget("d", 1.0)
-    ctx = mp.get_context("spawn")
-    barrier, results = ctx.Barrier(8), ctx.Queue()
-    procs = [ctx.Process(target=_race, args=(path, barrier, results)) for _ in range(8)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(600)
-    outcomes = [results.get(timeout=60) for _ in procs]
-    assert sum(outcomes) == 3
+    assert sum(race_for_budget(path, 8)) == 3
     led = Ledger(path)
     assert len(led.entries("d")) == 3
     assert led.spent("d").epsilon == pytest.approx(0.9)

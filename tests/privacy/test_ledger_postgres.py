@@ -6,13 +6,12 @@ test_zcdp_accounting.py and test_programme_ledger.py.)"""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from tests.helpers import privmob_process
 
 from privmob.errors import BudgetError, ConfigError
 from privmob.privacy.costs import Cost
@@ -23,14 +22,7 @@ FP = "f" * 64
 
 
 def _privmob(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "privmob", *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env={**os.environ, "COLUMNS": "200", **(env or {})},
-        timeout=300,
-    )
+    return privmob_process(*args, cwd=ROOT, env=env)
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:

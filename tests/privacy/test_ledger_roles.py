@@ -3,12 +3,13 @@ grants, rotates, links families and approves same-data releases; an analyst char
 budgets only; an auditor (or anyone with no key) reads and verifies. Keys are real Ed25519 key
 files; racing releasers are real processes."""
 
-import multiprocessing as mp
 import os
 import sqlite3
 import stat
+from pathlib import Path
 
 import pytest
+from tests.privacy.racing import race_for_budget
 
 from privmob.errors import BudgetError, ConfigError
 from privmob.privacy.costs import Cost
@@ -242,17 +243,7 @@ def test_a_key_file_others_can_read_is_refused(tmp_path):
         generate(tmp_path / "k.pem")
 
 
-def _race(path: str, key: str, barrier, results) -> None:
-    led = Ledger(path, key=key)
-    barrier.wait()
-    try:
-        led.charge("d", Cost.pure(0.3), kind="race")
-        results.put(True)
-    except BudgetError:
-        results.put(False)
-
-
-def test_32_racing_signing_processes_cannot_overspend(tmp_path):
+def test_32_racing_signing_processes_cannot_overspend(tmp_path: Path) -> None:
     """32 real processes, each signing with the analyst's key, race for a budget that fits 3
     charges: 3 land, all signed, the ledger verifies."""
     cus = generate(tmp_path / "custodian.pem")
@@ -261,17 +252,7 @@ def test_32_racing_signing_processes_cannot_overspend(tmp_path):
     led = Ledger(path, key=cus)
     led.grant("analyst", "ana", ana.public_hex)
     led.set_budget("d", 1.0)
-    n = 32
-    ctx = mp.get_context("spawn")
-    barrier, results = ctx.Barrier(n), ctx.Queue()
-    procs = [
-        ctx.Process(target=_race, args=(path, str(ana.path), barrier, results)) for _ in range(n)
-    ]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(900)
-    assert sum(results.get(timeout=60) for _ in procs) == 3
+    assert sum(race_for_budget(path, 32, key=str(ana.path), join_seconds=900)) == 3
     assert len(led.entries("d")) == 3 and led.verify() == []
     assert led.spent("d").epsilon == pytest.approx(0.9)
 

@@ -15,7 +15,6 @@ import pytest
 from tests.crash import (
     KILL_BEFORE_RENAME,
     ROOT,
-    child_env,
     classify,
     complete_release,
     kill_od_at,
@@ -23,6 +22,7 @@ from tests.crash import (
     make_inputs,
     od_args,
     run_od,
+    run_privmob,
 )
 
 from privmob.privacy.ledger import Ledger
@@ -160,13 +160,7 @@ def test_overwrite_replaces_a_release_in_one_rename(work: Path) -> None:
     out = work / "twice"
     assert run_od(work, out).returncode == 0
     first = (out / "metadata.json").read_text()
-    res = subprocess.run(
-        [sys.executable, "-m", "privmob", *od_args(work, out, "--overwrite")],
-        env=child_env(work),
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
+    res = run_privmob(work, *od_args(work, out, "--overwrite"))
     assert res.returncode == 0, res.stderr
     assert (out / "metadata.json").read_text() != first
     assert not [p for p in work.iterdir() if ".privmob-" in p.name]
@@ -182,13 +176,7 @@ def test_overwrite_never_replaces_a_folder_that_is_not_a_release(work: Path) -> 
     out.mkdir()
     (out / "notes.txt").write_text("keep me")
     before = _spent(work)
-    res = subprocess.run(
-        [sys.executable, "-m", "privmob", *od_args(work, out, "--overwrite")],
-        env=child_env(work),
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
+    res = run_privmob(work, *od_args(work, out, "--overwrite"))
     assert res.returncode == 4 and "not a privmob release" in _flat(res.stderr)
     assert (out / "notes.txt").read_text() == "keep me" and _spent(work) == before
 

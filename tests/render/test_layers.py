@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import geopandas as gpd
 import numpy as np
 import pandas as pd
 import pytest
 import shapely
-from tests.helpers import box_grid, run_cli
+from tests.helpers import box_grid, run_cli, write_city_files
 
 from privmob.data.density_synth import synthetic_city
 from privmob.errors import ConfigError
@@ -119,13 +120,8 @@ def test_population_layer_has_polygons_values_and_margins(tmp_path, dpmr):
         assert (layer["margin_of_error_95"] > 0).all() and layer["tile_name"].notna().all()
 
 
-def test_density_layer_is_zone_hour_polygons(tmp_path):
-    city = synthetic_city(3000, 30, 4, seed=3)
-    city.events[["uid", "time", "cell_id"]].rename(columns={"time": "datetime"}).to_csv(
-        tmp_path / "events.csv", index=False
-    )
-    city.towers.to_csv(tmp_path / "cells.csv", index=False)
-    city.zones.to_file(tmp_path / "zones.geojson", driver="GeoJSON")
+def test_density_layer_is_zone_hour_polygons(tmp_path: Path) -> None:
+    write_city_files(tmp_path, synthetic_city(3000, 30, 4, seed=3))
     out = tmp_path / "density"
     argv = ["density", str(tmp_path / "events.csv"), "--cells", str(tmp_path / "cells.csv")]
     argv += ["--zones", str(tmp_path / "zones.geojson"), "--epsilon", "0.5", "--delta", "1e-5"]

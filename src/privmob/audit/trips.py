@@ -40,6 +40,18 @@ def load_trips_frame(
     return df, int(tess.k)
 
 
+def _unique_trips(trips: pd.DataFrame, period: str) -> pd.DataFrame:
+    """The distinct (period ``p``, ``uid``, origin ``o``, destination ``d``) of the trips
+    between two different tiles of the tessellation (refused when there are none)."""
+    t = trips[(trips.origin >= 0) & (trips.destination >= 0) & (trips.origin != trips.destination)]
+    if t.empty:
+        raise InputError("no trips between two different tiles", column="origin")
+    per = pd.to_datetime(t.start_time).dt.to_period(period)
+    return pd.DataFrame(
+        {"p": per, "uid": t.uid, "o": t.origin, "d": t.destination}
+    ).drop_duplicates()
+
+
 def background_counts(trips: pd.DataFrame, period: str = "W") -> np.ndarray:
     """Counts of unique (user, origin, destination) per period and off-diagonal OD cell.
 
@@ -47,13 +59,7 @@ def background_counts(trips: pd.DataFrame, period: str = "W") -> np.ndarray:
     target's trips fall into are, by definition, cells with trips). ``period`` is a pandas
     period alias ("W" weeks, "D" days).
     """
-    t = trips[(trips.origin >= 0) & (trips.destination >= 0) & (trips.origin != trips.destination)]
-    if t.empty:
-        raise InputError("no trips between two different tiles", column="origin")
-    per = pd.to_datetime(t.start_time).dt.to_period(period)
-    unique = pd.DataFrame(
-        {"p": per, "uid": t.uid, "o": t.origin, "d": t.destination}
-    ).drop_duplicates()
+    unique = _unique_trips(trips, period)
     counts = unique.groupby(["p", "o", "d"]).size().to_numpy()
     return counts.astype(np.int64)
 
@@ -64,11 +70,5 @@ def unique_trips_per_user(trips: pd.DataFrame, period: str = "W") -> np.ndarray:
     With :func:`privmob.audit.lrt.simulate` this turns per-k accuracies into what the attack
     does to the real users of a dataset.
     """
-    t = trips[(trips.origin >= 0) & (trips.destination >= 0) & (trips.origin != trips.destination)]
-    if t.empty:
-        raise InputError("no trips between two different tiles", column="origin")
-    per = pd.to_datetime(t.start_time).dt.to_period(period)
-    unique = pd.DataFrame(
-        {"p": per, "uid": t.uid, "o": t.origin, "d": t.destination}
-    ).drop_duplicates()
+    unique = _unique_trips(trips, period)
     return unique.groupby(["p", "uid"]).size().to_numpy().astype(np.int64)

@@ -129,15 +129,15 @@ def read_raw(
             if isinstance(files, list):
                 _tell_skipped(Path(text), files)
             by_file = layout is not None and layout.uid_from_filename
-            read = partial(
-                engine.read_csv,
-                view,
-                files,
+            from privmob.engine.base import CsvFormat  # numpy and pandas: when reading
+
+            fmt = CsvFormat(
                 delimiter=delimiter,
                 header=header,
-                names=names,
-                **({"filename_column": FILE_COLUMN} if by_file else {}),
+                names=tuple(names) if names else None,
+                filename_column=FILE_COLUMN if by_file else None,
             )
+            read = partial(engine.read_csv, view, files, fmt=fmt)
         else:  # a Parquet file, or a folder of Parquet files
             if layout is not None and layout.uid_from_filename:
                 raise ConfigError(
@@ -304,14 +304,19 @@ def _engine_read(display: str, read: Callable[[], Any], path: str | None = None)
                 f"{display}: the engine ran out of memory while reading the file",
                 hint="raise --memory-limit",
             ) from exc
-        cause = diagnose.encoding_hint(path) if path and not is_url(path) else None
-        if cause is not None:
-            raise InputError(cause[0], source=display, hint=cause[1]) from exc
-        raise InputError(
-            f"cannot be read: {first}",
-            source=display,
-            hint="check the file format and delimiter (--delimiter)",
+        raise unreadable(
+            display, path, first, hint="check the file format and delimiter (--delimiter)"
         ) from exc
+
+
+def unreadable(display: str, path: str | None, reason: str, *, hint: str) -> InputError:
+    """The one message for an input the engine could not read: the file's encoding or a
+    damaged gzip stream where that is the cause (a local ``path`` only), else the engine's
+    ``reason`` (its first line, values scrubbed where they could be data) with ``hint``."""
+    cause = diagnose.encoding_hint(path) if path and not is_url(path) else None
+    if cause is not None:
+        return InputError(cause[0], source=display, hint=cause[1])
+    return InputError(f"cannot be read: {reason}", source=display, hint=hint)
 
 
 def quote(text: str | Path) -> str:

@@ -41,7 +41,7 @@ class SeriesInput:
     """A pre-aggregated series read against its declared domain, bound to its content like
     every loaded input: ``fingerprint`` (:func:`series_fingerprint`) and ``rows`` go to the
     ledger, never into a release. It holds no user ids, so no people sketch (``people`` is
-    None). Unpacks as ``values, labels, zones`` (what :func:`read_series` returns)."""
+    None). Unpacks as ``values, labels, zones``."""
 
     values: np.ndarray
     labels: list[object]
@@ -50,28 +50,20 @@ class SeriesInput:
     rows: int
     people: Any = None
 
+    @classmethod
+    def of(
+        cls, values: np.ndarray, labels: list[object], zones: list[object] | None
+    ) -> SeriesInput:
+        """The series ``values`` over ``labels`` (and ``zones``), bound to that content."""
+        fingerprint, rows = series_fingerprint(values, labels, zones)
+        return cls(values, labels, zones, fingerprint, rows)
+
     def __iter__(self) -> Iterator[Any]:
         return iter((self.values, self.labels, self.zones))
 
     def people_sketch(self, key: bytes) -> None:
         """None: the values of a series name no user."""
         return None
-
-
-def load_series(
-    path: Path,
-    value_column: str,
-    time_column: str,
-    zone_column: str | None,
-    zones: list[str] | None = None,
-    grid: pd.DatetimeIndex | None = None,
-) -> SeriesInput:
-    """:func:`read_series`, bound to the series' content (:class:`SeriesInput`)."""
-    values, labels, zone_labels = read_series(
-        Path(path), value_column, time_column, zone_column, zones, grid
-    )
-    fingerprint, rows = series_fingerprint(values, labels, zone_labels)
-    return SeriesInput(values, labels, zone_labels, fingerprint, rows)
 
 
 def series_fingerprint(
@@ -107,22 +99,24 @@ def series_fingerprint(
     return hashlib.sha256(key.encode()).hexdigest(), rows
 
 
-def read_series(
+def load_series(
     path: Path,
     value_column: str,
     time_column: str,
     zone_column: str | None,
     zones: list[str] | None = None,
     grid: pd.DatetimeIndex | None = None,
-) -> tuple[np.ndarray, list[object], list[object] | None]:
-    """Read a series file (CSV/Parquet): one row per timestamp (and zone).
+) -> SeriesInput:
+    """Read a series file (CSV/Parquet), one row per timestamp (and zone), bound to its
+    content (:class:`SeriesInput`).
 
     The rows list the complete, public time domain: every timestamp (and zone) must be present,
     zeros included. With ``zone_column`` the zone domain is ``zones``, declared by the caller
     (public, SPEC 1): it is never taken from the zones that happen to have rows, which would
-    reveal which zones are empty. Returns values (T,) or (zones, T), time labels, zone labels
+    reveal which zones are empty. Holds values (T,) or (zones, T), time labels, zone labels
     (in the declared order).
     """
+    path = Path(path)
     if not path.is_file():
         raise InputError("file not found", source=str(path))
     try:
@@ -139,13 +133,7 @@ def read_series(
             )
     values = pd.to_numeric(df[value_column], errors="coerce")
     bad = values.isna() | ~np.isfinite(values.astype(float))
-    if bad.any():
-        raise InputError(
-            "values must be finite numbers",
-            source=str(path),
-            column=value_column,
-            row=_first_row(bad),
-        )
+    _refuse_rows(bad, "values must be finite numbers", path, value_column)
     df = df.assign(**{value_column: values})
     if df[time_column].dtype == object:
         with contextlib.suppress(ValueError, TypeError):  # labels that are not dates stay text
@@ -157,28 +145,24 @@ def read_series(
             raise InputError(
                 "the time column does not hold timestamps", source=str(path), column=time_column
             ) from exc
-        outside = ~stamps.isin(grid)
-        if outside.any():
-            raise InputError(
-                "a timestamp that is not on the declared grid",
-                source=str(path),
-                column=time_column,
-                row=_first_row(pd.Series(outside)),
-                hint="the file must hold exactly the grid's steps; the domain is public",
-            )
-    keys = [time_column] + ([zone_column] if zone_column else [])
-    dup = df.duplicated(keys, keep=False)
-    if dup.any():
-        raise InputError(
-            "more than one row per timestamp" + (" and zone" if zone_column else ""),
-            source=str(path),
-            column=time_column,
-            row=_first_row(dup),
-            hint="aggregate first: the file must hold one value per timestamp (and zone)",
+        _refuse_rows(
+            pd.Series(~stamps.isin(grid)),
+            "a timestamp that is not on the declared grid",
+            path,
+            time_column,
+            hint="the file must hold exactly the grid's steps; the domain is public",
         )
+    keys = [time_column] + ([zone_column] if zone_column else [])
+    _refuse_rows(
+        df.duplicated(keys, keep=False),
+        "more than one row per timestamp" + (" and zone" if zone_column else ""),
+        path,
+        time_column,
+        hint="aggregate first: the file must hold one value per timestamp (and zone)",
+    )
     df = df.sort_values(time_column, kind="stable")
     if zone_column is None:
-        return df[value_column].to_numpy(), df[time_column].tolist(), None
+        return SeriesInput.of(df[value_column].to_numpy(), df[time_column].tolist(), None)
     if not zones:
         raise ConfigError(
             "a series per zone needs the public list of zones (--zones)",
@@ -189,13 +173,7 @@ def read_series(
         raise ConfigError("--zones lists a zone twice")
     df = df.assign(**{zone_column: df[zone_column].astype(str)})
     unknown = ~df[zone_column].isin(zones)
-    if unknown.any():
-        raise InputError(
-            "a zone that is not in the declared --zones",
-            source=str(path),
-            column=zone_column,
-            row=_first_row(unknown),
-        )
+    _refuse_rows(unknown, "a zone that is not in the declared --zones", path, zone_column)
     wide = df.pivot(index=zone_column, columns=time_column, values=value_column).reindex(zones)
     if wide.isna().any().any():
         raise InputError(
@@ -203,7 +181,15 @@ def read_series(
             source=str(path),
             hint="add rows with value 0 for the missing pairs",
         )
-    return wide.to_numpy(), list(wide.columns), list(wide.index)
+    return SeriesInput.of(wide.to_numpy(), list(wide.columns), list(wide.index))
+
+
+def _refuse_rows(
+    mask: pd.Series, problem: str, path: Path, column: str, *, hint: str | None = None
+) -> None:
+    """Refuse the series file (:class:`InputError`) at the first row where ``mask`` holds."""
+    if mask.any():
+        raise InputError(problem, source=str(path), column=column, row=_first_row(mask), hint=hint)
 
 
 def _first_row(mask: pd.Series) -> int:

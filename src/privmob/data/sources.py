@@ -57,6 +57,7 @@ from privmob.data.times import (
 )
 from privmob.data.validation import (
     Check,
+    Validated,
     coord_checks,
     coordinate_text,
     float_expr,
@@ -110,19 +111,15 @@ def load_events(
     if not use_cells:
         parsed |= {"lat": float_expr(cols["lat"]), "lng": float_expr(cols["lng"])}
         checks += coord_checks("lat", "lng")
-    pview = parsed_view(engine, raw, parsed)
-    relabel(checks, cols)
     content = {"uid": identity_text(cols["uid"]), "time": time_text(engine, "_p_datetime")}
     content |= (
         {"cell_id": identity_text(cols["cell_id"])}
         if use_cells
         else {"lat": coordinate_text("_p_lat"), "lng": coordinate_text("_p_lng")}
     )
-    keep = [cols[k] for k in cols if k not in parsed]
-    times = {"datetime": cols["datetime"]}
-    checked = validate(
-        engine, raw, pview, display, checks, content, parse_once=_parse_once(engine, source, keep),
-        scanned=scanned_times(engine, raw, parsed, times, types, timezone, keep),
+    checked = _validated_input(
+        engine, source, raw, display, cols=cols, types=types, parsed=parsed, checks=checks,
+        content=content, times={"datetime": cols["datetime"]}, timezone=timezone,
     )  # fmt: skip
     pview = checked.relation  # the input parsed once, where the engine can
     view = new_name("events")
@@ -159,10 +156,46 @@ def load_events(
                 f"ON e._p_lng = t.lng AND e._p_lat = t.lat"
             ),
         )
+    return _bound(view, display, "events", engine, checked, tessellation)
+
+
+def _validated_input(
+    engine: Engine,
+    source: Any,
+    raw: str,
+    display: str,
+    *,
+    cols: dict[str, str],
+    types: dict[str, str],
+    parsed: dict[str, str],
+    checks: list[Check],
+    content: dict[str, str],
+    times: dict[str, str],
+    timezone: str,
+) -> Validated:
+    """The validation pass of an input read as the view ``raw`` (columns ``cols``: canonical
+    name -> the input's, of ``types``): its ``parsed`` expressions (columns ``_p_<name>``),
+    every row checked by ``checks`` (named by the input's columns in messages), the content
+    fingerprint over ``content``, the ``times`` columns scanned for the input time zone; the
+    input is parsed once where that pays (:func:`_parse_once`)."""
+    pview = parsed_view(engine, raw, parsed)
+    relabel(checks, cols)
+    keep = [cols[k] for k in cols if k not in parsed]
+    return validate(
+        engine, raw, pview, display, checks, content, parse_once=_parse_once(engine, source, keep),
+        scanned=scanned_times(engine, raw, parsed, times, types, timezone, keep),
+    )  # fmt: skip
+
+
+def _bound(
+    view: str, display: str, shape: str, engine: Engine, checked: Validated, tessellation: Any
+) -> Loaded:
+    """The canonical relation ``view`` of a validated input, bound to its content (fingerprint,
+    rows, people) and to the tessellation its tiles were assigned with."""
     return Loaded(
         view,
         display,
-        "events",
+        shape,
         engine,
         engine.columns(view),
         fingerprint=checked.fingerprint,
@@ -289,7 +322,6 @@ def load_trip_points(
         "lat": float_expr(cols["lat"]),
         "lng": float_expr(cols["lng"]),
     }
-    pview = parsed_view(engine, raw, parsed)
     checks = [
         uid_check(cols["uid"]),
         Check(
@@ -301,7 +333,6 @@ def load_trip_points(
         *time_checks("datetime", types[cols["datetime"]]),
         *coord_checks("lat", "lng"),
     ]
-    relabel(checks, cols)
     content = {
         "uid": identity_text(cols["uid"]),
         "tid": identity_text(cols["tid"]),
@@ -311,11 +342,9 @@ def load_trip_points(
     }
     if "tile_id" in cols:
         content["tile_id"] = identity_text(cols["tile_id"])
-    keep = [cols[k] for k in cols if k not in parsed]
-    times = {"datetime": cols["datetime"]}
-    checked = validate(
-        engine, raw, pview, display, checks, content, parse_once=_parse_once(engine, source, keep),
-        scanned=scanned_times(engine, raw, parsed, times, types, timezone, keep),
+    checked = _validated_input(
+        engine, source, raw, display, cols=cols, types=types, parsed=parsed, checks=checks,
+        content=content, times={"datetime": cols["datetime"]}, timezone=timezone,
     )  # fmt: skip
     pview = checked.relation  # the input parsed once, where the engine can
     view = new_name("points")
@@ -330,17 +359,7 @@ def load_trip_points(
         # input, so user buckets filter before the tile arithmetic, not after it
         base = new_name("untiled")
         engine.create_view(base, f"SELECT {canonical} FROM {pview} AS e")
-        untiled = Loaded(
-            base,
-            display,
-            "trip_points_untiled",
-            engine,
-            engine.columns(base),
-            fingerprint=checked.fingerprint,
-            rows=checked.rows,
-            people_source=checked.people,
-            tiles=tiles_fingerprint(tessellation),
-        )
+        untiled = _bound(base, display, "trip_points_untiled", engine, checked, tessellation)
         return _grid_tiled_points(untiled, grid)
     if "tile_id" in cols:
         tile_expr, tile_sql = tile_index(
@@ -350,17 +369,7 @@ def load_trip_points(
     else:
         source, tile_expr = coordinate_tiles_sql(engine, tessellation, pview)
     engine.create_view(view, f"SELECT {canonical}, {tile_expr} AS tile FROM {source}")
-    return Loaded(
-        view,
-        display,
-        "trip_points",
-        engine,
-        engine.columns(view),
-        fingerprint=checked.fingerprint,
-        rows=checked.rows,
-        people_source=checked.people,
-        tiles=tiles_fingerprint(tessellation),
-    )
+    return _bound(view, display, "trip_points", engine, checked, tessellation)
 
 
 def _grid_tiled_points(untiled: Loaded, grid: Any) -> Loaded:
@@ -510,8 +519,6 @@ def load_trips(
             )
             for e in ends
         ]
-    pview = parsed_view(engine, raw, parsed)
-    relabel(checks, cols)
     content = {} if uid_per_trip else {"uid": identity_text(cols["uid"])}
     content["start_time"] = time_text(engine, "_p_start_time")
     if "end_time" in cols:
@@ -520,11 +527,10 @@ def load_trips(
         content["tid"] = identity_text(cols["tid"])
     for e in ends:
         content[e] = coordinate_text(f"_p_{e}") if by_coords else identity_text(cols[e])
-    keep = [cols[k] for k in cols if k not in parsed]
     times: dict[str, str] = {k: cols[k] for k in ("start_time", "end_time") if k in cols}
-    checked = validate(
-        engine, raw, pview, display, checks, content, parse_once=_parse_once(engine, source, keep),
-        scanned=scanned_times(engine, raw, parsed, times, types, timezone, keep),
+    checked = _validated_input(
+        engine, source, raw, display, cols=cols, types=types, parsed=parsed, checks=checks,
+        content=content, times=times, timezone=timezone,
     )  # fmt: skip
     pview = checked.relation  # the input parsed once, where the engine can
     tid = ident(cols["tid"]) if "tid" in cols else "row_number() OVER ()"
@@ -577,14 +583,4 @@ def load_trips(
             f"SELECT tid AS uid, tid, start_time, end_time, origin, destination{more} FROM {view}",
         )
         view = per_trip
-    return Loaded(
-        view,
-        display,
-        "trips",
-        engine,
-        engine.columns(view),
-        fingerprint=checked.fingerprint,
-        rows=checked.rows,
-        people_source=checked.people,
-        tiles=tiles_fingerprint(tessellation),
-    )
+    return _bound(view, display, "trips", engine, checked, tessellation)

@@ -208,17 +208,29 @@ def _read_plain_geojson(path: Path) -> gpd.GeoDataFrame | None:
         return None
 
 
+def _named_column(
+    gdf: gpd.GeoDataFrame,
+    column: str,
+    role: str,
+    label: str,
+    *,
+    seen: list[str],
+    hint: str | None = None,
+) -> str:
+    """The column the user named for the tiles' ``role`` (id, name), refused with the columns
+    ``seen`` unless the tessellation has it."""
+    if column not in gdf.columns:
+        raise InputError(
+            f"{role} column not found; columns seen: {seen}", source=label, column=column, hint=hint
+        )
+    return column
+
+
 def _pick_id_column(gdf: gpd.GeoDataFrame, id_column: str | None, label: str) -> str:
     attrs = [c for c in gdf.columns if c != gdf.geometry.name]
     if id_column is not None:
-        if id_column not in gdf.columns:
-            raise InputError(
-                f"id column not found; columns seen: {attrs}",
-                source=label,
-                column=id_column,
-                hint="pass --tile-id with one of the columns above",
-            )
-        return id_column
+        hint = "pass --tile-id with one of the columns above"
+        return _named_column(gdf, id_column, "id", label, seen=attrs, hint=hint)
     lower = {c.lower(): c for c in attrs}
     for cand in ID_CANDIDATES:
         if cand.lower() in lower:
@@ -237,13 +249,7 @@ def _pick_name_column(
     gdf: gpd.GeoDataFrame, name_column: str | None, id_col: str, label: str
 ) -> str | None:
     if name_column is not None:
-        if name_column not in gdf.columns:
-            raise InputError(
-                f"name column not found; columns seen: {list(gdf.columns)}",
-                source=label,
-                column=name_column,
-            )
-        return name_column
+        return _named_column(gdf, name_column, "name", label, seen=list(gdf.columns))
     lower = {c.lower(): c for c in gdf.columns if c not in (id_col, gdf.geometry.name)}
     return next((lower[c.lower()] for c in NAME_CANDIDATES if c.lower() in lower), None)
 

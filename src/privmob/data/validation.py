@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from privmob.data import diagnose
-from privmob.data.reading import ident, is_url
+from privmob.data.reading import ident, unreadable
 from privmob.engine.base import Engine
 from privmob.engine.relation import new_name
 from privmob.errors import EngineError, InputError
@@ -168,15 +168,10 @@ def validate(
     except EngineError:
         raise
     except Exception as exc:
-        first = str(exc).strip().splitlines()[0]
-        cause = None if is_url(display) else diagnose.encoding_hint(display)
-        if cause is not None:  # a byte deep in the file, after the part the sniffer read
-            raise InputError(cause[0], source=display, hint=cause[1]) from exc
-        raise InputError(
-            f"cannot be read: {diagnose.scrub_values(first)}",
-            source=display,
-            hint="check the file format, delimiter and column types",
-        ) from exc
+        # the cause may be a byte deep in the file, after the part the sniffer read
+        first = diagnose.scrub_values(str(exc).strip().splitlines()[0])
+        hint = "check the file format, delimiter and column types"
+        raise unreadable(display, display, first, hint=hint) from exc
     n_rows = int(row["n_rows"])
     if n_rows == 0:
         raise InputError(

@@ -6,6 +6,7 @@ domains to the driver. The driver (mechanisms, accountant, renderers) never sees
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -13,6 +14,22 @@ import pandas as pd
 
 from privmob.engine.dialect import Dialect
 from privmob.errors import EngineError
+
+
+@dataclass(frozen=True)
+class CsvFormat:
+    """How the CSV file(s) of :meth:`Engine.read_csv` are laid out.
+
+    ``delimiter``: detected from the file when None; ``header``: whether the first row names
+    the columns; ``names``: the columns' names where it does not (``column0, ...`` when None);
+    ``filename_column``: a column of that name holds each row's file path (per-user files
+    whose name is the user id).
+    """
+
+    delimiter: str | None = None
+    header: bool = True
+    names: tuple[str, ...] | None = None
+    filename_column: str | None = None
 
 
 class Engine(Protocol):
@@ -27,23 +44,12 @@ class Engine(Protocol):
     def read_parquet(self, name: str, path: str) -> None:
         """Expose a Parquet file or folder (any path or URL the engine reads) as a view."""
 
-    def read_csv(
-        self,
-        name: str,
-        path: str | list[str],
-        *,
-        delimiter: str | None = None,
-        header: bool = True,
-        names: list[str] | None = None,
-        filename_column: str | None = None,
-    ) -> None:
+    def read_csv(self, name: str, path: str | list[str], fmt: CsvFormat = CsvFormat()) -> None:
         """Expose a CSV file (gzip ok), or several with the same columns, as a view whose
-        columns are all text.
+        columns are all text, read as ``fmt`` says.
 
-        The delimiter is detected when not given; ``names`` names the columns of a file
-        without header row; ``filename_column``: a column of that name holds each row's
-        file path (per-user files whose name is the user id). Parsing (times, numbers) is
-        left to the shared loader SQL, so every engine applies the same rules.
+        Parsing (times, numbers) is left to the shared loader SQL, so every engine applies
+        the same rules.
         """
 
     def create_view(self, name: str, sql: str) -> None: ...

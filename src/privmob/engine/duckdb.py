@@ -14,6 +14,7 @@ from typing import Any
 import duckdb
 import pandas as pd
 
+from privmob.engine.base import CsvFormat
 from privmob.engine.dialect import DUCKDB, Dialect
 from privmob.engine.relation import new_name
 
@@ -102,25 +103,15 @@ class DuckDBEngine:
             path = path.rstrip("/") + "/*.parquet"
         self.create_view(name, f"SELECT * FROM read_parquet('{_quote(path)}')")
 
-    def read_csv(
-        self,
-        name: str,
-        path: str | list[str],
-        *,
-        delimiter: str | None = None,
-        header: bool = True,
-        names: list[str] | None = None,
-        filename_column: str | None = None,
-    ) -> None:
-        """CSV file(s) (gzip ok) as text columns; the delimiter is detected unless given;
-        ``filename_column``: each row's file path in a column of that name."""
-        opts = ["header = " + ("true" if header else "false"), "all_varchar = true"]
-        if filename_column:
-            opts.append(f"filename = '{_quote(filename_column)}'")
-        if delimiter:
-            opts.append(f"delim = '{_quote(delimiter)}'")
-        if names:
-            opts.append("names = [" + ", ".join(f"'{_quote(n)}'" for n in names) + "]")
+    def read_csv(self, name: str, path: str | list[str], fmt: CsvFormat = CsvFormat()) -> None:
+        """CSV file(s) (gzip ok) as text columns (see :class:`CsvFormat`)."""
+        opts = ["header = " + ("true" if fmt.header else "false"), "all_varchar = true"]
+        if fmt.filename_column:
+            opts.append(f"filename = '{_quote(fmt.filename_column)}'")
+        if fmt.delimiter:
+            opts.append(f"delim = '{_quote(fmt.delimiter)}'")
+        if fmt.names:
+            opts.append("names = [" + ", ".join(f"'{_quote(n)}'" for n in fmt.names) + "]")
         files = (
             f"'{_quote(path)}'"
             if isinstance(path, str)
@@ -128,7 +119,7 @@ class DuckDBEngine:
         )
         reader = f"read_csv({files}, {', '.join(opts)})"
         # sniff_csv's fixed reader leaves the file name column out: detect as read then
-        fixed = f"FROM {reader}" if filename_column else self._sniffed_once(reader)
+        fixed = f"FROM {reader}" if fmt.filename_column else self._sniffed_once(reader)
         self.create_view(name, f"SELECT * {fixed}")
         if fixed != f"FROM {reader}":
             self._csv_views[name] = fixed

@@ -30,6 +30,7 @@ from typing import Any
 
 import pandas as pd
 
+from privmob.engine.base import CsvFormat
 from privmob.engine.dialect import SPARK, Dialect
 from privmob.errors import EngineError
 
@@ -181,24 +182,15 @@ class SparkEngine:
         """A Parquet file or folder: a local path or any URL Spark reads (hdfs://, s3a://)."""
         self.spark.read.parquet(path).createOrReplaceTempView(name)
 
-    def read_csv(
-        self,
-        name: str,
-        path: str | list[str],
-        *,
-        delimiter: str | None = None,
-        header: bool = True,
-        names: list[str] | None = None,
-        filename_column: str | None = None,
-    ) -> None:
+    def read_csv(self, name: str, path: str | list[str], fmt: CsvFormat = CsvFormat()) -> None:
         """A CSV file (gzip by its .gz name) as text columns, read as the DuckDB engine reads
         it: RFC 4180 quoting (a quote inside a field is doubled), empty fields are NULL, a row
         with a different number of fields is an error, the delimiter is detected from the
         first line unless given, columns of a file without header are ``column0, ...``."""
         first = path if isinstance(path, str) else path[0]
-        sep = delimiter or sniff_delimiter(self._first_line(first))
+        sep = fmt.delimiter or sniff_delimiter(self._first_line(first))
         reader = self.spark.read.options(
-            header="true" if header else "false",
+            header="true" if fmt.header else "false",
             sep=sep,
             quote='"',
             escape='"',
@@ -206,17 +198,17 @@ class SparkEngine:
             mode="FAILFAST",
         )
         df = reader.csv(path)
-        given = list(names or [])
+        given = list(fmt.names or [])
         renamed = [  # header names without surrounding spaces, as DuckDB reads them
-            given[i] if i < len(given) else (c.strip() if header else f"column{i}")
+            given[i] if i < len(given) else (c.strip() if fmt.header else f"column{i}")
             for i, c in enumerate(df.columns)
         ]
         if renamed != df.columns:
             df = df.toDF(*renamed)
-        if filename_column:  # each row's file (its path as a URI)
+        if fmt.filename_column:  # each row's file (its path as a URI)
             from pyspark.sql import functions as F
 
-            df = df.withColumn(filename_column, F.input_file_name())
+            df = df.withColumn(fmt.filename_column, F.input_file_name())
         df.createOrReplaceTempView(name)
 
     def _first_line(self, path: str) -> str:

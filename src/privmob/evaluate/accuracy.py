@@ -242,31 +242,30 @@ def error_bound(
     epsilon: float, beta: float, T: int = 1, kind: NoiseKind | str = "laplace-rounded"
 ) -> int:
     """Smallest integer alpha with P(|M_hat - M| > alpha) <= beta (Theorem 4 inverted)."""
-    _beta(beta)
-    noise = IntegerNoise.of(kind, epsilon, T)
-    a = 0
-    while noise.tail(a) > beta:
-        a = max(1, 2 * a)
-    lo, hi = a // 2, a
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if noise.tail(mid) > beta:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
+    return _smallest_within(IntegerNoise.of(kind, epsilon, T).tail, _beta(beta))
 
 
 def difference_error_bound(
     epsilon: float, beta: float, T: int = 1, kind: NoiseKind | str = "laplace-rounded"
 ) -> int:
     """Smallest integer alpha with the exact difference tail <= beta."""
-    _beta(beta)
-    noise = IntegerNoise.of(kind, epsilon, T)
+    return _smallest_within(IntegerNoise.of(kind, epsilon, T).difference_tail, _beta(beta))
+
+
+def _smallest_within(tail: Callable[[int], float], beta: float) -> int:
+    """Smallest integer a >= 0 with ``tail(a) <= beta``, for a tail that falls as ``a`` grows
+    (doubling, then bisection)."""
     a = 0
-    while noise.difference_tail(a) > beta:
-        a += 1
-    return a
+    while tail(a) > beta:
+        a = max(1, 2 * a)
+    lo, hi = a // 2, a
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if tail(mid) > beta:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 # -- heuristics -------------------------------------------------------------------------------

@@ -24,6 +24,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
+from privmob.evaluate.similarity import transport_cost
+
 EARTH_RADIUS_M = 6_371_008.8
 
 
@@ -76,27 +78,7 @@ def emd(p: np.ndarray, q: np.ndarray, dist: np.ndarray) -> float:
         return 0.0
     supply, demand = diff[src], -diff[dst]
     demand = demand * supply.sum() / demand.sum()
-    ns, nd = src.size, dst.size
-    cost = dist[np.ix_(src, dst)].ravel()
-    rows = np.repeat(np.arange(ns), nd)
-    cols = np.tile(np.arange(nd), ns)
-    idx = np.arange(ns * nd)
-    a_eq = sp.vstack(
-        [
-            sp.csr_matrix((np.ones(ns * nd), (rows, idx)), shape=(ns, ns * nd)),
-            sp.csr_matrix((np.ones(ns * nd), (cols, idx)), shape=(nd, ns * nd)),
-        ]
-    )
-    res = linprog(
-        cost,
-        A_eq=a_eq,
-        b_eq=np.concatenate([supply, demand]),
-        bounds=(0, None),
-        method="highs",
-    )
-    if not res.success:  # pragma: no cover - HiGHS solves every balanced transport problem
-        raise RuntimeError(f"transport LP failed: {res.message}")
-    return float(res.fun)
+    return transport_cost(supply, demand, dist[np.ix_(src, dst)])
 
 
 @dataclass(frozen=True)

@@ -120,22 +120,33 @@ def emd_spatial(
     cost = haversine_m(lat[si][:, None], lng[si][:, None], lat[di][None, :], lng[di][None, :])
     a, b = src[si], dst[di]
     b = b * (a.sum() / b.sum())  # equal surplus mass up to rounding
-    ns, nd = si.size, di.size
-    rows = np.repeat(np.arange(ns), nd)
-    cols = np.tile(np.arange(nd), ns)
-    from scipy.sparse import coo_matrix, vstack
+    return transport_cost(a, b, cost)
 
-    a_src = coo_matrix((np.ones(ns * nd), (rows, np.arange(ns * nd))), shape=(ns, ns * nd))
-    a_dst = coo_matrix((np.ones(ns * nd), (cols, np.arange(ns * nd))), shape=(nd, ns * nd))
+
+def transport_cost(supply: np.ndarray, demand: np.ndarray, cost: np.ndarray) -> float:
+    """The least total cost of moving the mass ``supply`` (n sources) to ``demand`` (m sinks,
+    the same total) at ``cost`` (n, m) per unit: the transport linear programme, solved exactly
+    (scipy HiGHS)."""
+    from scipy import sparse
+
+    ns, nd = supply.size, demand.size
+    idx = np.arange(ns * nd)
+    ones = np.ones(ns * nd)
+    a_eq = sparse.vstack(
+        [
+            sparse.csr_matrix((ones, (np.repeat(np.arange(ns), nd), idx)), shape=(ns, ns * nd)),
+            sparse.csr_matrix((ones, (np.tile(np.arange(nd), ns), idx)), shape=(nd, ns * nd)),
+        ]
+    )
     res = optimize.linprog(
-        cost.ravel(),
-        A_eq=vstack([a_src, a_dst]).tocsr(),
-        b_eq=np.concatenate([a, b]),
+        np.asarray(cost).ravel(),
+        A_eq=a_eq,
+        b_eq=np.concatenate([supply, demand]),
         bounds=(0, None),
         method="highs",
     )
-    if not res.success:  # pragma: no cover - HiGHS solves every feasible transport problem
-        raise ConfigError(f"spatial EMD failed: {res.message}")
+    if not res.success:  # pragma: no cover - HiGHS solves every balanced transport problem
+        raise RuntimeError(f"transport LP failed: {res.message}")
     return float(res.fun)
 
 

@@ -51,18 +51,26 @@ class DensityCounts:
     hourly: np.ndarray | None = None  # (towers, 168) hour-capped counts: EVALUATION ONLY
 
 
+def _week_sql(week_start: datetime, dialect: Dialect) -> tuple[str, str]:
+    """SQL over events (``time``, ``tile``) for the public week from ``week_start``: the whole
+    hours of an event since the week's start, and whether it is in the domain (in the week, at
+    a known tower)."""
+    start = dialect.timestamp_literal(week_start.strftime("%Y-%m-%d %H:%M:%S"))
+    end = dialect.timestamp_literal((week_start + timedelta(days=7)).strftime("%Y-%m-%d %H:%M:%S"))
+    secs = f"({dialect.epoch_seconds('time')} - {dialect.epoch_seconds(start)})"
+    return f"floor({secs} / 3600)", f"time >= {start} AND time < {end} AND tile >= 0"
+
+
 def presample_sql(relation: str, week_start: datetime, key: int, dialect: Dialect = DUCKDB) -> str:
     """SQL of the hourly visits (uid, hour, tower) with their per-user rank ``rnk`` (1-based).
 
     Keeping ``rnk <= l`` is the uniform choice of at most l hourly visits per user.
     """
-    start = dialect.timestamp_literal(week_start.strftime("%Y-%m-%d %H:%M:%S"))
-    end = dialect.timestamp_literal((week_start + timedelta(days=7)).strftime("%Y-%m-%d %H:%M:%S"))
-    secs = f"({dialect.epoch_seconds('time')} - {dialect.epoch_seconds(start)})"
+    hours, inside = _week_sql(week_start, dialect)
     week = (
-        f"SELECT DISTINCT uid, CAST(floor({secs} / 3600) AS INT) AS hour, "
+        f"SELECT DISTINCT uid, CAST({hours} AS INT) AS hour, "
         f"CAST(tile AS INT) AS tower FROM {relation} "
-        f"WHERE time >= {start} AND time < {end} AND tile >= 0"
+        f"WHERE {inside}"
     )
     hourly = (
         f"SELECT uid, hour, tower FROM (SELECT w_.*, ROW_NUMBER() OVER (PARTITION BY uid, hour "
@@ -83,12 +91,9 @@ def outside_sql(relation: str, week_start: datetime, key: int, dialect: Dialect 
     [week_start, week_start + 7 days) or at no known tower. Keeping ``rnk <= l`` bounds a
     user's contribution to l, like the visits inside the domain.
     """
-    start = dialect.timestamp_literal(week_start.strftime("%Y-%m-%d %H:%M:%S"))
-    end = dialect.timestamp_literal((week_start + timedelta(days=7)).strftime("%Y-%m-%d %H:%M:%S"))
-    secs = f"({dialect.epoch_seconds('time')} - {dialect.epoch_seconds(start)})"
+    hours, inside = _week_sql(week_start, dialect)
     visits = (
-        f"SELECT DISTINCT uid, CAST(floor({secs} / 3600) AS BIGINT) AS hour FROM {relation} "
-        f"WHERE NOT (time >= {start} AND time < {end} AND tile >= 0)"
+        f"SELECT DISTINCT uid, CAST({hours} AS BIGINT) AS hour FROM {relation} WHERE NOT ({inside})"
     )
     return (
         f"SELECT uid, hour, ROW_NUMBER() OVER (PARTITION BY uid "
@@ -107,16 +112,14 @@ def outside_count_sql(
     keyed hash picks, and the cell is their sum: the same exact number as counting the kept
     rows, for any key, without a window over the (usually many) out-of-week events.
     """
-    start = dialect.timestamp_literal(week_start.strftime("%Y-%m-%d %H:%M:%S"))
-    end = dialect.timestamp_literal((week_start + timedelta(days=7)).strftime("%Y-%m-%d %H:%M:%S"))
-    secs = f"({dialect.epoch_seconds('time')} - {dialect.epoch_seconds(start)})"
-    hour = f"CAST(floor({secs} / 3600) AS BIGINT)"
+    hours, inside = _week_sql(week_start, dialect)
+    hour = f"CAST({hours} AS BIGINT)"
     # the distinct (uid, hour) rows of outside_sql, counted per user (a NULL hour, a NULL time
     # at an unknown tower, is one visit there as here); not count(DISTINCT hr) + a NULL flag,
     # which Spark plans by expanding every out-of-week event into two rows
     hours = (
         f"SELECT uid, count(*) AS h FROM (SELECT DISTINCT uid, {hour} AS hr FROM {relation} "
-        f"WHERE NOT (time >= {start} AND time < {end} AND tile >= 0)) AS e_ GROUP BY uid"
+        f"WHERE NOT ({inside})) AS e_ GROUP BY uid"
     )
     return f"SELECT COALESCE(sum(least(h, {int(max_visits)})), 0) AS n FROM ({hours}) AS o_"
 

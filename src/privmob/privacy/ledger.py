@@ -39,7 +39,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from privmob.errors import BudgetError, ConfigError
 from privmob.privacy import ledger_chain as chain
@@ -76,6 +76,9 @@ from privmob.privacy.ledger_store import (
 )
 from privmob.privacy.people import PeopleSketch
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack from Python 3.12
+
 DEFAULT_LEDGER_ENV = "PRIVMOB_LEDGER"
 DEFAULT_LEDGER_NAME = "ledger.sqlite"
 
@@ -102,6 +105,20 @@ def default_ledger_path() -> Path:
     data_home = os.environ.get("XDG_DATA_HOME") or ""
     base = Path(data_home) if os.path.isabs(data_home) else Path.home() / ".local" / "share"
     return base / "privmob" / DEFAULT_LEDGER_NAME
+
+
+class ReleaseFacts(TypedDict, total=False):
+    """What a charge records about a release besides its kind and cost: the keywords of
+    :meth:`Ledger.charge_parts` that :meth:`Ledger.charge` passes on."""
+
+    params: dict[str, Any] | None
+    group_size: int | None
+    for_publication: bool
+    input_fingerprint: str | None
+    input_rows: int | None
+    output_dir: str | os.PathLike[str] | None
+    output_hashes: dict[str, str] | None
+    new_dataset_for_same_data: bool
 
 
 class Ledger(Custody, Audit):
@@ -330,29 +347,11 @@ class Ledger(Custody, Audit):
         *,
         kind: str,
         description: str = "",
-        params: dict[str, Any] | None = None,
-        group_size: int | None = None,
-        for_publication: bool = True,
-        input_fingerprint: str | None = None,
-        input_rows: int | None = None,
-        output_dir: str | os.PathLike[str] | None = None,
-        output_hashes: dict[str, str] | None = None,
-        new_dataset_for_same_data: bool = False,
+        **facts: Unpack[ReleaseFacts],
     ) -> Entry:
-        """Charge a release atomically, or raise :class:`BudgetError` and charge nothing."""
-        return self.charge_parts(
-            dataset,
-            [(description, cost)],
-            kind=kind,
-            params=params,
-            group_size=group_size,
-            for_publication=for_publication,
-            input_fingerprint=input_fingerprint,
-            input_rows=input_rows,
-            output_dir=output_dir,
-            output_hashes=output_hashes,
-            new_dataset_for_same_data=new_dataset_for_same_data,
-        )[0]
+        """Charge a release of one part atomically, or raise :class:`BudgetError` and charge
+        nothing (``facts``: as :meth:`charge_parts` takes them)."""
+        return self.charge_parts(dataset, [(description, cost)], kind=kind, **facts)[0]
 
     def charge_parts(
         self,

@@ -178,16 +178,8 @@ class Custody:
             k = ring.keys.get(kid)
             if k is None or k.revoked_at is not None:
                 raise ConfigError(f"no active key {kid} in {self.path}")
-            trust.add_key_event(
-                con,
-                self.ledger_id,
-                signer,
-                action="revoke",
-                role=k.role,
-                name=k.name,
-                public_hex=k.public,
-                at_count=head_count(con),
-                created=now(),
+            trust.revoke_key(
+                con, self.ledger_id, signer, k, at_count=head_count(con), created=now()
             )
             if k.role == trust.CUSTODIAN:  # what it signed is vouched for by an active key
                 self._sign_checkpoint(con, signer, trust.key_ring(con, self.ledger_id))
@@ -211,17 +203,7 @@ class Custody:
                 created=created,
             )
             old = ring.keys[signer.key_id]
-            trust.add_key_event(
-                con,
-                self.ledger_id,
-                signer,
-                action="revoke",
-                role=old.role,
-                name=old.name,
-                public_hex=old.public,
-                at_count=at,
-                created=created,
-            )
+            trust.revoke_key(con, self.ledger_id, signer, old, at_count=at, created=created)
             # the new key vouches for everything the old one signed, now: a record the retired
             # key signs later is refused, whatever it claims
             self._sign_checkpoint(con, new, trust.key_ring(con, self.ledger_id))

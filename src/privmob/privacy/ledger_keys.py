@@ -16,6 +16,7 @@ import functools
 import hashlib
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -144,11 +145,16 @@ def load_private(path: str | os.PathLike[str]) -> Signer:
     return Signer(_private_from_pem(data, str(source)), source)
 
 
-def _private_from_pem(data: bytes, where: str) -> Ed25519PrivateKey:
+def _pem_key(load: Callable[[bytes], object], data: bytes) -> object | None:
+    """The key that ``load`` reads from the PEM ``data``, or None where it reads none."""
     try:
-        key = serialization.load_pem_private_key(data, password=None)
+        return load(data)
     except (ValueError, TypeError):
-        key = None
+        return None
+
+
+def _private_from_pem(data: bytes, where: str) -> Ed25519PrivateKey:
+    key = _pem_key(functools.partial(serialization.load_pem_private_key, password=None), data)
     if not isinstance(key, Ed25519PrivateKey):
         raise ConfigError(
             f"{where} is not an unencrypted Ed25519 private key in PEM",
@@ -174,10 +180,7 @@ def load_public(path: str | os.PathLike[str]) -> str:
     text = data.decode("ascii", "replace").strip()
     if len(text) == 64 and all(c in "0123456789abcdef" for c in text.lower()):
         return text.lower()
-    try:
-        pub = serialization.load_pem_public_key(data)
-    except (ValueError, TypeError):
-        pub = None
+    pub = _pem_key(serialization.load_pem_public_key, data)
     if not isinstance(pub, Ed25519PublicKey):
         raise ConfigError(
             f"{source} is not an Ed25519 public key (PEM or 64 hex digits)",

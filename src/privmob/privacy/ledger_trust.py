@@ -44,7 +44,7 @@ import math
 import os
 import sqlite3
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -190,6 +190,30 @@ def add_key_event(
     )
 
 
+def revoke_key(
+    con: sqlite3.Connection,
+    ledger_id: str,
+    signer: Signer,
+    key: KeyState,
+    *,
+    at_count: int,
+    created: str,
+) -> None:
+    """Record, signed by ``signer``, that the registered ``key`` signs nothing after
+    ``at_count`` (its earlier entries stay valid)."""
+    add_key_event(
+        con,
+        ledger_id,
+        signer,
+        action="revoke",
+        role=key.role,
+        name=key.name,
+        public_hex=key.public,
+        at_count=at_count,
+        created=created,
+    )
+
+
 # -- custodian records: budgets, links, approvals -------------------------------------------
 def budget_signature(signer: Signer, ledger_id: str, row_hash: str) -> str:
     return signer.sign("budget", message(ledger_id, {"row_hash": row_hash}))
@@ -317,12 +341,8 @@ class Position:
     totals: Totals
 
     def values(self) -> dict[str, Any]:
-        return {
-            "last_id": self.last_id,
-            "count": self.count,
-            "head_hash": self.head_hash,
-            "totals": self.totals,
-        }
+        """The fields by name, as signed and stored (a copy)."""
+        return asdict(self)
 
 
 GENESIS = Position(0, 0, "", {})

@@ -41,13 +41,10 @@ it, a user id or a hash; a refusal names the other dataset and the threshold onl
 from __future__ import annotations
 
 import hashlib
-import hmac
-import os
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 #: k: how many keyed hashes a sketch keeps (32 KiB per dataset in the ledger)
 SKETCH_SIZE = 4096
@@ -61,7 +58,6 @@ HASH_DIGITS = 16
 
 _MAGIC = b"PMPS1"
 _HEADER = struct.Struct(">5sI")  # magic, k
-_KEY_FILE = "people.key"
 
 
 @dataclass(frozen=True)
@@ -134,47 +130,14 @@ def keyed_hash(key: bytes, uid: str) -> int:
     return int(hashlib.sha256((k2 + inner).encode()).hexdigest()[:HASH_DIGITS], 16)
 
 
-def people_key(ledger: Any) -> bytes:
-    """The secret of ``ledger``'s people sketches (32 bytes).
+class HoldsPeopleKey(Protocol):
+    """A ledger (:class:`~privmob.privacy.ledger.Ledger`): it keeps its people sketches' secret."""
 
-    The ledger's own (``ledger.people_key()``, held by the custodian) where the ledger has one;
-    until then HMAC-SHA256 of the ledger's id under a 32-byte secret kept in the user's private
-    data directory (``$XDG_DATA_HOME/privmob/people.key``, created 0600 once). Everyone who
-    releases from one ledger must hold the same secret for the sketches to compare: on a shared
-    ledger, copy the file (or use the ledger's key when it has one)."""
-    own = getattr(ledger, "people_key", None)
-    if callable(own):
-        return bytes(own())
-    secret = _secret_file()
-    return hmac.new(secret, f"privmob-people|{ledger.ledger_id}".encode(), hashlib.sha256).digest()
+    def people_key(self) -> bytes: ...
 
 
-def _secret_file() -> bytes:
-    data_home = os.environ.get("XDG_DATA_HOME") or ""
-    base = Path(data_home) if os.path.isabs(data_home) else Path.home() / ".local" / "share"
-    path = base / "privmob" / _KEY_FILE
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        # written whole under a private name, then linked into place once: a racing process
-        # either links first (and this one reads its secret) or finds the file complete
-        tmp = path.with_name(f".{_KEY_FILE}.{os.getpid()}")
-        fd = os.open(tmp, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(os.urandom(32))
-            f.flush()
-            os.fsync(f.fileno())
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            pass
-        finally:
-            tmp.unlink()
-    secret = path.read_bytes()
-    if len(secret) != 32:
-        from privmob.errors import ConfigError
-
-        raise ConfigError(
-            f"{path} is not a people-sketch secret (32 bytes)",
-            hint="restore it from a copy; deleting it makes earlier sketches incomparable",
-        )
-    return secret
+def people_key(ledger: HoldsPeopleKey) -> bytes:
+    """The secret of ``ledger``'s people sketches (32 bytes): the ledger's own, held by its
+    custodian and never stored in the ledger (``Ledger.people_key``). Everyone who releases from
+    one ledger holds the same secret, so that the sketches compare."""
+    return ledger.people_key()

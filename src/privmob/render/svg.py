@@ -114,15 +114,7 @@ def bar_chart(
     bw = pw / n
     label_every = label_step(labels, bw, label_every)
     parts = [_svg_open(width, height, title)]
-    for t in range(5):
-        y = top + ph - ph * t / 4
-        parts.append(
-            f"<line x1='{left}' x2='{width - 8}' y1='{y:.1f}' y2='{y:.1f}' stroke='#eee'/>"
-        )
-        parts.append(
-            f"<text x='{left - 4}' y='{y + 4:.1f}' text-anchor='end' {FONT}>"
-            f"{_fmt(vmax * t / 4)}</text>"
-        )
+    parts += _y_grid(left, top, width, ph, vmax)
 
     def y_of(v: float) -> float:
         return top + ph - ph * min(max(v, 0), vmax) / vmax
@@ -175,6 +167,22 @@ def bar_chart(
     return "".join(parts)
 
 
+def _y_grid(left: float, top: float, width: int, ph: float, vmax: float) -> list[str]:
+    """The value axis of a chart: five grid lines from 0 to ``vmax`` across the plot (which
+    starts at ``left``, ``top`` and is ``ph`` high), each with its value at the left."""
+    parts = []
+    for t in range(5):
+        y = top + ph - ph * t / 4
+        parts.append(
+            f"<line x1='{left}' x2='{width - 8}' y1='{y:.1f}' y2='{y:.1f}' stroke='#eee'/>"
+        )
+        parts.append(
+            f"<text x='{left - 4}' y='{y + 4:.1f}' text-anchor='end' {FONT}>"
+            f"{_fmt(vmax * t / 4)}</text>"
+        )
+    return parts
+
+
 def line_chart(
     x_labels: Sequence[str],
     series: dict[str, Sequence[float]],
@@ -196,15 +204,7 @@ def line_chart(
     vmax = y_max if y_max is not None else _nice_max(max([0, *allv]))
     label_every = label_step(x_labels, pw / max(n - 1, 1), label_every)
     parts = [_svg_open(width, height, title)]
-    for t in range(5):
-        y = top + ph - ph * t / 4
-        parts.append(
-            f"<line x1='{left}' x2='{width - 8}' y1='{y:.1f}' y2='{y:.1f}' stroke='#eee'/>"
-        )
-        parts.append(
-            f"<text x='{left - 4}' y='{y + 4:.1f}' text-anchor='end' {FONT}>"
-            f"{_fmt(vmax * t / 4)}</text>"
-        )
+    parts += _y_grid(left, top, width, ph, vmax)
 
     def xy(i: int, v: float) -> tuple[float, float]:
         x = left + (pw * i / max(n - 1, 1))
