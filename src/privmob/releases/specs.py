@@ -2,24 +2,27 @@
 parameters only, before any data is read) and the one release signature of the library,
 :func:`release` ``(data, spec, accountant, *, rng, progress)``.
 
-Each spec is a thin typed wrapper over an existing release function (``releases/od.py``,
-``releases/population.py``): the privacy semantics are theirs.
+The count kinds' specs live with their kind and run on the count template
+(:mod:`privmob.releases.counts`): :class:`~privmob.releases.od.OdSpec`,
+:class:`~privmob.releases.population.PopulationSpec` (re-exported here); the other specs are
+thin typed wrappers over their release functions, whose privacy semantics are theirs.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol
 
-from privmob.domain import StudyPeriod
 from privmob.errors import ConfigError
-from privmob.privacy.costs import Cost, Unit
+from privmob.privacy.costs import Cost
 from privmob.privacy.mechanisms import NoiseKind, calibrate
 from privmob.privacy.samplers import Randomness
 from privmob.releases.base import Accountant
+from privmob.releases.od import OdSpec as OdSpec  # the count kinds' specs, with their kinds
+from privmob.releases.population import PopulationSpec as PopulationSpec
 from privmob.releases.release import Release
 
 if TYPE_CHECKING:
@@ -176,157 +179,6 @@ class Spec(Protocol):
     def run(
         self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Progress
     ) -> Release: ...
-
-
-@dataclass(frozen=True)
-class OdSpec:
-    """An origin-destination matrix over ``tessellation`` (see
-    :func:`privmob.releases.od.od_matrix`)."""
-
-    tessellation: Tessellation
-    epsilon: float
-    unit: Unit = Unit.USER
-    max_trips: int | None = None
-    tau: int | None = None
-    noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE
-    delta: float = 0.0
-    period: StudyPeriod = field(default_factory=StudyPeriod)
-    bound_per: str = "release"
-    kind: str = "od"
-    same_tile: str = "exclude"
-    #: each (origin, destination) counted at most once per user and period
-    unique: bool = False
-
-    def public_period(self) -> dict[str, object]:
-        """The declared period and its bins (public; ``metadata.json`` ``definitions``)."""
-        return self.period.to_dict()
-
-    @property
-    def same_tile_rule(self) -> str:
-        """What happens to a trip that starts and ends in one tile."""
-        from privmob.releases.kinds import SAME_TILE_RULES
-
-        return SAME_TILE_RULES[self.same_tile]
-
-    @cached_property
-    def od_plan(self) -> Any:
-        from privmob.releases.od import plan_od
-
-        return plan_od(
-            epsilon=self.epsilon,
-            unit=self.unit,
-            max_trips=self.max_trips,
-            tau=self.tau,
-            noise=self.noise,
-            delta=self.delta,
-            period=self.period,
-            bound_per=self.bound_per,
-        )
-
-    @cached_property
-    def _plan(self) -> Plan:
-        from privmob.releases.kinds import same_tile_flag
-        from privmob.releases.od import ODDomain
-
-        p = self.od_plan
-        domain = ODDomain(self.tessellation.k, self.period.n_bins, same_tile_flag(self.same_tile))
-        rows = domain.od_cells
-        return Plan(
-            kind=self.kind,
-            cost=p.total,
-            cells=domain.released_cells,
-            memory_bytes=domain_memory(domain.size, rows),
-            output_rows=rows,
-            margin_of_error_95=float(p.noise.margin_of_error(0.95)),
-            noise=str(p.noise.kind),
-            parts=len(p.parts),
-        )
-
-    def plan(self) -> Plan:
-        return self._plan
-
-    def run(
-        self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Progress
-    ) -> Release:
-        from privmob.releases.od import od_matrix
-
-        if self.unique:
-            from privmob.prepare.unique import unique_trips
-
-            data = unique_trips(data, self.period)
-        return od_matrix(
-            data,
-            tessellation=self.tessellation,
-            epsilon=self.epsilon,
-            accountant=accountant,
-            unit=self.unit,
-            max_trips=self.max_trips,
-            tau=self.tau,
-            noise=self.noise,
-            delta=self.delta,
-            period=self.period,
-            bound_per=self.bound_per,
-            rng=rng,
-            step=progress,
-            plan=self.od_plan,
-            same_tile=self.same_tile,
-        )
-
-
-@dataclass(frozen=True)
-class PopulationSpec:
-    """Users per home zone (see :func:`privmob.releases.population.population_counts`)."""
-
-    tessellation: Tessellation
-    epsilon: float
-    noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE
-    delta: float = 0.0
-    night: tuple[int, int] = (20, 6)
-    period: StudyPeriod = field(default_factory=StudyPeriod)
-    kind: str = "population"
-
-    def public_period(self) -> dict[str, object]:
-        """The declared period (public)."""
-        return self.period.to_dict()
-
-    @cached_property
-    def _plan(self) -> Plan:
-        if self.night[0] == self.night[1]:
-            raise ConfigError("the night window is empty")
-        dist, cost = calibrate(
-            self.noise, self.epsilon, l1_sensitivity=1, l2_sensitivity=1, delta=self.delta
-        )
-        cells = self.tessellation.k + 2
-        return Plan(
-            kind=self.kind,
-            cost=cost,
-            cells=cells,
-            memory_bytes=domain_memory(cells, cells),
-            output_rows=cells,
-            margin_of_error_95=float(dist.margin_of_error(0.95)),
-            noise=str(dist.kind),
-        )
-
-    def plan(self) -> Plan:
-        return self._plan
-
-    def run(
-        self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Progress
-    ) -> Release:
-        from privmob.releases.population import population_counts
-
-        return population_counts(
-            data,
-            tessellation=self.tessellation,
-            epsilon=self.epsilon,
-            accountant=accountant,
-            noise=self.noise,
-            delta=self.delta,
-            night=self.night,
-            period=self.period,
-            rng=rng,
-            step=progress,
-        )
 
 
 @dataclass(frozen=True)
