@@ -354,10 +354,10 @@ def count_release(
     step = step or _quiet
     r = resolve(rng)
     noise, cost = spec.calibrated
+    counted = spec.counted(data)  # the input checked against the kind (nothing read)
     accountant.precheck(cost)  # before any data is read
     domain = spec.count_domain()
     bound = spec.per_user(accountant.group_size)
-    counted = spec.counted(data)
     mask = domain.released_mask()
     # the noise reads no data (public scale, public domain): drawn while the engine counts
     add_noise = noise.add_later(int(mask.sum()), r)

@@ -490,6 +490,22 @@ class SeriesSpec:
         )
 
 
+def before_reading(
+    plan: Plan,
+    accountant: Accountant,
+    *,
+    max_margin: float | None = None,
+    warn: Callable[[str], None] | None = None,
+) -> None:
+    """What every release's lifecycle refuses, from public parameters, before any data is
+    read: a 95% margin over ``max_margin``, then a cost the budget cannot pay (the one budget
+    precheck, :meth:`Accountant.precheck`); ``warn`` is told the plan's warning between."""
+    plan.check_margin(max_margin)  # the expected signal
+    if plan.warning and warn is not None:
+        warn(plan.warning)
+    accountant.precheck(plan.cost)
+
+
 def release(
     data: Any,
     spec: Spec,
@@ -506,6 +522,6 @@ def release(
     same steps and publishes the release (``output=``)."""
     plan = spec.plan()
     plan.check_memory(memory_limit)
-    accountant.precheck(plan.cost)
+    before_reading(plan, accountant)
     accountant.bind_input(data)  # as the session does: the budget is bound to the data
     return spec.run(data, accountant, rng=rng, progress=progress or (lambda _m: None))

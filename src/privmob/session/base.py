@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from privmob.dp import Budget, PrivacyUnit, budget_cost
 from privmob.errors import ConfigError
-from privmob.releases.specs import Plan, Spec
+from privmob.releases.specs import Plan, Spec, before_reading
 from privmob.results import ReleaseResult
 from privmob.session.ledger_view import SessionLedger
 
@@ -285,7 +285,7 @@ class SessionBase:
     def run(
         self,
         spec: Spec,
-        load: Load,
+        load: Load | None = None,
         *,
         output: str | Path | Any = None,
         overwrite: bool = False,
@@ -300,7 +300,8 @@ class SessionBase:
 
         ``spec``: the release's public parameters (``privmob.releases.specs``); ``load``:
         session -> the input, read and validated (``Session.load_trips``,
-        ``Session.load_events``, ``Session.load_trip_points`` or your own); ``output``:
+        ``Session.load_events``, ``Session.load_trip_points`` or your own; default
+        :meth:`load_for`, by what the spec counts); ``output``:
         a folder (or a :class:`~privmob.releases.publish.Output`) where the release is
         published atomically once charged; ``formats``: map layers written beside the tables
         (``geoparquet``, ``geojson``, ``csv``); ``writers``: more files staged with them;
@@ -322,10 +323,15 @@ class SessionBase:
         plan = dataclasses.replace(plan, notes=(*plan.notes, *layers))
         if on_plan is not None:
             on_plan(plan)
-        plan.check_margin(self.max_margin)  # the expected signal, before reading
-        if plan.warning:  # from public parameters, before anything is read or charged
-            self.warn(plan.warning)
-        self._accountant.precheck(plan.cost)  # what the budget cannot pay, before reading
+        recorded = self._definitions(spec)  # what was counted, in metadata.json
+        acct = dataclasses.replace(  # this release's: its output, marks and budget check
+            self._accountant,
+            output=out,
+            annotate=[*self._accountant.annotate, *marks, functools.partial(_define, recorded)],
+            progress=self.progress,
+        )
+        # the margin, the warning and the budget, before anything is read or charged
+        before_reading(plan, acct, max_margin=self.max_margin, warn=self.warn)
         if out is not None:
             out.require_space(plan.output_rows)  # the public domain, before the data
             tess = self.tessellation
@@ -365,14 +371,7 @@ class SessionBase:
 
             guard = default_guard()
             plan.check_memory(guard.limit, baseline=guard.baseline, guard=True)
-        data = load(self)
-        recorded = self._definitions(spec)  # what was counted, in metadata.json
-        acct = dataclasses.replace(
-            self._accountant,
-            output=out,
-            annotate=[*self._accountant.annotate, *marks, functools.partial(_define, recorded)],
-            progress=self.progress,
-        )
+        data = self.load_for(spec) if load is None else load(self)
         acct.bind_input(data)  # the budget is bound to the data's content
         if execute is None:
             release = spec.run(data, acct, rng=self.seed, progress=self.progress)
@@ -457,6 +456,18 @@ class SessionBase:
                 hint="pass tessellation= (a path, a GeoDataFrame or a Tessellation)",
             )
         return self.tessellation
+
+    def load_for(self, spec: Spec) -> Any:
+        """The input of a release of ``spec``, read as what it counts (its ``records``):
+        ``trips`` (one-row trips without a rider id are each their own unit in a trip-level
+        release that states no group size), ``trip-points``, else located events (homes, ...)."""
+        records = getattr(spec, "records", "events")
+        if records == "trips":
+            trip_level = PrivacyUnit(getattr(spec, "unit", "user")) is PrivacyUnit.TRIP
+            return self.load_trips(trip_level and self._accountant.group_size is None)
+        if records == "trip-points":
+            return self.load_trip_points()
+        return self.load_events()
 
     def load_trips(self, uid_per_trip: bool = False) -> Any:
         """The input as trips (one-row trips as they are, trip points by their ends, events by
