@@ -335,7 +335,9 @@ TRIP_OPTIONS = ("input_shape", "trip_rule", "stay_distance", "stay_minutes")
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def with_options(table: dict[str, tuple[Any, Any]], *, without: Sequence[str] = ()) -> Any:
+def with_options(
+    table: dict[str, tuple[Any, Any]], *, without: Sequence[str] = ()
+) -> Callable[[F], F]:
     """Add the options of ``table`` (all but ``without``, and those the command declares
     itself, with its own help) to a command's function, after its own parameters. The
     command's function is called without them: they stay in ``ctx.params``."""
@@ -367,6 +369,6 @@ def with_options(table: dict[str, tuple[Any, Any]], *, without: Sequence[str] = 
     return add
 
 
-def with_input_options(*, without: Sequence[str] = ()) -> Any:
+def with_input_options(*, without: Sequence[str] = ()) -> Callable[[F], F]:
     """Add the input options (:data:`INPUT_OPTIONS`, all but ``without``) to a command."""
     return with_options(INPUT_OPTIONS, without=without)

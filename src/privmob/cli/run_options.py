@@ -52,4 +52,4 @@ def with_run_options(*, without: tuple[str, ...] = ()) -> Callable[[F], F]:
     its own help) to a release command's function, after its own parameters."""
     if "output_format" in without:
         without = (*without, *LAYER_OPTIONS)
-    return c.with_options(RUN_OPTIONS, without=without)  # type: ignore[no-any-return]
+    return c.with_options(RUN_OPTIONS, without=without)

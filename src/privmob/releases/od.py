@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
@@ -214,7 +214,7 @@ class OdSpec:
             from privmob.prepare.unique import unique_trips
 
             return unique_trips(data, self.period)
-        return data  # type: ignore[no-any-return]
+        return cast("Loaded", data)
 
     def rows_sql(self, part: Loaded) -> str:
         return TripRows(self.period).rows_sql(part)
@@ -420,7 +420,8 @@ def exact_counts(
     counts = exact_cells(
         trips, TripRows(period), cells, bound, resolve(rng), buckets=buckets, step=step
     )
-    return counts * cells.released_mask()
+    released: np.ndarray = counts * cells.released_mask()
+    return released
 
 
 def od_table(

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
@@ -209,7 +209,7 @@ class PopulationSpec:
             "load located events (or trip points) with privmob.data.load_events, or use "
             "privmob.Session",
         )
-        return data  # type: ignore[no-any-return]
+        return cast("Loaded", data)
 
     def rows_sql(self, part: Loaded) -> str:
         return self.rows.rows_sql(part)
