@@ -436,7 +436,7 @@ class CountSpec:
         return "counted as any trip (origin and destination are each a dimension of their own)"
 
     def plan(self) -> Any:
-        from privmob.releases.specs import Plan, domain_memory
+        from privmob.releases.plan import Plan, domain_memory
 
         noise, cost = self.calibrated
         cells = int(np.prod(self.shape)) + 1

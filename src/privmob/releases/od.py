@@ -38,7 +38,7 @@ from privmob.releases.tiles import check_shape, check_tessellation
 
 if TYPE_CHECKING:
     from privmob.data.tessellation import Tessellation
-    from privmob.releases.specs import Plan
+    from privmob.releases.plan import Plan
 
 Step = Callable[[str], None]
 
@@ -158,7 +158,7 @@ class OdSpec:
 
     @cached_property
     def _plan(self) -> Plan:
-        from privmob.releases.specs import Plan, domain_memory
+        from privmob.releases.plan import Plan, domain_memory
 
         p, domain = self.od_plan, self.domain
         rows = domain.od_cells

@@ -39,7 +39,7 @@ from privmob.releases.tiles import check_shape, check_tessellation
 
 if TYPE_CHECKING:
     from privmob.data.tessellation import Tessellation
-    from privmob.releases.specs import Plan
+    from privmob.releases.plan import Plan
 
 #: Engine memory per input event of the home step (for the user buckets). Homes are an
 #: aggregate per (user, tile), which DuckDB spills, and a window over those aggregates, not
@@ -91,6 +91,26 @@ class HomeRows:
         return CountDomain((home,), "time", self.k, None, None)
 
 
+class CountsHomes:
+    """What the count template asks of a population kind about its records: one home per
+    user (no bound to enforce), read as :attr:`rows` says."""
+
+    records = "homes"
+
+    @property
+    def rows(self) -> HomeRows:
+        raise NotImplementedError
+
+    def per_user(self, group_size: int | None) -> PerUser | None:
+        return None  # one home per user by construction
+
+    def rows_sql(self, part: Loaded) -> str:
+        return self.rows.rows_sql(part)
+
+    def bucket_columns(self, data: Loaded) -> tuple[tuple[str, ...] | None, float | None]:
+        return self.rows.bucket_columns(data)
+
+
 def exact_home_counts(
     events: Loaded,
     k: int,
@@ -112,7 +132,7 @@ def exact_home_counts(
 
 
 @dataclass(frozen=True)
-class PopulationSpec:
+class PopulationSpec(CountsHomes):
     """Users per home zone (a kind of the count template; see :func:`population_counts`).
 
     ``zone_mapping="voronoi"``: homes per tower of the towers table ``cells`` (``cell_id, lat,
@@ -128,8 +148,6 @@ class PopulationSpec:
     kind: str = "population"
     zone_mapping: str = "contain"
     cells: str | Path | None = None
-
-    records = "homes"
 
     def public_period(self) -> dict[str, object]:
         """The declared period (public)."""
@@ -150,7 +168,7 @@ class PopulationSpec:
 
     @cached_property
     def _plan(self) -> Plan:
-        from privmob.releases.specs import Plan, domain_memory
+        from privmob.releases.plan import Plan, domain_memory
 
         dist, cost = self.calibrated
         self._towers_given()
@@ -197,9 +215,6 @@ class PopulationSpec:
     def count_domain(self) -> CountDomain:
         return self.rows.domain([str(t) for t in self.tessellation.tile_ids])
 
-    def per_user(self, group_size: int | None) -> PerUser | None:
-        return None  # one home per user by construction
-
     def counted(self, data: Any) -> Loaded:
         check_tessellation(data, self.tessellation)
         check_shape(
@@ -210,12 +225,6 @@ class PopulationSpec:
             "privmob.Session",
         )
         return cast("Loaded", data)
-
-    def rows_sql(self, part: Loaded) -> str:
-        return self.rows.rows_sql(part)
-
-    def bucket_columns(self, data: Loaded) -> tuple[tuple[str, ...] | None, float | None]:
-        return self.rows.bucket_columns(data)
 
     def publish(
         self, noisy: np.ndarray, noise: Noise, cost: Cost, r: Randomness, bound: PerUser | None
@@ -269,7 +278,7 @@ class PopulationSpec:
 
 
 @dataclass(frozen=True)
-class TowerHomes:
+class TowerHomes(CountsHomes):
     """Population through the towers' Voronoi area shares (SPEC section 2): homes found per
     tower (the most frequent tower at night), users per home tower (plus "at no known tower"
     and "unknown home") counted and noised by the template exactly as the zones of
@@ -281,8 +290,6 @@ class TowerHomes:
     towers: pd.DataFrame = field(compare=False)
     #: (towers, zones + 1) area shares; the last column: outside every zone
     shares: np.ndarray = field(compare=False)
-
-    records = "homes"
 
     @classmethod
     def read(
@@ -321,9 +328,6 @@ class TowerHomes:
     def count_domain(self) -> CountDomain:
         return self.rows.domain(self.towers["cell_key"].astype(str).tolist())
 
-    def per_user(self, group_size: int | None) -> PerUser | None:
-        return None  # one home per user by construction
-
     def counted(self, data: Any) -> Loaded:
         """The events with the index of their tower as ``tile`` (-1: no known tower)."""
         import pyarrow as pa
@@ -354,12 +358,6 @@ class TowerHomes:
             f"LEFT JOIN {mapping} AS m ON CAST(e.cell_id AS VARCHAR) = m.cell_key",
         )
         return Loaded(view, events.source, "events", eng, ["uid", "time", "tile"])
-
-    def rows_sql(self, part: Loaded) -> str:
-        return self.rows.rows_sql(part)
-
-    def bucket_columns(self, data: Loaded) -> tuple[tuple[str, ...] | None, float | None]:
-        return self.rows.bucket_columns(data)
 
     def publish(
         self, noisy: np.ndarray, noise: Noise, cost: Cost, r: Randomness, bound: PerUser | None

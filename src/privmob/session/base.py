@@ -62,10 +62,6 @@ def _with_tiles(writer: Writer, tess: Any, release: Any, folder: Path) -> Any:
     return writer(release, folder, tess)
 
 
-def _define(definitions: dict[str, Any], release: Any) -> None:
-    release.extra["definitions"] = definitions
-
-
 def trip_definition(shape: str, rule: str) -> str | None:
     """What a trip is for a release on input of ``shape`` (``rule``: the events' trip rule)."""
     return {
@@ -323,11 +319,11 @@ class SessionBase:
         plan = dataclasses.replace(plan, notes=(*plan.notes, *layers))
         if on_plan is not None:
             on_plan(plan)
-        recorded = self._definitions(spec)  # what was counted, in metadata.json
+        define = functools.partial(self._define, spec)  # what was counted, in metadata.json
         acct = dataclasses.replace(  # this release's: its output, marks and budget check
             self._accountant,
             output=out,
-            annotate=[*self._accountant.annotate, *marks, functools.partial(_define, recorded)],
+            annotate=[*self._accountant.annotate, *marks, define],
             progress=self.progress,
         )
         # the margin, the warning and the budget, before anything is read or charged
@@ -414,6 +410,11 @@ class SessionBase:
         if lines and not self.all_flows:
             said += " (only the flows above the noise floor are drawn)"
         return [f"map layers: {said}"] if said else []
+
+    def _define(self, spec: Spec, release: Any) -> None:
+        """Record in ``release`` what it counted (when it is charged: the input was read,
+        its shape is known)."""
+        release.extra["definitions"] = self._definitions(spec)
 
     def _definitions(self, spec: Spec) -> dict[str, Any]:
         """What a release of ``spec`` counted, from public parameters and the session's input
