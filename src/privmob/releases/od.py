@@ -80,14 +80,6 @@ class ODDomain:
         diagonal = None if self.same_tile else ("origin", "destination")
         return CountDomain(dims, "start_time", self.k, None, 1, diagonal)
 
-    def released_mask(self) -> np.ndarray:
-        mask = np.ones(self.size, dtype=bool)
-        if not self.same_tile:
-            diag = np.zeros((self.n_periods, self.k, self.k), dtype=bool)
-            diag[:, np.arange(self.k), np.arange(self.k)] = True
-            mask[: self.od_size] = ~diag.ravel()
-        return mask
-
 
 @dataclass(frozen=True)
 class TripRows:
@@ -468,10 +460,3 @@ def outliers_table(values: np.ndarray, labels: list[str]) -> pd.DataFrame:
             "count": values.astype(np.int64),
         }
     )
-
-
-def noise_for(
-    kind: NoiseKind | str, epsilon: float, max_trips: int, delta: float = 0.0
-) -> tuple[Noise, Cost]:
-    """The noise and cost of one OD period (for planning tools)."""
-    return calibrate(kind, epsilon, l1_sensitivity=max_trips, l2_sensitivity=max_trips, delta=delta)
