@@ -76,3 +76,26 @@ def test_over_budget_is_refused_before_the_input_is_read(tmp_path: Path, kind: s
         release(epsilon=0.5, **extra)
     assert s.ledger.remaining() == 1
     s.close()
+
+
+def test_the_budget_is_checked_once_per_release(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the lifecycle's one precheck: the template does not check again what the session checked
+    # (two checks per release before), and the next release of the same cost is checked anew
+    from privmob.privacy.ledger import Ledger
+
+    checked: list[object] = []
+    real = Ledger.check
+
+    def check(self: Ledger, dataset: str, cost: object, group_size: int | None = None) -> None:
+        checked.append(cost)
+        real(self, dataset, cost, group_size)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Ledger, "check", check)
+    with pm.Session(EVENTS, tessellation=ZONES, cells=CELLS, seed=4, dataset="v", budget=1.5) as s:
+        s.population(epsilon=1)
+        assert len(checked) == 1
+        with pytest.raises(BudgetError):  # 0.5 left: refused by the check, before reading
+            s.population(epsilon=1)
+        assert len(checked) == 2
+        s.od(epsilon=0.5, max_trips=2)
+        assert len(checked) == 3
