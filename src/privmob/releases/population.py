@@ -137,7 +137,7 @@ class PopulationSpec(CountsHomes):
 
     ``zone_mapping="voronoi"``: homes per tower of the towers table ``cells`` (``cell_id, lat,
     lng``; the events carry ``cell_id``), the noisy tower counts split over the zones by the
-    towers' Voronoi area shares (:func:`population_by_tower_shares`)."""
+    towers' Voronoi area shares (:class:`TowerHomes`; zone values are fractional)."""
 
     tessellation: Tessellation
     epsilon: float
@@ -403,31 +403,6 @@ def population_counts(
     """
     spec = PopulationSpec(tessellation, epsilon, noise, delta, night, period or StudyPeriod())
     return count_release(events, spec, accountant, rng=rng, step=step)
-
-
-def population_by_tower_shares(
-    events: Loaded,
-    *,
-    towers: pd.DataFrame,
-    tessellation: Tessellation,
-    epsilon: float,
-    accountant: Accountant,
-    noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE,
-    delta: float = 0.0,
-    night: tuple[int, int] = (20, 6),
-    period: StudyPeriod | None = None,
-    rng: Randomness | int | None = None,
-    step: Callable[[str], None] | None = None,
-) -> Release:
-    """DP population per zone through Voronoi area shares of the towers (:class:`TowerHomes`):
-    user-level epsilon-DP as :func:`population_counts`; zone values are fractional.
-    ``towers`` (``cell_key, lat, lng``) is the public towers table; ``events`` must carry
-    ``cell_id``."""
-    spec = PopulationSpec(
-        tessellation, epsilon, noise, delta, night, period or StudyPeriod(), zone_mapping="voronoi"
-    )
-    kind = TowerHomes.of(spec, towers, step)
-    return count_release(events, kind, accountant, rng=rng, step=step)
 
 
 def typed_tile_ids(tile_ids: list[Any], extra: int) -> pd.Series:
