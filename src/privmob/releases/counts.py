@@ -1,14 +1,18 @@
 """The count-release template: a bounded count of records grouped by public dimensions.
 
-A count kind supplies only what is its own: which records it counts (trips, trip points or
-events) and the dimensions it groups by (:class:`Dimension`); the template owns the rest, in
-the order of every release:
+A count kind (:class:`CountKind`) supplies only what is its own: the records it counts and how
+they are read, its public domain (:class:`CountDomain`: its dimensions, its outliers cells, a
+diagonal it does not release), its per-user bound (:class:`PerUser`) and what it publishes from
+the noisy cells (tables, post-processing, metadata). :class:`CountSpec` (``privmob counts``),
+``od`` (:class:`privmob.releases.od.OdSpec`) and ``population``
+(:class:`privmob.releases.population.PopulationSpec`) are such kinds. The template
+(:func:`count_release`) owns the rest, in the order of every release:
 
-public domain (the product of the dimensions' declared labels, plus one outliers cell) ->
-cost and precheck before any data is read -> each user keeps at most ``bound`` records (keyed
-random sample in the engine) -> exact counts in the engine -> noise on every cell (discrete
-Laplace or Gaussian, scale from the enforced bound) -> the table -> charge (the session's
-lifecycle binds the input first and publishes after: stage, charge, rename, stamp).
+public domain -> cost and precheck before any data is read -> each user keeps at most
+``bound`` records (keyed random sample in the engine, per user bucket under a memory limit)
+-> exact counts in the engine -> noise on every released cell, in flat order (discrete
+Laplace or Gaussian, scale from the enforced bound) -> the kind's tables -> charge (the
+session's lifecycle binds the input first and publishes after: stage, charge, rename, stamp).
 
 Guarantee: adding or removing one user changes at most ``bound`` records, each in one cell,
 so the L1 and L2 sensitivity of the count vector is at most ``bound``; every cell of the public
