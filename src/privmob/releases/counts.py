@@ -360,19 +360,22 @@ def count_release(
     noise, cost = spec.calibrated
     counted = spec.counted(data)  # the input checked against the kind (nothing read)
     accountant.precheck(cost)  # before any data is read
-    domain = spec.count_domain()
-    bound = spec.per_user(accountant.group_size)
-    mask = domain.released_mask()
-    # the noise reads no data (public scale, public domain): drawn while the engine counts
-    add_noise = noise.add_later(int(mask.sum()), r)
-    step(f"counting {spec.records} over {domain.released_cells:,} public cells")
-    exact = exact_cells(counted, spec, domain, bound, r, buckets=buckets, step=step)
-    step(f"adding {noise.kind} noise to {domain.released_cells:,} cells")
-    noisy = np.zeros(domain.size, dtype=np.int64)
-    noisy[mask] = add_noise(exact[mask])
-    release, description = spec.publish(noisy, noise, cost, r, bound)
-    step(accountant.closing_step)
-    accountant.charge(release, description=description)
+    try:
+        domain = spec.count_domain()
+        bound = spec.per_user(accountant.group_size)
+        mask = domain.released_mask()
+        # the noise reads no data (public scale, public domain): drawn while the engine counts
+        add_noise = noise.add_later(int(mask.sum()), r)
+        step(f"counting {spec.records} over {domain.released_cells:,} public cells")
+        exact = exact_cells(counted, spec, domain, bound, r, buckets=buckets, step=step)
+        step(f"adding {noise.kind} noise to {domain.released_cells:,} cells")
+        noisy = np.zeros(domain.size, dtype=np.int64)
+        noisy[mask] = add_noise(exact[mask])
+        release, description = spec.publish(noisy, noise, cost, r, bound)
+        step(accountant.closing_step)
+        accountant.charge(release, description=description)
+    finally:  # a release that failed on the way: the next one is checked again
+        accountant.prechecked = None
     return release
 
 
