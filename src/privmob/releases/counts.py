@@ -53,6 +53,8 @@ if TYPE_CHECKING:
     from privmob.data.tessellation import Tessellation
     from privmob.engine.relation import Loaded
 
+#: told each step of a release as it starts
+Step = Callable[[str], None]
 #: what a count release counts: its records' time column and the columns that tell two
 #: records of one user apart (for the per-user bound)
 SOURCES: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -458,12 +460,7 @@ class CountSpec:
         )
 
     def run(
-        self,
-        data: Any,
-        accountant: Accountant,
-        *,
-        rng: Randomness | int | None,
-        progress: Callable[[str], None],
+        self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Step
     ) -> Release:
         return count_release(data, self, accountant, rng=rng, step=progress)
 

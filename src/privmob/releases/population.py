@@ -31,6 +31,7 @@ from privmob.releases.counts import (
     CountDomain,
     Dimension,
     PerUser,
+    Step,
     count_release,
     exact_cells,
 )
@@ -187,12 +188,7 @@ class PopulationSpec(CountsHomes):
         return self._plan
 
     def run(
-        self,
-        data: Any,
-        accountant: Accountant,
-        *,
-        rng: Randomness | int | None,
-        progress: Callable[[str], None],
+        self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Step
     ) -> Release:
         kind: PopulationSpec | TowerHomes = self
         if self.zone_mapping == "voronoi":  # the towers (public) read on the input's engine
