@@ -55,6 +55,24 @@ def test_release_noise_ledger_and_domain(engine, tmp_path) -> None:
         population_counts(ev, tessellation=_Zones(20), epsilon=0.6, accountant=acct, rng=2)
 
 
+def test_a_release_that_failed_leaves_no_precheck_behind(engine, tmp_path) -> None:
+    # the budget is checked once per release (Accountant.precheck); a release that failed
+    # after its check must not let the next one of the same cost skip it: spent meanwhile by
+    # another accountant, the next release is refused before it reads anything
+    ev = _events(engine, 50, 4)
+    ledger = Ledger(tmp_path / "l.sqlite")
+    acct = Accountant(ledger, "pop", budget=1.0)
+    engine.con.execute("DROP VIEW IF EXISTS pop_ev")
+    with pytest.raises(Exception) as failed:  # the input is gone: the engine fails to read it
+        population_counts(ev, tessellation=_Zones(4), epsilon=0.6, accountant=acct, rng=1)
+    assert not isinstance(failed.value, BudgetError)
+    ev = _events(engine, 50, 4)
+    population_counts(ev, tessellation=_Zones(4), epsilon=0.6, accountant=Accountant(ledger, "pop"))
+    engine.con.execute("DROP VIEW IF EXISTS pop_ev")
+    with pytest.raises(BudgetError):
+        population_counts(ev, tessellation=_Zones(4), epsilon=0.6, accountant=acct, rng=2)
+
+
 def test_noise_scale_monte_carlo(engine, tmp_path) -> None:
     # 40 releases x 200 cells = 8000 noise draws at scale 1/eps = 2 (discrete Laplace, std
     # 2.77): the sample std is within 6% of it (about 4 standard errors: false failure < 1e-4);

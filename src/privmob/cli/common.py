@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
+from privmob.cli import options as o
 from privmob.data.reading import dataset_name as dataset_name  # the commands' name for it
 
 #: the width of output that is not a terminal (cron and CI logs, ``| less``, a file): wide
@@ -276,7 +279,7 @@ def print_release_summary(release: Any, paths: list[Path], accountant: Any) -> N
         + (f" ({len(release.cost_parts)} ledger entries)" if len(release.cost_parts) > 1 else ""),
         markup=False,
     )
-    remaining = accountant.ledger.remaining(accountant.dataset)
+    remaining = accountant.remaining()
     console.print(
         f"ledger {accountant.ledger.path}: dataset '{accountant.dataset}' has "
         f"epsilon={remaining.epsilon:.6g} left",
@@ -305,3 +308,67 @@ StayMinutesOpt = Annotated[
         "--stay-minutes", help="--input-shape gps: a stay lasts at least this long (default 20)"
     ),
 ]
+
+
+#: how a release command's input is read, the same options in every command that has them
+#: (name -> (annotation, default), in ``--help`` order); a command takes them with
+#: :func:`with_input_options` and does not list them: :func:`privmob.cli.run.input_options`
+#: reads them from ``ctx.params`` for the session
+INPUT_OPTIONS: dict[str, tuple[Any, Any]] = {
+    "input_shape": (o.InputShapeOpt, "auto"),
+    "cells": (o.CellsOpt, None),
+    "trip_rule": (o.TripRuleOpt, "events"),
+    "stay_distance": (StayDistanceOpt, None),
+    "stay_minutes": (StayMinutesOpt, None),
+    "tile_id": (o.TileIdOpt, None),
+    "columns": (ColumnsOpt, None),
+    "delimiter": (DelimiterOpt, None),
+    "names": (NamesOpt, None),
+    "no_header": (NoHeaderOpt, False),
+    "uid_from_filename": (UidFromFilenameOpt, False),
+    "timezone": (o.TimezoneOpt, "UTC"),
+    "input_timezone": (o.InputTimezoneOpt, None),
+}
+#: the input options of a release that reads located events only (one shape, no trips)
+TRIP_OPTIONS = ("input_shape", "trip_rule", "stay_distance", "stay_minutes")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def with_options(
+    table: dict[str, tuple[Any, Any]], *, without: Sequence[str] = ()
+) -> Callable[[F], F]:
+    """Add the options of ``table`` (all but ``without``, and those the command declares
+    itself, with its own help) to a command's function, after its own parameters. The
+    command's function is called without them: they stay in ``ctx.params``."""
+
+    def add(fn: F) -> F:
+        own = inspect.signature(fn, eval_str=True)
+        added = [
+            inspect.Parameter(
+                name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation
+            )
+            for name, (annotation, default) in table.items()
+            if name not in without and name not in own.parameters
+        ]
+        names = {p.name for p in added}
+
+        @functools.wraps(fn)
+        def command(**kwargs: Any) -> Any:
+            return fn(**{k: v for k, v in kwargs.items() if k not in names})
+
+        params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own.parameters.values()]
+        command.__signature__ = own.replace(parameters=[*params, *added])  # type: ignore[attr-defined]
+        command.__annotations__ = {
+            **{p.name: p.annotation for p in params},
+            **{p.name: p.annotation for p in added},
+            "return": own.return_annotation,
+        }
+        return command  # type: ignore[return-value]
+
+    return add
+
+
+def with_input_options(*, without: Sequence[str] = ()) -> Callable[[F], F]:
+    """Add the input options (:data:`INPUT_OPTIONS`, all but ``without``) to a command."""
+    return with_options(INPUT_OPTIONS, without=without)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -15,6 +16,7 @@ from privmob.privacy.mechanisms import NoiseKind
 
 
 @with_run_options()
+@c.with_input_options()
 def od(
     ctx: typer.Context,
     data: Annotated[str, typer.Argument(help=c.INPUT_HELP.format("trips, trip points or events"))],
@@ -47,11 +49,6 @@ def od(
             "--bound-per", help="release: T trips per user in all; period: T per user per period"
         ),
     ] = "release",
-    input_shape: o.InputShapeOpt = "auto",
-    cells: o.CellsOpt = None,
-    trip_rule: o.TripRuleOpt = "events",
-    stay_distance: c.StayDistanceOpt = None,
-    stay_minutes: c.StayMinutesOpt = None,
     unique: Annotated[
         bool,
         typer.Option(
@@ -60,14 +57,6 @@ def od(
         ),
     ] = False,
     same_tile: o.SameTileOpt = "exclude",
-    tile_id: o.TileIdOpt = None,
-    columns: c.ColumnsOpt = None,
-    delimiter: c.DelimiterOpt = None,
-    names: c.NamesOpt = None,
-    no_header: c.NoHeaderOpt = False,
-    uid_from_filename: c.UidFromFilenameOpt = False,
-    timezone: o.TimezoneOpt = "UTC",
-    input_timezone: o.InputTimezoneOpt = None,
     group_size: Annotated[
         int | None,
         typer.Option(
@@ -80,45 +69,31 @@ def od(
     """Release a differentially private origin-destination matrix."""
     from privmob.cli.run import run_release
     from privmob.domain import StudyPeriod
-    from privmob.releases.specs import OdSpec
+    from privmob.releases.od import OdSpec
 
-    study = StudyPeriod.parse(bin, start, end)
-
-    def spec(tess: Any) -> OdSpec:
-        return OdSpec(
-            tess,
-            epsilon,
-            unit=unit,
-            max_trips=max_trips,
-            tau=tau,
-            noise=noise,
-            delta=delta,
-            period=study,
-            bound_per=bound_per,
-            same_tile=same_tile,
-            unique=unique,
-        )
-
-    def load(session: Any) -> Any:
-        # rides without a rider id: each ride its own unit, only for trip-level releases
-        return session.load_trips(uid_per_trip=unit == Unit.TRIP and group_size is None)
-
-    def summary(release: Any, paths: list[Path], acct: Any) -> None:
-        from privmob.releases.od_series_cost import series_cost_lines
-
-        c.print_release_summary(release, paths, acct)
-        for line in series_cost_lines(release, group_size):
-            c.console.print(line)
-
-    run_release(
-        ctx,
-        data=data,
-        tessellation=tessellation,
-        tile_id=tile_id,
-        spec=spec,
-        load=load,
-        summary=summary,
+    spec = functools.partial(
+        OdSpec,
+        epsilon=epsilon,
+        unit=unit,
+        max_trips=max_trips,
+        tau=tau,
+        noise=noise,
+        delta=delta,
+        period=StudyPeriod.parse(bin, start, end),
+        bound_per=bound_per,
+        same_tile=same_tile,
+        unique=unique,
     )
+    run_release(ctx, data=data, tessellation=tessellation, spec=spec, summary=summary)
+
+
+def summary(release: Any, paths: list[Path], accountant: Any) -> None:
+    """What was written and what it cost, and what a series of such releases would cost."""
+    from privmob.releases.od_series_cost import series_cost_lines
+
+    c.print_release_summary(release, paths, accountant)
+    for line in series_cost_lines(release, accountant.group_size):
+        c.console.print(line)
 
 
 def register(app: typer.Typer) -> None:

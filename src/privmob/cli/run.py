@@ -106,7 +106,7 @@ def run_release(
     data: str | Path,
     tessellation: Any,
     spec: Callable[[Any], Any],
-    load: Load,
+    load: Load | None = None,
     shape: str | None = None,
     tile_id: str | None = None,
     run: Callable[[Any, Any, Any, Any], Any] | None = None,
@@ -123,9 +123,12 @@ def run_release(
 
     ``ctx``: the command's context (its parsed options give the :class:`RunOptions`);
     ``data``: the input (it names the dataset); ``tessellation``: a path (read here with
-    ``tile_id``) or ``None``; ``spec``: tessellation -> the release spec; ``load``: session ->
-    the input, read and validated (the session reads it as the command's input options say,
-    :func:`input_options`; ``shape`` for a command that reads one shape only); ``run``: (spec,
+    ``tile_id``, default the command's ``--tile-id``) or ``None``; ``spec``: tessellation ->
+    the release spec (e.g. ``functools.partial(OdSpec, epsilon=...)``); ``load``: session ->
+    the input, read and validated (default: by what the spec counts,
+    :meth:`~privmob.session.base.SessionBase.load_for`; the session reads it as the
+    command's input options say, :func:`input_options`; ``shape`` for a command that reads
+    one shape only); ``run``: (spec,
     data, accountant, step) -> release, default ``spec.run``; ``output``: makes the
     :class:`~privmob.releases.publish.Output` when it is not the ``--output`` folder (the
     report's files); ``layers``: write the ``--format`` layers;
@@ -139,6 +142,8 @@ def run_release(
     from privmob.releases.publish import Output
     from privmob.session import Session
 
+    if tile_id is None:
+        tile_id = ctx.params.get("tile_id")  # an input option (common.INPUT_OPTIONS)
     if ctx.meta.get(PLAN_ONLY):  # privmob plan <release>: the plan alone, nothing read
         return show_plan(ctx, tessellation, tile_id, spec)
     opts = RunOptions.of(ctx.params)

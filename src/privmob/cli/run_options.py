@@ -12,8 +12,6 @@ runs in.
 
 from __future__ import annotations
 
-import functools
-import inspect
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -52,33 +50,6 @@ ENGINE_OPTIONS = ("engine", "memory_limit", "spill_dir", "spark_master", "spark_
 def with_run_options(*, without: tuple[str, ...] = ()) -> Callable[[F], F]:
     """Add the run options (all but ``without``, and those the command declares itself with
     its own help) to a release command's function, after its own parameters."""
-
     if "output_format" in without:
         without = (*without, *LAYER_OPTIONS)
-
-    def add(fn: F) -> F:
-        own = inspect.signature(fn, eval_str=True)
-        added = [
-            inspect.Parameter(
-                name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation
-            )
-            for name, (annotation, default) in RUN_OPTIONS.items()
-            if name not in without and name not in own.parameters
-        ]
-        names = {p.name for p in added}
-
-        @functools.wraps(fn)
-        def command(**kwargs: Any) -> Any:
-            # the run options stay in ctx.params (RunOptions reads them there)
-            return fn(**{k: v for k, v in kwargs.items() if k not in names})
-
-        params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own.parameters.values()]
-        command.__signature__ = own.replace(parameters=[*params, *added])  # type: ignore[attr-defined]
-        command.__annotations__ = {
-            **{p.name: p.annotation for p in params},
-            **{p.name: p.annotation for p in added},
-            "return": own.return_annotation,
-        }
-        return command  # type: ignore[return-value]
-
-    return add
+    return c.with_options(RUN_OPTIONS, without=without)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from privmob.errors import ConfigError
 from privmob.privacy.costs import Cost, Unit
 from privmob.privacy.ledger import Ledger
-from privmob.privacy.ledger_entries import Entry
+from privmob.privacy.ledger_entries import Entry, Spent
 from privmob.privacy.people import PeopleSketch, people_key
 from privmob.releases.loaded import LoadedInput
 from privmob.releases.release import Release
@@ -60,6 +60,8 @@ class Accountant:
     #: told each step of the publication as what it is (writing tables, writing a layer,
     #: charging the ledger, moving into place)
     progress: Callable[[str], None] | None = None
+    #: the cost the budget was last checked for (:meth:`precheck`), until the charge
+    prechecked: Cost | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if not self.dataset:
@@ -77,8 +79,19 @@ class Accountant:
         return "charging the privacy ledger"
 
     def precheck(self, cost: Cost) -> None:
-        """Refuse early, before any data is read, if the cost cannot fit."""
+        """Refuse early, before any data is read, if ``cost`` cannot fit: the one budget
+        check of every release's lifecycle (:func:`privmob.releases.specs.before_reading`,
+        the count template and the other kinds call it before reading). Once per release: a
+        second call for the same cost before the charge checks nothing again (the charge
+        itself refuses atomically whatever was spent in between)."""
+        if self.prechecked == cost:
+            return
         self.ledger.check(self.dataset, cost, self.group_size)
+        self.prechecked = cost
+
+    def remaining(self) -> Spent:
+        """What is left of the dataset's budget (in its unit)."""
+        return self.ledger.remaining(self.dataset)
 
     def bind_input(self, loaded: LoadedInput) -> None:
         """Tie this accountant's charges to the input's content and refuse now, before any
@@ -121,6 +134,7 @@ class Accountant:
         output when it is known at charge time (staged before the charge)."""
         if release.ledger_entry is not None:
             raise ConfigError("this release was already charged")
+        self.prechecked = None  # the next release on this accountant is checked again
         for mark in self.annotate:
             mark(release)
         parts = release.cost_parts or [(description, release.cost)]

@@ -1,14 +1,18 @@
 """The count-release template: a bounded count of records grouped by public dimensions.
 
-A count kind supplies only what is its own: which records it counts (trips, trip points or
-events) and the dimensions it groups by (:class:`Dimension`); the template owns the rest, in
-the order of every release:
+A count kind (:class:`CountKind`) supplies only what is its own: the records it counts and how
+they are read, its public domain (:class:`CountDomain`: its dimensions, its outliers cells, a
+diagonal it does not release), its per-user bound (:class:`PerUser`) and what it publishes from
+the noisy cells (tables, post-processing, metadata). :class:`CountSpec` (``privmob counts``),
+``od`` (:class:`privmob.releases.od.OdSpec`) and ``population``
+(:class:`privmob.releases.population.PopulationSpec`) are such kinds. The template
+(:func:`count_release`) owns the rest, in the order of every release:
 
-public domain (the product of the dimensions' declared labels, plus one outliers cell) ->
-cost and precheck before any data is read -> each user keeps at most ``bound`` records (keyed
-random sample in the engine) -> exact counts in the engine -> noise on every cell (discrete
-Laplace or Gaussian, scale from the enforced bound) -> the table -> charge (the session's
-lifecycle binds the input first and publishes after: stage, charge, rename, stamp).
+public domain -> cost and precheck before any data is read -> each user keeps at most
+``bound`` records (keyed random sample in the engine, per user bucket under a memory limit)
+-> exact counts in the engine -> noise on every released cell, in flat order (discrete
+Laplace or Gaussian, scale from the enforced bound) -> the kind's tables -> charge (the
+session's lifecycle binds the input first and publishes after: stage, charge, rename, stamp).
 
 Guarantee: adding or removing one user changes at most ``bound`` records, each in one cell,
 so the L1 and L2 sensitivity of the count vector is at most ``bound``; every cell of the public
@@ -28,13 +32,14 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 import pandas as pd
 
 from privmob.domain import StudyPeriod
 from privmob.engine.base import dense_counts
+from privmob.engine.buckets import counts_by_user_buckets
 from privmob.errors import ConfigError
 from privmob.prepare.bounding import bound_per_user, fresh_key
 from privmob.privacy.costs import Cost, Unit
@@ -46,7 +51,10 @@ from privmob.releases.release import Release
 
 if TYPE_CHECKING:
     from privmob.data.tessellation import Tessellation
+    from privmob.engine.relation import Loaded
 
+#: told each step of a release as it starts
+Step = Callable[[str], None]
 #: what a count release counts: its records' time column and the columns that tell two
 #: records of one user apart (for the per-user bound)
 SOURCES: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -131,6 +139,253 @@ def _edges(text: str, spec: str) -> list[float]:
 
 
 @dataclass(frozen=True)
+class PerUser:
+    """The per-user bound the template enforces in the engine: each user keeps at most
+    ``bound`` units (a keyed random sample with a fresh key; ``unit``: the columns that tell
+    two units of one user apart), in each group of ``partition`` when given."""
+
+    bound: int
+    unit: tuple[str, ...] = ("tid",)
+    partition: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CountDomain:
+    """The public domain of a count release, fixed before any data is read.
+
+    Cells ``0 .. cells-1``: the product of the dimensions' labels (row-major). Then the
+    outliers cells: with ``outliers_by = 0`` one cell (a record outside ``period`` or outside
+    any dimension); with ``outliers_by = m > 0`` one cell per value of the ``m`` leading
+    dimensions (a record inside those but outside another dimension) and a last one (a record
+    outside ``period`` or the leading dimensions); with ``None`` no outliers cell (the
+    dimensions hold every record). ``diagonal``: two dimensions over the same labels whose
+    equal cells are counted but not released (od's same-tile rule); the dimensions' SQL
+    reads the records' ``time`` column and ``k`` tiles."""
+
+    dimensions: tuple[Dimension, ...]
+    time: str = "time"
+    k: int = 0
+    period: StudyPeriod | None = None
+    outliers_by: int | None = 0
+    diagonal: tuple[str, str] | None = None
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(len(d.labels) for d in self.dimensions)
+
+    @property
+    def cells(self) -> int:
+        """The cells of the dimensions (without the outliers cells)."""
+        return int(np.prod(self.shape))
+
+    @property
+    def outlier_cells(self) -> int:
+        m = self.outliers_by
+        if m is None:
+            return 0
+        return int(np.prod(self.shape[:m])) + 1 if m else 1
+
+    @property
+    def size(self) -> int:
+        """Every cell counted in the engine (the flat vector)."""
+        return self.cells + self.outlier_cells
+
+    @property
+    def released_cells(self) -> int:
+        """The cells that get noise and are published."""
+        if self.diagonal is None:
+            return self.size
+        return self.size - self.cells // self.shape[self._axis(self.diagonal[0])]
+
+    def _axis(self, column: str) -> int:
+        return [d.column for d in self.dimensions].index(column)
+
+    def released_mask(self) -> np.ndarray:
+        """True for every released cell of the flat vector (all but the ``diagonal``)."""
+        mask = np.ones(self.size, dtype=bool)
+        if self.diagonal is not None:
+            i, j = (self._axis(c) for c in self.diagonal)
+            n = len(self.shape)
+            a = np.arange(self.shape[i]).reshape([-1 if x == i else 1 for x in range(n)])
+            b = np.arange(self.shape[j]).reshape([-1 if x == j else 1 for x in range(n)])
+            mask[: self.cells] = ~np.broadcast_to(a == b, self.shape).ravel()
+        return mask
+
+    def cell_sql(self, dialect: Any) -> str:
+        """SQL: the flat cell of a record (see the class; -1 for a record in no cell)."""
+        parts = [f"({d.sql(self.time, dialect, self.k)})" for d in self.dimensions]
+        flat = _flat(parts, self.shape)
+        m = self.outliers_by
+        if m is None:
+            return f"CASE WHEN {' OR '.join(_outside(parts))} THEN -1 ELSE {flat} END"
+        period: list[str] = []
+        if self.period is not None:
+            in_period = f"({self.period.bin_sql(self.time, dialect)})"
+            period = [f"{in_period} < 0", f"{in_period} IS NULL"]
+        if m == 0:
+            outside = " OR ".join(period + _outside(parts))
+            return f"CASE WHEN {outside} THEN {self.cells} ELSE {flat} END"
+        lead, rest = parts[:m], parts[m:]
+        arms = f"WHEN {' OR '.join(period + _outside(lead))} THEN {self.size - 1} "
+        if rest:
+            split = _flat(lead, self.shape[:m])
+            arms += f"WHEN {' OR '.join(_outside(rest))} THEN {self.cells} + {split} "
+        return f"CASE {arms}ELSE {flat} END"
+
+    def index(self) -> pd.DataFrame:
+        """The dimensions' labels of every cell (row-major), one column each."""
+        index = pd.MultiIndex.from_product([d.labels for d in self.dimensions])
+        return index.to_frame(index=False, name=[d.column for d in self.dimensions])
+
+
+def _outside(parts: Sequence[str]) -> list[str]:
+    return [f"{p} < 0" for p in parts] + [f"{p} IS NULL" for p in parts]
+
+
+def _flat(parts: Sequence[str], shape: Sequence[int]) -> str:
+    if not parts:
+        return "0"
+    strides = np.cumprod([1, *shape[::-1]])[:-1][::-1]
+    return " + ".join(f"{p} * {int(s)}" for p, s in zip(parts, strides, strict=True))
+
+
+class Rows(Protocol):
+    """How a kind's records are read for counting (see :class:`CountKind`)."""
+
+    @property
+    def records(self) -> str: ...
+
+    def rows_sql(self, part: Loaded) -> str:
+        """The records of ``part`` (a user bucket of the counted relation) as the cell SQL
+        reads them: a view name or a parenthesised query."""
+        ...
+
+    def bucket_columns(self, data: Loaded) -> tuple[tuple[str, ...] | None, float | None]:
+        """The input columns the count needs and its engine bytes per input row (user
+        buckets under a memory limit, :mod:`privmob.engine.buckets`)."""
+        ...
+
+
+class CountKind(Rows, Protocol):
+    """What a kind of the count template supplies, all from public parameters: its name, its
+    noise and cost, its domain, its per-user bound, the records it counts (and how they are
+    read from its input) and what it publishes from the noisy cells. The template
+    (:func:`count_release`) owns the rest and its order."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def calibrated(self) -> tuple[Noise, Cost]: ...
+
+    def count_domain(self) -> CountDomain: ...
+
+    def per_user(self, group_size: int | None) -> PerUser | None:
+        """The enforced bound (``None``: one record per user by construction);
+        ``group_size``: the accountant's (a trip-level cost charged to a user budget)."""
+        ...
+
+    def counted(self, data: Any) -> Loaded:
+        """The relation counted, from the release's input (checked against the kind)."""
+        ...
+
+    def publish(
+        self, noisy: np.ndarray, noise: Noise, cost: Cost, r: Randomness, bound: PerUser | None
+    ) -> tuple[Release, str]:
+        """The release made from the noisy cells (post-processing, tables, metadata) and the
+        ledger description."""
+        ...
+
+
+def exact_cells(
+    counted: Loaded,
+    rows: Rows,
+    domain: CountDomain,
+    bound: PerUser | None,
+    r: Randomness,
+    *,
+    buckets: int | None = None,
+    step: Callable[[str], None] | None = None,
+) -> np.ndarray:
+    """Exact counts over ``domain``'s flat cells, each user keeping at most ``bound`` records
+    (a fresh key from ``r`` per user bucket). Never publish these."""
+    columns, per_row = rows.bucket_columns(counted)
+
+    def count(part: Loaded) -> np.ndarray:
+        d = part.engine.dialect
+        relation = rows.rows_sql(part)
+        if bound is not None:
+            limited = bound_per_user(
+                relation,
+                max_units=bound.bound,
+                key=fresh_key(r),
+                dialect=d,
+                unit=bound.unit,
+                partition=bound.partition,
+            )
+            relation = f"({limited})"
+        sql = (
+            f"SELECT cell AS i0, count(*) AS n FROM (SELECT {domain.cell_sql(d)} AS cell "
+            f"FROM {relation} AS r_) AS c_ WHERE cell >= 0 GROUP BY cell"
+        )
+        return dense_counts(part.engine, sql, (domain.size,))
+
+    return counts_by_user_buckets(
+        counted,
+        count,
+        f"counting {rows.records}",
+        buckets=buckets,
+        step=step,
+        columns=columns,
+        bytes_per_row=per_row,
+    )
+
+
+def count_release(
+    data: Any,
+    spec: CountKind,
+    accountant: Accountant,
+    *,
+    rng: Randomness | int | None = None,
+    step: Callable[[str], None] | None = None,
+    buckets: int | None = None,
+) -> Release:
+    """Run the template (see the module's docstring) on loaded ``data``.
+
+    The budget is checked before any data is read (:meth:`Accountant.precheck`); users are
+    split into ``buckets`` hash buckets (default: as many as the engine's memory limit
+    needs); the noise is drawn for the released cells in their flat order (after the
+    per-user key); then the kind publishes and the accountant charges (and, with an output,
+    stages and renames)."""
+    step = step or _quiet
+    r = resolve(rng)
+    noise, cost = spec.calibrated
+    counted = spec.counted(data)  # the input checked against the kind (nothing read)
+    accountant.precheck(cost)  # before any data is read
+    try:
+        domain = spec.count_domain()
+        bound = spec.per_user(accountant.group_size)
+        mask = domain.released_mask()
+        # the noise reads no data (public scale, public domain): drawn while the engine counts
+        add_noise = noise.add_later(int(mask.sum()), r)
+        step(f"counting {spec.records} over {domain.released_cells:,} public cells")
+        exact = exact_cells(counted, spec, domain, bound, r, buckets=buckets, step=step)
+        step(f"adding {noise.kind} noise to {domain.released_cells:,} cells")
+        noisy = np.zeros(domain.size, dtype=np.int64)
+        noisy[mask] = add_noise(exact[mask])
+        release, description = spec.publish(noisy, noise, cost, r, bound)
+        step(accountant.closing_step)
+        accountant.charge(release, description=description)
+    finally:  # a release that failed on the way: the next one is checked again
+        accountant.prechecked = None
+    return release
+
+
+def _quiet(_message: str) -> None:
+    return None
+
+
+@dataclass(frozen=True)
 class CountSpec:
     """A count release (the template's spec): ``records`` counted (a key of :data:`SOURCES`),
     grouped by ``by`` (dimension names), at most ``bound`` records per user."""
@@ -190,7 +445,7 @@ class CountSpec:
         return "counted as any trip (origin and destination are each a dimension of their own)"
 
     def plan(self) -> Any:
-        from privmob.releases.specs import Plan, domain_memory
+        from privmob.releases.plan import Plan, domain_memory
 
         noise, cost = self.calibrated
         cells = int(np.prod(self.shape)) + 1
@@ -205,92 +460,69 @@ class CountSpec:
         )
 
     def run(
-        self,
-        data: Any,
-        accountant: Accountant,
-        *,
-        rng: Randomness | int | None,
-        progress: Callable[[str], None],
+        self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Step
     ) -> Release:
         return count_release(data, self, accountant, rng=rng, step=progress)
 
+    # -- what the count template asks of its kinds (CountKind) ---------------------------------
+    def count_domain(self) -> CountDomain:
+        time, _ = SOURCES[self.records]
+        k = 0 if self.tessellation is None else self.tessellation.k
+        return CountDomain(self.dimensions, time, k, self.period)
+
+    def per_user(self, group_size: int | None) -> PerUser:
+        return PerUser(int(self.bound), SOURCES[self.records][1])
+
+    def counted(self, data: Any) -> Loaded:
+        return cast("Loaded", data)
+
+    def rows_sql(self, part: Loaded) -> str:
+        return part.view
+
+    def bucket_columns(self, data: Loaded) -> tuple[tuple[str, ...] | None, float | None]:
+        return None, None
+
+    def publish(
+        self, noisy: np.ndarray, noise: Noise, cost: Cost, r: Randomness, bound: PerUser | None
+    ) -> tuple[Release, str]:
+        margin = noise.margin_of_error(0.95)
+        domain = self.count_domain()
+        table = domain.index()
+        table["count"] = noisy[:-1]
+        release = Release(
+            kind=self.kind,
+            cost=cost,
+            unit=Unit.USER,
+            bounds={"max_records_per_user": int(self.bound), "records": self.records},
+            noise={
+                **noise.to_dict(),
+                "l1_sensitivity": int(self.bound),
+                "margin_of_error_95": margin,
+            },
+            params={
+                "epsilon": self.epsilon,
+                "delta": self.delta,
+                "by": list(self.by),
+                "period": self.period.to_dict(),
+                "post_processing": "noisy integers as drawn (unbiased; negative values kept)",
+                "signal": signal_check(noisy[:-1], margin, Unit.USER).to_dict(),
+            },
+            domain={
+                "dimensions": {d_.column: len(d_.labels) for d_ in self.dimensions},
+                "cells": domain.cells,
+                "outlier_cells": 1,
+            },
+            tables={
+                "counts": table,
+                "outliers": pd.DataFrame(
+                    {"cell": ["outside the period or a dimension"], "count": noisy[-1:]}
+                ),
+            },
+            for_publication=r.for_publication,
+        )
+        return release, f"{self.kind}: {self.records} by {', '.join(self.by)}"
+
 
 def cell_sql(spec: CountSpec, dialect: Any) -> str:
-    """SQL: the flat cell of a record (row-major over the dimensions; the outliers cell, the
-    last, for a record outside the period or outside any dimension)."""
-    time, _ = SOURCES[spec.records]
-    k = 0 if spec.tessellation is None else spec.tessellation.k
-    parts = [f"({d.sql(time, dialect, k)})" for d in spec.dimensions]
-    outside = " OR ".join([f"{p} < 0" for p in parts] + [f"{p} IS NULL" for p in parts])
-    in_period = spec.period.bin_sql(time, dialect)
-    strides = np.cumprod([1, *spec.shape[::-1]])[:-1][::-1]
-    flat = " + ".join(f"{p} * {int(s)}" for p, s in zip(parts, strides, strict=True))
-    size = int(np.prod(spec.shape))
-    return (
-        f"CASE WHEN ({in_period}) < 0 OR ({in_period}) IS NULL OR {outside} THEN {size} "
-        f"ELSE {flat} END"
-    )
-
-
-def count_release(
-    data: Any,
-    spec: CountSpec,
-    accountant: Accountant,
-    *,
-    rng: Randomness | int | None = None,
-    step: Callable[[str], None] | None = None,
-) -> Release:
-    """Run the template (see the module's docstring) on loaded ``data`` (``records`` shape)."""
-    step = step or (lambda _m: None)
-    r = resolve(rng)
-    noise, cost = spec.calibrated
-    size = int(np.prod(spec.shape)) + 1
-    accountant.precheck(cost)  # before any data is read
-    engine = data.engine
-    d = engine.dialect
-    _, unit_columns = SOURCES[spec.records]
-    rows = bound_per_user(
-        data.view, max_units=int(spec.bound), key=fresh_key(r), dialect=d, unit=unit_columns
-    )
-    sql = (
-        f"SELECT cell AS i0, count(*) AS n FROM (SELECT {cell_sql(spec, d)} AS cell "
-        f"FROM ({rows}) AS r_) AS c_ GROUP BY cell"
-    )
-    step(f"counting {spec.records} over {size:,} public cells")
-    exact = dense_counts(engine, sql, (size,))
-    step(f"adding {noise.kind} noise to {size:,} cells")
-    noisy = noise.add(exact, r).astype(np.int64)
-    margin = noise.margin_of_error(0.95)
-    index = pd.MultiIndex.from_product([d_.labels for d_ in spec.dimensions])
-    table = index.to_frame(index=False, name=[d_.column for d_ in spec.dimensions])
-    table["count"] = noisy[:-1]
-    release = Release(
-        kind=spec.kind,
-        cost=cost,
-        unit=Unit.USER,
-        bounds={"max_records_per_user": int(spec.bound), "records": spec.records},
-        noise={**noise.to_dict(), "l1_sensitivity": int(spec.bound), "margin_of_error_95": margin},
-        params={
-            "epsilon": spec.epsilon,
-            "delta": spec.delta,
-            "by": list(spec.by),
-            "period": spec.period.to_dict(),
-            "post_processing": "noisy integers as drawn (unbiased; negative values kept)",
-            "signal": signal_check(noisy[:-1], margin, Unit.USER).to_dict(),
-        },
-        domain={
-            "dimensions": {d_.column: len(d_.labels) for d_ in spec.dimensions},
-            "cells": size - 1,
-            "outlier_cells": 1,
-        },
-        tables={
-            "counts": table,
-            "outliers": pd.DataFrame(
-                {"cell": ["outside the period or a dimension"], "count": noisy[-1:]}
-            ),
-        },
-        for_publication=r.for_publication,
-    )
-    step("charging the privacy ledger")
-    accountant.charge(release, description=f"{spec.kind}: {spec.records} by {', '.join(spec.by)}")
-    return release
+    """SQL: the flat cell of a record of ``spec`` (:meth:`CountDomain.cell_sql`)."""
+    return spec.count_domain().cell_sql(dialect)

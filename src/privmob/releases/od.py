@@ -1,25 +1,29 @@
-"""Private origin-destination matrices (SPEC 4.1; seed 003, Algorithm 1).
+"""Private origin-destination matrices (SPEC 4.1; seed 003, Algorithm 1), a kind of the count
+template (:mod:`privmob.releases.counts`).
 
-Data flow: trips → (user-level) keep at most T trips per user → exact counts over the public
-domain (every ordered pair of distinct tiles in every period, plus outliers cells) → noise on
-every cell, zeros included → (optional) suppress below tau → charge the ledger → output.
+Data flow: trips -> (user-level) keep at most T trips per user -> exact counts over the public
+domain (every ordered pair of tiles in every period, plus outliers cells) -> noise on every
+released cell, zeros included (the diagonal, trips within one tile, is released only with
+``same_tile="include"``) -> (optional) suppress below tau -> charge the ledger -> output. The
+template runs it; :class:`OdSpec` supplies what is the OD release's own: its dimensions
+(period, origin, destination), the outliers cell of each period, the same-tile rule, the
+bound (per release, per period, or a trip-level group size) and its tables and metadata.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
 
 from privmob.domain import StudyPeriod
-from privmob.engine.base import dense_counts
-from privmob.engine.buckets import counts_by_user_buckets, root
+from privmob.engine.buckets import root
 from privmob.engine.relation import Loaded
 from privmob.errors import ConfigError
-from privmob.prepare.bounding import bound_per_user, fresh_key
 from privmob.privacy.costs import Cost, Unit
 from privmob.privacy.mechanisms import Noise, NoiseKind, calibrate
 from privmob.privacy.postprocess import check_tau, suppress
@@ -27,12 +31,14 @@ from privmob.privacy.postprocess import describe as describe_post
 from privmob.privacy.samplers import Randomness, resolve
 from privmob.privacy.signal import expected_signal, signal_check
 from privmob.releases.base import Accountant
-from privmob.releases.kinds import same_tile_flag
+from privmob.releases.counts import CountDomain, PerUser, count_release, dimension, exact_cells
+from privmob.releases.kinds import SAME_TILE_RULES, same_tile_flag
 from privmob.releases.release import Release
 from privmob.releases.tiles import check_shape, check_tessellation
 
 if TYPE_CHECKING:
     from privmob.data.tessellation import Tessellation
+    from privmob.releases.plan import Plan
 
 Step = Callable[[str], None]
 
@@ -65,25 +71,200 @@ class ODDomain:
     def released_cells(self) -> int:
         return self.od_cells + self.n_periods + 1
 
-    def released_mask(self) -> np.ndarray:
-        mask = np.ones(self.size, dtype=bool)
-        if self.same_tile:
-            return mask
-        diag = np.zeros((self.n_periods, self.k, self.k), dtype=bool)
-        diag[:, np.arange(self.k), np.arange(self.k)] = True
-        mask[: self.od_size] = ~diag.ravel()
-        return mask
+    def count_domain(self, period: StudyPeriod, tile_ids: list[Any] | None = None) -> CountDomain:
+        """This domain in the count template's terms: dimensions period x origin x
+        destination (row-major), the outliers cells split by period, the diagonal not
+        released unless ``same_tile``."""
+        ids = list(range(self.k)) if tile_ids is None else tile_ids
+        dims = tuple(dimension(name, ids, period) for name in ("period", "origin", "destination"))
+        diagonal = None if self.same_tile else ("origin", "destination")
+        return CountDomain(dims, "start_time", self.k, None, 1, diagonal)
 
-    def cell_sql(self, period: str, origin: str, destination: str) -> str:
-        """SQL: the flat cell index of a trip, or -1 for a trip within one tile (not released)."""
-        k, n = self.k, self.n_periods
-        same = "" if self.same_tile else f"WHEN {origin} = {destination} THEN -1 "
+
+@dataclass(frozen=True)
+class TripRows:
+    """The trips an OD release counts, as the template's cell SQL reads them: each trip's
+    user, id, start time, ends and period bin (the bound per period partitions by it)."""
+
+    period: StudyPeriod
+    records: str = "trips"
+
+    def rows_sql(self, part: Loaded) -> str:
+        d = part.engine.dialect
         return (
-            f"CASE WHEN {period} < 0 THEN {self.od_size + n} "
-            f"WHEN {origin} < 0 OR {destination} < 0 THEN {self.od_size} + {period} "
-            f"{same}"
-            f"ELSE {period} * {k * k} + {origin} * {k} + {destination} END"
+            f"(SELECT uid, tid, start_time, origin, destination, "
+            f"{self.period.bin_sql('start_time', d)} AS period FROM {part.view})"
         )
+
+    def bucket_columns(self, data: Loaded) -> tuple[tuple[str, ...] | None, float | None]:
+        # trips from events need only these event columns (the spilled buckets hold no more)
+        return (("uid", "time", "tile") if root(data).shape == "events" else None), None
+
+
+@dataclass(frozen=True)
+class OdSpec:
+    """An origin-destination matrix over ``tessellation`` (a kind of the count template; see
+    :func:`od_matrix` for the guarantee)."""
+
+    tessellation: Tessellation
+    epsilon: float
+    unit: Unit = Unit.USER
+    max_trips: int | None = None
+    tau: int | None = None
+    noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE
+    delta: float = 0.0
+    period: StudyPeriod = field(default_factory=StudyPeriod)
+    bound_per: str = "release"
+    kind: str = "od"
+    same_tile: str = "exclude"
+    #: each (origin, destination) counted at most once per user and period
+    unique: bool = False
+
+    records = "trips"
+
+    def public_period(self) -> dict[str, object]:
+        """The declared period and its bins (public; ``metadata.json`` ``definitions``)."""
+        return self.period.to_dict()
+
+    @property
+    def same_tile_rule(self) -> str:
+        """What happens to a trip that starts and ends in one tile."""
+        return SAME_TILE_RULES[self.same_tile]
+
+    @cached_property
+    def od_plan(self) -> ODPlan:
+        return plan_od(
+            epsilon=self.epsilon,
+            unit=self.unit,
+            max_trips=self.max_trips,
+            tau=self.tau,
+            noise=self.noise,
+            delta=self.delta,
+            period=self.period,
+            bound_per=self.bound_per,
+        )
+
+    @cached_property
+    def domain(self) -> ODDomain:
+        return ODDomain(self.tessellation.k, self.period.n_bins, same_tile_flag(self.same_tile))
+
+    @cached_property
+    def _plan(self) -> Plan:
+        from privmob.releases.plan import Plan, domain_memory
+
+        p, domain = self.od_plan, self.domain
+        rows = domain.od_cells
+        return Plan(
+            kind=self.kind,
+            cost=p.total,
+            cells=domain.released_cells,
+            memory_bytes=domain_memory(domain.size, rows),
+            output_rows=rows,
+            margin_of_error_95=float(p.noise.margin_of_error(0.95)),
+            noise=str(p.noise.kind),
+            parts=len(p.parts),
+        )
+
+    def plan(self) -> Plan:
+        return self._plan
+
+    def run(
+        self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Step
+    ) -> Release:
+        return count_release(data, self, accountant, rng=rng, step=progress)
+
+    # -- what the count template asks of its kinds (releases/counts.py: CountKind) -------------
+    @property
+    def calibrated(self) -> tuple[Noise, Cost]:
+        return self.od_plan.noise, self.od_plan.total
+
+    def count_domain(self) -> CountDomain:
+        return self.domain.count_domain(self.period, list(self.tessellation.tile_ids))
+
+    def per_user(self, group_size: int | None) -> PerUser | None:
+        """T trips per user (per period with ``bound_per="period"``); trip level: none, or the
+        stated group size enforced (so a charge by group privacy rests on a real bound)."""
+        if self.od_plan.unit is Unit.TRIP:
+            if group_size is None:
+                return None
+            if int(group_size) != group_size or group_size < 1:
+                raise ConfigError(f"--group-size must be a whole number >= 1, got {group_size}")
+            return PerUser(int(group_size))
+        partition = ("period",) if self.bound_per == "period" else ()
+        return PerUser(self.od_plan.t_bound, partition=partition)
+
+    def counted(self, data: Any) -> Loaded:
+        check_tessellation(data, self.tessellation)
+        check_shape(
+            data,
+            "trips",
+            "OD matrix",
+            "build trips first: privmob.prepare.inputs.load_trips_any (any shape) or "
+            "trips_from_points, or use privmob.Session, which resolves the input's shape once",
+        )
+        if self.unique:
+            from privmob.prepare.unique import unique_trips
+
+            return unique_trips(data, self.period)
+        return cast("Loaded", data)
+
+    def rows_sql(self, part: Loaded) -> str:
+        return TripRows(self.period).rows_sql(part)
+
+    def bucket_columns(self, data: Loaded) -> tuple[tuple[str, ...] | None, float | None]:
+        return TripRows(self.period).bucket_columns(data)
+
+    def publish(
+        self, noisy: np.ndarray, noise: Noise, cost: Cost, r: Randomness, bound: PerUser | None
+    ) -> tuple[Release, str]:
+        p, domain, tau = self.od_plan, self.domain, self.tau
+        unit, t_bound = p.unit, p.t_bound
+        group = bound.bound if bound is not None and unit is Unit.TRIP else None
+        mask = self.count_domain().released_mask()
+        published = suppress(noisy, tau) * mask
+        margin = noise.margin_of_error(0.95)
+        # from the published (noisy) OD cells and the public margin only: post-processing
+        signal = signal_check(
+            published[: domain.od_size][mask[: domain.od_size]], margin, unit, noise
+        )
+        labels = self.period.labels()
+        od = published[: domain.od_size].reshape(domain.n_periods, domain.k, domain.k)
+        tables = {
+            "od": od_table(od, self.tessellation.tile_ids, labels, same_tile=domain.same_tile),
+            "outliers": outliers_table(published[domain.od_size :], labels),
+        }
+        release = Release(
+            kind="od",
+            cost=cost,
+            unit=unit,
+            bounds={
+                "max_trips_per_user": t_bound if unit is Unit.USER else None,
+                "bound_per": self.bound_per if unit is Unit.USER else None,
+                **({"group_size_enforced": group} if group is not None else {}),
+            },
+            noise={**noise.to_dict(), "l1_sensitivity": t_bound, "margin_of_error_95": margin},
+            params={
+                "epsilon": self.epsilon,
+                "delta": self.delta,
+                "tau": tau,
+                "post_processing": describe_post(noise, tau, domain.od_cells),
+                "expected_signal": expected_signal(noise).to_dict(),
+                "signal": signal.to_dict(),
+                "period": self.period.to_dict(),
+                "epsilon_per_part": p.cost_each.epsilon,
+            },
+            domain={
+                "tiles": domain.k,
+                "periods": domain.n_periods,
+                "od_cells": domain.od_cells,
+                "outlier_cells": domain.n_periods + 1,
+                "diagonal": "released" if domain.same_tile else "not released",
+            },
+            tables=tables,
+            for_publication=r.for_publication,
+            cost_parts=p.parts,
+        )
+        return release, f"OD matrix, {domain.n_periods} period(s)"
 
 
 def od_matrix(
@@ -102,10 +283,10 @@ def od_matrix(
     rng: Randomness | int | None = None,
     step: Step | None = None,
     buckets: int | None = None,
-    plan: ODPlan | None = None,
     same_tile: str = "exclude",
 ) -> Release:
-    """A differentially private origin-destination matrix, per period.
+    """A differentially private origin-destination matrix, per period (:class:`OdSpec` on
+    the count template).
 
     Guarantee: with ``unit="user"`` each user keeps at most ``max_trips`` trips (uniformly at
     random, by a keyed hash with a fresh key), so adding or removing one user changes the
@@ -127,117 +308,20 @@ def od_matrix(
 
     Out of core: ``buckets`` (default: sized to the engine's memory limit) splits the users by
     a hash of the user id and sums the bucket counts; bounding stays exact per user.
-
-    ``plan``: the :func:`plan_od` of these same parameters, when the caller already made it
-    (computed once, reused).
     """
-    step = step or (lambda _msg: None)
-    r = resolve(rng)
-    period = period or StudyPeriod()
-    check_tessellation(trips, tessellation)
-    check_shape(
-        trips,
-        "trips",
-        "OD matrix",
-        "build trips first: privmob.prepare.inputs.load_trips_any (any shape) or "
-        "trips_from_points, or use privmob.Session, which resolves the input's shape once",
+    spec = OdSpec(
+        tessellation,
+        epsilon,
+        Unit(unit),
+        max_trips,
+        tau,
+        noise,
+        delta,
+        period or StudyPeriod(),
+        bound_per,
+        same_tile=same_tile,
     )
-    plan = plan or plan_od(
-        epsilon=epsilon,
-        unit=unit,
-        max_trips=max_trips,
-        tau=tau,
-        noise=noise,
-        delta=delta,
-        period=period,
-        bound_per=bound_per,
-    )
-    unit, t_bound, noise_dist, cost_each, parts, total = (
-        plan.unit,
-        plan.t_bound,
-        plan.noise,
-        plan.cost_each,
-        plan.parts,
-        plan.total,
-    )
-    domain = ODDomain(tessellation.k, period.n_bins, same_tile_flag(same_tile))
-    labels = period.labels()
-    accountant.precheck(total)  # refuse before reading any data
-
-    # trip level charged to a user budget by group privacy: enforce the stated group size
-    group = accountant.group_size if unit is Unit.TRIP else None
-    if group is not None and (int(group) != group or group < 1):
-        raise ConfigError(f"--group-size must be a whole number >= 1, got {group}")
-
-    mask = domain.released_mask()
-    # the noise reads no data (public scale, public domain): drawn while the engine counts
-    add_noise = noise_dist.add_later(int(mask.sum()), r)
-    step("counting trips over the public domain")
-    counts = exact_counts(
-        trips,
-        domain=domain,
-        period=period,
-        unit=Unit.USER if group is not None else unit,
-        max_trips=int(group) if group is not None else t_bound,
-        bound_per="release" if group is not None else bound_per,
-        rng=r,
-        buckets=buckets,
-        step=step,
-    )
-    step(f"adding {noise_dist.kind} noise to {domain.released_cells:,} cells")
-    noisy = np.zeros(domain.size, dtype=np.int64)
-    noisy[mask] = add_noise(counts[mask])
-    published = suppress(noisy, tau) * mask
-    n_cells = domain.od_cells
-    margin = noise_dist.margin_of_error(0.95)
-    # from the published (noisy) OD cells and the public margin only: post-processing
-    signal = signal_check(
-        published[: domain.od_size][mask[: domain.od_size]], margin, unit, noise_dist
-    )
-
-    od = published[: domain.od_size].reshape(domain.n_periods, domain.k, domain.k)
-    tables = {
-        "od": od_table(od, tessellation.tile_ids, labels, same_tile=domain.same_tile),
-        "outliers": outliers_table(published[domain.od_size :], labels),
-    }
-    release = Release(
-        kind="od",
-        cost=total,
-        unit=unit,
-        bounds={
-            "max_trips_per_user": t_bound if unit is Unit.USER else None,
-            "bound_per": bound_per if unit is Unit.USER else None,
-            **({"group_size_enforced": int(group)} if group is not None else {}),
-        },
-        noise={
-            **noise_dist.to_dict(),
-            "l1_sensitivity": t_bound,
-            "margin_of_error_95": noise_dist.margin_of_error(0.95),
-        },
-        params={
-            "epsilon": epsilon,
-            "delta": delta,
-            "tau": tau,
-            "post_processing": describe_post(noise_dist, tau, n_cells),
-            "expected_signal": expected_signal(noise_dist).to_dict(),
-            "signal": signal.to_dict(),
-            "period": period.to_dict(),
-            "epsilon_per_part": cost_each.epsilon,
-        },
-        domain={
-            "tiles": domain.k,
-            "periods": domain.n_periods,
-            "od_cells": domain.od_cells,
-            "outlier_cells": domain.n_periods + 1,
-            "diagonal": "released" if domain.same_tile else "not released",
-        },
-        tables=tables,
-        for_publication=r.for_publication,
-        cost_parts=parts,
-    )
-    step(accountant.closing_step)
-    accountant.charge(release, description=f"OD matrix, {domain.n_periods} period(s)")
-    return release
+    return count_release(trips, spec, accountant, rng=rng, step=step, buckets=buckets)
 
 
 @dataclass(frozen=True)
@@ -314,64 +398,22 @@ def exact_counts(
     buckets: int | None = None,
     step: Step | None = None,
 ) -> np.ndarray:
-    """Exact bounded counts over the flat domain (no noise: never publish these).
+    """Exact bounded counts over the flat domain, the cells not released at 0 (no noise:
+    never publish these); the count template's counting step (:func:`exact_cells`).
 
     Users are split into ``buckets`` hash buckets (default: as many as the engine's memory
     limit needs, see :mod:`privmob.engine.buckets`); each user lies in one bucket, so the sum
     of bucket counts equals the single-pass counts.
     """
-    return counts_by_user_buckets(
-        trips,
-        lambda part: _exact_counts_one(
-            part,
-            domain=domain,
-            period=period,
-            unit=unit,
-            max_trips=max_trips,
-            bound_per=bound_per,
-            rng=rng,
-        ),
-        "counting trips",
-        buckets=buckets,
-        step=step,
-        # trips from events need only these event columns (the spilled buckets hold no more)
-        columns=("uid", "time", "tile") if root(trips).shape == "events" else None,
-    )
-
-
-def _exact_counts_one(
-    trips: Loaded,
-    *,
-    domain: ODDomain,
-    period: StudyPeriod,
-    unit: Unit,
-    max_trips: int,
-    bound_per: str,
-    rng: Randomness | None,
-) -> np.ndarray:
-    engine = trips.engine
-    d = engine.dialect
-    binned = (
-        f"(SELECT uid, tid, origin, destination, "
-        f"{period.bin_sql('start_time', d)} AS period FROM {trips.view})"
-    )
+    cells = domain.count_domain(period)
+    bound = None
     if unit is Unit.USER:
-        partition = ("period",) if bound_per == "period" else ()
-        rows = (
-            "("
-            + bound_per_user(
-                binned, max_units=max_trips, key=fresh_key(rng), dialect=d, partition=partition
-            )
-            + ")"
-        )
-    else:
-        rows = binned
-    cell = domain.cell_sql("period", "origin", "destination")
-    sql = (
-        f"SELECT cell AS i0, count(*) AS n FROM (SELECT {cell} AS cell FROM {rows} AS r_) "
-        "AS c_ WHERE cell >= 0 GROUP BY cell"
+        bound = PerUser(max_trips, partition=("period",) if bound_per == "period" else ())
+    counts = exact_cells(
+        trips, TripRows(period), cells, bound, resolve(rng), buckets=buckets, step=step
     )
-    return dense_counts(engine, sql, (domain.size,))
+    released: np.ndarray = counts * cells.released_mask()
+    return released
 
 
 def od_table(
@@ -418,10 +460,3 @@ def outliers_table(values: np.ndarray, labels: list[str]) -> pd.DataFrame:
             "count": values.astype(np.int64),
         }
     )
-
-
-def noise_for(
-    kind: NoiseKind | str, epsilon: float, max_trips: int, delta: float = 0.0
-) -> tuple[Noise, Cost]:
-    """The noise and cost of one OD period (for planning tools)."""
-    return calibrate(kind, epsilon, l1_sensitivity=max_trips, l2_sensitivity=max_trips, delta=delta)

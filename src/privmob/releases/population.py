@@ -1,33 +1,46 @@
-"""DP population counts (SPEC 4.4; seed 003): users per home zone, over every zone.
+"""DP population counts (SPEC 4.4; seed 003): users per home zone, over every zone, a kind of the
+count template (:mod:`privmob.releases.counts`).
 
-Data flow: events → home per user (most frequent night tile, ``privmob.prepare.homes``) →
+Data flow: events -> home per user (most frequent night tile, ``privmob.prepare.homes``) ->
 exact counts over the public domain (every zone, plus "home outside the zones" and "unknown
-home" for users without a night event) → noise on every cell → clamp at 0 → ledger → output.
+home" for users without a night event) -> noise on every cell -> clamp at 0 -> ledger ->
+output. With ``zone_mapping="voronoi"`` homes are found per tower and the noisy tower counts are
+split over the zones by the towers' Voronoi area shares (post-processing).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
 
 from privmob.domain import StudyPeriod
-from privmob.engine.base import dense_counts
-from privmob.engine.buckets import counts_by_user_buckets
 from privmob.engine.relation import Loaded
 from privmob.errors import ConfigError
-from privmob.prepare.homes import home_cells_sql
-from privmob.privacy.costs import Unit
-from privmob.privacy.mechanisms import NoiseKind, calibrate
+from privmob.prepare.homes import homes_sql
+from privmob.privacy.costs import Cost, Unit
+from privmob.privacy.mechanisms import Noise, NoiseKind, calibrate
 from privmob.privacy.samplers import Randomness, resolve
 from privmob.releases.base import Accountant
+from privmob.releases.counts import (
+    CountDomain,
+    Dimension,
+    PerUser,
+    Step,
+    count_release,
+    exact_cells,
+)
 from privmob.releases.release import Release
 from privmob.releases.tiles import check_shape, check_tessellation
 
 if TYPE_CHECKING:
     from privmob.data.tessellation import Tessellation
+    from privmob.releases.plan import Plan
 
 #: Engine memory per input event of the home step (for the user buckets). Homes are an
 #: aggregate per (user, tile), which DuckDB spills, and a window over those aggregates, not
@@ -39,6 +52,64 @@ HOME_BYTES_PER_ROW = 4
 
 OUTSIDE = "home outside the zones"
 UNKNOWN = "unknown home (no night event in the period)"
+#: how homes become zones: the tile of each event ("contain": a tower's zone), or homes per
+#: tower split over the zones by the towers' Voronoi area shares ("voronoi")
+ZONE_MAPPINGS = ("contain", "voronoi")
+
+
+def _home_cell(_time: str, _dialect: Any, k: int) -> str:
+    """A user's home cell: a tile 0..k-1, ``k`` (outside the tiles) or ``k + 1`` (unknown)."""
+    return f"CASE WHEN tile IS NULL THEN {k + 1} WHEN tile < 0 THEN {k} ELSE tile END"
+
+
+@dataclass(frozen=True)
+class HomeRows:
+    """One record per user: their home tile among ``k`` (NULL: no night event), from the
+    events inside the declared ``period``; the template counts them in :func:`home_domain`."""
+
+    k: int
+    night: tuple[int, int] = (20, 6)
+    period: StudyPeriod | None = None
+    records: str = "homes"
+
+    def rows_sql(self, part: Loaded) -> str:
+        d = part.engine.dialect
+        where = "TRUE"
+        if self.period is not None and self.period.declared:
+            where = f"({self.period.bin_sql('time', d)}) >= 0"
+        homes = homes_sql(part.view, d, night=self.night, where=where)
+        return (
+            f"(SELECT u.uid, h.tile FROM (SELECT DISTINCT uid FROM {part.view} AS all_) AS u "
+            f"LEFT JOIN ({homes}) AS h ON u.uid = h.uid)"
+        )
+
+    def bucket_columns(self, data: Loaded) -> tuple[tuple[str, ...] | None, float | None]:
+        return ("uid", "time", "tile"), HOME_BYTES_PER_ROW
+
+    def domain(self, labels: list[Any]) -> CountDomain:
+        """``labels`` of the k tiles, then "outside" and "unknown": every user in one cell."""
+        home = Dimension("zone", (*labels, OUTSIDE, UNKNOWN), _home_cell)
+        return CountDomain((home,), "time", self.k, None, None)
+
+
+class CountsHomes:
+    """What the count template asks of a population kind about its records: one home per
+    user (no bound to enforce), read as :attr:`rows` says."""
+
+    records = "homes"
+
+    @property
+    def rows(self) -> HomeRows:
+        raise NotImplementedError
+
+    def per_user(self, group_size: int | None) -> PerUser | None:
+        return None  # one home per user by construction
+
+    def rows_sql(self, part: Loaded) -> str:
+        return self.rows.rows_sql(part)
+
+    def bucket_columns(self, data: Loaded) -> tuple[tuple[str, ...] | None, float | None]:
+        return self.rows.bucket_columns(data)
 
 
 def exact_home_counts(
@@ -56,23 +127,251 @@ def exact_home_counts(
     split into hash buckets (:mod:`privmob.engine.buckets`); a user's home depends on their own
     events only, so the summed bucket counts equal the single-pass counts.
     """
-    where = "TRUE"
-    if period is not None and period.declared:
-        where = f"({period.bin_sql('time', events.engine.dialect)}) >= 0"
+    rows = HomeRows(k, night, period)
+    domain = rows.domain(list(range(k)))
+    return exact_cells(events, rows, domain, None, resolve(None), buckets=buckets, step=step)
 
-    def count(part: Loaded) -> np.ndarray:
-        sql = home_cells_sql(part.view, part.engine.dialect, k, night=night, where=where)
-        return dense_counts(part.engine, sql, (k + 2,))
 
-    return counts_by_user_buckets(
-        events,
-        count,
-        "finding home locations",
-        buckets=buckets,
-        step=step,
-        columns=("uid", "time", "tile"),
-        bytes_per_row=HOME_BYTES_PER_ROW,
-    )
+@dataclass(frozen=True)
+class PopulationSpec(CountsHomes):
+    """Users per home zone (a kind of the count template; see :func:`population_counts`).
+
+    ``zone_mapping="voronoi"``: homes per tower of the towers table ``cells`` (``cell_id, lat,
+    lng``; the events carry ``cell_id``), the noisy tower counts split over the zones by the
+    towers' Voronoi area shares (:class:`TowerHomes`; zone values are fractional)."""
+
+    tessellation: Tessellation
+    epsilon: float
+    noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE
+    delta: float = 0.0
+    night: tuple[int, int] = (20, 6)
+    period: StudyPeriod = field(default_factory=StudyPeriod)
+    kind: str = "population"
+    zone_mapping: str = "contain"
+    cells: str | Path | None = None
+
+    def public_period(self) -> dict[str, object]:
+        """The declared period (public)."""
+        return self.period.to_dict()
+
+    @cached_property
+    def calibrated(self) -> tuple[Noise, Cost]:
+        if self.night[0] == self.night[1]:
+            raise ConfigError("the night window is empty")
+        if self.zone_mapping not in ZONE_MAPPINGS:
+            raise ConfigError(
+                f"unknown zone mapping '{self.zone_mapping}'", hint="contain or voronoi"
+            )
+        # each user is in exactly one cell: L1 = L2 sensitivity 1
+        return calibrate(
+            self.noise, self.epsilon, l1_sensitivity=1, l2_sensitivity=1, delta=self.delta
+        )
+
+    @cached_property
+    def _plan(self) -> Plan:
+        from privmob.releases.plan import Plan, domain_memory
+
+        dist, cost = self.calibrated
+        self._towers_given()
+        cells = self.tessellation.k + 2
+        return Plan(
+            kind=self.kind,
+            cost=cost,
+            cells=cells,
+            memory_bytes=domain_memory(cells, cells),
+            output_rows=cells,
+            margin_of_error_95=float(dist.margin_of_error(0.95)),
+            noise=str(dist.kind),
+        )
+
+    def plan(self) -> Plan:
+        return self._plan
+
+    def run(
+        self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Step
+    ) -> Release:
+        kind: PopulationSpec | TowerHomes = self
+        if self.zone_mapping == "voronoi":  # the towers (public) read on the input's engine
+            self._towers_given()
+            kind = TowerHomes.read(self, data, progress)
+        return count_release(data, kind, accountant, rng=rng, step=progress)
+
+    def _towers_given(self) -> None:
+        if self.zone_mapping == "voronoi" and self.cells is None:
+            raise ConfigError(
+                "the Voronoi zone mapping needs the towers table",
+                hint="--cells towers.csv (Python: Session(..., cells=...))",
+            )
+
+    # -- what the count template asks of its kinds (releases/counts.py: CountKind) -------------
+    @property
+    def rows(self) -> HomeRows:
+        return HomeRows(self.tessellation.k, self.night, self.period)
+
+    def count_domain(self) -> CountDomain:
+        return self.rows.domain([str(t) for t in self.tessellation.tile_ids])
+
+    def counted(self, data: Any) -> Loaded:
+        check_tessellation(data, self.tessellation)
+        check_shape(
+            data,
+            "events",
+            "population release",
+            "load located events (or trip points) with privmob.data.load_events, or use "
+            "privmob.Session",
+        )
+        return cast("Loaded", data)
+
+    def publish(
+        self, noisy: np.ndarray, noise: Noise, cost: Cost, r: Randomness, bound: PerUser | None
+    ) -> tuple[Release, str]:
+        k = self.tessellation.k
+        counts = np.maximum(noisy, 0)  # post-processing
+        return self._release(counts.astype(np.int64), noise, cost, r, {}, {}), (
+            f"population counts over {k} zones"
+        )
+
+    def _release(
+        self,
+        counts: np.ndarray,
+        noise: Noise,
+        cost: Cost,
+        r: Randomness,
+        params: dict[str, Any],
+        domain: dict[str, Any],
+    ) -> Release:
+        k = self.tessellation.k
+        ids = [str(t) for t in self.tessellation.tile_ids]
+        table = pd.DataFrame(
+            {
+                "zone": [*ids, OUTSIDE, UNKNOWN],
+                "tile_id": typed_tile_ids(self.tessellation.tile_ids, extra=2),
+                "kind": ["zone"] * k + ["outliers", "outliers"],
+                "count": counts,
+            }
+        )
+        return Release(
+            kind="population",
+            cost=cost,
+            unit=Unit.USER,
+            bounds={"homes_per_user": 1},
+            noise={
+                **noise.to_dict(),
+                "l1_sensitivity": 1,
+                "margin_of_error_95": noise.margin_of_error(),
+            },
+            params={
+                "epsilon": self.epsilon,
+                "delta": self.delta,
+                "night_hours": list(self.night),
+                "period": self.period.to_dict(),
+                **(params or {"post_processing": "negative counts set to 0"}),
+            },
+            domain={**domain, "zones": k, "outlier_cells": [OUTSIDE, UNKNOWN]},
+            tables={"population": table},
+            for_publication=r.for_publication,
+        )
+
+
+@dataclass(frozen=True)
+class TowerHomes(CountsHomes):
+    """Population through the towers' Voronoi area shares (SPEC section 2): homes found per
+    tower (the most frequent tower at night), users per home tower (plus "at no known tower"
+    and "unknown home") counted and noised by the template exactly as the zones of
+    :class:`PopulationSpec` (sensitivity 1), then the noisy tower counts, clamped at 0, split
+    over the zones by the public area-share matrix (post-processing: no extra cost)."""
+
+    spec: PopulationSpec
+    #: the public towers table (``cell_key, lat, lng``), in the order of their cells
+    towers: pd.DataFrame = field(compare=False)
+    #: (towers, zones + 1) area shares; the last column: outside every zone
+    shares: np.ndarray = field(compare=False)
+
+    @classmethod
+    def read(
+        cls, spec: PopulationSpec, events: Any, step: Callable[[str], None] | None = None
+    ) -> TowerHomes:
+        """The towers table ``spec.cells`` (public) read on the events' engine."""
+        from privmob.data.sources import load_cells
+
+        eng, tess = events.engine, spec.tessellation
+        view = load_cells(spec.cells, engine=eng, tessellation=tess)
+        return cls.of(spec, eng.fetch(f"SELECT * FROM {view}"), step)
+
+    @classmethod
+    def of(
+        cls, spec: PopulationSpec, towers: pd.DataFrame, step: Callable[[str], None] | None = None
+    ) -> TowerHomes:
+        from privmob.prepare.voronoi import tower_zone_shares
+
+        if step is not None:
+            step("building the towers' Voronoi cells and area shares")
+        lng, lat = towers["lng"].to_numpy(), towers["lat"].to_numpy()
+        return cls(spec, towers, tower_zone_shares(lng, lat, spec.tessellation))
+
+    @property
+    def kind(self) -> str:
+        return self.spec.kind
+
+    @property
+    def calibrated(self) -> tuple[Noise, Cost]:
+        return self.spec.calibrated
+
+    @property
+    def rows(self) -> HomeRows:
+        return HomeRows(len(self.towers), self.spec.night, self.spec.period)
+
+    def count_domain(self) -> CountDomain:
+        return self.rows.domain(self.towers["cell_key"].astype(str).tolist())
+
+    def counted(self, data: Any) -> Loaded:
+        """The events with the index of their tower as ``tile`` (-1: no known tower)."""
+        import pyarrow as pa
+
+        from privmob.engine.relation import new_name
+
+        events: Loaded = data
+        if "cell_id" not in events.columns:
+            raise ConfigError(
+                "Voronoi shares need events with cell ids", hint="load the events with --cells"
+            )
+        eng = events.engine
+        mapping = new_name("towerindex")
+        keys = self.towers["cell_key"].astype(str).tolist()
+        eng.register(
+            mapping,
+            pa.table(
+                {
+                    "cell_key": pa.array(keys, pa.string()),
+                    "tower": pa.array(np.arange(len(keys), dtype=np.int32)),
+                }
+            ),
+        )
+        view = new_name("tower_events")
+        eng.create_view(
+            view,
+            f"SELECT e.uid, e.time, COALESCE(m.tower, -1) AS tile FROM {events.view} AS e "
+            f"LEFT JOIN {mapping} AS m ON CAST(e.cell_id AS VARCHAR) = m.cell_key",
+        )
+        return Loaded(view, events.source, "events", eng, ["uid", "time", "tile"])
+
+    def publish(
+        self, noisy: np.ndarray, noise: Noise, cost: Cost, r: Randomness, bound: PerUser | None
+    ) -> tuple[Release, str]:
+        from privmob.prepare.voronoi import apply_shares
+
+        n, k = len(self.towers), self.spec.tessellation.k
+        counts = np.maximum(noisy, 0)
+        zones = apply_shares(counts[:n], self.shares)  # k zones + outside
+        zones[k] += counts[n]  # homes at no known tower (unknown cell ids): outside the zones
+        params = {
+            "zone_mapping": "voronoi area shares of noisy tower counts",
+            "post_processing": "negative tower counts set to 0, then split by area shares",
+        }
+        release = self.spec._release(
+            np.append(zones, float(counts[n + 1])), noise, cost, r, params, {"towers": n}
+        )
+        return release, f"population over {k} zones via {n} towers"
 
 
 def population_counts(
@@ -98,150 +397,8 @@ def population_counts(
     events inside it; a user with no night event inside it (e.g. seen only outside the period)
     is counted in the "unknown home" outliers cell (SPEC 1.1); the period itself is public.
     """
-    step = step or (lambda _m: None)
-    r = resolve(rng)
-    if night[0] == night[1]:
-        raise ConfigError("the night window is empty")
-    check_tessellation(events, tessellation)
-    check_shape(
-        events,
-        "events",
-        "population release",
-        "load located events (or trip points) with privmob.data.load_events, or use "
-        "privmob.Session",
-    )
-    k = tessellation.k
-    dist, cost = calibrate(noise, epsilon, l1_sensitivity=1, l2_sensitivity=1, delta=delta)
-    accountant.precheck(cost)
-    step("finding home locations")
-    counts = exact_home_counts(events, k, night=night, period=period, step=step)
-    step(f"adding {dist.kind} noise to {k + 2} cells")
-    noisy = np.maximum(dist.add(counts, r), 0)
-    ids = [str(t) for t in tessellation.tile_ids]
-    table = pd.DataFrame(
-        {
-            "zone": [*ids, OUTSIDE, UNKNOWN],
-            "tile_id": typed_tile_ids(tessellation.tile_ids, extra=2),
-            "kind": ["zone"] * k + ["outliers", "outliers"],
-            "count": noisy.astype(np.int64),
-        }
-    )
-    release = Release(
-        kind="population",
-        cost=cost,
-        unit=Unit.USER,
-        bounds={"homes_per_user": 1},
-        noise={**dist.to_dict(), "l1_sensitivity": 1, "margin_of_error_95": dist.margin_of_error()},
-        params={
-            "epsilon": epsilon,
-            "delta": delta,
-            "night_hours": list(night),
-            "period": (period or StudyPeriod()).to_dict(),
-            "post_processing": "negative counts set to 0",
-        },
-        domain={"zones": k, "outlier_cells": [OUTSIDE, UNKNOWN]},
-        tables={"population": table},
-        for_publication=r.for_publication,
-    )
-    step(accountant.closing_step)
-    accountant.charge(release, description=f"population counts over {k} zones")
-    return release
-
-
-def population_by_tower_shares(
-    events: Loaded,
-    *,
-    towers: pd.DataFrame,
-    tessellation: Tessellation,
-    epsilon: float,
-    accountant: Accountant,
-    noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE,
-    delta: float = 0.0,
-    night: tuple[int, int] = (20, 6),
-    period: StudyPeriod | None = None,
-    rng: Randomness | int | None = None,
-    step: Callable[[str], None] | None = None,
-) -> Release:
-    """DP population per zone through Voronoi area shares of the towers (SPEC section 2).
-
-    Homes are found per tower (the most frequent tower at night); the users per home tower
-    (plus "unknown home") get noise with sensitivity 1, exactly as in
-    :func:`population_counts` (user-level epsilon-DP); the noisy tower counts, clamped at 0,
-    are then split over zones by the public area-share matrix (post-processing: no extra
-    cost). Zone values are therefore fractional. ``towers`` (``cell_key, lat, lng``) is the
-    public towers table; ``events`` must carry ``cell_id``.
-    """
-    import pyarrow as pa
-
-    from privmob.engine.relation import new_name
-    from privmob.prepare.voronoi import apply_shares, tower_zone_shares
-
-    step = step or (lambda _m: None)
-    r = resolve(rng)
-    if "cell_id" not in events.columns:
-        raise ConfigError(
-            "Voronoi shares need events with cell ids", hint="load the events with --cells"
-        )
-    n = len(towers)
-    k = tessellation.k
-    step("building the towers' Voronoi cells and area shares")
-    shares = tower_zone_shares(towers["lng"].to_numpy(), towers["lat"].to_numpy(), tessellation)
-    dist, cost = calibrate(noise, epsilon, l1_sensitivity=1, l2_sensitivity=1, delta=delta)
-    accountant.precheck(cost)
-    eng = events.engine
-    mapping = new_name("towerindex")
-    eng.register(
-        mapping,
-        pa.table(
-            {
-                "cell_key": pa.array(towers["cell_key"].astype(str).tolist(), pa.string()),
-                "tower": pa.array(np.arange(n, dtype=np.int32)),
-            }
-        ),
-    )
-    view = new_name("tower_events")
-    eng.create_view(
-        view,
-        f"SELECT e.uid, e.time, COALESCE(m.tower, -1) AS tile FROM {events.view} AS e "
-        f"LEFT JOIN {mapping} AS m ON CAST(e.cell_id AS VARCHAR) = m.cell_key",
-    )
-    tower_events = Loaded(view, events.source, "events", eng, ["uid", "time", "tile"])
-    step("finding home towers")
-    counts = exact_home_counts(tower_events, n, night=night, period=period)
-    step(f"adding {dist.kind} noise to {n + 2} cells")
-    noisy = np.maximum(dist.add(counts, r), 0)
-    zones = apply_shares(noisy[:n], shares)  # k zones + outside
-    zones[k] += noisy[n]  # homes at no known tower (unknown cell ids): outside the zones
-    ids = [str(t) for t in tessellation.tile_ids]
-    table = pd.DataFrame(
-        {
-            "zone": [*ids, OUTSIDE, UNKNOWN],
-            "tile_id": typed_tile_ids(tessellation.tile_ids, extra=2),
-            "kind": ["zone"] * k + ["outliers", "outliers"],
-            "count": np.append(zones, float(noisy[n + 1])),
-        }
-    )
-    release = Release(
-        kind="population",
-        cost=cost,
-        unit=Unit.USER,
-        bounds={"homes_per_user": 1},
-        noise={**dist.to_dict(), "l1_sensitivity": 1, "margin_of_error_95": dist.margin_of_error()},
-        params={
-            "epsilon": epsilon,
-            "delta": delta,
-            "night_hours": list(night),
-            "period": (period or StudyPeriod()).to_dict(),
-            "zone_mapping": "voronoi area shares of noisy tower counts",
-            "post_processing": "negative tower counts set to 0, then split by area shares",
-        },
-        domain={"towers": n, "zones": k, "outlier_cells": [OUTSIDE, UNKNOWN]},
-        tables={"population": table},
-        for_publication=r.for_publication,
-    )
-    step(accountant.closing_step)
-    accountant.charge(release, description=f"population over {k} zones via {n} towers")
-    return release
+    spec = PopulationSpec(tessellation, epsilon, noise, delta, night, period or StudyPeriod())
+    return count_release(events, spec, accountant, rng=rng, step=step)
 
 
 def typed_tile_ids(tile_ids: list[Any], extra: int) -> pd.Series:

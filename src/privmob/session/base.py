@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from privmob.dp import Budget, PrivacyUnit, budget_cost
 from privmob.errors import ConfigError
-from privmob.releases.specs import Plan, Spec
+from privmob.releases.specs import Plan, Spec, before_reading
 from privmob.results import ReleaseResult
 from privmob.session.ledger_view import SessionLedger
 
@@ -60,10 +60,6 @@ def _python_warning(message: str) -> None:
 
 def _with_tiles(writer: Writer, tess: Any, release: Any, folder: Path) -> Any:
     return writer(release, folder, tess)
-
-
-def _define(definitions: dict[str, Any], release: Any) -> None:
-    release.extra["definitions"] = definitions
 
 
 def trip_definition(shape: str, rule: str) -> str | None:
@@ -285,7 +281,7 @@ class SessionBase:
     def run(
         self,
         spec: Spec,
-        load: Load,
+        load: Load | None = None,
         *,
         output: str | Path | Any = None,
         overwrite: bool = False,
@@ -300,7 +296,8 @@ class SessionBase:
 
         ``spec``: the release's public parameters (``privmob.releases.specs``); ``load``:
         session -> the input, read and validated (``Session.load_trips``,
-        ``Session.load_events``, ``Session.load_trip_points`` or your own); ``output``:
+        ``Session.load_events``, ``Session.load_trip_points`` or your own; default
+        :meth:`load_for`, by what the spec counts); ``output``:
         a folder (or a :class:`~privmob.releases.publish.Output`) where the release is
         published atomically once charged; ``formats``: map layers written beside the tables
         (``geoparquet``, ``geojson``, ``csv``); ``writers``: more files staged with them;
@@ -322,10 +319,15 @@ class SessionBase:
         plan = dataclasses.replace(plan, notes=(*plan.notes, *layers))
         if on_plan is not None:
             on_plan(plan)
-        plan.check_margin(self.max_margin)  # the expected signal, before reading
-        if plan.warning:  # from public parameters, before anything is read or charged
-            self.warn(plan.warning)
-        self._accountant.precheck(plan.cost)  # what the budget cannot pay, before reading
+        define = functools.partial(self._define, spec)  # what was counted, in metadata.json
+        acct = dataclasses.replace(  # this release's: its output, marks and budget check
+            self._accountant,
+            output=out,
+            annotate=[*self._accountant.annotate, *marks, define],
+            progress=self.progress,
+        )
+        # the margin, the warning and the budget, before anything is read or charged
+        before_reading(plan, acct, max_margin=self.max_margin, warn=self.warn)
         if out is not None:
             out.require_space(plan.output_rows)  # the public domain, before the data
             tess = self.tessellation
@@ -365,14 +367,7 @@ class SessionBase:
 
             guard = default_guard()
             plan.check_memory(guard.limit, baseline=guard.baseline, guard=True)
-        data = load(self)
-        recorded = self._definitions(spec)  # what was counted, in metadata.json
-        acct = dataclasses.replace(
-            self._accountant,
-            output=out,
-            annotate=[*self._accountant.annotate, *marks, functools.partial(_define, recorded)],
-            progress=self.progress,
-        )
+        data = self.load_for(spec) if load is None else load(self)
         acct.bind_input(data)  # the budget is bound to the data's content
         if execute is None:
             release = spec.run(data, acct, rng=self.seed, progress=self.progress)
@@ -416,6 +411,11 @@ class SessionBase:
             said += " (only the flows above the noise floor are drawn)"
         return [f"map layers: {said}"] if said else []
 
+    def _define(self, spec: Spec, release: Any) -> None:
+        """Record in ``release`` what it counted (when it is charged: the input was read,
+        its shape is known)."""
+        release.extra["definitions"] = self._definitions(spec)
+
     def _definitions(self, spec: Spec) -> dict[str, Any]:
         """What a release of ``spec`` counted, from public parameters and the session's input
         options (``metadata.json`` ``definitions``; the keys its kind lists in the registry,
@@ -457,6 +457,18 @@ class SessionBase:
                 hint="pass tessellation= (a path, a GeoDataFrame or a Tessellation)",
             )
         return self.tessellation
+
+    def load_for(self, spec: Spec) -> Any:
+        """The input of a release of ``spec``, read as what it counts (its ``records``):
+        ``trips`` (one-row trips without a rider id are each their own unit in a trip-level
+        release that states no group size), ``trip-points``, else located events (homes, ...)."""
+        records = getattr(spec, "records", "events")
+        if records == "trips":
+            trip_level = PrivacyUnit(getattr(spec, "unit", "user")) is PrivacyUnit.TRIP
+            return self.load_trips(trip_level and self._accountant.group_size is None)
+        if records == "trip-points":
+            return self.load_trip_points()
+        return self.load_events()
 
     def load_trips(self, uid_per_trip: bool = False) -> Any:
         """The input as trips (one-row trips as they are, trip points by their ends, events by

@@ -157,17 +157,29 @@ class Session(SessionCounts):
         spec = self._od_spec(
             epsilon, max_trips, period, unit, tau, noise, delta, bound_per, same_tile, unique
         )
-        # rides without a rider id: each ride its own unit, only for trip-level releases
-        per_trip = spec.unit is PrivacyUnit.TRIP and self.accountant.group_size is None
-        return self.run(
-            spec,
-            lambda s: s.load_trips(per_trip),
-            output=output,
-            overwrite=overwrite,
-            formats=formats,
-        )
+        return self.run(spec, output=output, overwrite=overwrite, formats=formats)
 
     # -- population -------------------------------------------------------------------------
+    def _population_spec(
+        self,
+        epsilon: float,
+        period: StudyPeriod | None,
+        night: tuple[int, int],
+        noise: NoiseKind | str,
+        delta: float,
+        zone_mapping: str,
+    ) -> PopulationSpec:
+        return PopulationSpec(
+            self._tiles(),
+            epsilon,
+            noise,
+            delta,
+            night,
+            as_period(period),
+            zone_mapping=zone_mapping,
+            cells=self.cells,
+        )
+
     def plan_population(
         self,
         *,
@@ -176,9 +188,10 @@ class Session(SessionCounts):
         night: tuple[int, int] = (20, 6),
         noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE,
         delta: float = 0.0,
+        zone_mapping: str = "contain",
     ) -> Plan:
         """The plan of :meth:`population` (reads no data, charges nothing)."""
-        return PopulationSpec(self._tiles(), epsilon, noise, delta, night, as_period(period)).plan()
+        return self._population_spec(epsilon, period, night, noise, delta, zone_mapping).plan()
 
     def population(
         self,
@@ -188,6 +201,7 @@ class Session(SessionCounts):
         night: tuple[int, int] = (20, 6),
         noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE,
         delta: float = 0.0,
+        zone_mapping: str = "contain",
         output: str | Path | None = None,
         overwrite: bool = False,
         formats: Sequence[str] | None = None,
@@ -198,17 +212,18 @@ class Session(SessionCounts):
         Guarantee: user-level epsilon-DP (discrete Laplace, scale 1/epsilon) or (epsilon,
         delta)-DP (discrete Gaussian): each user has exactly one cell (a zone, "outside" or
         "unknown home"), so the L1 sensitivity is 1; every zone gets noise; negative counts
-        become 0 (post-processing).
+        become 0 (post-processing). ``zone_mapping="voronoi"`` (phone events with a
+        ``cell_id`` and the session's ``cells``, the towers table): homes are found per tower
+        and the noisy tower counts are split over the zones by the towers' Voronoi area shares
+        (post-processing; fractional values), as ``privmob population --zone-mapping voronoi``.
 
         ``output``: a folder where the release is published atomically (staged, charged,
         renamed into place; refused before anything is read if it cannot be written), with
         map layers in ``formats`` (``geoparquet``, ``geojson``, ``csv``) beside its tables.
         Without it the release is charged and returned; write it later with ``write``.
         """
-        spec = PopulationSpec(self._tiles(), epsilon, noise, delta, night, as_period(period))
-        return self.run(
-            spec, Session.load_events, output=output, overwrite=overwrite, formats=formats
-        )
+        spec = self._population_spec(epsilon, period, night, noise, delta, zone_mapping)
+        return self.run(spec, output=output, overwrite=overwrite, formats=formats)
 
     # -- mobility report ---------------------------------------------------------------------
     def _report_spec(
