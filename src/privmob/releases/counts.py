@@ -294,3 +294,126 @@ def count_release(
     step("charging the privacy ledger")
     accountant.charge(release, description=f"{spec.kind}: {spec.records} by {', '.join(spec.by)}")
     return release
+
+
+# =============================================================================================
+# Several count vectors from one bounded input (the mobility report): the template's cells and
+# noise for a release that bounds its records once and publishes many vectors from them.
+# Added for the report (issue 28, item 2); nothing above depends on it.
+# =============================================================================================
+
+
+@dataclass(frozen=True)
+class CountTerm:
+    """One term of a count vector: ``SELECT cell, count(*) FROM source WHERE where GROUP BY
+    cell``. ``cell`` is never NULL on a row where ``where`` holds (every such row lands in a
+    cell of the public domain, the outliers cell included)."""
+
+    source: str
+    cell: str
+    where: str = "1 = 1"
+
+    def sql(self) -> str:
+        return (
+            f"SELECT {self.cell} AS i0, COUNT(*) AS n FROM {self.source} WHERE {self.where} "
+            "GROUP BY i0"
+        )
+
+
+@dataclass(frozen=True)
+class CountVector:
+    """A count vector of the template's shape over a relation the release has bounded itself:
+    the rows of ``source`` where ``where`` holds, each in one cell of the product of
+    ``dimensions`` (row-major, as :func:`cell_sql`; ``time`` is the time column the dimensions
+    read, ``tiles`` the number of tiles). With ``outliers``, a row outside a dimension is
+    counted in one more cell, the last; without it, ``where`` must keep every row inside every
+    dimension (a row outside would fall outside the domain, which the engine count refuses)."""
+
+    source: str
+    dimensions: tuple[Dimension, ...]
+    time: str = "time"
+    where: str = "1 = 1"
+    outliers: bool = True
+    tiles: int = 0
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(len(d.labels) for d in self.dimensions)
+
+    @property
+    def size(self) -> int:
+        """The number of cells, the outliers cell included."""
+        return int(np.prod(self.shape)) + int(self.outliers)
+
+    def term(self, dialect: Any) -> CountTerm:
+        """The vector as one engine count term (its cell expression from the dimensions)."""
+        parts = [f"({d.sql(self.time, dialect, self.tiles)})" for d in self.dimensions]
+        strides = np.cumprod([1, *self.shape[::-1]])[:-1][::-1]
+        flat = " + ".join(f"{p} * {int(s)}" for p, s in zip(parts, strides, strict=True)) or "0"
+        if not self.outliers or not parts:
+            return CountTerm(self.source, flat, self.where)
+        outside = " OR ".join(f"coalesce({p}, -1) < 0" for p in parts)
+        last = int(np.prod(self.shape))
+        return CountTerm(
+            self.source, f"CASE WHEN {outside} THEN {last} ELSE {flat} END", self.where
+        )
+
+
+def count_vectors(
+    engine: Any, vectors: dict[str, tuple[list[CountTerm], int]]
+) -> dict[str, np.ndarray]:
+    """Exact dense counts of several vectors (``name -> (terms, domain size)``) from one engine
+    query, the vector's number as the first index: the same dense vectors as one
+    :func:`~privmob.engine.base.dense_counts` per vector.
+
+    DuckDB runs every term as its own branch of a UNION ALL. On Spark each branch is a scan of
+    a cached table and a shuffle stage with its own scheduling, so the terms that read the same
+    relation share one scan instead: each row becomes one row per term (``stack``), holding the
+    term's cell where the term counts the row and NULL where it does not, and one GROUP BY
+    counts them all (the report: 16 vectors, 5 scans).
+    """
+    items = list(vectors.items())
+    if engine.dialect.name == "spark":
+        sql = _fused_sql(items)
+    else:
+        sql = " UNION ALL ".join(
+            f"SELECT {j} AS i0, CAST(i0 AS BIGINT) AS i1, CAST(n AS BIGINT) AS n FROM ({t.sql()}) "
+            f"AS q{j}_{m}"
+            for j, (_, (ts, _)) in enumerate(items)
+            for m, t in enumerate(ts)
+        )
+    dense = dense_counts(engine, sql, (len(items), max(size for _, (_, size) in items)))
+    out = {}
+    for j, (name, (_, size)) in enumerate(items):
+        if dense[j, size:].any():  # as dense_counts' own check: SQL maps outliers first
+            raise AssertionError(f"engine returned an index outside the domain of {name}")
+        out[name] = dense[j, :size].copy()
+    return out
+
+
+def _fused_sql(items: list[tuple[str, tuple[list[CountTerm], int]]]) -> str:
+    """One scan per source relation: ``stack`` turns each row into one (vector, cell) row per
+    term (cell NULL where the term's condition fails, -1 where the cell would be NULL: an
+    internal error that :func:`~privmob.engine.base.scatter_counts` refuses)."""
+    by_source: dict[str, list[tuple[int, CountTerm]]] = {}
+    for j, (_, (ts, _)) in enumerate(items):
+        for t in ts:
+            by_source.setdefault(t.source, []).append((j, t))
+    parts = []
+    for s, (source, terms) in enumerate(by_source.items()):
+        cells = ", ".join(
+            f"{j}, CASE WHEN {t.where} THEN coalesce(CAST({t.cell} AS BIGINT), -1) END"
+            for j, t in terms
+        )
+        parts.append(
+            f"SELECT q AS i0, i AS i1, CAST(count(*) AS BIGINT) AS n FROM (SELECT stack("
+            f"{len(terms)}, {cells}) AS (q, i) FROM {source}) AS f{s} WHERE i IS NOT NULL "
+            "GROUP BY q, i"
+        )
+    return " UNION ALL ".join(parts)
+
+
+def noisy_cells(exact: np.ndarray, noise: Noise, rng: Randomness) -> np.ndarray:
+    """The template's noise step: independent noise on every cell of the public domain (zero
+    cells and the outliers cell included), integers out."""
+    return noise.add(exact, rng).astype(np.int64)
