@@ -17,25 +17,6 @@ from privmob.privacy.mechanisms import NoiseKind
 from privmob.privacy.quantiles import Bins
 from privmob.releases.kinds import same_tile_flag
 
-# the 15 analyses of dp_mobility_report, in report order
-ANALYSES: tuple[str, ...] = (
-    "dataset_statistics",
-    "missing_values",
-    "trips_over_time",
-    "trips_per_weekday",
-    "trips_per_hour",
-    "visits_per_tile",
-    "visits_per_time_tile",
-    "od_flows",
-    "travel_time",
-    "jump_length",
-    "trips_per_user",
-    "time_between_trips",
-    "radius_of_gyration",
-    "user_tile_count",
-    "mobility_entropy",
-)
-
 # analyses that release a histogram over declared bins plus a DP five-number summary
 DISTRIBUTIONS: tuple[str, ...] = (
     "travel_time",
@@ -45,6 +26,20 @@ DISTRIBUTIONS: tuple[str, ...] = (
     "radius_of_gyration",
     "user_tile_count",
     "mobility_entropy",
+)
+
+# the 15 analyses of dp_mobility_report, in report order: the count vectors, then the
+# distributions
+ANALYSES: tuple[str, ...] = (
+    "dataset_statistics",
+    "missing_values",
+    "trips_over_time",
+    "trips_per_weekday",
+    "trips_per_hour",
+    "visits_per_tile",
+    "visits_per_time_tile",
+    "od_flows",
+    *DISTRIBUTIONS,
 )
 
 # documented default histogram ranges (lo, hi, width) and their units
