@@ -307,17 +307,33 @@ def count_release(
 class CountTerm:
     """One term of a count vector: ``SELECT cell, count(*) FROM source WHERE where GROUP BY
     cell``. ``cell`` is never NULL on a row where ``where`` holds (every such row lands in a
-    cell of the public domain, the outliers cell included)."""
+    cell of the public domain, the outliers cell included). ``columns``: expressions computed
+    once per row, which ``cell`` reads as ``pm_c0_``, ``pm_c1_``, ... (a cell that tests and
+    combines them would otherwise compute each several times: 3.5x slower in DuckDB for the
+    report's visits per time-tile at 1M trips)."""
 
     source: str
     cell: str
     where: str = "1 = 1"
+    columns: tuple[str, ...] = ()
 
     def sql(self) -> str:
+        if not self.columns:
+            return (
+                f"SELECT {self.cell} AS i0, COUNT(*) AS n FROM {self.source} "
+                f"WHERE {self.where} GROUP BY i0"
+            )
+        named = ", ".join(f"{c} AS pm_c{i}_" for i, c in enumerate(self.columns))
         return (
-            f"SELECT {self.cell} AS i0, COUNT(*) AS n FROM {self.source} WHERE {self.where} "
-            "GROUP BY i0"
+            f"SELECT {self.cell} AS i0, COUNT(*) AS n FROM (SELECT {named} FROM {self.source} "
+            f"WHERE {self.where}) AS c_ GROUP BY i0"
         )
+
+    def inline_cell(self) -> str:
+        """``cell`` on the rows of ``source`` itself (each column's expression in place)."""
+        import re
+
+        return re.sub(r"\bpm_c(\d+)_", lambda m: f"({self.columns[int(m[1])]})", self.cell)
 
 
 @dataclass(frozen=True)
@@ -346,17 +362,14 @@ class CountVector:
         return int(np.prod(self.shape)) + int(self.outliers)
 
     def term(self, dialect: Any) -> CountTerm:
-        """The vector as one engine count term (its cell expression from the dimensions)."""
-        parts = [f"({d.sql(self.time, dialect, self.tiles)})" for d in self.dimensions]
+        """The vector as one engine count term (its cell from the dimensions' values)."""
+        columns = tuple(d.sql(self.time, dialect, self.tiles) for d in self.dimensions)
         strides = np.cumprod([1, *self.shape[::-1]])[:-1][::-1]
-        flat = " + ".join(f"{p} * {int(s)}" for p, s in zip(parts, strides, strict=True)) or "0"
-        if not self.outliers or not parts:
-            return CountTerm(self.source, flat, self.where)
-        outside = " OR ".join(f"coalesce({p}, -1) < 0" for p in parts)
-        last = int(np.prod(self.shape))
-        return CountTerm(
-            self.source, f"CASE WHEN {outside} THEN {last} ELSE {flat} END", self.where
-        )
+        flat = " + ".join(f"pm_c{i}_ * {int(s)}" for i, s in enumerate(strides)) or "0"
+        if self.outliers and columns:
+            outside = " OR ".join(f"coalesce(pm_c{i}_, -1) < 0" for i in range(len(columns)))
+            flat = f"CASE WHEN {outside} THEN {int(np.prod(self.shape))} ELSE {flat} END"
+        return CountTerm(self.source, flat, self.where, columns)
 
 
 def count_vectors(
@@ -402,7 +415,7 @@ def _fused_sql(items: list[tuple[str, tuple[list[CountTerm], int]]]) -> str:
     parts = []
     for s, (source, terms) in enumerate(by_source.items()):
         cells = ", ".join(
-            f"{j}, CASE WHEN {t.where} THEN coalesce(CAST({t.cell} AS BIGINT), -1) END"
+            f"{j}, CASE WHEN {t.where} THEN coalesce(CAST({t.inline_cell()} AS BIGINT), -1) END"
             for j, t in terms
         )
         parts.append(
