@@ -167,8 +167,7 @@ def report(
 ) -> None:
     """A differentially private mobility report: 15 analyses, one offline HTML + JSON."""
     from privmob.cli.run import run_release
-    from privmob.releases.report import ReportConfig, load_report_input
-    from privmob.releases.specs import ReportSpec
+    from privmob.releases.report import ReportConfig, ReportSpec, load_report_input
 
     if input_shape not in ("auto", "trip-points", "trips", "gps"):
         raise ConfigError(

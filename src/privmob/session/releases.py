@@ -22,12 +22,12 @@ from privmob.dp import (
 from privmob.errors import ConfigError
 from privmob.privacy.mechanisms import NoiseKind
 from privmob.releases.kinds import KINDS, deprecated
+from privmob.releases.report import ReportSpec
 from privmob.releases.specs import (
     DensitySpec,
     OdSpec,
     Plan,
     PopulationSpec,
-    ReportSpec,
     SeriesSpec,
     ZoneSeriesSpec,
 )
