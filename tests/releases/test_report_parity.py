@@ -105,3 +105,35 @@ def test_session_report_refuses_bad_options_before_reading(
         with pytest.raises(ConfigError, match=message):
             s.plan_report(**{**args, **keywords})  # type: ignore[arg-type]
         assert s.accountant.ledger.entries(s.accountant.dataset) == []
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (["--time-windows", "2,x"], "cannot read the time window hour 'x'"),
+        (["--range", "travel_time=0:x:5"], "cannot read the range"),
+        (["--budget-split", "od_flows"], "cannot read weight"),
+    ],
+)
+def test_command_refuses_bad_report_options_in_one_line(
+    tmp_path: Path,
+    fixture_dir: Path,
+    capsys: pytest.CaptureFixture[str],
+    option: list[str],
+    message: str,
+) -> None:
+    # main 5ae73e2 ended "--time-windows 2,x" with an internal error (exit 1, a ValueError)
+    from tests.helpers import run_cli
+
+    out = tmp_path / "r" / "report.html"
+    code = run_cli(
+        [
+            "report", str(fixture_dir / "test_data.csv"), "-t",
+            str(fixture_dir / "test_tessellation.geojson"), "-e", "1", "-T", "5",
+            "--start", PERIOD[0], "--end", PERIOD[1], *option,
+            "--test-mode", "--seed", "1", "-o", str(out),
+        ]
+    )  # fmt: skip
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 2 and message in err and "Traceback" not in err
+    assert not out.parent.exists()
