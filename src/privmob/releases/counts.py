@@ -341,7 +341,7 @@ class CountVector:
     """A count vector of the template's shape over a relation the release has bounded itself:
     the rows of ``source`` where ``where`` holds, each in one cell of the product of
     ``dimensions`` (row-major, as :func:`cell_sql`; ``time`` is the time column the dimensions
-    read, ``tiles`` the number of tiles). With ``outliers``, a row outside a dimension is
+    read, ``k`` the number of tiles). With ``outliers``, a row outside a dimension is
     counted in one more cell, the last; without it, ``where`` must keep every row inside every
     dimension (a row outside would fall outside the domain, which the engine count refuses)."""
 
@@ -350,7 +350,7 @@ class CountVector:
     time: str = "time"
     where: str = "1 = 1"
     outliers: bool = True
-    tiles: int = 0
+    k: int = 0
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -363,7 +363,7 @@ class CountVector:
 
     def term(self, dialect: Any) -> CountTerm:
         """The vector as one engine count term (its cell from the dimensions' values)."""
-        columns = tuple(d.sql(self.time, dialect, self.tiles) for d in self.dimensions)
+        columns = tuple(d.sql(self.time, dialect, self.k) for d in self.dimensions)
         strides = np.cumprod([1, *self.shape[::-1]])[:-1][::-1]
         flat = " + ".join(f"pm_c{i}_ * {int(s)}" for i, s in enumerate(strides)) or "0"
         if self.outliers and columns:

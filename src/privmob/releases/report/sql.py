@@ -205,8 +205,8 @@ def count_vectors(cfg: ReportConfig, k: int, n_time_bins: int) -> dict[str, Coun
         dimension(name, ids, StudyPeriod())
         for name in ("tile", "origin", "destination", "hour", "weekday")
     )
-    trips = partial(CountVector, "pm_trips", time="start_time", tiles=k)
-    ends = partial(CountVector, "pm_ends", time="t", tiles=k)
+    trips = partial(CountVector, "pm_trips", time="start_time", k=k)
+    ends = partial(CountVector, "pm_ends", time="t", k=k)
     in_period = "in_period = 1"
     # trips within one tile are left out unless cfg.same_tile says "include" (od's rule)
     same = (
