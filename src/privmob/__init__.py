@@ -29,7 +29,7 @@ _LAZY = {
     "MaxVisitsPerHour": "privmob.dp",
     "MaxVisitsPerWeek": "privmob.dp",
     "MaxEventsPerBin": "privmob.dp",
-    "ReportSpec": "privmob.releases.specs",
+    "ReportSpec": "privmob.releases.report",
     "ZoneSeriesSpec": "privmob.releases.specs",
     "DensitySpec": "privmob.releases.specs",
     "SeriesSpec": "privmob.releases.specs",

@@ -222,8 +222,8 @@ def test_report_count_vectors_fused_per_source_equal_separate_queries(engines) -
     # each vector must equal its own query's counts, on both engines, terms with conditions,
     # several terms in one vector and two vectors over one source included
     from privmob.engine import dense_counts
-    from privmob.releases.report.build import count_vectors
-    from privmob.releases.report.sql import Count
+    from privmob.releases.counts import CountTerm as Count
+    from privmob.releases.counts import count_vectors
 
     frame = pd.DataFrame({"a": [0, 1, 1, 2, 2, 2, 5], "b": [1, 0, 1, 1, 0, 0, 1]})
     terms = {
@@ -245,8 +245,8 @@ def test_report_count_vectors_fused_per_source_equal_separate_queries(engines) -
 def test_report_count_vectors_refuse_a_null_cell(engines) -> None:
     # a term whose cell is NULL on a counted row is an internal error on both engines (the
     # fused Spark form must not drop such rows as if the term's condition had failed)
-    from privmob.releases.report.build import count_vectors
-    from privmob.releases.report.sql import Count
+    from privmob.releases.counts import CountTerm as Count
+    from privmob.releases.counts import count_vectors
 
     frame = pd.DataFrame({"a": [0.0, None, 1.0]})
     terms = {"a": ([Count("pm_null_t", "CAST(a AS BIGINT)")], 2)}

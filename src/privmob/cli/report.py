@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -13,6 +14,10 @@ from privmob.cli.run_options import with_run_options
 from privmob.data.csv_cells import write_csv
 from privmob.errors import ConfigError, InputError
 from privmob.privacy.costs import Unit
+
+if TYPE_CHECKING:
+    from privmob.releases.publish import Output
+    from privmob.releases.release import Release
 
 
 def _pairs(text: str | None, what: str) -> dict[str, str]:
@@ -34,6 +39,15 @@ def _float(text: str, what: str) -> float:
         raise ConfigError(f"cannot read the {what} {text!r}") from exc
 
 
+def _hour(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError as exc:
+        raise ConfigError(
+            f"cannot read the time window hour {text!r}", hint="e.g. --time-windows 2,6,10,14,18,22"
+        ) from exc
+
+
 def _range(text: str) -> tuple[float, float, float]:
     parts = text.split(":")
     if len(parts) != 3:
@@ -44,37 +58,42 @@ def _range(text: str) -> tuple[float, float, float]:
 
 def study_period(
     start: str | None, end: str | None, period: tuple[str, str] | None
-) -> tuple[str, str]:
+) -> tuple[str | None, str | None]:
     """The declared study period from ``--start``/``--end`` (or the older ``--period S E``)."""
     if period is not None:
         if start is not None or end is not None:
             raise ConfigError("give --start and --end (--period START END is their older form)")
-        start, end = period
-    if start is None or end is None:
-        raise ConfigError(
-            "the mobility report needs a declared study period: --start and --end",
-            hint="e.g. --start 2024-01-01 --end 2024-02-01 (never taken from the data)",
-        )
+        return period
     return start, end
 
 
-def html_path(output: Path) -> Path:
+def report_files(output: Path, overwrite: bool) -> Output:
+    """Where the report is published (``-o`` names its HTML; its JSON and tables beside)."""
+    from privmob.render.report_files import report_output
+
     if not output.suffix.lower().startswith(".htm"):
         raise InputError(f"-o should name an .html file, got {output}")
-    return output
+    return report_output(output, overwrite=overwrite)
 
 
-def report_bound(max_trips: int | None, unit: Unit) -> int:
-    """``-T``: required for user-level privacy (it sets the noise); 1 at trip level."""
-    if max_trips is not None:
-        return max_trips
-    if unit is Unit.USER:
-        raise ConfigError(
-            "user-level privacy needs -T/--max-trips, the most trips counted per user",
-            hint="a public bound, never taken from the data; it sets the noise scale "
-            "(or --unit trip: each trip protected, no bound needed)",
+def print_report_summary(release: Release, paths: list[Path], _accountant: object) -> None:
+    """What was written and what it cost (stdout); the signal warning (stderr)."""
+    from privmob.render.report_files import report_paths
+
+    html, js, tables = report_paths(paths[0]).values()
+    e = release.ledger_entry
+    if e is not None:
+        c.console.print(
+            f"report written: {html} (+ {js.name}, {tables.name}/); charged epsilon="
+            f"{e.cost.epsilon:.6g} per {e.cost.unit} to '{e.dataset}' (ledger entry #{e.id})",
+            markup=False,
+            highlight=False,
         )
-    return 1
+    if not release.for_publication:
+        c.console.print("[bold red]NOT FOR PUBLICATION[/]: made with --seed")
+    no_signal = (release.extra.get("signal") or {}).get("warning")
+    if no_signal:  # from noisy values only (privmob.privacy.signal)
+        c.console_err.print(f"[bold yellow]warning[/]: {no_signal}", highlight=False)
 
 
 @with_run_options(without=("output_format",))
@@ -147,62 +166,36 @@ def report(
     ] = None,
 ) -> None:
     """A differentially private mobility report: 15 analyses, one offline HTML + JSON."""
-    quiet, overwrite = (
-        bool(ctx.params.get("quiet")),
-        bool(ctx.params.get("overwrite")),
-    )  # run options
     from privmob.cli.run import run_release
-    from privmob.releases.report import ReportConfig
-    from privmob.releases.specs import ReportSpec
-    from privmob.render.report_files import report_output, report_paths
+    from privmob.releases.report import ReportConfig, ReportSpec, load_report_input
 
-    cfg = ReportConfig.build(
-        epsilon=epsilon,
-        max_trips=report_bound(max_trips, unit),
-        period=study_period(start, end, period),
-        unit=unit,
-        analyses=[a.strip() for a in analyses.split(",")] if analyses else None,
-        weights={k: _float(v, "budget weight") for k, v in _pairs(budget_split, "weight").items()},
-        ranges={k: _range(v) for k, v in _pairs(ranges, "range").items()},
-        time_windows=[int(h) for h in time_windows.split(",")],
-        same_tile=same_tile,
-    )
     if input_shape not in ("auto", "trip-points", "trips", "gps"):
         raise ConfigError(
             f"unknown input shape '{input_shape}' for the report",
             hint="use auto, trip-points, trips or gps",
         )
-
-    def summary(rel: Any, _paths: list[Path], _acct: Any) -> None:
-        if not quiet:
-            paths = report_paths(output)
-            e = rel.ledger_entry
-            assert e is not None
-            c.console.print(
-                f"report written: {paths['html']} (+ {paths['json'].name}, "
-                f"{paths['tables'].name}/); charged epsilon={e.cost.epsilon:.6g} per "
-                f"{e.cost.unit} to '{e.dataset}' (ledger entry #{e.id})",
-                markup=False,
-                highlight=False,
-            )
-            if not rel.for_publication:
-                c.console.print("[bold red]NOT FOR PUBLICATION[/]: made with --seed")
-        no_signal = (rel.extra.get("signal") or {}).get("warning")
-        if no_signal:  # from noisy values only (privmob.privacy.signal)
-            c.console_err.print(f"[bold yellow]warning[/]: {no_signal}", highlight=False)
-
+    cfg = ReportConfig.build(
+        epsilon=epsilon,
+        max_trips=max_trips,
+        period=study_period(start, end, period),
+        unit=unit,
+        analyses=[a.strip() for a in analyses.split(",")] if analyses else None,
+        weights={k: _float(v, "budget weight") for k, v in _pairs(budget_split, "weight").items()},
+        ranges={k: _range(v) for k, v in _pairs(ranges, "range").items()},
+        time_windows=[_hour(h) for h in time_windows.split(",")],
+        same_tile=same_tile,
+    )
     run_release(
         ctx,
         data=data,
         tessellation=tessellation,
         tile_id=tile_id,
-        spec=lambda tess: ReportSpec(tess, cfg),
-        # rides without a rider id: each ride its own unit, only at trip level
-        load=lambda session: session.load_trip_points(unit is Unit.TRIP and group_size is None),
+        spec=partial(ReportSpec, config=cfg),
+        load=partial(load_report_input, cfg.unit),
         # a taken or unwritable output must not burn epsilon; stage -> charge -> rename
-        output=lambda: report_output(html_path(output), overwrite=overwrite),
+        output=partial(report_files, output, bool(ctx.params.get("overwrite"))),
         layers=False,
-        summary=summary,
+        summary=print_report_summary,
     )
 
 

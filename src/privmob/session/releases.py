@@ -5,7 +5,7 @@ hands it to the one lifecycle, :meth:`~privmob.session.base.SessionBase.run`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +22,12 @@ from privmob.dp import (
 from privmob.errors import ConfigError
 from privmob.privacy.mechanisms import NoiseKind
 from privmob.releases.kinds import KINDS, deprecated
+from privmob.releases.report import ReportSpec
 from privmob.releases.specs import (
     DensitySpec,
     OdSpec,
     Plan,
     PopulationSpec,
-    ReportSpec,
     SeriesSpec,
     ZoneSeriesSpec,
 )
@@ -232,32 +232,24 @@ class Session(SessionCounts):
         max_trips: MaxTripsPerUser | int | None,
         period: StudyPeriod | None,
         unit: PrivacyUnit | str,
-        analyses: list[str] | None,
-        same_tile: str = "exclude",
+        analyses: Sequence[str] | None,
+        same_tile: str,
+        weights: Mapping[str, float] | None,
+        ranges: Mapping[str, tuple[float, float, float]] | None,
+        time_windows: Sequence[int] | None,
     ) -> ReportSpec:
         from privmob.releases.report import ReportConfig
 
         study = as_period(period)
-        if study.start is None or study.end is None:
-            raise ConfigError(
-                "the mobility report needs a declared study period",
-                hint='pass period=pm.Period("2024-01-01", "2024-02-01")',
-            )
-        unit = PrivacyUnit(unit)
-        bound = bound_value(max_trips, MaxTripsPerUser)
-        if bound is None:
-            if unit is PrivacyUnit.USER:
-                raise ConfigError(
-                    "user-level privacy needs max_trips, the most trips counted per user",
-                    hint="a public bound, never taken from the data; it sets the noise scale",
-                )
-            bound = 1
         cfg = ReportConfig.build(
             epsilon=epsilon,
-            max_trips=bound,
+            max_trips=bound_value(max_trips, MaxTripsPerUser),
             period=(study.start, study.end),
-            unit=unit,
+            unit=PrivacyUnit(unit),
             analyses=analyses,
+            weights=weights,
+            ranges=ranges,
+            time_windows=time_windows,
             same_tile=same_tile,
         )
         return ReportSpec(self._tiles(), cfg)
@@ -269,11 +261,16 @@ class Session(SessionCounts):
         period: StudyPeriod,
         max_trips: MaxTripsPerUser | int | None = None,
         unit: PrivacyUnit | str = PrivacyUnit.USER,
-        analyses: list[str] | None = None,
+        analyses: Sequence[str] | None = None,
         same_tile: str = "exclude",
+        weights: Mapping[str, float] | None = None,
+        ranges: Mapping[str, tuple[float, float, float]] | None = None,
+        time_windows: Sequence[int] | None = None,
     ) -> Plan:
         """The plan of :meth:`report` (reads no data, charges nothing)."""
-        return self._report_spec(epsilon, max_trips, period, unit, analyses, same_tile).plan()
+        return self._report_spec(
+            epsilon, max_trips, period, unit, analyses, same_tile, weights, ranges, time_windows
+        ).plan()
 
     def report(
         self,
@@ -282,31 +279,43 @@ class Session(SessionCounts):
         period: StudyPeriod,
         max_trips: MaxTripsPerUser | int | None = None,
         unit: PrivacyUnit | str = PrivacyUnit.USER,
-        analyses: list[str] | None = None,
+        analyses: Sequence[str] | None = None,
         same_tile: str = "exclude",
+        weights: Mapping[str, float] | None = None,
+        ranges: Mapping[str, tuple[float, float, float]] | None = None,
+        time_windows: Sequence[int] | None = None,
         output: str | Path | None = None,
         overwrite: bool = False,
     ) -> ReleaseResult:
         """A mobility report (trip counts over time and space, OD flows, trip length and
         duration, visits per user, ...) from trip points, raw GPS traces or one-row trips with
-        start and end coordinates (as :meth:`od_matrix` reads them).
+        start and end coordinates (as :meth:`od` reads them).
 
         Guarantee: ``epsilon``-DP (pure) per user with at most ``max_trips`` trips (enforced by
         sampling), or per trip with ``unit="trip"``; the budget is split over the analyses,
         every analysis is released over domains built from public parameters only.
+        The command's options, as keywords: ``analyses`` (a subset, default all 15),
+        ``weights`` (the budget split: ``{"od_flows": 3}``, missing analyses weigh 1),
+        ``ranges`` (histogram ranges ``{"travel_time": (0, 120, 5)}``: lo, hi, width),
+        ``time_windows`` (the hours that start the windows, default 2, 6, 10, 14, 18, 22),
+        ``same_tile`` (trips within one tile in ``od_flows``: ``"exclude"`` or ``"include"``).
         ``output``: the path of the HTML report, published atomically with ``report.json``
         and its tables beside it once charged; without it, ``ReleaseResult.write_html(path)``
         writes them later.
         """
-        spec = self._report_spec(epsilon, max_trips, period, unit, analyses, same_tile)
+        from functools import partial
+
+        from privmob.releases.report import load_report_input
+
+        spec = self._report_spec(
+            epsilon, max_trips, period, unit, analyses, same_tile, weights, ranges, time_windows
+        )
         out = None
         if output is not None:
             from privmob.render.report_files import report_output
 
             out = report_output(Path(output), overwrite=overwrite)
-        # rides without a rider id: each ride its own unit, only for trip-level releases
-        per_trip = PrivacyUnit(unit) is PrivacyUnit.TRIP and self.accountant.group_size is None
-        return self.run(spec, lambda s: s.load_trip_points(per_trip), output=out)
+        return self.run(spec, partial(load_report_input, spec.config.unit), output=out)
 
     # -- zone series (series-counts) ----------------------------------------------------------
     def _zone_series_spec(

@@ -16,6 +16,7 @@ from privmob.privacy.costs import Unit
 from privmob.privacy.mechanisms import calibrate
 from privmob.privacy.quantiles import FIVE_NAMES, dp_histogram, dp_quantiles
 from privmob.privacy.samplers import Randomness
+from privmob.releases.counts import noisy_cells
 
 from .config import DISTRIBUTIONS, MISSING_COLUMNS, UNITS, ReportConfig
 
@@ -80,7 +81,7 @@ def counts(
 ) -> tuple[np.ndarray, AnalysisResult]:
     """Noise on every cell of a dense count vector (zero cells and outliers cell included)."""
     noise, _ = calibrate(cfg.noise_kind, eps, l1_sensitivity=delta1, unit=cfg.unit)
-    noisy = noise.add(exact, rng)
+    noisy = noisy_cells(exact, noise, rng)  # the count template's noise step
     res = AnalysisResult(
         name,
         eps,

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from privmob.engine import Engine, dense_counts
+from privmob.engine import Engine
 from privmob.engine.buckets import (
     bucket_predicate,
     bucketed_counts,
@@ -22,14 +22,13 @@ from privmob.prepare.bounding import fresh_key
 from privmob.privacy.costs import Cost
 from privmob.privacy.samplers import Randomness, resolve
 from privmob.releases.base import Accountant
+from privmob.releases.counts import WEEKDAYS, count_vectors
 from privmob.releases.release import Release
 
 from . import analyses as an
 from .config import MISSING_COLUMNS, ReportConfig
 from .inputs import Tiles
-from .sql import Count, count_terms, ends_sql, queries, trips_sql, users_sql
-
-WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+from .sql import count_terms, ends_sql, queries, trips_sql, users_sql
 
 
 def time_bins(cfg: ReportConfig) -> list[datetime]:
@@ -112,60 +111,6 @@ def exact_counts(
     engine.create_view("pm_ends", ends_sql("pm_trips"))  # cheaper to re-derive than to store
     engine.materialize("pm_users", users_sql("pm_ends"))
     return count_vectors(engine, count_terms(cfg, tiles.k, n_tb, engine.dialect))
-
-
-def count_vectors(
-    engine: Engine, terms: dict[str, tuple[list[Count], int]]
-) -> dict[str, np.ndarray]:
-    """All the report's count vectors (``name -> (count terms, domain size)``) from one engine
-    query, the vector's number as the first index: the same dense vectors as one
-    :func:`~privmob.engine.dense_counts` per query of :func:`~.sql.queries`.
-
-    DuckDB runs every term as its own branch of a UNION ALL. On Spark each branch is a scan of
-    a cached table and a shuffle stage with its own scheduling, so the terms that read the same
-    relation share one scan instead: each row becomes one row per term (``stack``), holding the
-    term's cell where the term counts the row and NULL where it does not, and one GROUP BY
-    counts them all (16 vectors, 5 scans).
-    """
-    items = list(terms.items())
-    if engine.dialect.name == "spark":
-        sql = _fused_sql(items)
-    else:
-        sql = " UNION ALL ".join(
-            f"SELECT {j} AS i0, CAST(i0 AS BIGINT) AS i1, CAST(n AS BIGINT) AS n FROM ({t.sql()}) "
-            f"AS q{j}_{m}"
-            for j, (_, (ts, _)) in enumerate(items)
-            for m, t in enumerate(ts)
-        )
-    dense = dense_counts(engine, sql, (len(items), max(size for _, (_, size) in items)))
-    out = {}
-    for j, (name, (_, size)) in enumerate(items):
-        if dense[j, size:].any():  # as dense_counts' own check: SQL maps outliers first
-            raise AssertionError(f"engine returned an index outside the domain of {name}")
-        out[name] = dense[j, :size].copy()
-    return out
-
-
-def _fused_sql(items: list[tuple[str, tuple[list[Count], int]]]) -> str:
-    """One scan per source relation: ``stack`` turns each row into one (vector, cell) row per
-    term (cell NULL where the term's condition fails, -1 where the cell would be NULL: an
-    internal error that :func:`~privmob.engine.base.scatter_counts` refuses)."""
-    by_source: dict[str, list[tuple[int, Count]]] = {}
-    for j, (_, (ts, _)) in enumerate(items):
-        for t in ts:
-            by_source.setdefault(t.source, []).append((j, t))
-    parts = []
-    for s, (source, terms) in enumerate(by_source.items()):
-        cells = ", ".join(
-            f"{j}, CASE WHEN {t.where} THEN coalesce(CAST({t.i0} AS BIGINT), -1) END"
-            for j, t in terms
-        )
-        parts.append(
-            f"SELECT q AS i0, i AS i1, CAST(count(*) AS BIGINT) AS n FROM (SELECT stack("
-            f"{len(terms)}, {cells}) AS (q, i) FROM {source}) AS f{s} WHERE i IS NOT NULL "
-            "GROUP BY q, i"
-        )
-    return " UNION ALL ".join(parts)
 
 
 #: The report's record-level work needs about this many times the engine memory per input row

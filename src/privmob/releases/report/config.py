@@ -6,6 +6,7 @@ windows, the contribution bound M, the unit of privacy and the budget split.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 
@@ -16,25 +17,6 @@ from privmob.privacy.mechanisms import NoiseKind
 from privmob.privacy.quantiles import Bins
 from privmob.releases.kinds import same_tile_flag
 
-# the 15 analyses of dp_mobility_report, in report order
-ANALYSES: tuple[str, ...] = (
-    "dataset_statistics",
-    "missing_values",
-    "trips_over_time",
-    "trips_per_weekday",
-    "trips_per_hour",
-    "visits_per_tile",
-    "visits_per_time_tile",
-    "od_flows",
-    "travel_time",
-    "jump_length",
-    "trips_per_user",
-    "time_between_trips",
-    "radius_of_gyration",
-    "user_tile_count",
-    "mobility_entropy",
-)
-
 # analyses that release a histogram over declared bins plus a DP five-number summary
 DISTRIBUTIONS: tuple[str, ...] = (
     "travel_time",
@@ -44,6 +26,20 @@ DISTRIBUTIONS: tuple[str, ...] = (
     "radius_of_gyration",
     "user_tile_count",
     "mobility_entropy",
+)
+
+# the 15 analyses of dp_mobility_report, in report order: the count vectors, then the
+# distributions
+ANALYSES: tuple[str, ...] = (
+    "dataset_statistics",
+    "missing_values",
+    "trips_over_time",
+    "trips_per_weekday",
+    "trips_per_hour",
+    "visits_per_tile",
+    "visits_per_time_tile",
+    "od_flows",
+    *DISTRIBUTIONS,
 )
 
 # documented default histogram ranges (lo, hi, width) and their units
@@ -68,13 +64,46 @@ DEFAULT_TIME_WINDOWS: tuple[int, ...] = (2, 6, 10, 14, 18, 22)
 MISSING_COLUMNS: tuple[str, ...] = ("datetime", "lat", "lng")
 
 
-def _to_datetime(value: str | date | datetime) -> datetime:
+def _to_datetime(value: str | date | datetime | None) -> datetime:
     parsed = parse_date(value)
     if parsed is None:
         raise ConfigError(
-            "the study period needs a start and an end date", hint="use ISO dates like 2020-12-01"
+            "the mobility report needs a declared study period: a start and an end date",
+            hint='--start 2024-01-01 --end 2024-02-01, or period=pm.Period("2024-01-01", '
+            '"2024-02-01") (public dates, never taken from the data)',
         )
     return parsed
+
+
+def _number(value: object, what: str) -> float:
+    try:
+        return float(value)  # type: ignore[arg-type]  # refused below when not a number
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"cannot read the {what}: {value!r}") from exc
+
+
+def _range(name: str, value: Sequence[float]) -> tuple[float, float, float]:
+    """A declared histogram range ``(lo, hi, width)``."""
+    if isinstance(value, str) or len(value) != 3:
+        raise ConfigError(
+            f"the range of {name} is (lo, hi, width), got {value!r}", hint="e.g. (0, 120, 5)"
+        )
+    lo, hi, width = (_number(x, f"range of {name}") for x in value)
+    return lo, hi, width
+
+
+def report_bound(max_trips: int | None, unit: Unit) -> int:
+    """The most trips kept per user (M): required for user-level privacy (it sets the noise
+    scale), 1 at trip level when not given."""
+    if max_trips is not None:
+        return int(max_trips)
+    if unit is Unit.USER:
+        raise ConfigError(
+            "user-level privacy needs max_trips (-T/--max-trips), the most trips counted per user",
+            hint="a public bound, never taken from the data; it sets the noise scale "
+            "(or unit trip: each trip protected, no bound needed)",
+        )
+    return 1
 
 
 @dataclass(frozen=True)
@@ -107,26 +136,34 @@ class ReportConfig:
         cls,
         *,
         epsilon: float,
-        max_trips: int,
-        period: tuple[str | date | datetime, str | date | datetime],
+        max_trips: int | None,
+        period: tuple[str | date | datetime | None, str | date | datetime | None] | None,
         unit: Unit | str = Unit.USER,
-        analyses: tuple[str, ...] | list[str] | None = None,
-        weights: dict[str, float] | None = None,
-        ranges: dict[str, tuple[float, float, float]] | None = None,
-        time_windows: tuple[int, ...] | list[int] = DEFAULT_TIME_WINDOWS,
+        analyses: Sequence[str] | None = None,
+        weights: Mapping[str, float] | None = None,
+        ranges: Mapping[str, tuple[float, float, float]] | None = None,
+        time_windows: Sequence[int] | None = None,
         noise_kind: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE,
         quantile_share: float = 0.5,
         same_tile: str = "exclude",
     ) -> ReportConfig:
+        """The config from plain values (the Session's keywords and the command's options):
+        ``max_trips`` None is 1 at trip level and refused at user level; ``period`` is
+        ``(start, end)``; ``weights`` per analysis (missing: 1); ``ranges`` per histogram
+        ``(lo, hi, width)``; ``time_windows`` the hours that start the windows."""
+        start, end = period if period is not None else (None, None)
+        unit = Unit(unit)
         return cls(
             epsilon=float(epsilon),
-            max_trips=int(max_trips),
-            period=(_to_datetime(period[0]), _to_datetime(period[1])),
-            unit=Unit(unit),
+            max_trips=report_bound(max_trips, unit),
+            period=(_to_datetime(start), _to_datetime(end)),
+            unit=unit,
             analyses=tuple(analyses) if analyses else ANALYSES,
-            weights=dict(weights or {}),
-            ranges=dict(ranges or {}),
-            time_windows=tuple(int(h) for h in time_windows),
+            weights={
+                str(a): _number(w, f"budget weight of {a}") for a, w in (weights or {}).items()
+            },
+            ranges={str(a): _range(a, r) for a, r in (ranges or {}).items()},
+            time_windows=tuple(int(h) for h in (time_windows or DEFAULT_TIME_WINDOWS)),
             noise_kind=NoiseKind(noise_kind),
             quantile_share=float(quantile_share),
             same_tile=same_tile,

@@ -4,11 +4,19 @@ for maps) and, for check-in data, trip points built from consecutive check-ins."
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from privmob.data.tessellation import Tessellation, local_metric_crs
+from privmob.privacy.costs import Unit
+
+
+def load_report_input(unit: Unit, session: Any) -> Any:
+    """The report's input, read by ``session`` as trip points: at trip level without group
+    privacy, one-row trips without a rider id make each trip its own unit."""
+    return session.load_trip_points(unit is Unit.TRIP and session.accountant.group_size is None)
 
 
 @dataclass(frozen=True)

@@ -9,12 +9,14 @@ which is all the driver ever sees.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
+from privmob.domain import StudyPeriod
 from privmob.engine.dialect import Dialect
 from privmob.prepare.bounding import bound_per_user
 from privmob.privacy.quantiles import Bins
+from privmob.releases.counts import CountTerm, CountVector, Dimension, dimension
 
 from .config import MISSING_COLUMNS, ReportConfig
 
@@ -42,10 +44,10 @@ TRIP_COLUMNS = (
     "end_time",
     "o_lat",
     "o_lng",
-    "o_tile",
+    "origin",
     "d_lat",
     "d_lng",
-    "d_tile",
+    "destination",
     "miss_datetime",
     "miss_lat",
     "miss_lng",
@@ -65,9 +67,9 @@ def trips_sql(points: str, cfg: ReportConfig, key: int, d: Dialect) -> str:
     COUNT(*) AS n_points,
     MIN(time) AS start_time, MAX(time) AS end_time,
     MIN_BY(lat, time) AS o_lat, MIN_BY(lng, time) AS o_lng,
-    MIN_BY(tile, time) AS o_tile,
+    MIN_BY(tile, time) AS origin,
     MAX_BY(lat, time) AS d_lat, MAX_BY(lng, time) AS d_lng,
-    MAX_BY(tile, time) AS d_tile,
+    MAX_BY(tile, time) AS destination,
     CASE WHEN COUNT(*) > COUNT(time) THEN 1 ELSE 0 END AS miss_datetime,
     CASE WHEN COUNT(*) > COUNT(lat) THEN 1 ELSE 0 END AS miss_lat,
     CASE WHEN COUNT(*) > COUNT(lng) THEN 1 ELSE 0 END AS miss_lng
@@ -89,10 +91,10 @@ FROM {ends} AS t_
 def ends_sql(trips: str) -> str:
     """Trip ends (origin and destination) of in-period trips: one row per point."""
     return f"""
-SELECT uid, tid, start_time AS t, o_lat AS lat, o_lng AS lng, o_tile AS tile, 0 AS is_end
+SELECT uid, tid, start_time AS t, o_lat AS lat, o_lng AS lng, origin AS tile, 0 AS is_end
 FROM {trips} WHERE in_period = 1 AND o_lat IS NOT NULL
 UNION ALL
-SELECT uid, tid, end_time AS t, d_lat AS lat, d_lng AS lng, d_tile AS tile, 1 AS is_end
+SELECT uid, tid, end_time AS t, d_lat AS lat, d_lng AS lng, destination AS tile, 1 AS is_end
 FROM {trips} WHERE in_period = 1 AND n_points >= 2 AND d_lat IS NOT NULL
 """
 
@@ -124,49 +126,62 @@ FROM u JOIN rog ON u.uid = rog.uid
 """
 
 
-@dataclass(frozen=True)
-class Count:
-    """One term of a count vector: ``SELECT i0, COUNT(*) FROM source WHERE where GROUP BY i0``.
+def _hist(table: str, expr: str, bins: Bins, where: str = "1 = 1") -> CountTerm:
+    return CountTerm(table, bins.sql_index(expr), where)
 
-    ``i0`` is never NULL on a row where ``where`` holds (every such row lands in a cell of the
-    public domain, outliers included)."""
 
-    source: str
-    i0: str
-    where: str = "1 = 1"
+# -- the report's own dimensions (the template's vocabulary gives tile, origin, destination,
+# hour and weekday); each maps a row to its label's index, or to -1 (the outliers cell)
 
-    def sql(self) -> str:
-        return (
-            f"SELECT {self.i0} AS i0, COUNT(*) AS n FROM {self.source} WHERE {self.where} "
-            "GROUP BY i0"
+
+def _trip_end() -> Dimension:
+    """Which end of a trip a trip end is (``pm_ends.is_end``)."""
+    return Dimension("end", ("start", "end"), lambda _t, _d, _k: "is_end")
+
+
+def _day_type() -> Dimension:
+    """Weekday or weekend (Saturday and Sunday) of the time; -1 without a time."""
+
+    def sql(t: str, d: Dialect, _k: int) -> str:
+        wd = d.weekday(t)
+        return f"CASE WHEN {wd} >= 5 THEN 1 WHEN {wd} < 5 THEN 0 ELSE -1 END"
+
+    return Dimension("day_type", ("weekday", "weekend"), sql)
+
+
+def _time_window(cfg: ReportConfig) -> Dimension:
+    """The declared time window of the hour (the last one wraps around midnight)."""
+    tw = cfg.time_windows
+
+    def sql(t: str, d: Dialect, _k: int) -> str:
+        hour = d.hour(t)
+        cases = " ".join(
+            f"WHEN {hour} >= {tw[i]} AND {hour} < {tw[i + 1]} THEN {i}" for i in range(len(tw) - 1)
         )
+        return f"CASE {cases} WHEN {hour} IS NOT NULL THEN {len(tw) - 1} ELSE -1 END"
+
+    return Dimension("time_window", tuple(cfg.window_labels), sql)
 
 
-def _hist(table: str, expr: str, bins: Bins, where: str = "1 = 1") -> Count:
-    return Count(table, bins.sql_index(expr), where)
+def _trip_kind() -> Dimension:
+    return Dimension("trip_kind", ("complete", "incomplete"), lambda _t, _d, _k: "1 - complete")
 
 
-def _window_index(hour: str, tw: tuple[int, ...]) -> str:
-    cases = " ".join(
-        f"WHEN {hour} >= {tw[i]} AND {hour} < {tw[i + 1]} THEN {i}" for i in range(len(tw) - 1)
-    )
-    return f"CASE {cases} ELSE {len(tw) - 1} END"
-
-
-def _is_weekend(ts: str, d: Dialect) -> str:
-    return f"CASE WHEN {d.weekday(ts)} >= 5 THEN 1 ELSE 0 END"
-
-
-def _time_bin(ts: str, cfg: ReportConfig, d: Dialect, n_bins: int) -> str:
+def _time_bin(cfg: ReportConfig, n_bins: int) -> Dimension:
+    """The *trips over time* bin of the time (day, week or month from the period's length);
+    -1 for a trip outside the period (or without a time)."""
     start = cfg.period[0]
-    if cfg.time_resolution == "month":
-        raw = f"((year({ts}) - {start.year}) * 12 + month({ts}) - {start.month})"
-    else:
-        secs = 86400 if cfg.time_resolution == "day" else 7 * 86400
-        since = f"{d.epoch_seconds(ts)} - {d.epoch_seconds(_ts(start, d))}"
-        raw = f"CAST(FLOOR(({since}) / {secs}) AS BIGINT)"
-    # out of period (or missing time) -> the outliers cell n_bins
-    return f"CASE WHEN in_period = 1 THEN {raw} ELSE {n_bins} END"
+
+    def sql(ts: str, d: Dialect, _k: int) -> str:
+        if cfg.time_resolution == "month":
+            raw = f"((year({ts}) - {start.year}) * 12 + month({ts}) - {start.month})"
+        else:
+            secs = 86400 if cfg.time_resolution == "day" else 7 * 86400
+            since = f"{d.epoch_seconds(ts)} - {d.epoch_seconds(_ts(start, d))}"
+            raw = f"CAST(FLOOR(({since}) / {secs}) AS BIGINT)"
+        return f"CASE WHEN in_period = 1 THEN {raw} ELSE -1 END"
+
+    return Dimension("time_bin", tuple(range(n_bins)), sql)  # bin starts: build.time_bins
 
 
 def queries(cfg: ReportConfig, k: int, n_time_bins: int, d: Dialect) -> dict[str, tuple[str, int]]:
@@ -178,73 +193,60 @@ def queries(cfg: ReportConfig, k: int, n_time_bins: int, d: Dialect) -> dict[str
     }
 
 
-def count_terms(
-    cfg: ReportConfig, k: int, n_time_bins: int, d: Dialect
-) -> dict[str, tuple[list[Count], int]]:
-    """For each analysis, its count terms (:class:`Count`) and the dense domain size.
+def count_vectors(cfg: ReportConfig, k: int, n_time_bins: int) -> dict[str, CountVector]:
+    """The report's count vectors of the count template's shape (:class:`CountVector`): one
+    cell per record over the product of public dimensions, the outliers cell last.
 
-    Relations used: ``pm_trips`` (bounded trips), ``pm_ends`` (a view of their ends), ``pm_users``.
+    Relations used: ``pm_trips`` (bounded trips), ``pm_ends`` (a view of their ends) and the
+    users with a trip in the period (the rows of the per-user trip counts).
     """
-    tw = cfg.time_windows
-    nw = len(tw)
-    q: dict[str, tuple[list[Count], int]] = {}
+    ids = range(k)  # the tiles' indexes (the labels only give the size here)
+    tile, origin, destination, hour, weekday = (
+        dimension(name, ids, StudyPeriod())
+        for name in ("tile", "origin", "destination", "hour", "weekday")
+    )
+    trips = partial(CountVector, "pm_trips", time="start_time", k=k)
+    ends = partial(CountVector, "pm_ends", time="t", k=k)
     in_period = "in_period = 1"
-    per_user = "(SELECT uid, COUNT(*) AS trips FROM pm_trips WHERE in_period = 1 GROUP BY uid) u"
-    # dataset statistics: [users, complete trips, incomplete trips]; the users with a trip in
-    # the period are the rows of the per-user trip counts (trips_per_user reads them too)
-    q["users"] = ([Count(per_user, "0")], 1)
-    q["trip_kinds"] = ([Count("pm_trips", "1 - complete", in_period)], 2)
-    q["missing_values"] = (
-        [Count("pm_trips", str(i), f"miss_{c} = 1") for i, c in enumerate(MISSING_COLUMNS)],
-        len(MISSING_COLUMNS),
-    )
-    q["trips_over_time"] = (
-        [Count("pm_trips", _time_bin("start_time", cfg, d, n_time_bins))],
-        n_time_bins + 1,
-    )
-    q["trips_per_weekday"] = ([Count("pm_trips", d.weekday("start_time"), in_period)], 7)
-    # (is_end, weekend, hour) -> is_end*48 + weekend*24 + hour
-    q["trips_per_hour"] = (
-        [
-            Count(
-                "pm_ends",
-                f"is_end * 48 + {_is_weekend('t', d)} * 24 + {d.hour('t')}",
-                "t IS NOT NULL",
-            )
-        ],
-        96,
-    )
-    q["visits_per_tile"] = (
-        [Count("pm_ends", f"CASE WHEN tile >= 0 AND tile < {k} THEN tile ELSE {k} END")],
-        k + 1,
-    )
-    q["visits_per_time_tile"] = (
-        [
-            Count(
-                "pm_ends",
-                f"CASE WHEN tile >= 0 AND tile < {k} AND t IS NOT NULL THEN "
-                f"(tile * 2 + {_is_weekend('t', d)}) * {nw} + {_window_index(d.hour('t'), tw)} "
-                f"ELSE {k * 2 * nw} END",
-            )
-        ],
-        k * 2 * nw + 1,
-    )
     # trips within one tile are left out unless cfg.same_tile says "include" (od's rule)
     same = (
         ""
         if cfg.same_tile == "include"
-        else f" AND NOT (o_tile = d_tile AND o_tile >= 0 AND o_tile < {k})"
+        else f" AND NOT (origin = destination AND origin >= 0 AND origin < {k})"
     )
-    q["od_flows"] = (
-        [
-            Count(
-                "pm_trips",
-                f"CASE WHEN o_tile >= 0 AND o_tile < {k} AND d_tile >= 0 AND d_tile < {k} "
-                f"THEN o_tile * {k} + d_tile ELSE {k * k} END",
-                f"in_period = 1 AND complete = 1{same}",
-            )
-        ],
-        k * k + 1,
+    return {
+        # dataset statistics: users, [complete trips, incomplete trips]
+        "users": CountVector(PER_USER, (), outliers=False),
+        "trip_kinds": trips((_trip_kind(),), where=in_period, outliers=False),
+        "trips_over_time": trips((_time_bin(cfg, n_time_bins),)),
+        "trips_per_weekday": trips((weekday,), where=in_period, outliers=False),
+        # (is_end, weekend, hour) -> is_end * 48 + weekend * 24 + hour
+        "trips_per_hour": ends(
+            (_trip_end(), _day_type(), hour), where="t IS NOT NULL", outliers=False
+        ),
+        "visits_per_tile": ends((tile,)),
+        "visits_per_time_tile": ends((tile, _day_type(), _time_window(cfg))),
+        "od_flows": trips((origin, destination), where=f"in_period = 1 AND complete = 1{same}"),
+    }
+
+
+#: the users with a trip in the period, with their number of trips
+PER_USER = "(SELECT uid, COUNT(*) AS trips FROM pm_trips WHERE in_period = 1 GROUP BY uid) u"
+
+
+def count_terms(
+    cfg: ReportConfig, k: int, n_time_bins: int, d: Dialect
+) -> dict[str, tuple[list[CountTerm], int]]:
+    """For each analysis, its count terms (:class:`~privmob.releases.counts.CountTerm`) and the
+    dense domain size: the count vectors of :func:`count_vectors` (one term each), the
+    missing values (a trip counts in each column it misses) and the histograms.
+    """
+    q: dict[str, tuple[list[CountTerm], int]] = {
+        name: ([v.term(d)], v.size) for name, v in count_vectors(cfg, k, n_time_bins).items()
+    }
+    q["missing_values"] = (
+        [CountTerm("pm_trips", str(i), f"miss_{c} = 1") for i, c in enumerate(MISSING_COLUMNS)],
+        len(MISSING_COLUMNS),
     )
     tt = f"({d.epoch_seconds('end_time')} - {d.epoch_seconds('start_time')}) / 60.0"
     q["travel_time"] = (
@@ -257,7 +259,7 @@ def count_terms(
         cfg.bins("jump_length").size,
     )
     q["trips_per_user"] = (
-        [_hist(per_user, "trips", cfg.bins("trips_per_user"))],
+        [_hist(PER_USER, "trips", cfg.bins("trips_per_user"))],
         cfg.bins("trips_per_user").size,
     )
     gaps = (

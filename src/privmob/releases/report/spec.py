@@ -1,0 +1,99 @@
+"""The report's release spec: its public parameters (:class:`~.config.ReportConfig`) and the
+public tessellation, with the plan computed from them alone and the run of
+:func:`~.build.mobility_report` (the one signature of :mod:`privmob.releases.specs`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from privmob.engine.dialect import DUCKDB
+from privmob.engine.relation import Loaded
+from privmob.privacy.mechanisms import calibrate
+from privmob.privacy.samplers import Randomness
+from privmob.releases.base import Accountant
+from privmob.releases.kinds import SAME_TILE_RULES
+from privmob.releases.release import Release
+from privmob.releases.specs import Plan, Progress, domain_memory
+from privmob.releases.tiles import check_tessellation
+
+from .analyses import sensitivity
+from .build import mobility_report, report_cost, time_bins
+from .config import ReportConfig
+from .inputs import Tiles
+from .sql import queries
+
+if TYPE_CHECKING:
+    from privmob.data.tessellation import Tessellation
+
+
+@dataclass(frozen=True)
+class ReportSpec:
+    """A mobility report (see :func:`~.build.mobility_report`); ``config`` is a
+    :class:`~.config.ReportConfig` (epsilon, M, declared period, analyses)."""
+
+    tessellation: Tessellation
+    config: ReportConfig
+    kind: str = "report"
+
+    def public_period(self) -> dict[str, object]:
+        """The declared period (public)."""
+        start, end = self.config.period
+        return {"start": str(start), "end": str(end), "bin": "time windows and weekdays"}
+
+    @property
+    def same_tile_rule(self) -> str:
+        """What happens to a trip that starts and ends in one tile (od_flows)."""
+        return SAME_TILE_RULES[self.config.same_tile]
+
+    @cached_property
+    def _plan(self) -> Plan:
+        cfg = self.config
+        cells = sum(
+            size
+            for _sql, size in queries(
+                cfg, self.tessellation.k, len(time_bins(cfg)), DUCKDB
+            ).values()
+        )
+        margins = []
+        for name in cfg.selected:
+            eps = cfg.epsilon_for(name)
+            if eps > 0:
+                dist, _ = calibrate(
+                    cfg.noise_kind, eps, l1_sensitivity=sensitivity(name, cfg, "trips")
+                )
+                margins.append(float(dist.margin_of_error(0.95)))
+        return Plan(
+            kind=self.kind,
+            cost=report_cost(cfg),
+            cells=cells,
+            memory_bytes=domain_memory(cells, cells),
+            output_rows=cells,
+            margin_of_error_95=max(margins, default=0.0),
+            noise=str(cfg.noise_kind),
+            parts=len(cfg.selected),
+        )
+
+    def plan(self) -> Plan:
+        """``margin_of_error_95`` is the largest over the selected analyses."""
+        return self._plan
+
+    def run(
+        self,
+        data: Loaded,
+        accountant: Accountant,
+        *,
+        rng: Randomness | int | None,
+        progress: Progress,
+    ) -> Release:
+        check_tessellation(data, self.tessellation)
+        return mobility_report(
+            data.engine,
+            data,
+            Tiles.from_tessellation(self.tessellation),
+            self.config,
+            accountant,
+            rng=rng,
+            progress=progress,
+        )
