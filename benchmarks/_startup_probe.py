@@ -143,8 +143,10 @@ def main() -> None:
         "steps": watch.steps,
         "slowest_modules": dict(sorted(watch.modules.items(), key=lambda kv: -kv[1])[:40]),
     }
-    sys.stdout.flush()
     print(json.dumps(result))
+    from privmob.cli.entry import quick_exit
+
+    quick_exit(code)  # as the privmob script exits
 
 
 if __name__ == "__main__":
