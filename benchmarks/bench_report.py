@@ -40,6 +40,9 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _measure import compile_bytecode
+
 OUT = Path(__file__).resolve().parent / "out"
 DPMR_VENV = Path(os.environ.get("DPMR_VENV", "/tmp/dpmr"))
 DPMR_PINS = [
@@ -194,24 +197,6 @@ def install_dpmr() -> Path:
         subprocess.run(["uv", "venv", "--python", "3.11", str(DPMR_VENV)], check=True)
     subprocess.run(["uv", "pip", "install", "--python", str(py), *DPMR_PINS], check=True)
     return py
-
-
-COMPILE = """
-import compileall, re, sys, sysconfig
-dirs = {sysconfig.get_paths()[k] for k in ("purelib", "platlib")} | set(sys.argv[1:])
-ok = all(compileall.compile_dir(d, quiet=1, workers=0, rx=re.compile(r"/tests?/")) for d in dirs)
-"""
-
-
-def compile_bytecode(python: str, *extra: str) -> None:
-    """Byte-compile an interpreter's site-packages once, as ``pip install`` does.
-
-    uv installs without .pyc files and this machine sets PYTHONDONTWRITEBYTECODE=1, so every
-    timed run would otherwise compile pandas & co. from source (~2-5 s per run, for both
-    tools alike). Done for both environments, untimed; later runs only check the mtimes.
-    """
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    subprocess.run([python, "-c", COMPILE, *extra], env=env, capture_output=True, check=False)
 
 
 def run(python: str, code: str, *args: str, timeout: float) -> dict[str, float]:

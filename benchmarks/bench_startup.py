@@ -6,25 +6,40 @@ that its wall time is nearly all fixed cost. From the command's own step lines o
 (``✓ step (0.42s)``) it prints:
 
 * ``--help``: ``privmob <command> --help`` (interpreter and the CLI's imports);
-* ``wall``: the whole release (median of ``--repeat`` runs);
+* ``wall``: the whole release (median of ``--repeat`` runs), and ``CPU``: its user + system
+  seconds (all threads; a loaded machine inflates it far less than the wall time);
 * ``start-up``: wall minus the sum of the timed steps (interpreter, imports, engine start,
-  planning, writing the files and exit), as issue 15 defines it;
-* ``tessellation``: the step reading and checking the tessellation (the issue counts it in
+  planning, writing the files and exit), as issues 15 and 29 define the fixed cost;
+* ``tessellation``: the step reading and checking the tessellation (issue 15 counts it in
   the start-up too), and ``start-up + tessellation``;
 * the steps that depend on the public domain's size rather than on the input (e.g. density's
   Voronoi cells of the towers) are listed apart, not counted as start-up.
+
+Byte code: the site-packages and privmob's sources are byte-compiled once before the runs,
+untimed, as ``pip install`` does (uv installs without .pyc files, and this machine sets
+PYTHONDONTWRITEBYTECODE=1: without this every command compiled some 800 modules from source,
+about 1.8 CPU seconds, which is what the start-up of 1.7-2.0 s of issue 29 measured). What a
+command costs without byte code is printed once (``od``, ``--no-bytecode`` line).
+
+``--breakdown`` runs every command once more in-process (``_startup_probe.py``) and prints
+where its fixed cost goes, in CPU seconds: the interpreter, the imports outside the steps per
+package, and the rest (options, ledger open, planning, printing); and in wall seconds the
+interpreter's exit after the command returns.
 
 Tessellations: the 263 NYC taxi-zone polygons (../shared/data/nyc_taxi_zones, 4 MB of
 GeoJSON) and the 263-cell square grid.
 
     uv run python benchmarks/bench_startup.py
-    uv run python benchmarks/bench_startup.py --tessellations grid --repeat 5
+    uv run python benchmarks/bench_startup.py --tessellations grid --repeat 5 --breakdown
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -36,6 +51,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out"
 sys.path.insert(0, str(HERE))
+from _measure import compile_bytecode  # noqa: E402
 from suite import END, START, data_for  # noqa: E402
 
 N = 2000  # records: small enough that the wall time is the fixed cost
@@ -94,68 +110,117 @@ def commands(tess: Path) -> dict[str, tuple[str, list[str]]]:
     }
 
 
-def timed(argv: list[str]) -> tuple[float, str]:
+def timed(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float, str]:
+    """Run ``argv``: its wall seconds, its CPU seconds (user + system) and its stderr."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    res = subprocess.run(argv, capture_output=True, text=True)
+    res = subprocess.run(argv, capture_output=True, text=True, env=env)
     seconds = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     if res.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} failed ({res.returncode}):\n{res.stderr}")
-    return seconds, res.stderr
+    return seconds, cpu, res.stderr
+
+
+def release_argv(argv: list[str], tmp: Path) -> list[str]:
+    """The release's arguments with its output and a fresh ledger in ``tmp``."""
+    out = tmp / ("report.html" if argv[0] == "report" else "out")
+    return [*argv, "-o", str(out), "--ledger", str(tmp / "l.sqlite"), "--budget", "100"]
+
+
+def breakdown(argv: list[str]) -> str:
+    """One in-process run of the release (``_startup_probe.py``): where its fixed cost goes."""
+    with tempfile.TemporaryDirectory() as tmp:
+        probe = [sys.executable, str(HERE / "_startup_probe.py"), *release_argv(argv, Path(tmp))]
+        t0 = time.perf_counter()
+        res = subprocess.run(probe, capture_output=True, text=True, check=True)
+        wall = time.perf_counter() - t0
+    got = json.loads(res.stdout.strip().splitlines()[-1])
+    in_process = got["outside"] + sum(got["steps"].values())
+    imports = got["imports_outside"]
+    top = ", ".join(f"{k} {v:.3f}" for k, v in list(imports.items())[:6])
+    rest = sum(list(imports.values())[6:])
+    return (
+        f"    CPU outside the steps {got['cpu_outside']:.2f} s = interpreter "
+        f"{got['cpu_interpreter']:.2f} + imports {sum(imports.values()):.2f} ({top}, "
+        f"{len(imports) - 6} more {rest:.3f}) + the rest {got['other_outside']:.2f}; "
+        f"wall: start {got['interpreter']:.2f} s, outside the steps {got['outside']:.2f} s, "
+        f"exit {max(0.0, wall - got['interpreter'] - in_process):.2f} s"
+    )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tessellations", nargs="+", default=["taxi-zones", "grid"])
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument(
+        "--breakdown", action="store_true", help="where each command's fixed cost goes (CPU)"
+    )
     args = ap.parse_args()
+    import privmob
+
     script = Path(sys.executable).with_name("privmob")
     uv = shutil.which("uv")
     print(f"privmob: {script}", flush=True)
-    timed([str(script), "--help"])  # a first run writes the byte code of a fresh venv
+    compile_bytecode(sys.executable, str(Path(privmob.__file__).parent))
     helps = [timed([str(script), "--help"])[0] for _ in range(args.repeat)]
     print(f"privmob --help: min {min(helps):.2f} s, median {statistics.median(helps):.2f} s")
     if uv:
         uvs = [timed([uv, "run", "--no-sync", "privmob", "--help"])[0] for _ in range(args.repeat)]
         print(f"uv run --no-sync privmob --help: min {min(uvs):.2f} s")
-    rows = []
+    rows: list[tuple[str, str, float, float, float, float, float, float, float]] = []
     for tessellation in args.tessellations:
         for name, (kind, _) in commands(Path()).items():
             data, cells, tess = data_for(kind, N, OUT, tessellation, "csv")
             argv = commands(tess)[name][1]
             argv = [a.replace("{data}", str(data)).replace("{cells}", str(cells)) for a in argv]
             help_s = timed([str(script), argv[0], "--help"])[0]
+            if not rows:  # once: the same command in a venv without byte code
+                with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory() as pyc:
+                    cold_env = {
+                        **os.environ,
+                        "PYTHONDONTWRITEBYTECODE": "1",
+                        "PYTHONPYCACHEPREFIX": pyc,  # an empty byte-code cache
+                    }
+                    wall, cpu, _ = timed([str(script), *release_argv(argv, Path(tmp))], cold_env)
+                print(f"{name} --no-bytecode: wall {wall:.2f} s, CPU {cpu:.2f} s (one run)")
             runs = []
             for _ in range(args.repeat):
                 with tempfile.TemporaryDirectory() as tmp:
-                    out = Path(tmp) / ("report.html" if argv[0] == "report" else "out")
-                    run = [*argv, "-o", str(out), "--ledger", str(Path(tmp) / "l.sqlite")]
-                    wall, err = timed([str(script), *run, "--budget", "100"])
+                    wall, cpu, err = timed([str(script), *release_argv(argv, Path(tmp))])
                 steps = {m[1]: float(m[2]) for m in STEP.finditer(err)}
                 tess_s = sum(
                     v for k, v in steps.items() if k.startswith("reading the tessellation")
                 )
                 domain = sum(v for k, v in steps.items() if k.startswith(DOMAIN_STEPS))
-                runs.append((wall, wall - sum(steps.values()), tess_s, domain))
-            wall, gap, tess_s, domain = (statistics.median(r[i] for r in runs) for i in range(4))
-            rows.append((name, tessellation, help_s, wall, gap, tess_s, gap + tess_s, domain))
+                runs.append((wall, wall - sum(steps.values()), tess_s, domain, cpu))
+            wall, gap, tess_s, domain, cpu = (
+                statistics.median(r[i] for r in runs) for i in range(5)
+            )
+            rows.append((name, tessellation, help_s, wall, gap, tess_s, gap + tess_s, domain, cpu))
             print(
                 f"{name:<14} {tessellation:<10} --help {help_s:4.2f} s  wall {wall:4.2f} s  "
-                f"start-up {gap:4.2f} s  tessellation {tess_s:4.2f} s  "
+                f"CPU {cpu:4.2f} s  start-up {gap:4.2f} s  tessellation {tess_s:4.2f} s  "
                 f"sum {gap + tess_s:4.2f} s"
                 + (f"  domain steps {domain:4.2f} s" if domain else ""),
                 flush=True,
             )
+            if args.breakdown:
+                print(breakdown(argv), flush=True)
     print(
-        "\n| release | tessellation | `--help` | wall | start-up (wall - steps) | tessellation "
-        "| start-up + tessellation |\n|---|---|---:|---:|---:|---:|---:|"
+        "\n| release | tessellation | `--help` | wall | CPU | start-up (wall - steps) "
+        "| tessellation | start-up + tessellation |\n|---|---|---:|---:|---:|---:|---:|---:|"
     )
-    for name, tessellation, help_s, wall, gap, tess_s, total, _ in rows:
+    for name, tessellation, help_s, wall, gap, tess_s, total, _, cpu in rows:
         print(
-            f"| {name} | {tessellation} | {help_s:.2f} s | {wall:.2f} s | {gap:.2f} s "
-            f"| {tess_s:.2f} s | {total:.2f} s |"
+            f"| {name} | {tessellation} | {help_s:.2f} s | {wall:.2f} s | {cpu:.2f} s "
+            f"| {gap:.2f} s | {tess_s:.2f} s | {total:.2f} s |"
         )
+    load = os.getloadavg()
     print(f"(about {N:,} records of CSV; medians of {args.repeat} runs; steps from the command's "
-          "own step lines)")  # fmt: skip
+          f"own step lines; load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} at the "
+          "end)")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
-"""``python -m privmob`` runs the command line."""
+"""``python -m privmob`` runs the command line (as the ``privmob`` script does)."""
 
-from privmob.cli import main
+from privmob.cli.entry import main
 
 main()

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from tests.helpers import box_grid, random_trips
 
@@ -41,3 +42,28 @@ def test_ledger_show_is_not_cut_when_piped(tmp_path: Path) -> None:
     s.close()
     text = privmob("ledger", "show", "--ledger", str(ledger))
     assert " od " in text and "publishable" in text and "…" not in text
+
+
+def test_no_spinner_when_stderr_is_not_a_terminal(monkeypatch: Any) -> None:
+    """Steps in a log or a pipe: the finished steps' lines only, no spinner and no refresh
+    thread behind it (it would only take the interpreter's lock 12 times a second); on a
+    terminal the spinner runs."""
+    import io
+    import threading
+
+    from rich.console import Console
+
+    from privmob.cli import common
+
+    for terminal in (False, True):
+        err = io.StringIO()
+        monkeypatch.setattr(common, "console_err", Console(file=err, force_terminal=terminal))
+        before = threading.active_count()
+        with common.Steps(quiet=False) as step:
+            step("reading")
+            during = threading.active_count()
+            step("counting")
+        assert during == before + terminal  # rich's refresh thread on a terminal only
+        if not terminal:
+            lines = [line.split(" (")[0] for line in err.getvalue().splitlines()]
+            assert lines == ["✓ reading", "✓ counting"]

@@ -209,7 +209,9 @@ class Steps:
         self._current: str | None = None
 
     def __enter__(self) -> Steps:
-        if not self.quiet:
+        # the spinner only where someone sees it: elsewhere (a log, a pipe) it would only run
+        # its refresh thread, the finished steps' lines are printed all the same
+        if not self.quiet and console_err.is_terminal:
             self._status = console_err.status("starting")
             self._status.__enter__()
         return self
@@ -220,7 +222,8 @@ class Steps:
         self._finish_current()
         self._current = message
         self._step_start = self._time()
-        self._status.update(escape(message))  # step text is printed literally
+        if self._status is not None:
+            self._status.update(escape(message))  # step text is printed literally
 
     def _finish_current(self) -> None:
         if self._current is not None:
@@ -235,7 +238,8 @@ class Steps:
             return
         if exc_type is None:
             self._finish_current()
-        self._status.__exit__(exc_type, *rest)
+        if self._status is not None:
+            self._status.__exit__(exc_type, *rest)
 
 
 def print_warning(message: str) -> None:
