@@ -523,6 +523,7 @@ class DensitySpec:
     ) -> Release:
         from privmob.releases.density import density_release
 
+        progress("pre-sampling, noise and post-processing")
         return density_release(
             data.engine, data.loaded, data.geometry, self.config, data.week_start, accountant,
             rng, progress,

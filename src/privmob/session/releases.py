@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from privmob.domain import StudyPeriod
 from privmob.dp import (
@@ -33,6 +33,9 @@ from privmob.releases.specs import (
 )
 from privmob.results import ReleaseResult
 from privmob.session.counts import SessionCounts
+
+if TYPE_CHECKING:
+    from privmob.releases.density import DensityOptions
 
 
 class Session(SessionCounts):
@@ -389,10 +392,12 @@ class Session(SessionCounts):
         week: str,
         max_visits: MaxVisitsPerWeek | int,
         delta: float,
-        options: dict[str, Any],
+        options: DensityOptions,
     ) -> DensitySpec:
         from privmob.releases.density import DensityConfig
+        from privmob.releases.density_inputs import parse_week
 
+        parse_week(week)  # a public parameter, checked before anything else
         bound = int(bound_value(max_visits, MaxVisitsPerWeek) or 0)
         cfg = DensityConfig(epsilon, bound, delta, **options)
         return DensitySpec(self._tiles(), cfg, week)
@@ -404,7 +409,7 @@ class Session(SessionCounts):
         week: str,
         max_visits: MaxVisitsPerWeek | int = 30,
         delta: float = 0.0,
-        **options: Any,
+        **options: Unpack[DensityOptions],
     ) -> Plan:
         """The plan of :meth:`density` (reads no data, charges nothing)."""
         return self._density_spec(epsilon, week, max_visits, delta, options).plan()
@@ -419,7 +424,7 @@ class Session(SessionCounts):
         output: str | Path | None = None,
         overwrite: bool = False,
         formats: Sequence[str] | None = None,
-        **options: Any,
+        **options: Unpack[DensityOptions],
     ) -> ReleaseResult:
         """Users per zone and hour of the week starting ``week`` (public), from phone events
         with a ``cell_id`` and the session's ``cells`` table (tower positions).
@@ -429,16 +434,19 @@ class Session(SessionCounts):
         cells (``method="scheme"``) or Laplace noise on every cell (``"lpa"``), epsilon-DP per
         user (or (epsilon, delta) with ``delta``), plus the outliers cell's share; counts are
         then spread over the zones by public Voronoi area shares (post-processing).
-        ``options``: the other :class:`~privmob.releases.density.DensityConfig` fields.
+        ``options``: the other :class:`~privmob.releases.density.DensityConfig` fields
+        (``method``, ``cover``, ``totals``, ``clustering``, ``tau``, ``fourier``,
+        ``smoothing``, ``outliers_epsilon``).
 
         ``output``: a folder where the release is published atomically (staged, charged,
-        renamed into place; refused before anything is read if it cannot be written), with
-        map layers in ``formats`` (``geoparquet``, ``geojson``, ``csv``) beside its tables.
-        Without it the release is charged and returned; write it later with ``write``.
+        renamed into place; refused before anything is read if it cannot be written): its
+        tables, ``metadata.json``, ``density.geojson`` (each zone with its 168 counts, as
+        ``privmob density`` writes it) and map layers in ``formats`` (``geoparquet``,
+        ``geojson``, ``csv``). Without it the release is charged and returned; write it later
+        with ``write``.
         """
-        from privmob.releases.density_inputs import parse_week
+        from privmob.releases.density.files import FILES
 
-        parse_week(week)
         spec = self._density_spec(epsilon, week, max_visits, delta, options)
         return self.run(
             spec,
@@ -446,6 +454,7 @@ class Session(SessionCounts):
             output=output,
             overwrite=overwrite,
             formats=formats,
+            writers=FILES,
         )
 
     # -- an aggregated series ----------------------------------------------------------------

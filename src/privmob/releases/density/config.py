@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TypedDict
 
 from privmob.errors import ConfigError
 from privmob.prepare.presample import (
@@ -23,6 +24,21 @@ OUTLIERS_SHARE = 0.1  # default budget of the out-of-domain cell, as a share of 
 
 
 OUT_OF_DOMAIN = "visits outside the week or at no known tower"
+
+
+class DensityOptions(TypedDict, total=False):
+    """The :class:`DensityConfig` fields besides epsilon, the bound and delta: the keywords
+    ``Session.density`` passes on (each documented on :class:`DensityConfig`)."""
+
+    method: str
+    cover: bool
+    totals: str
+    totals_split: float
+    clustering: bool
+    tau: float | None
+    fourier: bool
+    smoothing: bool
+    outliers_epsilon: float | None
 
 
 @dataclass(frozen=True)
