@@ -36,6 +36,7 @@ from privmob.session.counts import SessionCounts
 
 if TYPE_CHECKING:
     from privmob.releases.density import DensityOptions
+    from privmob.releases.landmark import SeriesOptions
 
 
 class Session(SessionCounts):
@@ -458,25 +459,17 @@ class Session(SessionCounts):
         )
 
     # -- an aggregated series ----------------------------------------------------------------
-    def _series_spec(self, epsilon: float, sensitivity: float, period: StudyPeriod, freq: str,
-                     options: dict[str, Any]) -> SeriesSpec:  # fmt: skip
-        study = as_period(period)
-        if study.start is None or study.end is None:
-            raise ConfigError(
-                "a series needs a declared study period",
-                hint='pass period=pm.Period("2024-01-01", "2024-01-08") and freq="1h"',
-            )
-        zones = options.pop("zones", None)
-        landmarks = options.pop("landmarks", ())
-        return SeriesSpec(
-            epsilon,
-            sensitivity,
-            study.start.isoformat(sep=" "),
-            study.end.isoformat(sep=" "),
-            freq,
-            zones=None if zones is None else tuple(str(z) for z in zones),
-            landmarks=tuple(int(i) for i in landmarks),
-            **options,
+    def _series_spec(
+        self,
+        epsilon: float,
+        sensitivity: float,
+        period: StudyPeriod | None,
+        freq: str | None,
+        domain_from_data: bool,
+        options: SeriesOptions,
+    ) -> SeriesSpec:
+        return SeriesSpec.over(
+            epsilon, sensitivity, period, freq, domain_from_data=domain_from_data, **options
         )
 
     def plan_programme(self, schedule: Any) -> Any:
@@ -497,29 +490,62 @@ class Session(SessionCounts):
         return plan_programme(schedule)
 
     def plan_series(
-        self, *, epsilon: float, sensitivity: float, period: StudyPeriod, freq: str,
-        **options: Any,
-    ) -> Plan:  # fmt: skip
+        self,
+        *,
+        epsilon: float,
+        sensitivity: float,
+        period: StudyPeriod | None = None,
+        freq: str | None = None,
+        domain_from_data: bool = False,
+        **options: Unpack[SeriesOptions],
+    ) -> Plan:
         """The plan of :meth:`series` (reads no data, charges nothing)."""
-        return self._series_spec(epsilon, sensitivity, period, freq, dict(options)).plan()
+        return self._series_spec(
+            epsilon, sensitivity, period, freq, domain_from_data, options
+        ).plan()
 
     def series(
-        self, source: str | Path, *, epsilon: float, sensitivity: float, period: StudyPeriod,
-        freq: str, **options: Any,
-    ) -> ReleaseResult:  # fmt: skip
+        self,
+        source: str | Path,
+        *,
+        epsilon: float,
+        sensitivity: float,
+        period: StudyPeriod | None = None,
+        freq: str | None = None,
+        domain_from_data: bool = False,
+        output: str | Path | None = None,
+        overwrite: bool = False,
+        **options: Unpack[SeriesOptions],
+    ) -> ReleaseResult:
         """Publish an aggregated series of this dataset (``source``: CSV / Parquet, one row per
-        timestamp of the declared grid, and per zone with ``zone_column`` and ``zones``), as
-        ``privmob series`` does.
+        timestamp of the declared grid ``period`` every ``freq``, and per zone with
+        ``zone_column`` and ``zones``), as ``privmob series`` does.
 
         Guarantee (schemes ``uniform``, ``skip``, ``adaptive``): landmark epsilon-privacy with
-        the public ``landmarks`` (positions in the grid), each event changing the value at its
-        timestamp by at most ``sensitivity`` (L1 over zones; the bound must hold for how the
-        series was made); ``event``: per event; ``user``: the whole series. ``options``:
+        the public ``landmarks`` (positions in the grid, or its timestamps), each event
+        changing the value at its timestamp by at most ``sensitivity`` (L1 over zones; the
+        bound must hold for how the series was made); ``event``: per event; ``user``: the
+        whole series. ``options`` (:class:`~privmob.releases.landmark.SeriesOptions`):
         ``value_column``, ``time_column``, ``zone_column``, ``zones``, ``landmarks``,
-        ``scheme``, ``integer``, ``value_bounds`` (an enforced clamp).
+        ``scheme``, ``integer``, ``value_bounds`` (an enforced clamp), ``rule`` (the adaptive
+        scheme's :class:`~privmob.releases.landmark.AdaptiveRule`), ``fill_value`` (the
+        public value before the first release). ``domain_from_data=True`` instead of
+        ``period`` and ``freq``: the grid is the file's timestamps (not protected: the
+        release is stamped not for publication).
+
+        ``output``: a folder where ``series.parquet``, ``budgets.parquet`` and
+        ``metadata.json`` are published atomically once charged (refused before anything is
+        read if it cannot be written); without it, write the release later with ``write``.
         """
-        spec = self._series_spec(epsilon, sensitivity, period, freq, dict(options))
-        return self.run(spec, lambda _s: spec.load(source), engine=False)  # bound to content
+        spec = self._series_spec(epsilon, sensitivity, period, freq, domain_from_data, options)
+        return self.run(
+            spec,
+            spec.loader(source),  # bound to the series' content
+            output=output,
+            overwrite=overwrite,
+            marks=spec.marks,
+            engine=False,
+        )
 
     def __repr__(self) -> str:
         return (

@@ -156,7 +156,8 @@ def _clamped(x: np.ndarray, value_bounds: tuple[float, float] | None) -> np.ndar
     lo, hi = value_bounds
     if not lo < hi:
         raise ConfigError("value bounds need lower < upper")
-    return np.clip(x, lo, hi)
+    clamped: np.ndarray = np.clip(x, lo, hi)
+    return clamped
 
 
 def series_table(
