@@ -9,7 +9,7 @@ import pytest
 
 from privmob.data import load_events
 from privmob.data.tessellation_input import load_tessellation
-from privmob.domain import StudyPeriod
+from privmob.domain import Period
 from privmob.prepare.trips import consecutive_event_trips
 from privmob.privacy.costs import Unit
 from privmob.releases.base import Accountant, write_release
@@ -42,7 +42,7 @@ def test_gowalla_od_release(nyc, engine, ledger, tmp_path):
     assert (n_events, n_users) == (138_957, 7_115)  # SOURCE.md's figures: nothing dropped
     trips = consecutive_event_trips(events)
 
-    period = StudyPeriod.parse("all", "2009-02-01", "2010-11-01")
+    period = Period.parse("all", "2009-02-01", "2010-11-01")
     dom = ODDomain(tess.k, 1)
     truth = exact_counts(trips, domain=dom, period=period, unit=Unit.TRIP, max_trips=1)
     bounded = exact_counts(trips, domain=dom, period=period, unit=Unit.USER, max_trips=10)

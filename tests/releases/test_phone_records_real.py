@@ -9,7 +9,7 @@ import pytest
 
 from privmob.data.sources import load_events
 from privmob.data.tessellation_input import load_tessellation
-from privmob.domain import StudyPeriod
+from privmob.domain import Period
 from privmob.engine import DuckDBEngine
 from privmob.evaluate.decision_grid import Scenario, run_grid
 from privmob.prepare.trips import events_to_trips
@@ -48,7 +48,7 @@ def test_gowalla_nyc_chain(shared_data, tmp_path) -> None:
     n_hourly = int(eng.fetch(f"SELECT count(*) FROM {hourly.view}").iloc[0, 0])
     assert 0 < n_hourly < n_trips < n_events  # hourly modes merge events within an hour
 
-    week = StudyPeriod.parse("day", "2010-09-01", "2010-09-08")
+    week = Period.parse("day", "2010-09-01", "2010-09-08")
     acct = Accountant(Ledger(tmp_path / "ledger.sqlite"), "gowalla", budget=10.0)
     rel = od_matrix(
         trips,

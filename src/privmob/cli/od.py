@@ -79,10 +79,10 @@ def od(
 ) -> None:
     """Release a differentially private origin-destination matrix."""
     from privmob.cli.run import run_release
-    from privmob.domain import StudyPeriod
+    from privmob.domain import Period
     from privmob.releases.specs import OdSpec
 
-    study = StudyPeriod.parse(bin, start, end)
+    study = Period.parse(bin, start, end)
 
     def spec(tess: Any) -> OdSpec:
         return OdSpec(

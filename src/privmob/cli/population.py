@@ -54,14 +54,14 @@ def population(
     """
     seed = ctx.params.get("seed")  # a run option (privmob.cli.run_options)
     from privmob.cli.run import run_release
-    from privmob.domain import StudyPeriod
+    from privmob.domain import Period
     from privmob.releases.specs import PopulationSpec
 
     if zone_mapping not in ("contain", "voronoi"):
         raise ConfigError(f"unknown zone mapping '{zone_mapping}'", hint="contain or voronoi")
     if zone_mapping == "voronoi" and cells is None:
         raise ConfigError("--zone-mapping voronoi needs --cells (the towers table)")
-    study = StudyPeriod.parse("all", start, end)
+    study = Period.parse("all", start, end)
 
     def spec(tess: Any) -> PopulationSpec:
         return PopulationSpec(tess, epsilon, noise, delta, (night_start, night_end), study)

@@ -126,7 +126,7 @@ def series_command(
     if not domain_from_data and None in (start, end, bin):
         raise ConfigError("give --start, --end and --bin together")
     from privmob.cli.run import run_release
-    from privmob.domain import StudyPeriod
+    from privmob.domain import Period
     from privmob.releases.landmark import landmark_tokens
     from privmob.releases.specs import SeriesSpec
 
@@ -138,7 +138,7 @@ def series_command(
     spec = SeriesSpec.over(
         epsilon,
         sensitivity,
-        None if domain_from_data else StudyPeriod.parse("all", start, end),
+        None if domain_from_data else Period.parse("all", start, end),
         bin,
         domain_from_data=domain_from_data,
         value_column=value_column,

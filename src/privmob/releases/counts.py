@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from privmob.domain import StudyPeriod
+from privmob.domain import Period
 from privmob.engine.base import dense_counts
 from privmob.errors import ConfigError
 from privmob.prepare.bounding import bound_per_user, fresh_key
@@ -91,7 +91,7 @@ def _minutes(_time: str, d: Any) -> str:
     return f"(({d.epoch_seconds('end_time')} - {d.epoch_seconds('start_time')}) / 60.0)"
 
 
-def dimension(spec: str, tile_ids: Sequence[Any], period: StudyPeriod) -> Dimension:
+def dimension(spec: str, tile_ids: Sequence[Any], period: Period) -> Dimension:
     """The dimension named by ``spec`` (see the module's docstring), over public labels."""
     name, _, arg = spec.partition(":")
     tiles = tuple(tile_ids)
@@ -142,7 +142,7 @@ class CountSpec:
     bound: int
     noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE
     delta: float = 0.0
-    period: StudyPeriod = field(default_factory=StudyPeriod)
+    period: Period = field(default_factory=Period)
     kind: str = "counts"
 
     @cached_property

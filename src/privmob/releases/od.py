@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from privmob.domain import StudyPeriod
+from privmob.domain import Period
 from privmob.engine.base import dense_counts
 from privmob.engine.buckets import counts_by_user_buckets, root
 from privmob.engine.relation import Loaded
@@ -97,7 +97,7 @@ def od_matrix(
     tau: int | None = None,
     noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE,
     delta: float = 0.0,
-    period: StudyPeriod | None = None,
+    period: Period | None = None,
     bound_per: str = "release",
     rng: Randomness | int | None = None,
     step: Step | None = None,
@@ -133,7 +133,7 @@ def od_matrix(
     """
     step = step or (lambda _msg: None)
     r = resolve(rng)
-    period = period or StudyPeriod()
+    period = period or Period()
     check_tessellation(trips, tessellation)
     check_shape(
         trips,
@@ -260,12 +260,12 @@ def plan_od(
     tau: int | None = None,
     noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE,
     delta: float = 0.0,
-    period: StudyPeriod | None = None,
+    period: Period | None = None,
     bound_per: str = "release",
 ) -> ODPlan:
     """Check the parameters and compute the noise and ledger parts (no data is read)."""
     unit = Unit(unit)
-    period = period or StudyPeriod()
+    period = period or Period()
     if unit not in (Unit.USER, Unit.TRIP):
         raise ConfigError(f"the OD release protects a user or a trip, not a {unit}")
     if unit is Unit.USER:
@@ -306,7 +306,7 @@ def exact_counts(
     trips: Loaded,
     *,
     domain: ODDomain,
-    period: StudyPeriod,
+    period: Period,
     unit: Unit,
     max_trips: int,
     bound_per: str = "release",
@@ -343,7 +343,7 @@ def _exact_counts_one(
     trips: Loaded,
     *,
     domain: ODDomain,
-    period: StudyPeriod,
+    period: Period,
     unit: Unit,
     max_trips: int,
     bound_per: str,

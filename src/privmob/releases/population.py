@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from privmob.domain import StudyPeriod
+from privmob.domain import Period
 from privmob.engine.base import dense_counts
 from privmob.engine.buckets import counts_by_user_buckets
 from privmob.engine.relation import Loaded
@@ -46,7 +46,7 @@ def exact_home_counts(
     k: int,
     *,
     night: tuple[int, int] = (20, 6),
-    period: StudyPeriod | None = None,
+    period: Period | None = None,
     buckets: int | None = None,
     step: Callable[[str], None] | None = None,
 ) -> np.ndarray:
@@ -84,7 +84,7 @@ def population_counts(
     noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE,
     delta: float = 0.0,
     night: tuple[int, int] = (20, 6),
-    period: StudyPeriod | None = None,
+    period: Period | None = None,
     rng: Randomness | int | None = None,
     step: Callable[[str], None] | None = None,
 ) -> Release:
@@ -136,7 +136,7 @@ def population_counts(
             "epsilon": epsilon,
             "delta": delta,
             "night_hours": list(night),
-            "period": (period or StudyPeriod()).to_dict(),
+            "period": (period or Period()).to_dict(),
             "post_processing": "negative counts set to 0",
         },
         domain={"zones": k, "outlier_cells": [OUTSIDE, UNKNOWN]},
@@ -158,7 +158,7 @@ def population_by_tower_shares(
     noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE,
     delta: float = 0.0,
     night: tuple[int, int] = (20, 6),
-    period: StudyPeriod | None = None,
+    period: Period | None = None,
     rng: Randomness | int | None = None,
     step: Callable[[str], None] | None = None,
 ) -> Release:
@@ -231,7 +231,7 @@ def population_by_tower_shares(
             "epsilon": epsilon,
             "delta": delta,
             "night_hours": list(night),
-            "period": (period or StudyPeriod()).to_dict(),
+            "period": (period or Period()).to_dict(),
             "zone_mapping": "voronoi area shares of noisy tower counts",
             "post_processing": "negative tower counts set to 0, then split by area shares",
         },

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol
 
-from privmob.domain import StudyPeriod
+from privmob.domain import Period
 from privmob.errors import ConfigError
 from privmob.privacy.costs import Cost, Unit
 from privmob.privacy.mechanisms import NoiseKind, calibrate
@@ -192,7 +192,7 @@ class OdSpec:
     tau: int | None = None
     noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE
     delta: float = 0.0
-    period: StudyPeriod = field(default_factory=StudyPeriod)
+    period: Period = field(default_factory=Period)
     bound_per: str = "release"
     kind: str = "od"
     same_tile: str = "exclude"
@@ -284,7 +284,7 @@ class PopulationSpec:
     noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE
     delta: float = 0.0
     night: tuple[int, int] = (20, 6)
-    period: StudyPeriod = field(default_factory=StudyPeriod)
+    period: Period = field(default_factory=Period)
     kind: str = "population"
 
     def public_period(self) -> dict[str, object]:
@@ -566,7 +566,7 @@ class SeriesSpec:
         cls,
         epsilon: float,
         sensitivity: float,
-        period: StudyPeriod | None,
+        period: Period | None,
         freq: str | None,
         *,
         domain_from_data: bool = False,
@@ -587,7 +587,7 @@ class SeriesSpec:
                 )
             start = end = None
         else:
-            study = period or StudyPeriod()
+            study = period or Period()
             if study.start is None or study.end is None or freq is None:
                 raise ConfigError(
                     "a series needs the public time grid: a declared period and its bin",
