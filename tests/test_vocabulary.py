@@ -32,3 +32,12 @@ def test_the_earlier_positional_order_is_refused_with_the_new_one() -> None:
     assert 'bin="day"' in str(err.value.hint) and "Period.parse" in str(err.value.hint)
     with pytest.raises(TypeError):  # start and end are the only positional parameters
         domain.StudyPeriod("day", "2024-01-01", "2024-02-01")  # type: ignore[misc]
+
+
+def test_the_privacy_unit_has_one_name() -> None:
+    from privmob.privacy import costs
+
+    assert pm.PrivacyUnit is dp.PrivacyUnit is costs.PrivacyUnit is costs.Unit
+    assert pm.PrivacyUnit.__name__ == "PrivacyUnit"  # what a user sees: repr, help, errors
+    assert repr(pm.PrivacyUnit("landmark")) == "<PrivacyUnit.LANDMARK: 'landmark'>"
+    assert str(pm.PrivacyUnit.USER) == "user"  # the ledger's and metadata's value, unchanged

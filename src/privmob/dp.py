@@ -1,7 +1,7 @@
 """The typed vocabulary of differential privacy used by :class:`privmob.Session`.
 
 Budgets (:class:`PureDP`, :class:`ApproxDP`, :class:`RhoZCDP`), the privacy unit
-(:data:`PrivacyUnit`, the ledger's :class:`~privmob.privacy.costs.Unit`), typed contribution
+(:class:`~privmob.privacy.costs.PrivacyUnit`: user, trip, event or landmark), typed contribution
 bounds and the public study :class:`~privmob.domain.Period` (one type, defined with the
 other public domains). Every value here is public: it is fixed before any
 data is read and never derived from the data.
@@ -13,10 +13,8 @@ from dataclasses import dataclass
 
 from privmob.domain import Period as Period
 from privmob.errors import ConfigError
-from privmob.privacy.costs import Cost, Unit, zcdp_to_epsilon
-
-#: what neighbouring datasets differ in: user, trip, event or landmark
-PrivacyUnit = Unit
+from privmob.privacy.costs import Cost, zcdp_to_epsilon
+from privmob.privacy.costs import PrivacyUnit as PrivacyUnit
 
 
 @dataclass(frozen=True)
