@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from privmob.privacy.costs import Cost, Unit
+from privmob.privacy.costs import Cost, PrivacyUnit
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,7 @@ class ReleaseMetadata:
     """What a release protects and how: the fields of its ``metadata.json``, typed."""
 
     kind: str
-    unit: Unit
+    unit: PrivacyUnit
     bounds: dict[str, Any]
     cost: Cost
     noise: dict[str, Any]

@@ -11,7 +11,7 @@ from privmob.data import load_events
 from privmob.data.tessellation_input import load_tessellation
 from privmob.domain import Period
 from privmob.prepare.trips import consecutive_event_trips
-from privmob.privacy.costs import Unit
+from privmob.privacy.costs import PrivacyUnit
 from privmob.releases.base import Accountant, write_release
 from privmob.releases.od import ODDomain, exact_counts, od_matrix
 
@@ -44,8 +44,8 @@ def test_gowalla_od_release(nyc, engine, ledger, tmp_path):
 
     period = Period.parse("all", "2009-02-01", "2010-11-01")
     dom = ODDomain(tess.k, 1)
-    truth = exact_counts(trips, domain=dom, period=period, unit=Unit.TRIP, max_trips=1)
-    bounded = exact_counts(trips, domain=dom, period=period, unit=Unit.USER, max_trips=10)
+    truth = exact_counts(trips, domain=dom, period=period, unit=PrivacyUnit.TRIP, max_trips=1)
+    bounded = exact_counts(trips, domain=dom, period=period, unit=PrivacyUnit.USER, max_trips=10)
     assert truth[: dom.od_size].sum() > 10_000
     assert bounded.sum() <= 10 * n_users < truth.sum()
 

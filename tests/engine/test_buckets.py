@@ -26,7 +26,7 @@ from privmob.engine.buckets import (
 )
 from privmob.errors import ConfigError
 from privmob.prepare.inputs import load_trips_any
-from privmob.privacy.costs import Unit
+from privmob.privacy.costs import PrivacyUnit
 from privmob.privacy.samplers import Randomness
 from privmob.releases.od import ODDomain, exact_counts, od_matrix
 
@@ -59,7 +59,7 @@ def od_counts(trips, k, max_trips, buckets, period=None):
         trips,
         domain=ODDomain(k, period.n_bins),
         period=period,
-        unit=Unit.USER,
+        unit=PrivacyUnit.USER,
         max_trips=max_trips,
         buckets=buckets,
         rng=Randomness.for_tests(3),

@@ -16,7 +16,7 @@ from privmob.data import load_trips
 from privmob.domain import Period
 from privmob.engine import DuckDBEngine, make_engine
 from privmob.prepare.inputs import load_trips_any
-from privmob.privacy.costs import Unit
+from privmob.privacy.costs import PrivacyUnit
 from privmob.releases.od import ODDomain, exact_counts, od_matrix
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -26,7 +26,9 @@ NO_TRUNCATION = 10**6
 
 def counts(engine, trips, tess, period, max_trips):
     domain = ODDomain(tess.k, period.n_bins)
-    return exact_counts(trips, domain=domain, period=period, unit=Unit.USER, max_trips=max_trips)
+    return exact_counts(
+        trips, domain=domain, period=period, unit=PrivacyUnit.USER, max_trips=max_trips
+    )
 
 
 def test_make_engine_spark_by_name(spark_engine):

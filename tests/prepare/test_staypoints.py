@@ -190,7 +190,7 @@ def test_gps_counts_in_user_buckets_equal_one_pass(shared_data, tmp_path):
     from privmob.domain import Period
     from privmob.engine import DuckDBEngine
     from privmob.prepare.inputs import load_trips_any
-    from privmob.privacy.costs import Unit
+    from privmob.privacy.costs import PrivacyUnit
     from privmob.privacy.samplers import Randomness
     from privmob.releases.od import ODDomain, exact_counts
 
@@ -204,7 +204,7 @@ def test_gps_counts_in_user_buckets_equal_one_pass(shared_data, tmp_path):
                 trips,
                 domain=ODDomain(tess.k, period.n_bins),
                 period=period,
-                unit=Unit.USER,
+                unit=PrivacyUnit.USER,
                 max_trips=10**6,
                 buckets=b,
                 rng=Randomness.for_tests(3),

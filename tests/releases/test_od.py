@@ -6,7 +6,7 @@ from tests.helpers import box_grid, random_trips, trips_frame
 from privmob.data import load_trips
 from privmob.domain import Period
 from privmob.errors import BudgetError, ConfigError
-from privmob.privacy.costs import Unit
+from privmob.privacy.costs import PrivacyUnit
 from privmob.privacy.mechanisms import NoiseKind, calibrate
 from privmob.privacy.samplers import Randomness
 from privmob.releases.base import Accountant, write_release
@@ -74,7 +74,7 @@ def test_user_bound_is_enforced(engine, grid):
     d0, d1 = load(engine, grid, base), load(engine, grid, pd.concat([base, heavy]))
     dom = ODDomain(9, 1)
     for seed in range(5):
-        kw = {"domain": dom, "period": Period(), "unit": Unit.USER, "max_trips": 3}
+        kw = {"domain": dom, "period": Period(), "unit": PrivacyUnit.USER, "max_trips": 3}
         c0 = exact_counts(d0, rng=Randomness.for_tests(seed), **kw)
         c1 = exact_counts(d1, rng=Randomness.for_tests(seed + 100), **kw)
         assert c1[1] - c0[1] == 3 and c1.sum() - c0.sum() == 3
@@ -98,7 +98,7 @@ def test_neighbouring_l1_distance_is_at_most_t(engine, grid):
             load(engine, grid, base),
             domain=dom,
             period=Period(),
-            unit=Unit.USER,
+            unit=PrivacyUnit.USER,
             max_trips=4,
             rng=Randomness.for_tests(trial),
         )
@@ -106,7 +106,7 @@ def test_neighbouring_l1_distance_is_at_most_t(engine, grid):
             load(engine, grid, pd.concat([base, extra])),
             domain=dom,
             period=Period(),
-            unit=Unit.USER,
+            unit=PrivacyUnit.USER,
             max_trips=4,
             rng=key,
         )
@@ -119,7 +119,7 @@ def test_outliers_are_counted_not_dropped(engine, grid):
     trips = load(engine, grid, df)
     period = Period.parse("day", "2024-01-01", "2024-01-03")
     dom = ODDomain(9, period.n_bins)
-    c = exact_counts(trips, domain=dom, period=period, unit=Unit.TRIP, max_trips=1)
+    c = exact_counts(trips, domain=dom, period=period, unit=PrivacyUnit.TRIP, max_trips=1)
     assert c[dom.od_size + 0] == 1  # end outside the tessellation on day 0
     assert c[dom.od_size + dom.n_periods] == 1  # outside the study period
     assert c[: dom.od_size].sum() == 1
@@ -135,11 +135,11 @@ def test_days_bin_by_local_time(engine, grid):
     trips = load_trips(df, engine=engine, tessellation=grid)
     period = Period.parse("day", "2024-01-01", "2024-01-03")
     dom = ODDomain(9, 2)
-    c = exact_counts(trips, domain=dom, period=period, unit=Unit.TRIP, max_trips=1)
+    c = exact_counts(trips, domain=dom, period=period, unit=PrivacyUnit.TRIP, max_trips=1)
     od = c[: dom.od_size].reshape(2, 9, 9)
     assert od[0, 0, 1] == 1 and od[1, 0, 1] == 2
     paris = load_trips(df, engine=engine, tessellation=grid, timezone="Europe/Paris")
-    od = exact_counts(paris, domain=dom, period=period, unit=Unit.TRIP, max_trips=1)[
+    od = exact_counts(paris, domain=dom, period=period, unit=PrivacyUnit.TRIP, max_trips=1)[
         : dom.od_size
     ].reshape(2, 9, 9)
     assert od[0, 0, 1] == 0 and od[1, 0, 1] == 3  # all three are on Jan 2 in Paris
@@ -158,7 +158,7 @@ def test_neighbouring_outputs_within_e_epsilon(engine, grid):
     extra = trips_frame([(777, 0, 1, m) for m in range(10)])
     extra["tid"] += 90_000
     dom = ODDomain(9, 1)
-    kw = {"domain": dom, "period": Period(), "unit": Unit.USER, "max_trips": t}
+    kw = {"domain": dom, "period": Period(), "unit": PrivacyUnit.USER, "max_trips": t}
     c0 = exact_counts(load(engine, grid, base), rng=Randomness.for_tests(1), **kw)
     c1 = exact_counts(
         load(engine, grid, pd.concat([base, extra])), rng=Randomness.for_tests(1), **kw
@@ -292,5 +292,7 @@ def test_seeded_release_is_stamped(engine, grid, accountant, tmp_path):
 
 def test_trip_level_counts_every_trip(engine, grid):
     trips = load(engine, grid, trips_frame([(1, 0, 1, m) for m in range(25)]))
-    c = exact_counts(trips, domain=ODDomain(9, 1), period=Period(), unit=Unit.TRIP, max_trips=1)
+    c = exact_counts(
+        trips, domain=ODDomain(9, 1), period=Period(), unit=PrivacyUnit.TRIP, max_trips=1
+    )
     assert c[1] == 25

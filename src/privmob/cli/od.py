@@ -10,7 +10,7 @@ import typer
 from privmob.cli import common as c
 from privmob.cli import options as o
 from privmob.cli.run_options import with_run_options
-from privmob.privacy.costs import Unit
+from privmob.privacy.costs import PrivacyUnit
 from privmob.privacy.mechanisms import NoiseKind
 
 
@@ -23,7 +23,7 @@ def od(
         float, o.epsilon("privacy budget of the release (per period with --bound-per period)")
     ],
     output: Annotated[Path, o.output()] = Path("privmob-od"),
-    unit: Annotated[Unit, typer.Option("--unit", help="user or trip")] = Unit.USER,
+    unit: Annotated[PrivacyUnit, typer.Option("--unit", help="user or trip")] = PrivacyUnit.USER,
     max_trips: Annotated[
         int | None,
         o.max_trips("trips per user: the most trips counted per user (a random sample of more)"),
@@ -101,7 +101,7 @@ def od(
 
     def load(session: Any) -> Any:
         # rides without a rider id: each ride its own unit, only for trip-level releases
-        return session.load_trips(uid_per_trip=unit == Unit.TRIP and group_size is None)
+        return session.load_trips(uid_per_trip=unit == PrivacyUnit.TRIP and group_size is None)
 
     def summary(release: Any, paths: list[Path], acct: Any) -> None:
         from privmob.releases.od_series_cost import series_cost_lines

@@ -12,7 +12,7 @@ from privmob.cli import options as o
 from privmob.cli.run_options import with_run_options
 from privmob.data.csv_cells import write_csv
 from privmob.errors import ConfigError, InputError
-from privmob.privacy.costs import Unit
+from privmob.privacy.costs import PrivacyUnit
 
 
 def _pairs(text: str | None, what: str) -> dict[str, str]:
@@ -64,11 +64,11 @@ def html_path(output: Path) -> Path:
     return output
 
 
-def report_bound(max_trips: int | None, unit: Unit) -> int:
+def report_bound(max_trips: int | None, unit: PrivacyUnit) -> int:
     """``-T``: required for user-level privacy (it sets the noise); 1 at trip level."""
     if max_trips is not None:
         return max_trips
-    if unit is Unit.USER:
+    if unit is PrivacyUnit.USER:
         raise ConfigError(
             "user-level privacy needs -T/--max-trips, the most trips counted per user",
             hint="a public bound, never taken from the data; it sets the noise scale "
@@ -103,7 +103,7 @@ def report(
     period: Annotated[
         tuple[str, str] | None, typer.Option("--period", hidden=True)  # older: START END
     ] = None,
-    unit: Annotated[Unit, typer.Option("--unit", help="user or trip")] = Unit.USER,
+    unit: Annotated[PrivacyUnit, typer.Option("--unit", help="user or trip")] = PrivacyUnit.USER,
     analyses: Annotated[
         str | None, typer.Option("--analyses", help="comma-separated subset (default: all 15)")
     ] = None,
@@ -198,7 +198,9 @@ def report(
         tile_id=tile_id,
         spec=lambda tess: ReportSpec(tess, cfg),
         # rides without a rider id: each ride its own unit, only at trip level
-        load=lambda session: session.load_trip_points(unit is Unit.TRIP and group_size is None),
+        load=lambda session: session.load_trip_points(
+            unit is PrivacyUnit.TRIP and group_size is None
+        ),
         # a taken or unwritable output must not burn epsilon; stage -> charge -> rename
         output=lambda: report_output(html_path(output), overwrite=overwrite),
         layers=False,

@@ -37,7 +37,7 @@ from privmob.domain import Period
 from privmob.engine.base import dense_counts
 from privmob.errors import ConfigError
 from privmob.prepare.bounding import bound_per_user, fresh_key
-from privmob.privacy.costs import Cost, Unit
+from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.mechanisms import Noise, NoiseKind, calibrate
 from privmob.privacy.samplers import Randomness, resolve
 from privmob.privacy.signal import signal_check
@@ -267,7 +267,7 @@ def count_release(
     release = Release(
         kind=spec.kind,
         cost=cost,
-        unit=Unit.USER,
+        unit=PrivacyUnit.USER,
         bounds={"max_records_per_user": int(spec.bound), "records": spec.records},
         noise={**noise.to_dict(), "l1_sensitivity": int(spec.bound), "margin_of_error_95": margin},
         params={
@@ -276,7 +276,7 @@ def count_release(
             "by": list(spec.by),
             "period": spec.period.to_dict(),
             "post_processing": "noisy integers as drawn (unbiased; negative values kept)",
-            "signal": signal_check(noisy[:-1], margin, Unit.USER).to_dict(),
+            "signal": signal_check(noisy[:-1], margin, PrivacyUnit.USER).to_dict(),
         },
         domain={
             "dimensions": {d_.column: len(d_.labels) for d_ in spec.dimensions},

@@ -20,7 +20,7 @@ from privmob.engine.buckets import counts_by_user_buckets, root
 from privmob.engine.relation import Loaded
 from privmob.errors import ConfigError
 from privmob.prepare.bounding import bound_per_user, fresh_key
-from privmob.privacy.costs import Cost, Unit
+from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.mechanisms import Noise, NoiseKind, calibrate
 from privmob.privacy.postprocess import check_tau, suppress
 from privmob.privacy.postprocess import describe as describe_post
@@ -92,7 +92,7 @@ def od_matrix(
     tessellation: Tessellation,
     epsilon: float,
     accountant: Accountant,
-    unit: Unit | str = Unit.USER,
+    unit: PrivacyUnit | str = PrivacyUnit.USER,
     max_trips: int | None = None,
     tau: int | None = None,
     noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE,
@@ -165,7 +165,7 @@ def od_matrix(
     accountant.precheck(total)  # refuse before reading any data
 
     # trip level charged to a user budget by group privacy: enforce the stated group size
-    group = accountant.group_size if unit is Unit.TRIP else None
+    group = accountant.group_size if unit is PrivacyUnit.TRIP else None
     if group is not None and (int(group) != group or group < 1):
         raise ConfigError(f"--group-size must be a whole number >= 1, got {group}")
 
@@ -177,7 +177,7 @@ def od_matrix(
         trips,
         domain=domain,
         period=period,
-        unit=Unit.USER if group is not None else unit,
+        unit=PrivacyUnit.USER if group is not None else unit,
         max_trips=int(group) if group is not None else t_bound,
         bound_per="release" if group is not None else bound_per,
         rng=r,
@@ -205,8 +205,8 @@ def od_matrix(
         cost=total,
         unit=unit,
         bounds={
-            "max_trips_per_user": t_bound if unit is Unit.USER else None,
-            "bound_per": bound_per if unit is Unit.USER else None,
+            "max_trips_per_user": t_bound if unit is PrivacyUnit.USER else None,
+            "bound_per": bound_per if unit is PrivacyUnit.USER else None,
             **({"group_size_enforced": int(group)} if group is not None else {}),
         },
         noise={
@@ -244,7 +244,7 @@ def od_matrix(
 class ODPlan:
     """What an OD release will cost, from its public parameters only."""
 
-    unit: Unit
+    unit: PrivacyUnit
     t_bound: int
     noise: Noise
     cost_each: Cost
@@ -255,7 +255,7 @@ class ODPlan:
 def plan_od(
     *,
     epsilon: float,
-    unit: Unit | str = Unit.USER,
+    unit: PrivacyUnit | str = PrivacyUnit.USER,
     max_trips: int | None = None,
     tau: int | None = None,
     noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE,
@@ -264,11 +264,11 @@ def plan_od(
     bound_per: str = "release",
 ) -> ODPlan:
     """Check the parameters and compute the noise and ledger parts (no data is read)."""
-    unit = Unit(unit)
+    unit = PrivacyUnit(unit)
     period = period or Period()
-    if unit not in (Unit.USER, Unit.TRIP):
+    if unit not in (PrivacyUnit.USER, PrivacyUnit.TRIP):
         raise ConfigError(f"the OD release protects a user or a trip, not a {unit}")
-    if unit is Unit.USER:
+    if unit is PrivacyUnit.USER:
         if max_trips is None:
             raise ConfigError(
                 "user-level privacy needs --max-trips T, the most trips counted per user",
@@ -290,7 +290,7 @@ def plan_od(
     noise_dist, cost_each = calibrate(
         noise, epsilon, l1_sensitivity=t_bound, l2_sensitivity=t_bound, delta=delta, unit=unit
     )
-    if bound_per == "period" and unit is Unit.USER:
+    if bound_per == "period" and unit is PrivacyUnit.USER:
         parts = [(f"period {lab}", cost_each) for lab in period.labels()]
         if period.declared:  # undeclared: no trip can be outside, that cell reads no data
             parts.append(("trips outside the study period (outliers)", cost_each))
@@ -307,7 +307,7 @@ def exact_counts(
     *,
     domain: ODDomain,
     period: Period,
-    unit: Unit,
+    unit: PrivacyUnit,
     max_trips: int,
     bound_per: str = "release",
     rng: Randomness | None = None,
@@ -344,7 +344,7 @@ def _exact_counts_one(
     *,
     domain: ODDomain,
     period: Period,
-    unit: Unit,
+    unit: PrivacyUnit,
     max_trips: int,
     bound_per: str,
     rng: Randomness | None,
@@ -355,7 +355,7 @@ def _exact_counts_one(
         f"(SELECT uid, tid, origin, destination, "
         f"{period.bin_sql('start_time', d)} AS period FROM {trips.view})"
     )
-    if unit is Unit.USER:
+    if unit is PrivacyUnit.USER:
         partition = ("period",) if bound_per == "period" else ()
         rows = (
             "("

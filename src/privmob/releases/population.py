@@ -19,7 +19,7 @@ from privmob.engine.buckets import counts_by_user_buckets
 from privmob.engine.relation import Loaded
 from privmob.errors import ConfigError
 from privmob.prepare.homes import home_cells_sql
-from privmob.privacy.costs import Unit
+from privmob.privacy.costs import PrivacyUnit
 from privmob.privacy.mechanisms import NoiseKind, calibrate
 from privmob.privacy.samplers import Randomness, resolve
 from privmob.releases.base import Accountant
@@ -129,7 +129,7 @@ def population_counts(
     release = Release(
         kind="population",
         cost=cost,
-        unit=Unit.USER,
+        unit=PrivacyUnit.USER,
         bounds={"homes_per_user": 1},
         noise={**dist.to_dict(), "l1_sensitivity": 1, "margin_of_error_95": dist.margin_of_error()},
         params={
@@ -224,7 +224,7 @@ def population_by_tower_shares(
     release = Release(
         kind="population",
         cost=cost,
-        unit=Unit.USER,
+        unit=PrivacyUnit.USER,
         bounds={"homes_per_user": 1},
         noise={**dist.to_dict(), "l1_sensitivity": 1, "margin_of_error_95": dist.margin_of_error()},
         params={

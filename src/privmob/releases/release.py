@@ -13,7 +13,7 @@ import pandas as pd
 
 from privmob import __version__
 from privmob.errors import ConfigError
-from privmob.privacy.costs import Cost, Unit
+from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.ledger_entries import Entry
 
 NOT_FOR_PUBLICATION = (
@@ -31,7 +31,7 @@ class Release:
 
     kind: str
     cost: Cost
-    unit: Unit
+    unit: PrivacyUnit
     bounds: dict[str, Any]
     noise: dict[str, Any]
     params: dict[str, Any]

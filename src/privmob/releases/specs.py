@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from privmob.domain import Period
 from privmob.errors import ConfigError
-from privmob.privacy.costs import Cost, Unit
+from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.mechanisms import NoiseKind, calibrate
 from privmob.privacy.samplers import Randomness
 from privmob.releases.base import Accountant
@@ -187,7 +187,7 @@ class OdSpec:
 
     tessellation: Tessellation
     epsilon: float
-    unit: Unit = Unit.USER
+    unit: PrivacyUnit = PrivacyUnit.USER
     max_trips: int | None = None
     tau: int | None = None
     noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE

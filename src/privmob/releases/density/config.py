@@ -11,7 +11,7 @@ from privmob.errors import ConfigError
 from privmob.prepare.presample import (
     HOURS_PER_WEEK,
 )
-from privmob.privacy.costs import Cost, Unit
+from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.efpa import gaussian_sigma
 
 MAX_VISITS_PER_WEEK = HOURS_PER_WEEK  # after the one-visit-per-hour cap
@@ -95,12 +95,12 @@ class DensityConfig:
     def mechanism_cost(self) -> Cost:
         """The cost of the density mechanism (totals + EFPA(G)/LPA) over the week's domain."""
         if self.method == "lpa" or self.delta == 0:
-            return Cost.pure(self.epsilon, Unit.USER)
-        return Cost.approx(self.epsilon, self.delta, Unit.USER)
+            return Cost.pure(self.epsilon, PrivacyUnit.USER)
+        return Cost.approx(self.epsilon, self.delta, PrivacyUnit.USER)
 
     def outliers_cost(self) -> Cost:
         """The cost of the out-of-domain cell (visits outside the week or at no tower)."""
-        return Cost.pure(self.epsilon_outliers, Unit.USER)
+        return Cost.pure(self.epsilon_outliers, PrivacyUnit.USER)
 
     def cost(self) -> Cost:
         """The whole release's cost, known before any data is read (sequential composition)."""

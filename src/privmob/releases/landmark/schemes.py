@@ -11,7 +11,7 @@ from enum import StrEnum
 import numpy as np
 
 from privmob.errors import ConfigError
-from privmob.privacy.costs import Unit
+from privmob.privacy.costs import PrivacyUnit
 from privmob.releases.landmark.theorem import landmark_indices
 
 
@@ -27,11 +27,11 @@ class Scheme(StrEnum):
 
 
 SCHEME_UNIT = {
-    Scheme.UNIFORM: Unit.LANDMARK,
-    Scheme.SKIP: Unit.LANDMARK,
-    Scheme.ADAPTIVE: Unit.LANDMARK,
-    Scheme.EVENT: Unit.EVENT,
-    Scheme.USER: Unit.USER,
+    Scheme.UNIFORM: PrivacyUnit.LANDMARK,
+    Scheme.SKIP: PrivacyUnit.LANDMARK,
+    Scheme.ADAPTIVE: PrivacyUnit.LANDMARK,
+    Scheme.EVENT: PrivacyUnit.EVENT,
+    Scheme.USER: PrivacyUnit.USER,
 }
 
 

@@ -11,7 +11,7 @@ from datetime import date, datetime
 
 from privmob.domain import parse_date
 from privmob.errors import ConfigError
-from privmob.privacy.costs import Unit
+from privmob.privacy.costs import PrivacyUnit
 from privmob.privacy.mechanisms import NoiseKind
 from privmob.privacy.quantiles import Bins
 from privmob.releases.kinds import same_tile_flag
@@ -91,7 +91,7 @@ class ReportConfig:
     epsilon: float
     max_trips: int
     period: tuple[datetime, datetime]
-    unit: Unit = Unit.USER
+    unit: PrivacyUnit = PrivacyUnit.USER
     analyses: tuple[str, ...] = ANALYSES
     weights: dict[str, float] = field(default_factory=dict)
     ranges: dict[str, tuple[float, float, float]] = field(default_factory=dict)
@@ -109,7 +109,7 @@ class ReportConfig:
         epsilon: float,
         max_trips: int,
         period: tuple[str | date | datetime, str | date | datetime],
-        unit: Unit | str = Unit.USER,
+        unit: PrivacyUnit | str = PrivacyUnit.USER,
         analyses: tuple[str, ...] | list[str] | None = None,
         weights: dict[str, float] | None = None,
         ranges: dict[str, tuple[float, float, float]] | None = None,
@@ -122,7 +122,7 @@ class ReportConfig:
             epsilon=float(epsilon),
             max_trips=int(max_trips),
             period=(_to_datetime(period[0]), _to_datetime(period[1])),
-            unit=Unit(unit),
+            unit=PrivacyUnit(unit),
             analyses=tuple(analyses) if analyses else ANALYSES,
             weights=dict(weights or {}),
             ranges=dict(ranges or {}),
@@ -141,7 +141,7 @@ class ReportConfig:
                 "max trips per user (M) must be declared and >= 1",
                 hint="there is no data-dependent default: pass --max-trips",
             )
-        if self.unit not in (Unit.USER, Unit.TRIP):
+        if self.unit not in (PrivacyUnit.USER, PrivacyUnit.TRIP):
             raise ConfigError(f"a mobility report protects a user or a trip, not {self.unit}")
         if not self.period[0] < self.period[1]:
             raise ConfigError("the study period needs start < end")
