@@ -16,14 +16,13 @@ from privmob.releases.landmark.theorem import landmark_indices
 
 
 class Scheme(StrEnum):
+    """A landmark scheme (the module's docstring); ``str()`` is its value (a StrEnum's)."""
+
     UNIFORM = "uniform"
     SKIP = "skip"
     ADAPTIVE = "adaptive"
     EVENT = "event"
     USER = "user"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 SCHEME_UNIT = {
