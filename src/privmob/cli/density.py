@@ -95,7 +95,10 @@ def density(
     week = start
     parse_week(week)  # parameters are checked before the ledger is touched
     if max_trips is not None:
-        c.print_warning(f"--max-trips is deprecated: use --max-visits (-T) {max_trips}")
+        c.print_warning(
+            f"--max-trips is deprecated here: the bound is -T/--max-visits (read as --max-visits "
+            f"{max_trips})"
+        )
         max_visits = max_trips
     config = DensityConfig(
         epsilon,

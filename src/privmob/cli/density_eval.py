@@ -57,7 +57,10 @@ def density_eval(
     from privmob.releases.density_inputs import load_density_inputs
 
     if max_trips is not None:  # the earlier spelling of the bound
-        c.print_warning(f"--max-trips is deprecated: use --max-visits (-T) {max_trips}")
+        c.print_warning(
+            f"--max-trips is deprecated here: the bound is -T/--max-visits (read as --max-visits "
+            f"{max_trips})"
+        )
         max_visits = max_trips
     eps = [float(e) for e in epsilons.split(",") if e.strip()]
     hours = [int(h) for h in emd_hours.split(",") if h.strip()]
