@@ -74,7 +74,7 @@ def run_privmob(workdir: Path, max_trips: int, memory_limit: str) -> dict[str, f
     from privmob.data.grids import square_grid
     from privmob.data.sources import load_events
     from privmob.data.tessellation_input import load_tessellation
-    from privmob.domain import StudyPeriod
+    from privmob.domain import Period
     from privmob.engine import DuckDBEngine
     from privmob.prepare.trips import consecutive_event_trips
     from privmob.privacy.ledger import Ledger
@@ -94,7 +94,7 @@ def run_privmob(workdir: Path, max_trips: int, memory_limit: str) -> dict[str, f
     )
     t_load = time.perf_counter()
     trips = consecutive_event_trips(events)
-    period = StudyPeriod.parse("day", START, f"2024-01-{DAYS + 1:02d}")
+    period = Period.parse("day", START, f"2024-01-{DAYS + 1:02d}")
     acct = Accountant(Ledger(workdir / "ledger.sqlite"), "bench", budget=1e9)
     rel = od_matrix(
         trips,

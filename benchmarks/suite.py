@@ -535,16 +535,16 @@ def run_privmob(
 
     tess = load_tessellation(tess_path)
     if release.startswith("od-"):
-        from privmob.domain import StudyPeriod
+        from privmob.domain import Period
         from privmob.prepare.inputs import load_trips_any
         from privmob.releases.od import od_matrix
 
         if release == "od-trips":
             trips = load_trips_any(path, engine=eng, tessellation=tess, shape="trips")
-            period = StudyPeriod()
+            period = Period()
         else:
             trips = load_trips_any(path, engine=eng, tessellation=tess, shape="events", cells=cells)
-            period = StudyPeriod.parse("day", START, END)
+            period = Period.parse("day", START, END)
         rel = od_matrix(
             trips, tessellation=tess, epsilon=EPSILON, accountant=acct, max_trips=T, period=period
         )

@@ -1,5 +1,6 @@
-"""Public domains every layer shares: study periods split into days or weeks, and grids of
-fixed time bins, declared from public parameters before any data is read.
+"""Public domains every layer shares: study periods split into days or weeks (:class:`Period`,
+``pm.Period``), and grids of fixed time bins, declared from public parameters before any data
+is read.
 
 A ground module: it imports nothing of privmob but :mod:`privmob.errors`, so that loading
 (``data``), the releases, the session and the CLI all use the same types.
@@ -17,22 +18,44 @@ if TYPE_CHECKING:
     import pandas as pd
 
 PERIOD_SECONDS = {"day": 86_400, "week": 7 * 86_400}
+#: the bins of a :class:`Period`
+PERIOD_BINS = ("all", "day", "week")
 
 
-@dataclass(frozen=True)
-class StudyPeriod:
-    """A declared, public time range ``[start, end)`` in local wall-clock time, cut into bins.
+@dataclass(frozen=True, init=False)
+class Period:
+    """A declared, public study period ``[start, end)`` in local wall-clock time, cut into bins:
+    ``pm.Period("2024-01-01", "2024-02-01", bin="day")``. Dates are never read from the data.
 
-    ``granularity`` is ``all`` (one bin), ``day`` or ``week`` (weeks start on ``start``).
-    With ``all`` and no declared range, every record is in the single bin.
+    ``bin`` (the :attr:`granularity`) is ``all`` (one bin), ``day`` or ``week`` (weeks start
+    on ``start``). With ``all`` and no declared range, every record is in the single bin.
+    ``start`` and ``end``: dates, datetimes or ISO text (naive local times).
     """
 
     granularity: str = "all"
     start: datetime | None = None
     end: datetime | None = None
 
-    def __post_init__(self) -> None:
-        if self.granularity not in ("all", "day", "week"):
+    def __init__(
+        self,
+        start: str | date | None = None,
+        end: str | date | None = None,
+        *,
+        bin: str = "all",
+    ) -> None:
+        if isinstance(start, str) and start in PERIOD_BINS:
+            raise ConfigError(
+                f"Period({start!r}, ...) reads {start!r} as the start date",
+                hint=f'the bin is a keyword: Period(start, end, bin="{start}"), or '
+                f'Period.parse("{start}", start, end) (the earlier StudyPeriod order)',
+            )
+        object.__setattr__(self, "granularity", bin)
+        object.__setattr__(self, "start", parse_date(start))
+        object.__setattr__(self, "end", parse_date(end))
+        self._check()
+
+    def _check(self) -> None:
+        if self.granularity not in PERIOD_BINS:
             raise ConfigError(f"unknown period '{self.granularity}'", hint="use all, day or week")
         if (self.start is None) != (self.end is None):
             raise ConfigError("declare both the start and the end of the study period")
@@ -46,10 +69,9 @@ class StudyPeriod:
             raise ConfigError("the study period must end after it starts")
 
     @classmethod
-    def parse(
-        cls, granularity: str, start: str | date | None, end: str | date | None
-    ) -> StudyPeriod:
-        return cls(granularity, parse_date(start), parse_date(end))
+    def parse(cls, granularity: str, start: str | date | None, end: str | date | None) -> Period:
+        """The period of ``granularity`` bins from ``start`` to ``end`` (positional)."""
+        return cls(start, end, bin=granularity)
 
     @property
     def declared(self) -> bool:
@@ -97,6 +119,10 @@ class StudyPeriod:
             "end": self.end.isoformat() if self.end else None,
             "bins": self.n_bins,
         }
+
+
+#: the earlier name of :class:`Period` (one type: ``privmob.dp.Period`` is this class)
+StudyPeriod = Period
 
 
 def parse_date(value: str | date | None) -> datetime | None:

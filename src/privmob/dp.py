@@ -1,22 +1,20 @@
 """The typed vocabulary of differential privacy used by :class:`privmob.Session`.
 
 Budgets (:class:`PureDP`, :class:`ApproxDP`, :class:`RhoZCDP`), the privacy unit
-(:data:`PrivacyUnit`, the ledger's :class:`~privmob.privacy.costs.Unit`), typed contribution
-bounds and the public study :class:`Period`. Every value here is public: it is fixed before any
+(:class:`~privmob.privacy.costs.PrivacyUnit`: user, trip, event or landmark), typed contribution
+bounds and the public study :class:`~privmob.domain.Period` (one type, defined with the
+other public domains). Every value here is public: it is fixed before any
 data is read and never derived from the data.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date
 
-from privmob.domain import StudyPeriod
+from privmob.domain import Period as Period
 from privmob.errors import ConfigError
-from privmob.privacy.costs import Cost, Unit, zcdp_to_epsilon
-
-#: what neighbouring datasets differ in: user, trip, event or landmark
-PrivacyUnit = Unit
+from privmob.privacy.costs import Cost, zcdp_to_epsilon
+from privmob.privacy.costs import PrivacyUnit as PrivacyUnit
 
 
 @dataclass(frozen=True)
@@ -127,26 +125,10 @@ def bound_value(bound: _Bound | int | None, expected: type[_Bound]) -> int | Non
 
 
 # -- the public study period ---------------------------------------------------------------
-class Period(StudyPeriod):
-    """A declared, public study period ``[start, end)`` cut into bins (``all``, ``day``,
-    ``week``): ``pm.Period("2024-01-01", "2024-02-01", bin="day")``. Dates are never read from
-    the data."""
-
-    def __init__(
-        self,
-        start: str | date | None = None,
-        end: str | date | None = None,
-        *,
-        bin: str = "all",
-    ) -> None:
-        p = StudyPeriod.parse(bin, start, end)
-        super().__init__(p.granularity, p.start, p.end)
-
-
-def as_period(period: StudyPeriod | None) -> StudyPeriod:
+def as_period(period: Period | None) -> Period:
     if period is None:
-        return StudyPeriod()
-    if not isinstance(period, StudyPeriod):
+        return Period()
+    if not isinstance(period, Period):
         raise ConfigError(
             f"cannot use {type(period).__name__} as a period",
             hint='use pm.Period("2024-01-01", "2024-02-01", bin="day")',

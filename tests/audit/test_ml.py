@@ -18,7 +18,7 @@ from privmob.audit.ml import (
     synthetic_membership_data,
 )
 from privmob.errors import ConfigError, InputError
-from privmob.privacy.costs import Unit
+from privmob.privacy.costs import PrivacyUnit
 from privmob.privacy.samplers import Randomness
 
 
@@ -49,11 +49,13 @@ def test_bounding_keeps_at_most_t_trips_per_user_and_period() -> None:
     assert np.array_equal(bound_per_period(counts, 10**6, gen), counts.sum(axis=0))
 
 
-@pytest.mark.parametrize(("unit", "bound", "eps"), [(Unit.TRIP, 1, 0.5), (Unit.USER, 4, 1.0)])
+@pytest.mark.parametrize(
+    ("unit", "bound", "eps"), [(PrivacyUnit.TRIP, 1, 0.5), (PrivacyUnit.USER, 4, 1.0)]
+)
 def test_private_matrices_use_privmobs_calibrated_noise(small, unit, bound, eps) -> None:
     rel = PrivateOD(eps, unit, bound, tau=-(10**9))
     noisy = rel.release(small, Randomness.for_tests(4))
-    base = small.bounded[bound] if unit == Unit.USER else small.aggregate
+    base = small.bounded[bound] if unit == PrivacyUnit.USER else small.aggregate
     diff = (noisy - base).ravel()
     q = math.exp(-eps / bound)
     expected_std = math.sqrt(2 * q) / (1 - q)  # discrete Laplace of scale T/eps
@@ -69,7 +71,7 @@ def test_threshold_is_post_processing(small) -> None:
 
 def test_user_level_needs_a_bounded_aggregate(small) -> None:
     with pytest.raises(ConfigError, match="bounded"):
-        PrivateOD(1.0, Unit.USER, 99).release(small, Randomness.for_tests(0))
+        PrivateOD(1.0, PrivacyUnit.USER, 99).release(small, Randomness.for_tests(0))
 
 
 @pytest.mark.slow

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from privmob.cli import app
-from privmob.privacy.costs import Cost, Unit
+from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.ledger import Ledger
 
 runner = CliRunner()
@@ -72,7 +72,7 @@ def test_cost_from_a_ledger(tmp_path) -> None:
     led = Ledger(path)
     led.set_budget("city", 5.0)
     led.charge("city", Cost.pure(0.5), kind="od-matrix")
-    led.charge("city", Cost.pure(0.1, Unit.TRIP), kind="od-trip", group_size=10)
+    led.charge("city", Cost.pure(0.1, PrivacyUnit.TRIP), kind="od-trip", group_size=10)
     out = output_of("audit", "cost", "--ledger", str(path), "--dataset", "city")
     assert "epsilon=1.5 per user" in out
 

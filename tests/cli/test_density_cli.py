@@ -97,3 +97,22 @@ def test_density_eval_writes_table_and_plot(tmp_path) -> None:
     summary = pd.read_csv(out / "summary.csv")
     assert set(summary["method"]) >= {"LPA", "EFPA", "EFPAG"}
     assert (out / "density_eval.png").stat().st_size > 1000
+
+
+def test_density_bound_has_one_name_and_the_old_one_warns(tmp_path, capsys) -> None:
+    """Issue 28: density's bound was -T/--max-trips on the command line, max_visits in Python
+    and max_visits_per_week in metadata.json; now -T/--max-visits, --max-trips with a warning."""
+    from tests.releases.golden_cases import COMMON, INPUTS
+
+    base = ["density", str(INPUTS / "cell_events.csv"), "--cells", str(INPUTS / "cells.csv"),
+            "-t", str(INPUTS / "zones.geojson"), "-e", "1", "--start", "2026-03-02",
+            *COMMON]  # fmt: skip
+    metas = []
+    for i, bound in enumerate((["--max-visits", "12"], ["-T", "12"], ["--max-trips", "12"])):
+        capsys.readouterr()
+        assert run_cli([*base, *bound, "-o", str(tmp_path / str(i))]) == 0
+        err = capsys.readouterr().err
+        assert ("--max-trips is deprecated" in err) == (bound[0] == "--max-trips")
+        metas.append(json.loads((tmp_path / str(i) / "metadata.json").read_text()))
+    assert {m["privacy"]["bounds"]["max_visits_per_week"] for m in metas} == {12}
+    assert len({json.dumps(m["params"], sort_keys=True) for m in metas}) == 1  # same release

@@ -82,14 +82,14 @@ def test_report_in_test_mode_has_a_banner_and_stamped_tables(shared_data, tmp_pa
 def test_parquet_and_json_stamps_of_a_seeded_release(tmp_path):
     import pandas as pd
 
-    from privmob.privacy.costs import Cost, Unit
+    from privmob.privacy.costs import Cost, PrivacyUnit
     from privmob.releases.release import Release
     from privmob.releases.stamp import json_stamp, write_stamped_parquet
 
     rel = Release(
         kind="od-matrix",
-        cost=Cost.pure(1.0, Unit.USER),
-        unit=Unit.USER,
+        cost=Cost.pure(1.0, PrivacyUnit.USER),
+        unit=PrivacyUnit.USER,
         bounds={},
         noise={},
         params={},

@@ -9,9 +9,9 @@ import pytest
 
 from privmob.data import load_events
 from privmob.data.tessellation_input import load_tessellation
-from privmob.domain import StudyPeriod
+from privmob.domain import Period
 from privmob.prepare.trips import consecutive_event_trips
-from privmob.privacy.costs import Unit
+from privmob.privacy.costs import PrivacyUnit
 from privmob.releases.base import Accountant, write_release
 from privmob.releases.od import ODDomain, exact_counts, od_matrix
 
@@ -42,10 +42,10 @@ def test_gowalla_od_release(nyc, engine, ledger, tmp_path):
     assert (n_events, n_users) == (138_957, 7_115)  # SOURCE.md's figures: nothing dropped
     trips = consecutive_event_trips(events)
 
-    period = StudyPeriod.parse("all", "2009-02-01", "2010-11-01")
+    period = Period.parse("all", "2009-02-01", "2010-11-01")
     dom = ODDomain(tess.k, 1)
-    truth = exact_counts(trips, domain=dom, period=period, unit=Unit.TRIP, max_trips=1)
-    bounded = exact_counts(trips, domain=dom, period=period, unit=Unit.USER, max_trips=10)
+    truth = exact_counts(trips, domain=dom, period=period, unit=PrivacyUnit.TRIP, max_trips=1)
+    bounded = exact_counts(trips, domain=dom, period=period, unit=PrivacyUnit.USER, max_trips=10)
     assert truth[: dom.od_size].sum() > 10_000
     assert bounded.sum() <= 10 * n_users < truth.sum()
 

@@ -11,7 +11,7 @@ import pytest
 from tests.helpers import box_grid, random_trips
 
 from privmob.data import load_trips
-from privmob.domain import StudyPeriod
+from privmob.domain import Period
 from privmob.engine import DuckDBEngine
 from privmob.engine.buckets import (
     BUCKET_SHARE,
@@ -26,7 +26,7 @@ from privmob.engine.buckets import (
 )
 from privmob.errors import ConfigError
 from privmob.prepare.inputs import load_trips_any
-from privmob.privacy.costs import Unit
+from privmob.privacy.costs import PrivacyUnit
 from privmob.privacy.samplers import Randomness
 from privmob.releases.od import ODDomain, exact_counts, od_matrix
 
@@ -54,12 +54,12 @@ def load_events(eng, d, tess):
 
 
 def od_counts(trips, k, max_trips, buckets, period=None):
-    period = period or StudyPeriod.parse("day", "2024-01-01", "2024-01-04")
+    period = period or Period.parse("day", "2024-01-01", "2024-01-04")
     return exact_counts(
         trips,
         domain=ODDomain(k, period.n_bins),
         period=period,
-        unit=Unit.USER,
+        unit=PrivacyUnit.USER,
         max_trips=max_trips,
         buckets=buckets,
         rng=Randomness.for_tests(3),
@@ -168,8 +168,8 @@ def test_bucketed_trips_and_trip_points_equal_one_pass(tmp_path):
                 tessellation=grid,
                 shape=shape,
             )
-            one = od_counts(trips, 9, 10**6, buckets=1, period=StudyPeriod())
-            many = od_counts(trips, 9, 10**6, buckets=5, period=StudyPeriod())
+            one = od_counts(trips, 9, 10**6, buckets=1, period=Period())
+            many = od_counts(trips, 9, 10**6, buckets=5, period=Period())
             assert one.sum() == len(df), shape
             np.testing.assert_array_equal(one, many)
 
@@ -185,7 +185,7 @@ def test_bucketed_truncation_keeps_the_bound(engine):
     expected = int(np.minimum(df.groupby("uid").size().to_numpy(), 2).sum())
     trips = load_trips(df, engine=engine, tessellation=box_grid(3))
     for b in (1, 4):
-        assert od_counts(trips, 9, 2, buckets=b, period=StudyPeriod()).sum() == expected
+        assert od_counts(trips, 9, 2, buckets=b, period=Period()).sum() == expected
 
 
 def test_bucket_estimate_follows_rows_and_limit():
@@ -245,7 +245,7 @@ def test_unique_trips_are_rebuilt_per_bucket(events_files, tmp_path):
     from privmob.prepare.unique import unique_trips
 
     d, tess = events_files
-    period = StudyPeriod.parse("day", "2024-01-01", "2024-01-04")
+    period = Period.parse("day", "2024-01-01", "2024-01-04")
     with DuckDBEngine(spill_dir=tmp_path) as eng:
         trips = unique_trips(load_events(eng, d, tess), period)
         assert trips.base is not None  # the window is cut per bucket, not above it

@@ -13,10 +13,10 @@ import pytest
 from tests.helpers import box_grid, random_trips
 
 from privmob.data import load_trips
-from privmob.domain import StudyPeriod
+from privmob.domain import Period
 from privmob.engine import DuckDBEngine, make_engine
 from privmob.prepare.inputs import load_trips_any
-from privmob.privacy.costs import Unit
+from privmob.privacy.costs import PrivacyUnit
 from privmob.releases.od import ODDomain, exact_counts, od_matrix
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -26,7 +26,9 @@ NO_TRUNCATION = 10**6
 
 def counts(engine, trips, tess, period, max_trips):
     domain = ODDomain(tess.k, period.n_bins)
-    return exact_counts(trips, domain=domain, period=period, unit=Unit.USER, max_trips=max_trips)
+    return exact_counts(
+        trips, domain=domain, period=period, unit=PrivacyUnit.USER, max_trips=max_trips
+    )
 
 
 def test_make_engine_spark_by_name(spark_engine):
@@ -36,7 +38,7 @@ def test_make_engine_spark_by_name(spark_engine):
 
 def test_od_trips_parquet_identical_counts(spark_engine, synth_dir):
     d, tess = synth_dir
-    days = StudyPeriod.parse("day", "2024-01-01", "2024-01-04")
+    days = Period.parse("day", "2024-01-01", "2024-01-04")
     per_engine = []
     for eng in (DuckDBEngine(), spark_engine):
         trips = load_trips(str(d / "trips.parquet"), engine=eng, tessellation=tess)
@@ -48,7 +50,7 @@ def test_od_trips_parquet_identical_counts(spark_engine, synth_dir):
 
 def test_od_from_events_identical_counts(spark_engine, synth_dir):
     d, tess = synth_dir
-    everything = StudyPeriod()
+    everything = Period()
     per_engine = []
     for eng in (DuckDBEngine(), spark_engine):
         trips = load_trips_any(
@@ -72,11 +74,11 @@ def test_truncation_respects_the_bound_on_both(spark_engine):
     expected_total = int(np.minimum(per_user, t).sum())
     for eng in (DuckDBEngine(), spark_engine):
         trips = load_trips(df, engine=eng, tessellation=grid)
-        c = counts(eng, trips, grid, StudyPeriod(), t)
+        c = counts(eng, trips, grid, Period(), t)
         assert c.sum() == expected_total, eng.name  # exactly min(n_u, T) trips per user
         # and a user's kept trips are among its own: per-user counts never exceed T
         one = load_trips(df[df.uid == int(np.argmax(per_user))], engine=eng, tessellation=grid)
-        assert counts(eng, one, grid, StudyPeriod(), t).sum() == min(per_user.max(), t)
+        assert counts(eng, one, grid, Period(), t).sum() == min(per_user.max(), t)
 
 
 def test_full_release_runs_on_spark(spark_engine, accountant):

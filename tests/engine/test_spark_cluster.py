@@ -219,15 +219,15 @@ SESSION_SCRIPT = """
 import json, sys, time
 from pathlib import Path
 import privmob as pm
-from privmob.domain import StudyPeriod
+from privmob.domain import Period
 
 engine, master, conf, d, out, local_dirs, canaries, part = json.loads(sys.argv[1])
 d, out = Path(d), Path(out)
 opts = {"engine": engine, "seed": 3}
 if engine == "spark":
     opts |= {"spark_master": master, "spark_conf": conf}
-days = StudyPeriod.parse("day", "2024-01-01", "2024-01-04")
-whole = StudyPeriod.parse("all", "2024-01-01", "2024-01-04")
+days = Period.parse("day", "2024-01-01", "2024-01-04")
+whole = Period.parse("all", "2024-01-01", "2024-01-04")
 found = {}
 
 def files_in(dirs):

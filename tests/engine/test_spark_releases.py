@@ -18,7 +18,7 @@ import pytest
 from tests.helpers import box_grid, events_around_a_week
 
 from privmob.data import load_events
-from privmob.domain import StudyPeriod, time_grid
+from privmob.domain import Period, time_grid
 from privmob.engine import DuckDBEngine
 from privmob.engine.relation import Loaded
 from privmob.prepare.presample import HOURS_PER_WEEK, density_counts
@@ -86,7 +86,7 @@ def test_population_home_counts_identical(synth_events_both, hand_made_both) -> 
     assert duck[: tess.k].sum() > 20  # most synthetic users have a home in a zone
     np.testing.assert_array_equal(duck, spark)
 
-    period = StudyPeriod.parse("day", "2024-01-01", "2024-01-03")
+    period = Period.parse("day", "2024-01-01", "2024-01-03")
     for night in ((20, 6), (1, 5)):
         duck, spark = (
             exact_home_counts(hand_made_both[n], K, night=night, period=period)

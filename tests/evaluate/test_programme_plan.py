@@ -15,7 +15,7 @@ from privmob.evaluate.programme import (
     as_programme,
     plan_programme,
 )
-from privmob.privacy.costs import Unit
+from privmob.privacy.costs import PrivacyUnit
 from privmob.privacy.mechanisms import Noise, NoiseKind, calibrate
 from privmob.privacy.samplers import Randomness
 
@@ -111,7 +111,11 @@ def test_planned_od_release_meets_its_target_end_to_end(tmp_path) -> None:
 
 def test_seed_002_naive_accounting_and_trip_level_claim() -> None:
     prog = Programme(
-        (ScheduleEntry("od", 52, "weekly", zones=25, unit=Unit.TRIP, max_trips=70, epsilon=0.66),),
+        (
+            ScheduleEntry(
+                "od", 52, "weekly", zones=25, unit=PrivacyUnit.TRIP, max_trips=70, epsilon=0.66
+            ),
+        ),
         epsilon=10.0,
     )
     plan = plan_programme(prog)
@@ -190,7 +194,9 @@ def test_session_plan_programme_is_the_cli_plan(tmp_path) -> None:
     s = pm.Session(tmp_path / "absent.parquet", tessellation=box_grid(3).gdf, budget=1)
     programme = pm.Programme(
         entries=tuple(
-            pm.ScheduleEntry(**{k: v for k, v in e.items() if k != "unit"}, unit=Unit(e["unit"]))
+            pm.ScheduleEntry(
+                **{k: v for k, v in e.items() if k != "unit"}, unit=PrivacyUnit(e["unit"])
+            )
             if "unit" in e
             else pm.ScheduleEntry(**e)
             for e in SCHEDULE["releases"]

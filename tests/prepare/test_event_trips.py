@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from privmob.domain import StudyPeriod
+from privmob.domain import Period
 from privmob.engine.dialect import DUCKDB
 from privmob.engine.relation import Loaded
 from privmob.prepare.homes import home_cells_sql, homes_sql
@@ -74,7 +74,7 @@ def test_unique_trips_per_week(engine) -> None:
     ]
     ev = _events(engine, rows)
     trips = events_to_trips(ev, "hourly")
-    period = StudyPeriod.parse("week", "2024-01-01", "2024-01-15")
+    period = Period.parse("week", "2024-01-01", "2024-01-15")
     u = unique_trips(trips, period)
     got = _trips(engine, f"SELECT * FROM {u.view}")
     # 0→1: Jan 1 (kept), Jan 2 (same week: dropped), Jan 9 (next week: kept); 1→0 starts on

@@ -187,16 +187,16 @@ def test_thresholds_must_be_positive(engine, distance_m, minutes):
 def test_gps_counts_in_user_buckets_equal_one_pass(shared_data, tmp_path):
     """Out of core (--memory-limit): the input is cut into user buckets before the stay
     rule's windows, and the bucket counts sum to the one-pass counts."""
-    from privmob.domain import StudyPeriod
+    from privmob.domain import Period
     from privmob.engine import DuckDBEngine
     from privmob.prepare.inputs import load_trips_any
-    from privmob.privacy.costs import Unit
+    from privmob.privacy.costs import PrivacyUnit
     from privmob.privacy.samplers import Randomness
     from privmob.releases.od import ODDomain, exact_counts
 
     df = cabspotting(shared_data)[["uid", "datetime", "lat", "lng"]]
     tess = load_tessellation(shared_data / "sf_neighborhoods" / "sf_neighborhoods.geojson")
-    period = StudyPeriod.parse("week", "2008-05-17", "2008-06-14")
+    period = Period.parse("week", "2008-05-17", "2008-06-14")
     with DuckDBEngine(spill_dir=tmp_path) as eng:
         trips = load_trips_any(df, engine=eng, tessellation=tess, shape="gps")
         counts = [
@@ -204,7 +204,7 @@ def test_gps_counts_in_user_buckets_equal_one_pass(shared_data, tmp_path):
                 trips,
                 domain=ODDomain(tess.k, period.n_bins),
                 period=period,
-                unit=Unit.USER,
+                unit=PrivacyUnit.USER,
                 max_trips=10**6,
                 buckets=b,
                 rng=Randomness.for_tests(3),

@@ -24,12 +24,21 @@ def test_a_different_budget_is_refused_not_ignored(ledger):
 
 def test_release_extras_cannot_overwrite_the_stamp_or_cost():
     from privmob.errors import ConfigError
-    from privmob.privacy.costs import Unit
+    from privmob.privacy.costs import PrivacyUnit
     from privmob.releases.release import Release
 
     def rel(extra):
         return Release(
-            "k", Cost.pure(1.0), Unit.USER, {}, {}, {}, {}, {}, for_publication=False, extra=extra
+            "k",
+            Cost.pure(1.0),
+            PrivacyUnit.USER,
+            {},
+            {},
+            {},
+            {},
+            {},
+            for_publication=False,
+            extra=extra,
         )
 
     assert rel({"note": 1}).metadata()["note"] == 1

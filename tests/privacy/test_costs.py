@@ -5,7 +5,7 @@ import pytest
 from privmob.errors import ConfigError
 from privmob.privacy.costs import (
     Cost,
-    Unit,
+    PrivacyUnit,
     membership_posterior_bound,
     parallel,
     sequential,
@@ -25,20 +25,20 @@ def test_sequential_and_parallel_composition():
 
 def test_units_do_not_mix():
     with pytest.raises(ConfigError):
-        Cost.pure(1) + Cost.pure(1, Unit.TRIP)
+        Cost.pure(1) + Cost.pure(1, PrivacyUnit.TRIP)
 
 
 def test_group_privacy_seed_003():
     # a user with 14 trips over 305 daily trip-level releases at 0.5 loses 7 per day
-    daily = Cost.pure(0.5, Unit.TRIP).for_group(14)
-    assert daily.epsilon == pytest.approx(7.0) and daily.unit is Unit.USER
-    approx = Cost.approx(0.1, 1e-8, Unit.TRIP).for_group(3)
+    daily = Cost.pure(0.5, PrivacyUnit.TRIP).for_group(14)
+    assert daily.epsilon == pytest.approx(7.0) and daily.unit is PrivacyUnit.USER
+    approx = Cost.approx(0.1, 1e-8, PrivacyUnit.TRIP).for_group(3)
     assert approx.delta == pytest.approx(3 * math.exp(0.2) * 1e-8)
 
 
 def test_weekly_programme_vector():
     # seed 002: 52 weeks x 70 unique trips x 0.66
-    year = (Cost.pure(0.66, Unit.TRIP).for_group(70)) * 52
+    year = (Cost.pure(0.66, PrivacyUnit.TRIP).for_group(70)) * 52
     assert year.epsilon == pytest.approx(2402.4)
 
 

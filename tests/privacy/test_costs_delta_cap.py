@@ -6,7 +6,7 @@ import math
 import pytest
 
 from privmob.errors import BudgetError
-from privmob.privacy.costs import Cost, Unit
+from privmob.privacy.costs import Cost, PrivacyUnit
 
 
 def test_sequential_delta_is_capped_below_one():
@@ -16,14 +16,14 @@ def test_sequential_delta_is_capped_below_one():
 
 
 def test_group_privacy_delta_for_large_groups():
-    small = Cost.approx(0.1, 1e-9, Unit.TRIP).for_group(3)
+    small = Cost.approx(0.1, 1e-9, PrivacyUnit.TRIP).for_group(3)
     assert small.delta == pytest.approx(3 * math.exp(2 * 0.1) * 1e-9)
-    big = Cost.approx(1.0, 1e-6, Unit.TRIP).for_group(1000)  # e^999 overflows a float
+    big = Cost.approx(1.0, 1e-6, PrivacyUnit.TRIP).for_group(1000)  # e^999 overflows a float
     assert big.epsilon == 1000.0 and 0.99 < big.delta < 1.0
 
 
 def test_ledger_refuses_a_group_cost_with_delta_near_one(ledger):
     ledger.set_budget("d", 1e6, 0.5)
     with pytest.raises(BudgetError):
-        ledger.charge("d", Cost.approx(1.0, 1e-6, Unit.TRIP), kind="t", group_size=1000)
+        ledger.charge("d", Cost.approx(1.0, 1e-6, PrivacyUnit.TRIP), kind="t", group_size=1000)
     assert ledger.entries("d") == []

@@ -4,7 +4,7 @@ import pytest
 from tests.privacy.racing import race_for_budget
 
 from privmob.errors import BudgetError
-from privmob.privacy.costs import Cost, Unit
+from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.ledger import Ledger
 
 
@@ -64,8 +64,8 @@ def test_append_only(tmp_path):
 def test_trip_level_needs_group_size_for_user_budget(ledger):
     ledger.set_budget("d", 10.0)
     with pytest.raises(BudgetError, match="group"):
-        ledger.charge("d", Cost.pure(0.5, Unit.TRIP), kind="od")
-    e = ledger.charge("d", Cost.pure(0.5, Unit.TRIP), kind="od", group_size=14)
+        ledger.charge("d", Cost.pure(0.5, PrivacyUnit.TRIP), kind="od")
+    e = ledger.charge("d", Cost.pure(0.5, PrivacyUnit.TRIP), kind="od", group_size=14)
     assert e.cost.epsilon == pytest.approx(7.0) and e.release_cost.epsilon == 0.5
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from privmob.domain import StudyPeriod
+from privmob.domain import Period
 from privmob.engine import DuckDBEngine, dense_counts
 from privmob.privacy.mechanisms import calibrate
 from privmob.releases.counts import (
@@ -57,7 +57,7 @@ def test_a_count_vector_counts_each_record_in_the_template_cell(
         f"SELECT {cell_sql(spec, eng.dialect)} AS i0, count(*) AS n FROM pm_cv_trips GROUP BY i0",
         (int(np.prod(spec.shape)) + 1,),
     )
-    dims = tuple(dimension(b, range(K), StudyPeriod()) for b in by)
+    dims = tuple(dimension(b, range(K), Period()) for b in by)
     vector = CountVector("pm_cv_trips", dims, time="start_time", k=K)
     term = vector.term(eng.dialect)
     got = count_vectors(eng, {"v": ([term], vector.size)})["v"]
@@ -76,7 +76,7 @@ def test_a_vector_without_outliers_cell_keeps_only_rows_its_condition_keeps(
 ) -> None:
     eng = DuckDBEngine()
     eng.register("pm_cv_trips", trips)
-    weekday = dimension("weekday", range(K), StudyPeriod())
+    weekday = dimension("weekday", range(K), Period())
     vector = CountVector(
         "pm_cv_trips", (weekday,), time="start_time", where="origin >= 0", outliers=False
     )

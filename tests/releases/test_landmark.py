@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from privmob.errors import BudgetError
-from privmob.privacy.costs import Unit
+from privmob.privacy.costs import PrivacyUnit
 from privmob.privacy.ledger import Ledger
 from privmob.releases.base import Accountant, write_release
 from privmob.releases.landmark import (
@@ -234,7 +234,7 @@ def test_a_wrong_scale_would_be_caught() -> None:
 
 def test_publish_series_charges_and_writes(tmp_path) -> None:  # type: ignore[no-untyped-def]
     ledger = Ledger(tmp_path / "ledger.sqlite")
-    ledger.set_budget("counts", 3.0, unit=Unit.LANDMARK)
+    ledger.set_budget("counts", 3.0, unit=PrivacyUnit.LANDMARK)
     acc = Accountant(ledger, "counts")
     values = np.arange(24, dtype=np.int64).reshape(2, 12)
     rel = publish_series(
@@ -248,7 +248,7 @@ def test_publish_series_charges_and_writes(tmp_path) -> None:  # type: ignore[no
         timestamps=pd.date_range("2024-01-01", periods=12, freq="h"),
         zones=["a", "b"],
     )
-    assert rel.unit is Unit.LANDMARK and rel.cost.epsilon == 1.0
+    assert rel.unit is PrivacyUnit.LANDMARK and rel.cost.epsilon == 1.0
     assert not rel.for_publication
     assert ledger.spent("counts").epsilon == pytest.approx(1.0)
     budgets = rel.tables["budgets"]
@@ -270,7 +270,7 @@ def test_publish_series_charges_and_writes(tmp_path) -> None:  # type: ignore[no
 
 def test_skip_release_records_its_warning(tmp_path) -> None:  # type: ignore[no-untyped-def]
     ledger = Ledger(tmp_path / "ledger.sqlite")
-    ledger.set_budget("s", 5.0, unit=Unit.LANDMARK)
+    ledger.set_budget("s", 5.0, unit=PrivacyUnit.LANDMARK)
     rel = publish_series(
         np.ones(5), [2], 1.0, "skip", sensitivity=1.0, accountant=Accountant(ledger, "s"), rng=1
     )
@@ -302,7 +302,7 @@ def test_metadata_keeps_only_known_notes(ledger, monkeypatch):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(lm.release, "perturb_series", leaky)  # where publish_series finds it
-    ledger.set_budget("s", 100.0, unit=Unit.LANDMARK)
+    ledger.set_budget("s", 100.0, unit=PrivacyUnit.LANDMARK)
     acct = Accountant(ledger, "s")
     rel = lm.publish_series(
         np.arange(10.0), [2], 1.0, "skip", sensitivity=1.0, accountant=acct, rng=1

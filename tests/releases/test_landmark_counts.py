@@ -11,7 +11,7 @@ from privmob.data.grids import square_grid
 from privmob.data.tessellation_input import load_tessellation
 from privmob.domain import time_grid
 from privmob.errors import BudgetError, ConfigError
-from privmob.privacy.costs import Unit
+from privmob.privacy.costs import PrivacyUnit
 from privmob.privacy.ledger import Ledger
 from privmob.releases.base import Accountant, write_release
 from privmob.releases.landmark import landmark_spend, publish_series
@@ -60,7 +60,7 @@ def test_bounded_counts_match_pandas(gowalla) -> None:  # type: ignore[no-untype
 def test_publish_zone_counts(gowalla, tmp_path) -> None:  # type: ignore[no-untyped-def]
     tess, events, _ = gowalla
     ledger = Ledger(tmp_path / "l.sqlite")
-    ledger.set_budget("gowalla", 2.0, unit=Unit.LANDMARK)
+    ledger.set_budget("gowalla", 2.0, unit=PrivacyUnit.LANDMARK)
     grid = time_grid("2010-09-06", "2010-09-08", "1h")
     rel = publish_zone_counts(
         events, tile_ids=tess.tile_ids, grid=grid, max_per_bin=2, landmarks=[10, 11],
@@ -130,7 +130,7 @@ def test_out_of_period_events_are_counted_bounded(tmp_path, bound, expected) -> 
 def test_outliers_cell_is_released_and_charged(tmp_path) -> None:  # type: ignore[no-untyped-def]
     tess, events, grid = _hand_made(tmp_path)
     ledger = Ledger(tmp_path / "l.sqlite")
-    ledger.set_budget("d", 1.25, unit=Unit.LANDMARK)
+    ledger.set_budget("d", 1.25, unit=PrivacyUnit.LANDMARK)
     acct = Accountant(ledger, "d")
     rel = publish_zone_counts(
         events, tile_ids=tess.tile_ids, grid=grid, max_per_bin=2, landmarks=[3, 4],
@@ -143,7 +143,7 @@ def test_outliers_cell_is_released_and_charged(tmp_path) -> None:  # type: ignor
     # the series alone keeps the landmark theorem at epsilon; the cell composes on top
     eps_t = rel.tables["budgets"]["epsilon_t"].to_numpy()
     assert landmark_spend(eps_t, np.array([3, 4])).max() <= 1.0 + 1e-9
-    assert rel.cost.epsilon == pytest.approx(1.25) and rel.unit is Unit.LANDMARK
+    assert rel.cost.epsilon == pytest.approx(1.25) and rel.unit is PrivacyUnit.LANDMARK
     assert [e.cost.epsilon for e in rel.ledger_entries] == pytest.approx([1.0, 0.25])
     assert ledger.spent("d").epsilon == pytest.approx(1.25)
     write_release(rel, tmp_path / "o")
@@ -168,7 +168,7 @@ def test_outliers_noise_scale(tmp_path) -> None:  # type: ignore[no-untyped-def]
     fails falsely with probability < 1e-4, and a scale of 5 or 20 lands far outside it.
     """
     ledger = Ledger(tmp_path / "l.sqlite")
-    ledger.set_budget("d", 1e6, unit=Unit.LANDMARK)
+    ledger.set_budget("d", 1e6, unit=PrivacyUnit.LANDMARK)
     acct = Accountant(ledger, "d")
     rng = np.random.default_rng(0)
     draws = []

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from privmob.errors import ConfigError
-from privmob.privacy.costs import Cost, Unit
+from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.ledger import Ledger
 from privmob.privacy.mechanisms import Noise, NoiseKind
 from privmob.releases.base import Accountant
@@ -128,8 +128,8 @@ def test_definitions_keep_the_recorded_keys_only():
 def _release(**kw) -> Release:
     return Release(
         "od",
-        Cost.pure(1.0, Unit.USER),
-        Unit.USER,
+        Cost.pure(1.0, PrivacyUnit.USER),
+        PrivacyUnit.USER,
         {"max_trips_per_user": 3},
         NOISE_DICTS[0],
         {"epsilon": 1.0},

@@ -4,9 +4,9 @@ import pytest
 from tests.helpers import box_grid, random_trips, trips_frame
 
 from privmob.data import load_trips
-from privmob.domain import StudyPeriod
+from privmob.domain import Period
 from privmob.errors import BudgetError, ConfigError
-from privmob.privacy.costs import Unit
+from privmob.privacy.costs import PrivacyUnit
 from privmob.privacy.mechanisms import NoiseKind, calibrate
 from privmob.privacy.samplers import Randomness
 from privmob.releases.base import Accountant, write_release
@@ -74,7 +74,7 @@ def test_user_bound_is_enforced(engine, grid):
     d0, d1 = load(engine, grid, base), load(engine, grid, pd.concat([base, heavy]))
     dom = ODDomain(9, 1)
     for seed in range(5):
-        kw = {"domain": dom, "period": StudyPeriod(), "unit": Unit.USER, "max_trips": 3}
+        kw = {"domain": dom, "period": Period(), "unit": PrivacyUnit.USER, "max_trips": 3}
         c0 = exact_counts(d0, rng=Randomness.for_tests(seed), **kw)
         c1 = exact_counts(d1, rng=Randomness.for_tests(seed + 100), **kw)
         assert c1[1] - c0[1] == 3 and c1.sum() - c0.sum() == 3
@@ -97,16 +97,16 @@ def test_neighbouring_l1_distance_is_at_most_t(engine, grid):
         c0 = exact_counts(
             load(engine, grid, base),
             domain=dom,
-            period=StudyPeriod(),
-            unit=Unit.USER,
+            period=Period(),
+            unit=PrivacyUnit.USER,
             max_trips=4,
             rng=Randomness.for_tests(trial),
         )
         c1 = exact_counts(
             load(engine, grid, pd.concat([base, extra])),
             domain=dom,
-            period=StudyPeriod(),
-            unit=Unit.USER,
+            period=Period(),
+            unit=PrivacyUnit.USER,
             max_trips=4,
             rng=key,
         )
@@ -117,9 +117,9 @@ def test_outliers_are_counted_not_dropped(engine, grid):
     df = trips_frame([(1, 0, 1), (2, 0, "no-such-tile"), (3, 4, 5)])
     df.loc[2, "start_time"] = pd.Timestamp("2030-01-01")
     trips = load(engine, grid, df)
-    period = StudyPeriod.parse("day", "2024-01-01", "2024-01-03")
+    period = Period.parse("day", "2024-01-01", "2024-01-03")
     dom = ODDomain(9, period.n_bins)
-    c = exact_counts(trips, domain=dom, period=period, unit=Unit.TRIP, max_trips=1)
+    c = exact_counts(trips, domain=dom, period=period, unit=PrivacyUnit.TRIP, max_trips=1)
     assert c[dom.od_size + 0] == 1  # end outside the tessellation on day 0
     assert c[dom.od_size + dom.n_periods] == 1  # outside the study period
     assert c[: dom.od_size].sum() == 1
@@ -133,13 +133,13 @@ def test_days_bin_by_local_time(engine, grid):
         "2024-01-01T23:30:00-02:00",
     ]  # the last one is 01:30 UTC on Jan 2
     trips = load_trips(df, engine=engine, tessellation=grid)
-    period = StudyPeriod.parse("day", "2024-01-01", "2024-01-03")
+    period = Period.parse("day", "2024-01-01", "2024-01-03")
     dom = ODDomain(9, 2)
-    c = exact_counts(trips, domain=dom, period=period, unit=Unit.TRIP, max_trips=1)
+    c = exact_counts(trips, domain=dom, period=period, unit=PrivacyUnit.TRIP, max_trips=1)
     od = c[: dom.od_size].reshape(2, 9, 9)
     assert od[0, 0, 1] == 1 and od[1, 0, 1] == 2
     paris = load_trips(df, engine=engine, tessellation=grid, timezone="Europe/Paris")
-    od = exact_counts(paris, domain=dom, period=period, unit=Unit.TRIP, max_trips=1)[
+    od = exact_counts(paris, domain=dom, period=period, unit=PrivacyUnit.TRIP, max_trips=1)[
         : dom.od_size
     ].reshape(2, 9, 9)
     assert od[0, 0, 1] == 0 and od[1, 0, 1] == 3  # all three are on Jan 2 in Paris
@@ -158,7 +158,7 @@ def test_neighbouring_outputs_within_e_epsilon(engine, grid):
     extra = trips_frame([(777, 0, 1, m) for m in range(10)])
     extra["tid"] += 90_000
     dom = ODDomain(9, 1)
-    kw = {"domain": dom, "period": StudyPeriod(), "unit": Unit.USER, "max_trips": t}
+    kw = {"domain": dom, "period": Period(), "unit": PrivacyUnit.USER, "max_trips": t}
     c0 = exact_counts(load(engine, grid, base), rng=Randomness.for_tests(1), **kw)
     c1 = exact_counts(
         load(engine, grid, pd.concat([base, extra])), rng=Randomness.for_tests(1), **kw
@@ -229,7 +229,7 @@ def test_suppression_and_rounding_only_touch_noisy_values(engine, grid, accounta
 def test_period_bounds_charge_one_entry_per_period(engine, grid, ledger):
     acct = Accountant(ledger, "d", budget=10.0)
     trips = load(engine, grid, random_trips(10, 9, seed=4))
-    period = StudyPeriod.parse("day", "2024-01-01", "2024-01-04")
+    period = Period.parse("day", "2024-01-01", "2024-01-04")
     rel = od_matrix(
         trips,
         tessellation=grid,
@@ -275,7 +275,7 @@ def test_parameters_are_checked(engine, grid, accountant):
             epsilon=1.0,
             accountant=accountant,
             max_trips=1,
-            period=StudyPeriod("day"),
+            period=Period(bin="day"),
         )
 
 
@@ -293,6 +293,6 @@ def test_seeded_release_is_stamped(engine, grid, accountant, tmp_path):
 def test_trip_level_counts_every_trip(engine, grid):
     trips = load(engine, grid, trips_frame([(1, 0, 1, m) for m in range(25)]))
     c = exact_counts(
-        trips, domain=ODDomain(9, 1), period=StudyPeriod(), unit=Unit.TRIP, max_trips=1
+        trips, domain=ODDomain(9, 1), period=Period(), unit=PrivacyUnit.TRIP, max_trips=1
     )
     assert c[1] == 25

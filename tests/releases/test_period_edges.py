@@ -7,8 +7,8 @@ import pytest
 from tests.helpers import box_grid
 
 from privmob.data import load_trips
-from privmob.domain import StudyPeriod
-from privmob.privacy.costs import Unit
+from privmob.domain import Period
+from privmob.privacy.costs import PrivacyUnit
 from privmob.releases.od import ODDomain, exact_counts
 
 
@@ -36,10 +36,10 @@ def test_sub_second_times_before_the_end_stay_in_the_last_bin(engine, grid, boun
     (outside the domain, or in another period's outliers cell)."""
     times = ["2024-01-01 23:59:59.7", "2024-01-02 23:59:59.999", "2024-01-02 00:00:00.2"]
     trips = load_trips(_trips(times), engine=engine, tessellation=grid)
-    period = StudyPeriod.parse("day", "2024-01-01", "2024-01-03")
+    period = Period.parse("day", "2024-01-01", "2024-01-03")
     dom = ODDomain(9, period.n_bins)
     counts = exact_counts(
-        trips, domain=dom, period=period, unit=Unit.USER, max_trips=1, bound_per=bound_per
+        trips, domain=dom, period=period, unit=PrivacyUnit.USER, max_trips=1, bound_per=bound_per
     )
     od = counts[: dom.od_size].reshape(2, 9, 9)
     assert od[0, 8, 0] == 1 and od[1, 8, 0] == 2
@@ -49,9 +49,9 @@ def test_sub_second_times_before_the_end_stay_in_the_last_bin(engine, grid, boun
 def test_fractional_declared_bounds_keep_bins_in_the_domain(engine, grid):
     times = ["2024-01-02 00:00:00.3"]  # inside [00:00:00.5 on Jan 1, 00:00:00.5 on Jan 2)
     trips = load_trips(_trips(times), engine=engine, tessellation=grid)
-    period = StudyPeriod.parse("day", "2024-01-01 00:00:00.5", "2024-01-02 00:00:00.5")
+    period = Period.parse("day", "2024-01-01 00:00:00.5", "2024-01-02 00:00:00.5")
     dom = ODDomain(9, period.n_bins)
-    counts = exact_counts(trips, domain=dom, period=period, unit=Unit.USER, max_trips=1)
+    counts = exact_counts(trips, domain=dom, period=period, unit=PrivacyUnit.USER, max_trips=1)
     assert counts[: dom.od_size].reshape(1, 9, 9)[0, 8, 0] == 1
 
 

@@ -9,11 +9,11 @@ import pytest
 
 from privmob.data.sources import load_events
 from privmob.data.tessellation_input import load_tessellation
-from privmob.domain import StudyPeriod
+from privmob.domain import Period
 from privmob.engine import DuckDBEngine
 from privmob.evaluate.decision_grid import Scenario, run_grid
 from privmob.prepare.trips import events_to_trips
-from privmob.privacy.costs import Unit
+from privmob.privacy.costs import PrivacyUnit
 from privmob.privacy.ledger import Ledger
 from privmob.releases.base import Accountant
 from privmob.releases.od import ODDomain, exact_counts, od_matrix
@@ -48,7 +48,7 @@ def test_gowalla_nyc_chain(shared_data, tmp_path) -> None:
     n_hourly = int(eng.fetch(f"SELECT count(*) FROM {hourly.view}").iloc[0, 0])
     assert 0 < n_hourly < n_trips < n_events  # hourly modes merge events within an hour
 
-    week = StudyPeriod.parse("day", "2010-09-01", "2010-09-08")
+    week = Period.parse("day", "2010-09-01", "2010-09-08")
     acct = Accountant(Ledger(tmp_path / "ledger.sqlite"), "gowalla", budget=10.0)
     rel = od_matrix(
         trips,
@@ -65,7 +65,7 @@ def test_gowalla_nyc_chain(shared_data, tmp_path) -> None:
     assert len(rel.tables["od"]) == 7 * 263 * 262
     # every bounded trip lands in exactly one cell (OD, end-outside or outside-the-period)
     dom = ODDomain(tess.k, week.n_bins)
-    exact = exact_counts(trips, domain=dom, period=week, unit=Unit.USER, max_trips=5,
+    exact = exact_counts(trips, domain=dom, period=week, unit=PrivacyUnit.USER, max_trips=5,
                          bound_per="period")  # fmt: skip
     od = exact[: dom.od_size].reshape(7, 263, 263)
     assert od.sum() > 500

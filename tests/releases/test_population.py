@@ -94,7 +94,7 @@ def test_noise_scale_monte_carlo(engine, tmp_path) -> None:
 def test_users_seen_only_outside_the_period_are_in_the_unknown_cell(engine) -> None:
     # SPEC 1.1: records outside the declared period go to a noisy outliers cell, they are not
     # silently dropped. Every user is in exactly one cell (sensitivity 1).
-    from privmob.domain import StudyPeriod
+    from privmob.domain import Period
 
     t = pd.Timestamp
     df = pd.DataFrame(
@@ -112,7 +112,7 @@ def test_users_seen_only_outside_the_period_are_in_the_unknown_cell(engine) -> N
     )
     engine.register("pop_out", df)
     ev = Loaded("pop_out", "test", "events", engine, ["uid", "time", "tile"])
-    period = StudyPeriod.parse("all", "2024-01-01", "2024-01-08")
+    period = Period.parse("all", "2024-01-01", "2024-01-08")
     counts = exact_home_counts(ev, 3, period=period)
     # user 1: two nights in the period, tie -> zone 0; user 2: only outside -> unknown;
     # user 3: no night event inside the period -> unknown

@@ -31,7 +31,7 @@ def test_a_missing_parent_is_not_created_by_the_check(tmp_path: Path) -> None:
 def test_an_empty_folder_at_the_target_is_replaced_by_the_release(tmp_path: Path) -> None:
     import pandas as pd
 
-    from privmob.privacy.costs import Cost, Unit
+    from privmob.privacy.costs import Cost, PrivacyUnit
     from privmob.privacy.ledger import Ledger
     from privmob.releases.base import Accountant
     from privmob.releases.release import Release
@@ -41,8 +41,8 @@ def test_an_empty_folder_at_the_target_is_replaced_by_the_release(tmp_path: Path
     acct = Accountant(Ledger(tmp_path / "l.sqlite"), "d", budget=1.0, output=out)
     rel = Release(
         "test",
-        Cost.pure(0.5, Unit.USER),
-        Unit.USER,
+        Cost.pure(0.5, PrivacyUnit.USER),
+        PrivacyUnit.USER,
         {},
         {},
         {},

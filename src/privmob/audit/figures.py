@@ -16,7 +16,7 @@ from privmob.audit.epsilon import empirical_epsilon
 from privmob.audit.lrt import LRTResult, NoiseModel, ReleaseConfig, ReleaseStyle, simulate
 from privmob.audit.ml import PrivateOD, attack, auc_table, synthetic_membership_data
 from privmob.data.csv_cells import write_csv
-from privmob.privacy.costs import Unit
+from privmob.privacy.costs import PrivacyUnit
 
 
 @dataclass(frozen=True)
@@ -103,8 +103,8 @@ def ml_figure(cfg: FigureConfig, progress: Callable[[int], None] | None = None) 
     data = synthetic_membership_data(
         users=cfg.ml_users, n_targets=cfg.ml_targets, bounds=(4,), seed=cfg.seed
     )
-    releases = [PrivateOD(e, Unit.TRIP) for e in cfg.ml_epsilons]
-    releases.append(PrivateOD(cfg.ml_epsilons[-1], Unit.USER, bound=4))
+    releases = [PrivateOD(e, PrivacyUnit.TRIP) for e in cfg.ml_epsilons]
+    releases.append(PrivateOD(cfg.ml_epsilons[-1], PrivacyUnit.USER, bound=4))
     frames = [
         attack(
             data,

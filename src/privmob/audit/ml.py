@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from privmob.errors import ConfigError, InputError
-from privmob.privacy.costs import Unit
+from privmob.privacy.costs import PrivacyUnit
 from privmob.privacy.mechanisms import NoiseKind, calibrate
 from privmob.privacy.samplers import Randomness
 
@@ -75,14 +75,14 @@ class PrivateOD:
     """The OD release the attack is run against (privmob's mechanism)."""
 
     epsilon: float
-    unit: Unit = Unit.TRIP
+    unit: PrivacyUnit = PrivacyUnit.TRIP
     bound: int = 1  # T for unit user
     noise: NoiseKind = NoiseKind.DISCRETE_LAPLACE
     tau: int = 0
 
     def release(self, data: MembershipData, rng: Randomness) -> np.ndarray:
         """Noisy (periods, cells) matrices: calibrate + Noise.add, then threshold."""
-        if self.unit == Unit.USER:
+        if self.unit == PrivacyUnit.USER:
             if self.bound not in data.bounded:
                 raise ConfigError(
                     f"the data has no aggregate bounded to T={self.bound}",
@@ -96,7 +96,7 @@ class PrivateOD:
         return np.where(noisy >= self.tau, noisy, 0)
 
     def label(self) -> str:
-        unit = "trip" if self.unit == Unit.TRIP else f"user T={self.bound}"
+        unit = "trip" if self.unit == PrivacyUnit.TRIP else f"user T={self.bound}"
         return f"eps={self.epsilon:g} ({unit})"
 
 

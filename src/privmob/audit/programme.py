@@ -29,7 +29,7 @@ from privmob.errors import ConfigError
 from privmob.privacy.costs import (
     ALMOST_ONE,
     Cost,
-    Unit,
+    PrivacyUnit,
     membership_posterior_bound,
     sequential,
     thresholding_delta,
@@ -57,7 +57,7 @@ class ProgrammeLine:
 
 def per_user(cost: Cost, group_size: int | None) -> Cost:
     """The cost of one release for one person (group privacy for finer units)."""
-    if cost.unit == Unit.USER:
+    if cost.unit == PrivacyUnit.USER:
         return cost
     if group_size is None:
         raise ConfigError(
@@ -65,7 +65,7 @@ def per_user(cost: Cost, group_size: int | None) -> Cost:
             f"{cost.unit}s one person can have",
             hint="state it, e.g. --max-trips 70 (seed 002's conservative week)",
         )
-    return cost.for_group(group_size, Unit.USER)
+    return cost.for_group(group_size, PrivacyUnit.USER)
 
 
 def per_cell(cost: Cost, cells: int) -> Cost:
@@ -77,7 +77,7 @@ def per_cell(cost: Cost, cells: int) -> Cost:
         raise ConfigError(f"cells per person must be >= 1, got {cells}")
     c = int(cells)
     rho = cost.rho * c if cost.rho is not None else None
-    return Cost(cost.epsilon * c, min(cost.delta * c, ALMOST_ONE), rho, Unit.USER)
+    return Cost(cost.epsilon * c, min(cost.delta * c, ALMOST_ONE), rho, PrivacyUnit.USER)
 
 
 def per_user_rules(
@@ -88,7 +88,7 @@ def per_user_rules(
     Both rules are valid guarantees, so the one with the smaller (epsilon, delta) is used.
     A user-level release already states its per-person cost (both rules are None).
     """
-    if cost.unit == Unit.USER:
+    if cost.unit == PrivacyUnit.USER:
         return cost, None, None
     cell = per_cell(cost, cells) if cells is not None else None
     group = per_user(cost, group_size) if group_size is not None or cell is None else None
@@ -117,7 +117,7 @@ def repeated(
     epsilon: float,
     releases: int,
     *,
-    unit: Unit = Unit.TRIP,
+    unit: PrivacyUnit = PrivacyUnit.TRIP,
     max_units: int | None = None,
     tau: float | None = None,
     cells: int | None = None,
@@ -143,7 +143,11 @@ def trips_over_releases(epsilon: float, trips_per_release: Sequence[int]) -> Cos
     """
     if any(t < 0 for t in trips_per_release):
         raise ConfigError("trip counts must be >= 0")
-    costs = [Cost.pure(epsilon, Unit.TRIP).for_group(t, Unit.USER) for t in trips_per_release if t]
+    costs = [
+        Cost.pure(epsilon, PrivacyUnit.TRIP).for_group(t, PrivacyUnit.USER)
+        for t in trips_per_release
+        if t
+    ]
     return sequential(costs) if costs else Cost.pure(0.0)
 
 

@@ -22,7 +22,7 @@ from rich.table import Table
 from privmob.cli.common import LedgerOpt, QuietOpt, TileIdOpt, console, console_err
 from privmob.data.csv_cells import write_csv
 from privmob.errors import ConfigError, InputError
-from privmob.privacy.costs import Unit
+from privmob.privacy.costs import PrivacyUnit
 
 if TYPE_CHECKING:
     from privmob.audit.programme import ProgrammeLine
@@ -203,7 +203,9 @@ def ml(
     epsilon: Annotated[
         list[float] | None, typer.Option("--epsilon", "-e", help="release epsilon (repeatable)")
     ] = None,
-    unit: Annotated[Unit, typer.Option("--unit", help="trip or user (bound T)")] = Unit.TRIP,
+    unit: Annotated[
+        PrivacyUnit, typer.Option("--unit", help="trip or user (bound T)")
+    ] = PrivacyUnit.TRIP,
     bound: Annotated[int, typer.Option("--bound", "-T", help="trips per user per day")] = 4,
     tau: Annotated[int, typer.Option("--tau", help="suppress noisy counts below tau")] = 0,
     weekday: Annotated[bool, typer.Option("--weekday", help="add weekday dummies")] = False,
@@ -241,7 +243,7 @@ def ml(
             bounds=(bound,),
             seed=seed,
         )
-    releases = [PrivateOD(e, unit, bound if unit == Unit.USER else 1, tau=tau) for e in eps]
+    releases = [PrivateOD(e, unit, bound if unit == PrivacyUnit.USER else 1, tau=tau) for e in eps]
     with _bar(data.targets.shape[0], "training", quiet) as progress:
         res = attack(
             data,
@@ -291,7 +293,9 @@ def cost(
     epsilon: Annotated[
         float | None, typer.Option("--epsilon", "-e", help="epsilon of each release")
     ] = None,
-    unit: Annotated[Unit, typer.Option("--unit", help="unit of each release")] = Unit.USER,
+    unit: Annotated[
+        PrivacyUnit, typer.Option("--unit", help="unit of each release")
+    ] = PrivacyUnit.USER,
     max_trips: Annotated[
         int | None, typer.Option("--max-trips", help="most trips of one person per release")
     ] = None,
@@ -329,7 +333,7 @@ def cost(
         title = f"releases of '{dataset}' in {led.path}"
     elif epsilon is not None:
         if user_trips is not None:
-            if unit != Unit.TRIP:
+            if unit != PrivacyUnit.TRIP:
                 raise ConfigError("--user-trips is for trip-level releases", hint="--unit trip")
             total = trips_over_releases(epsilon, [1] * user_trips)
             console.print(

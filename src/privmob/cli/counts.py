@@ -55,7 +55,7 @@ def counts(
 ) -> None:
     """Release noisy counts of trips, trip points or events by public dimensions."""
     from privmob.cli.run import run_release
-    from privmob.domain import StudyPeriod
+    from privmob.domain import Period
     from privmob.errors import ConfigError
     from privmob.releases.counts import CountSpec
     from privmob.releases.kinds import kind as kind_named
@@ -68,7 +68,7 @@ def counts(
         raise ConfigError("name the dimensions to count by", hint="e.g. --by origin,hour")
     dims = preset.by if preset else tuple(x.strip() for x in str(by).split(",") if x.strip())
     what = preset.records if preset else (records or "trips")
-    study = StudyPeriod.parse(bin, start, end)
+    study = Period.parse(bin, start, end)
 
     def spec(tess: Any) -> CountSpec:
         return CountSpec(tess, epsilon, what, dims, max_trips, noise, delta, study, kind.name)

@@ -26,7 +26,7 @@ def demo(
     """
     from privmob.data import load_trips
     from privmob.data.synth import default_tessellation, synth_trips
-    from privmob.domain import StudyPeriod
+    from privmob.domain import Period
     from privmob.engine import DuckDBEngine
     from privmob.privacy.ledger import Ledger
     from privmob.releases.base import Accountant
@@ -55,7 +55,7 @@ def demo(
                 epsilon=epsilon,
                 accountant=acct,
                 max_trips=max_trips,
-                period=StudyPeriod.parse("week", "2024-01-01", "2024-01-29"),
+                period=Period.parse("week", "2024-01-01", "2024-01-29"),
                 step=step,
             )
         paths = out.written

@@ -4,28 +4,33 @@ Figures 7-9)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
-import numpy as np
 import typer
 
 from privmob.cli import common as c
 from privmob.cli import options as o
 from privmob.cli.run_options import with_run_options
-from privmob.releases.density_inputs import DensityInputs, parse_week
+from privmob.releases.density_inputs import parse_week
 
 EventsArg = Annotated[
     str, typer.Argument(help=c.INPUT_HELP.format("events: uid, datetime, cell_id"))
 ]
 CellsOpt = Annotated[str, typer.Option("--cells", help="cells table: cell_id, lat, lng")]
 ZonesOpt = Annotated[Path, o.tessellation("zones (GeoJSON, GeoParquet, Shapefile)")]
+#: the bound's one name (privmob.releases.kinds: ``max_visits``), with every release's ``-T``
 MaxVisitsOpt = Annotated[
     int,
-    o.max_trips(
-        "visits per user and hour: the most (tower, hour) visits kept per user in the week (l)"
+    typer.Option(
+        "--max-visits",
+        "-T",
+        help="visits per user: the most (tower, hour) visits kept per user in the week (l)",
     ),
+]
+#: the bound's earlier spelling (the shared ``--max-trips``): accepted with a warning
+OldMaxTripsOpt = Annotated[
+    int | None, typer.Option("--max-trips", hidden=True, help="deprecated: --max-visits")
 ]
 WeekOpt = Annotated[
     str, o.start("start of the public week, in --timezone (e.g. 2007-09-10); 168 hours")
@@ -34,7 +39,7 @@ WeekOpt = Annotated[
 DENSITY_ALIASES = {
     "tessellation": ("--zones",),
     "tile_id": ("--zone-id",),
-    "max_trips": ("--max-visits", "-l"),
+    "max_visits": ("-l",),
     "start": ("--week",),
 }
 
@@ -51,7 +56,7 @@ def density(
     delta: Annotated[
         float, typer.Option("--delta", help="> 0: EFPAG ((epsilon, delta)-DP); 0: EFPA (pure)")
     ] = 0.0,
-    max_trips: MaxVisitsOpt = 30,
+    max_visits: MaxVisitsOpt = 30,
     method: Annotated[str, typer.Option("--method", help="scheme or lpa (baseline)")] = "scheme",
     cover: Annotated[bool, typer.Option("--cover/--no-cover", help="minimum cover step")] = True,
     totals: Annotated[
@@ -79,18 +84,25 @@ def density(
     columns: c.ColumnsOpt = None,
     timezone: o.TimezoneOpt = "UTC",
     input_timezone: o.InputTimezoneOpt = None,
+    max_trips: OldMaxTripsOpt = None,
 ) -> None:
     """Release the number of users per zone and hour of a week (Acs and Castelluccia)."""
-    seed = ctx.params.get("seed")  # a run option (privmob.cli.run_options)
     from privmob.cli.run import run_release
     from privmob.releases.density import DensityConfig
+    from privmob.releases.density.files import FILES
     from privmob.releases.specs import DensitySpec
 
     week = start
     parse_week(week)  # parameters are checked before the ledger is touched
+    if max_trips is not None:
+        c.print_warning(
+            f"--max-trips is deprecated here: the bound is -T/--max-visits (read as --max-visits "
+            f"{max_trips})"
+        )
+        max_visits = max_trips
     config = DensityConfig(
         epsilon,
-        max_trips,
+        max_visits,
         delta,
         method=method,
         cover=cover,
@@ -101,11 +113,6 @@ def density(
         smoothing=smoothing,
         outliers_epsilon=outliers_epsilon,
     )
-
-    def run(the_spec: DensitySpec, inp: DensityInputs, acct: Any, step: Any) -> Any:
-        step("pre-sampling, noise and post-processing")
-        return the_spec.run(inp, acct, rng=seed, progress=step)
-
     run_release(
         ctx,
         data=events,
@@ -113,31 +120,9 @@ def density(
         tile_id=tile_id,
         spec=lambda tess: DensitySpec(tess, config, week),
         load=lambda session: session.load_density_inputs(week, cover),
-        run=run,
         budget_delta=delta,
-        writers=[lambda rel, d, zones: [write_geojson(rel, zones, d / "density.geojson")]],
+        writers=list(FILES),
     )
-
-
-def write_geojson(release: Any, zones: Any, path: Path) -> Path:
-    """Zones with their 168 released counts (``counts``), mean and peak hour (noisy values)."""
-    tab = release.tables["density"]
-    wide = tab.pivot(index="zone", columns="hour", values="count")
-    gdf = zones.gdf.copy()
-    values = wide.reindex(gdf["tile_id"]).to_numpy()
-    feats = json.loads(gdf[["tile_id", "geometry"]].to_json())
-    for f, row in zip(feats["features"], values, strict=True):
-        f["properties"] = {
-            "zone": f["properties"]["tile_id"],
-            "mean": float(np.mean(row)),
-            "peak_hour": int(np.argmax(row)),
-            "counts": [int(v) for v in row],
-        }
-    from privmob.releases.stamp import json_stamp
-
-    feats["privmob"] = json_stamp(release)  # with the warning when not for publication
-    path.write_text(json.dumps(feats))
-    return path
 
 
 def register(app: typer.Typer) -> None:

@@ -31,7 +31,12 @@ def density_eval(
         "0.1,0.3,0.5,1.0"
     ),
     repetitions: Annotated[int, typer.Option("--repetitions", "-r")] = 5,
-    max_trips: Annotated[int, o.max_trips("visits per user and hour kept in the week (l)")] = 30,
+    max_visits: Annotated[
+        int, typer.Option("--max-visits", "-T", help="visits per user kept in the week (l)")
+    ] = 30,
+    max_trips: Annotated[
+        int | None, typer.Option("--max-trips", hidden=True, help="deprecated: --max-visits")
+    ] = None,
     delta: Annotated[float, typer.Option("--delta", help="> 0 adds EFPAG")] = 2e-6,
     emd_hours: Annotated[
         str, typer.Option("--emd-hours", help="hours of the week for EMD (comma-separated, '')")
@@ -51,6 +56,12 @@ def density_eval(
     from privmob.prepare.presample import density_counts
     from privmob.releases.density_inputs import load_density_inputs
 
+    if max_trips is not None:  # the earlier spelling of the bound
+        c.print_warning(
+            f"--max-trips is deprecated here: the bound is -T/--max-visits (read as --max-visits "
+            f"{max_trips})"
+        )
+        max_visits = max_trips
     eps = [float(e) for e in epsilons.split(",") if e.strip()]
     hours = [int(h) for h in emd_hours.split(",") if h.strip()]
     with c.Steps(quiet) as step:
@@ -87,7 +98,7 @@ def density_eval(
             eng, view, geometry, week_start = inp.engine, inp.events, inp.geometry, inp.week_start
         step("pre-sampling and exact counts")
         counts = density_counts(
-            eng, view, geometry.n_towers, week_start, max_trips, 1, with_truth=True
+            eng, view, geometry.n_towers, week_start, max_visits, 1, with_truth=True
         )
         table = evaluate_density(
             counts,

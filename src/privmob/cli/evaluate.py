@@ -154,7 +154,7 @@ def _events_scenario(
     from privmob.data.reading import as_csv_files
     from privmob.data.sources import load_events
     from privmob.data.tessellation_input import load_tessellation
-    from privmob.domain import StudyPeriod
+    from privmob.domain import Period
     from privmob.engine import DuckDBEngine
     from privmob.evaluate.decision_grid import scenario_from_events
 
@@ -168,7 +168,7 @@ def _events_scenario(
         source, engine=DuckDBEngine(), tessellation=tess, cells=cells,
         columns=parse_columns(columns), timezone=timezone, delimiter=delimiter,
     )  # fmt: skip
-    period = StudyPeriod.parse("day", start, end)
+    period = Period.parse("day", start, end)
     return scenario_from_events(loaded, tess, period, max_trips=max_trips, trip_rule=trip_rule)
 
 

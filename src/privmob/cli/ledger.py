@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from privmob.cli.common import LedgerOpt, console, console_err
-from privmob.privacy.costs import Unit
+from privmob.privacy.costs import PrivacyUnit
 from privmob.privacy.ledger import Ledger
 
 ledger_app = typer.Typer(
@@ -24,7 +24,9 @@ def init(
     ] = None,
     epsilon: Annotated[float | None, typer.Option("--epsilon", help="total epsilon budget")] = None,
     delta: Annotated[float, typer.Option("--delta", help="total delta budget")] = 0.0,
-    unit: Annotated[Unit, typer.Option("--unit", help="unit of privacy of the budget")] = Unit.USER,
+    unit: Annotated[
+        PrivacyUnit, typer.Option("--unit", help="unit of privacy of the budget")
+    ] = PrivacyUnit.USER,
     ledger: LedgerOpt = None,
 ) -> None:
     """Create the ledger (its custodian: your key, $PRIVMOB_KEY or your own, made if needed; on

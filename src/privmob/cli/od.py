@@ -11,7 +11,7 @@ import typer
 from privmob.cli import common as c
 from privmob.cli import options as o
 from privmob.cli.run_options import with_run_options
-from privmob.privacy.costs import Unit
+from privmob.privacy.costs import PrivacyUnit
 from privmob.privacy.mechanisms import NoiseKind
 
 
@@ -25,7 +25,7 @@ def od(
         float, o.epsilon("privacy budget of the release (per period with --bound-per period)")
     ],
     output: Annotated[Path, o.output()] = Path("privmob-od"),
-    unit: Annotated[Unit, typer.Option("--unit", help="user or trip")] = Unit.USER,
+    unit: Annotated[PrivacyUnit, typer.Option("--unit", help="user or trip")] = PrivacyUnit.USER,
     max_trips: Annotated[
         int | None,
         o.max_trips("trips per user: the most trips counted per user (a random sample of more)"),
@@ -68,7 +68,7 @@ def od(
 ) -> None:
     """Release a differentially private origin-destination matrix."""
     from privmob.cli.run import run_release
-    from privmob.domain import StudyPeriod
+    from privmob.domain import Period
     from privmob.releases.od import OdSpec
 
     spec = functools.partial(
@@ -79,7 +79,7 @@ def od(
         tau=tau,
         noise=noise,
         delta=delta,
-        period=StudyPeriod.parse(bin, start, end),
+        period=Period.parse(bin, start, end),
         bound_per=bound_per,
         same_tile=same_tile,
         unique=unique,

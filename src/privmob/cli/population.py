@@ -45,7 +45,7 @@ def population(
     noise; user-level epsilon-DP with sensitivity 1.
     """
     from privmob.cli.run import run_release
-    from privmob.domain import StudyPeriod
+    from privmob.domain import Period
     from privmob.releases.population import PopulationSpec
 
     spec = functools.partial(
@@ -54,7 +54,7 @@ def population(
         noise=noise,
         delta=delta,
         night=(night_start, night_end),
-        period=StudyPeriod.parse("all", start, end),
+        period=Period.parse("all", start, end),
         zone_mapping=zone_mapping,
         cells=ctx.params.get("cells"),  # an input option (common.INPUT_OPTIONS)
     )

@@ -13,7 +13,7 @@ from privmob.cli import options as o
 from privmob.cli.run_options import with_run_options
 from privmob.data.csv_cells import write_csv
 from privmob.errors import ConfigError, InputError
-from privmob.privacy.costs import Unit
+from privmob.privacy.costs import PrivacyUnit
 
 if TYPE_CHECKING:
     from privmob.releases.publish import Output
@@ -122,7 +122,7 @@ def report(
     period: Annotated[
         tuple[str, str] | None, typer.Option("--period", hidden=True)  # older: START END
     ] = None,
-    unit: Annotated[Unit, typer.Option("--unit", help="user or trip")] = Unit.USER,
+    unit: Annotated[PrivacyUnit, typer.Option("--unit", help="user or trip")] = PrivacyUnit.USER,
     analyses: Annotated[
         str | None, typer.Option("--analyses", help="comma-separated subset (default: all 15)")
     ] = None,

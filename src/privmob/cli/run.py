@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from privmob.cli import common as c
-from privmob.privacy.costs import Unit
+from privmob.privacy.costs import PrivacyUnit
 
 #: what a command gives to read its input: the session -> loaded data (``Session.load_trips``,
 #: ``Session.load_events``, ``Session.load_trip_points``, ``Session.load_density_inputs``)
@@ -114,7 +114,7 @@ def run_release(
     layers: bool = True,
     writers: list[Callable[[Any, Path, Any], Any]] | None = None,
     budget_delta: float = 0.0,
-    budget_unit: Unit | str = Unit.USER,
+    budget_unit: PrivacyUnit | str = PrivacyUnit.USER,
     marks: list[Callable[[Any], None]] | None = None,
     summary: Callable[[Any, list[Path], Any], None] | None = None,
     engine: bool = True,

@@ -3,13 +3,10 @@
 
 from __future__ import annotations
 
-import json
-import warnings
 from pathlib import Path
 from typing import Annotated, Any
 
 import numpy as np
-import pandas as pd
 import typer
 from rich.table import Table
 
@@ -25,55 +22,28 @@ from privmob.cli.common import (
     console_err,
 )
 from privmob.cli.run_options import ENGINE_OPTIONS, with_run_options
-from privmob.data.series_input import check_time_domain as _check_time_domain
-from privmob.data.series_input import load_series, time_grid_of
 from privmob.data.series_input import split_list as _tokens
-from privmob.errors import ConfigError, InputError
+from privmob.data.transition_input import read_transition_matrix
+from privmob.errors import ConfigError
 from privmob.privacy.temporal import (
     backward_loss,
     forward_loss,
     landmark_loss,
     max_budget_for_target,
     temporal_loss,
-    transition_matrix,
 )
-from privmob.releases.landmark import SCHEME_UNIT, AdaptiveRule, Scheme, publish_series
+from privmob.releases.landmark import SCHEME_UNIT, AdaptiveRule, Scheme
 from privmob.releases.release import Release
 
 
 def resolve_landmarks(spec: str, labels: list[object], positions: bool) -> list[int]:
-    """Landmark positions from timestamps (matched to the time column) or from positions."""
-    tokens = _tokens(spec)
-    if positions:
-        try:
-            return [int(t) for t in tokens]
-        except ValueError as exc:
-            raise ConfigError(f"--landmark-positions expects integers: {exc}") from exc
-    as_text = {str(v): i for i, v in enumerate(labels)}
-    parsed: dict[object, int] = {}
-    try:
-        stamps = pd.to_datetime(pd.Series(labels), format="mixed")
-        parsed = {ts: i for i, ts in enumerate(stamps)}
-    except (ValueError, TypeError):
-        pass
-    out = []
-    for tok in tokens:
-        if tok in as_text:
-            out.append(as_text[tok])
-            continue
-        idx = None
-        if parsed:
-            try:
-                idx = parsed.get(pd.Timestamp(tok))
-            except ValueError:
-                idx = None
-        if idx is None:
-            raise ConfigError(
-                f"landmark '{tok}' is not a timestamp of the series",
-                hint="give values of the time column, or positions with --landmark-positions",
-            )
-        out.append(idx)
-    return out
+    """Landmark positions from ``--landmarks`` (timestamps matched to the time labels, or
+    positions with ``--landmark-positions``): the library's
+    :func:`~privmob.releases.landmark.resolve_landmarks`."""
+    from privmob.releases.landmark import landmark_tokens
+    from privmob.releases.landmark import resolve_landmarks as resolve
+
+    return resolve(landmark_tokens(spec, positions), labels)
 
 
 @with_run_options(without=(*ENGINE_OPTIONS, "output_format"))
@@ -142,9 +112,8 @@ def series_command(
 ) -> None:
     """Publish a series under landmark epsilon-privacy (uniform, skip, adaptive) or at the
     event / user level; writes series.parquet, budgets.parquet and metadata.json."""
-    seed, quiet = ctx.params.get("seed"), bool(ctx.params.get("quiet"))  # run options
-    freq = bin
-    if domain_from_data == any(x is not None for x in (start, end, freq)):
+    quiet = bool(ctx.params.get("quiet"))  # a run option
+    if domain_from_data == any(x is not None for x in (start, end, bin)):
         raise ConfigError(
             "--domain-from-data reads the time grid from the file: it replaces --start, --end "
             "and --bin"
@@ -154,109 +123,51 @@ def series_command(
             "--domain-from-data reads it from the file and stamps the release not for "
             "publication",
         )
+    if not domain_from_data and None in (start, end, bin):
+        raise ConfigError("give --start, --end and --bin together")
     from privmob.cli.run import run_release
+    from privmob.domain import Period
+    from privmob.releases.landmark import landmark_tokens
     from privmob.releases.specs import SeriesSpec
 
-    if not domain_from_data and None in (start, end, freq):
-        raise ConfigError("give --start, --end and --bin together")
-    declared = _tokens(zones_spec) if zones_spec else None
-    grid = None if domain_from_data else time_grid_of(start, end, freq)
     bounds = None
     if value_min is not None or value_max is not None:
         if value_min is None or value_max is None:
             raise ConfigError("give both --value-min and --value-max")
         bounds = (value_min, value_max)
-    spec = SeriesSpec(
+    spec = SeriesSpec.over(
         epsilon,
         sensitivity,
-        start,
-        end,
-        freq,
+        None if domain_from_data else Period.parse("all", start, end),
+        bin,
+        domain_from_data=domain_from_data,
         value_column=value_column,
         time_column=time_column,
-        # the zones are public: with --zone-column and no --zones the file is refused on reading
-        zone_column=zone_column if declared else None,
-        zones=tuple(declared) if declared and zone_column else None,
-        # on the declared grid, landmarks are found before reading (the plan's margin)
-        landmarks=tuple(
-            resolve_landmarks(landmarks, list(grid), landmark_positions)
-            if landmarks and grid is not None
-            else ()
-        ),
+        zone_column=zone_column,
+        zones=_tokens(zones_spec) if zones_spec else None,
+        landmarks=landmark_tokens(landmarks, landmark_positions) if landmarks else (),
         scheme=scheme.value,
         integer=integer,
         value_bounds=bounds,
+        rule=AdaptiveRule(initial_rate=initial_rate, step=rate_step, min_rate=min_rate),
+        fill_value=fill_value,
     )
-
-    def load(session: Any) -> Any:
-        session.progress("reading the series")
-        series = load_series(input, value_column, time_column, zone_column, declared, grid=grid)
-        check_time_domain(series.labels, start, end, freq, input)
-        return series  # unpacks as values, labels, zones; bound to its content
-
-    n_marks = [0]
-
-    def run(the_spec: SeriesSpec, series: Any, acct: Any, step: Any) -> Release:
-        values, labels, zones = series
-        marks = resolve_landmarks(landmarks, labels, landmark_positions) if landmarks else []
-        n_marks[0] = len(marks)
-        step("adding noise and charging the ledger")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return publish_series(
-                values,
-                marks,
-                epsilon,
-                scheme,
-                sensitivity=sensitivity,
-                accountant=acct,
-                rng=seed,
-                timestamps=labels,
-                zones=zones,
-                integer=integer,
-                rule=AdaptiveRule(initial_rate=initial_rate, step=rate_step, min_rate=min_rate),
-                fill_value=fill_value,
-                value_bounds=bounds,
-            )
-
     run_release(
         ctx,
         data=input,
         tessellation=None,
         spec=lambda _tess: spec,
-        load=load,
-        run=run,
+        load=spec.loader(input),
         layers=False,
         engine=False,
         budget_unit=SCHEME_UNIT[scheme],
-        marks=[_domain_from_data] if domain_from_data else [],
-        summary=lambda release, paths, _acct: _summary(release, paths, n_marks[0], quiet),
+        marks=list(spec.marks),
+        summary=lambda release, paths, _acct: _summary(release, paths, quiet),
     )
 
 
-DOMAIN_FROM_DATA = (
-    "NOT FOR PUBLICATION: the time domain was read from the data (--domain-from-data); its "
-    "first and last dates and which steps exist are not protected"
-)
-
-
-def _domain_from_data(release: Any) -> None:
-    release.for_publication = False
-    release.publication_note = DOMAIN_FROM_DATA
-
-
-def check_time_domain(
-    labels: list[object], start: str | None, end: str | None, freq: str | None, path: Path
-) -> None:
-    """The library check, with its --domain-from-data warning printed on the console."""
-    _check_time_domain(labels, start, end, freq, path, warn=_warn)
-
-
-def _warn(note: str) -> None:
-    console_err.print(f"[yellow]warning:[/] {note}", highlight=False)
-
-
-def _summary(release: Release, paths: list[Path], n_marks: int, quiet: bool) -> None:
+def _summary(release: Release, paths: list[Path], quiet: bool) -> None:
+    n_marks = len(release.params["landmarks"])  # the public landmark set, as resolved
     for note in release.extra["warnings"]:
         console_err.print(f"[yellow]warning:[/] {note}", highlight=False)
     if not quiet:
@@ -360,7 +271,7 @@ def series_counts_command(
         shape="events",
         run=run,
         budget_unit=SCHEME_UNIT[scheme],
-        summary=lambda release, paths, _acct: _summary(release, paths, len(marks), quiet),
+        summary=lambda release, paths, _acct: _summary(release, paths, quiet),
     )
 
 
@@ -370,26 +281,6 @@ SERIES_COUNTS_ALIASES = {
     "max_trips": ("--max-per-bin", "--bound"),
     "tile_id": ("--id-column",),
 }
-
-
-def read_matrix(spec: str) -> np.ndarray | None:
-    """A transition matrix from a CSV (no header) or JSON file; 'none' = no correlation."""
-    if spec.lower() == "none":
-        return None
-    path = Path(spec)
-    if not path.is_file():
-        raise InputError("matrix file not found", source=spec)
-    try:
-        if path.suffix == ".json":
-            data = json.loads(path.read_text())
-            if isinstance(data, dict):
-                data = data.get("matrix", data)
-            matrix = np.asarray(data, dtype=float)
-        else:
-            matrix = np.loadtxt(path, delimiter=",", ndmin=2)
-    except (ValueError, json.JSONDecodeError) as exc:
-        raise InputError(f"cannot read a matrix of numbers: {exc}", source=spec) from exc
-    return transition_matrix(matrix, name=f"matrix {spec}")
 
 
 def tpl_command(
@@ -418,8 +309,8 @@ def tpl_command(
     """Temporal privacy loss under a Markov correlation (Cao et al.): per timestamp and max."""
     if matrix is None and backward is None and forward is None:
         raise ConfigError("give --matrix, or --backward and/or --forward")
-    pb = read_matrix(backward if backward is not None else matrix or "none")
-    pf = read_matrix(forward if forward is not None else matrix or "none")
+    pb = read_transition_matrix(backward if backward is not None else matrix or "none")
+    pf = read_transition_matrix(forward if forward is not None else matrix or "none")
     if budgets:
         try:
             eps = np.array([float(t) for t in _tokens(budgets)])

@@ -265,7 +265,7 @@ def scenario_from_events(
     Exact values: for the data holder's simulation only, never to be published.
     """
     from privmob.prepare.trips import events_to_trips
-    from privmob.privacy.costs import Unit
+    from privmob.privacy.costs import PrivacyUnit
     from privmob.releases.od import ODDomain, exact_counts
     from privmob.releases.population import exact_home_counts
 
@@ -273,7 +273,12 @@ def scenario_from_events(
     trips = events_to_trips(events, trip_rule)
     dom = ODDomain(k, period.n_bins)
     counts = exact_counts(
-        trips, domain=dom, period=period, unit=Unit.USER, max_trips=max_trips, bound_per="period"
+        trips,
+        domain=dom,
+        period=period,
+        unit=PrivacyUnit.USER,
+        max_trips=max_trips,
+        bound_per="period",
     )
     od = counts[: dom.od_size].reshape(period.n_bins, k, k)
     homes = exact_home_counts(events, k, period=period)

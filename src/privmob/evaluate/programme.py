@@ -34,7 +34,7 @@ from typing import Any
 
 from privmob.errors import ConfigError, InputError
 from privmob.evaluate import accuracy as acc
-from privmob.privacy.costs import Unit
+from privmob.privacy.costs import PrivacyUnit
 from privmob.privacy.mechanisms import Noise, NoiseKind
 from privmob.privacy.postprocess import zero_cell_bias
 from privmob.privacy.zcdp import zcdp_epsilon
@@ -61,7 +61,7 @@ class ScheduleEntry:
     zones: int = 1
     alpha: int | None = None
     beta: float = 0.05
-    unit: Unit = Unit.USER
+    unit: PrivacyUnit = PrivacyUnit.USER
     max_trips: int = 1
     epsilon: float | None = None
 
@@ -84,7 +84,7 @@ class ScheduleEntry:
             raise ConfigError(f"{self.kind}: beta must be in (0, 1)")
         if self.epsilon is not None and not (self.epsilon > 0 and math.isfinite(self.epsilon)):
             raise ConfigError(f"{self.kind}: epsilon must be > 0")
-        if self.unit not in (Unit.USER, Unit.TRIP):
+        if self.unit not in (PrivacyUnit.USER, PrivacyUnit.TRIP):
             raise ConfigError(f"{self.kind}: unit must be user or trip")
 
     @property
@@ -98,12 +98,12 @@ class ScheduleEntry:
     @property
     def sensitivity(self) -> int:
         """L1 bound of one release for the unit it protects (1 for a trip)."""
-        return self.max_trips if self.unit is Unit.USER else 1
+        return self.max_trips if self.unit is PrivacyUnit.USER else 1
 
     @property
     def group(self) -> int:
         """Per-person multiplier of a release's epsilon (group privacy for trip level)."""
-        return 1 if self.unit is Unit.USER else self.max_trips
+        return 1 if self.unit is PrivacyUnit.USER else self.max_trips
 
 
 @dataclass(frozen=True)
@@ -279,7 +279,7 @@ def plan_programme(schedule: Programme | Mapping[str, Any] | str | Path) -> Prog
         ep.per_person = e.count * e.group * eps
         # seed 002: every release x every trip of a person x the trip-level epsilon that
         # gives the same cell accuracy
-        eps_trip = eps if e.unit is Unit.TRIP else eps / max(T, 1)
+        eps_trip = eps if e.unit is PrivacyUnit.TRIP else eps / max(T, 1)
         ep.naive_per_trip = e.count * e.max_trips * eps_trip
         plans.append(ep)
     pure = sum(p.per_person for p in plans)
@@ -329,7 +329,7 @@ def _suggest(p: EntryPlan, prog: Programme, pure: float, best: float) -> list[st
             f"a looser target: alpha {_alpha_at(each, e.beta, e.sensitivity, kind)} at "
             f"epsilon {each:.4g} per release"
         )
-        if e.unit is Unit.USER and e.max_trips > 1:
+        if e.unit is PrivacyUnit.USER and e.max_trips > 1:
             t_fit = _largest(
                 lambda t: _fits(e.alpha or 0, e.beta, t, kind, e.count, share), 1, e.max_trips
             )
@@ -337,7 +337,7 @@ def _suggest(p: EntryPlan, prog: Programme, pure: float, best: float) -> list[st
                 out.append(f"a smaller bound: T = {t_fit} {what} per person per release")
         # one user-level bound over the whole horizon: the entry costs its epsilon once
         t_h = _largest(lambda t: _fits(e.alpha or 0, e.beta, t, kind, 1, share), 1, 10**6)
-        claim = "instead of a trip-level claim" if e.unit is Unit.TRIP else "in total"
+        claim = "instead of a trip-level claim" if e.unit is PrivacyUnit.TRIP else "in total"
         if t_h >= 1:
             out.append(
                 f"a user-level bound over {prog.horizon}: at most {t_h} {what} per person over "
@@ -382,7 +382,7 @@ def programme_from_dict(doc: Mapping[str, Any], source: str = "schedule") -> Pro
             )
         fields = dict(r)
         if "unit" in fields:
-            fields["unit"] = Unit(fields["unit"])
+            fields["unit"] = PrivacyUnit(fields["unit"])
         try:
             entries.append(ScheduleEntry(**fields))
         except ConfigError as err:

@@ -7,7 +7,7 @@ applied afterwards still bounds what one user can change. SQL that DuckDB and Sp
 
 from __future__ import annotations
 
-from privmob.domain import StudyPeriod
+from privmob.domain import Period
 from privmob.engine.relation import Loaded, new_name
 
 
@@ -25,7 +25,7 @@ def unique_trips_sql(trips: str, period_bin: str) -> str:
     )
 
 
-def unique_trips(trips: Loaded, period: StudyPeriod) -> Loaded:
+def unique_trips(trips: Loaded, period: Period) -> Loaded:
     """Each user's first trip per (origin, destination) pair in every period of ``period``
     (trips outside a declared period form one more group)."""
     bin_sql = period.bin_sql("start_time", trips.engine.dialect)

@@ -21,8 +21,8 @@ from privmob.errors import ConfigError
 ALMOST_ONE = math.nextafter(1.0, 0.0)
 
 
-class Unit(StrEnum):
-    """What neighbouring datasets differ in (Tumult's ``ProtectedChange``)."""
+class PrivacyUnit(StrEnum):
+    """What neighbouring datasets differ in (Tumult's ``ProtectedChange``): ``pm.PrivacyUnit``."""
 
     USER = "user"
     TRIP = "trip"
@@ -31,6 +31,10 @@ class Unit(StrEnum):
 
     def __str__(self) -> str:
         return self.value
+
+
+#: the earlier name of :class:`PrivacyUnit` (the same enum)
+Unit = PrivacyUnit
 
 
 @dataclass(frozen=True)

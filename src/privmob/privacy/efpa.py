@@ -41,7 +41,7 @@ import numpy as np
 
 from privmob.errors import ConfigError
 from privmob.privacy import samplers
-from privmob.privacy.costs import Cost, Unit
+from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.discrete_gaussian import up
 from privmob.privacy.mechanisms import Noise, NoiseKind, noisy_max
 from privmob.privacy.samplers import Randomness, resolve
@@ -171,7 +171,7 @@ def fourier_perturb(
     *,
     delta: float = 0.0,
     mixed_sensitivity: float | None = None,
-    unit: Unit = Unit.USER,
+    unit: PrivacyUnit = PrivacyUnit.USER,
 ) -> FourierPerturbation:
     """EFPA (``delta = 0``) or EFPAG (``delta > 0``) on one series or a stack of series.
 
@@ -214,7 +214,7 @@ def efpa(
     rng: Randomness | int | None = None,
     *,
     mixed_sensitivity: float | None = None,
-    unit: Unit = Unit.USER,
+    unit: PrivacyUnit = PrivacyUnit.USER,
 ) -> FourierPerturbation:
     """EFPA: epsilon-DP perturbation of a series of L2 sensitivity Delta2 (Laplace noise)."""
     return fourier_perturb(
@@ -229,7 +229,7 @@ def efpag(
     l2_sensitivity: float,
     rng: Randomness | int | None = None,
     *,
-    unit: Unit = Unit.USER,
+    unit: PrivacyUnit = PrivacyUnit.USER,
 ) -> FourierPerturbation:
     """EFPAG: (epsilon, delta)-DP perturbation of a series of L2 sensitivity Delta2 (Gaussian)."""
     if not delta > 0:

@@ -19,7 +19,7 @@ import numpy as np
 
 from privmob.errors import ConfigError
 from privmob.privacy import samplers
-from privmob.privacy.costs import Cost, Unit, gaussian_rho, zcdp_to_epsilon
+from privmob.privacy.costs import Cost, PrivacyUnit, gaussian_rho, zcdp_to_epsilon
 from privmob.privacy.discrete_gaussian import discrete_gaussian_sigma, scale_up, sigma_for_rho
 from privmob.privacy.samplers import Randomness, resolve
 
@@ -166,7 +166,7 @@ def calibrate(
     l1_sensitivity: float,
     l2_sensitivity: float | None = None,
     delta: float = 0.0,
-    unit: Unit = Unit.USER,
+    unit: PrivacyUnit = PrivacyUnit.USER,
 ) -> tuple[Noise, Cost]:
     """Noise for a query with the given enforced sensitivities and its privacy cost.
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from privmob.errors import ConfigError
-from privmob.privacy.costs import Cost, Unit
+from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.mechanisms import Noise, NoiseKind, calibrate, noisy_max
 from privmob.privacy.samplers import Randomness, resolve
 
@@ -116,7 +116,7 @@ def dp_quantiles(
     sensitivity: float,
     quantiles: tuple[float, ...] = FIVE_NUMBERS,
     rng: Randomness | int | None = None,
-    unit: Unit = Unit.USER,
+    unit: PrivacyUnit = PrivacyUnit.USER,
 ) -> tuple[np.ndarray, Cost]:
     """DP quantiles of values binned on the public grid ``bins``.
 
@@ -160,7 +160,7 @@ def dp_histogram(
     sensitivity: float,
     kind: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE,
     rng: Randomness | int | None = None,
-    unit: Unit = Unit.USER,
+    unit: PrivacyUnit = PrivacyUnit.USER,
 ) -> DPHistogram:
     """Noise on every declared bin and on the merged outliers cell.
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from privmob.errors import ConfigError
-from privmob.privacy.costs import Cost, Unit
+from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.ledger import Ledger
 from privmob.privacy.ledger_entries import Entry, Spent
 from privmob.privacy.people import PeopleSketch, people_key
@@ -42,7 +42,7 @@ class Accountant:
     budget: float | None = None
     budget_delta: float = 0.0
     #: what ``budget`` protects (user by default; landmark or event for landmark series)
-    budget_unit: Unit | str = Unit.USER
+    budget_unit: PrivacyUnit | str = PrivacyUnit.USER
     #: where the release is published; set, :meth:`charge` stages, charges and renames
     output: Output | None = None
     #: applied to every release before it is charged and written (test mode, a domain read

@@ -37,12 +37,12 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 import numpy as np
 import pandas as pd
 
-from privmob.domain import StudyPeriod
+from privmob.domain import Period
 from privmob.engine.base import dense_counts
 from privmob.engine.buckets import counts_by_user_buckets
 from privmob.errors import ConfigError
 from privmob.prepare.bounding import bound_per_user, fresh_key
-from privmob.privacy.costs import Cost, Unit
+from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.mechanisms import Noise, NoiseKind, calibrate
 from privmob.privacy.samplers import Randomness, resolve
 from privmob.privacy.signal import signal_check
@@ -99,7 +99,7 @@ def _minutes(_time: str, d: Any) -> str:
     return f"(({d.epoch_seconds('end_time')} - {d.epoch_seconds('start_time')}) / 60.0)"
 
 
-def dimension(spec: str, tile_ids: Sequence[Any], period: StudyPeriod) -> Dimension:
+def dimension(spec: str, tile_ids: Sequence[Any], period: Period) -> Dimension:
     """The dimension named by ``spec`` (see the module's docstring), over public labels."""
     name, _, arg = spec.partition(":")
     tiles = tuple(tile_ids)
@@ -165,7 +165,7 @@ class CountDomain:
     dimensions: tuple[Dimension, ...]
     time: str = "time"
     k: int = 0
-    period: StudyPeriod | None = None
+    period: Period | None = None
     outliers_by: int | None = 0
     diagonal: tuple[str, str] | None = None
 
@@ -397,7 +397,7 @@ class CountSpec:
     bound: int
     noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE
     delta: float = 0.0
-    period: StudyPeriod = field(default_factory=StudyPeriod)
+    period: Period = field(default_factory=Period)
     kind: str = "counts"
 
     @cached_property
@@ -492,7 +492,7 @@ class CountSpec:
         release = Release(
             kind=self.kind,
             cost=cost,
-            unit=Unit.USER,
+            unit=PrivacyUnit.USER,
             bounds={"max_records_per_user": int(self.bound), "records": self.records},
             noise={
                 **noise.to_dict(),
@@ -505,7 +505,7 @@ class CountSpec:
                 "by": list(self.by),
                 "period": self.period.to_dict(),
                 "post_processing": "noisy integers as drawn (unbiased; negative values kept)",
-                "signal": signal_check(noisy[:-1], margin, Unit.USER).to_dict(),
+                "signal": signal_check(noisy[:-1], margin, PrivacyUnit.USER).to_dict(),
             },
             domain={
                 "dimensions": {d_.column: len(d_.labels) for d_ in self.dimensions},

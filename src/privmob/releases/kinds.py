@@ -56,9 +56,10 @@ def same_tile_flag(rule: str) -> bool:
 @dataclass(frozen=True)
 class Bound:
     """A kind's per-user bound: ``keyword`` (the Session method's), ``flags`` (the command
-    line's: ``-T`` is every release's bound, its long form the shared ``--max-trips``; the
-    kind's own words stay accepted as hidden aliases) and ``metadata`` (the key of
-    ``metadata.json``'s ``privacy.bounds``)."""
+    line's: ``-T`` is every release's bound, its long form the shared ``--max-trips``, or the
+    keyword's own spelling where trips are not what is bounded, e.g. density's
+    ``--max-visits``; other words stay accepted as hidden aliases) and ``metadata`` (the key
+    of ``metadata.json``'s ``privacy.bounds``: the keyword and what it bounds per)."""
 
     keyword: str
     flags: tuple[str, ...]
@@ -193,7 +194,7 @@ KINDS: tuple[Kind, ...] = (
         cli_help="Release the number of users per zone and hour of a week (Acs and Castelluccia).",
         tables=("density", "out_of_domain", "outliers"),
         bound=Bound(
-            "max_visits", ("--max-trips", "-T"), "max_visits_per_week", ("MaxVisitsPerWeek",)
+            "max_visits", ("--max-visits", "-T"), "max_visits_per_week", ("MaxVisitsPerWeek",)
         ),
         layer=Layer("density", "zone", "density_tiles"),
     ),

@@ -23,7 +23,7 @@ from types import MappingProxyType
 from typing import Any, Self
 
 from privmob.errors import ConfigError
-from privmob.privacy.costs import Cost, Unit
+from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.ledger_entries import Entry
 from privmob.privacy.mechanisms import Noise
 
@@ -273,7 +273,7 @@ class ReleaseMetadata:
     """The whole of ``metadata.json``: :meth:`to_json` is what is written."""
 
     kind: str
-    unit: Unit
+    unit: PrivacyUnit
     cost: Cost
     bounds: Bounds
     noise: NoiseDescription

@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import pandas as pd
 
-from privmob.domain import StudyPeriod
+from privmob.domain import Period
 from privmob.engine.buckets import root
 from privmob.engine.relation import Loaded
 from privmob.errors import ConfigError
-from privmob.privacy.costs import Cost, Unit
+from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.mechanisms import Noise, NoiseKind, calibrate
 from privmob.privacy.postprocess import check_tau, suppress
 from privmob.privacy.postprocess import describe as describe_post
@@ -71,7 +71,7 @@ class ODDomain:
     def released_cells(self) -> int:
         return self.od_cells + self.n_periods + 1
 
-    def count_domain(self, period: StudyPeriod, tile_ids: list[Any] | None = None) -> CountDomain:
+    def count_domain(self, period: Period, tile_ids: list[Any] | None = None) -> CountDomain:
         """This domain in the count template's terms: dimensions period x origin x
         destination (row-major), the outliers cells split by period, the diagonal not
         released unless ``same_tile``."""
@@ -86,7 +86,7 @@ class TripRows:
     """The trips an OD release counts, as the template's cell SQL reads them: each trip's
     user, id, start time, ends and period bin (the bound per period partitions by it)."""
 
-    period: StudyPeriod
+    period: Period
     records: str = "trips"
 
     def rows_sql(self, part: Loaded) -> str:
@@ -108,12 +108,12 @@ class OdSpec:
 
     tessellation: Tessellation
     epsilon: float
-    unit: Unit = Unit.USER
+    unit: PrivacyUnit = PrivacyUnit.USER
     max_trips: int | None = None
     tau: int | None = None
     noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE
     delta: float = 0.0
-    period: StudyPeriod = field(default_factory=StudyPeriod)
+    period: Period = field(default_factory=Period)
     bound_per: str = "release"
     kind: str = "od"
     same_tile: str = "exclude"
@@ -184,7 +184,7 @@ class OdSpec:
     def per_user(self, group_size: int | None) -> PerUser | None:
         """T trips per user (per period with ``bound_per="period"``); trip level: none, or the
         stated group size enforced (so a charge by group privacy rests on a real bound)."""
-        if self.od_plan.unit is Unit.TRIP:
+        if self.od_plan.unit is PrivacyUnit.TRIP:
             if group_size is None:
                 return None
             if int(group_size) != group_size or group_size < 1:
@@ -219,7 +219,7 @@ class OdSpec:
     ) -> tuple[Release, str]:
         p, domain, tau = self.od_plan, self.domain, self.tau
         unit, t_bound = p.unit, p.t_bound
-        group = bound.bound if bound is not None and unit is Unit.TRIP else None
+        group = bound.bound if bound is not None and unit is PrivacyUnit.TRIP else None
         mask = self.count_domain().released_mask()
         published = suppress(noisy, tau) * mask
         margin = noise.margin_of_error(0.95)
@@ -238,8 +238,8 @@ class OdSpec:
             cost=cost,
             unit=unit,
             bounds={
-                "max_trips_per_user": t_bound if unit is Unit.USER else None,
-                "bound_per": self.bound_per if unit is Unit.USER else None,
+                "max_trips_per_user": t_bound if unit is PrivacyUnit.USER else None,
+                "bound_per": self.bound_per if unit is PrivacyUnit.USER else None,
                 **({"group_size_enforced": group} if group is not None else {}),
             },
             noise={**noise.to_dict(), "l1_sensitivity": t_bound, "margin_of_error_95": margin},
@@ -273,12 +273,12 @@ def od_matrix(
     tessellation: Tessellation,
     epsilon: float,
     accountant: Accountant,
-    unit: Unit | str = Unit.USER,
+    unit: PrivacyUnit | str = PrivacyUnit.USER,
     max_trips: int | None = None,
     tau: int | None = None,
     noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE,
     delta: float = 0.0,
-    period: StudyPeriod | None = None,
+    period: Period | None = None,
     bound_per: str = "release",
     rng: Randomness | int | None = None,
     step: Step | None = None,
@@ -312,12 +312,12 @@ def od_matrix(
     spec = OdSpec(
         tessellation,
         epsilon,
-        Unit(unit),
+        PrivacyUnit(unit),
         max_trips,
         tau,
         noise,
         delta,
-        period or StudyPeriod(),
+        period or Period(),
         bound_per,
         same_tile=same_tile,
     )
@@ -328,7 +328,7 @@ def od_matrix(
 class ODPlan:
     """What an OD release will cost, from its public parameters only."""
 
-    unit: Unit
+    unit: PrivacyUnit
     t_bound: int
     noise: Noise
     cost_each: Cost
@@ -339,20 +339,20 @@ class ODPlan:
 def plan_od(
     *,
     epsilon: float,
-    unit: Unit | str = Unit.USER,
+    unit: PrivacyUnit | str = PrivacyUnit.USER,
     max_trips: int | None = None,
     tau: int | None = None,
     noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE,
     delta: float = 0.0,
-    period: StudyPeriod | None = None,
+    period: Period | None = None,
     bound_per: str = "release",
 ) -> ODPlan:
     """Check the parameters and compute the noise and ledger parts (no data is read)."""
-    unit = Unit(unit)
-    period = period or StudyPeriod()
-    if unit not in (Unit.USER, Unit.TRIP):
+    unit = PrivacyUnit(unit)
+    period = period or Period()
+    if unit not in (PrivacyUnit.USER, PrivacyUnit.TRIP):
         raise ConfigError(f"the OD release protects a user or a trip, not a {unit}")
-    if unit is Unit.USER:
+    if unit is PrivacyUnit.USER:
         if max_trips is None:
             raise ConfigError(
                 "user-level privacy needs --max-trips T, the most trips counted per user",
@@ -374,7 +374,7 @@ def plan_od(
     noise_dist, cost_each = calibrate(
         noise, epsilon, l1_sensitivity=t_bound, l2_sensitivity=t_bound, delta=delta, unit=unit
     )
-    if bound_per == "period" and unit is Unit.USER:
+    if bound_per == "period" and unit is PrivacyUnit.USER:
         parts = [(f"period {lab}", cost_each) for lab in period.labels()]
         if period.declared:  # undeclared: no trip can be outside, that cell reads no data
             parts.append(("trips outside the study period (outliers)", cost_each))
@@ -390,8 +390,8 @@ def exact_counts(
     trips: Loaded,
     *,
     domain: ODDomain,
-    period: StudyPeriod,
-    unit: Unit,
+    period: Period,
+    unit: PrivacyUnit,
     max_trips: int,
     bound_per: str = "release",
     rng: Randomness | None = None,
@@ -407,7 +407,7 @@ def exact_counts(
     """
     cells = domain.count_domain(period)
     bound = None
-    if unit is Unit.USER:
+    if unit is PrivacyUnit.USER:
         bound = PerUser(max_trips, partition=("period",) if bound_per == "period" else ())
     counts = exact_cells(
         trips, TripRows(period), cells, bound, resolve(rng), buckets=buckets, step=step

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from privmob.privacy.costs import Unit
+from privmob.privacy.costs import PrivacyUnit
 
 
 def series_cost_lines(release: Any, group_size: int | None = None) -> list[str]:
@@ -20,7 +20,7 @@ def series_cost_lines(release: Any, group_size: int | None = None) -> list[str]:
     cost = release.cost
     bound_per = (release.bounds or {}).get("bound_per")
     lines: list[str] = []
-    if release.unit is Unit.USER:
+    if release.unit is PrivacyUnit.USER:
         if bound_per == "period" and periods > 1:
             each = release.params.get("epsilon_per_part", cost.epsilon)
             lines.append(
@@ -33,7 +33,7 @@ def series_cost_lines(release: Any, group_size: int | None = None) -> list[str]:
                 f"one bound over all {periods} period(s): each user loses at most "
                 f"epsilon={cost.epsilon:g} over the series"
             )
-    elif release.unit is Unit.TRIP:
+    elif release.unit is PrivacyUnit.TRIP:
         eps = cost.epsilon
         if group_size:
             g = int(group_size)

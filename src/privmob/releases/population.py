@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import pandas as pd
 
-from privmob.domain import StudyPeriod
+from privmob.domain import Period
 from privmob.engine.relation import Loaded
 from privmob.errors import ConfigError
 from privmob.prepare.homes import homes_sql
-from privmob.privacy.costs import Cost, Unit
+from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.mechanisms import Noise, NoiseKind, calibrate
 from privmob.privacy.samplers import Randomness, resolve
 from privmob.releases.base import Accountant
@@ -69,7 +69,7 @@ class HomeRows:
 
     k: int
     night: tuple[int, int] = (20, 6)
-    period: StudyPeriod | None = None
+    period: Period | None = None
     records: str = "homes"
 
     def rows_sql(self, part: Loaded) -> str:
@@ -117,7 +117,7 @@ def exact_home_counts(
     k: int,
     *,
     night: tuple[int, int] = (20, 6),
-    period: StudyPeriod | None = None,
+    period: Period | None = None,
     buckets: int | None = None,
     step: Callable[[str], None] | None = None,
 ) -> np.ndarray:
@@ -145,7 +145,7 @@ class PopulationSpec(CountsHomes):
     noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE
     delta: float = 0.0
     night: tuple[int, int] = (20, 6)
-    period: StudyPeriod = field(default_factory=StudyPeriod)
+    period: Period = field(default_factory=Period)
     kind: str = "population"
     zone_mapping: str = "contain"
     cells: str | Path | None = None
@@ -253,7 +253,7 @@ class PopulationSpec(CountsHomes):
         return Release(
             kind="population",
             cost=cost,
-            unit=Unit.USER,
+            unit=PrivacyUnit.USER,
             bounds={"homes_per_user": 1},
             noise={
                 **noise.to_dict(),
@@ -383,7 +383,7 @@ def population_counts(
     noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE,
     delta: float = 0.0,
     night: tuple[int, int] = (20, 6),
-    period: StudyPeriod | None = None,
+    period: Period | None = None,
     rng: Randomness | int | None = None,
     step: Callable[[str], None] | None = None,
 ) -> Release:
@@ -397,7 +397,7 @@ def population_counts(
     events inside it; a user with no night event inside it (e.g. seen only outside the period)
     is counted in the "unknown home" outliers cell (SPEC 1.1); the period itself is public.
     """
-    spec = PopulationSpec(tessellation, epsilon, noise, delta, night, period or StudyPeriod())
+    spec = PopulationSpec(tessellation, epsilon, noise, delta, night, period or Period())
     return count_release(events, spec, accountant, rng=rng, step=step)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from privmob import __version__
-from privmob.privacy.costs import Cost, Unit
+from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.ledger_entries import Entry
 from privmob.releases.metadata import (
     Bounds,
@@ -36,7 +36,7 @@ class Release:
 
     kind: str
     cost: Cost
-    unit: Unit
+    unit: PrivacyUnit
     bounds: Bounds
     noise: NoiseDescription
     params: dict[str, Any]
@@ -63,7 +63,7 @@ class Release:
         self,
         kind: str,
         cost: Cost,
-        unit: Unit,
+        unit: PrivacyUnit,
         bounds: Bounds | Mapping[str, Any],
         noise: NoiseDescription | Mapping[str, Any],
         params: dict[str, Any],

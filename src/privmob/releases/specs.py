@@ -11,11 +11,12 @@ thin typed wrappers over their release functions, whose privacy semantics are th
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol
 
+from privmob.domain import Period
 from privmob.errors import ConfigError
 from privmob.privacy.costs import Cost
 from privmob.privacy.mechanisms import NoiseKind, calibrate
@@ -28,7 +29,9 @@ from privmob.releases.population import PopulationSpec as PopulationSpec
 from privmob.releases.release import Release
 
 if TYPE_CHECKING:
+    from privmob.data.series_input import SeriesInput
     from privmob.data.tessellation import Tessellation
+    from privmob.releases.landmark import AdaptiveRule, Landmark
 
 Progress = Callable[[str], None]
 
@@ -162,6 +165,7 @@ class DensitySpec:
     ) -> Release:
         from privmob.releases.density import density_release
 
+        progress("pre-sampling, noise and post-processing")
         return density_release(
             data.engine, data.loaded, data.geometry, self.config, data.week_start, accountant,
             rng, progress,
@@ -174,7 +178,11 @@ class SeriesSpec:
     landmark privacy (see :func:`privmob.releases.landmark.publish_series`). The time domain
     (``start``, ``end``, ``freq``) and the ``zones`` are public and declared; the file must
     hold exactly that grid. ``None`` for all three: the grid is the file's own (not protected;
-    ``privmob series --domain-from-data``): the plan then knows no cells before reading."""
+    ``privmob series --domain-from-data``): the plan then knows no cells before reading, and
+    the release is stamped not for publication (:attr:`marks`). ``landmarks``: positions in
+    the grid or its timestamps (:func:`~privmob.releases.landmark.resolve_landmarks`);
+    ``rule``: the adaptive scheme's sampling-rate rule; ``fill_value``: the public value
+    before the first release (skip, adaptive)."""
 
     epsilon: float
     sensitivity: float
@@ -185,11 +193,59 @@ class SeriesSpec:
     time_column: str = "time"
     zone_column: str | None = None
     zones: tuple[str, ...] | None = None
-    landmarks: tuple[int, ...] = ()
+    landmarks: tuple[Landmark, ...] = ()
     scheme: str = "uniform"
     integer: bool | None = None
     value_bounds: tuple[float, float] | None = None
     kind: str = "series"
+    rule: AdaptiveRule | None = None
+    fill_value: float = 0.0
+
+    @classmethod
+    def over(
+        cls,
+        epsilon: float,
+        sensitivity: float,
+        period: Period | None,
+        freq: str | None,
+        *,
+        domain_from_data: bool = False,
+        zones: Sequence[str] | None = None,
+        landmarks: Sequence[Landmark] = (),
+        **options: Any,
+    ) -> SeriesSpec:
+        """The spec of a series on the grid of ``period`` every ``freq`` (both declared), or
+        on the file's own timestamps with ``domain_from_data`` (neither given); ``options``:
+        the other fields (``Session.series``' :class:`~privmob.releases.landmark.SeriesOptions`).
+        """
+        if domain_from_data:
+            if period is not None or freq is not None:
+                raise ConfigError(
+                    "--domain-from-data reads the time grid from the file: it replaces the "
+                    "period (--start, --end) and --bin",
+                    hint="declare the grid, or read it from the file (not for publication)",
+                )
+            start = end = None
+        else:
+            study = period or Period()
+            if study.start is None or study.end is None or freq is None:
+                raise ConfigError(
+                    "a series needs the public time grid: a declared period and its bin",
+                    hint='e.g. period=pm.Period("2024-01-01", "2024-02-01"), freq="1h" '
+                    "(--start, --end, --bin); or domain_from_data=True (--domain-from-data: "
+                    "the file's timestamps, not for publication)",
+                )
+            start, end = study.start.isoformat(sep=" "), study.end.isoformat(sep=" ")
+        return cls(
+            epsilon,
+            sensitivity,
+            start,
+            end,
+            freq,
+            zones=None if zones is None else tuple(str(z) for z in zones),
+            landmarks=tuple(landmarks),
+            **options,
+        )
 
     def public_period(self) -> dict[str, object]:
         """The declared grid (public), or ``None`` values when read from the file."""
@@ -203,14 +259,29 @@ class SeriesSpec:
             return None  # the file's own grid (not protected)
         return time_grid(str(self.start), str(self.end), str(self.freq))
 
+    def positions(self, labels: Sequence[object]) -> list[int]:
+        """The landmarks' positions in a grid of time ``labels``."""
+        from privmob.releases.landmark import resolve_landmarks
+
+        return resolve_landmarks(self.landmarks, labels)
+
+    @property
+    def marks(self) -> tuple[Callable[[Release], None], ...]:
+        """What the lifecycle applies before the charge: not for publication when the time
+        domain is the file's own."""
+        from privmob.releases.landmark import mark_domain_from_data
+
+        return () if self.grid is not None else (mark_domain_from_data,)
+
     @cached_property
     def _plan(self) -> Plan:
         from privmob.releases.landmark import SCHEME_UNIT, Scheme, scheme_budgets
 
         if (self.zone_column is None) != (self.zones is None):
             raise ConfigError(
-                "a series per zone needs both zone_column and the public zones",
-                hint="pass zones=[...] (declared, never taken from the file)",
+                "a series per zone needs both its zone column and the public zones",
+                hint="pass zone_column= and zones=[...] (--zone-column and --zones a,b): the "
+                "zones are declared, never taken from the file",
             )
         if not (self.sensitivity > 0 and math.isfinite(self.sensitivity)):
             raise ConfigError(
@@ -220,7 +291,8 @@ class SeriesSpec:
         bins = 0 if self.grid is None else len(self.grid)
         smallest = self.epsilon
         if bins:  # the grid is known: the smallest budget of a bin under the scheme
-            budgets = scheme_budgets(scheme, bins, list(self.landmarks), self.epsilon)
+            marks = self.positions(list(self.grid))
+            budgets = scheme_budgets(scheme, bins, marks, self.epsilon)
             smallest = float(budgets[budgets > 0].min()) if (budgets > 0).any() else smallest
         dist, _ = calibrate(
             NoiseKind.DISCRETE_LAPLACE, smallest, l1_sensitivity=max(1, round(self.sensitivity))
@@ -240,18 +312,34 @@ class SeriesSpec:
         """``margin_of_error_95``: a bin with the scheme's smallest budget (discrete Laplace)."""
         return self._plan
 
-    def load(self, source: Any) -> Any:
-        """The series file read against the declared domain and bound to its content
-        (:class:`~privmob.data.series_input.SeriesInput`)."""
+    def load(
+        self,
+        source: Any,
+        *,
+        warn: Progress | None = None,
+        progress: Progress | None = None,
+    ) -> SeriesInput:
+        """The series file read against the declared domain (its timestamps checked in file
+        order) and bound to its content (:class:`~privmob.data.series_input.SeriesInput`);
+        ``warn`` is told when the domain is the file's own."""
         from pathlib import Path
 
         from privmob.data.series_input import check_time_domain, load_series
 
+        if progress is not None:
+            progress("reading the series")
         path = Path(str(source))
         zones = list(self.zones) if self.zones is not None else None
-        series = load_series(path, self.value_column, self.time_column, self.zone_column, zones)
-        check_time_domain(series.labels, self.start, self.end, self.freq, path)
+        series = load_series(
+            path, self.value_column, self.time_column, self.zone_column, zones, grid=self.grid
+        )
+        check_time_domain(series.labels, self.start, self.end, self.freq, path, warn=warn)
         return series
+
+    def loader(self, source: Any) -> Callable[[Any], SeriesInput]:
+        """The lifecycle's load step for the file ``source``: read with the session's
+        warnings and steps."""
+        return lambda session: self.load(source, warn=session.warn, progress=session.progress)
 
     def run(
         self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Progress
@@ -264,7 +352,7 @@ class SeriesSpec:
         progress("adding noise and charging the ledger")
         return publish_series(
             values,
-            list(self.landmarks),
+            self.positions(labels),
             self.epsilon,
             self.scheme,
             sensitivity=self.sensitivity,
@@ -273,6 +361,8 @@ class SeriesSpec:
             timestamps=labels,
             zones=zone_labels,
             integer=self.integer,
+            rule=self.rule,
+            fill_value=self.fill_value,
             value_bounds=self.value_bounds,
         )
 

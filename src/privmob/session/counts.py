@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from privmob.domain import StudyPeriod
+from privmob.domain import Period
 from privmob.dp import as_period
 from privmob.privacy.mechanisms import NoiseKind
 from privmob.releases.counts import CountSpec
@@ -32,7 +32,7 @@ class SessionCounts(SessionBase):
         max_records: int,
         noise: NoiseKind | str,
         delta: float,
-        period: StudyPeriod | None,
+        period: Period | None,
     ) -> CountSpec:
         return CountSpec(
             self.tessellation,
@@ -55,7 +55,7 @@ class SessionCounts(SessionBase):
         max_records: int = 1,
         noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE,
         delta: float = 0.0,
-        period: StudyPeriod | None = None,
+        period: Period | None = None,
         kind: str = "counts",
     ) -> Plan:
         """The plan of :meth:`counts` (reads no data, charges nothing)."""
@@ -72,7 +72,7 @@ class SessionCounts(SessionBase):
         max_records: int = 1,
         noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE,
         delta: float = 0.0,
-        period: StudyPeriod | None = None,
+        period: Period | None = None,
         output: str | Path | None = None,
         overwrite: bool = False,
         formats: Sequence[str] | None = None,

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Unpack
 
-from privmob.domain import StudyPeriod
+from privmob.domain import Period
 from privmob.dp import (
     MaxEventsPerBin,
     MaxTripsPerUser,
@@ -33,6 +33,10 @@ from privmob.releases.specs import (
 )
 from privmob.results import ReleaseResult
 from privmob.session.counts import SessionCounts
+
+if TYPE_CHECKING:
+    from privmob.releases.density import DensityOptions
+    from privmob.releases.landmark import SeriesOptions
 
 
 class Session(SessionCounts):
@@ -78,7 +82,7 @@ class Session(SessionCounts):
         self,
         epsilon: float,
         max_trips: MaxTripsPerUser | int | None,
-        period: StudyPeriod | None,
+        period: Period | None,
         unit: PrivacyUnit | str,
         tau: int | None,
         noise: NoiseKind | str,
@@ -106,7 +110,7 @@ class Session(SessionCounts):
         *,
         epsilon: float,
         max_trips: MaxTripsPerUser | int | None = None,
-        period: StudyPeriod | None = None,
+        period: Period | None = None,
         unit: PrivacyUnit | str = PrivacyUnit.USER,
         tau: int | None = None,
         noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE,
@@ -125,7 +129,7 @@ class Session(SessionCounts):
         *,
         epsilon: float,
         max_trips: MaxTripsPerUser | int | None = None,
-        period: StudyPeriod | None = None,
+        period: Period | None = None,
         unit: PrivacyUnit | str = PrivacyUnit.USER,
         tau: int | None = None,
         noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE,
@@ -163,7 +167,7 @@ class Session(SessionCounts):
     def _population_spec(
         self,
         epsilon: float,
-        period: StudyPeriod | None,
+        period: Period | None,
         night: tuple[int, int],
         noise: NoiseKind | str,
         delta: float,
@@ -184,7 +188,7 @@ class Session(SessionCounts):
         self,
         *,
         epsilon: float,
-        period: StudyPeriod | None = None,
+        period: Period | None = None,
         night: tuple[int, int] = (20, 6),
         noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE,
         delta: float = 0.0,
@@ -197,7 +201,7 @@ class Session(SessionCounts):
         self,
         *,
         epsilon: float,
-        period: StudyPeriod | None = None,
+        period: Period | None = None,
         night: tuple[int, int] = (20, 6),
         noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE,
         delta: float = 0.0,
@@ -230,7 +234,7 @@ class Session(SessionCounts):
         self,
         epsilon: float,
         max_trips: MaxTripsPerUser | int | None,
-        period: StudyPeriod | None,
+        period: Period | None,
         unit: PrivacyUnit | str,
         analyses: Sequence[str] | None,
         same_tile: str,
@@ -258,7 +262,7 @@ class Session(SessionCounts):
         self,
         *,
         epsilon: float,
-        period: StudyPeriod,
+        period: Period,
         max_trips: MaxTripsPerUser | int | None = None,
         unit: PrivacyUnit | str = PrivacyUnit.USER,
         analyses: Sequence[str] | None = None,
@@ -276,7 +280,7 @@ class Session(SessionCounts):
         self,
         *,
         epsilon: float,
-        period: StudyPeriod,
+        period: Period,
         max_trips: MaxTripsPerUser | int | None = None,
         unit: PrivacyUnit | str = PrivacyUnit.USER,
         analyses: Sequence[str] | None = None,
@@ -321,7 +325,7 @@ class Session(SessionCounts):
     def _zone_series_spec(
         self,
         epsilon: float,
-        period: StudyPeriod,
+        period: Period,
         freq: str,
         max_per_bin: MaxEventsPerBin | MaxVisitsPerHour | int,
         landmarks: tuple[int, ...] | list[int],
@@ -359,7 +363,7 @@ class Session(SessionCounts):
         self,
         *,
         epsilon: float,
-        period: StudyPeriod,
+        period: Period,
         freq: str = "1h",
         max_per_bin: MaxEventsPerBin | MaxVisitsPerHour | int = 1,
         landmarks: tuple[int, ...] | list[int] = (),
@@ -375,7 +379,7 @@ class Session(SessionCounts):
         self,
         *,
         epsilon: float,
-        period: StudyPeriod,
+        period: Period,
         freq: str = "1h",
         max_per_bin: MaxEventsPerBin | MaxVisitsPerHour | int = 1,
         landmarks: tuple[int, ...] | list[int] = (),
@@ -413,10 +417,12 @@ class Session(SessionCounts):
         week: str,
         max_visits: MaxVisitsPerWeek | int,
         delta: float,
-        options: dict[str, Any],
+        options: DensityOptions,
     ) -> DensitySpec:
         from privmob.releases.density import DensityConfig
+        from privmob.releases.density_inputs import parse_week
 
+        parse_week(week)  # a public parameter, checked before anything else
         bound = int(bound_value(max_visits, MaxVisitsPerWeek) or 0)
         cfg = DensityConfig(epsilon, bound, delta, **options)
         return DensitySpec(self._tiles(), cfg, week)
@@ -428,7 +434,7 @@ class Session(SessionCounts):
         week: str,
         max_visits: MaxVisitsPerWeek | int = 30,
         delta: float = 0.0,
-        **options: Any,
+        **options: Unpack[DensityOptions],
     ) -> Plan:
         """The plan of :meth:`density` (reads no data, charges nothing)."""
         return self._density_spec(epsilon, week, max_visits, delta, options).plan()
@@ -443,7 +449,7 @@ class Session(SessionCounts):
         output: str | Path | None = None,
         overwrite: bool = False,
         formats: Sequence[str] | None = None,
-        **options: Any,
+        **options: Unpack[DensityOptions],
     ) -> ReleaseResult:
         """Users per zone and hour of the week starting ``week`` (public), from phone events
         with a ``cell_id`` and the session's ``cells`` table (tower positions).
@@ -453,16 +459,19 @@ class Session(SessionCounts):
         cells (``method="scheme"``) or Laplace noise on every cell (``"lpa"``), epsilon-DP per
         user (or (epsilon, delta) with ``delta``), plus the outliers cell's share; counts are
         then spread over the zones by public Voronoi area shares (post-processing).
-        ``options``: the other :class:`~privmob.releases.density.DensityConfig` fields.
+        ``options``: the other :class:`~privmob.releases.density.DensityConfig` fields
+        (``method``, ``cover``, ``totals``, ``clustering``, ``tau``, ``fourier``,
+        ``smoothing``, ``outliers_epsilon``).
 
         ``output``: a folder where the release is published atomically (staged, charged,
-        renamed into place; refused before anything is read if it cannot be written), with
-        map layers in ``formats`` (``geoparquet``, ``geojson``, ``csv``) beside its tables.
-        Without it the release is charged and returned; write it later with ``write``.
+        renamed into place; refused before anything is read if it cannot be written): its
+        tables, ``metadata.json``, ``density.geojson`` (each zone with its 168 counts, as
+        ``privmob density`` writes it) and map layers in ``formats`` (``geoparquet``,
+        ``geojson``, ``csv``). Without it the release is charged and returned; write it later
+        with ``write``.
         """
-        from privmob.releases.density_inputs import parse_week
+        from privmob.releases.density.files import FILES
 
-        parse_week(week)
         spec = self._density_spec(epsilon, week, max_visits, delta, options)
         return self.run(
             spec,
@@ -470,28 +479,21 @@ class Session(SessionCounts):
             output=output,
             overwrite=overwrite,
             formats=formats,
+            writers=FILES,
         )
 
     # -- an aggregated series ----------------------------------------------------------------
-    def _series_spec(self, epsilon: float, sensitivity: float, period: StudyPeriod, freq: str,
-                     options: dict[str, Any]) -> SeriesSpec:  # fmt: skip
-        study = as_period(period)
-        if study.start is None or study.end is None:
-            raise ConfigError(
-                "a series needs a declared study period",
-                hint='pass period=pm.Period("2024-01-01", "2024-01-08") and freq="1h"',
-            )
-        zones = options.pop("zones", None)
-        landmarks = options.pop("landmarks", ())
-        return SeriesSpec(
-            epsilon,
-            sensitivity,
-            study.start.isoformat(sep=" "),
-            study.end.isoformat(sep=" "),
-            freq,
-            zones=None if zones is None else tuple(str(z) for z in zones),
-            landmarks=tuple(int(i) for i in landmarks),
-            **options,
+    def _series_spec(
+        self,
+        epsilon: float,
+        sensitivity: float,
+        period: Period | None,
+        freq: str | None,
+        domain_from_data: bool,
+        options: SeriesOptions,
+    ) -> SeriesSpec:
+        return SeriesSpec.over(
+            epsilon, sensitivity, period, freq, domain_from_data=domain_from_data, **options
         )
 
     def plan_programme(self, schedule: Any) -> Any:
@@ -512,29 +514,62 @@ class Session(SessionCounts):
         return plan_programme(schedule)
 
     def plan_series(
-        self, *, epsilon: float, sensitivity: float, period: StudyPeriod, freq: str,
-        **options: Any,
-    ) -> Plan:  # fmt: skip
+        self,
+        *,
+        epsilon: float,
+        sensitivity: float,
+        period: Period | None = None,
+        freq: str | None = None,
+        domain_from_data: bool = False,
+        **options: Unpack[SeriesOptions],
+    ) -> Plan:
         """The plan of :meth:`series` (reads no data, charges nothing)."""
-        return self._series_spec(epsilon, sensitivity, period, freq, dict(options)).plan()
+        return self._series_spec(
+            epsilon, sensitivity, period, freq, domain_from_data, options
+        ).plan()
 
     def series(
-        self, source: str | Path, *, epsilon: float, sensitivity: float, period: StudyPeriod,
-        freq: str, **options: Any,
-    ) -> ReleaseResult:  # fmt: skip
+        self,
+        source: str | Path,
+        *,
+        epsilon: float,
+        sensitivity: float,
+        period: Period | None = None,
+        freq: str | None = None,
+        domain_from_data: bool = False,
+        output: str | Path | None = None,
+        overwrite: bool = False,
+        **options: Unpack[SeriesOptions],
+    ) -> ReleaseResult:
         """Publish an aggregated series of this dataset (``source``: CSV / Parquet, one row per
-        timestamp of the declared grid, and per zone with ``zone_column`` and ``zones``), as
-        ``privmob series`` does.
+        timestamp of the declared grid ``period`` every ``freq``, and per zone with
+        ``zone_column`` and ``zones``), as ``privmob series`` does.
 
         Guarantee (schemes ``uniform``, ``skip``, ``adaptive``): landmark epsilon-privacy with
-        the public ``landmarks`` (positions in the grid), each event changing the value at its
-        timestamp by at most ``sensitivity`` (L1 over zones; the bound must hold for how the
-        series was made); ``event``: per event; ``user``: the whole series. ``options``:
+        the public ``landmarks`` (positions in the grid, or its timestamps), each event
+        changing the value at its timestamp by at most ``sensitivity`` (L1 over zones; the
+        bound must hold for how the series was made); ``event``: per event; ``user``: the
+        whole series. ``options`` (:class:`~privmob.releases.landmark.SeriesOptions`):
         ``value_column``, ``time_column``, ``zone_column``, ``zones``, ``landmarks``,
-        ``scheme``, ``integer``, ``value_bounds`` (an enforced clamp).
+        ``scheme``, ``integer``, ``value_bounds`` (an enforced clamp), ``rule`` (the adaptive
+        scheme's :class:`~privmob.releases.landmark.AdaptiveRule`), ``fill_value`` (the
+        public value before the first release). ``domain_from_data=True`` instead of
+        ``period`` and ``freq``: the grid is the file's timestamps (not protected: the
+        release is stamped not for publication).
+
+        ``output``: a folder where ``series.parquet``, ``budgets.parquet`` and
+        ``metadata.json`` are published atomically once charged (refused before anything is
+        read if it cannot be written); without it, write the release later with ``write``.
         """
-        spec = self._series_spec(epsilon, sensitivity, period, freq, dict(options))
-        return self.run(spec, lambda _s: spec.load(source), engine=False)  # bound to content
+        spec = self._series_spec(epsilon, sensitivity, period, freq, domain_from_data, options)
+        return self.run(
+            spec,
+            spec.loader(source),  # bound to the series' content
+            output=output,
+            overwrite=overwrite,
+            marks=spec.marks,
+            engine=False,
+        )
 
     def __repr__(self) -> str:
         return (

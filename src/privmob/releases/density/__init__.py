@@ -35,7 +35,8 @@ from __future__ import annotations
 from privmob.prepare.density_geometry import DensityGeometry, SiteIndex, density_geometry
 from privmob.prepare.presample import HOURS_PER_WEEK
 from privmob.releases.density.clustering import cluster_cells
-from privmob.releases.density.config import DensityConfig
+from privmob.releases.density.config import DensityConfig, DensityOptions
+from privmob.releases.density.files import GEOJSON, write_density_geojson
 from privmob.releases.density.mechanism import (
     DensityResult,
     noisy_out_of_domain,
@@ -47,9 +48,11 @@ from privmob.releases.density.release import density_release
 from privmob.releases.density.smoothing import smooth_nights
 
 __all__ = [
+    "GEOJSON",
     "HOURS_PER_WEEK",
     "DensityConfig",
     "DensityGeometry",
+    "DensityOptions",
     "DensityResult",
     "SiteIndex",
     "cluster_cells",
@@ -60,4 +63,5 @@ __all__ = [
     "perturb_density",
     "smooth_nights",
     "with_outliers",
+    "write_density_geojson",
 ]

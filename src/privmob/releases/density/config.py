@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TypedDict
 
 from privmob.errors import ConfigError
 from privmob.prepare.presample import (
     HOURS_PER_WEEK,
 )
-from privmob.privacy.costs import Cost, Unit
+from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.efpa import gaussian_sigma
 
 MAX_VISITS_PER_WEEK = HOURS_PER_WEEK  # after the one-visit-per-hour cap
@@ -23,6 +24,21 @@ OUTLIERS_SHARE = 0.1  # default budget of the out-of-domain cell, as a share of 
 
 
 OUT_OF_DOMAIN = "visits outside the week or at no known tower"
+
+
+class DensityOptions(TypedDict, total=False):
+    """The :class:`DensityConfig` fields besides epsilon, the bound and delta: the keywords
+    ``Session.density`` passes on (each documented on :class:`DensityConfig`)."""
+
+    method: str
+    cover: bool
+    totals: str
+    totals_split: float
+    clustering: bool
+    tau: float | None
+    fourier: bool
+    smoothing: bool
+    outliers_epsilon: float | None
 
 
 @dataclass(frozen=True)
@@ -79,12 +95,12 @@ class DensityConfig:
     def mechanism_cost(self) -> Cost:
         """The cost of the density mechanism (totals + EFPA(G)/LPA) over the week's domain."""
         if self.method == "lpa" or self.delta == 0:
-            return Cost.pure(self.epsilon, Unit.USER)
-        return Cost.approx(self.epsilon, self.delta, Unit.USER)
+            return Cost.pure(self.epsilon, PrivacyUnit.USER)
+        return Cost.approx(self.epsilon, self.delta, PrivacyUnit.USER)
 
     def outliers_cost(self) -> Cost:
         """The cost of the out-of-domain cell (visits outside the week or at no tower)."""
-        return Cost.pure(self.epsilon_outliers, Unit.USER)
+        return Cost.pure(self.epsilon_outliers, PrivacyUnit.USER)
 
     def cost(self) -> Cost:
         """The whole release's cost, known before any data is read (sequential composition)."""

@@ -17,7 +17,7 @@ from privmob.prepare.presample import (
     DensityCounts,
 )
 from privmob.privacy import samplers
-from privmob.privacy.costs import Cost, Unit
+from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.discrete_gaussian import scale_up, up
 from privmob.privacy.efpa import fourier_perturb
 from privmob.privacy.mechanisms import Noise, NoiseKind, calibrate
@@ -181,7 +181,7 @@ def noisy_out_of_domain(
     of visits outside the week or at no tower (<= l per user): epsilon_out-DP per user."""
     eps = config.epsilon_outliers
     noise, _ = calibrate(
-        NoiseKind.DISCRETE_LAPLACE, eps, l1_sensitivity=config.max_visits, unit=Unit.USER
+        NoiseKind.DISCRETE_LAPLACE, eps, l1_sensitivity=config.max_visits, unit=PrivacyUnit.USER
     )
     value = int(noise.add(np.array([int(counts.outside)], dtype=np.int64), rng)[0])
     step = {"step": f"outliers: {OUT_OF_DOMAIN}", "epsilon": eps}

@@ -20,7 +20,7 @@ from privmob.prepare.presample import (
     bucketed_density_counts,
     density_counts,
 )
-from privmob.privacy.costs import Unit
+from privmob.privacy.costs import PrivacyUnit
 from privmob.privacy.samplers import Randomness, resolve
 from privmob.releases.base import Accountant
 from privmob.releases.density.config import OUT_OF_DOMAIN, DensityConfig
@@ -68,7 +68,7 @@ def density_release(
     release = Release(
         kind="density",
         cost=cost,
-        unit=Unit.USER,
+        unit=PrivacyUnit.USER,
         bounds={"max_visits_per_hour": 1, "max_visits_per_week": config.max_visits},
         noise={
             "kind": "fourier-perturbation" if config.method == "scheme" else "laplace",

@@ -36,6 +36,14 @@ Nothing in the budgets, the noise scales or the adaptive decisions is read from 
 from __future__ import annotations
 
 from privmob.releases.landmark.mechanism import SKIP_WARNING, SeriesResult, perturb_series
+from privmob.releases.landmark.options import SeriesOptions
+from privmob.releases.landmark.positions import (
+    DOMAIN_FROM_DATA,
+    Landmark,
+    landmark_tokens,
+    mark_domain_from_data,
+    resolve_landmarks,
+)
 from privmob.releases.landmark.release import publish_series
 from privmob.releases.landmark.schemes import SCHEME_UNIT, AdaptiveRule, Scheme, scheme_budgets
 from privmob.releases.landmark.theorem import (
@@ -46,16 +54,22 @@ from privmob.releases.landmark.theorem import (
 )
 
 __all__ = [
+    "DOMAIN_FROM_DATA",
     "RELATIVE_TOLERANCE",
     "SCHEME_UNIT",
     "SKIP_WARNING",
     "AdaptiveRule",
+    "Landmark",
     "Scheme",
+    "SeriesOptions",
     "SeriesResult",
     "landmark_indices",
     "landmark_spend",
+    "landmark_tokens",
+    "mark_domain_from_data",
     "perturb_series",
     "publish_series",
+    "resolve_landmarks",
     "scheme_budgets",
     "verify_landmark_budget",
 ]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from privmob.errors import ConfigError, InputError
-from privmob.privacy.costs import Unit
+from privmob.privacy.costs import PrivacyUnit
 from privmob.privacy.mechanisms import Noise, NoiseKind, calibrate
 from privmob.privacy.samplers import Randomness, resolve
 from privmob.releases.landmark.schemes import (
@@ -98,7 +98,7 @@ def perturb_series(
 
 
 def landmark_noise(kind: NoiseKind, eps: float, sensitivity: float) -> Noise:
-    noise, _ = calibrate(kind, eps, l1_sensitivity=sensitivity, unit=Unit.LANDMARK)
+    noise, _ = calibrate(kind, eps, l1_sensitivity=sensitivity, unit=PrivacyUnit.LANDMARK)
     return noise
 
 

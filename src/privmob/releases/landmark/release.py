@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from privmob.errors import ConfigError, InputError
-from privmob.privacy.costs import Cost, Unit
+from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.mechanisms import NoiseKind
 from privmob.privacy.samplers import Randomness, resolve
 from privmob.releases.base import Accountant
@@ -142,7 +142,7 @@ def publish_series(
     return accountant.charge(release, description=f"landmark series ({scheme.value})")
 
 
-def _outliers_cost(outliers: tuple[float, float], unit: Unit) -> Cost:
+def _outliers_cost(outliers: tuple[float, float], unit: PrivacyUnit) -> Cost:
     """The outliers cell's cost: its own budget, composed sequentially with the series."""
     if not (outliers[1] > 0 and math.isfinite(outliers[1])):
         raise ConfigError(f"the outliers cell needs a budget > 0, got {outliers[1]}")

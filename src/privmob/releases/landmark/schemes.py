@@ -11,27 +11,26 @@ from enum import StrEnum
 import numpy as np
 
 from privmob.errors import ConfigError
-from privmob.privacy.costs import Unit
+from privmob.privacy.costs import PrivacyUnit
 from privmob.releases.landmark.theorem import landmark_indices
 
 
 class Scheme(StrEnum):
+    """A landmark scheme (the module's docstring); ``str()`` is its value (a StrEnum's)."""
+
     UNIFORM = "uniform"
     SKIP = "skip"
     ADAPTIVE = "adaptive"
     EVENT = "event"
     USER = "user"
 
-    def __str__(self) -> str:
-        return self.value
-
 
 SCHEME_UNIT = {
-    Scheme.UNIFORM: Unit.LANDMARK,
-    Scheme.SKIP: Unit.LANDMARK,
-    Scheme.ADAPTIVE: Unit.LANDMARK,
-    Scheme.EVENT: Unit.EVENT,
-    Scheme.USER: Unit.USER,
+    Scheme.UNIFORM: PrivacyUnit.LANDMARK,
+    Scheme.SKIP: PrivacyUnit.LANDMARK,
+    Scheme.ADAPTIVE: PrivacyUnit.LANDMARK,
+    Scheme.EVENT: PrivacyUnit.EVENT,
+    Scheme.USER: PrivacyUnit.USER,
 }
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from privmob.privacy.costs import Unit
+from privmob.privacy.costs import PrivacyUnit
 from privmob.privacy.mechanisms import calibrate
 from privmob.privacy.quantiles import FIVE_NAMES, dp_histogram, dp_quantiles
 from privmob.privacy.samplers import Randomness
@@ -41,7 +41,7 @@ def sensitivity(analysis: str, cfg: ReportConfig, part: str = "") -> int:
     trip; a per-user value moves from one bin to another (2); one trip sits between two
     others, so up to 3 gaps change in *time between trips*.
     """
-    m = cfg.max_trips if cfg.unit is Unit.USER else 1
+    m = cfg.max_trips if cfg.unit is PrivacyUnit.USER else 1
     if analysis == "dataset_statistics":
         return 1 if part == "users" else m
     if analysis == "missing_values":
@@ -49,9 +49,9 @@ def sensitivity(analysis: str, cfg: ReportConfig, part: str = "") -> int:
     if analysis in _USER_TRIPS:
         return _USER_TRIPS[analysis] * m
     if analysis == "time_between_trips":
-        return max(1, cfg.max_trips - 1) if cfg.unit is Unit.USER else 3
+        return max(1, cfg.max_trips - 1) if cfg.unit is PrivacyUnit.USER else 3
     if analysis in _PER_USER:
-        return 1 if cfg.unit is Unit.USER else 2
+        return 1 if cfg.unit is PrivacyUnit.USER else 2
     raise KeyError(analysis)
 
 

@@ -12,7 +12,7 @@ from datetime import date, datetime
 
 from privmob.domain import parse_date
 from privmob.errors import ConfigError
-from privmob.privacy.costs import Unit
+from privmob.privacy.costs import PrivacyUnit
 from privmob.privacy.mechanisms import NoiseKind
 from privmob.privacy.quantiles import Bins
 from privmob.releases.kinds import same_tile_flag
@@ -92,12 +92,12 @@ def _range(name: str, value: Sequence[float]) -> tuple[float, float, float]:
     return lo, hi, width
 
 
-def report_bound(max_trips: int | None, unit: Unit) -> int:
+def report_bound(max_trips: int | None, unit: PrivacyUnit) -> int:
     """The most trips kept per user (M): required for user-level privacy (it sets the noise
     scale), 1 at trip level when not given."""
     if max_trips is not None:
         return int(max_trips)
-    if unit is Unit.USER:
+    if unit is PrivacyUnit.USER:
         raise ConfigError(
             "user-level privacy needs max_trips (-T/--max-trips), the most trips counted per user",
             hint="a public bound, never taken from the data; it sets the noise scale "
@@ -120,7 +120,7 @@ class ReportConfig:
     epsilon: float
     max_trips: int
     period: tuple[datetime, datetime]
-    unit: Unit = Unit.USER
+    unit: PrivacyUnit = PrivacyUnit.USER
     analyses: tuple[str, ...] = ANALYSES
     weights: dict[str, float] = field(default_factory=dict)
     ranges: dict[str, tuple[float, float, float]] = field(default_factory=dict)
@@ -138,7 +138,7 @@ class ReportConfig:
         epsilon: float,
         max_trips: int | None,
         period: tuple[str | date | datetime | None, str | date | datetime | None] | None,
-        unit: Unit | str = Unit.USER,
+        unit: PrivacyUnit | str = PrivacyUnit.USER,
         analyses: Sequence[str] | None = None,
         weights: Mapping[str, float] | None = None,
         ranges: Mapping[str, tuple[float, float, float]] | None = None,
@@ -152,7 +152,7 @@ class ReportConfig:
         ``(start, end)``; ``weights`` per analysis (missing: 1); ``ranges`` per histogram
         ``(lo, hi, width)``; ``time_windows`` the hours that start the windows."""
         start, end = period if period is not None else (None, None)
-        unit = Unit(unit)
+        unit = PrivacyUnit(unit)
         return cls(
             epsilon=float(epsilon),
             max_trips=report_bound(max_trips, unit),
@@ -178,7 +178,7 @@ class ReportConfig:
                 "max trips per user (M) must be declared and >= 1",
                 hint="there is no data-dependent default: pass --max-trips",
             )
-        if self.unit not in (Unit.USER, Unit.TRIP):
+        if self.unit not in (PrivacyUnit.USER, PrivacyUnit.TRIP):
             raise ConfigError(f"a mobility report protects a user or a trip, not {self.unit}")
         if not self.period[0] < self.period[1]:
             raise ConfigError("the study period needs start < end")

@@ -10,13 +10,15 @@ import numpy as np
 import pandas as pd
 
 from privmob.data.tessellation import Tessellation, local_metric_crs
-from privmob.privacy.costs import Unit
+from privmob.privacy.costs import PrivacyUnit
 
 
-def load_report_input(unit: Unit, session: Any) -> Any:
+def load_report_input(unit: PrivacyUnit, session: Any) -> Any:
     """The report's input, read by ``session`` as trip points: at trip level without group
     privacy, one-row trips without a rider id make each trip its own unit."""
-    return session.load_trip_points(unit is Unit.TRIP and session.accountant.group_size is None)
+    return session.load_trip_points(
+        unit is PrivacyUnit.TRIP and session.accountant.group_size is None
+    )
 
 
 @dataclass(frozen=True)

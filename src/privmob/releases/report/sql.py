@@ -12,7 +12,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from privmob.domain import StudyPeriod
+from privmob.domain import Period
 from privmob.engine.dialect import Dialect
 from privmob.prepare.bounding import bound_per_user
 from privmob.privacy.quantiles import Bins
@@ -202,7 +202,7 @@ def count_vectors(cfg: ReportConfig, k: int, n_time_bins: int) -> dict[str, Coun
     """
     ids = range(k)  # the tiles' indexes (the labels only give the size here)
     tile, origin, destination, hour, weekday = (
-        dimension(name, ids, StudyPeriod())
+        dimension(name, ids, Period())
         for name in ("tile", "origin", "destination", "hour", "weekday")
     )
     trips = partial(CountVector, "pm_trips", time="start_time", k=k)
