@@ -172,7 +172,7 @@ def child_privmob(
     _release(release, path, cells, tess_path, eng, rec)
     end = time.perf_counter()
     peak = peak_rss_bytes()
-    shares = fingerprint_share(timed, timed.validation) if share and timed.validation else None
+    shares = fingerprint_share(timed.con, timed.validation) if share and timed.validation else None
     eng.close()
     scan = "read_csv('{}', all_varchar = true)" if path.endswith(".csv") else "'{}'"
     s0 = time.perf_counter()
