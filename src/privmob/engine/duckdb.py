@@ -9,14 +9,16 @@ import re
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import pandas as pd
-import pyarrow as pa
 
 from privmob.engine.dialect import DUCKDB, Dialect
 from privmob.engine.relation import new_name
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 class DuckDBEngine:
