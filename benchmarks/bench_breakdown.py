@@ -19,12 +19,18 @@ the floor; the peak resident memory (VmHWM of the child, psutil / ru_maxrss) aga
 
     uv run python benchmarks/bench_breakdown.py --releases od-trips --sizes 1e7 --input csv
     uv run python benchmarks/bench_breakdown.py --sizes 1e8 --input csv parquet   # idle machine
+
+``--out DIR`` puts the generated inputs elsewhere than benchmarks/out (the 100M CSV of trips is
+14 GB); ``--floor-duckdb-limit`` gives the floor's DuckDB a memory limit (it spills above it;
+default none: DuckDB's 80% of RAM). The floor's peak and the load average at the start of each
+run are printed too (timings on a loaded machine are not trustworthy; peaks are).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -36,7 +42,6 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out"
 sys.path.insert(0, str(HERE))
-from _measure import answer_child  # noqa: E402
 from suite import END, EPSILON, START, T, data_for, run_floor  # noqa: E402
 
 RELEASES = ("od-trips", "population", "report")
@@ -72,14 +77,14 @@ def _release(release: str, path: str, cells: str, tess_path: str, eng: Any, rec:
         tess = rec.timed("reading the tessellation", lambda: load_tessellation(tess_path))
         reading = "reading, parsing, validating, tiles and fingerprint (one pass)"
         if release == "od-trips":
-            from privmob.domain import Period
+            from privmob.domain import StudyPeriod
             from privmob.prepare.inputs import load_trips_any
             from privmob.releases.od import od_matrix
 
             trips = rec.timed(reading, lambda: load_trips_any(
                 path, engine=eng, tessellation=tess, shape="trips"))  # fmt: skip
             rel = od_matrix(trips, tessellation=tess, epsilon=EPSILON, accountant=acct,
-                            max_trips=T, period=Period(), step=rec)  # fmt: skip
+                            max_trips=T, period=StudyPeriod(), step=rec)  # fmt: skip
             rec("writing the files")
             write_release(rel, Path(tmp) / "out")
         elif release == "population":
@@ -106,7 +111,54 @@ def _release(release: str, path: str, cells: str, tess_path: str, eng: Any, rec:
             write_report(rep, Path(tmp) / "report.html")
 
 
-def child_privmob(release: str, path: str, cells: str, tess_path: str, limit: str) -> dict:
+#: the engine statements timed inside privmob's steps: (label, text that marks the statement)
+STATEMENTS = (
+    ("parsing the CSV once into the private Parquet file", "privmob-parsed-"),
+    ("validation checks and content fingerprint (one aggregate)", "AS pm_fingerprint"),
+    ("distinct coordinates for point in polygon", "SELECT DISTINCT lng, lat"),
+    ("writing the user buckets", "AS pm_bucket"),
+)
+
+
+class TimedConnection:
+    """The engine's DuckDB connection, timing the statements of :data:`STATEMENTS`."""
+
+    def __init__(self, con: Any) -> None:
+        self.con = con
+        self.times: list[tuple[str, float]] = []
+        self.validation: str | None = None  # the validation statement, for --fingerprint-share
+
+    def execute(self, sql: str, *args: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return self.con.execute(sql, *args)
+        finally:
+            for label, mark in STATEMENTS:
+                if mark in sql and (mark != "privmob-parsed-" or sql.startswith("COPY")):
+                    self.times.append((label, time.perf_counter() - t0))
+                    if mark == "AS pm_fingerprint":
+                        self.validation = sql
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.con, name)
+
+
+def fingerprint_share(con: Any, sql: str) -> tuple[float, float]:
+    """Seconds of the validation statement ``sql`` run again, with and without its content
+    fingerprint term (the rest: the checks and the row count over the same relation)."""
+    head, _, tail = sql.partition(" AS pm_fingerprint")
+    without = head[: head.rindex(", CAST(sum(")] + tail
+    out = []
+    for text in (sql, without):
+        t0 = time.perf_counter()
+        con.execute(text).fetchall()
+        out.append(time.perf_counter() - t0)
+    return out[0], out[1]
+
+
+def child_privmob(
+    release: str, path: str, cells: str, tess_path: str, limit: str, share: str = ""
+) -> dict[str, Any]:
     import duckdb
 
     import privmob.data.tessellation_input  # noqa: F401  (the floor imports these too)
@@ -116,17 +168,23 @@ def child_privmob(release: str, path: str, cells: str, tess_path: str, limit: st
     t0 = time.perf_counter()
     rec = Recorder()
     eng = rec.timed("starting the engine", lambda: make_engine("duckdb", memory_limit=limit))
+    timed = eng.con = TimedConnection(eng.con)
     _release(release, path, cells, tess_path, eng, rec)
     end = time.perf_counter()
+    peak = peak_rss_bytes()
+    shares = fingerprint_share(timed.con, timed.validation) if share and timed.validation else None
     eng.close()
     scan = "read_csv('{}', all_varchar = true)" if path.endswith(".csv") else "'{}'"
     s0 = time.perf_counter()
-    duckdb.sql(f"SELECT count(*) FROM (SELECT * FROM {scan.format(path)})").fetchall()
+    every = f"SELECT max(COLUMNS(*)) FROM {scan.format(path)}"  # every column read
+    duckdb.sql(f"SELECT count(*) FROM ({every})").fetchall()
     return {
         "seconds": end - t0,
         "steps": rec.steps(end),
+        "statements": timed.times,
+        "fingerprint_share": shares,
         "scan_seconds": time.perf_counter() - s0,
-        "peak": peak_rss_bytes(),
+        "peak": peak,
     }
 
 
@@ -155,21 +213,38 @@ def main() -> None:
     ap.add_argument("--input", nargs="+", default=["csv"], choices=("csv", "parquet"))
     ap.add_argument("--tessellation", default="taxi-zones", choices=("grid", "taxi-zones"))
     ap.add_argument("--memory-limit", default="4GB")
+    ap.add_argument("--out", type=Path, default=OUT, help="where the inputs are generated")
+    ap.add_argument("--floor-duckdb-limit", default="", help="the floor's DuckDB memory_limit")
+    ap.add_argument(
+        "--fingerprint-share",
+        action="store_true",
+        help="run the validation statement again with and without the fingerprint",
+    )
     ap.add_argument("--child", nargs="+")
     a = ap.parse_args()
-    if answer_child(a.child, {"floor": run_floor, "privmob": child_privmob}):
+    if a.child:
+        kind, *rest = a.child
+        if kind == "floor":
+            from privmob.engine.memory import peak_rss_bytes
+
+            print(json.dumps({**run_floor(*rest), "peak": peak_rss_bytes()}))
+        else:
+            print(json.dumps(child_privmob(*rest)))
         return
     from privmob.engine.buckets import parse_memory
 
     for release in a.releases:
         for n in (int(x) for x in a.sizes):
             for fmt in a.input:
-                path, cells, tess = data_for(release, n, OUT, a.tessellation, fmt)
+                path, cells, tess = data_for(release, n, a.out, a.tessellation, fmt)
                 common = (release, str(path), str(cells or ""), str(tess))
-                floor = run_child("floor", *common)
-                run = run_child("privmob", *common, a.memory_limit)
+                load = os.getloadavg()[0]
+                floor = run_child("floor", *common, a.floor_duckdb_limit)
+                share = "share" if a.fingerprint_share else ""
+                run = run_child("privmob", *common, a.memory_limit, share)
                 print(f"\n{release}, {n:,} records, {fmt}, {a.tessellation}, "
-                      f"--memory-limit {a.memory_limit}")  # fmt: skip
+                      f"--memory-limit {a.memory_limit}, load average {load:.1f} at the start, "
+                      f"{os.getloadavg()[0]:.1f} at the end")  # fmt: skip
                 if "error" in run or "error" in floor:
                     print(f"  failed: {run.get('error') or floor.get('error')}")
                     continue
@@ -178,9 +253,18 @@ def main() -> None:
                 for name, secs, times in merge(run["steps"]):
                     label = name if times == 1 else f"{name} (x{times})"
                     print(f"  {label[:66]:<66} {secs:>8.1f} {secs / total:>6.0%}")
+                for name, secs, times in merge(run["statements"]):
+                    label = "  of which " + (name if times == 1 else f"{name} (x{times})")
+                    print(f"  {label[:66]:<66} {secs:>8.1f} {secs / total:>6.0%}")
                 print(f"  {'privmob, whole release':<66} {total:>8.1f}")
-                print(f"  {'floor (bare bounded group-by)':<66} {fl:>8.1f}  ratio {total / fl:.2f}")
-                print(f"  {'bare scan of the input (parsing floor of the first step)':<66} "
+                if run.get("fingerprint_share"):
+                    full, bare = run["fingerprint_share"]
+                    print(f"  validation statement run again: {full:.1f} s, without the "
+                          f"fingerprint {bare:.1f} s: the fingerprint {full - bare:.1f} s = "
+                          f"{(full - bare) / total:.0%} of the release")  # fmt: skip
+                print(f"  {'floor (bare bounded group-by)':<66} {fl:>8.1f}  ratio {total / fl:.2f}"
+                      f"  (floor peak {float(floor['peak']) / 1e9:.2f} GB)")  # fmt: skip
+                print(f"  {'bare scan of the input, every column (a floor of reading)':<66} "
                       f"{float(run['scan_seconds']):>8.1f}")  # fmt: skip
                 peak = float(run["peak"])
                 print(f"  peak {peak / 1e9:.2f} GB = {peak / parse_memory(a.memory_limit):.2f} "

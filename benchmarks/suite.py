@@ -489,13 +489,18 @@ def timed_floor(release: str, path: str, cells: str, tess_path: str, eng: Any) -
     return time.perf_counter() - t0
 
 
-def run_floor(release: str, path: str, cells: str, tess_path: str) -> dict[str, float]:
+def run_floor(
+    release: str, path: str, cells: str, tess_path: str, duckdb_limit: str = ""
+) -> dict[str, float]:
     """Time the floor on a bare DuckDB connection (privmob's DuckDB engine: UTC, insertion
     order not kept): tile assignment and query (importing duckdb, pandas and geopandas is
-    not timed, as for privmob)."""
+    not timed, as for privmob). ``duckdb_limit``: DuckDB's own ``memory_limit`` (it spills
+    above it), to keep a 100M floor within the machine's share; default DuckDB's (80% of RAM)."""
     from privmob.engine import DuckDBEngine
 
     eng = DuckDBEngine()
+    if duckdb_limit:
+        eng.con.execute(f"SET memory_limit = '{duckdb_limit}'")
     return {"seconds": timed_floor(release, path, cells, tess_path, eng)}
 
 

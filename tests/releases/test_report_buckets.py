@@ -96,3 +96,36 @@ def test_trips_are_sliced_on_duckdb_for_large_inputs_only() -> None:
         assert trip_slices(eng, None) == 1
         assert trip_slices(eng, TRIP_SLICE_ROWS - 1) == 1
         assert trip_slices(eng, TRIP_SLICE_ROWS) == TRIP_SLICES > 1
+
+
+def test_polygon_tiles_assigned_per_bucket_equal_one_pass(shared_data, monkeypatch) -> None:
+    # on real polygons (NYC taxi zones) the buckets are written from the untiled points and
+    # each bucket assigns the tiles of its own coordinates: the counts equal one pass, and no
+    # bucket is written through a join to the whole input's tile lookup (that join did not
+    # fit in DuckDB's share of a 512 MB limit on 5M points)
+    from privmob.data.tessellation_input import load_tessellation
+    from privmob.engine import buckets
+
+    tess = load_tessellation(shared_data / "nyc_taxi_zones" / "taxi_zones.geojson")
+    tiles = Tiles.from_tessellation(tess)
+    df = points(120, seed=6)
+    cfg = ReportConfig.build(epsilon=1, max_trips=6, period=("2024-01-01", "2024-01-29"))
+    written: list[list[str]] = []
+    spilled = buckets.spilled_buckets
+
+    def spy(loaded, n_buckets, directory, columns=None):
+        for part in spilled(loaded, n_buckets, directory, columns):
+            written.append(buckets.root(part).columns)
+            yield part
+
+    monkeypatch.setattr(buckets, "spilled_buckets", spy)
+    with DuckDBEngine() as eng:
+        loaded = load_trip_points(df, engine=eng, tessellation=tess)
+        one = bucketed_exact_counts(loaded, cfg, tiles, key=77, n_buckets=1)
+        four = bucketed_exact_counts(loaded, cfg, tiles, key=77, n_buckets=4)
+    assert len(written) == 4 and all("tile" not in cols for cols in written)
+    assert one.keys() == four.keys()
+    for name in one:
+        assert np.array_equal(one[name], four[name]), name
+    # points inside and outside the zones: both the tiles and the outliers cell are counted
+    assert one["visits_per_tile"][:-1].sum() > 100 and one["visits_per_tile"][-1] > 0

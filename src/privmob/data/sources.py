@@ -43,7 +43,6 @@ from privmob.data.reading import (
 )
 from privmob.data.tile_assignment import (
     coordinate_tiles,
-    coordinate_tiles_sql,
     grid_tiles_sql,
     tile_index,
     tiles_fingerprint,
@@ -354,22 +353,43 @@ def load_trip_points(
     )
     grid = getattr(tessellation, "grid", None)
     regular = grid is not None and grid_tiles_sql(grid, "p_", "lng", "lat", engine.dialect)
-    if "tile_id" not in cols and regular:
-        # tiles are arithmetic on the coordinates: the points are derived from the parsed
-        # input, so user buckets filter before the tile arithmetic, not after it
+    if "tile_id" not in cols:
+        # tiles from the coordinates (grid arithmetic or point in polygon): the points are
+        # derived from the parsed input, so user buckets are written before the tiles are
+        # assigned, and each bucket assigns its own coordinates
         base = new_name("untiled")
         engine.create_view(base, f"SELECT {canonical} FROM {pview} AS e")
         untiled = _bound(base, display, "trip_points_untiled", engine, checked, tessellation)
-        return _grid_tiled_points(untiled, grid)
-    if "tile_id" in cols:
-        tile_expr, tile_sql = tile_index(
-            engine, tessellation, cols["tile_id"], types[cols["tile_id"]], "t"
-        )
-        source = f"{pview} AS e {tile_sql}"
-    else:
-        source, tile_expr = coordinate_tiles_sql(engine, tessellation, pview)
-    engine.create_view(view, f"SELECT {canonical}, {tile_expr} AS tile FROM {source}")
+        if regular:
+            return _grid_tiled_points(untiled, grid)
+        return _polygon_tiled_points(untiled, tessellation)
+    tile_expr, tile_sql = tile_index(
+        engine, tessellation, cols["tile_id"], types[cols["tile_id"]], "t"
+    )
+    engine.create_view(
+        view, f"SELECT {canonical}, {tile_expr} AS tile FROM {pview} AS e {tile_sql}"
+    )
     return _bound(view, display, "trip_points", engine, checked, tessellation)
+
+
+def _polygon_tiled_points(untiled: Loaded, tessellation: Any) -> Loaded:
+    """Canonical trip points with ``tile`` assigned by point in polygon to the distinct
+    coordinates of ``untiled`` (``uid, tid, time, lat, lng``), joined back; rebuilt per user
+    bucket by :mod:`privmob.engine.buckets`, so that a bucket's lookup holds only its own
+    coordinates and the buckets are written without a join to the whole input's lookup
+    (which did not fit in DuckDB's share of a 512 MB limit for 5M points)."""
+    eng = untiled.engine
+    lookup = coordinate_tiles(eng, tessellation, f"SELECT lng, lat FROM {untiled.view}")
+    view = new_name("points")
+    eng.create_view(
+        view,
+        (
+            "SELECT e.uid, e.tid, e.time, e.lat, e.lng, COALESCE(t.tile, -1) AS tile "
+            f"FROM {untiled.view} AS e LEFT JOIN {lookup} AS t "
+            "ON e.lng = t.lng AND e.lat = t.lat"
+        ),
+    )
+    return untiled.derived(view, "trip_points", lambda b: _polygon_tiled_points(b, tessellation))
 
 
 def _grid_tiled_points(untiled: Loaded, grid: Any) -> Loaded:

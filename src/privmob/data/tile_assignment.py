@@ -129,20 +129,6 @@ def grid_tiles_sql(grid: Any, relation: str, lng: str, lat: str, dialect: Any) -
     )
 
 
-def coordinate_tiles_sql(engine: Engine, tessellation: Tiling, parsed_view: str) -> tuple[str, str]:
-    """(source, tile expression) for the tile index of ``_p_lng, _p_lat`` in
-    ``parsed_view``: ``source`` is the FROM clause (alias ``e``). The distinct coordinates
-    are assigned with :func:`coordinate_tiles` and the result joined back.
-    """
-    lookup = coordinate_tiles(
-        engine, tessellation, f"SELECT _p_lng AS lng, _p_lat AS lat FROM {parsed_view}"
-    )
-    return (
-        f"{parsed_view} AS e LEFT JOIN {lookup} AS t ON e._p_lng = t.lng AND e._p_lat = t.lat",
-        "COALESCE(t.tile, -1)",
-    )
-
-
 def coordinate_tiles(engine: Engine, tessellation: Tiling, pairs_sql: str) -> str:
     """Assign tiles to the distinct (lng, lat) pairs of ``pairs_sql``; returns a lookup view.
 
@@ -154,5 +140,7 @@ def coordinate_tiles(engine: Engine, tessellation: Tiling, pairs_sql: str) -> st
     lat = df["lat"].to_numpy(dtype=np.float64)
     tiles = np.asarray(tessellation.assign(lng, lat), dtype=np.int32)
     name = new_name("coordtiles")
-    engine.register(name, pa.table({"lng": lng, "lat": lat, "tile": tiles}))
+    # DuckDB: a table of its own (within its memory limit), not a Python object kept alive
+    store = getattr(engine, "store_table", engine.register)
+    store(name, pa.table({"lng": lng, "lat": lat, "tile": tiles}))
     return name

@@ -9,7 +9,7 @@ import re
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import pandas as pd
@@ -17,6 +17,9 @@ import pandas as pd
 from privmob.engine.base import CsvFormat
 from privmob.engine.dialect import DUCKDB, Dialect
 from privmob.engine.relation import new_name
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 class DuckDBEngine:
@@ -96,6 +99,19 @@ class DuckDBEngine:
             data = data.to_arrow()  # Polars
         self._keep.append(data)
         self.con.register(name, data)
+
+    def store_table(self, name: str, data: pa.Table) -> None:
+        """``data`` copied into a temporary table of DuckDB's own, the Python object not kept:
+        its memory is then within DuckDB's ``memory_limit`` and spilled to the temp directory
+        under pressure, where a registered table (:meth:`register`) stays in Python's memory for
+        the life of the engine (the tile lookups of a large input: 20 bytes per distinct
+        coordinate, one per user bucket)."""
+        scan = new_name("arrow")
+        self.con.register(scan, data)
+        try:
+            self.con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT * FROM {scan}")
+        finally:
+            self.con.unregister(scan)
 
     def read_parquet(self, name: str, path: str) -> None:
         """A Parquet file, or every ``*.parquet`` file of a folder (local or a URL DuckDB reads)."""
