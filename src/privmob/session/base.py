@@ -36,10 +36,11 @@ from privmob.session.ledger_view import SessionLedger
 
 if TYPE_CHECKING:
     from privmob.data.tessellation import Tessellation
+    from privmob.releases.loaded import LoadedInput
 
 Progress = Callable[[str], None]
 #: reads the input of a release from the session (e.g. ``Session.load_trips``) -> loaded data
-Load = Callable[[Any], Any]
+Load = Callable[[Any], "LoadedInput"]
 #: runs a spec on loaded data: (spec, data, accountant, progress) -> release
 Execute = Callable[[Any, Any, Any, Progress], Any]
 #: a file written beside the tables: (release, folder, tessellation) -> paths
@@ -58,7 +59,7 @@ def _python_warning(message: str) -> None:
     warnings.warn(message, PrivmobWarning, stacklevel=4)
 
 
-def _with_tiles(writer: Writer, tess: Any, release: Any, folder: Path) -> Any:
+def _with_tiles(writer: Writer, tess: Tessellation | None, release: Any, folder: Path) -> Any:
     return writer(release, folder, tess)
 
 
