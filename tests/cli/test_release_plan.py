@@ -41,9 +41,9 @@ def test_od_computes_its_plan_once(
     calls = []
     real = od.plan_od
 
-    def counted(**params: Any) -> Any:
-        calls.append(params)
-        return real(**params)
+    def counted(spec: Any) -> Any:
+        calls.append(spec)
+        return real(spec)
 
     monkeypatch.setattr(od, "plan_od", counted)
     data, tess = fixture

@@ -133,16 +133,7 @@ class OdSpec:
 
     @cached_property
     def od_plan(self) -> ODPlan:
-        return plan_od(
-            epsilon=self.epsilon,
-            unit=self.unit,
-            max_trips=self.max_trips,
-            tau=self.tau,
-            noise=self.noise,
-            delta=self.delta,
-            period=self.period,
-            bound_per=self.bound_per,
-        )
+        return plan_od(self)
 
     @cached_property
     def domain(self) -> ODDomain:
@@ -336,20 +327,10 @@ class ODPlan:
     total: Cost
 
 
-def plan_od(
-    *,
-    epsilon: float,
-    unit: PrivacyUnit | str = PrivacyUnit.USER,
-    max_trips: int | None = None,
-    tau: int | None = None,
-    noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE,
-    delta: float = 0.0,
-    period: Period | None = None,
-    bound_per: str = "release",
-) -> ODPlan:
-    """Check the parameters and compute the noise and ledger parts (no data is read)."""
-    unit = PrivacyUnit(unit)
-    period = period or Period()
+def plan_od(spec: OdSpec) -> ODPlan:
+    """Check the public parameters of ``spec`` and compute its noise and ledger parts (no
+    data is read; the spec's tessellation is not consulted)."""
+    unit, max_trips, bound_per = PrivacyUnit(spec.unit), spec.max_trips, spec.bound_per
     if unit not in (PrivacyUnit.USER, PrivacyUnit.TRIP):
         raise ConfigError(f"the OD release protects a user or a trip, not a {unit}")
     if unit is PrivacyUnit.USER:
@@ -370,13 +351,18 @@ def plan_od(
         t_bound = 1
     if bound_per not in ("release", "period"):
         raise ConfigError(f"unknown bound scope '{bound_per}'", hint="use release or period")
-    check_tau(tau)
+    check_tau(spec.tau)
     noise_dist, cost_each = calibrate(
-        noise, epsilon, l1_sensitivity=t_bound, l2_sensitivity=t_bound, delta=delta, unit=unit
+        spec.noise,
+        spec.epsilon,
+        l1_sensitivity=t_bound,
+        l2_sensitivity=t_bound,
+        delta=spec.delta,
+        unit=unit,
     )
     if bound_per == "period" and unit is PrivacyUnit.USER:
-        parts = [(f"period {lab}", cost_each) for lab in period.labels()]
-        if period.declared:  # undeclared: no trip can be outside, that cell reads no data
+        parts = [(f"period {lab}", cost_each) for lab in spec.period.labels()]
+        if spec.period.declared:  # undeclared: no trip can be outside, that cell reads no data
             parts.append(("trips outside the study period (outliers)", cost_each))
     else:
         parts = [("all periods", cost_each)]
