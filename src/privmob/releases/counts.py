@@ -17,15 +17,15 @@ domain gets independent noise calibrated to it: epsilon-DP per user (discrete La
 
 :func:`dimension` reads the dimension vocabulary of ``Session.counts`` and ``privmob counts``:
 ``origin``, ``destination`` (trips), ``tile`` (the visited tile of trip points or events),
-``period`` (the bins of the declared period), ``hour`` (of day), ``weekday`` and
-``duration:0,5,15,60`` (trip minutes, bins between declared edges).
+``period`` (the bins of the declared period), ``hour`` (of day), ``weekday``,
+``duration:0,5,15,60`` (trip minutes), ``distance:0,1,2,5`` (trip km), ``bin:1h`` and a
+categorical column with declared values (``usertype:Subscriber,Customer``): the vocabulary is
+:mod:`privmob.releases.dimensions`.
 """
 
 from __future__ import annotations
 
-import itertools
-import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -42,92 +42,11 @@ from privmob.privacy.mechanisms import Noise, NoiseKind, calibrate
 from privmob.privacy.samplers import Randomness, resolve
 from privmob.privacy.signal import signal_check
 from privmob.releases.base import Accountant
+from privmob.releases.dimensions import SOURCES, Dimension, dimension
 from privmob.releases.release import Release
 
 if TYPE_CHECKING:
     from privmob.data.tessellation import Tessellation
-
-#: what a count release counts: its records' time column and the columns that tell two
-#: records of one user apart (for the per-user bound)
-SOURCES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "trips": ("start_time", ("tid",)),
-    "trip-points": ("time", ("tid", "time")),
-    "events": ("time", ("time", "tile")),
-}
-WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
-
-
-@dataclass(frozen=True)
-class Dimension:
-    """One public dimension: its output ``column``, its declared ``labels`` and ``sql``, which
-    maps a record (its time column, the dialect, the number of tiles) to 0..len(labels)-1, or
-    to a negative value for a record outside the domain (counted in the outliers cell)."""
-
-    column: str
-    labels: tuple[Any, ...]
-    sql: Callable[[str, Any, int], str] = field(compare=False)
-    sources: tuple[str, ...] = tuple(SOURCES)
-
-
-def _tile(column: str) -> Callable[[str, Any, int], str]:
-    return lambda _t, _d, k: f"CASE WHEN {column} >= 0 AND {column} < {k} THEN {column} ELSE -1 END"
-
-
-def _bins(
-    edges: Sequence[float], expr: Callable[[str, Any], str]
-) -> Callable[[str, Any, int], str]:
-    def sql(time: str, dialect: Any, _k: int) -> str:
-        x = expr(time, dialect)
-        arms = " ".join(
-            f"WHEN {x} >= {lo!r} AND {x} < {hi!r} THEN {i}"
-            for i, (lo, hi) in enumerate(itertools.pairwise(edges))
-        )
-        return f"CASE {arms} ELSE -1 END"
-
-    return sql
-
-
-def _minutes(_time: str, d: Any) -> str:
-    return f"(({d.epoch_seconds('end_time')} - {d.epoch_seconds('start_time')}) / 60.0)"
-
-
-def dimension(spec: str, tile_ids: Sequence[Any], period: StudyPeriod) -> Dimension:
-    """The dimension named by ``spec`` (see the module's docstring), over public labels."""
-    name, _, arg = spec.partition(":")
-    tiles = tuple(tile_ids)
-    if name in ("origin", "destination"):
-        return Dimension(name, tiles, _tile(name), ("trips",))
-    if name == "tile":
-        return Dimension("tile", tiles, _tile("tile"), ("trip-points", "events"))
-    if name == "period":
-        return Dimension("period", tuple(period.labels()), lambda t, d, _k: period.bin_sql(t, d))
-    if name == "hour":
-        return Dimension("hour", tuple(range(24)), lambda t, d, _k: d.hour(t))
-    if name == "weekday":
-        return Dimension("weekday", WEEKDAYS, lambda t, d, _k: d.weekday(t))
-    if name == "duration":
-        edges = _edges(arg, spec)
-        labels = tuple(f"[{lo:g}, {hi:g}) min" for lo, hi in itertools.pairwise(edges))
-        return Dimension("duration", labels, _bins(edges, _minutes), ("trips",))
-    raise ConfigError(
-        f"unknown count dimension {spec!r}",
-        hint="use origin, destination, tile, period, hour, weekday or duration:EDGES "
-        "(minutes, e.g. duration:0,5,15,60)",
-    )
-
-
-def _edges(text: str, spec: str) -> list[float]:
-    try:
-        edges = [float(x) for x in text.split(",") if x.strip()]
-    except ValueError as exc:
-        raise ConfigError(f"cannot read the bin edges of {spec!r}") from exc
-    if len(edges) < 2 or any(b <= a for a, b in itertools.pairwise(edges)):
-        raise ConfigError(
-            f"{spec!r}: give at least two increasing edges", hint="e.g. duration:0,5,15,60"
-        )
-    if not all(math.isfinite(e) for e in edges):
-        raise ConfigError(f"{spec!r}: the edges must be finite numbers")
-    return edges
 
 
 @dataclass(frozen=True)
@@ -144,6 +63,9 @@ class CountSpec:
     delta: float = 0.0
     period: StudyPeriod = field(default_factory=StudyPeriod)
     kind: str = "counts"
+    #: a dimension's column: each user keeps at most ``bound`` records per label of it (the
+    #: records outside the domain one more group), not in all (a zone series' bins)
+    bound_per: str | None = None
 
     @cached_property
     def dimensions(self) -> tuple[Dimension, ...]:
@@ -232,6 +154,55 @@ def cell_sql(spec: CountSpec, dialect: Any) -> str:
     )
 
 
+def exact_counts(
+    data: Any,
+    spec: CountSpec,
+    *,
+    key: int,
+    step: Callable[[str], None],
+    columns: tuple[str, ...] | None = None,
+    buckets: int | None = None,
+) -> np.ndarray:
+    """Exact bounded counts of every cell of ``spec``'s domain, the outliers cell last (never
+    publish these: they are the input of the noise). Each user keeps at most ``spec.bound``
+    records (in all, or per label of ``spec.bound_per``), chosen by a keyed hash under ``key``.
+    Out of core: with a memory limit on the engine the users are split into hash buckets
+    (:mod:`privmob.engine.buckets`; ``columns``: the input columns kept in them, default
+    all; ``buckets``: their number, default as the memory limit needs); the bounding is per
+    user, so the summed bucket counts equal one pass's."""
+    from privmob.engine.buckets import counts_by_user_buckets
+
+    time, unit_columns = SOURCES[spec.records]
+    size = int(np.prod(spec.shape)) + 1
+    per = [d for d in spec.dimensions if d.column == spec.bound_per]
+    if spec.bound_per is not None and not per:
+        raise ConfigError(f"the bound is per {spec.bound_per}, which is not a dimension")
+
+    def count(part: Any) -> np.ndarray:
+        d, relation = part.engine.dialect, part.view
+        if per:  # the label of the bound's dimension (negative or NULL: one more group)
+            k = 0 if spec.tessellation is None else spec.tessellation.k
+            relation = f"(SELECT *, {per[0].sql(time, d, k)} AS _pm_per FROM {part.view})"
+        rows = bound_per_user(
+            relation,
+            max_units=int(spec.bound),
+            key=key,
+            dialect=d,
+            unit=unit_columns,
+            partition=("_pm_per",) if per else (),
+        )
+        sql = (
+            f"SELECT cell AS i0, count(*) AS n FROM (SELECT {cell_sql(spec, d)} AS cell "
+            f"FROM ({rows}) AS r_) AS c_ GROUP BY cell"
+        )
+        return dense_counts(part.engine, sql, (size,))
+
+    step(f"counting {spec.records} over {size:,} public cells")
+    return counts_by_user_buckets(
+        data, count, f"counting {spec.records}", buckets=buckets, step=step, columns=columns
+    )
+
+
 def count_release(
     data: Any,
     spec: CountSpec,
@@ -246,18 +217,7 @@ def count_release(
     noise, cost = spec.calibrated
     size = int(np.prod(spec.shape)) + 1
     accountant.precheck(cost)  # before any data is read
-    engine = data.engine
-    d = engine.dialect
-    _, unit_columns = SOURCES[spec.records]
-    rows = bound_per_user(
-        data.view, max_units=int(spec.bound), key=fresh_key(r), dialect=d, unit=unit_columns
-    )
-    sql = (
-        f"SELECT cell AS i0, count(*) AS n FROM (SELECT {cell_sql(spec, d)} AS cell "
-        f"FROM ({rows}) AS r_) AS c_ GROUP BY cell"
-    )
-    step(f"counting {spec.records} over {size:,} public cells")
-    exact = dense_counts(engine, sql, (size,))
+    exact = exact_counts(data, spec, key=fresh_key(r), step=step)
     step(f"adding {noise.kind} noise to {size:,} cells")
     noisy = noise.add(exact, r).astype(np.int64)
     margin = noise.margin_of_error(0.95)

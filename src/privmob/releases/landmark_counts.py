@@ -21,18 +21,21 @@ sees only the dense zones x bins matrix and the one outliers count.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
+from pandas.tseries.frequencies import to_offset
 
-from privmob.engine.base import dense_counts
-from privmob.engine.buckets import counts_by_user_buckets
+from privmob.domain import StudyPeriod
 from privmob.engine.relation import Loaded
 from privmob.errors import ConfigError
-from privmob.prepare.bounding import bound_per_user, fresh_key
+from privmob.prepare.bounding import fresh_key
 from privmob.privacy.costs import Cost
 from privmob.privacy.samplers import Randomness, resolve
 from privmob.releases.base import Accountant
+from privmob.releases.counts import CountSpec, exact_counts
 from privmob.releases.landmark import SCHEME_UNIT, AdaptiveRule, Scheme, publish_series
 from privmob.releases.release import Release
 
@@ -51,6 +54,40 @@ def outliers_epsilon_for(epsilon: float, outliers_epsilon: float | None) -> floa
     return value
 
 
+def zone_counts_spec(
+    tile_ids: Sequence[object], grid: pd.DatetimeIndex, max_per_bin: int
+) -> CountSpec:
+    """The count template's spec of a zone series: events counted by ``zone`` (the tiles and
+    ``outside``) x ``bin`` (the bins of ``grid``), at most ``max_per_bin`` per user and bin
+    (the events outside the period: one more group, the outliers cell)."""
+    if len(grid) < 2:
+        raise ConfigError("a series needs at least two time bins")
+    width = grid[1] - grid[0]
+    period = StudyPeriod("all", grid[0].to_pydatetime(), (grid[-1] + width).to_pydatetime())
+    length = to_offset(width).freqstr
+    return CountSpec(
+        cast(Any, _Zones(list(tile_ids))),
+        0.0,  # the noise is the landmark scheme's (publish_series), not the template's
+        "events",
+        ("zone", f"bin:{length}"),
+        max_per_bin,
+        period=period,
+        kind="series-counts",
+        bound_per="bin",
+    )
+
+
+@dataclass(frozen=True)
+class _Zones:
+    """The tiles a zone series counts over (what the count template reads of a tessellation)."""
+
+    tile_ids: list[object]
+
+    @property
+    def k(self) -> int:
+        return len(self.tile_ids)
+
+
 def bounded_zone_counts(
     events: Loaded,
     *,
@@ -62,52 +99,23 @@ def bounded_zone_counts(
     step: Callable[[str], None] | None = None,
 ) -> tuple[np.ndarray, int]:
     """Exact bounded counts, shape (tiles + 1, bins) (the last row is ``outside``), and the
-    bounded number of events outside the period (at most ``max_per_bin`` per user in all).
+    bounded number of events outside the period (at most ``max_per_bin`` per user in all),
+    counted by the count template (:func:`privmob.releases.counts.exact_counts`).
 
     Never publish these: they are the input of the noise. Out of core: with a memory limit on
     the engine the users are split into hash buckets (:mod:`privmob.engine.buckets`); the
     bounding is per user and bin, so the summed bucket counts equal the single-pass counts.
     """
-    engine = events.engine
-    d = engine.dialect
-    if len(grid) < 2:
-        raise ConfigError("a series needs at least two time bins")
-    start = d.timestamp_literal(grid[0].isoformat(sep=" "))
-    end_ts = grid[-1] + (grid[1] - grid[0])
-    width = int((grid[1] - grid[0]).total_seconds())
-    end = d.timestamp_literal(end_ts.isoformat(sep=" "))
-    bins = len(grid)  # bin index `bins` = outside the period: one more bounded group
-    key = fresh_key(rng)
-
-    def count(part: Loaded) -> np.ndarray:
-        binned = (
-            f"(SELECT uid, time, tile, CASE WHEN time >= {start} AND time < {end} THEN "
-            f"CAST(floor(({d.epoch_seconds('time')} - {d.epoch_seconds(start)}) / {width}) "
-            f"AS BIGINT) ELSE {bins} END AS bin FROM {part.view})"
-        )
-        bounded = bound_per_user(
-            binned,
-            max_units=max_per_bin,
-            key=key,
-            dialect=d,
-            unit=("time", "tile"),
-            partition=("bin",),
-        )
-        sql = (
-            f"SELECT CASE WHEN tile >= 0 THEN tile ELSE {tiles} END AS i0, bin AS i1, "
-            f"count(*) AS n FROM ({bounded}) AS q_ GROUP BY 1, 2"
-        )
-        return dense_counts(engine, sql, (tiles + 1, bins + 1))
-
-    dense = counts_by_user_buckets(
+    spec = zone_counts_spec(range(tiles), grid, max_per_bin)
+    dense = exact_counts(
         events,
-        count,
-        "counting events",
-        buckets=buckets,
-        step=step,
+        spec,
+        key=fresh_key(rng),
+        step=step or (lambda _m: None),
         columns=("uid", "time", "tile"),
+        buckets=buckets,
     )
-    return dense[:, :bins], int(dense[:, bins].sum())
+    return dense[:-1].reshape(spec.shape), int(dense[-1])
 
 
 def publish_zone_counts(
