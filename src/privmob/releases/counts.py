@@ -42,7 +42,7 @@ from privmob.privacy.mechanisms import Noise, NoiseKind, calibrate
 from privmob.privacy.samplers import Randomness, resolve
 from privmob.privacy.signal import signal_check
 from privmob.releases.base import Accountant
-from privmob.releases.dimensions import SOURCES, Dimension, dimension
+from privmob.releases.dimensions import SOURCES, Dimension, dimension, measures
 from privmob.releases.release import Release
 
 if TYPE_CHECKING:
@@ -237,6 +237,7 @@ def count_release(
             "period": spec.period.to_dict(),
             "post_processing": "noisy integers as drawn (unbiased; negative values kept)",
             "signal": signal_check(noisy[:-1], margin, Unit.USER).to_dict(),
+            **measures(spec.dimensions, data),  # what a measured dimension was (distance)
         },
         domain={
             "dimensions": {d_.column: len(d_.labels) for d_ in spec.dimensions},

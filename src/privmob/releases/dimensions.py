@@ -37,11 +37,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+
 from privmob.errors import ConfigError
 
 if TYPE_CHECKING:
+    from privmob.data.tessellation import Tessellation
     from privmob.domain import StudyPeriod
     from privmob.engine.dialect import Dialect
+    from privmob.engine.relation import Loaded
 
 #: what a count release counts: its records' time column and the columns that tell two
 #: records of one user apart (for the per-user bound)
@@ -282,6 +286,61 @@ def _edges(text: str, spec: str) -> list[float]:
     return edges
 
 
-def carried(dims: Sequence[Dimension]) -> tuple[str, ...]:
-    """The input columns the records must carry for ``dims`` (categorical columns)."""
-    return tuple(c for d in dims for c in d.reads)
+def needs(by: Sequence[DimensionLike]) -> tuple[tuple[str, ...], bool]:
+    """What the records counted ``by`` these dimensions must carry (read from their spellings
+    alone, before any tile or period is known): the categorical columns, and whether the trip
+    distance is read."""
+    names = [spelling(b).partition(":") for b in by]
+    carry = tuple(n for n, colon, _ in names if colon and n not in NAMED)
+    return carry, any(n == "distance" for n, _, _ in names)
+
+
+#: the coordinates of one-row trips' ends (when the input gives them)
+ENDS = ("origin_lat", "origin_lng", "destination_lat", "destination_lng")
+
+
+def with_trip_distance(trips: Loaded, tessellation: Tessellation) -> Loaded:
+    """``trips`` with :data:`DISTANCE_COLUMN`: the great-circle km between the trip's start and
+    end coordinates when the trips carry them, else between the centroids of its origin and
+    destination tiles (public points of the tessellation; NULL for a trip outside every tile,
+    which the distance dimension counts in the outliers cell). Rebuilt per user bucket."""
+    from privmob.engine.relation import new_name
+    from privmob.releases.report.sql import haversine_km
+
+    engine, view = trips.engine, new_name("trips")
+    if set(ENDS) <= set(trips.columns):
+        sql = f"SELECT *, {haversine_km(*ENDS)} AS {DISTANCE_COLUMN} FROM {trips.view}"
+    else:
+        points = new_name("tile_points")
+        lnglat = tessellation.centroids()
+        engine.register(
+            points,
+            pa.table(
+                {
+                    "tile": pa.array(range(len(lnglat)), pa.int64()),
+                    "lat": pa.array(lnglat[:, 1], pa.float64()),
+                    "lng": pa.array(lnglat[:, 0], pa.float64()),
+                }
+            ),
+        )
+        km = haversine_km("o_.lat", "o_.lng", "d_.lat", "d_.lng")
+        sql = (
+            f"SELECT t_.*, {km} AS {DISTANCE_COLUMN} FROM {trips.view} AS t_ "
+            f"LEFT JOIN {points} AS o_ ON t_.origin = o_.tile "
+            f"LEFT JOIN {points} AS d_ ON t_.destination = d_.tile"
+        )
+    engine.create_view(view, sql)
+    return trips.derived(view, trips.shape, lambda part: with_trip_distance(part, tessellation))
+
+
+def measures(dims: Sequence[Dimension], records: Loaded) -> dict[str, str]:
+    """What the measured dimensions of a release counted (its ``params``): the trip distance's
+    definition, from the columns of the ``records`` read (public: the input's layout)."""
+    if not any(d.distance for d in dims):
+        return {}
+    if set(ENDS) <= set(records.columns):
+        return {"trip_distance": "great-circle km between the trip's start and end coordinates"}
+    return {
+        "trip_distance": "great-circle km between the centroids of the trip's origin and "
+        "destination tiles"
+    }

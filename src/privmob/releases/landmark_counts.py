@@ -22,22 +22,35 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from datetime import datetime
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
 from pandas.tseries.frequencies import to_offset
 
-from privmob.domain import StudyPeriod
+from privmob.domain import StudyPeriod, time_grid
 from privmob.engine.relation import Loaded
 from privmob.errors import ConfigError
 from privmob.prepare.bounding import fresh_key
 from privmob.privacy.costs import Cost
+from privmob.privacy.mechanisms import NoiseKind, calibrate
 from privmob.privacy.samplers import Randomness, resolve
 from privmob.releases.base import Accountant
 from privmob.releases.counts import CountSpec, exact_counts
-from privmob.releases.landmark import SCHEME_UNIT, AdaptiveRule, Scheme, publish_series
+from privmob.releases.landmark import (
+    SCHEME_UNIT,
+    AdaptiveRule,
+    Scheme,
+    publish_series,
+    scheme_budgets,
+)
 from privmob.releases.release import Release
+from privmob.releases.specs import Plan, domain_memory
+
+if TYPE_CHECKING:
+    from privmob.data.tessellation import Tessellation
 
 OUTSIDE = "outside"
 OUTLIERS_SHARE = 0.1  # default budget of the outliers cell, as a share of epsilon
@@ -174,3 +187,126 @@ def publish_zone_counts(
             f"{max_per_bin} event(s) per user outside the period in all (outliers cell)"
         ),
     )
+
+
+@dataclass(frozen=True)
+class ZoneSeriesSpec:
+    """Counts per zone and time bin under landmark privacy (see :func:`publish_zone_counts`):
+    bins of ``freq`` over the public ``[start, end)``, landmarks as positions in that grid
+    (:meth:`declared` takes them as timestamps too)."""
+
+    tessellation: Tessellation
+    epsilon: float
+    start: str
+    end: str
+    freq: str = "1h"
+    max_per_bin: int = 1
+    landmarks: tuple[int, ...] = ()
+    scheme: str = "uniform"
+    outliers_epsilon: float | None = None
+    kind: str = "series-counts"
+
+    @classmethod
+    def declared(
+        cls,
+        tessellation: Tessellation,
+        *,
+        epsilon: float,
+        start: str,
+        end: str,
+        freq: str = "1h",
+        max_per_bin: int = 1,
+        landmarks: Sequence[int | str | datetime] = (),
+        scheme: Scheme | str = Scheme.UNIFORM,
+        outliers_epsilon: float | None = None,
+    ) -> ZoneSeriesSpec:
+        """The spec of ``Session.series_counts`` and ``privmob series-counts``: ``landmarks``
+        as positions in the grid (integers) or as its timestamps (text or datetimes)."""
+        grid = time_grid(start, end, freq)
+        marks = landmark_positions(landmarks, grid)
+        return cls(
+            tessellation, epsilon, start, end, freq, int(max_per_bin), marks,
+            Scheme(scheme).value, outliers_epsilon,
+        )  # fmt: skip
+
+    def public_period(self) -> dict[str, object]:
+        """The declared period and its bins (public)."""
+        return {"start": self.start, "end": self.end, "bin": self.freq, "bins": len(self.grid)}
+
+    @cached_property
+    def grid(self) -> pd.DatetimeIndex:
+        return time_grid(self.start, self.end, self.freq)
+
+    @cached_property
+    def _plan(self) -> Plan:
+        scheme = Scheme(self.scheme)
+        eps_out = outliers_epsilon_for(self.epsilon, self.outliers_epsilon)
+        bins = len(self.grid)
+        budgets = scheme_budgets(scheme, bins, list(self.landmarks), self.epsilon)
+        smallest = float(budgets[budgets > 0].min()) if (budgets > 0).any() else self.epsilon
+        dist, _ = calibrate(NoiseKind.DISCRETE_LAPLACE, smallest, l1_sensitivity=self.max_per_bin)
+        cells = (self.tessellation.k + 1) * bins + 1
+        return Plan(
+            kind=self.kind,
+            cost=Cost.pure(self.epsilon + eps_out, SCHEME_UNIT[scheme]),
+            cells=cells,
+            memory_bytes=domain_memory(cells, cells),
+            output_rows=cells - 1,
+            margin_of_error_95=float(dist.margin_of_error(0.95)),
+            noise=str(dist.kind),
+            parts=2,
+        )
+
+    def plan(self) -> Plan:
+        """``margin_of_error_95`` is that of a bin with the scheme's smallest budget."""
+        return self._plan
+
+    def run(
+        self,
+        data: Loaded,
+        accountant: Accountant,
+        *,
+        rng: Randomness | int | None,
+        progress: Callable[[str], None],
+    ) -> Release:
+        from privmob.releases.tiles import check_tessellation
+
+        check_tessellation(data, self.tessellation)
+        return publish_zone_counts(
+            data,
+            tile_ids=self.tessellation.tile_ids,
+            grid=self.grid,
+            max_per_bin=self.max_per_bin,
+            landmarks=list(self.landmarks),
+            epsilon=self.epsilon,
+            scheme=self.scheme,
+            accountant=accountant,
+            rng=rng,
+            outliers_epsilon=self.outliers_epsilon,
+            step=progress,
+        )
+
+
+def landmark_positions(
+    landmarks: Sequence[int | str | datetime], grid: pd.DatetimeIndex
+) -> tuple[int, ...]:
+    """Landmarks as positions in ``grid``: an integer is a position, text or a datetime a
+    timestamp of the grid (public: the grid is declared)."""
+    at = {ts: i for i, ts in enumerate(grid)}
+    out = []
+    for mark in landmarks:
+        if isinstance(mark, int | np.integer):
+            out.append(int(mark))
+            continue
+        try:
+            i = at.get(pd.Timestamp(mark))
+        except (ValueError, TypeError):
+            i = None
+        if i is None:
+            raise ConfigError(
+                f"landmark '{mark}' is not a bin of the declared period",
+                hint="give the start of a bin (e.g. 2024-01-01 06:00), or positions with "
+                "--landmark-positions (Python: integers)",
+            )
+        out.append(i)
+    return tuple(out)
