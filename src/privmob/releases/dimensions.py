@@ -237,6 +237,11 @@ def dimension(spec: DimensionLike, tile_ids: Sequence[Any], period: StudyPeriod)
     spec = spelling(spec)
     name, colon, arg = spec.partition(":")
     tiles = tuple(tile_ids)
+    if colon and name in NAMED and name not in ("bin", "duration", "distance"):
+        raise ConfigError(
+            f"{spec!r}: {name} has its own labels and takes no edges or values",
+            hint=f"write {name} alone; a column of the input named {name} cannot be counted",
+        )
     if name in ("origin", "destination"):
         return Dimension(name, tiles, _tile(name), ("trips",))
     if name == "tile":
@@ -284,6 +289,22 @@ def _edges(text: str, spec: str) -> list[float]:
     if not all(math.isfinite(e) for e in edges):
         raise ConfigError(f"{spec!r}: the edges must be finite numbers")
     return edges
+
+
+def split_dimensions(text: str) -> tuple[str, ...]:
+    """The dimensions of a comma-separated ``--by``: a comma separates dimensions, except
+    inside the edges or values after ``NAME:``, which run to the next known dimension name
+    (``origin,duration:0,5,15,hour`` is origin, duration:0,5,15 and hour)."""
+    out: list[str] = []
+    for token in (t.strip() for t in text.split(",")):
+        if not token:
+            continue
+        name = token.partition(":")[0]
+        if out and ":" in out[-1] and ":" not in token and name not in NAMED:
+            out[-1] += f",{token}"
+        else:
+            out.append(token)
+    return tuple(out)
 
 
 def needs(by: Sequence[DimensionLike]) -> tuple[tuple[str, ...], bool]:
