@@ -20,6 +20,7 @@ sees only the dense zones x bins matrix and the one outliers count.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -47,7 +48,7 @@ from privmob.releases.landmark import (
     scheme_budgets,
 )
 from privmob.releases.release import Release
-from privmob.releases.specs import Plan, domain_memory
+from privmob.releases.specs import Plan
 
 if TYPE_CHECKING:
     from privmob.data.tessellation import Tessellation
@@ -68,11 +69,13 @@ def outliers_epsilon_for(epsilon: float, outliers_epsilon: float | None) -> floa
 
 
 def zone_counts_spec(
-    tile_ids: Sequence[object], grid: pd.DatetimeIndex, max_per_bin: int
+    tile_ids: Sequence[object], grid: pd.DatetimeIndex, max_per_bin: int, epsilon: float = 1.0
 ) -> CountSpec:
     """The count template's spec of a zone series: events counted by ``zone`` (the tiles and
     ``outside``) x ``bin`` (the bins of ``grid``), at most ``max_per_bin`` per user and bin
-    (the events outside the period: one more group, the outliers cell)."""
+    (the events outside the period: one more group, the outliers cell). Its domain is the
+    series' (and its plan's cells and memory); its noise is not used: the series is published
+    under its landmark scheme (:func:`publish_series`)."""
     if len(grid) < 2:
         raise ConfigError("a series needs at least two time bins")
     width = grid[1] - grid[0]
@@ -80,7 +83,7 @@ def zone_counts_spec(
     length = to_offset(width).freqstr
     return CountSpec(
         cast(Any, _Zones(list(tile_ids))),
-        0.0,  # the noise is the landmark scheme's (publish_series), not the template's
+        epsilon,
         "events",
         ("zone", f"bin:{length}"),
         max_per_bin,
@@ -245,13 +248,11 @@ class ZoneSeriesSpec:
         budgets = scheme_budgets(scheme, bins, list(self.landmarks), self.epsilon)
         smallest = float(budgets[budgets > 0].min()) if (budgets > 0).any() else self.epsilon
         dist, _ = calibrate(NoiseKind.DISCRETE_LAPLACE, smallest, l1_sensitivity=self.max_per_bin)
-        cells = (self.tessellation.k + 1) * bins + 1
-        return Plan(
-            kind=self.kind,
+        tiles = self.tessellation.tile_ids
+        domain: Plan = zone_counts_spec(tiles, self.grid, self.max_per_bin, self.epsilon).plan()
+        return dataclasses.replace(  # the template's domain, cells and memory; landmark noise
+            domain,
             cost=Cost.pure(self.epsilon + eps_out, SCHEME_UNIT[scheme]),
-            cells=cells,
-            memory_bytes=domain_memory(cells, cells),
-            output_rows=cells - 1,
             margin_of_error_95=float(dist.margin_of_error(0.95)),
             noise=str(dist.kind),
             parts=2,
