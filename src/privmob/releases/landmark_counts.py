@@ -48,7 +48,7 @@ from privmob.releases.landmark import (
     scheme_budgets,
 )
 from privmob.releases.release import Release
-from privmob.releases.specs import Plan
+from privmob.releases.specs import Plan, Progress
 
 if TYPE_CHECKING:
     from privmob.data.tessellation import Tessellation
@@ -268,7 +268,7 @@ class ZoneSeriesSpec:
         accountant: Accountant,
         *,
         rng: Randomness | int | None,
-        progress: Callable[[str], None],
+        progress: Progress,
     ) -> Release:
         from privmob.releases.tiles import check_tessellation
 
