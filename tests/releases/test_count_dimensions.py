@@ -227,3 +227,17 @@ def test_time_bins_of_any_length_and_zones_with_outside() -> None:
         ("outside", "2024-01-01 12:00:00"): 1,
     }
     assert int(rel.tables["outliers"]["count"].iloc[0]) == 1  # day 2: outside the period
+
+
+def test_layers_of_a_release_without_one_are_refused_before_reading(tmp_path: Path) -> None:
+    """``privmob counts --format csv`` counted the input, then failed on its layer."""
+    steps: list[str] = []
+    session = pm.Session(
+        random_trips(5, 9, seed=1), tessellation=box_grid(3), dataset="t", seed=1, budget=10,
+        progress=steps.append,
+    )  # fmt: skip
+    with session as s:
+        with pytest.raises(ConfigError, match="a counts release has no map layer"):
+            s.counts(epsilon=1, by=["origin"], output=tmp_path / "o", formats=["csv"])
+        assert not any("reading" in m or "counting" in m for m in steps), steps
+        assert s.ledger.to_pandas().empty and not (tmp_path / "o").exists()

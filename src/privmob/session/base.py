@@ -397,11 +397,15 @@ class SessionBase:
             planned_features,
         )
 
-        if plan.kind not in LAYER_TABLES:
-            return []
         wanted = [f for f in parse_formats(formats) if f != "parquet"]
         if not wanted:
             return []
+        if plan.kind not in LAYER_TABLES:  # refused before reading, not once counted
+            raise ConfigError(
+                f"a {plan.kind} release has no map layer",
+                hint=f"layers exist for {', '.join(LAYER_TABLES)}; leave out --format "
+                "(Python: formats=): the tables are written as Parquet",
+            )
         features = planned_features(plan.kind, tess, plan.output_rows)
         lines = LAYER_TABLES[plan.kind][1] is None
         if not lines or self.all_flows:
