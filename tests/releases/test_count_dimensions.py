@@ -241,3 +241,41 @@ def test_layers_of_a_release_without_one_are_refused_before_reading(tmp_path: Pa
             s.counts(epsilon=1, by=["origin"], output=tmp_path / "o", formats=["csv"])
         assert not any("reading" in m or "counting" in m for m in steps), steps
         assert s.ledger.to_pandas().empty and not (tmp_path / "o").exists()
+
+
+def test_a_bound_per_label_is_calibrated_for_every_label(engine) -> None:  # type: ignore[no-untyped-def]
+    """``CountSpec.bound_per`` (a zone series' bins): each user keeps the bound in every bin
+    and once more outside the period, so the sensitivity is the bound times (bins + 1), and an
+    adversary with many events in every bin and outside it reaches it exactly."""
+    from datetime import datetime
+
+    from privmob.data import load_events
+    from privmob.domain import StudyPeriod
+    from privmob.releases.counts import CountSpec, exact_counts
+
+    tess = box_grid(2)
+    period = StudyPeriod("all", datetime(2024, 1, 1), datetime(2024, 1, 2))
+    spec = CountSpec(tess, 1.0, "events", ("zone", "bin:6h"), 2, period=period, bound_per="bin")
+    assert spec.sensitivity == 2 * (4 + 1)
+    plain = CountSpec(tess, 1.0, "events", ("zone", "bin:6h"), 2, period=period)
+    assert spec.calibrated[0].scale == pytest.approx(5 * plain.calibrated[0].scale)
+    base = pd.DataFrame(
+        {"uid": [1, 2], "datetime": ["2024-01-01 01:00", "2024-01-01 13:00"],
+         "lat": [52.005, 52.015], "lng": [13.005, 13.015]}
+    )  # fmt: skip
+    hours = [h for h in range(-6, 24, 2) for _ in range(3)]  # 9 events in each bin, 9 outside
+    adversary = pd.DataFrame(
+        {
+            "uid": 99,
+            "datetime": [str(pd.Timestamp("2024-01-01") + pd.Timedelta(h, "h")) for h in hours],
+            "lat": 52.005,
+            "lng": 13.005,
+        }
+    )
+    counts = [
+        exact_counts(
+            load_events(df, engine=engine, tessellation=tess), spec, key=7, step=lambda _m: None
+        )
+        for df in (base, pd.concat([base, adversary]))
+    ]
+    assert int(np.abs(counts[1] - counts[0]).sum()) == spec.sensitivity

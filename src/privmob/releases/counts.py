@@ -97,10 +97,18 @@ class CountSpec:
     def calibrated(self) -> tuple[Noise, Cost]:
         if int(self.bound) != self.bound or self.bound < 1:
             raise ConfigError(f"the bound per user must be a whole number >= 1, got {self.bound}")
-        b = int(self.bound)
+        b = self.sensitivity
         return calibrate(
             self.noise, self.epsilon, l1_sensitivity=b, l2_sensitivity=b, delta=self.delta
         )
+
+    @property
+    def sensitivity(self) -> int:
+        """L1 (and L2) sensitivity of the count vector: ``bound``, or with ``bound_per`` the
+        bound times the groups it applies to (the labels of that dimension, and one for the
+        records outside it: all of a user's groups can land in the outliers cell)."""
+        per = [len(d.labels) + 1 for d in self.dimensions if d.column == self.bound_per]
+        return int(self.bound) * (per[0] if per else 1)
 
     def public_period(self) -> dict[str, object]:
         """The declared period (public)."""
@@ -228,8 +236,12 @@ def count_release(
         kind=spec.kind,
         cost=cost,
         unit=Unit.USER,
-        bounds={"max_records_per_user": int(spec.bound), "records": spec.records},
-        noise={**noise.to_dict(), "l1_sensitivity": int(spec.bound), "margin_of_error_95": margin},
+        bounds={
+            "max_records_per_user": int(spec.bound),
+            "records": spec.records,
+            **({"per": spec.bound_per} if spec.bound_per else {}),
+        },
+        noise={**noise.to_dict(), "l1_sensitivity": spec.sensitivity, "margin_of_error_95": margin},
         params={
             "epsilon": spec.epsilon,
             "delta": spec.delta,
