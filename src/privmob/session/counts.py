@@ -1,5 +1,6 @@
-"""Count tables users define (``Session.counts``, ``privmob counts``) and the kinds of the
-count template in the registry (``Session.<kind>``): the count template of
+"""Count tables users define (``Session.counts``, ``privmob counts``), the kinds of the count
+template in the registry (``Session.<kind>``) and the zone series (``Session.series_counts``:
+the template's zone x bin counts under a landmark scheme): the count template of
 :mod:`privmob.releases.counts` through the session's one lifecycle."""
 
 from __future__ import annotations
