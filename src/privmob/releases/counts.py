@@ -229,9 +229,11 @@ def exact_cells(
     *,
     buckets: int | None = None,
     step: Callable[[str], None] | None = None,
+    key: int | None = None,
 ) -> np.ndarray:
     """Exact counts over ``domain``'s flat cells, each user keeping at most ``bound`` records
-    (a fresh key from ``r`` per user bucket). Never publish these."""
+    (a fresh key from ``r`` per user bucket, or ``key`` in every bucket: then the summed
+    bucket counts equal one pass's). Never publish these."""
     columns, per_row = rows.bucket_columns(counted)
 
     def count(part: Loaded) -> np.ndarray:
@@ -241,7 +243,7 @@ def exact_cells(
             limited = bound_per_user(
                 relation,
                 max_units=bound.bound,
-                key=fresh_key(r),
+                key=fresh_key(r) if key is None else key,
                 dialect=d,
                 unit=bound.unit,
                 partition=bound.partition,

@@ -34,6 +34,7 @@ from pandas.tseries.frequencies import to_offset
 from privmob.domain import StudyPeriod, time_grid
 from privmob.engine.relation import Loaded
 from privmob.errors import ConfigError
+from privmob.prepare.bounding import fresh_key
 from privmob.privacy.costs import Cost
 from privmob.privacy.mechanisms import NoiseKind, calibrate
 from privmob.privacy.samplers import Randomness, resolve
@@ -141,14 +142,16 @@ def bounded_zone_counts(
     domain = spec.count_domain()
     step = step or (lambda _m: None)
     step(f"counting events over {domain.size:,} public cells")
-    dense = exact_cells(
+    r = resolve(rng)
+    dense = exact_cells(  # one key for every user bucket (sums equal the single pass)
         events,
         _SeriesRows(spec),
         domain,
         spec.per_user(None),
-        resolve(rng),
+        r,
         buckets=buckets,
         step=step,
+        key=fresh_key(r),
     )
     return dense[:-1].reshape(spec.shape), int(dense[-1])
 
