@@ -285,12 +285,7 @@ class ZoneSeriesSpec:
         return self._plan
 
     def run(
-        self,
-        data: Loaded,
-        accountant: Accountant,
-        *,
-        rng: Randomness | int | None,
-        progress: Progress,
+        self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Progress
     ) -> Release:
         from privmob.releases.tiles import check_tessellation
 
