@@ -77,14 +77,14 @@ def _release(release: str, path: str, cells: str, tess_path: str, eng: Any, rec:
         tess = rec.timed("reading the tessellation", lambda: load_tessellation(tess_path))
         reading = "reading, parsing, validating, tiles and fingerprint (one pass)"
         if release == "od-trips":
-            from privmob.domain import StudyPeriod
+            from privmob.domain import Period
             from privmob.prepare.inputs import load_trips_any
             from privmob.releases.od import od_matrix
 
             trips = rec.timed(reading, lambda: load_trips_any(
                 path, engine=eng, tessellation=tess, shape="trips"))  # fmt: skip
             rel = od_matrix(trips, tessellation=tess, epsilon=EPSILON, accountant=acct,
-                            max_trips=T, period=StudyPeriod(), step=rec)  # fmt: skip
+                            max_trips=T, period=Period(), step=rec)  # fmt: skip
             rec("writing the files")
             write_release(rel, Path(tmp) / "out")
         elif release == "population":

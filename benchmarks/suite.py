@@ -393,8 +393,8 @@ def floor_report_complete(eng: Any, path: str, cells: str, tess_path: str) -> st
     user's centre) and all 16 count vectors of the report as plain group-bys (histograms with
     equal-width bins). What privmob adds beyond it: validation, the dense public domains,
     noise, the ledger and the output files. The great-circle distance is privmob's formula
-    (:func:`privmob.releases.report.sql.haversine_km`), SQL text only."""
-    from privmob.releases.report.sql import haversine_km
+    (:func:`privmob.releases.dimensions.haversine_km`), SQL text only."""
+    from privmob.releases.dimensions import haversine_km
 
     src = _scan(eng, path, twice=True)
     eng.register("coords", _coordinate_tiles(eng, tess_path, f"SELECT lng, lat FROM {src}"))

@@ -45,8 +45,9 @@ EXAMPLES: dict[str, str | list[str]] = {
     "density": "density",
     "series-counts": "series_counts",
     "series": "series",
-    "counts": ["counts", "{in}/trips.csv", "-t", "{in}/grid.geojson", "-e", "1", "-T", "3",
-               "--by", "origin,hour"],
+    # the dimensions with declared edges and values: trip distance and a categorical column
+    "counts": ["counts", "{in}/trips_mode.csv", "-t", "{in}/grid.geojson", "-e", "1", "-T", "3",
+               "--by", "origin,distance:0,1,2,5,mode:bike,car"],
 }  # fmt: skip
 COUNT_INPUTS = {"trips": "trips.csv", "trip-points": "points.csv", "events": "events.csv"}
 
@@ -143,11 +144,16 @@ def _inputs(tmp: Path, neighbour: bool = False) -> Path:
     sensitivity at one timestamp (a series' neighbour)."""
     d = tmp / ("inputs-neighbour" if neighbour else "inputs")
     shutil.copytree(INPUTS, d)
-    if not neighbour:
-        return d
     trips = pd.read_csv(d / "trips.csv")
+    modes = trips.assign(mode=[("bike", "car", "walk")[i % 3] for i in range(len(trips))])
+    if not neighbour:
+        modes.to_csv(d / "trips_mode.csv", index=False)  # a categorical column
+        return d
     extra = trips.head(40).assign(uid=9999, tid=range(10_000, 10_040))
     pd.concat([trips, extra]).to_csv(d / "trips.csv", index=False)
+    # the adversary's trips: in declared values and in one that is not
+    extra_modes = extra.assign(mode=["car", "not-declared"] * 20)
+    pd.concat([modes, extra_modes]).to_csv(d / "trips_mode.csv", index=False)
     for name in ("points.csv", "events.csv", "cell_events.csv"):
         df = pd.read_csv(d / name)
         add = df.head(60).assign(uid=9999)
@@ -300,6 +306,7 @@ def test_neighbouring_datasets_change_only_noisy_values(kind: Any, tmp_path: Pat
 PUBLIC_KEYS = {
     "period", "origin", "destination", "zone", "hour", "t", "time", "tile_id", "day_type",
     "time_window", "cell", "bin", "label", "epsilon", "noise_scale", "published", "landmark",
+    "distance", "duration", "mode", "weekday", "timestamp",
 }  # fmt: skip
 
 

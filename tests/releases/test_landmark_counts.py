@@ -182,3 +182,35 @@ def test_outliers_noise_scale(tmp_path) -> None:  # type: ignore[no-untyped-def]
     assert abs(err.mean() - 10.0) < 3.0
     assert abs(np.mean(draws) - 1000) < 4.0  # unbiased: sd of the mean about 1
     assert ledger.spent("d").epsilon == pytest.approx(200 * 1.2)
+
+
+def test_session_series_counts_is_the_command_with_landmark_timestamps(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """``Session.series_counts`` on par with ``privmob series-counts``: the golden case's
+    command (landmarks as positions 1, 4) and the Session with the same landmarks as bin starts
+    publish the same values with the same seed."""
+    import json
+    from datetime import datetime
+
+    from tests.releases.golden_cases import INPUTS, golden_path
+
+    import privmob as pm
+
+    golden = json.loads(golden_path("series_counts").read_text())["tables"]["series.parquet"]
+    with pm.Session(
+        str(INPUTS / "events.csv"), tessellation=str(INPUTS / "grid.geojson"), seed=7,
+        budget=pm.PureDP(100), unit=pm.PrivacyUnit.LANDMARK, dataset="golden",
+    ) as s:  # fmt: skip
+        rel = s.series_counts(
+            epsilon=1, period=pm.Period("2024-01-01", "2024-01-03"), freq="6h", max_per_bin=1,
+            landmarks=["2024-01-01 06:00", datetime(2024, 1, 2)],
+        ).release  # fmt: skip
+    assert rel.params["landmarks"] == [1, 4]
+    table = rel.tables["series"]
+    assert list(table.columns) == golden["columns"]
+    value = golden["columns"].index("value")
+    assert table["value"].tolist() == [row[value] for row in golden["rows"]]
+    with pytest.raises(ConfigError, match="not a bin of the declared period"):
+        s.plan_series_counts(
+            epsilon=1, period=pm.Period("2024-01-01", "2024-01-03"), freq="6h",
+            landmarks=["2024-01-01 07:00"],
+        )  # fmt: skip

@@ -4,8 +4,9 @@ the kind's records and dimensions."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -27,9 +28,11 @@ def counts(
         str | None,
         typer.Option(
             "--by",
-            help="public dimensions, comma-separated: origin, destination (trips), tile (trip "
-            "points, events), period, hour, weekday, duration:EDGES (minutes, e.g. "
-            "duration:0,5,15,60)",
+            help="public dimensions, comma-separated: origin, destination (trips), tile, zone "
+            "(trip points, events), period, bin:LENGTH (e.g. bin:1h), hour, weekday, "
+            "duration:EDGES (minutes, e.g. duration:0,5,15,60), distance:EDGES (km, trips), "
+            "COLUMN:VALUES (a column of the input with its declared values, e.g. "
+            "usertype:Subscriber,Customer)",
         ),
     ] = None,
     records: Annotated[
@@ -58,7 +61,9 @@ def counts(
     from privmob.domain import Period
     from privmob.errors import ConfigError
     from privmob.releases.counts import CountSpec
+    from privmob.releases.dimensions import split_dimensions
     from privmob.releases.kinds import kind as kind_named
+    from privmob.session import Session
 
     kind = kind_named(ctx.info_name or "counts")
     preset = kind.counts
@@ -66,18 +71,26 @@ def counts(
         raise ConfigError(f"privmob {kind.name} counts {preset.records} by {', '.join(preset.by)}")
     if preset is None and by is None:
         raise ConfigError("name the dimensions to count by", hint="e.g. --by origin,hour")
-    dims = preset.by if preset else tuple(x.strip() for x in str(by).split(",") if x.strip())
+    dims = preset.by if preset else split_dimensions(str(by))
     what = preset.records if preset else (records or "trips")
-    study = Period.parse(bin, start, end)
-
-    def spec(tess: Any) -> CountSpec:
-        return CountSpec(tess, epsilon, what, dims, max_trips, noise, delta, study, kind.name)
-
-    load = {
-        "trips": lambda s: s.load_trips(),
-        "trip-points": lambda s: s.load_trip_points(),
-    }.get(what, lambda s: s.load_events())
-    run_release(ctx, data=data, tessellation=tessellation, tile_id=tile_id, spec=spec, load=load)
+    run_release(
+        ctx,
+        data=data,
+        tessellation=tessellation,
+        tile_id=tile_id,
+        spec=functools.partial(
+            CountSpec,
+            epsilon=epsilon,
+            records=what,
+            by=dims,
+            bound=max_trips,
+            noise=noise,
+            delta=delta,
+            period=Period.parse(bin, start, end),
+            kind=kind.name,
+        ),
+        load=functools.partial(Session.load_counted, records=what, by=dims),
+    )
 
 
 def register(app: typer.Typer) -> None:

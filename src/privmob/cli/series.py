@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import numpy as np
 import typer
@@ -235,44 +236,48 @@ def series_counts_command(
 ) -> None:
     """Counts per zone and time bin from raw events (at most -T per user and bin, enforced),
     published under landmark epsilon-privacy."""
-    seed, quiet = ctx.params.get("seed"), bool(ctx.params.get("quiet"))  # run options
-    freq, max_per_bin = bin, max_trips
     from privmob.cli.run import run_release
-    from privmob.domain import time_grid
-    from privmob.releases.specs import ZoneSeriesSpec
+    from privmob.releases.landmark_counts import ZoneSeriesSpec
+    from privmob.session import Session
 
-    labels: list[object] = list(time_grid(start, end, freq))
-    marks = resolve_landmarks(landmarks, labels, landmark_positions) if landmarks else []
-
-    def spec(tess: Any) -> ZoneSeriesSpec:
-        return ZoneSeriesSpec(
-            tess,
-            epsilon,
-            start,
-            end,
-            freq,
-            max_per_bin,
-            tuple(marks),
-            scheme.value,
-            outliers_epsilon,
-        )
-
-    def run(the_spec: ZoneSeriesSpec, loaded: Any, acct: Any, step: Any) -> Release:
-        step("bounding, counting, adding noise, charging the ledger")
-        return the_spec.run(loaded, acct, rng=seed, progress=step)
-
+    marks = _landmarks_of(landmarks, landmark_positions)
     run_release(
         ctx,
         data=events,
         tessellation=tessellation,
         tile_id=tile_id,
-        spec=spec,
-        load=lambda session: session.load_events(),
+        spec=functools.partial(
+            ZoneSeriesSpec.declared,
+            epsilon=epsilon,
+            start=start,
+            end=end,
+            freq=bin,
+            max_per_bin=max_trips,
+            landmarks=marks,
+            scheme=scheme,
+            outliers_epsilon=outliers_epsilon,
+        ),
+        load=Session.load_events,
         shape="events",
-        run=run,
         budget_unit=SCHEME_UNIT[scheme],
-        summary=lambda release, paths, _acct: _summary(release, paths, quiet),
+        summary=functools.partial(_series_counts_summary, quiet=bool(ctx.params.get("quiet"))),
     )
+
+
+def _landmarks_of(spec: str, positions: bool) -> list[int | str]:
+    """``--landmarks`` as ``ZoneSeriesSpec.declared`` takes them: positions or bin starts."""
+    if not positions:
+        return list(_tokens(spec)) if spec else []
+    try:
+        return [int(t) for t in _tokens(spec)]
+    except ValueError as exc:
+        raise ConfigError(f"--landmark-positions expects integers: {exc}") from exc
+
+
+def _series_counts_summary(
+    release: Release, paths: list[Path], _accountant: object, *, quiet: bool
+) -> None:
+    _summary(release, paths, quiet)
 
 
 #: the older spellings, still accepted (hidden from --help)

@@ -26,7 +26,7 @@ dropped). Input files are only read, never modified.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -87,18 +87,20 @@ def load_events(
     delimiter: str | None = None,
     header: bool = True,
     names: list[str] | None = None,
+    carry: Sequence[str] = (),
 ) -> Loaded:
     """Events (``uid, datetime`` + ``lat, lng`` or ``cell_id`` with ``cells``) → canonical view.
 
     Canonical columns: ``uid, time, tile`` plus ``lat, lng`` (coordinates) or ``cell_id``.
     An event whose cell id is not in ``cells`` gets tile -1 (the outliers cell). ``cells`` is
     a cells file or frame, or a :class:`CellsTable` loaded before (then ``tessellation`` is not
-    used: the table's tiles are).
+    used: the table's tiles are). ``carry``: more input columns the view keeps under their own
+    names (:func:`carried_sql`; a missing one is refused naming the file and the column).
     """
     check_timezone(timezone)
     raw, display = read_raw(engine, source, delimiter=delimiter, header=header, names=names)
     use_cells = cells is not None
-    required = ["uid", "datetime"] + (["cell_id"] if use_cells else ["lat", "lng"])
+    required = ["uid", "datetime"] + (["cell_id"] if use_cells else ["lat", "lng"]) + [*carry]
     cols = resolve_columns(engine, raw, display, required=required, optional=[], mapping=columns)
     types = column_types(engine, raw)
     fast = engine.dialect.name == "duckdb"  # UTC instants without a zone lookup per row
@@ -139,7 +141,7 @@ def load_events(
             view,
             (
                 f"SELECT e.{ident(cols['uid'])} AS uid, e._p_datetime AS time, "
-                f"COALESCE(c.tile, -1) AS tile, {cid} AS cell_id "
+                f"COALESCE(c.tile, -1) AS tile, {cid} AS cell_id{carried_sql(carry, cols)} "
                 f"FROM {pview} AS e LEFT JOIN {cell_view} AS c ON {on}"
             ),
         )
@@ -151,7 +153,8 @@ def load_events(
             view,
             (
                 f"SELECT e.{ident(cols['uid'])} AS uid, e._p_datetime AS time, t.tile AS tile, "
-                f"e._p_lat AS lat, e._p_lng AS lng FROM {pview} AS e JOIN {lookup} AS t "
+                f"e._p_lat AS lat, e._p_lng AS lng{carried_sql(carry, cols)} "
+                f"FROM {pview} AS e JOIN {lookup} AS t "
                 f"ON e._p_lng = t.lng AND e._p_lat = t.lat"
             ),
         )
@@ -202,6 +205,12 @@ def _bound(
         people_source=checked.people,
         tiles=tiles_fingerprint(tessellation),
     )
+
+
+def carried_sql(carry: Sequence[str], cols: Mapping[str, str]) -> str:
+    """The select-list tail keeping the input columns ``carry`` (of the parsed input ``e``)
+    under their own names; they are not part of the content fingerprint (the records are)."""
+    return "".join(f", e.{ident(cols[c])} AS {ident(c)}" for c in carry)
 
 
 def _parse_once(engine: Engine, source: Any, keep: list[str]) -> list[str] | None:
@@ -296,16 +305,17 @@ def load_trip_points(
     columns: Mapping[str, str] | None = None,
     timezone: str = "UTC",
     delimiter: str | None = None,
+    carry: Sequence[str] = (),
 ) -> Loaded:
     """Trip points (``uid, tid, datetime, lat, lng[, tile_id]``) → canonical view
-    ``uid, tid, time, lat, lng, tile``."""
+    ``uid, tid, time, lat, lng, tile`` (and the ``carry`` columns, as :func:`load_events`)."""
     check_timezone(timezone)
     raw, display = read_raw(engine, source, delimiter=delimiter)
     cols = resolve_columns(
         engine,
         raw,
         display,
-        required=["uid", "tid", "datetime", "lat", "lng"],
+        required=["uid", "tid", "datetime", "lat", "lng", *carry],
         optional=["tile_id"],
         mapping=columns,
     )
@@ -349,7 +359,7 @@ def load_trip_points(
     view = new_name("points")
     canonical = (
         f"e.{ident(cols['uid'])} AS uid, e.{ident(cols['tid'])} AS tid, "
-        "e._p_datetime AS time, e._p_lat AS lat, e._p_lng AS lng"
+        f"e._p_datetime AS time, e._p_lat AS lat, e._p_lng AS lng{carried_sql(carry, cols)}"
     )
     grid = getattr(tessellation, "grid", None)
     regular = grid is not None and grid_tiles_sql(grid, "p_", "lng", "lat", engine.dialect)
@@ -361,8 +371,8 @@ def load_trip_points(
         engine.create_view(base, f"SELECT {canonical} FROM {pview} AS e")
         untiled = _bound(base, display, "trip_points_untiled", engine, checked, tessellation)
         if regular:
-            return _grid_tiled_points(untiled, grid)
-        return _polygon_tiled_points(untiled, tessellation)
+            return _grid_tiled_points(untiled, grid, tuple(carry))
+        return _polygon_tiled_points(untiled, tessellation, tuple(carry))
     tile_expr, tile_sql = tile_index(
         engine, tessellation, cols["tile_id"], types[cols["tile_id"]], "t"
     )
@@ -372,34 +382,43 @@ def load_trip_points(
     return _bound(view, display, "trip_points", engine, checked, tessellation)
 
 
-def _polygon_tiled_points(untiled: Loaded, tessellation: Any) -> Loaded:
+def _polygon_tiled_points(
+    untiled: Loaded, tessellation: Any, carry: tuple[str, ...] = ()
+) -> Loaded:
     """Canonical trip points with ``tile`` assigned by point in polygon to the distinct
-    coordinates of ``untiled`` (``uid, tid, time, lat, lng``), joined back; rebuilt per user
-    bucket by :mod:`privmob.engine.buckets`, so that a bucket's lookup holds only its own
-    coordinates and the buckets are written without a join to the whole input's lookup
-    (which did not fit in DuckDB's share of a 512 MB limit for 5M points)."""
+    coordinates of ``untiled`` (``uid, tid, time, lat, lng`` and the ``carry`` columns),
+    joined back; rebuilt per user bucket by :mod:`privmob.engine.buckets`, so that a bucket's
+    lookup holds only its own coordinates and the buckets are written without a join to the
+    whole input's lookup (which did not fit in DuckDB's share of a 512 MB limit for 5M points)."""
     eng = untiled.engine
     lookup = coordinate_tiles(eng, tessellation, f"SELECT lng, lat FROM {untiled.view}")
     view = new_name("points")
+    more = "".join(f", e.{ident(c)}" for c in carry)
     eng.create_view(
         view,
         (
-            "SELECT e.uid, e.tid, e.time, e.lat, e.lng, COALESCE(t.tile, -1) AS tile "
+            f"SELECT e.uid, e.tid, e.time, e.lat, e.lng, COALESCE(t.tile, -1) AS tile{more} "
             f"FROM {untiled.view} AS e LEFT JOIN {lookup} AS t "
             "ON e.lng = t.lng AND e.lat = t.lat"
         ),
     )
-    return untiled.derived(view, "trip_points", lambda b: _polygon_tiled_points(b, tessellation))
+    return untiled.derived(
+        view, "trip_points", lambda b: _polygon_tiled_points(b, tessellation, carry)
+    )
 
 
-def _grid_tiled_points(untiled: Loaded, grid: Any) -> Loaded:
+def _grid_tiled_points(untiled: Loaded, grid: Any, carry: tuple[str, ...] = ()) -> Loaded:
     """Canonical trip points with ``tile`` computed on a regular grid from ``untiled``
-    (``uid, tid, time, lat, lng``); rebuilt per user bucket by :mod:`privmob.engine.buckets`."""
+    (``uid, tid, time, lat, lng`` and the ``carry`` columns); rebuilt per user bucket by
+    :mod:`privmob.engine.buckets`."""
     eng = untiled.engine
     sql = grid_tiles_sql(grid, untiled.view, "lng", "lat", eng.dialect)
     view = new_name("points")
-    eng.create_view(view, f"SELECT uid, tid, time, lat, lng, _pm_tile AS tile FROM ({sql}) AS g_")
-    return untiled.derived(view, "trip_points", lambda b: _grid_tiled_points(b, grid))
+    more = "".join(f", {ident(c)}" for c in carry)
+    eng.create_view(
+        view, f"SELECT uid, tid, time, lat, lng, _pm_tile AS tile{more} FROM ({sql}) AS g_"
+    )
+    return untiled.derived(view, "trip_points", lambda b: _grid_tiled_points(b, grid, carry))
 
 
 def trips_from_points(points: Loaded) -> Loaded:
@@ -443,6 +462,8 @@ def load_trips(
     delimiter: str | None = None,
     uid_per_trip: bool = False,
     coordinates: bool = False,
+    keep_coordinates: bool = False,
+    carry: Sequence[str] = (),
 ) -> Loaded:
     """One-row trips → canonical view ``uid, tid, start_time, end_time, origin, destination``
     (with ``coordinates``, also ``origin_lat, origin_lng, destination_lat, destination_lng``:
@@ -453,6 +474,9 @@ def load_trips(
     :mod:`privmob.data.coordinate_trips`); tile ids not in the tessellation and coordinates
     outside it become ``-1`` (outliers). ``uid_per_trip`` (trip-level releases only): an
     input without a ``uid`` column makes each trip its own unit (uid = the trip id).
+    ``keep_coordinates``: keep the ends' coordinates when the trips give them (no refusal when
+    they do not); ``carry``: more input columns kept under their own names (as
+    :func:`load_events`).
     """
     from privmob.data.coordinate_trips import NO_UID_HINT, coordinate_trip_columns
 
@@ -493,7 +517,7 @@ def load_trips(
         engine,
         raw,
         display,
-        required=[*([] if uid_per_trip else ["uid"]), "start_time", *ends],
+        required=[*([] if uid_per_trip else ["uid"]), "start_time", *ends, *carry],
         optional=["end_time", "tid"],
         mapping=mapping,
     )
@@ -558,7 +582,9 @@ def load_trips(
     end = "_p_end_time" if "end_time" in cols else "_p_start_time"
     view = new_name("trips")
     ends_at = ("origin_lat", "origin_lng", "destination_lat", "destination_lng")
+    coordinates = coordinates or (keep_coordinates and by_coords)
     coords = "".join(f", e._p_{c} AS {c}" for c in ends_at) if coordinates else ""
+    coords += carried_sql(carry, cols)
     if by_coords:
         lookup = coordinate_tiles(
             engine,
@@ -591,13 +617,14 @@ def load_trips(
             (
                 f"SELECT {uid} AS uid, {tid} AS tid, "
                 f"e._p_start_time AS start_time, e.{end} AS end_time, "
-                f"{o_expr} AS origin, {d_expr} AS destination "
+                f"{o_expr} AS origin, {d_expr} AS destination{carried_sql(carry, cols)} "
                 f"FROM {pview} AS e {o_join} {d_join}"
             ),
         )
     if uid_per_trip:  # each trip its own unit: uid = tid (computed once, then copied)
         per_trip = new_name("trips")
         more = "".join(f", {c}" for c in ends_at) if coordinates else ""
+        more += "".join(f", {ident(c)}" for c in carry)
         engine.create_view(
             per_trip,
             f"SELECT tid AS uid, tid, start_time, end_time, origin, destination{more} FROM {view}",

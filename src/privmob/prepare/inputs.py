@@ -3,7 +3,7 @@ phone events by a trip rule, raw GPS traces by stay points (loading, then prepar
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +55,8 @@ def load_trips_any(
     stay_minutes: float | None = None,
     uid_per_trip: bool = False,
     shape_detected: bool = False,
+    keep_coordinates: bool = False,
+    carry: Sequence[str] = (),
 ) -> Loaded:
     """Trips from any input shape: one-row trips as they are, trip points by first/last
     point, events by ``trip_rule`` (default seed 003's rule: consecutive events in different
@@ -63,7 +65,9 @@ def load_trips_any(
     ``uid_per_trip``: one-row trips without a uid column (bike-share rides) make each trip its
     own unit; only for trip-level releases. ``shape_detected``: the shape was told from the
     column names (not declared), so located events as dense as a GPS log are refused
-    (:func:`refuse_likely_gps`)."""
+    (:func:`refuse_likely_gps`). ``keep_coordinates`` and ``carry`` (more input columns,
+    kept under their own names): one-row trips only (:func:`privmob.data.sources.load_trips`);
+    trips built from points or events have no value of their own in another column."""
     from privmob.prepare.trips import events_to_trips
 
     if shape not in SHAPES:
@@ -78,8 +82,21 @@ def load_trips_any(
         "timezone": timezone,
         "delimiter": delimiter,
     }
+    if carry and shape != "trips":
+        raise ConfigError(
+            f"the column {carry[0]!r} is counted per trip only on one-row trips; trips built "
+            f"from {shape} have no value of their own in it",
+            hint="count the records themselves (--records trip-points or events; Python: "
+            "records=) by it, or give one-row trips",
+        )
     if shape == "trips":
-        return load_trips(source, uid_per_trip=uid_per_trip, **common)
+        return load_trips(
+            source,
+            uid_per_trip=uid_per_trip,
+            keep_coordinates=keep_coordinates,
+            carry=carry,
+            **common,
+        )
     if shape == "trip-points":
         return trips_from_points(load_trip_points(source, **common))
     if shape == "gps":

@@ -19,18 +19,19 @@ so the L1 and L2 sensitivity of the count vector is at most ``bound``; every cel
 domain gets independent noise calibrated to it: epsilon-DP per user (discrete Laplace) or
 (epsilon, delta)-DP (discrete Gaussian). Nothing in the domain is read from the data.
 
-:func:`dimension` reads the dimension vocabulary of ``Session.counts`` and ``privmob counts``:
-``origin``, ``destination`` (trips), ``tile`` (the visited tile of trip points or events),
-``period`` (the bins of the declared period), ``hour`` (of day), ``weekday`` and
-``duration:0,5,15,60`` (trip minutes, bins between declared edges).
+:func:`~privmob.releases.dimensions.dimension` reads the dimension vocabulary of
+``Session.counts``, ``privmob counts`` and the report's count vectors: ``origin``,
+``destination`` (trips), ``tile`` and ``zone`` (the visited tile of trip points or events),
+``period`` (the bins of the declared period), ``bin:1h``, ``hour`` (of day), ``weekday``,
+``duration:0,5,15,60`` (trip minutes), ``distance:0,1,2,5`` (trip km) and a categorical column
+with declared values (``usertype:Subscriber,Customer``): the vocabulary is
+:mod:`privmob.releases.dimensions`.
 """
 
 from __future__ import annotations
 
-import itertools
-import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
@@ -47,6 +48,7 @@ from privmob.privacy.mechanisms import Noise, NoiseKind, calibrate
 from privmob.privacy.samplers import Randomness, resolve
 from privmob.privacy.signal import signal_check
 from privmob.releases.base import Accountant
+from privmob.releases.dimensions import SOURCES, Dimension, dimension, measures
 from privmob.releases.release import Release
 
 if TYPE_CHECKING:
@@ -55,87 +57,8 @@ if TYPE_CHECKING:
 
 #: told each step of a release as it starts
 Step = Callable[[str], None]
-#: what a count release counts: its records' time column and the columns that tell two
-#: records of one user apart (for the per-user bound)
-SOURCES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "trips": ("start_time", ("tid",)),
-    "trip-points": ("time", ("tid", "time")),
-    "events": ("time", ("time", "tile")),
-}
-WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
-
-
-@dataclass(frozen=True)
-class Dimension:
-    """One public dimension: its output ``column``, its declared ``labels`` and ``sql``, which
-    maps a record (its time column, the dialect, the number of tiles) to 0..len(labels)-1, or
-    to a negative value for a record outside the domain (counted in the outliers cell)."""
-
-    column: str
-    labels: tuple[Any, ...]
-    sql: Callable[[str, Any, int], str] = field(compare=False)
-    sources: tuple[str, ...] = tuple(SOURCES)
-
-
-def _tile(column: str) -> Callable[[str, Any, int], str]:
-    return lambda _t, _d, k: f"CASE WHEN {column} >= 0 AND {column} < {k} THEN {column} ELSE -1 END"
-
-
-def _bins(
-    edges: Sequence[float], expr: Callable[[str, Any], str]
-) -> Callable[[str, Any, int], str]:
-    def sql(time: str, dialect: Any, _k: int) -> str:
-        x = expr(time, dialect)
-        arms = " ".join(
-            f"WHEN {x} >= {lo!r} AND {x} < {hi!r} THEN {i}"
-            for i, (lo, hi) in enumerate(itertools.pairwise(edges))
-        )
-        return f"CASE {arms} ELSE -1 END"
-
-    return sql
-
-
-def _minutes(_time: str, d: Any) -> str:
-    return f"(({d.epoch_seconds('end_time')} - {d.epoch_seconds('start_time')}) / 60.0)"
-
-
-def dimension(spec: str, tile_ids: Sequence[Any], period: Period) -> Dimension:
-    """The dimension named by ``spec`` (see the module's docstring), over public labels."""
-    name, _, arg = spec.partition(":")
-    tiles = tuple(tile_ids)
-    if name in ("origin", "destination"):
-        return Dimension(name, tiles, _tile(name), ("trips",))
-    if name == "tile":
-        return Dimension("tile", tiles, _tile("tile"), ("trip-points", "events"))
-    if name == "period":
-        return Dimension("period", tuple(period.labels()), lambda t, d, _k: period.bin_sql(t, d))
-    if name == "hour":
-        return Dimension("hour", tuple(range(24)), lambda t, d, _k: d.hour(t))
-    if name == "weekday":
-        return Dimension("weekday", WEEKDAYS, lambda t, d, _k: d.weekday(t))
-    if name == "duration":
-        edges = _edges(arg, spec)
-        labels = tuple(f"[{lo:g}, {hi:g}) min" for lo, hi in itertools.pairwise(edges))
-        return Dimension("duration", labels, _bins(edges, _minutes), ("trips",))
-    raise ConfigError(
-        f"unknown count dimension {spec!r}",
-        hint="use origin, destination, tile, period, hour, weekday or duration:EDGES "
-        "(minutes, e.g. duration:0,5,15,60)",
-    )
-
-
-def _edges(text: str, spec: str) -> list[float]:
-    try:
-        edges = [float(x) for x in text.split(",") if x.strip()]
-    except ValueError as exc:
-        raise ConfigError(f"cannot read the bin edges of {spec!r}") from exc
-    if len(edges) < 2 or any(b <= a for a, b in itertools.pairwise(edges)):
-        raise ConfigError(
-            f"{spec!r}: give at least two increasing edges", hint="e.g. duration:0,5,15,60"
-        )
-    if not all(math.isfinite(e) for e in edges):
-        raise ConfigError(f"{spec!r}: the edges must be finite numbers")
-    return edges
+#: the column of a record's label of ``CountSpec.bound_per`` (the per-user bound's group)
+PER_LABEL = "_pm_per"
 
 
 @dataclass(frozen=True)
@@ -306,9 +229,11 @@ def exact_cells(
     *,
     buckets: int | None = None,
     step: Callable[[str], None] | None = None,
+    key: int | None = None,
 ) -> np.ndarray:
     """Exact counts over ``domain``'s flat cells, each user keeping at most ``bound`` records
-    (a fresh key from ``r`` per user bucket). Never publish these."""
+    (a fresh key from ``r`` per user bucket, or ``key`` in every bucket: then the summed
+    bucket counts equal one pass's). Never publish these."""
     columns, per_row = rows.bucket_columns(counted)
 
     def count(part: Loaded) -> np.ndarray:
@@ -318,7 +243,7 @@ def exact_cells(
             limited = bound_per_user(
                 relation,
                 max_units=bound.bound,
-                key=fresh_key(r),
+                key=fresh_key(r) if key is None else key,
                 dialect=d,
                 unit=bound.unit,
                 partition=bound.partition,
@@ -388,7 +313,9 @@ def _quiet(_message: str) -> None:
 @dataclass(frozen=True)
 class CountSpec:
     """A count release (the template's spec): ``records`` counted (a key of :data:`SOURCES`),
-    grouped by ``by`` (dimension names), at most ``bound`` records per user."""
+    grouped by ``by`` (dimension spellings, :mod:`privmob.releases.dimensions`), at most
+    ``bound`` records per user: in all, or with ``bound_per`` (a dimension's column) in each
+    label of that dimension (the records outside it one more group: a zone series' bins)."""
 
     tessellation: Tessellation | None
     epsilon: float
@@ -399,6 +326,12 @@ class CountSpec:
     delta: float = 0.0
     period: Period = field(default_factory=Period)
     kind: str = "counts"
+    #: a dimension's column: each user keeps at most ``bound`` records per label of it (the
+    #: records outside the domain one more group), not in all (a zone series' bins)
+    bound_per: str | None = None
+    #: what the measured dimensions counted (a trip distance's definition, from the input's
+    #: layout; set by :meth:`run` from the records read, see :func:`measures`)
+    measured: tuple[tuple[str, str], ...] = ()
 
     @cached_property
     def dimensions(self) -> tuple[Dimension, ...]:
@@ -420,6 +353,8 @@ class CountSpec:
                 raise ConfigError(f"{d.column} needs a tessellation (its tiles are its labels)")
         if len({d.column for d in dims}) != len(dims):
             raise ConfigError("a dimension is given twice")
+        if self.bound_per is not None and self.bound_per not in {d.column for d in dims}:
+            raise ConfigError(f"the bound is per {self.bound_per}, which is not a dimension")
         return dims
 
     @cached_property
@@ -430,10 +365,18 @@ class CountSpec:
     def calibrated(self) -> tuple[Noise, Cost]:
         if int(self.bound) != self.bound or self.bound < 1:
             raise ConfigError(f"the bound per user must be a whole number >= 1, got {self.bound}")
-        b = int(self.bound)
+        b = self.sensitivity
         return calibrate(
             self.noise, self.epsilon, l1_sensitivity=b, l2_sensitivity=b, delta=self.delta
         )
+
+    @property
+    def sensitivity(self) -> int:
+        """L1 (and L2) sensitivity of the count vector: ``bound``, or with ``bound_per`` the
+        bound times the groups it applies to (the labels of that dimension, and one for the
+        records outside it: all of a user's groups can land in the outliers cell)."""
+        per = [len(d.labels) + 1 for d in self.dimensions if d.column == self.bound_per]
+        return int(self.bound) * (per[0] if per else 1)
 
     def public_period(self) -> dict[str, object]:
         """The declared period (public)."""
@@ -462,7 +405,9 @@ class CountSpec:
     def run(
         self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Step
     ) -> Release:
-        return count_release(data, self, accountant, rng=rng, step=progress)
+        # what a measured dimension was (the trip distance) follows the records' layout
+        spec = replace(self, measured=tuple(measures(self.dimensions, data).items()))
+        return count_release(data, spec, accountant, rng=rng, step=progress)
 
     # -- what the count template asks of its kinds (CountKind) ---------------------------------
     def count_domain(self) -> CountDomain:
@@ -471,13 +416,21 @@ class CountSpec:
         return CountDomain(self.dimensions, time, k, self.period)
 
     def per_user(self, group_size: int | None) -> PerUser:
-        return PerUser(int(self.bound), SOURCES[self.records][1])
+        partition = () if self.bound_per is None else (PER_LABEL,)
+        return PerUser(int(self.bound), SOURCES[self.records][1], partition)
 
     def counted(self, data: Any) -> Loaded:
         return cast("Loaded", data)
 
     def rows_sql(self, part: Loaded) -> str:
-        return part.view
+        """The records, with ``bound_per``: and the label of its dimension (:data:`PER_LABEL`;
+        negative or NULL outside it: one more group of the per-user bound)."""
+        if self.bound_per is None:
+            return part.view
+        (per,) = (d for d in self.dimensions if d.column == self.bound_per)
+        domain = self.count_domain()
+        label = per.sql(domain.time, part.engine.dialect, domain.k)
+        return f"(SELECT *, {label} AS {PER_LABEL} FROM {part.view})"
 
     def bucket_columns(self, data: Loaded) -> tuple[tuple[str, ...] | None, float | None]:
         return None, None
@@ -493,10 +446,14 @@ class CountSpec:
             kind=self.kind,
             cost=cost,
             unit=PrivacyUnit.USER,
-            bounds={"max_records_per_user": int(self.bound), "records": self.records},
+            bounds={
+                "max_records_per_user": int(self.bound),
+                "records": self.records,
+                **({"per": self.bound_per} if self.bound_per else {}),
+            },
             noise={
                 **noise.to_dict(),
-                "l1_sensitivity": int(self.bound),
+                "l1_sensitivity": self.sensitivity,
                 "margin_of_error_95": margin,
             },
             params={
@@ -506,6 +463,7 @@ class CountSpec:
                 "period": self.period.to_dict(),
                 "post_processing": "noisy integers as drawn (unbiased; negative values kept)",
                 "signal": signal_check(noisy[:-1], margin, PrivacyUnit.USER).to_dict(),
+                **dict(self.measured),  # what a measured dimension was (the trip distance)
             },
             domain={
                 "dimensions": {d_.column: len(d_.labels) for d_ in self.dimensions},

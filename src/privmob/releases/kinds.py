@@ -202,7 +202,7 @@ KINDS: tuple[Kind, ...] = (
         name="series-counts",
         summary="events per zone and time bin under landmark privacy",
         shapes=(EVENTS,),
-        spec="privmob.releases.specs.ZoneSeriesSpec",
+        spec="privmob.releases.landmark_counts.ZoneSeriesSpec",
         cli_module="privmob.cli.series",
         cli_help="Counts per zone and time bin from raw events (at most -T per user and bin, "
         "enforced),\npublished under landmark epsilon-privacy.",

@@ -20,21 +20,38 @@ sees only the dense zones x bins matrix and the one outliers count.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
+from pandas.tseries.frequencies import to_offset
 
-from privmob.engine.base import dense_counts
-from privmob.engine.buckets import counts_by_user_buckets
+from privmob.domain import Period, time_grid
 from privmob.engine.relation import Loaded
 from privmob.errors import ConfigError
-from privmob.prepare.bounding import bound_per_user, fresh_key
+from privmob.prepare.bounding import fresh_key
 from privmob.privacy.costs import Cost
+from privmob.privacy.mechanisms import NoiseKind, calibrate
 from privmob.privacy.samplers import Randomness, resolve
 from privmob.releases.base import Accountant
-from privmob.releases.landmark import SCHEME_UNIT, AdaptiveRule, Scheme, publish_series
+from privmob.releases.counts import CountSpec, exact_cells
+from privmob.releases.landmark import (
+    SCHEME_UNIT,
+    AdaptiveRule,
+    Scheme,
+    publish_series,
+    scheme_budgets,
+)
 from privmob.releases.release import Release
+from privmob.releases.specs import Plan, Progress
+
+if TYPE_CHECKING:
+    from privmob.data.tessellation import Tessellation
 
 OUTSIDE = "outside"
 OUTLIERS_SHARE = 0.1  # default budget of the outliers cell, as a share of epsilon
@@ -51,6 +68,57 @@ def outliers_epsilon_for(epsilon: float, outliers_epsilon: float | None) -> floa
     return value
 
 
+def zone_counts_spec(
+    tile_ids: Sequence[object], grid: pd.DatetimeIndex, max_per_bin: int, epsilon: float = 1.0
+) -> CountSpec:
+    """The count template's spec of a zone series: events counted by ``zone`` (the tiles and
+    ``outside``) x ``bin`` (the bins of ``grid``), at most ``max_per_bin`` per user and bin
+    (the events outside the period: one more group, the outliers cell). Its domain is the
+    series' (and its plan's cells and memory); its noise is not used: the series is published
+    under its landmark scheme (:func:`publish_series`)."""
+    if len(grid) < 2:
+        raise ConfigError("a series needs at least two time bins")
+    width = grid[1] - grid[0]
+    period = Period(grid[0].to_pydatetime(), (grid[-1] + width).to_pydatetime())
+    length = to_offset(width).freqstr
+    return CountSpec(
+        cast(Any, _Zones(list(tile_ids))),
+        epsilon,
+        "events",
+        ("zone", f"bin:{length}"),
+        max_per_bin,
+        period=period,
+        kind="series-counts",
+        bound_per="bin",
+    )
+
+
+@dataclass(frozen=True)
+class _Zones:
+    """The tiles a zone series counts over (what the count template reads of a tessellation)."""
+
+    tile_ids: list[object]
+
+    @property
+    def k(self) -> int:
+        return len(self.tile_ids)
+
+
+@dataclass(frozen=True)
+class _SeriesRows:
+    """How the zone series reads its events for the template: as its count spec does, user
+    buckets keeping only the columns the series reads."""
+
+    spec: CountSpec
+    records: str = "events"
+
+    def rows_sql(self, part: Loaded) -> str:
+        return self.spec.rows_sql(part)
+
+    def bucket_columns(self, data: Loaded) -> tuple[tuple[str, ...] | None, float | None]:
+        return ("uid", "time", "tile"), None
+
+
 def bounded_zone_counts(
     events: Loaded,
     *,
@@ -62,52 +130,30 @@ def bounded_zone_counts(
     step: Callable[[str], None] | None = None,
 ) -> tuple[np.ndarray, int]:
     """Exact bounded counts, shape (tiles + 1, bins) (the last row is ``outside``), and the
-    bounded number of events outside the period (at most ``max_per_bin`` per user in all).
+    bounded number of events outside the period (at most ``max_per_bin`` per user in all),
+    counted by the count template (:func:`privmob.releases.counts.exact_cells` over the
+    domain and per-user bound of :func:`zone_counts_spec`).
 
     Never publish these: they are the input of the noise. Out of core: with a memory limit on
     the engine the users are split into hash buckets (:mod:`privmob.engine.buckets`); the
     bounding is per user and bin, so the summed bucket counts equal the single-pass counts.
     """
-    engine = events.engine
-    d = engine.dialect
-    if len(grid) < 2:
-        raise ConfigError("a series needs at least two time bins")
-    start = d.timestamp_literal(grid[0].isoformat(sep=" "))
-    end_ts = grid[-1] + (grid[1] - grid[0])
-    width = int((grid[1] - grid[0]).total_seconds())
-    end = d.timestamp_literal(end_ts.isoformat(sep=" "))
-    bins = len(grid)  # bin index `bins` = outside the period: one more bounded group
-    key = fresh_key(rng)
-
-    def count(part: Loaded) -> np.ndarray:
-        binned = (
-            f"(SELECT uid, time, tile, CASE WHEN time >= {start} AND time < {end} THEN "
-            f"CAST(floor(({d.epoch_seconds('time')} - {d.epoch_seconds(start)}) / {width}) "
-            f"AS BIGINT) ELSE {bins} END AS bin FROM {part.view})"
-        )
-        bounded = bound_per_user(
-            binned,
-            max_units=max_per_bin,
-            key=key,
-            dialect=d,
-            unit=("time", "tile"),
-            partition=("bin",),
-        )
-        sql = (
-            f"SELECT CASE WHEN tile >= 0 THEN tile ELSE {tiles} END AS i0, bin AS i1, "
-            f"count(*) AS n FROM ({bounded}) AS q_ GROUP BY 1, 2"
-        )
-        return dense_counts(engine, sql, (tiles + 1, bins + 1))
-
-    dense = counts_by_user_buckets(
+    spec = zone_counts_spec(range(tiles), grid, max_per_bin)
+    domain = spec.count_domain()
+    step = step or (lambda _m: None)
+    step(f"counting events over {domain.size:,} public cells")
+    r = resolve(rng)
+    dense = exact_cells(  # one key for every user bucket (sums equal the single pass)
         events,
-        count,
-        "counting events",
+        _SeriesRows(spec),
+        domain,
+        spec.per_user(None),
+        r,
         buckets=buckets,
         step=step,
-        columns=("uid", "time", "tile"),
+        key=fresh_key(r),
     )
-    return dense[:, :bins], int(dense[:, bins].sum())
+    return dense[:-1].reshape(spec.shape), int(dense[-1])
 
 
 def publish_zone_counts(
@@ -166,3 +212,119 @@ def publish_zone_counts(
             f"{max_per_bin} event(s) per user outside the period in all (outliers cell)"
         ),
     )
+
+
+@dataclass(frozen=True)
+class ZoneSeriesSpec:
+    """Counts per zone and time bin under landmark privacy (see :func:`publish_zone_counts`):
+    bins of ``freq`` over the public ``[start, end)``, landmarks as positions in that grid
+    (:meth:`declared` takes them as timestamps too)."""
+
+    tessellation: Tessellation
+    epsilon: float
+    start: str
+    end: str
+    freq: str = "1h"
+    max_per_bin: int = 1
+    landmarks: tuple[int, ...] = ()
+    scheme: str = "uniform"
+    outliers_epsilon: float | None = None
+    kind: str = "series-counts"
+
+    @classmethod
+    def declared(
+        cls,
+        tessellation: Tessellation,
+        *,
+        epsilon: float,
+        start: str,
+        end: str,
+        freq: str = "1h",
+        max_per_bin: int = 1,
+        landmarks: Sequence[int | str | datetime] = (),
+        scheme: Scheme | str = Scheme.UNIFORM,
+        outliers_epsilon: float | None = None,
+    ) -> ZoneSeriesSpec:
+        """The spec of ``Session.series_counts`` and ``privmob series-counts``: ``landmarks``
+        as positions in the grid (integers) or as its timestamps (text or datetimes)."""
+        grid = time_grid(start, end, freq)
+        marks = landmark_positions(landmarks, grid)
+        return cls(
+            tessellation, epsilon, start, end, freq, int(max_per_bin), marks,
+            Scheme(scheme).value, outliers_epsilon,
+        )  # fmt: skip
+
+    def public_period(self) -> dict[str, object]:
+        """The declared period and its bins (public)."""
+        return {"start": self.start, "end": self.end, "bin": self.freq, "bins": len(self.grid)}
+
+    @cached_property
+    def grid(self) -> pd.DatetimeIndex:
+        return time_grid(self.start, self.end, self.freq)
+
+    @cached_property
+    def _plan(self) -> Plan:
+        scheme = Scheme(self.scheme)
+        eps_out = outliers_epsilon_for(self.epsilon, self.outliers_epsilon)
+        bins = len(self.grid)
+        budgets = scheme_budgets(scheme, bins, list(self.landmarks), self.epsilon)
+        smallest = float(budgets[budgets > 0].min()) if (budgets > 0).any() else self.epsilon
+        dist, _ = calibrate(NoiseKind.DISCRETE_LAPLACE, smallest, l1_sensitivity=self.max_per_bin)
+        tiles = self.tessellation.tile_ids
+        domain: Plan = zone_counts_spec(tiles, self.grid, self.max_per_bin, self.epsilon).plan()
+        return dataclasses.replace(  # the template's domain, cells and memory; landmark noise
+            domain,
+            cost=Cost.pure(self.epsilon + eps_out, SCHEME_UNIT[scheme]),
+            margin_of_error_95=float(dist.margin_of_error(0.95)),
+            noise=str(dist.kind),
+            parts=2,
+        )
+
+    def plan(self) -> Plan:
+        """``margin_of_error_95`` is that of a bin with the scheme's smallest budget."""
+        return self._plan
+
+    def run(
+        self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Progress
+    ) -> Release:
+        from privmob.releases.tiles import check_tessellation
+
+        check_tessellation(data, self.tessellation)
+        return publish_zone_counts(
+            data,
+            tile_ids=self.tessellation.tile_ids,
+            grid=self.grid,
+            max_per_bin=self.max_per_bin,
+            landmarks=list(self.landmarks),
+            epsilon=self.epsilon,
+            scheme=self.scheme,
+            accountant=accountant,
+            rng=rng,
+            outliers_epsilon=self.outliers_epsilon,
+            step=progress,
+        )
+
+
+def landmark_positions(
+    landmarks: Sequence[int | str | datetime], grid: pd.DatetimeIndex
+) -> tuple[int, ...]:
+    """Landmarks as positions in ``grid``: an integer is a position, text or a datetime a
+    timestamp of the grid (public: the grid is declared)."""
+    at = {ts: i for i, ts in enumerate(grid)}
+    out = []
+    for mark in landmarks:
+        if isinstance(mark, int | np.integer):
+            out.append(int(mark))
+            continue
+        try:
+            i = at.get(pd.Timestamp(mark))
+        except (ValueError, TypeError):
+            i = None
+        if i is None:
+            raise ConfigError(
+                f"landmark '{mark}' is not a bin of the declared period",
+                hint="give the start of a bin (e.g. 2024-01-01 06:00), or positions with "
+                "--landmark-positions (Python: integers)",
+            )
+        out.append(i)
+    return tuple(out)

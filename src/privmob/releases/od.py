@@ -31,7 +31,8 @@ from privmob.privacy.postprocess import describe as describe_post
 from privmob.privacy.samplers import Randomness, resolve
 from privmob.privacy.signal import expected_signal, signal_check
 from privmob.releases.base import Accountant
-from privmob.releases.counts import CountDomain, PerUser, count_release, dimension, exact_cells
+from privmob.releases.counts import CountDomain, PerUser, count_release, exact_cells
+from privmob.releases.dimensions import dimension
 from privmob.releases.kinds import SAME_TILE_RULES, same_tile_flag
 from privmob.releases.release import Release
 from privmob.releases.tiles import check_shape, check_tessellation

@@ -29,12 +29,12 @@ from privmob.privacy.samplers import Randomness, resolve
 from privmob.releases.base import Accountant
 from privmob.releases.counts import (
     CountDomain,
-    Dimension,
     PerUser,
     Step,
     count_release,
     exact_cells,
 )
+from privmob.releases.dimensions import Dimension
 from privmob.releases.release import Release
 from privmob.releases.tiles import check_shape, check_tessellation
 

@@ -393,11 +393,15 @@ class SessionBase:
             planned_features,
         )
 
-        if plan.kind not in LAYER_TABLES:
-            return []
         wanted = [f for f in parse_formats(formats) if f != "parquet"]
         if not wanted:
             return []
+        if plan.kind not in LAYER_TABLES:  # refused before reading, not once counted
+            raise ConfigError(
+                f"a {plan.kind} release has no map layer",
+                hint=f"layers exist for {', '.join(LAYER_TABLES)}; leave out --format "
+                "(Python: formats=): the tables are written as Parquet",
+            )
         features = planned_features(plan.kind, tess, plan.output_rows)
         lines = LAYER_TABLES[plan.kind][1] is None
         if not lines or self.all_flows:
@@ -471,12 +475,15 @@ class SessionBase:
             return self.load_trip_points()
         return self.load_events()
 
-    def load_trips(self, uid_per_trip: bool = False) -> Any:
+    def load_trips(
+        self, uid_per_trip: bool = False, *, carry: Sequence[str] = (), coordinates: bool = False
+    ) -> Any:
         """The input as trips (one-row trips as they are, trip points by their ends, events by
         the session's ``trip_rule``, GPS traces between stay points), read and validated once.
         ``uid_per_trip``: one-row trips without a uid column make each trip its own unit (for
-        trip-level releases only)."""
-        key = f"trips {uid_per_trip}"
+        trip-level releases only). ``carry``: more input columns kept (one-row trips only);
+        ``coordinates``: keep the ends' coordinates when one-row trips give them."""
+        key = f"trips {uid_per_trip} {tuple(carry)} {coordinates}"
         if key not in self._loaded:
             from privmob.prepare.inputs import load_trips_any
 
@@ -495,12 +502,16 @@ class SessionBase:
                 stay_minutes=self.stay_minutes,
                 uid_per_trip=uid_per_trip,
                 shape_detected=not self._shape_declared,
+                keep_coordinates=coordinates,
+                carry=tuple(carry),
             )
         return self._loaded[key]
 
-    def load_events(self) -> Any:
-        """The input as located events (``uid, time, tile``), read and validated once."""
-        if "events" not in self._loaded:
+    def load_events(self, *, carry: Sequence[str] = ()) -> Any:
+        """The input as located events (``uid, time, tile``), read and validated once;
+        ``carry``: more input columns kept under their own names."""
+        key = "events" if not carry else f"events {tuple(carry)}"
+        if key not in self._loaded:
             from privmob.data import load_events
 
             if self._shape() == "trips":
@@ -510,7 +521,7 @@ class SessionBase:
                     hint="give events or trip points (GPS points) to the session",
                 )
             self.progress("reading and validating the events")
-            self._loaded["events"] = load_events(
+            self._loaded[key] = load_events(
                 self.data,
                 engine=self.engine,
                 tessellation=self._tiles(),
@@ -518,17 +529,25 @@ class SessionBase:
                 columns=self.columns,
                 timezone=self.timezone,
                 delimiter=self.delimiter,
+                carry=tuple(carry),
             )
-        return self._loaded["events"]
+        return self._loaded[key]
 
-    def load_trip_points(self, uid_per_trip: bool = False) -> Any:
+    def load_trip_points(self, uid_per_trip: bool = False, *, carry: Sequence[str] = ()) -> Any:
         """The input as trip points (``uid, tid, time, lat, lng, tile``; GPS traces by stay
         points; one-row trips with start and end coordinates by their two ends), read and
         validated once. ``uid_per_trip``: one-row trips without a uid column make each trip
-        its own unit (trip-level releases only)."""
-        key = f"trip_points {uid_per_trip}"
+        its own unit (trip-level releases only). ``carry``: more input columns kept (trip points
+        read as they are only)."""
+        key = f"trip_points {uid_per_trip}" + (f" {tuple(carry)}" if carry else "")
         if key not in self._loaded:
             shape = self._shape()
+            if carry and shape != "trip-points":
+                raise ConfigError(
+                    f"the column {carry[0]!r} is kept on trip points read as they are; "
+                    f"points built from {shape} have no value of their own in it",
+                    hint="give trip points (uid, tid, datetime, lat, lng and the column)",
+                )
             if shape not in ("trip-points", "gps", "trips"):
                 raise ConfigError(
                     f"the mobility report needs trip points (uid, tid, datetime, lat, lng), "
@@ -557,7 +576,7 @@ class SessionBase:
             else:
                 from privmob.data import load_trip_points
 
-                points = load_trip_points(self.data, **common)
+                points = load_trip_points(self.data, carry=tuple(carry), **common)
             self._loaded[key] = points
         return self._loaded[key]
 

@@ -1,22 +1,37 @@
-"""Count tables users define (``Session.counts``, ``privmob counts``) and the kinds of the
-count template in the registry (``Session.<kind>``): the count template of
+"""Count tables users define (``Session.counts``, ``privmob counts``), the kinds of the count
+template in the registry (``Session.<kind>``) and the zone series (``Session.series_counts``:
+the template's zone x bin counts under a landmark scheme): the count template of
 :mod:`privmob.releases.counts` through the session's one lifecycle."""
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from privmob.domain import Period
-from privmob.dp import as_period
+from privmob.dp import MaxEventsPerBin, MaxVisitsPerHour, as_period, bound_value
+from privmob.errors import ConfigError
 from privmob.privacy.mechanisms import NoiseKind
 from privmob.releases.counts import CountSpec
+from privmob.releases.dimensions import (
+    DimensionLike,
+    needs,
+    spelling,
+    with_trip_distance,
+)
 from privmob.releases.kinds import KINDS
+from privmob.releases.landmark import Scheme
+from privmob.releases.landmark_counts import ZoneSeriesSpec
 from privmob.releases.specs import Plan
 from privmob.results import ReleaseResult
 from privmob.session.base import SessionBase
+
+if TYPE_CHECKING:
+    from privmob.engine.relation import Loaded
 
 
 class SessionCounts(SessionBase):
@@ -27,7 +42,7 @@ class SessionCounts(SessionBase):
         self,
         kind: str,
         epsilon: float,
-        by: Sequence[str],
+        by: Sequence[DimensionLike],
         records: str,
         max_records: int,
         noise: NoiseKind | str,
@@ -38,7 +53,7 @@ class SessionCounts(SessionBase):
             self.tessellation,
             epsilon,
             records,
-            tuple(by),
+            tuple(spelling(b) for b in by),
             max_records,
             noise,
             delta,
@@ -50,7 +65,7 @@ class SessionCounts(SessionBase):
         self,
         *,
         epsilon: float,
-        by: Sequence[str],
+        by: Sequence[DimensionLike],
         records: str = "trips",
         max_records: int = 1,
         noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE,
@@ -63,11 +78,26 @@ class SessionCounts(SessionBase):
         plan: Plan = spec.plan()
         return plan
 
+    def load_counted(self, records: str, by: Sequence[DimensionLike]) -> Loaded:
+        """The ``records`` (``"trips"``, ``"trip-points"``, ``"events"``) a count ``by`` these
+        dimensions reads, read and validated once: with the categorical columns it names
+        carried from the input, and the trip distance where it reads one
+        (:func:`~privmob.releases.dimensions.with_trip_distance`)."""
+        carry, distance = needs(by)
+        if records == "trips":
+            trips: Loaded = self.load_trips(carry=carry, coordinates=distance)
+            return with_trip_distance(trips, self._tiles()) if distance else trips
+        if records == "trip-points":
+            points: Loaded = self.load_trip_points(carry=carry)
+            return points
+        events: Loaded = self.load_events(carry=carry)
+        return events
+
     def counts(
         self,
         *,
         epsilon: float,
-        by: Sequence[str],
+        by: Sequence[DimensionLike],
         records: str = "trips",
         max_records: int = 1,
         noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE,
@@ -80,20 +110,117 @@ class SessionCounts(SessionBase):
     ) -> ReleaseResult:
         """A count table you define: ``records`` (``"trips"``, ``"trip-points"`` or
         ``"events"``) counted by the public dimensions ``by`` (``origin``, ``destination``,
-        ``tile``, ``period``, ``hour``, ``weekday``, ``duration:0,5,15,60``; see
-        :mod:`privmob.releases.counts`), each user keeping at most ``max_records`` records.
+        ``tile``, ``zone``, ``period``, ``bin:1h``, ``hour``, ``weekday``,
+        ``duration:0,5,15,60`` or ``pm.Duration([...])`` (minutes), ``distance:0,1,2,5`` or
+        ``pm.Distance([...])`` (km), a categorical column ``"usertype:Subscriber,Customer"``
+        or ``pm.Categorical("usertype", [...])``; see :mod:`privmob.releases.dimensions`),
+        each user keeping at most ``max_records`` records.
 
         Guarantee: one user changes at most ``max_records`` cells by one each (L1 and L2
         sensitivity ``max_records``, enforced by a keyed sample in the engine); every cell of
         the declared domain gets noise: epsilon-DP per user (discrete Laplace) or (epsilon,
-        delta)-DP (discrete Gaussian). ``output``/``formats`` as for :meth:`od`."""
+        delta)-DP (discrete Gaussian). The labels of every dimension are declared, never read
+        from the data: a value outside them is counted in the outliers cell.
+        ``output``/``formats`` as for :meth:`od`."""
         spec = self._count_spec(kind, epsilon, by, records, max_records, noise, delta, period)
-        load = {
-            "trips": lambda s: s.load_trips(),
-            "trip-points": SessionBase.load_trip_points,
-            "events": SessionBase.load_events,
-        }.get(records, SessionBase.load_events)
-        return self.run(spec, load, output=output, overwrite=overwrite, formats=formats)
+        return self.run(
+            spec,
+            functools.partial(SessionCounts.load_counted, records=records, by=spec.by),
+            output=output,
+            overwrite=overwrite,
+            formats=formats,
+        )
+
+    # -- zone series (series-counts): the count template's zone x bin, landmark noise -------------
+    def _series_counts_spec(
+        self,
+        epsilon: float,
+        period: Period,
+        freq: str,
+        max_per_bin: MaxEventsPerBin | MaxVisitsPerHour | int,
+        landmarks: Sequence[int | str | datetime],
+        scheme: Scheme | str,
+        outliers_epsilon: float | None,
+    ) -> ZoneSeriesSpec:
+        study = as_period(period)
+        if study.start is None or study.end is None:
+            raise ConfigError(
+                "a zone series needs a declared study period",
+                hint='pass period=pm.Period("2024-01-01", "2024-01-08")',
+            )
+        if isinstance(max_per_bin, MaxVisitsPerHour):
+            if freq not in ("1h", "h", "60min"):
+                raise ConfigError(
+                    f"MaxVisitsPerHour bounds hourly bins, not bins of {freq}",
+                    hint="use MaxEventsPerBin, or freq='1h'",
+                )
+            bound = int(max_per_bin.value)
+        else:
+            bound = int(bound_value(max_per_bin, MaxEventsPerBin) or 1)
+        return ZoneSeriesSpec.declared(
+            self._tiles(),
+            epsilon=epsilon,
+            start=study.start.isoformat(sep=" "),
+            end=study.end.isoformat(sep=" "),
+            freq=freq,
+            max_per_bin=bound,
+            landmarks=landmarks,
+            scheme=scheme,
+            outliers_epsilon=outliers_epsilon,
+        )
+
+    def plan_series_counts(
+        self,
+        *,
+        epsilon: float,
+        period: Period,
+        freq: str = "1h",
+        max_per_bin: MaxEventsPerBin | MaxVisitsPerHour | int = 1,
+        landmarks: Sequence[int | str | datetime] = (),
+        scheme: Scheme | str = Scheme.UNIFORM,
+        outliers_epsilon: float | None = None,
+    ) -> Plan:
+        """The plan of :meth:`series_counts` (reads no data, charges nothing)."""
+        return self._series_counts_spec(
+            epsilon, period, freq, max_per_bin, landmarks, scheme, outliers_epsilon
+        ).plan()
+
+    def series_counts(
+        self,
+        *,
+        epsilon: float,
+        period: Period,
+        freq: str = "1h",
+        max_per_bin: MaxEventsPerBin | MaxVisitsPerHour | int = 1,
+        landmarks: Sequence[int | str | datetime] = (),
+        scheme: Scheme | str = Scheme.UNIFORM,
+        outliers_epsilon: float | None = None,
+        output: str | Path | None = None,
+        overwrite: bool = False,
+        formats: Sequence[str] | None = None,
+    ) -> ReleaseResult:
+        """Events per zone and time bin (``privmob series-counts``), from events or trip points:
+        the count template's ``zone`` x ``bin:<freq>``, published under landmark privacy.
+
+        Guarantee: each user keeps at most ``max_per_bin`` events per bin (enforced), the
+        series is published under landmark epsilon-privacy by ``scheme`` (uniform, skip,
+        adaptive: per landmark; event; user) with ``landmarks`` as bin positions (integers) or
+        bin starts (text or datetimes; public); the events outside the period get one noisy
+        cell costing ``outliers_epsilon`` (default 0.1 x epsilon) on top. The ledger is charged
+        epsilon + outliers_epsilon in the scheme's unit: give the session ``unit=`` to match
+        (e.g. ``pm.PrivacyUnit.LANDMARK``).
+
+        ``output``: a folder where the release is published atomically (staged, charged,
+        renamed into place; refused before anything is read if it cannot be written), with
+        map layers in ``formats`` (``geoparquet``, ``geojson``, ``csv``) beside its tables.
+        Without it the release is charged and returned; write it later with ``write``.
+        """
+        spec = self._series_counts_spec(
+            epsilon, period, freq, max_per_bin, landmarks, scheme, outliers_epsilon
+        )
+        return self.run(
+            spec, SessionBase.load_events, output=output, overwrite=overwrite, formats=formats
+        )
 
 
 def _preset(kind: Any, plan: bool) -> Any:

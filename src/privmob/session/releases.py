@@ -11,15 +11,12 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 from privmob.domain import Period
 from privmob.dp import (
-    MaxEventsPerBin,
     MaxTripsPerUser,
-    MaxVisitsPerHour,
     MaxVisitsPerWeek,
     PrivacyUnit,
     as_period,
     bound_value,
 )
-from privmob.errors import ConfigError
 from privmob.privacy.mechanisms import NoiseKind
 from privmob.releases.kinds import KINDS, deprecated
 from privmob.releases.report import ReportSpec
@@ -29,7 +26,6 @@ from privmob.releases.specs import (
     Plan,
     PopulationSpec,
     SeriesSpec,
-    ZoneSeriesSpec,
 )
 from privmob.results import ReleaseResult
 from privmob.session.counts import SessionCounts
@@ -320,95 +316,6 @@ class Session(SessionCounts):
 
             out = report_output(Path(output), overwrite=overwrite)
         return self.run(spec, partial(load_report_input, spec.config.unit), output=out)
-
-    # -- zone series (series-counts) ----------------------------------------------------------
-    def _zone_series_spec(
-        self,
-        epsilon: float,
-        period: Period,
-        freq: str,
-        max_per_bin: MaxEventsPerBin | MaxVisitsPerHour | int,
-        landmarks: tuple[int, ...] | list[int],
-        scheme: str,
-        outliers_epsilon: float | None,
-    ) -> ZoneSeriesSpec:
-        study = as_period(period)
-        if study.start is None or study.end is None:
-            raise ConfigError(
-                "a zone series needs a declared study period",
-                hint='pass period=pm.Period("2024-01-01", "2024-01-08")',
-            )
-        if isinstance(max_per_bin, MaxVisitsPerHour):
-            if freq not in ("1h", "h", "60min"):
-                raise ConfigError(
-                    f"MaxVisitsPerHour bounds hourly bins, not bins of {freq}",
-                    hint="use MaxEventsPerBin, or freq='1h'",
-                )
-            bound = int(max_per_bin.value)
-        else:
-            bound = int(bound_value(max_per_bin, MaxEventsPerBin) or 1)
-        return ZoneSeriesSpec(
-            self._tiles(),
-            epsilon,
-            study.start.isoformat(sep=" "),
-            study.end.isoformat(sep=" "),
-            freq,
-            bound,
-            tuple(int(i) for i in landmarks),
-            str(scheme),
-            outliers_epsilon,
-        )
-
-    def plan_series_counts(
-        self,
-        *,
-        epsilon: float,
-        period: Period,
-        freq: str = "1h",
-        max_per_bin: MaxEventsPerBin | MaxVisitsPerHour | int = 1,
-        landmarks: tuple[int, ...] | list[int] = (),
-        scheme: str = "uniform",
-        outliers_epsilon: float | None = None,
-    ) -> Plan:
-        """The plan of :meth:`series_counts` (reads no data, charges nothing)."""
-        return self._zone_series_spec(
-            epsilon, period, freq, max_per_bin, landmarks, scheme, outliers_epsilon
-        ).plan()
-
-    def series_counts(
-        self,
-        *,
-        epsilon: float,
-        period: Period,
-        freq: str = "1h",
-        max_per_bin: MaxEventsPerBin | MaxVisitsPerHour | int = 1,
-        landmarks: tuple[int, ...] | list[int] = (),
-        scheme: str = "uniform",
-        outliers_epsilon: float | None = None,
-        output: str | Path | None = None,
-        overwrite: bool = False,
-        formats: Sequence[str] | None = None,
-    ) -> ReleaseResult:
-        """Events per zone and time bin (``privmob series-counts``), from events or trip points.
-
-        Guarantee: each user keeps at most ``max_per_bin`` events per bin (enforced), the
-        series is published under landmark epsilon-privacy by ``scheme`` (uniform, skip,
-        adaptive: per landmark; event; user) with ``landmarks`` as bin positions (public); the
-        events outside the period get one noisy cell costing ``outliers_epsilon`` (default
-        0.1 x epsilon) on top. The ledger is charged epsilon + outliers_epsilon in the
-        scheme's unit: give the session ``unit=`` to match (e.g. ``pm.PrivacyUnit.LANDMARK``).
-
-        ``output``: a folder where the release is published atomically (staged, charged,
-        renamed into place; refused before anything is read if it cannot be written), with
-        map layers in ``formats`` (``geoparquet``, ``geojson``, ``csv``) beside its tables.
-        Without it the release is charged and returned; write it later with ``write``.
-        """
-        spec = self._zone_series_spec(
-            epsilon, period, freq, max_per_bin, landmarks, scheme, outliers_epsilon
-        )
-        return self.run(
-            spec, Session.load_events, output=output, overwrite=overwrite, formats=formats
-        )
 
     # -- density -----------------------------------------------------------------------------
     def _density_spec(

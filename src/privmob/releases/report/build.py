@@ -22,7 +22,8 @@ from privmob.prepare.bounding import fresh_key
 from privmob.privacy.costs import Cost
 from privmob.privacy.samplers import Randomness, resolve
 from privmob.releases.base import Accountant
-from privmob.releases.counts import WEEKDAYS, count_vectors
+from privmob.releases.counts import count_vectors
+from privmob.releases.dimensions import WEEKDAYS
 from privmob.releases.release import Release
 
 from . import analyses as an

@@ -16,24 +16,14 @@ from privmob.domain import Period
 from privmob.engine.dialect import Dialect
 from privmob.prepare.bounding import bound_per_user
 from privmob.privacy.quantiles import Bins
-from privmob.releases.counts import CountTerm, CountVector, Dimension, dimension
+from privmob.releases.counts import CountTerm, CountVector
+from privmob.releases.dimensions import Dimension, dimension, haversine_km
 
 from .config import MISSING_COLUMNS, ReportConfig
 
 
 def _ts(value: Any, d: Dialect) -> str:
     return d.timestamp_literal(value.isoformat(sep=" "))
-
-
-def haversine_km(lat1: str, lng1: str, lat2: str, lng2: str, cos_lat2: str | None = None) -> str:
-    """Great-circle distance in km; ``cos_lat2``: a column holding ``cos(radians(lat2))``
-    already (the same float, computed once per user instead of once per row)."""
-    cos2 = cos_lat2 or f"cos(radians({lat2}))"
-    h = (
-        f"pow(sin(radians({lat2} - {lat1}) / 2), 2) + cos(radians({lat1})) * "
-        f"{cos2} * pow(sin(radians({lng2} - {lng1}) / 2), 2)"
-    )
-    return f"(2 * 6371.0088 * asin(sqrt(least(1.0, {h}))))"
 
 
 TRIP_COLUMNS = (

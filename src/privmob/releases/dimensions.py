@@ -1,0 +1,378 @@
+"""The public dimensions of the count template (``Session.counts``, ``privmob counts``).
+
+A dimension maps a record to one of its declared labels, or to the outliers cell; its labels
+are fixed before any data is read and never taken from the data. The vocabulary
+(:func:`dimension` reads it; :class:`Distance`, :class:`Duration`, :class:`Categorical` and
+:class:`TimeBins` are its typed spellings in Python):
+
+- ``origin``, ``destination`` (trips): the tiles of the tessellation;
+- ``tile`` (trip points, events): the visited tile; ``zone``: the same plus an ``outside``
+  label for records outside every tile (``tile`` counts those in the outliers cell);
+- ``period``: the bins of the declared period (``all``, ``day``, ``week``);
+  ``bin:1h`` (any fixed length: ``30min``, ``6h``, ``1D``): bins of that length over the
+  declared ``[start, end)``, which must hold a whole number of them;
+- ``hour`` (of day, 0-23), ``weekday`` (Monday-Sunday);
+- ``duration:0,5,15,60``: trip minutes (end time minus start time) between declared edges;
+- ``distance:0,1,2,5``: trip kilometres between declared edges. The distance is the
+  great-circle distance (haversine, Earth radius 6371.0088 km, as the report's
+  ``jump_length``) between the trip's start and end coordinates when the input gives them
+  (one-row trips with ``origin_lat, origin_lng, destination_lat, destination_lng`` or the
+  bike-share names), else between the centroids of its origin and destination tiles (a
+  public point per tile; a trip within one tile is then 0 km). A trip outside every tile has
+  no centroid: its distance is unknown and it is counted in the outliers cell;
+- ``COLUMN:v1,v2,...`` (any other name): a categorical column of the input, carried through
+  the loader, with its declared values (compared as text). A value not declared, or a missing
+  value, is counted in the outliers cell: the declared values are the public domain and the
+  values found in the data are never read.
+
+Bins are ``[lo, hi)``; a value below the first edge or at or above the last one is counted in
+the outliers cell.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from privmob.errors import ConfigError
+
+if TYPE_CHECKING:
+    from privmob.data.tessellation import Tessellation
+    from privmob.domain import Period
+    from privmob.engine.dialect import Dialect
+    from privmob.engine.relation import Loaded
+
+#: what a count release counts: its records' time column and the columns that tell two
+#: records of one user apart (for the per-user bound)
+SOURCES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "trips": ("start_time", ("tid",)),
+    "trip-points": ("time", ("tid", "time")),
+    "events": ("time", ("time", "tile")),
+}
+WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+#: the label of ``zone`` for records outside every tile
+OUTSIDE = "outside"
+#: the column the trip distance is read from (see :mod:`privmob.prepare.trip_distance`)
+DISTANCE_COLUMN = "distance_km"
+#: the records' own columns: a categorical column may not take one of these names
+CANONICAL_COLUMNS = frozenset(
+    {"uid", "tid", "time", "start_time", "end_time", "origin", "destination", "tile", "lat",
+     "lng", "cell_id", "origin_lat", "origin_lng", "destination_lat", "destination_lng",
+     DISTANCE_COLUMN}
+)  # fmt: skip
+#: the built-in dimension names (every other ``NAME:values`` is a categorical column)
+NAMED = ("origin", "destination", "tile", "zone", "period", "bin", "hour", "weekday",
+         "duration", "distance")  # fmt: skip
+
+#: maps a record (its time column, the dialect, the number of tiles) to its label's index
+CellSql = Callable[[str, "Dialect", int], str]
+
+
+@dataclass(frozen=True)
+class Dimension:
+    """One public dimension: its output ``column``, its declared ``labels`` and ``sql``, which
+    maps a record (its time column, the dialect, the number of tiles) to 0..len(labels)-1, or
+    to a negative value (or NULL) for a record outside the domain (the outliers cell)."""
+
+    column: str
+    labels: tuple[Any, ...]
+    sql: CellSql = field(compare=False)
+    sources: tuple[str, ...] = tuple(SOURCES)
+    #: input columns the records must carry for it (a categorical column)
+    reads: tuple[str, ...] = ()
+    #: it reads the trip distance (:data:`DISTANCE_COLUMN`, added before counting)
+    distance: bool = False
+
+
+# -- typed spellings (Python) ---------------------------------------------------------------
+def _numbers(edges: Sequence[float]) -> str:
+    return ",".join(f"{float(e):g}" for e in edges)
+
+
+@dataclass(frozen=True)
+class Distance:
+    """Trip distance bins (km) between declared ``edges``: ``Distance([0, 1, 2, 5])`` is
+    ``"distance:0,1,2,5"``."""
+
+    edges: Sequence[float]
+
+    def __str__(self) -> str:
+        return f"distance:{_numbers(self.edges)}"
+
+
+@dataclass(frozen=True)
+class Duration:
+    """Trip duration bins (minutes) between declared ``edges``: ``"duration:0,5,15,60"``."""
+
+    edges: Sequence[float]
+
+    def __str__(self) -> str:
+        return f"duration:{_numbers(self.edges)}"
+
+
+@dataclass(frozen=True)
+class TimeBins:
+    """Time bins of a fixed length over the declared period: ``TimeBins("1h")`` is
+    ``"bin:1h"``."""
+
+    length: str
+
+    def __str__(self) -> str:
+        return f"bin:{self.length}"
+
+
+@dataclass(frozen=True)
+class Categorical:
+    """A categorical ``column`` of the input with its declared ``values`` (the public
+    domain): ``Categorical("usertype", ["Subscriber", "Customer"])`` is
+    ``"usertype:Subscriber,Customer"``. Values are compared as text; others go to the
+    outliers cell."""
+
+    column: str
+    values: Sequence[str]
+
+    def __post_init__(self) -> None:
+        check_categorical(self.column, [str(v) for v in self.values])
+
+    def __str__(self) -> str:
+        return f"{self.column}:{','.join(str(v) for v in self.values)}"
+
+
+#: a dimension as ``Session.counts`` takes it: its spelling or a typed spelling
+DimensionLike = str | Distance | Duration | TimeBins | Categorical
+
+
+def spelling(dim: DimensionLike) -> str:
+    """The one spelling of ``dim`` (recorded in ``metadata.json``'s ``by``)."""
+    return str(dim).strip()
+
+
+def check_categorical(column: str, values: Sequence[str]) -> None:
+    """Refuse a categorical dimension that cannot be spelled or would shadow a record column."""
+    if not column or not column.isidentifier():
+        raise ConfigError(
+            f"a categorical column must be a plain column name, got {column!r}",
+            hint="letters, digits and _ (map another name with --columns NAME=<your column>)",
+        )
+    if column in CANONICAL_COLUMNS or column in NAMED:
+        raise ConfigError(
+            f"{column!r} is a record column or a dimension of its own, not a categorical column",
+            hint=f"name another column (not one of {', '.join(sorted(CANONICAL_COLUMNS))})",
+        )
+    if not values or any(not v or "," in v for v in values) or len(set(values)) != len(values):
+        raise ConfigError(
+            f"{column}: declare its values, each once, non-empty and without commas",
+            hint=f"e.g. {column}:bike,car,walk",
+        )
+
+
+# -- the vocabulary ---------------------------------------------------------------------------
+def _tile(column: str) -> CellSql:
+    return lambda _t, _d, k: f"CASE WHEN {column} >= 0 AND {column} < {k} THEN {column} ELSE -1 END"
+
+
+def _zone(_t: str, _d: Dialect, k: int) -> str:
+    return f"CASE WHEN tile >= 0 AND tile < {k} THEN tile ELSE {k} END"
+
+
+def _bins(edges: Sequence[float], expr: Callable[[str, Dialect], str]) -> CellSql:
+    def sql(time: str, dialect: Dialect, _k: int) -> str:
+        x = expr(time, dialect)
+        arms = " ".join(
+            f"WHEN {x} >= {lo!r} AND {x} < {hi!r} THEN {i}"
+            for i, (lo, hi) in enumerate(itertools.pairwise(edges))
+        )
+        return f"CASE {arms} ELSE -1 END"
+
+    return sql
+
+
+def _minutes(_time: str, d: Dialect) -> str:
+    return f"(({d.epoch_seconds('end_time')} - {d.epoch_seconds('start_time')}) / 60.0)"
+
+
+def _kilometres(_time: str, _d: Dialect) -> str:
+    return DISTANCE_COLUMN
+
+
+def _categorical(column: str, values: Sequence[str]) -> CellSql:
+    from privmob.data.reading import ident
+
+    def sql(_t: str, _d: Dialect, _k: int) -> str:
+        arms = " ".join(
+            "WHEN '" + v.replace("'", "''") + f"' THEN {i}" for i, v in enumerate(values)
+        )
+        return f"CASE CAST({ident(column)} AS VARCHAR) {arms} ELSE -1 END"
+
+    return sql
+
+
+def _time_bins(length: str, period: Period, spec: str) -> Dimension:
+    from privmob.domain import time_grid
+
+    if period.start is None or period.end is None:
+        raise ConfigError(
+            f"{spec!r} cuts the declared period: declare its start and end",
+            hint="e.g. --start 2024-01-01 --end 2024-01-08 (Python: period=pm.Period(...))",
+        )
+    grid = time_grid(period.start.isoformat(sep=" "), period.end.isoformat(sep=" "), length)
+    width = int((grid[1] - grid[0]).total_seconds())
+    start, end = (f"TIMESTAMP '{t.isoformat(sep=' ')}'" for t in (period.start, period.end))
+
+    def sql(time: str, d: Dialect, _k: int) -> str:
+        since = f"{d.epoch_seconds(time)} - {d.epoch_seconds(start)}"
+        index = f"CAST(floor(({since}) / {width}) AS BIGINT)"
+        return f"CASE WHEN {time} >= {start} AND {time} < {end} THEN {index} ELSE -1 END"
+
+    return Dimension("bin", tuple(grid), sql)
+
+
+def dimension(spec: DimensionLike, tile_ids: Sequence[Any], period: Period) -> Dimension:
+    """The dimension spelled ``spec`` (see the module's docstring), over public labels."""
+    spec = spelling(spec)
+    name, colon, arg = spec.partition(":")
+    tiles = tuple(tile_ids)
+    if colon and name in NAMED and name not in ("bin", "duration", "distance"):
+        raise ConfigError(
+            f"{spec!r}: {name} has its own labels and takes no edges or values",
+            hint=f"write {name} alone; a column of the input named {name} cannot be counted",
+        )
+    if name in ("origin", "destination"):
+        return Dimension(name, tiles, _tile(name), ("trips",))
+    if name == "tile":
+        return Dimension("tile", tiles, _tile("tile"), ("trip-points", "events"))
+    if name == "zone":
+        labels = (*tiles, OUTSIDE) if tiles else ()
+        return Dimension("zone", labels, _zone, ("trip-points", "events"))
+    if name == "period":
+        return Dimension("period", tuple(period.labels()), lambda t, d, _k: period.bin_sql(t, d))
+    if name == "bin" and arg:
+        return _time_bins(arg, period, spec)
+    if name == "hour":
+        return Dimension("hour", tuple(range(24)), lambda t, d, _k: d.hour(t))
+    if name == "weekday":
+        return Dimension("weekday", WEEKDAYS, lambda t, d, _k: d.weekday(t))
+    if name == "duration":
+        edges = _edges(arg, spec)
+        labels = tuple(f"[{lo:g}, {hi:g}) min" for lo, hi in itertools.pairwise(edges))
+        return Dimension("duration", labels, _bins(edges, _minutes), ("trips",))
+    if name == "distance":
+        edges = _edges(arg, spec)
+        labels = tuple(f"[{lo:g}, {hi:g}) km" for lo, hi in itertools.pairwise(edges))
+        return Dimension("distance", labels, _bins(edges, _kilometres), ("trips",), distance=True)
+    if colon and name not in NAMED:
+        values = [v.strip() for v in arg.split(",")]
+        check_categorical(name, values)
+        return Dimension(name, tuple(values), _categorical(name, values), reads=(name,))
+    raise ConfigError(
+        f"unknown count dimension {spec!r}",
+        hint="use origin, destination, tile, zone, period, bin:LENGTH, hour, weekday, "
+        "duration:EDGES (minutes), distance:EDGES (km) or COLUMN:VALUES (a categorical "
+        "column), e.g. duration:0,5,15,60 or usertype:Subscriber,Customer",
+    )
+
+
+def _edges(text: str, spec: str) -> list[float]:
+    try:
+        edges = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError as exc:
+        raise ConfigError(f"cannot read the bin edges of {spec!r}") from exc
+    if len(edges) < 2 or any(b <= a for a, b in itertools.pairwise(edges)):
+        raise ConfigError(
+            f"{spec!r}: give at least two increasing edges", hint="e.g. duration:0,5,15,60"
+        )
+    if not all(math.isfinite(e) for e in edges):
+        raise ConfigError(f"{spec!r}: the edges must be finite numbers")
+    return edges
+
+
+def split_dimensions(text: str) -> tuple[str, ...]:
+    """The dimensions of a comma-separated ``--by``: a comma separates dimensions, except
+    inside the edges or values after ``NAME:``, which run to the next known dimension name
+    (``origin,duration:0,5,15,hour`` is origin, duration:0,5,15 and hour)."""
+    out: list[str] = []
+    for token in (t.strip() for t in text.split(",")):
+        if not token:
+            continue
+        name = token.partition(":")[0]
+        if out and ":" in out[-1] and ":" not in token and name not in NAMED:
+            out[-1] += f",{token}"
+        else:
+            out.append(token)
+    return tuple(out)
+
+
+def needs(by: Sequence[DimensionLike]) -> tuple[tuple[str, ...], bool]:
+    """What the records counted ``by`` these dimensions must carry (read from their spellings
+    alone, before any tile or period is known): the categorical columns, and whether the trip
+    distance is read."""
+    names = [spelling(b).partition(":") for b in by]
+    carry = tuple(n for n, colon, _ in names if colon and n not in NAMED)
+    return carry, any(n == "distance" for n, _, _ in names)
+
+
+def haversine_km(lat1: str, lng1: str, lat2: str, lng2: str, cos_lat2: str | None = None) -> str:
+    """Great-circle distance in km (SQL: the trip distance and the report's ``jump_length``);
+    ``cos_lat2``: a column holding ``cos(radians(lat2))`` already
+    (the same float, computed once per user instead of once per row)."""
+    cos2 = cos_lat2 or f"cos(radians({lat2}))"
+    h = (
+        f"pow(sin(radians({lat2} - {lat1}) / 2), 2) + cos(radians({lat1})) * "
+        f"{cos2} * pow(sin(radians({lng2} - {lng1}) / 2), 2)"
+    )
+    return f"(2 * 6371.0088 * asin(sqrt(least(1.0, {h}))))"
+
+
+#: the coordinates of one-row trips' ends (when the input gives them)
+ENDS = ("origin_lat", "origin_lng", "destination_lat", "destination_lng")
+
+
+def with_trip_distance(trips: Loaded, tessellation: Tessellation) -> Loaded:
+    """``trips`` with :data:`DISTANCE_COLUMN`: the great-circle km between the trip's start and
+    end coordinates when the trips carry them, else between the centroids of its origin and
+    destination tiles (public points of the tessellation; NULL for a trip outside every tile,
+    which the distance dimension counts in the outliers cell). Rebuilt per user bucket."""
+    from privmob.engine.relation import new_name
+
+    engine, view = trips.engine, new_name("trips")
+    if set(ENDS) <= set(trips.columns):
+        sql = f"SELECT *, {haversine_km(*ENDS)} AS {DISTANCE_COLUMN} FROM {trips.view}"
+    else:
+        points = new_name("tile_points")
+        lnglat = tessellation.centroids()
+        engine.register(
+            points,
+            pa.table(
+                {
+                    "tile": pa.array(range(len(lnglat)), pa.int64()),
+                    "lat": pa.array(lnglat[:, 1], pa.float64()),
+                    "lng": pa.array(lnglat[:, 0], pa.float64()),
+                }
+            ),
+        )
+        km = haversine_km("o_.lat", "o_.lng", "d_.lat", "d_.lng")
+        sql = (
+            f"SELECT t_.*, {km} AS {DISTANCE_COLUMN} FROM {trips.view} AS t_ "
+            f"LEFT JOIN {points} AS o_ ON t_.origin = o_.tile "
+            f"LEFT JOIN {points} AS d_ ON t_.destination = d_.tile"
+        )
+    engine.create_view(view, sql)
+    return trips.derived(view, trips.shape, lambda part: with_trip_distance(part, tessellation))
+
+
+def measures(dims: Sequence[Dimension], records: Loaded) -> dict[str, str]:
+    """What the measured dimensions of a release counted (its ``params``): the trip distance's
+    definition, from the columns of the ``records`` read (public: the input's layout)."""
+    if not any(d.distance for d in dims):
+        return {}
+    if set(ENDS) <= set(records.columns):
+        return {"trip_distance": "great-circle km between the trip's start and end coordinates"}
+    return {
+        "trip_distance": "great-circle km between the centroids of the trip's origin and "
+        "destination tiles"
+    }
