@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from tests.helpers import run_cli
 from tests.releases.golden_cases import CASES, COMMON, INPUTS, SPARK_CASES
-from tests.releases.test_kinds import example
+from tests.releases.test_kinds import _inputs, example
 
 from privmob.privacy.people import PeopleSketch
 from privmob.releases.base import Accountant
@@ -34,7 +34,8 @@ def _bound(argv: list[str], out: Path, monkeypatch: pytest.MonkeyPatch) -> list[
         seen.append((loaded, self.input_people))
 
     monkeypatch.setattr(Accountant, "bind_input", spy)
-    args = [a.replace("{in}", str(INPUTS)) for a in argv]
+    inputs = _inputs(out) if any("trips_mode.csv" in a for a in argv) else INPUTS  # made there
+    args = [a.replace("{in}", str(inputs)) for a in argv]
     target = out / "report.html" if args[0] == "report" else out / "o"
     assert run_cli([*args, "-o", str(target), *COMMON]) == 0
     return seen
