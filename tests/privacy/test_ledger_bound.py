@@ -12,46 +12,10 @@ import pytest
 from privmob.errors import BudgetError
 from privmob.privacy.costs import Cost
 from privmob.privacy.ledger import Ledger, LedgerMigrated, default_ledger_path
+from privmob.privacy.ledger_schema import FIRST_SCHEMA  # the first ledger files' schema
 
 FP = "a" * 64
 OTHER_FP = "b" * 64
-
-# the schema of the first ledger files (before fingerprints and the chain), as shipped
-FIRST_SCHEMA = """
-CREATE TABLE IF NOT EXISTS budgets (
-    dataset     TEXT PRIMARY KEY,
-    epsilon     REAL NOT NULL,
-    delta       REAL NOT NULL,
-    unit        TEXT NOT NULL,
-    created_at  TEXT NOT NULL,
-    note        TEXT
-);
-CREATE TABLE IF NOT EXISTS releases (
-    id              INTEGER PRIMARY KEY AUTOINCREMENT,
-    dataset         TEXT NOT NULL REFERENCES budgets(dataset),
-    created_at      TEXT NOT NULL,
-    kind            TEXT NOT NULL,
-    epsilon         REAL NOT NULL,
-    delta           REAL NOT NULL,
-    rho             REAL,
-    unit            TEXT NOT NULL,
-    release_epsilon REAL NOT NULL,
-    release_delta   REAL NOT NULL,
-    release_unit    TEXT NOT NULL,
-    group_size      INTEGER,
-    for_publication INTEGER NOT NULL,
-    description     TEXT,
-    params          TEXT
-);
-CREATE TRIGGER IF NOT EXISTS releases_append_only_u BEFORE UPDATE ON releases
-BEGIN SELECT RAISE(ABORT, 'the privacy ledger is append-only'); END;
-CREATE TRIGGER IF NOT EXISTS releases_append_only_d BEFORE DELETE ON releases
-BEGIN SELECT RAISE(ABORT, 'the privacy ledger is append-only'); END;
-CREATE TRIGGER IF NOT EXISTS budgets_fixed_u BEFORE UPDATE ON budgets
-BEGIN SELECT RAISE(ABORT, 'a dataset budget is set once'); END;
-CREATE TRIGGER IF NOT EXISTS budgets_fixed_d BEFORE DELETE ON budgets
-BEGIN SELECT RAISE(ABORT, 'a dataset budget is set once'); END;
-"""
 
 
 def _charged(path, n=3):

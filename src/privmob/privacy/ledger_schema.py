@@ -70,19 +70,17 @@ SIGNED_SCHEMA = "".join(
     f"BEGIN SELECT RAISE(ABORT, 'the privacy ledger is append-only'); END;\n"
     for t, cols in SIGNED_TABLES.items()
 )
-SCHEMA = f"""
-CREATE TABLE IF NOT EXISTS budgets (
+#: the budgets and releases columns of the first ledger files (before fingerprints and the hash
+#: chain); this schema adds :data:`NEW_BUDGET_COLUMNS` and ``chain.NEW_ENTRY_COLUMNS`` to them,
+#: as :func:`add_columns` does to a file of the first schema when it is opened
+FIRST_BUDGETS = """
     dataset     TEXT PRIMARY KEY,
     epsilon     REAL NOT NULL,
     delta       REAL NOT NULL,
     unit        TEXT NOT NULL,
     created_at  TEXT NOT NULL,
-    note        TEXT,
-    row_hash    TEXT,
-    signer      TEXT,
-    signature   TEXT
-);
-CREATE TABLE IF NOT EXISTS releases (
+    note        TEXT"""
+FIRST_RELEASES = """
     id              INTEGER PRIMARY KEY AUTOINCREMENT,
     dataset         TEXT NOT NULL REFERENCES budgets(dataset),
     created_at      TEXT NOT NULL,
@@ -97,21 +95,36 @@ CREATE TABLE IF NOT EXISTS releases (
     group_size      INTEGER,
     for_publication INTEGER NOT NULL,
     description     TEXT,
-    params          TEXT,
-    input_fingerprint TEXT,
-    input_rows      INTEGER,
-    output_dir      TEXT,
-    output_hashes   TEXT,
-    os_user         TEXT,
-    host            TEXT,
-    new_dataset_for_same_data INTEGER NOT NULL DEFAULT 0,
-    prev_hash       TEXT,
-    row_hash        TEXT,
-    nonce           TEXT,
-    signer          TEXT,
-    signature       TEXT
-);
-CREATE TABLE IF NOT EXISTS ledger_meta (
+    params          TEXT"""
+NEW_BUDGET_COLUMNS = {"row_hash": "TEXT", "signer": "TEXT", "signature": "TEXT"}
+#: append-only entries, a budget set once (since the first schema)
+TRIGGERS = f"""{RELEASES_U};
+CREATE TRIGGER IF NOT EXISTS releases_append_only_d BEFORE DELETE ON releases
+BEGIN SELECT RAISE(ABORT, 'the privacy ledger is append-only'); END;
+{BUDGETS_U};
+CREATE TRIGGER IF NOT EXISTS budgets_fixed_d BEFORE DELETE ON budgets
+BEGIN SELECT RAISE(ABORT, 'a dataset budget is set once'); END;
+"""
+
+
+def _tables(budgets: str, releases: str) -> str:
+    return (
+        f"CREATE TABLE IF NOT EXISTS budgets ({budgets}\n);\n"
+        f"CREATE TABLE IF NOT EXISTS releases ({releases}\n);\n"
+    )
+
+
+def _with(columns: str, added: dict[str, str]) -> str:
+    return columns + "".join(f",\n    {name} {sqltype}" for name, sqltype in added.items())
+
+
+#: the first ledger files' schema, which :func:`add_columns` and :func:`migrate` upgrade
+FIRST_SCHEMA = _tables(FIRST_BUDGETS, FIRST_RELEASES) + TRIGGERS
+SCHEMA = (
+    _tables(
+        _with(FIRST_BUDGETS, NEW_BUDGET_COLUMNS), _with(FIRST_RELEASES, chain.NEW_ENTRY_COLUMNS)
+    )
+    + """CREATE TABLE IF NOT EXISTS ledger_meta (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL
 );
@@ -122,14 +135,10 @@ CREATE TABLE IF NOT EXISTS dataset_people (
     sketch  BLOB NOT NULL,
     updated TEXT NOT NULL
 );
-{RELEASES_U};
-CREATE TRIGGER IF NOT EXISTS releases_append_only_d BEFORE DELETE ON releases
-BEGIN SELECT RAISE(ABORT, 'the privacy ledger is append-only'); END;
-{BUDGETS_U};
-CREATE TRIGGER IF NOT EXISTS budgets_fixed_d BEFORE DELETE ON budgets
-BEGIN SELECT RAISE(ABORT, 'a dataset budget is set once'); END;
-{SIGNED_SCHEMA}
 """
+    + TRIGGERS
+    + SIGNED_SCHEMA
+)
 
 
 def table_names(con: sqlite3.Connection) -> set[str]:
@@ -183,9 +192,9 @@ def add_columns(con: sqlite3.Connection) -> None:
                 _add_column(con, f"ALTER TABLE releases ADD COLUMN {name} {sqltype}")
     if "budgets" in tables:
         have = {r[1] for r in con.execute("PRAGMA table_info(budgets)")}
-        for name in ("row_hash", "signer", "signature"):
+        for name, sqltype in NEW_BUDGET_COLUMNS.items():
             if name not in have:
-                _add_column(con, f"ALTER TABLE budgets ADD COLUMN {name} TEXT")
+                _add_column(con, f"ALTER TABLE budgets ADD COLUMN {name} {sqltype}")
 
 
 def _add_column(con: sqlite3.Connection, sql: str) -> None:
