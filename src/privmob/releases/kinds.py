@@ -125,6 +125,10 @@ class Kind:
         return spec
 
 
+#: the bound of the kinds that keep at most so many trips of each user (od, the report)
+TRIP_BOUND = Bound("max_trips", ("--max-trips", "-T"), "max_trips_per_user", ("MaxTripsPerUser",))
+#: the map layer of both landmark series (one zone column, a margin per timestamp's budget)
+SERIES_LAYER = Layer("series", "zone", "series_tiles", margin="budgets")
 #: the bound of the count template's kinds
 COUNT_BOUND = Bound("max_records", ("--max-trips", "-T"), "max_records_per_user")
 
@@ -156,7 +160,7 @@ KINDS: tuple[Kind, ...] = (
         cli_module="privmob.cli.od",
         cli_help="Release a differentially private origin-destination matrix.",
         tables=("od", "outliers"),
-        bound=Bound("max_trips", ("--max-trips", "-T"), "max_trips_per_user", ("MaxTripsPerUser",)),
+        bound=TRIP_BOUND,
         definitions=TRIP_DEFINITIONS,
         layer=Layer("od", None, "od_flows"),
         old_kinds=("od-matrix",),
@@ -180,7 +184,7 @@ KINDS: tuple[Kind, ...] = (
         cli_module="privmob.cli.report",
         cli_help="A differentially private mobility report: 15 analyses, one offline HTML + JSON.",
         tables=(),
-        bound=Bound("max_trips", ("--max-trips", "-T"), "max_trips_per_user", ("MaxTripsPerUser",)),
+        bound=TRIP_BOUND,
         definitions=TRIP_DEFINITIONS,
         old_kinds=("mobility_report",),
         old_methods=("mobility_report",),
@@ -213,7 +217,7 @@ KINDS: tuple[Kind, ...] = (
             "sensitivity_per_timestamp",
             ("MaxEventsPerBin", "MaxVisitsPerHour"),
         ),
-        layer=Layer("series", "zone", "series_tiles", margin="budgets"),
+        layer=SERIES_LAYER,
         programme=False,  # a programme's "series" plans both landmark series
         old_kinds=("landmark-zone-counts",),
         old_methods=("zone_series",),
@@ -228,7 +232,7 @@ KINDS: tuple[Kind, ...] = (
         "at the\nevent / user level; writes series.parquet, budgets.parquet and metadata.json.",
         tables=("series", "budgets"),
         definitions=(),
-        layer=Layer("series", "zone", "series_tiles", margin="budgets"),
+        layer=SERIES_LAYER,
         plannable=False,
         engine=False,
         old_kinds=("landmark-series",),
