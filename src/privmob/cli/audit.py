@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import numpy as np
 import pandas as pd
@@ -19,7 +20,14 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from privmob.cli.common import LedgerOpt, QuietOpt, TileIdOpt, console, console_err
+from privmob.cli.common import (
+    LedgerOpt,
+    QuietOpt,
+    TileIdOpt,
+    console,
+    console_err,
+    with_options,
+)
 from privmob.data.csv_cells import write_csv
 from privmob.errors import ConfigError, InputError
 from privmob.privacy.costs import PrivacyUnit
@@ -66,16 +74,52 @@ def _print_frame(df: pd.DataFrame, title: str) -> None:
     console.print(table)
 
 
-def _load_trips(trips: Path, tessellation: Path | None, tile_id: str | None) -> tuple:
-    from privmob.audit.trips import load_trips_frame
+#: the options of both attacks (``lrt``, ``ml``): real trips instead of synthetic data, the
+#: seed, a CSV of the results, no progress bar; added by :func:`with_options`, read by
+#: :meth:`Attack.of`
+ATTACK_OPTIONS: dict[str, tuple[Any, Any]] = {
+    "trips": (TripsOpt, None),
+    "tessellation": (TessOpt, None),
+    "tile_id": (TileIdOpt, None),
+    "seed": (SeedOpt, 0),
+    "output": (OutOpt, None),
+    "quiet": (QuietOpt, False),
+}
 
-    if tessellation is None:
-        raise ConfigError("--trips needs --tessellation", hint="pass -t tiles.geojson")
-    return load_trips_frame(trips, tessellation, tile_id=tile_id)
+
+@dataclass(frozen=True)
+class Attack:
+    """An attack command's :data:`ATTACK_OPTIONS`, as parsed."""
+
+    trips: Path | None
+    tessellation: Path | None
+    tile_id: str | None
+    seed: int
+    output: Path | None
+    quiet: bool
+
+    @classmethod
+    def of(cls, ctx: typer.Context) -> Attack:
+        return cls(**{name: ctx.params[name] for name in ATTACK_OPTIONS})
+
+    def load_trips(self) -> tuple:
+        """With ``--trips``: its frame and number of zones (``--tessellation`` is required)."""
+        from privmob.audit.trips import load_trips_frame
+
+        if self.tessellation is None:
+            raise ConfigError("--trips needs --tessellation", hint="pass -t tiles.geojson")
+        return load_trips_frame(cast(Path, self.trips), self.tessellation, tile_id=self.tile_id)
+
+    def write(self, results: pd.DataFrame) -> None:
+        """The results as CSV, with ``--output``."""
+        if self.output:
+            write_csv(results, self.output)
 
 
 @audit_app.command("lrt")
+@with_options(ATTACK_OPTIONS)
 def lrt(
+    ctx: typer.Context,
     epsilon: Annotated[
         float, typer.Option("--epsilon", "-e", help="claimed epsilon per period")
     ] = 0.66,
@@ -97,12 +141,6 @@ def lrt(
         Path | None,
         typer.Option("--background", help="per-cell counts c (.npy, or CSV/Parquet column)"),
     ] = None,
-    trips: TripsOpt = None,
-    tessellation: TessOpt = None,
-    tile_id: TileIdOpt = None,
-    seed: SeedOpt = 0,
-    output: OutOpt = None,
-    quiet: QuietOpt = False,
 ) -> None:
     """Likelihood-ratio membership attack with perfect knowledge (as in the critique of
     Bassolas et al.'s OD release)."""
@@ -116,6 +154,7 @@ def lrt(
         synthetic_background,
     )
 
+    a = Attack.of(ctx)
     try:
         noise_model, release_style = NoiseModel(noise), ReleaseStyle(style)
     except ValueError as exc:
@@ -124,27 +163,26 @@ def lrt(
             hint=f"--noise {' | '.join(NoiseModel)}; --style {' | '.join(ReleaseStyle)}",
         ) from None
     cfg = ReleaseConfig(epsilon, tau, noise_model, release_style, bound, periods, scale_factor)
-    if background is not None and trips is not None:
+    if background is not None and a.trips is not None:
         raise ConfigError("give --background or --trips, not both")
     user_ks: np.ndarray | None = None
     if background is not None:
         bg = background_from_counts(_read_counts(background))
         source = str(background)
-    elif trips is not None:
+    elif a.trips is not None:
         from privmob.audit.trips import background_counts, unique_trips_per_user
 
-        df, _zones = _load_trips(trips, tessellation, tile_id)
+        df, _zones = a.load_trips()
         bg = background_from_counts(background_counts(df, "W"))
         user_ks = unique_trips_per_user(df, "W")
-        source = f"weekly unique trips of {trips}"
+        source = f"weekly unique trips of {a.trips}"
     else:
         bg = synthetic_background()
         source = "synthetic log-normal counts, median 100"
-    with _bar(k_max + 1, "attacking", quiet) as progress:
-        res = simulate(cfg, range(k_max + 1), trials, bg, rng=seed, progress=progress)
+    with _bar(k_max + 1, "attacking", a.quiet) as progress:
+        res = simulate(cfg, range(k_max + 1), trials, bg, rng=a.seed, progress=progress)
     df = with_epsilon_bounds(res)
-    if output:
-        write_csv(df, output)
+    a.write(df)
     show = df[(df.k % 5 == 0) | (df.k <= 2)][
         ["k", "epsilon_user", "accuracy", "bound", "fpr", "fnr", "epsilon_lower"]
     ]
@@ -199,7 +237,9 @@ def _read_counts(path: Path) -> np.ndarray:
 
 
 @audit_app.command("ml")
+@with_options(ATTACK_OPTIONS)
 def ml(
+    ctx: typer.Context,
     epsilon: Annotated[
         list[float] | None, typer.Option("--epsilon", "-e", help="release epsilon (repeatable)")
     ] = None,
@@ -216,23 +256,18 @@ def ml(
     zones: Annotated[int, typer.Option("--zones", help="synthetic zones")] = 8,
     trees: Annotated[int, typer.Option("--trees", help="random forest size")] = 100,
     models: Annotated[str, typer.Option("--models", help="logistic,forest")] = "logistic,forest",
-    trips: TripsOpt = None,
-    tessellation: TessOpt = None,
-    tile_id: TileIdOpt = None,
-    seed: SeedOpt = 0,
-    output: OutOpt = None,
-    quiet: QuietOpt = False,
 ) -> None:
     """Pyrgelis-style ML membership attack on daily OD matrices (as in Kohli, Aiken and
     Blumenstock's appendix)."""
     from privmob.audit.ml import PrivateOD, attack, auc_table, from_trips
     from privmob.audit.ml import synthetic_membership_data as synth
 
+    a = Attack.of(ctx)
     eps = epsilon or [0.1, 0.5, 1.0]
     model_list = [m.strip() for m in models.split(",") if m.strip()]
-    if trips is not None:
-        df, k = _load_trips(trips, tessellation, tile_id)
-        data = from_trips(df, k, n_targets=targets, min_days=min_days, bounds=(bound,), seed=seed)
+    if a.trips is not None:
+        df, k = a.load_trips()
+        data = from_trips(df, k, n_targets=targets, min_days=min_days, bounds=(bound,), seed=a.seed)
     else:
         data = synth(
             users=users,
@@ -241,21 +276,20 @@ def ml(
             n_targets=targets,
             min_days=min_days,
             bounds=(bound,),
-            seed=seed,
+            seed=a.seed,
         )
     releases = [PrivateOD(e, unit, bound if unit == PrivacyUnit.USER else 1, tau=tau) for e in eps]
-    with _bar(data.targets.shape[0], "training", quiet) as progress:
+    with _bar(data.targets.shape[0], "training", a.quiet) as progress:
         res = attack(
             data,
             releases,
             models=model_list,
             weekday=weekday,
             n_estimators=trees,
-            rng=seed,
+            rng=a.seed,
             progress=progress,
         )
-    if output:
-        write_csv(res, output)
+    a.write(res)
     table = auc_table(res).reset_index()
     table.columns = [str(c) for c in table.columns]
     _print_frame(table, f"mean test AUC over {int(res.targets.max())} targets")
