@@ -34,12 +34,12 @@ from privmob.releases.base import Accountant
 from privmob.releases.counts import CountDomain, PerUser, count_release, exact_cells
 from privmob.releases.dimensions import dimension
 from privmob.releases.kinds import SAME_TILE_RULES, same_tile_flag
+from privmob.releases.plan import Plan, PlannedOnce, domain_memory
 from privmob.releases.release import Release
 from privmob.releases.tiles import check_shape, check_tessellation
 
 if TYPE_CHECKING:
     from privmob.data.tessellation import Tessellation
-    from privmob.releases.plan import Plan
 
 Step = Callable[[str], None]
 
@@ -103,7 +103,7 @@ class TripRows:
 
 
 @dataclass(frozen=True)
-class OdSpec:
+class OdSpec(PlannedOnce):
     """An origin-destination matrix over ``tessellation`` (a kind of the count template; see
     :func:`od_matrix` for the guarantee)."""
 
@@ -140,10 +140,7 @@ class OdSpec:
     def domain(self) -> ODDomain:
         return ODDomain(self.tessellation.k, self.period.n_bins, same_tile_flag(self.same_tile))
 
-    @cached_property
-    def _plan(self) -> Plan:
-        from privmob.releases.plan import Plan, domain_memory
-
+    def make_plan(self) -> Plan:
         p, domain = self.od_plan, self.domain
         rows = domain.od_cells
         return Plan(
@@ -156,9 +153,6 @@ class OdSpec:
             noise=str(p.noise.kind),
             parts=len(p.parts),
         )
-
-    def plan(self) -> Plan:
-        return self._plan
 
     def run(
         self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Step

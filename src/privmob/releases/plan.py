@@ -5,6 +5,7 @@ one; nothing here reads data."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from privmob.errors import ConfigError
 from privmob.privacy.costs import Cost
@@ -147,3 +148,18 @@ class Plan:
             f"<table>{body}</table>{warning}"
             "<p>No data is read and nothing is charged by a plan.</p>"
         )
+
+
+class PlannedOnce:
+    """A spec's ``plan()``: its :meth:`make_plan`, worked out once from its public parameters
+    and kept on the spec (a spec that cannot be planned raises at each call)."""
+
+    def make_plan(self) -> Plan:
+        raise NotImplementedError
+
+    @cached_property
+    def _plan(self) -> Plan:
+        return self.make_plan()
+
+    def plan(self) -> Plan:
+        return self._plan

@@ -35,12 +35,12 @@ from privmob.releases.counts import (
     exact_cells,
 )
 from privmob.releases.dimensions import Dimension
+from privmob.releases.plan import Plan, PlannedOnce, domain_memory
 from privmob.releases.release import Release
 from privmob.releases.tiles import check_shape, check_tessellation
 
 if TYPE_CHECKING:
     from privmob.data.tessellation import Tessellation
-    from privmob.releases.plan import Plan
 
 #: Engine memory per input event of the home step (for the user buckets). Homes are an
 #: aggregate per (user, tile), which DuckDB spills, and a window over those aggregates, not
@@ -133,7 +133,7 @@ def exact_home_counts(
 
 
 @dataclass(frozen=True)
-class PopulationSpec(CountsHomes):
+class PopulationSpec(CountsHomes, PlannedOnce):
     """Users per home zone (a kind of the count template; see :func:`population_counts`).
 
     ``zone_mapping="voronoi"``: homes per tower of the towers table ``cells`` (``cell_id, lat,
@@ -167,10 +167,7 @@ class PopulationSpec(CountsHomes):
             self.noise, self.epsilon, l1_sensitivity=1, l2_sensitivity=1, delta=self.delta
         )
 
-    @cached_property
-    def _plan(self) -> Plan:
-        from privmob.releases.plan import Plan, domain_memory
-
+    def make_plan(self) -> Plan:
         dist, cost = self.calibrated
         self._towers_given()
         cells = self.tessellation.k + 2
@@ -183,9 +180,6 @@ class PopulationSpec(CountsHomes):
             margin_of_error_95=float(dist.margin_of_error(0.95)),
             noise=str(dist.kind),
         )
-
-    def plan(self) -> Plan:
-        return self._plan
 
     def run(
         self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Step

@@ -24,6 +24,7 @@ from privmob.privacy.samplers import Randomness
 from privmob.releases.base import Accountant
 from privmob.releases.od import OdSpec as OdSpec  # the count kinds' specs, with their kinds
 from privmob.releases.plan import Plan as Plan
+from privmob.releases.plan import PlannedOnce
 from privmob.releases.plan import domain_memory as domain_memory
 from privmob.releases.population import PopulationSpec as PopulationSpec
 from privmob.releases.release import Release
@@ -48,7 +49,7 @@ class Spec(Protocol):
 
 
 @dataclass(frozen=True)
-class DensitySpec:
+class DensitySpec(PlannedOnce):
     """Users per zone and hour of one week (see :func:`privmob.releases.density.density_release`);
     ``config`` is a :class:`~privmob.releases.density.DensityConfig`, ``week`` the public
     start of the week. ``run`` takes the density inputs (events, tower geometry)."""
@@ -62,8 +63,8 @@ class DensitySpec:
         """The declared week (public): 168 hours from ``week``."""
         return {"start": str(self.week), "bin": "1h", "bins": 168}
 
-    @cached_property
-    def _plan(self) -> Plan:
+    def make_plan(self) -> Plan:
+        """``margin_of_error_95`` is NaN: the noise is on Fourier coefficients of clusters."""
         from privmob.releases.density import HOURS_PER_WEEK
 
         cells = self.tessellation.k * HOURS_PER_WEEK + 2  # + outliers and out-of-domain
@@ -80,10 +81,6 @@ class DensitySpec:
             parts=2,
         )
 
-    def plan(self) -> Plan:
-        """``margin_of_error_95`` is NaN: the noise is on Fourier coefficients of clusters."""
-        return self._plan
-
     def run(
         self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Progress
     ) -> Release:
@@ -97,7 +94,7 @@ class DensitySpec:
 
 
 @dataclass(frozen=True)
-class SeriesSpec:
+class SeriesSpec(PlannedOnce):
     """An aggregated series (a file with one row per timestamp, and zone) published under
     landmark privacy (see :func:`privmob.releases.landmark.publish_series`). The time domain
     (``start``, ``end``, ``freq``) and the ``zones`` are public and declared; the file must
@@ -197,8 +194,8 @@ class SeriesSpec:
 
         return () if self.grid is not None else (mark_domain_from_data,)
 
-    @cached_property
-    def _plan(self) -> Plan:
+    def make_plan(self) -> Plan:
+        """``margin_of_error_95``: a bin with the scheme's smallest budget (discrete Laplace)."""
         from privmob.releases.landmark import SCHEME_UNIT, Scheme, scheme_budgets
 
         if (self.zone_column is None) != (self.zones is None):
@@ -231,10 +228,6 @@ class SeriesSpec:
             margin_of_error_95=float(dist.margin_of_error(0.95)) if bins else float("nan"),
             noise=str(dist.kind),
         )
-
-    def plan(self) -> Plan:
-        """``margin_of_error_95``: a bin with the scheme's smallest budget (discrete Laplace)."""
-        return self._plan
 
     def load(
         self,
