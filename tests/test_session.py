@@ -75,6 +75,29 @@ def test_plans_read_no_data() -> None:
     s.close()
 
 
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda s: s.plan_od(epsilon=1, max_trips=10, max_trip=3),
+        lambda s: s.od(epsilon=1, max_trips=10, max_trip=3),
+        lambda s: s.plan_population(epsilon=1, max_trip=3),
+        lambda s: s.population(epsilon=1, max_trip=3),
+        lambda s: s.plan_report(
+            epsilon=1, period=pm.Period("2024-01-01", "2024-01-08"), max_trip=3
+        ),
+        lambda s: s.report(epsilon=1, period=pm.Period("2024-01-01", "2024-01-08"), max_trip=3),
+    ],
+)
+def test_a_misspelt_keyword_is_refused_before_reading(call) -> None:
+    """The keywords a release shares with its plan (session/keywords.py) are checked: one it
+    does not know is a TypeError, as for a method that lists its keywords, not ignored."""
+    s = pm.Session(Unreadable(), tessellation=zones(), budget=10, dataset="x")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'max_trip'"):
+        call(s)
+    assert s.ledger.spent() == 0
+    s.close()
+
+
 def test_in_memory_ledger_removed_on_close() -> None:
     s = pm.Session(trips(), tessellation=zones(), budget=pm.PureDP(2), dataset="t")
     path = s.ledger.path

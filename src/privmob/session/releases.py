@@ -5,7 +5,7 @@ hands it to the one lifecycle, :meth:`~privmob.session.base.SessionBase.run`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
 
@@ -29,6 +29,12 @@ from privmob.releases.specs import (
 )
 from privmob.results import ReleaseResult
 from privmob.session.counts import SessionCounts
+from privmob.session.keywords import (
+    OdOptions,
+    PopulationOptions,
+    ReportOptions,
+    refuse_unknown,
+)
 
 if TYPE_CHECKING:
     from privmob.releases.density import DensityOptions
@@ -78,27 +84,21 @@ class Session(SessionCounts):
         self,
         epsilon: float,
         max_trips: MaxTripsPerUser | int | None,
-        period: Period | None,
-        unit: PrivacyUnit | str,
-        tau: int | None,
-        noise: NoiseKind | str,
-        delta: float,
-        bound_per: str,
-        same_tile: str = "exclude",
-        unique: bool = False,
+        options: OdOptions,
     ) -> OdSpec:
+        refuse_unknown("od", options, OdOptions)
         return OdSpec(
             self._tiles(),
             epsilon,
-            unit=PrivacyUnit(unit),
+            unit=PrivacyUnit(options.get("unit", PrivacyUnit.USER)),
             max_trips=bound_value(max_trips, MaxTripsPerUser),
-            tau=tau,
-            noise=noise,
-            delta=delta,
-            period=as_period(period),
-            bound_per=bound_per,
-            same_tile=same_tile,
-            unique=unique,
+            tau=options.get("tau"),
+            noise=options.get("noise", NoiseKind.DISCRETE_LAPLACE),
+            delta=options.get("delta", 0.0),
+            period=as_period(options.get("period")),
+            bound_per=options.get("bound_per", "release"),
+            same_tile=options.get("same_tile", "exclude"),
+            unique=options.get("unique", False),
         )
 
     def plan_od(
@@ -106,36 +106,20 @@ class Session(SessionCounts):
         *,
         epsilon: float,
         max_trips: MaxTripsPerUser | int | None = None,
-        period: Period | None = None,
-        unit: PrivacyUnit | str = PrivacyUnit.USER,
-        tau: int | None = None,
-        noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE,
-        delta: float = 0.0,
-        bound_per: str = "release",
-        same_tile: str = "exclude",
-        unique: bool = False,
+        **options: Unpack[OdOptions],
     ) -> Plan:
         """The plan of :meth:`od` with these parameters (reads no data, charges nothing)."""
-        return self._od_spec(
-            epsilon, max_trips, period, unit, tau, noise, delta, bound_per, same_tile, unique
-        ).plan()
+        return self._od_spec(epsilon, max_trips, options).plan()
 
     def od(
         self,
         *,
         epsilon: float,
         max_trips: MaxTripsPerUser | int | None = None,
-        period: Period | None = None,
-        unit: PrivacyUnit | str = PrivacyUnit.USER,
-        tau: int | None = None,
-        noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE,
-        delta: float = 0.0,
-        bound_per: str = "release",
-        same_tile: str = "exclude",
-        unique: bool = False,
         output: str | Path | None = None,
         overwrite: bool = False,
         formats: Sequence[str] | None = None,
+        **options: Unpack[OdOptions],
     ) -> ReleaseResult:
         """A private origin-destination matrix per period, from trips, trip points or events.
 
@@ -147,64 +131,45 @@ class Session(SessionCounts):
         trip. Counts are published as drawn (unbiased, may be negative); ``tau=0`` clamps
         negatives to 0 and ``tau > 0`` suppresses below tau (post-processing, biased).
         ``same_tile``: trips within one tile are left out (``"exclude"``) or released on the
-        diagonal (``"include"``), the same rule as the report's.
+        diagonal (``"include"``), the same rule as the report's. ``options``
+        (:class:`~privmob.session.keywords.OdOptions`, shared with :meth:`plan_od`):
+        ``period``, ``unit``, ``tau``, ``noise``, ``delta``, ``bound_per``, ``same_tile``,
+        ``unique``.
 
         ``output``: a folder where the release is published atomically (staged, charged,
         renamed into place; refused before anything is read if it cannot be written), with
         map layers in ``formats`` (``geoparquet``, ``geojson``, ``csv``) beside its tables.
         Without it the release is charged and returned; write it later with ``write``.
         """
-        spec = self._od_spec(
-            epsilon, max_trips, period, unit, tau, noise, delta, bound_per, same_tile, unique
-        )
+        spec = self._od_spec(epsilon, max_trips, options)
         return self.run(spec, output=output, overwrite=overwrite, formats=formats)
 
     # -- population -------------------------------------------------------------------------
-    def _population_spec(
-        self,
-        epsilon: float,
-        period: Period | None,
-        night: tuple[int, int],
-        noise: NoiseKind | str,
-        delta: float,
-        zone_mapping: str,
-    ) -> PopulationSpec:
+    def _population_spec(self, epsilon: float, options: PopulationOptions) -> PopulationSpec:
+        refuse_unknown("population", options, PopulationOptions)
         return PopulationSpec(
             self._tiles(),
             epsilon,
-            noise,
-            delta,
-            night,
-            as_period(period),
-            zone_mapping=zone_mapping,
+            options.get("noise", NoiseKind.DISCRETE_LAPLACE),
+            options.get("delta", 0.0),
+            options.get("night", (20, 6)),
+            as_period(options.get("period")),
+            zone_mapping=options.get("zone_mapping", "contain"),
             cells=self.cells,
         )
 
-    def plan_population(
-        self,
-        *,
-        epsilon: float,
-        period: Period | None = None,
-        night: tuple[int, int] = (20, 6),
-        noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE,
-        delta: float = 0.0,
-        zone_mapping: str = "contain",
-    ) -> Plan:
+    def plan_population(self, *, epsilon: float, **options: Unpack[PopulationOptions]) -> Plan:
         """The plan of :meth:`population` (reads no data, charges nothing)."""
-        return self._population_spec(epsilon, period, night, noise, delta, zone_mapping).plan()
+        return self._population_spec(epsilon, options).plan()
 
     def population(
         self,
         *,
         epsilon: float,
-        period: Period | None = None,
-        night: tuple[int, int] = (20, 6),
-        noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE,
-        delta: float = 0.0,
-        zone_mapping: str = "contain",
         output: str | Path | None = None,
         overwrite: bool = False,
         formats: Sequence[str] | None = None,
+        **options: Unpack[PopulationOptions],
     ) -> ReleaseResult:
         """Users per home zone (home = most frequent zone in the ``night`` hours), from events
         or trip points.
@@ -216,41 +181,35 @@ class Session(SessionCounts):
         ``cell_id`` and the session's ``cells``, the towers table): homes are found per tower
         and the noisy tower counts are split over the zones by the towers' Voronoi area shares
         (post-processing; fractional values), as ``privmob population --zone-mapping voronoi``.
+        ``options`` (:class:`~privmob.session.keywords.PopulationOptions`, shared with
+        :meth:`plan_population`): ``period``, ``night``, ``noise``, ``delta``,
+        ``zone_mapping``.
 
         ``output``: a folder where the release is published atomically (staged, charged,
         renamed into place; refused before anything is read if it cannot be written), with
         map layers in ``formats`` (``geoparquet``, ``geojson``, ``csv``) beside its tables.
         Without it the release is charged and returned; write it later with ``write``.
         """
-        spec = self._population_spec(epsilon, period, night, noise, delta, zone_mapping)
+        spec = self._population_spec(epsilon, options)
         return self.run(spec, output=output, overwrite=overwrite, formats=formats)
 
     # -- mobility report ---------------------------------------------------------------------
     def _report_spec(
         self,
         epsilon: float,
+        period: Period,
         max_trips: MaxTripsPerUser | int | None,
-        period: Period | None,
-        unit: PrivacyUnit | str,
-        analyses: Sequence[str] | None,
-        same_tile: str,
-        weights: Mapping[str, float] | None,
-        ranges: Mapping[str, tuple[float, float, float]] | None,
-        time_windows: Sequence[int] | None,
+        options: ReportOptions,
     ) -> ReportSpec:
         from privmob.releases.report import ReportConfig
 
+        refuse_unknown("report", options, ReportOptions)
         study = as_period(period)
         cfg = ReportConfig.build(
             epsilon=epsilon,
             max_trips=bound_value(max_trips, MaxTripsPerUser),
             period=(study.start, study.end),
-            unit=PrivacyUnit(unit),
-            analyses=analyses,
-            weights=weights,
-            ranges=ranges,
-            time_windows=time_windows,
-            same_tile=same_tile,
+            **options,
         )
         return ReportSpec(self._tiles(), cfg)
 
@@ -260,17 +219,10 @@ class Session(SessionCounts):
         epsilon: float,
         period: Period,
         max_trips: MaxTripsPerUser | int | None = None,
-        unit: PrivacyUnit | str = PrivacyUnit.USER,
-        analyses: Sequence[str] | None = None,
-        same_tile: str = "exclude",
-        weights: Mapping[str, float] | None = None,
-        ranges: Mapping[str, tuple[float, float, float]] | None = None,
-        time_windows: Sequence[int] | None = None,
+        **options: Unpack[ReportOptions],
     ) -> Plan:
         """The plan of :meth:`report` (reads no data, charges nothing)."""
-        return self._report_spec(
-            epsilon, max_trips, period, unit, analyses, same_tile, weights, ranges, time_windows
-        ).plan()
+        return self._report_spec(epsilon, period, max_trips, options).plan()
 
     def report(
         self,
@@ -278,14 +230,9 @@ class Session(SessionCounts):
         epsilon: float,
         period: Period,
         max_trips: MaxTripsPerUser | int | None = None,
-        unit: PrivacyUnit | str = PrivacyUnit.USER,
-        analyses: Sequence[str] | None = None,
-        same_tile: str = "exclude",
-        weights: Mapping[str, float] | None = None,
-        ranges: Mapping[str, tuple[float, float, float]] | None = None,
-        time_windows: Sequence[int] | None = None,
         output: str | Path | None = None,
         overwrite: bool = False,
+        **options: Unpack[ReportOptions],
     ) -> ReleaseResult:
         """A mobility report (trip counts over time and space, OD flows, trip length and
         duration, visits per user, ...) from trip points, raw GPS traces or one-row trips with
@@ -294,7 +241,9 @@ class Session(SessionCounts):
         Guarantee: ``epsilon``-DP (pure) per user with at most ``max_trips`` trips (enforced by
         sampling), or per trip with ``unit="trip"``; the budget is split over the analyses,
         every analysis is released over domains built from public parameters only.
-        The command's options, as keywords: ``analyses`` (a subset, default all 15),
+        The command's options, as keywords (``unit`` and these:
+        :class:`~privmob.session.keywords.ReportOptions`, shared with :meth:`plan_report`):
+        ``analyses`` (a subset, default all 15),
         ``weights`` (the budget split: ``{"od_flows": 3}``, missing analyses weigh 1),
         ``ranges`` (histogram ranges ``{"travel_time": (0, 120, 5)}``: lo, hi, width),
         ``time_windows`` (the hours that start the windows, default 2, 6, 10, 14, 18, 22),
@@ -307,9 +256,7 @@ class Session(SessionCounts):
 
         from privmob.releases.report import load_report_input
 
-        spec = self._report_spec(
-            epsilon, max_trips, period, unit, analyses, same_tile, weights, ranges, time_windows
-        )
+        spec = self._report_spec(epsilon, period, max_trips, options)
         out = None
         if output is not None:
             from privmob.render.report_files import report_output
@@ -323,7 +270,6 @@ class Session(SessionCounts):
         epsilon: float,
         week: str,
         max_visits: MaxVisitsPerWeek | int,
-        delta: float,
         options: DensityOptions,
     ) -> DensitySpec:
         from privmob.releases.density import DensityConfig
@@ -331,7 +277,7 @@ class Session(SessionCounts):
 
         parse_week(week)  # a public parameter, checked before anything else
         bound = int(bound_value(max_visits, MaxVisitsPerWeek) or 0)
-        cfg = DensityConfig(epsilon, bound, delta, **options)
+        cfg = DensityConfig(epsilon, bound, **options)
         return DensitySpec(self._tiles(), cfg, week)
 
     def plan_density(
@@ -340,11 +286,10 @@ class Session(SessionCounts):
         epsilon: float,
         week: str,
         max_visits: MaxVisitsPerWeek | int = 30,
-        delta: float = 0.0,
         **options: Unpack[DensityOptions],
     ) -> Plan:
         """The plan of :meth:`density` (reads no data, charges nothing)."""
-        return self._density_spec(epsilon, week, max_visits, delta, options).plan()
+        return self._density_spec(epsilon, week, max_visits, options).plan()
 
     def density(
         self,
@@ -352,7 +297,6 @@ class Session(SessionCounts):
         epsilon: float,
         week: str,
         max_visits: MaxVisitsPerWeek | int = 30,
-        delta: float = 0.0,
         output: str | Path | None = None,
         overwrite: bool = False,
         formats: Sequence[str] | None = None,
@@ -367,7 +311,7 @@ class Session(SessionCounts):
         user (or (epsilon, delta) with ``delta``), plus the outliers cell's share; counts are
         then spread over the zones by public Voronoi area shares (post-processing).
         ``options``: the other :class:`~privmob.releases.density.DensityConfig` fields
-        (``method``, ``cover``, ``totals``, ``clustering``, ``tau``, ``fourier``,
+        (``delta``, ``method``, ``cover``, ``totals``, ``clustering``, ``tau``, ``fourier``,
         ``smoothing``, ``outliers_epsilon``).
 
         ``output``: a folder where the release is published atomically (staged, charged,
@@ -379,7 +323,7 @@ class Session(SessionCounts):
         """
         from privmob.releases.density.files import FILES
 
-        spec = self._density_spec(epsilon, week, max_visits, delta, options)
+        spec = self._density_spec(epsilon, week, max_visits, options)
         return self.run(
             spec,
             lambda s: s.load_density_inputs(week, spec.config.cover),

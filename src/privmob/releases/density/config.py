@@ -27,9 +27,10 @@ OUT_OF_DOMAIN = "visits outside the week or at no known tower"
 
 
 class DensityOptions(TypedDict, total=False):
-    """The :class:`DensityConfig` fields besides epsilon, the bound and delta: the keywords
+    """The :class:`DensityConfig` fields besides epsilon and the bound: the keywords
     ``Session.density`` passes on (each documented on :class:`DensityConfig`)."""
 
+    delta: float
     method: str
     cover: bool
     totals: str

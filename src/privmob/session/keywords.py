@@ -1,0 +1,59 @@
+"""The keywords a release method of :class:`~privmob.session.Session` shares with its plan
+(``od`` and ``plan_od``, ...), typed once for both; each is documented on the release method.
+A keyword left out takes its default (in the comments), as it does on the command line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TypedDict
+
+from privmob.domain import Period
+from privmob.dp import PrivacyUnit
+from privmob.privacy.mechanisms import NoiseKind
+
+
+class OdOptions(TypedDict, total=False):
+    """``Session.od`` / ``Session.plan_od`` besides ``epsilon`` and ``max_trips``."""
+
+    period: Period | None  # None: the whole data as one period
+    unit: PrivacyUnit | str  # "user"
+    tau: int | None  # None: counts as drawn
+    noise: NoiseKind | str  # discrete Laplace
+    delta: float  # 0.0
+    bound_per: str  # "release"
+    same_tile: str  # "exclude"
+    unique: bool  # False
+
+
+class PopulationOptions(TypedDict, total=False):
+    """``Session.population`` / ``Session.plan_population`` besides ``epsilon``."""
+
+    period: Period | None  # None: the whole data as one period
+    night: tuple[int, int]  # (20, 6)
+    noise: NoiseKind | str  # discrete Laplace
+    delta: float  # 0.0
+    zone_mapping: str  # "contain"
+
+
+class ReportOptions(TypedDict, total=False):
+    """``Session.report`` / ``Session.plan_report`` besides ``epsilon``, ``period`` and
+    ``max_trips``."""
+
+    unit: PrivacyUnit | str  # "user"
+    analyses: Sequence[str] | None  # None: all 15
+    same_tile: str  # "exclude"
+    weights: Mapping[str, float] | None  # None: every analysis weighs 1
+    ranges: Mapping[str, tuple[float, float, float]] | None  # None: the default ranges
+    time_windows: Sequence[int] | None  # None: 2, 6, 10, 14, 18, 22
+
+
+def refuse_unknown(release: str, given: Mapping[str, object], known: type) -> None:
+    """A keyword that ``known`` (one of the typed dicts above) does not name is refused, as
+    Python refuses it for a method that lists its keywords."""
+    unknown = sorted(set(given) - set(known.__annotations__))
+    if unknown:
+        raise TypeError(
+            f"Session.{release}() or plan_{release}() got an unexpected keyword argument "
+            f"{unknown[0]!r}"
+        )
