@@ -97,6 +97,7 @@ def print_report_summary(release: Release, paths: list[Path], _accountant: objec
 
 
 @with_run_options(without=("output_format",))
+@c.with_input_options(without=("cells", "trip_rule"))
 def report(
     ctx: typer.Context,
     data: Annotated[
@@ -146,17 +147,7 @@ def report(
             "lng: trips between stays)",
         ),
     ] = "auto",
-    stay_distance: c.StayDistanceOpt = None,
-    stay_minutes: c.StayMinutesOpt = None,
     same_tile: o.SameTileOpt = "exclude",
-    tile_id: o.TileIdOpt = None,
-    columns: c.ColumnsOpt = None,
-    delimiter: c.DelimiterOpt = None,
-    names: c.NamesOpt = None,
-    no_header: c.NoHeaderOpt = False,
-    uid_from_filename: c.UidFromFilenameOpt = False,
-    timezone: o.TimezoneOpt = "UTC",
-    input_timezone: o.InputTimezoneOpt = None,
     group_size: Annotated[
         int | None,
         typer.Option(
@@ -189,7 +180,6 @@ def report(
         ctx,
         data=data,
         tessellation=tessellation,
-        tile_id=tile_id,
         spec=partial(ReportSpec, config=cfg),
         load=partial(load_report_input, cfg.unit),
         # a taken or unwritable output must not burn epsilon; stage -> charge -> rename
