@@ -36,6 +36,7 @@ from privmob.session.ledger_view import SessionLedger
 
 if TYPE_CHECKING:
     from privmob.data.tessellation import Tessellation
+    from privmob.data.tessellation_input import TessellationSource
     from privmob.releases.loaded import LoadedInput
 
 Progress = Callable[[str], None]
@@ -96,7 +97,7 @@ class SessionBase:
         self,
         data: Any,
         *,
-        tessellation: Any = None,
+        tessellation: TessellationSource | None = None,
         budget: Budget | float | None = None,
         ledger: str | Path | None = None,
         dataset: str | None = None,
