@@ -498,6 +498,9 @@ class CountSpec:
         margin = noise.margin_of_error(0.95)
         domain = self.count_domain()
         table = domain.index()
+        for column in table.columns:  # one type a column (Parquet): zone's tiles and "outside"
+            if table[column].map(type).nunique() > 1:
+                table[column] = table[column].astype(str)
         table["count"] = noisy[:-1]
         release = Release(
             kind=self.kind,
