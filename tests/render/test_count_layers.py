@@ -29,6 +29,12 @@ def _count(out: Path, data: str, by: str, *extra: str, epsilon: str = "2") -> in
     return run_cli(args)
 
 
+def _session() -> pm.Session:
+    """The Session of the command lines above (same input, seed, budget and dataset)."""
+    trips, grid = str(INPUTS / "trips.csv"), str(INPUTS / "grid.geojson")
+    return pm.Session(trips, tessellation=grid, seed=7, budget=100, dataset="g")
+
+
 def _layers(out: Path, stem: str) -> dict[str, pd.DataFrame]:
     """The layer in each format, as a GIS user opens it (geometry as WKT text)."""
     csv = pd.read_csv(out / f"{stem}.csv")
@@ -98,13 +104,7 @@ def test_a_count_table_by_origin_and_destination_is_a_line_per_flow(tmp_path: Pa
     assert _count(tmp_path / "all", "trips.csv", by, *EVERY, "--all-flows", epsilon="10") == 0
     table = pd.read_parquet(tmp_path / "all" / "counts.parquet")
     assert len(table) == 9 * 9 * 7  # the public domain (same-tile trips are counted)
-    with pm.Session(
-        str(INPUTS / "trips.csv"),
-        tessellation=str(INPUTS / "grid.geojson"),
-        seed=7,
-        budget=100,
-        dataset="g",
-    ) as s:
+    with _session() as s:
         result = s.counts(epsilon=10, by=by.split(","), max_records=3)
         floor = flow_floor(result.release)
         assert floor is not None and floor > result.release.noise["margin_of_error_95"]
@@ -159,13 +159,7 @@ def test_a_layer_that_cannot_be_written_is_refused_before_reading(
 
 def test_layers_of_the_session_and_the_command_are_the_same(tmp_path: Path) -> None:
     assert _count(tmp_path / "cli", "trips.csv", "origin,weekday", "--format", "csv") == 0
-    with pm.Session(
-        str(INPUTS / "trips.csv"),
-        tessellation=str(INPUTS / "grid.geojson"),
-        seed=7,
-        budget=100,
-        dataset="g",
-    ) as s:
+    with _session() as s:
         s.counts(epsilon=2, by=["origin", "weekday"], max_records=3, output=tmp_path / "py",
                  formats=["csv"])  # fmt: skip
     cli = pd.read_csv(tmp_path / "cli" / "counts_tiles.csv")

@@ -39,7 +39,7 @@ from privmob.privacy.mechanisms import NoiseKind, calibrate
 from privmob.privacy.samplers import Randomness, resolve
 from privmob.releases.base import Accountant
 from privmob.releases.counts import CountDomain, CountSpec, PerUser, count_release, exact_cells
-from privmob.releases.landmark import SCHEME_UNIT, AdaptiveRule, Scheme, scheme_budgets
+from privmob.releases.landmark import AdaptiveRule, Scheme, scheme_budgets
 from privmob.releases.landmark.release import LandmarkNoise, NoisySeries, series_release
 from privmob.releases.release import Release
 from privmob.releases.specs import Plan, Progress
@@ -304,27 +304,29 @@ class ZoneSeriesSpec:
     def grid(self) -> pd.DatetimeIndex:
         return time_grid(self.start, self.end, self.freq)
 
-    @cached_property
-    def _plan(self) -> Plan:
+    def zone_series(self) -> ZoneSeries:
+        """The kind of the count template that runs it."""
+        return ZoneSeries(
+            tuple(self.tessellation.tile_ids), self.grid, self.max_per_bin, self.landmarks,
+            self.epsilon, Scheme(self.scheme), outliers_epsilon=self.outliers_epsilon,
+        )  # fmt: skip
+
+    def plan(self) -> Plan:
+        """``margin_of_error_95`` is that of a bin with the scheme's smallest budget."""
         scheme = Scheme(self.scheme)
-        eps_out = outliers_epsilon_for(self.epsilon, self.outliers_epsilon)
+        kind = self.zone_series()
         bins = len(self.grid)
         budgets = scheme_budgets(scheme, bins, list(self.landmarks), self.epsilon)
         smallest = float(budgets[budgets > 0].min()) if (budgets > 0).any() else self.epsilon
         dist, _ = calibrate(NoiseKind.DISCRETE_LAPLACE, smallest, l1_sensitivity=self.max_per_bin)
-        tiles = self.tessellation.tile_ids
-        domain: Plan = zone_counts_spec(tiles, self.grid, self.max_per_bin, self.epsilon).plan()
+        domain: Plan = kind.counts.plan()
         return dataclasses.replace(  # the template's domain, cells and memory; landmark noise
             domain,
-            cost=Cost.pure(self.epsilon + eps_out, SCHEME_UNIT[scheme]),
+            cost=kind.calibrated[1],
             margin_of_error_95=float(dist.margin_of_error(0.95)),
             noise=str(dist.kind),
             parts=2,
         )
-
-    def plan(self) -> Plan:
-        """``margin_of_error_95`` is that of a bin with the scheme's smallest budget."""
-        return self._plan
 
     def run(
         self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Progress
@@ -332,11 +334,7 @@ class ZoneSeriesSpec:
         from privmob.releases.tiles import check_tessellation
 
         check_tessellation(data, self.tessellation)
-        kind = ZoneSeries(
-            tuple(self.tessellation.tile_ids), self.grid, self.max_per_bin, self.landmarks,
-            self.epsilon, Scheme(self.scheme), outliers_epsilon=self.outliers_epsilon,
-        )  # fmt: skip
-        return count_release(data, kind, accountant, rng=rng, step=progress)
+        return count_release(data, self.zone_series(), accountant, rng=rng, step=progress)
 
 
 def landmark_positions(
