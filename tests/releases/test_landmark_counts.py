@@ -145,6 +145,11 @@ def test_outliers_cell_is_released_and_charged(tmp_path) -> None:  # type: ignor
     assert landmark_spend(eps_t, np.array([3, 4])).max() <= 1.0 + 1e-9
     assert rel.cost.epsilon == pytest.approx(1.25) and rel.unit is PrivacyUnit.LANDMARK
     assert [e.cost.epsilon for e in rel.ledger_entries] == pytest.approx([1.0, 0.25])
+    # the same two entries as before the count template ran it
+    assert [(e.kind, e.description) for e in rel.ledger_entries] == [
+        ("series-counts", "landmark series (adaptive)"),
+        ("series-counts", "outliers cell (outside the period)"),
+    ]
     assert ledger.spent("d").epsilon == pytest.approx(1.25)
     write_release(rel, tmp_path / "o")
     assert len(pd.read_parquet(tmp_path / "o" / "outliers.parquet")) == 1
