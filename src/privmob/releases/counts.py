@@ -338,9 +338,9 @@ def count_release(
 
     The budget is checked before any data is read (:meth:`Accountant.precheck`); users are
     split into ``buckets`` hash buckets (default: as many as the engine's memory limit
-    needs); the noise step draws after the per-user key (for a seed: the same draws in the
-    same order as the kind's code before the template); then the kind publishes and the
-    accountant charges every part of the cost (and, with an output, stages and renames)."""
+    needs); the noise step draws after the per-user key (with a seed, the key then the
+    noise, in this order); then the kind publishes and the accountant charges every part of
+    the cost (and, with an output, stages and renames)."""
     step = step or _quiet
     r = resolve(rng)
     noise, cost = spec.calibrated
