@@ -172,11 +172,24 @@ def _argv(kind: Any, inputs: Path, out: Path, *extra: str, test_mode: bool = Tru
     return [*args, "-o", str(target), *common, *extra]
 
 
+def _layer(kind: Any) -> Any:
+    """The kind's map layer in its example (a count table's: from the example's ``--by``)."""
+    args = example(kind)
+    by = args[args.index("--by") + 1].split(",") if "--by" in args else ()
+    return kind.layer_of(by)
+
+
+def test_a_count_tables_example_has_a_layer() -> None:
+    # counts' layer follows its dimensions: its example (by origin) is a polygon layer, so the
+    # guarantees below run on it too
+    assert _layer(BY_NAME["counts"]).stem == "counts_tiles"
+
+
 def _layers(kind: Any) -> tuple[str, ...]:
     """Every layer format, for a kind with a layer whose command writes layers (OD lines: every
     non-zero cell, ``--all-flows``, so that a layer of noise-only flows is not empty)."""
     names = {p.name for p in _command(kind).params}
-    if not (kind.layer and "output_format" in names):
+    if not (_layer(kind) and "output_format" in names):
         return ()
     every = ("--all-flows",) if "all_flows" in names else ()
     return ("--format", "parquet,geoparquet,geojson,csv", *every)
@@ -255,7 +268,8 @@ def test_every_published_file_carries_its_stamp(kind: Any, tmp_path: Path) -> No
     stamps = _stamps(tmp_path / "test" / folder)
     assert len(stamps) >= len(kind.tables) + 1
     if _layers(kind):  # every layer format was written
-        assert {f"{kind.layer.stem}{s}" for s in (".geoparquet", ".geojson", ".csv")} <= set(stamps)
+        stem = _layer(kind).stem
+        assert {f"{stem}{s}" for s in (".geoparquet", ".geojson", ".csv")} <= set(stamps)
     for name, st in stamps.items():
         assert st["for_publication"] is False, name
         assert "NOT FOR PUBLICATION" in st["warning"], name

@@ -145,6 +145,11 @@ def test_outliers_cell_is_released_and_charged(tmp_path) -> None:  # type: ignor
     assert landmark_spend(eps_t, np.array([3, 4])).max() <= 1.0 + 1e-9
     assert rel.cost.epsilon == pytest.approx(1.25) and rel.unit is PrivacyUnit.LANDMARK
     assert [e.cost.epsilon for e in rel.ledger_entries] == pytest.approx([1.0, 0.25])
+    # the same two entries as before the count template ran it
+    assert [(e.kind, e.description) for e in rel.ledger_entries] == [
+        ("series-counts", "landmark series (adaptive)"),
+        ("series-counts", "outliers cell (outside the period)"),
+    ]
     assert ledger.spent("d").epsilon == pytest.approx(1.25)
     write_release(rel, tmp_path / "o")
     assert len(pd.read_parquet(tmp_path / "o" / "outliers.parquet")) == 1
@@ -214,3 +219,35 @@ def test_session_series_counts_is_the_command_with_landmark_timestamps(tmp_path)
             epsilon=1, period=pm.Period("2024-01-01", "2024-01-03"), freq="6h",
             landmarks=["2024-01-01 07:00"],
         )  # fmt: skip
+
+
+def _drop(events) -> None:  # type: ignore[no-untyped-def]
+    """Make the loaded events unreadable: the engine fails on the next count."""
+    con = events.engine.con
+    kind = con.execute(
+        "SELECT table_type FROM information_schema.tables WHERE table_name = ?", [events.view]
+    ).fetchone()[0]
+    con.execute(f"DROP {'VIEW' if kind == 'VIEW' else 'TABLE'} {events.view}")
+
+
+def test_a_series_that_failed_leaves_no_precheck_behind(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """series-counts is run by the count template (its one precheck, cleared when a release
+    fails after it): a series that failed after its budget check must not let the next one of
+    the same cost skip the check. Spent meanwhile by another accountant, the next series is
+    refused before it reads anything (on the code before the template it read the input and
+    failed on it)."""
+    tess, events, grid = _hand_made(tmp_path)
+    ledger = Ledger(tmp_path / "l.sqlite")
+    ledger.set_budget("d", 1.1, unit=PrivacyUnit.LANDMARK)
+    acct = Accountant(ledger, "d")
+    kw = dict(tile_ids=tess.tile_ids, grid=grid, max_per_bin=1, landmarks=[2], epsilon=1.0,
+              scheme="uniform")  # fmt: skip
+    _drop(events)
+    with pytest.raises(Exception) as failed:  # the input is gone: the engine fails to read it
+        publish_zone_counts(events, accountant=acct, rng=1, **kw)  # type: ignore[arg-type]
+    assert not isinstance(failed.value, BudgetError)
+    _, events, _ = _hand_made(tmp_path)
+    publish_zone_counts(events, accountant=Accountant(ledger, "d"), rng=2, **kw)  # type: ignore[arg-type]
+    _drop(events)
+    with pytest.raises(BudgetError):
+        publish_zone_counts(events, accountant=acct, rng=3, **kw)  # type: ignore[arg-type]

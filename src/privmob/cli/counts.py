@@ -18,6 +18,7 @@ from privmob.releases.kinds import KINDS
 
 
 @with_run_options()
+@c.with_input_options()
 def counts(
     ctx: typer.Context,
     data: Annotated[str, typer.Argument(help=c.INPUT_HELP.format("trips, trip points or events"))],
@@ -46,15 +47,6 @@ def counts(
     bin: Annotated[str, o.bin("the period dimension's bins: all, day or week")] = "all",
     start: Annotated[str | None, o.start()] = None,
     end: Annotated[str | None, o.end()] = None,
-    input_shape: o.InputShapeOpt = "auto",
-    trip_rule: o.TripRuleOpt = "events",
-    stay_distance: c.StayDistanceOpt = None,
-    stay_minutes: c.StayMinutesOpt = None,
-    tile_id: o.TileIdOpt = None,
-    columns: c.ColumnsOpt = None,
-    delimiter: c.DelimiterOpt = None,
-    timezone: o.TimezoneOpt = "UTC",
-    input_timezone: o.InputTimezoneOpt = None,
 ) -> None:
     """Release noisy counts of trips, trip points or events by public dimensions."""
     from privmob.cli.run import run_release
@@ -77,7 +69,6 @@ def counts(
         ctx,
         data=data,
         tessellation=tessellation,
-        tile_id=tile_id,
         spec=functools.partial(
             CountSpec,
             epsilon=epsilon,

@@ -17,10 +17,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from privmob.cli import common as c
 from privmob.privacy.costs import PrivacyUnit
+
+if TYPE_CHECKING:
+    from privmob.data.tessellation_input import TessellationSource
 
 #: what a command gives to read its input: the session -> loaded data (``Session.load_trips``,
 #: ``Session.load_events``, ``Session.load_trip_points``, ``Session.load_density_inputs``)
@@ -104,7 +107,7 @@ def run_release(
     ctx: Any,
     *,
     data: str | Path,
-    tessellation: Any,
+    tessellation: TessellationSource | None,
     spec: Callable[[Any], Any],
     load: Load | None = None,
     shape: str | None = None,
@@ -236,7 +239,12 @@ def _size(n: int) -> str:
     return f"{n} bytes"
 
 
-def show_plan(ctx: Any, tessellation: Any, tile_id: str | None, spec: Callable[[Any], Any]) -> Any:
+def show_plan(
+    ctx: Any,
+    tessellation: TessellationSource | None,
+    tile_id: str | None,
+    spec: Callable[[Any], Any],
+) -> Any:
     """Print the plan of a release from its public parameters (the tessellation is public);
     refuse it when it needs more than ``--memory-limit``. Reads no data, charges nothing."""
     tess = None

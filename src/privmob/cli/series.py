@@ -36,6 +36,18 @@ from privmob.privacy.temporal import (
 from privmob.releases.landmark import SCHEME_UNIT, AdaptiveRule, Scheme
 from privmob.releases.release import Release
 
+#: the landmark options of ``series`` and ``series-counts``
+LandmarksOpt = Annotated[
+    str,
+    typer.Option(
+        "--landmarks", help="public landmark timestamps (starts of time bins): a list or a file"
+    ),
+]
+LandmarkPositionsOpt = Annotated[
+    bool, typer.Option("--landmark-positions", help="--landmarks are 0-based positions")
+]
+SchemeOpt = Annotated[Scheme, typer.Option("--scheme")]
+
 
 def resolve_landmarks(spec: str, labels: list[object], positions: bool) -> list[int]:
     """Landmark positions from ``--landmarks`` (timestamps matched to the time labels, or
@@ -73,13 +85,9 @@ def series_command(
             "--zones", help="with --zone-column: the public zones (a list or a file, one a line)"
         ),
     ] = None,
-    landmarks: Annotated[
-        str, typer.Option("--landmarks", help="public landmark timestamps: a list or a file")
-    ] = "",
-    landmark_positions: Annotated[
-        bool, typer.Option("--landmark-positions", help="--landmarks are 0-based positions")
-    ] = False,
-    scheme: Annotated[Scheme, typer.Option("--scheme")] = Scheme.UNIFORM,
+    landmarks: LandmarksOpt = "",
+    landmark_positions: LandmarkPositionsOpt = False,
+    scheme: SchemeOpt = Scheme.UNIFORM,
     integer: Annotated[
         bool | None,
         typer.Option("--integer/--real", help="discrete Laplace (counts) or Laplace (reals)"),
@@ -205,13 +213,9 @@ def series_counts_command(
             "events per user and bin: the most events kept per user in one bin (= the sensitivity)"
         ),
     ] = 1,
-    landmarks: Annotated[
-        str, typer.Option("--landmarks", help="landmark bins: timestamps (list or file)")
-    ] = "",
-    landmark_positions: Annotated[
-        bool, typer.Option("--landmark-positions", help="--landmarks are 0-based positions")
-    ] = False,
-    scheme: Annotated[Scheme, typer.Option("--scheme")] = Scheme.UNIFORM,
+    landmarks: LandmarksOpt = "",
+    landmark_positions: LandmarkPositionsOpt = False,
+    scheme: SchemeOpt = Scheme.UNIFORM,
     outliers_epsilon: Annotated[
         float | None,
         typer.Option(
@@ -237,10 +241,11 @@ def series_counts_command(
     """Counts per zone and time bin from raw events (at most -T per user and bin, enforced),
     published under landmark epsilon-privacy."""
     from privmob.cli.run import run_release
+    from privmob.releases.landmark import landmark_tokens
     from privmob.releases.landmark_counts import ZoneSeriesSpec
     from privmob.session import Session
 
-    marks = _landmarks_of(landmarks, landmark_positions)
+    marks = landmark_tokens(landmarks, landmark_positions) if landmarks else []
     run_release(
         ctx,
         data=events,
@@ -262,16 +267,6 @@ def series_counts_command(
         budget_unit=SCHEME_UNIT[scheme],
         summary=functools.partial(_series_counts_summary, quiet=bool(ctx.params.get("quiet"))),
     )
-
-
-def _landmarks_of(spec: str, positions: bool) -> list[int | str]:
-    """``--landmarks`` as ``ZoneSeriesSpec.declared`` takes them: positions or bin starts."""
-    if not positions:
-        return list(_tokens(spec)) if spec else []
-    try:
-        return [int(t) for t in _tokens(spec)]
-    except ValueError as exc:
-        raise ConfigError(f"--landmark-positions expects integers: {exc}") from exc
 
 
 def _series_counts_summary(

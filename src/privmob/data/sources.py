@@ -190,7 +190,7 @@ def _validated_input(
 
 
 def _bound(
-    view: str, display: str, shape: str, engine: Engine, checked: Validated, tessellation: Any
+    view: str, display: str, shape: str, engine: Engine, checked: Validated, tessellation: Tiling
 ) -> Loaded:
     """The canonical relation ``view`` of a validated input, bound to its content (fingerprint,
     rows, people) and to the tessellation its tiles were assigned with."""
@@ -383,7 +383,7 @@ def load_trip_points(
 
 
 def _polygon_tiled_points(
-    untiled: Loaded, tessellation: Any, carry: tuple[str, ...] = ()
+    untiled: Loaded, tessellation: Tiling, carry: tuple[str, ...] = ()
 ) -> Loaded:
     """Canonical trip points with ``tile`` assigned by point in polygon to the distinct
     coordinates of ``untiled`` (``uid, tid, time, lat, lng`` and the ``carry`` columns),

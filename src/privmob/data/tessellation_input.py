@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import geopandas as gpd
 import numpy as np
@@ -43,13 +43,17 @@ ID_CANDIDATES = (
     "id",
 )
 #: Columns tried, in order, as the human-readable tile name (case-insensitive).
+#: what a tessellation can be given as (:func:`load_tessellation` reads it): a file's path, a
+#: GeoDataFrame or a :class:`Tessellation`
+TessellationSource: TypeAlias = str | Path | gpd.GeoDataFrame | Tessellation
+
 NAME_CANDIDATES = ("tile_name", "zone", "name", "nhood", "neighborhood", "label")
 
 _SUFFIXES = (".geojson", ".json", ".parquet", ".geoparquet", ".shp", ".zip", ".gpkg")
 
 
 def load_tessellation(
-    source: str | Path | gpd.GeoDataFrame | Tessellation,
+    source: TessellationSource,
     id_column: str | None = None,
     name_column: str | None = None,
     *,

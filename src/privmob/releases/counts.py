@@ -4,15 +4,23 @@ A count kind (:class:`CountKind`) supplies only what is its own: the records it 
 they are read, its public domain (:class:`CountDomain`: its dimensions, its outliers cells, a
 diagonal it does not release), its per-user bound (:class:`PerUser`) and what it publishes from
 the noisy cells (tables, post-processing, metadata). :class:`CountSpec` (``privmob counts``),
-``od`` (:class:`privmob.releases.od.OdSpec`) and ``population``
-(:class:`privmob.releases.population.PopulationSpec`) are such kinds. The template
+``od`` (:class:`privmob.releases.od.OdSpec`), ``population``
+(:class:`privmob.releases.population.PopulationSpec`) and ``series-counts``
+(:class:`privmob.releases.landmark_counts.ZoneSeriesSpec`) are such kinds. The template
 (:func:`count_release`) owns the rest, in the order of every release:
 
 public domain -> cost and precheck before any data is read -> each user keeps at most
 ``bound`` records (keyed random sample in the engine, per user bucket under a memory limit)
--> exact counts in the engine -> noise on every released cell, in flat order (discrete
-Laplace or Gaussian, scale from the enforced bound) -> the kind's tables -> charge (the
-session's lifecycle binds the input first and publishes after: stage, charge, rename, stamp).
+-> exact counts in the engine -> the noise step -> the kind's tables -> charge, of every part
+of the cost (the session's lifecycle binds the input first and publishes after: stage,
+charge, rename, stamp).
+
+The noise step is, by default, :class:`CellNoise`: noise on every released cell, in flat
+order (discrete Laplace or Gaussian, scale from the enforced bound). A kind may calibrate its
+own :class:`NoiseStep` instead: the zone series
+(:class:`privmob.releases.landmark_counts.ZoneSeriesSpec`) noises its zone x bin cells with the
+landmark series mechanism and its outliers cell with a budget of its own, a cost of two parts
+(two ledger entries, :attr:`Release.cost_parts`).
 
 Guarantee: adding or removing one user changes at most ``bound`` records, each in one cell,
 so the L1 and L2 sensitivity of the count vector is at most ``bound``; every cell of the public
@@ -33,7 +41,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 import numpy as np
 import pandas as pd
@@ -70,6 +78,9 @@ class PerUser:
     bound: int
     unit: tuple[str, ...] = ("tid",)
     partition: tuple[str, ...] = ()
+    #: one key for every user bucket (drawn before counting): the summed bucket counts then
+    #: equal one pass's; otherwise a fresh key per bucket
+    one_key: bool = False
 
 
 @dataclass(frozen=True)
@@ -189,6 +200,48 @@ class Rows(Protocol):
         ...
 
 
+Noisy = TypeVar("Noisy", covariant=True)
+
+
+class NoiseStep(Protocol[Noisy]):
+    """The template's noise step (see the module's docstring): started before counting
+    (nothing it draws reads the data), finished on the exact cells of the domain."""
+
+    @property
+    def kind(self) -> str:
+        """The noise, in the words of the progress line."""
+        ...
+
+    def start(self, domain: CountDomain, r: Randomness) -> Callable[[np.ndarray], Noisy]:
+        """Start the noise of ``domain``'s released cells; returns ``finish(exact)``: the
+        noisy cells of the flat ``exact`` vector (what the kind's ``publish`` is given)."""
+        ...
+
+
+@dataclass(frozen=True)
+class CellNoise:
+    """The default noise step: independent ``noise`` on every released cell of the domain, in
+    flat order (zero cells and the outliers cells included; a cell not released stays 0)."""
+
+    noise: Noise
+
+    @property
+    def kind(self) -> str:
+        return f"{self.noise.kind}"
+
+    def start(self, domain: CountDomain, r: Randomness) -> Callable[[np.ndarray], np.ndarray]:
+        mask = domain.released_mask()
+        # the noise reads no data (public scale, public domain): drawn while the engine counts
+        add_noise = self.noise.add_later(int(mask.sum()), r)
+
+        def finish(exact: np.ndarray) -> np.ndarray:
+            noisy = np.zeros(domain.size, dtype=np.int64)
+            noisy[mask] = add_noise(exact[mask])
+            return noisy
+
+        return finish
+
+
 class CountKind(Rows, Protocol):
     """What a kind of the count template supplies, all from public parameters: its name, its
     noise and cost, its domain, its per-user bound, the records it counts (and how they are
@@ -199,7 +252,10 @@ class CountKind(Rows, Protocol):
     def kind(self) -> str: ...
 
     @property
-    def calibrated(self) -> tuple[Noise, Cost]: ...
+    def calibrated(self) -> tuple[Noise | NoiseStep[Any], Cost]:
+        """The noise (a :class:`Noise` on every cell: :class:`CellNoise`; or the kind's own
+        noise step) and the cost (its parts, if any, on the release: one entry each)."""
+        ...
 
     def count_domain(self) -> CountDomain: ...
 
@@ -213,10 +269,11 @@ class CountKind(Rows, Protocol):
         ...
 
     def publish(
-        self, noisy: np.ndarray, noise: Noise, cost: Cost, r: Randomness, bound: PerUser | None
+        self, noisy: Any, noise: Any, cost: Cost, r: Randomness, bound: PerUser | None
     ) -> tuple[Release, str]:
-        """The release made from the noisy cells (post-processing, tables, metadata) and the
-        ledger description."""
+        """The release made from the noisy cells (what the noise step gave: the flat integer
+        vector of :class:`CellNoise`) and the kind's calibrated ``noise``: post-processing,
+        tables, metadata; and the ledger description."""
         ...
 
 
@@ -232,9 +289,11 @@ def exact_cells(
     key: int | None = None,
 ) -> np.ndarray:
     """Exact counts over ``domain``'s flat cells, each user keeping at most ``bound`` records
-    (a fresh key from ``r`` per user bucket, or ``key`` in every bucket: then the summed
-    bucket counts equal one pass's). Never publish these."""
+    (a fresh key from ``r`` per user bucket, or ``key`` in every bucket, drawn here with
+    ``bound.one_key``: then the summed bucket counts equal one pass's). Never publish these."""
     columns, per_row = rows.bucket_columns(counted)
+    if key is None and bound is not None and bound.one_key:
+        key = fresh_key(r)
 
     def count(part: Loaded) -> np.ndarray:
         d = part.engine.dialect
@@ -279,9 +338,9 @@ def count_release(
 
     The budget is checked before any data is read (:meth:`Accountant.precheck`); users are
     split into ``buckets`` hash buckets (default: as many as the engine's memory limit
-    needs); the noise is drawn for the released cells in their flat order (after the
-    per-user key); then the kind publishes and the accountant charges (and, with an output,
-    stages and renames)."""
+    needs); the noise step draws after the per-user key (with a seed, the key then the
+    noise, in this order); then the kind publishes and the accountant charges every part of
+    the cost (and, with an output, stages and renames)."""
     step = step or _quiet
     r = resolve(rng)
     noise, cost = spec.calibrated
@@ -290,14 +349,12 @@ def count_release(
     try:
         domain = spec.count_domain()
         bound = spec.per_user(accountant.group_size)
-        mask = domain.released_mask()
-        # the noise reads no data (public scale, public domain): drawn while the engine counts
-        add_noise = noise.add_later(int(mask.sum()), r)
+        noising = CellNoise(noise) if isinstance(noise, Noise) else noise
+        finish = noising.start(domain, r)  # draws nothing from a seed (the key comes first)
         step(f"counting {spec.records} over {domain.released_cells:,} public cells")
         exact = exact_cells(counted, spec, domain, bound, r, buckets=buckets, step=step)
-        step(f"adding {noise.kind} noise to {domain.released_cells:,} cells")
-        noisy = np.zeros(domain.size, dtype=np.int64)
-        noisy[mask] = add_noise(exact[mask])
+        step(f"adding {noising.kind} noise to {domain.released_cells:,} cells")
+        noisy = finish(exact)
         release, description = spec.publish(noisy, noise, cost, r, bound)
         step(accountant.closing_step)
         accountant.charge(release, description=description)
@@ -441,6 +498,9 @@ class CountSpec:
         margin = noise.margin_of_error(0.95)
         domain = self.count_domain()
         table = domain.index()
+        for column in table.columns:  # one type a column (Parquet): zone's tiles and "outside"
+            if table[column].map(type).nunique() > 1:
+                table[column] = table[column].astype(str)
         table["count"] = noisy[:-1]
         release = Release(
             kind=self.kind,

@@ -5,7 +5,8 @@ A kind has **one name**, used as the ``privmob`` command, the ledger's kind, ``m
 ``-``. Each :class:`Kind` says which input shapes it accepts, its spec type
 (:mod:`privmob.releases.specs`), its bound (one spelling: the Python keyword, the command-line
 flag and the ``metadata.json`` key), the definitions it records (what a trip, a day or a stay
-was), the tables and map layer it publishes, and whether ``privmob plan <kind>`` and
+was), the tables and map layer it publishes (a count table's layer follows the dimensions
+it counts by: :meth:`Kind.layer_of`), and whether ``privmob plan <kind>`` and
 ``privmob plan programme`` know it.
 
 Derived from here: the release commands of ``privmob --help`` (``cli/lazy.py``),
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import importlib
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,6 +83,27 @@ class Layer:
     margin: str = "release"
 
 
+#: the count template's spec: a count table's layer follows the dimensions it counts by
+COUNT_SPEC = "privmob.releases.counts.CountSpec"
+#: the dimensions of the count template whose labels are the tessellation's tiles
+TILE_DIMENSIONS = ("origin", "destination", "tile", "zone")
+
+
+def count_layer(name: str, by: Sequence[str]) -> Layer | None:
+    """The map layer of a count table of kind ``name`` by the dimensions ``by`` (spellings:
+    ``origin``, ``hour``, ``bin:1h`` ...): OD lines for origin and destination, a polygon per
+    row for one tile dimension (``origin``, ``destination``, ``tile`` or ``zone``), none
+    without a tile dimension. Its table is ``counts``; its stem ``<name>_flows`` or
+    ``<name>_tiles``."""
+    tiles = [c for c in (str(b).split(":")[0] for b in by) if c in TILE_DIMENSIONS]
+    stem = name.replace("-", "_")
+    if sorted(tiles) == ["destination", "origin"]:
+        return Layer("counts", None, f"{stem}_flows")
+    if len(tiles) == 1:
+        return Layer("counts", tiles[0], f"{stem}_tiles")
+    return None
+
+
 @dataclass(frozen=True)
 class Counts:
     """A kind made by the count template (``releases/counts.py``): the ``records`` it counts
@@ -118,6 +141,13 @@ class Kind:
         """The :class:`~privmob.session.Session` method (``plan_<method>`` its plan)."""
         return self.name.replace("-", "_")
 
+    def layer_of(self, by: Sequence[str] = ()) -> Layer | None:
+        """The kind's map layer; a count table's (``privmob counts``) from the dimensions
+        ``by`` its release counts (:func:`count_layer`)."""
+        if self.spec == COUNT_SPEC and self.counts is None:
+            return count_layer(self.name, by)
+        return self.layer
+
     @property
     def spec_type(self) -> type:
         module, _, name = self.spec.rpartition(".")
@@ -140,12 +170,13 @@ def count_kind(name: str, summary: str, records: str, *by: str) -> Kind:
         name=name,
         summary=summary,
         shapes=(TRIPS, TRIP_POINTS, EVENTS, GPS) if records == TRIPS else (records,),
-        spec="privmob.releases.counts.CountSpec",
+        spec=COUNT_SPEC,
         cli_module="privmob.cli.counts",
         cli_help=f"Release {summary} (the count template).",
         tables=("counts", "outliers"),
         bound=COUNT_BOUND,
         definitions=TRIP_DEFINITIONS if records == TRIPS else RECORD_DEFINITIONS,
+        layer=count_layer(name, by),
         programme=False,
         counts=Counts(records, by),
     )
@@ -241,7 +272,7 @@ KINDS: tuple[Kind, ...] = (
         name="counts",
         summary="a bounded count of trips, trip points or events by public dimensions",
         shapes=(TRIPS, TRIP_POINTS, EVENTS, GPS),
-        spec="privmob.releases.counts.CountSpec",
+        spec=COUNT_SPEC,
         cli_module="privmob.cli.counts",
         cli_help="Release noisy counts of trips, trip points or events by public dimensions.",
         tables=("counts", "outliers"),

@@ -34,19 +34,13 @@ from pandas.tseries.frequencies import to_offset
 from privmob.domain import Period, time_grid
 from privmob.engine.relation import Loaded
 from privmob.errors import ConfigError
-from privmob.prepare.bounding import fresh_key
 from privmob.privacy.costs import Cost
 from privmob.privacy.mechanisms import NoiseKind, calibrate
 from privmob.privacy.samplers import Randomness, resolve
 from privmob.releases.base import Accountant
-from privmob.releases.counts import CountSpec, exact_cells
-from privmob.releases.landmark import (
-    SCHEME_UNIT,
-    AdaptiveRule,
-    Scheme,
-    publish_series,
-    scheme_budgets,
-)
+from privmob.releases.counts import CountDomain, CountSpec, PerUser, count_release, exact_cells
+from privmob.releases.landmark import AdaptiveRule, Scheme, scheme_budgets
+from privmob.releases.landmark.release import LandmarkNoise, NoisySeries, series_release
 from privmob.releases.release import Release
 from privmob.releases.specs import Plan, Progress
 
@@ -105,18 +99,98 @@ class _Zones:
 
 
 @dataclass(frozen=True)
-class _SeriesRows:
-    """How the zone series reads its events for the template: as its count spec does, user
-    buckets keeping only the columns the series reads."""
+class _LandmarkCells:
+    """The landmark series mechanism as the count template's noise step: the zone x bin
+    cells as a series per zone, then the outliers cell (its own budget)."""
 
-    spec: CountSpec
+    mechanism: LandmarkNoise
+
+    @property
+    def kind(self) -> str:
+        return self.mechanism.description
+
+    def start(self, domain: CountDomain, r: Randomness) -> Callable[[np.ndarray], NoisySeries]:
+        def finish(exact: np.ndarray) -> NoisySeries:
+            return self.mechanism.noised(exact[:-1].reshape(domain.shape), int(exact[-1]), r)
+
+        return finish
+
+
+@dataclass(frozen=True)
+class ZoneSeries:
+    """The zone series as a kind of the count template (:func:`count_release`): events by
+    zone x time bin (``grid``), at most ``max_per_bin`` per user and bin (one key for every
+    user bucket), noised by the landmark mechanism (:class:`_LandmarkCells`) and published
+    as :func:`~privmob.releases.landmark.publish_series` does; its cost has two parts (the
+    series, the outliers cell). See :func:`publish_zone_counts` for its guarantee."""
+
+    tile_ids: tuple[object, ...]
+    grid: pd.DatetimeIndex
+    max_per_bin: int
+    landmarks: tuple[int, ...] = ()
+    epsilon: float = 1.0
+    scheme: Scheme = Scheme.UNIFORM
+    rule: AdaptiveRule | None = None
+    outliers_epsilon: float | None = None
+    kind: str = "series-counts"
     records: str = "events"
 
+    @cached_property
+    def counts(self) -> CountSpec:
+        """Its domain and bound as the count template's spec."""
+        return zone_counts_spec(self.tile_ids, self.grid, self.max_per_bin, self.epsilon)
+
+    @cached_property
+    def calibrated(self) -> tuple[_LandmarkCells, Cost]:
+        mechanism = LandmarkNoise(
+            self.landmarks,
+            self.epsilon,
+            Scheme(self.scheme),
+            float(self.max_per_bin),
+            integer=True,
+            rule=self.rule,
+            outliers_epsilon=outliers_epsilon_for(self.epsilon, self.outliers_epsilon),
+        )
+        return _LandmarkCells(mechanism), mechanism.cost
+
+    def count_domain(self) -> CountDomain:
+        return self.counts.count_domain()
+
+    def per_user(self, group_size: int | None) -> PerUser:
+        return dataclasses.replace(self.counts.per_user(group_size), one_key=True)
+
+    def counted(self, data: Any) -> Loaded:
+        return cast("Loaded", data)
+
     def rows_sql(self, part: Loaded) -> str:
-        return self.spec.rows_sql(part)
+        return self.counts.rows_sql(part)
 
     def bucket_columns(self, data: Loaded) -> tuple[tuple[str, ...] | None, float | None]:
-        return ("uid", "time", "tile"), None
+        return ("uid", "time", "tile"), None  # user buckets keep what the series reads
+
+    def publish(
+        self,
+        noisy: NoisySeries,
+        noise: _LandmarkCells,
+        cost: Cost,
+        r: Randomness,
+        bound: PerUser | None,
+    ) -> tuple[Release, str]:
+        m = self.max_per_bin
+        release = series_release(
+            noisy,
+            noise.mechanism,
+            r,
+            timestamps=list(self.grid),
+            zones=[*(str(t) for t in self.tile_ids), OUTSIDE],  # one type for Parquet
+            kind=self.kind,
+            sensitivity_note=(
+                f"each user keeps at most {m} event(s) per time bin (keyed-hash sample), "
+                f"enforced by the engine before counting; at most {m} event(s) per user "
+                "outside the period in all (outliers cell)"
+            ),
+        )
+        return release, noise.mechanism.description
 
 
 def bounded_zone_counts(
@@ -130,30 +204,21 @@ def bounded_zone_counts(
     step: Callable[[str], None] | None = None,
 ) -> tuple[np.ndarray, int]:
     """Exact bounded counts, shape (tiles + 1, bins) (the last row is ``outside``), and the
-    bounded number of events outside the period (at most ``max_per_bin`` per user in all),
-    counted by the count template (:func:`privmob.releases.counts.exact_cells` over the
-    domain and per-user bound of :func:`zone_counts_spec`).
+    bounded number of events outside the period (at most ``max_per_bin`` per user in all):
+    the count template's counting step (:func:`privmob.releases.counts.exact_cells`) of
+    :class:`ZoneSeries`.
 
     Never publish these: they are the input of the noise. Out of core: with a memory limit on
     the engine the users are split into hash buckets (:mod:`privmob.engine.buckets`); the
-    bounding is per user and bin, so the summed bucket counts equal the single-pass counts.
+    bounding is per user and bin with one key, so the summed bucket counts equal the
+    single-pass counts.
     """
-    spec = zone_counts_spec(range(tiles), grid, max_per_bin)
-    domain = spec.count_domain()
-    step = step or (lambda _m: None)
-    step(f"counting events over {domain.size:,} public cells")
-    r = resolve(rng)
-    dense = exact_cells(  # one key for every user bucket (sums equal the single pass)
-        events,
-        _SeriesRows(spec),
-        domain,
-        spec.per_user(None),
-        r,
-        buckets=buckets,
-        step=step,
-        key=fresh_key(r),
+    kind = ZoneSeries(tuple(range(tiles)), grid, max_per_bin)
+    domain = kind.count_domain()
+    dense = exact_cells(
+        events, kind, domain, kind.per_user(None), resolve(rng), buckets=buckets, step=step
     )
-    return dense[:-1].reshape(spec.shape), int(dense[-1])
+    return dense[:-1].reshape(domain.shape), int(dense[-1])
 
 
 def publish_zone_counts(
@@ -172,7 +237,7 @@ def publish_zone_counts(
     step: Callable[[str], None] | None = None,
 ) -> Release:
     """Counts per zone and time bin, published under landmark epsilon-privacy, plus one noisy
-    cell of the events outside the period.
+    cell of the events outside the period: :class:`ZoneSeries` run by the count template.
 
     Guarantee: the series as :func:`privmob.releases.landmark.publish_series` with sensitivity
     ``max_per_bin``, which the engine enforces per user and bin before counting (landmark
@@ -184,34 +249,11 @@ def publish_zone_counts(
     charged (two entries). Landmarks are positions in ``grid`` (public). Zones: the
     tessellation's tiles plus ``outside``.
     """
-    scheme = Scheme(scheme)
-    eps_out = outliers_epsilon_for(epsilon, outliers_epsilon)
-    unit = SCHEME_UNIT[scheme]
-    accountant.precheck(Cost.pure(epsilon + eps_out, unit))  # before reading the data
-    r = resolve(rng)
-    counts, outliers = bounded_zone_counts(
-        events, tiles=len(tile_ids), grid=grid, max_per_bin=max_per_bin, rng=r, step=step
-    )
-    return publish_series(
-        counts,
-        landmarks,
-        epsilon,
-        scheme,
-        sensitivity=float(max_per_bin),
-        accountant=accountant,
-        rng=r,
-        timestamps=list(grid),
-        zones=[*(str(t) for t in tile_ids), OUTSIDE],  # one type for Parquet
-        integer=True,
-        rule=rule,
-        outliers=(outliers, eps_out),
-        kind="series-counts",
-        sensitivity_note=(
-            f"each user keeps at most {max_per_bin} event(s) per time bin (keyed-hash sample), "
-            "enforced by the engine before counting; at most "
-            f"{max_per_bin} event(s) per user outside the period in all (outliers cell)"
-        ),
-    )
+    kind = ZoneSeries(
+        tuple(tile_ids), grid, max_per_bin, tuple(landmarks), epsilon, Scheme(scheme), rule,
+        outliers_epsilon,
+    )  # fmt: skip
+    return count_release(events, kind, accountant, rng=rng, step=step)
 
 
 @dataclass(frozen=True)
@@ -262,27 +304,29 @@ class ZoneSeriesSpec:
     def grid(self) -> pd.DatetimeIndex:
         return time_grid(self.start, self.end, self.freq)
 
-    @cached_property
-    def _plan(self) -> Plan:
+    def zone_series(self) -> ZoneSeries:
+        """The kind of the count template that runs it."""
+        return ZoneSeries(
+            tuple(self.tessellation.tile_ids), self.grid, self.max_per_bin, self.landmarks,
+            self.epsilon, Scheme(self.scheme), outliers_epsilon=self.outliers_epsilon,
+        )  # fmt: skip
+
+    def plan(self) -> Plan:
+        """``margin_of_error_95`` is that of a bin with the scheme's smallest budget."""
         scheme = Scheme(self.scheme)
-        eps_out = outliers_epsilon_for(self.epsilon, self.outliers_epsilon)
+        kind = self.zone_series()
         bins = len(self.grid)
         budgets = scheme_budgets(scheme, bins, list(self.landmarks), self.epsilon)
         smallest = float(budgets[budgets > 0].min()) if (budgets > 0).any() else self.epsilon
         dist, _ = calibrate(NoiseKind.DISCRETE_LAPLACE, smallest, l1_sensitivity=self.max_per_bin)
-        tiles = self.tessellation.tile_ids
-        domain: Plan = zone_counts_spec(tiles, self.grid, self.max_per_bin, self.epsilon).plan()
+        domain: Plan = kind.counts.plan()
         return dataclasses.replace(  # the template's domain, cells and memory; landmark noise
             domain,
-            cost=Cost.pure(self.epsilon + eps_out, SCHEME_UNIT[scheme]),
+            cost=kind.calibrated[1],
             margin_of_error_95=float(dist.margin_of_error(0.95)),
             noise=str(dist.kind),
             parts=2,
         )
-
-    def plan(self) -> Plan:
-        """``margin_of_error_95`` is that of a bin with the scheme's smallest budget."""
-        return self._plan
 
     def run(
         self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Progress
@@ -290,19 +334,7 @@ class ZoneSeriesSpec:
         from privmob.releases.tiles import check_tessellation
 
         check_tessellation(data, self.tessellation)
-        return publish_zone_counts(
-            data,
-            tile_ids=self.tessellation.tile_ids,
-            grid=self.grid,
-            max_per_bin=self.max_per_bin,
-            landmarks=list(self.landmarks),
-            epsilon=self.epsilon,
-            scheme=self.scheme,
-            accountant=accountant,
-            rng=rng,
-            outliers_epsilon=self.outliers_epsilon,
-            step=progress,
-        )
+        return count_release(data, self.zone_series(), accountant, rng=rng, step=progress)
 
 
 def landmark_positions(

@@ -11,7 +11,9 @@ kepler.gl open directly.
   density's (zone, hour), series-counts' (zone, t)), with the noisy value, its margin and the
   ``below_margin`` flag (the value is at or below its 95% margin: within the margin of 0, or
   negative, which only noise makes).
-- :func:`release_layer`: the layer of a :class:`~privmob.releases.release.Release` by its kind.
+- :func:`release_layer`: the layer of a :class:`~privmob.releases.release.Release` by its kind
+  (:func:`layer_of`; a count table's by the dimensions it counts: OD lines for origin x
+  destination, polygons for one tile dimension, the other dimensions as columns).
   An OD layer holds, by default, only the flows above the noise floor (the level the noise of
   none of the release's cells reaches with 95% probability): a line of noise drawn on a map
   reads as a flow. ``keep_all=True`` keeps every non-zero cell. Tables keep every cell.
@@ -42,7 +44,7 @@ import shapely
 from privmob.data.csv_cells import write_csv
 from privmob.data.tessellation import Tessellation
 from privmob.errors import ConfigError
-from privmob.releases.kinds import BY_ANY_NAME, BY_NAME
+from privmob.releases.kinds import BY_ANY_NAME, COUNT_SPEC, Layer
 from privmob.releases.stamp import json_stamp, restamp_parquet, stamp
 
 #: Output formats of ``--format``: ``parquet`` is the release's own tables (always written).
@@ -54,6 +56,42 @@ LAYER_TABLES = {
     for name, k in BY_ANY_NAME.items()
     if k.layer is not None
 }
+
+
+def layer_of(kind: str, by: Sequence[str] | None = None) -> Layer | None:
+    """The map layer of a release of ``kind`` (its registry entry, :mod:`privmob.releases.
+    kinds`); ``by``: the dimensions a count table counts (``privmob counts``: its layer
+    follows its tile dimensions). ``None``: the release has no map layer."""
+    entry = BY_ANY_NAME.get(kind)
+    return None if entry is None else entry.layer_of(tuple(by or ()))
+
+
+def no_layer(kind: str, by: Sequence[str] | None = None) -> ConfigError:
+    """The refusal of layers for a release that has none (what has layers, what to do)."""
+    with_layers = sorted({n for n, k in BY_ANY_NAME.items() if k.layer and n == k.name})
+    entry = BY_ANY_NAME.get(kind)
+    if by is not None and entry is not None and entry.spec == COUNT_SPEC and not entry.counts:
+        return ConfigError(
+            f"a {kind} release by {', '.join(by)} has no map layer: it counts by no tile",
+            hint="a count table has a map layer when it counts by origin and destination "
+            "(lines) or by one of origin, destination, tile or zone (polygons); leave out "
+            "--format (Python: formats=): the tables are written as Parquet",
+        )
+    return ConfigError(
+        f"a {kind} release has no map layer",
+        hint=f"layers exist for {', '.join(with_layers)} and count tables by a tile; leave out "
+        "--format (Python: formats=): the tables are written as Parquet",
+    )
+
+
+def _layer(kind: str | Layer) -> Layer:
+    """A layer, or the registered layer of ``kind`` (refused when it has none)."""
+    if isinstance(kind, Layer):
+        return kind
+    layer = layer_of(kind)
+    if layer is None:
+        raise no_layer(kind)
+    return layer
 
 
 def tile_indexes(keys: Sequence[Any] | pd.Series, tess: Tessellation) -> np.ndarray:
@@ -80,6 +118,8 @@ def od_flows_layer(
     margin: float | None = None,
     drop_zero: bool = True,
     floor: float | None = None,
+    keys: Sequence[str] = ("period",),
+    within_tiles: bool = True,
 ) -> gpd.GeoDataFrame:
     """OD flows as LineStrings between the tiles' representative points (EPSG:4326).
 
@@ -88,7 +128,10 @@ def od_flows_layer(
     margin_of_error_95 and below_margin (when ``margin`` is given), geometry. ``drop_zero``
     leaves out cells whose noisy count is 0 (a daily 263-zone matrix has 1.9M cells, mostly
     0); ``floor`` (the noise floor, :func:`privmob.privacy.signal.noise_floor`) leaves out
-    the cells at or below it.
+    the cells at or below it. ``keys``: the table's other key columns, kept first (an OD
+    release's ``period``; a count table's other dimensions). ``within_tiles=False`` leaves
+    out the cells from a tile to itself (a line of length 0 is no valid geometry; the table
+    keeps them).
     """
     keep = table["count"] != 0 if drop_zero else pd.Series(True, index=table.index)
     if floor is not None:
@@ -97,13 +140,15 @@ def od_flows_layer(
     o = tile_indexes(df["origin"], tess)
     d = tile_indexes(df["destination"], tess)
     ok = (o >= 0) & (d >= 0)
+    if not within_tiles:
+        ok &= o != d
     df, o, d = df[ok], o[ok], d[ok]
     points = shapely.get_coordinates(tess.gdf.geometry.representative_point().to_numpy())
     names = _names(tess)
     coords = np.stack([points[o], points[d]], axis=1)  # (n, 2, 2)
     out = pd.DataFrame(
         {
-            "period": df["period"].to_numpy(),
+            **{k: df[k].to_numpy() for k in keys},
             "origin": df["origin"].to_numpy(),
             "destination": df["destination"].to_numpy(),
             "origin_name": names[o],
@@ -148,31 +193,35 @@ def tile_values_layer(
 
 
 def release_layer(release: Any, tess: Tessellation, *, keep_all: bool = False) -> gpd.GeoDataFrame:
-    """The map layer of a release whose kind has one (``releases/kinds.py``).
+    """The map layer of a release whose kind has one (``releases/kinds.py``; a count table's
+    from its dimensions, :func:`layer_of`).
 
     An OD layer keeps only the flows above the release's noise floor unless ``keep_all``
     (then every non-zero cell, each with its ``below_margin`` flag)."""
-    if release.kind not in LAYER_TABLES:
-        raise ConfigError(
-            f"a {release.kind} release has no map layer",
-            hint=f"layers exist for {', '.join(n for n in LAYER_TABLES if n in BY_NAME)}",
-        )
-    name, key, _stem = LAYER_TABLES[release.kind]
-    table = release.tables[name]
+    by = release.params.get("by")
+    layer = layer_of(release.kind, by)
+    if layer is None:
+        raise no_layer(release.kind, by)
+    table = release.tables[layer.table]
     margin = release.noise.get("margin_of_error_95")
-    if key is None:
+    if layer.key is None:
         floor = None if keep_all else flow_floor(release)
-        return od_flows_layer(table, tess, margin=margin, floor=floor)
-    if BY_ANY_NAME[release.kind].layer.margin == "budgets":  # type: ignore[union-attr]
+        keys = [c for c in table.columns if c not in ("origin", "destination", "count")]
+        within = layer.table != "counts"  # a count table counts trips within a tile: no line
+        return od_flows_layer(
+            table, tess, margin=margin, floor=floor, keys=keys, within_tiles=within
+        )
+    if layer.margin == "budgets":
         if "zone" not in table.columns:
             raise ConfigError("a single (zone-less) series has no map layer")
         return tile_values_layer(table, tess, margin=_series_margins(release, table))
-    return tile_values_layer(table, tess, key=key, margin=margin)
+    return tile_values_layer(table, tess, key=layer.key, margin=margin)
 
 
 def flow_floor(release: Any) -> float | None:
-    """The noise floor of an OD release's cells: with 95% probability the noise of none of
-    its released cells reaches it (from the noise distribution and the public domain)."""
+    """The noise floor of an OD release's cells (or a count table's by origin and
+    destination): with 95% probability the noise of none of its released cells reaches it
+    (from the noise distribution and the public domain)."""
     from privmob.privacy.mechanisms import Noise, NoiseKind
     from privmob.privacy.signal import noise_floor
 
@@ -180,7 +229,9 @@ def flow_floor(release: Any) -> float | None:
         noise = Noise(NoiseKind(release.noise["kind"]), float(release.noise["scale"]))
     except (KeyError, TypeError, ValueError):
         return None
-    cells = int(release.domain.get("od_cells") or len(release.tables["od"]))
+    layer = layer_of(release.kind, release.params.get("by"))
+    table = release.tables[layer.table if layer is not None else "od"]
+    cells = int(release.domain.get("od_cells") or len(table))
     return float(noise_floor(noise, cells))
 
 
@@ -216,11 +267,9 @@ def parse_formats(values: Iterable[str] | None) -> list[str]:
 _SUFFIX = {"geoparquet": ".geoparquet", "geojson": ".geojson", "csv": ".csv"}
 
 
-def layer_paths(kind: str, outdir: str | Path, formats: Iterable[str]) -> list[Path]:
-    """The layer files :func:`write_layers` writes for a release of ``kind``."""
-    if kind not in LAYER_TABLES:
-        raise ConfigError(f"a {kind} release has no map layer")
-    stem = Path(outdir) / LAYER_TABLES[kind][2]
+def layer_paths(kind: str | Layer, outdir: str | Path, formats: Iterable[str]) -> list[Path]:
+    """The layer files :func:`write_layers` writes for a release of ``kind`` (or ``layer``)."""
+    stem = Path(outdir) / _layer(kind).stem
     return [stem.with_suffix(_SUFFIX[f]) for f in parse_formats(formats) if f != "parquet"]
 
 
@@ -234,28 +283,32 @@ _VERTEX_BYTES = {"geojson": 40, "csv": 24, "geoparquet": 16}
 _ROW_BYTES = {"geojson": 260, "csv": 110, "geoparquet": 40}
 
 
-def layer_size(kind: str, tess: Tessellation, features: int, fmt: str) -> int:
-    """Estimated bytes of a layer file of ``features`` features of a ``kind`` release, from
-    the public tessellation (its vertices per tile) and the feature count only."""
+def layer_size(kind: str | Layer, tess: Tessellation, features: int, fmt: str) -> int:
+    """Estimated bytes of a layer file of ``features`` features of a ``kind`` release (or of
+    ``layer``), from the public tessellation (its vertices per tile) and the feature count."""
     per_vertex, per_row = _VERTEX_BYTES[fmt], _ROW_BYTES[fmt]
-    if LAYER_TABLES[kind][1] is None:  # lines: two vertices each
+    if _layer(kind).key is None:  # lines: two vertices each
         return int(features * (2 * per_vertex + per_row))
     vertices = shapely.get_num_coordinates(tess.gdf.geometry.to_numpy())
     per_tile = float(np.mean(vertices)) * per_vertex + per_row
     return int(features * per_tile)
 
 
-def planned_features(kind: str, tess: Tessellation, output_rows: int) -> int:
+def planned_features(kind: str | Layer, tess: Tessellation, output_rows: int) -> int:
     """The most features a layer of a release can have, from its plan (public): a tile
     table's rows that are tiles, an OD matrix's cells (all of them, before any is dropped)."""
-    if LAYER_TABLES[kind][1] is None:
+    if _layer(kind).key is None:
         return int(output_rows)
     periods = max(1, round(output_rows / max(tess.k, 1)))
     return int(min(output_rows, periods * tess.k))
 
 
 def check_layer_size(
-    kind: str, features: int, tess: Tessellation, formats: Iterable[str], max_bytes: int | None
+    kind: str | Layer,
+    features: int,
+    tess: Tessellation,
+    formats: Iterable[str],
+    max_bytes: int | None,
 ) -> dict[str, int]:
     """The estimated size of each layer file; refuses (ConfigError, exit 2) one above
     ``max_bytes`` (default :data:`MAX_LAYER_BYTES`) with what to change."""
@@ -264,7 +317,7 @@ def check_layer_size(
     big = {f: b for f, b in sizes.items() if b > limit}
     if big:
         fmt, size = max(big.items(), key=lambda kv: kv[1])
-        stem = LAYER_TABLES[kind][2]
+        stem = _layer(kind).stem
         raise ConfigError(
             f"the {stem} layer would be about {size / 1e6:,.0f} MB as {fmt} ({features:,} "
             f"features), over the layer size limit of {limit / 1e6:,.0f} MB",
@@ -287,8 +340,9 @@ def write_layers(
 ) -> list[Path]:
     """Write the release's layer as ``<stem>.geoparquet`` / ``.geojson`` / ``.csv`` (WKT
     geometry) in ``outdir`` (stems: ``od_flows``, ``population_tiles``, ``density_tiles``,
-    ``series_tiles``), for the formats asked for beside ``parquet`` (the release's own
-    tables, written by :func:`~privmob.releases.base.write_release`).
+    ``series_tiles``, ``counts_tiles`` / ``counts_flows``), for the formats asked for beside
+    ``parquet`` (the release's own tables, written by
+    :func:`~privmob.releases.base.write_release`).
 
     ``keep_all``: an OD layer keeps every non-zero cell, not only the flows above the noise
     floor. Each file's size is estimated before it is written and refused above
@@ -298,8 +352,10 @@ def write_layers(
     if not wanted:
         return []
     layer = release_layer(release, tess, keep_all=keep_all)
-    sizes = check_layer_size(release.kind, len(layer), tess, wanted, max_bytes)
-    paths = layer_paths(release.kind, outdir, wanted)
+    kind = layer_of(release.kind, release.params.get("by"))
+    assert kind is not None  # release_layer refused a release without one
+    sizes = check_layer_size(kind, len(layer), tess, wanted, max_bytes)
+    paths = layer_paths(kind, outdir, wanted)
     for fmt, path in zip(wanted, paths, strict=True):
         if progress is not None:
             size = sizes[fmt] / 1e6

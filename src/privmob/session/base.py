@@ -36,6 +36,7 @@ from privmob.session.ledger_view import SessionLedger
 
 if TYPE_CHECKING:
     from privmob.data.tessellation import Tessellation
+    from privmob.data.tessellation_input import TessellationSource
     from privmob.releases.loaded import LoadedInput
 
 Progress = Callable[[str], None]
@@ -96,7 +97,7 @@ class SessionBase:
         self,
         data: Any,
         *,
-        tessellation: Any = None,
+        tessellation: TessellationSource | None = None,
         budget: Budget | float | None = None,
         ledger: str | Path | None = None,
         dataset: str | None = None,
@@ -316,7 +317,7 @@ class SessionBase:
             if not out.checked:
                 out.check()
         plan = spec.plan()  # once, from public parameters only
-        layers = self._layer_plan(plan, formats if out is not None else None)
+        layers = self._layer_plan(spec, plan, formats if out is not None else None)
         plan = dataclasses.replace(plan, notes=(*plan.notes, *layers))
         if on_plan is not None:
             on_plan(plan)
@@ -376,19 +377,22 @@ class SessionBase:
             release = execute(spec, data, acct, self.progress)
         return ReleaseResult(release, self.tessellation, written=out.written if out else [])
 
-    def _layer_plan(self, plan: Plan, formats: Sequence[str] | None) -> list[str]:
-        """The map layers' estimated sizes, said with the plan; a layer whose size is known
-        before reading (tiles, or every OD cell with ``all_flows``) is refused here above the
-        limit. An OD layer of the flows above the noise floor is checked again, on its real
-        size, before it is written (still before the charge)."""
+    def _layer_plan(self, spec: Spec, plan: Plan, formats: Sequence[str] | None) -> list[str]:
+        """The map layers' estimated sizes, said with the plan; a release without a layer
+        (a count table by no tile) is refused here, before reading; a layer whose size is
+        known before reading (tiles, or every OD cell with ``all_flows``) is refused here
+        above the limit. An OD layer of the flows above the noise floor is checked again, on
+        its real size, before it is written (still before the charge)."""
         tess = self.tessellation
         if not formats or tess is None:
             return []
+        from privmob.releases.counts import CountSpec
         from privmob.render.layers import (
-            LAYER_TABLES,
             check_layer_size,
+            layer_of,
             layer_paths,
             layer_size,
+            no_layer,
             parse_formats,
             planned_features,
         )
@@ -396,18 +400,16 @@ class SessionBase:
         wanted = [f for f in parse_formats(formats) if f != "parquet"]
         if not wanted:
             return []
-        if plan.kind not in LAYER_TABLES:  # refused before reading, not once counted
-            raise ConfigError(
-                f"a {plan.kind} release has no map layer",
-                hint=f"layers exist for {', '.join(LAYER_TABLES)}; leave out --format "
-                "(Python: formats=): the tables are written as Parquet",
-            )
-        features = planned_features(plan.kind, tess, plan.output_rows)
-        lines = LAYER_TABLES[plan.kind][1] is None
+        by = spec.by if isinstance(spec, CountSpec) else None  # a count table's dimensions
+        layer = layer_of(plan.kind, by)
+        if layer is None:  # refused before reading, not once counted
+            raise no_layer(plan.kind, by)
+        features = planned_features(layer, tess, plan.output_rows)
+        lines = layer.key is None
         if not lines or self.all_flows:
-            check_layer_size(plan.kind, features, tess, wanted, self.max_layer_bytes)
-        sizes = [layer_size(plan.kind, tess, features, f) for f in wanted]
-        paths = layer_paths(plan.kind, ".", wanted)
+            check_layer_size(layer, features, tess, wanted, self.max_layer_bytes)
+        sizes = [layer_size(layer, tess, features, f) for f in wanted]
+        paths = layer_paths(layer, ".", wanted)
         what = "at most " if lines and not self.all_flows else ""
         said = ", ".join(
             f"{p.name} {what}~{s / 1e6:,.1f} MB" for p, s in zip(paths, sizes, strict=True)

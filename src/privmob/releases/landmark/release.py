@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
@@ -65,49 +65,148 @@ def publish_series(
     outliers_epsilon (``outliers`` table) and composes sequentially with the series: the
     cost is epsilon + outliers_epsilon, charged as two ledger entries (series, outliers).
     """
-    scheme = Scheme(scheme)
-    unit = SCHEME_UNIT[scheme]
-    series_cost = Cost.pure(epsilon, unit)
-    cost = series_cost if outliers is None else series_cost + _outliers_cost(outliers, unit)
-    accountant.precheck(cost)
+    mechanism = LandmarkNoise(
+        tuple(np.asarray(list(landmarks), dtype=np.int64).tolist()),
+        epsilon,
+        Scheme(scheme),
+        sensitivity,
+        integer,
+        rule,
+        fill_value,
+        None if outliers is None else outliers[1],
+    )
+    accountant.precheck(mechanism.cost)
     x = _clamped(np.asarray(values), value_bounds)
-    length = x.shape[-1]
     r = resolve(rng)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        result = perturb_series(
-            x,
-            landmarks,
-            epsilon,
-            scheme,
-            sensitivity=sensitivity,
-            rng=r,
-            integer=integer,
-            rule=rule,
-            fill_value=fill_value,
-        )
-    marks = landmark_indices(landmarks, length)
+    noisy = mechanism.noised(x, None if outliers is None else outliers[0], r)
+    release = series_release(
+        noisy,
+        mechanism,
+        r,
+        timestamps=timestamps,
+        zones=zones,
+        value_bounds=value_bounds,
+        sensitivity_note=sensitivity_note,
+        kind=kind,
+    )
+    return accountant.charge(release, description=mechanism.description)
+
+
+@dataclass(frozen=True)
+class NoisySeries:
+    """What the landmark mechanism drew: the scheme's result, the landmarks' positions, the
+    known notes it raised and the noisy outliers cell (``None``: a series without one)."""
+
+    result: SeriesResult
+    marks: np.ndarray
+    notes: list[str]
+    single: bool
+    outliers: float | None = None
+
+
+@dataclass(frozen=True)
+class LandmarkNoise:
+    """The landmark series mechanism as a noise step: the scheme's noise on the series
+    (:func:`perturb_series`), then, with ``outliers_epsilon``, the outliers cell's own noise
+    of scale sensitivity / outliers_epsilon (in this order for a seed). Its cost: epsilon,
+    plus outliers_epsilon composed sequentially (two parts, two ledger entries)."""
+
+    landmarks: tuple[int, ...]
+    epsilon: float
+    scheme: Scheme
+    sensitivity: float
+    integer: bool | None = None
+    rule: AdaptiveRule | None = None
+    fill_value: float = 0.0
+    outliers_epsilon: float | None = None
+
+    @property
+    def description(self) -> str:
+        """The ledger's words for the release (its series part)."""
+        return f"landmark series ({self.scheme.value})"
+
+    @property
+    def unit(self) -> PrivacyUnit:
+        return SCHEME_UNIT[self.scheme]
+
+    @property
+    def parts(self) -> list[tuple[str, Cost]]:
+        """The cost's parts, one ledger entry each (none apart: a series alone)."""
+        if self.outliers_epsilon is None:
+            return []
+        eps_out = float(self.outliers_epsilon)
+        if not (eps_out > 0 and math.isfinite(eps_out)):
+            raise ConfigError(f"the outliers cell needs a budget > 0, got {eps_out}")
+        return [
+            (self.description, Cost.pure(self.epsilon, self.unit)),
+            ("outliers cell (outside the period)", Cost.pure(eps_out, self.unit)),
+        ]
+
+    @property
+    def cost(self) -> Cost:
+        """epsilon (+ outliers_epsilon) in the scheme's unit."""
+        total = Cost.pure(self.epsilon, self.unit)
+        for _, part in self.parts[1:]:
+            total = total + part
+        return total
+
+    def noised(self, x: np.ndarray, outliers: float | None, r: Randomness) -> NoisySeries:
+        """The series' noise, then the outliers cell's (``outliers``: its exact value)."""
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = perturb_series(
+                x,
+                self.landmarks,
+                self.epsilon,
+                self.scheme,
+                sensitivity=self.sensitivity,
+                rng=r,
+                integer=self.integer,
+                rule=self.rule,
+                fill_value=self.fill_value,
+            )
+        marks = landmark_indices(self.landmarks, x.shape[-1])
+        cell = None
+        if outliers is not None and self.outliers_epsilon is not None:
+            cell = noisy_outliers(
+                outliers, self.outliers_epsilon, result.noise_kind, self.sensitivity, r
+            )
+        notes = known_notes(caught, self.scheme, marks)
+        return NoisySeries(result, marks, notes, x.ndim == 1, cell)
+
+
+def series_release(
+    noisy: NoisySeries,
+    mechanism: LandmarkNoise,
+    r: Randomness,
+    *,
+    timestamps: Sequence[object] | None = None,
+    zones: Sequence[object] | None = None,
+    value_bounds: tuple[float, float] | None = None,
+    sensitivity_note: str = "",
+    kind: str = "series",
+) -> Release:
+    """The release of a noisy series (post-processing only: tables, bounds, metadata and the
+    cost's parts); not charged."""
+    result, marks, scheme = noisy.result, noisy.marks, mechanism.scheme
+    sensitivity, unit = mechanism.sensitivity, mechanism.unit
+    length = result.values.shape[-1]
     labels: list[object] = list(timestamps) if timestamps is not None else list(range(length))
     if len(labels) != length:
         raise ConfigError(f"{len(labels)} timestamp labels for a series of {length}")
     zone_labels: list[object] = (
         list(zones) if zones is not None else list(range(result.values.shape[0]))
     )
-    single = x.ndim == 1
     tables = {
-        "series": series_table(result, labels, None if single else zone_labels),
+        "series": series_table(result, labels, None if noisy.single else zone_labels),
         "budgets": budgets_table(result, labels, marks, sensitivity),
     }
-    parts: list[tuple[str, Cost]] = []
-    if outliers is not None:
-        tables["outliers"] = outliers_table(outliers, result.noise_kind, sensitivity, r)
-        parts = [
-            (f"landmark series ({scheme.value})", series_cost),
-            ("outliers cell (outside the period)", Cost.pure(float(outliers[1]), unit)),
-        ]
-    release = Release(
+    eps_out = mechanism.outliers_epsilon
+    if noisy.outliers is not None and eps_out is not None:
+        tables["outliers"] = outliers_table(noisy.outliers, eps_out, sensitivity)
+    return Release(
         kind=kind,
-        cost=cost,
+        cost=mechanism.cost,
         unit=unit,
         bounds={
             "sensitivity_per_timestamp": float(sensitivity),
@@ -120,33 +219,27 @@ def publish_series(
         },
         params={
             "scheme": scheme.value,
-            "epsilon": float(epsilon),
+            "epsilon": float(mechanism.epsilon),
             "landmarks": marks.tolist(),
-            "adaptive_rule": asdict(rule or AdaptiveRule()) if scheme is Scheme.ADAPTIVE else None,
-            "fill_value": fill_value if scheme is Scheme.SKIP else None,
+            "adaptive_rule": asdict(mechanism.rule or AdaptiveRule())
+            if scheme is Scheme.ADAPTIVE
+            else None,
+            "fill_value": mechanism.fill_value if scheme is Scheme.SKIP else None,
         },
-        domain={"timestamps": length, "zones": None if single else len(zone_labels)},
+        domain={"timestamps": length, "zones": None if noisy.single else len(zone_labels)},
         tables=tables,
         for_publication=r.for_publication,
         extra={
             "max_landmark_spend": float(landmark_spend(result.epsilons, marks).max()),
             "sum_epsilon_t": float(result.epsilons.sum()),
-            "outliers_epsilon": float(outliers[1]) if outliers is not None else None,
+            "outliers_epsilon": float(eps_out) if eps_out is not None else None,
             "composition": "series (landmark theorem) + outliers cell, sequential"
-            if outliers is not None
+            if eps_out is not None
             else "series (landmark theorem)",
-            "warnings": known_notes(caught, scheme, marks),
+            "warnings": noisy.notes,
         },
-        cost_parts=parts,
+        cost_parts=mechanism.parts,
     )
-    return accountant.charge(release, description=f"landmark series ({scheme.value})")
-
-
-def _outliers_cost(outliers: tuple[float, float], unit: PrivacyUnit) -> Cost:
-    """The outliers cell's cost: its own budget, composed sequentially with the series."""
-    if not (outliers[1] > 0 and math.isfinite(outliers[1])):
-        raise ConfigError(f"the outliers cell needs a budget > 0, got {outliers[1]}")
-    return Cost.pure(outliers[1], unit)
 
 
 def _clamped(x: np.ndarray, value_bounds: tuple[float, float] | None) -> np.ndarray:
@@ -204,11 +297,12 @@ def budgets_table(
     )
 
 
-def outliers_table(
-    outliers: tuple[float, float], kind: NoiseKind, sensitivity: float, r: Randomness
-) -> pd.DataFrame:
-    """The one noisy cell of the values outside the declared period, with its own budget."""
-    value, eps_out = float(outliers[0]), float(outliers[1])
+def noisy_outliers(
+    value: float, eps_out: float, kind: NoiseKind, sensitivity: float, r: Randomness
+) -> float:
+    """The noisy cell of the values outside the declared period (its own budget ``eps_out``,
+    scale sensitivity / eps_out); a whole number for an integer series."""
+    value = float(value)
     if not math.isfinite(value):
         raise InputError("the outliers cell must hold a finite number")
     whole = kind is NoiseKind.DISCRETE_LAPLACE
@@ -216,7 +310,11 @@ def outliers_table(
         raise InputError("the outliers cell of an integer series must be a whole number")
     exact = np.array([round(value)], dtype=np.int64) if whole else np.array([value])
     noisy = add_noise(landmark_noise(kind, eps_out, sensitivity), exact, r)
-    cell: float | int = round(float(noisy[0])) if whole else float(noisy[0])
+    return round(float(noisy[0])) if whole else float(noisy[0])
+
+
+def outliers_table(cell: float, eps_out: float, sensitivity: float) -> pd.DataFrame:
+    """The one noisy cell of the values outside the declared period, with its own budget."""
     return pd.DataFrame(
         {
             "cell": ["outside the period"],
