@@ -11,15 +11,13 @@ import pandas as pd
 import pytest
 from tests.helpers import box_grid
 
+from privmob.data import load_events, load_trip_points, load_trips
 from privmob.data.fingerprint import (
     FINGERPRINT_TAG,
     FINGERPRINT_VERSION,
-    SAMPLE_MODULUS,
     reference_total,
     sample_selected,
 )
-
-from privmob.data import load_events, load_trip_points, load_trips
 from privmob.prepare.inputs import load_trips_any
 from privmob.prepare.trips import events_to_trips
 
@@ -191,7 +189,6 @@ def test_about_one_row_in_17_is_sampled_on_realistic_data(engine, step):
     expected = [sample_selected(ints) for _, ints in canonical(rows.assign(uid=0, tid=0))]
     assert got["s"].tolist() == expected
     assert 0.045 <= float(np.mean(expected)) <= 0.075, step
-    assert 1 / SAMPLE_MODULUS == pytest.approx(0.0588, abs=1e-4)
 
 
 def test_edits_the_fingerprint_sees_and_the_one_it_does_not(tmp_path, engine, grid):

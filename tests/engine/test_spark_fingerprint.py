@@ -15,8 +15,8 @@ import pytest
 from tests.helpers import run_cli
 
 from privmob.data import load_events, load_trip_points, load_trips
-from privmob.data.tessellation_input import load_tessellation
 from privmob.data.fingerprint import content_fingerprint, row_hash
+from privmob.data.tessellation_input import load_tessellation
 from privmob.engine import make_engine
 from privmob.privacy.ledger import Ledger
 
