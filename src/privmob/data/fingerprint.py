@@ -22,27 +22,26 @@ names, and three aggregates over the input:
 It is tagged ``v3:`` in the ledger so that it is never mistaken for an older definition.
 
 **Why a sample is safe.** The fingerprint exists to refuse the *same* input under a second
-dataset name. Its possible errors are:
+dataset name; equal fingerprints only ever refuse (under the dataset that holds them a release
+is allowed whatever its fingerprint). Its possible errors are:
 
 * a false "same" (two different inputs, one fingerprint): the second input is treated as an
   already-released dataset's and refused under another name; that only makes privmob more
   conservative, and the user can state ``--new-dataset-for-same-data`` (recorded);
-* a false "different" for the same content: impossible, the definition is deterministic on
-  canonical values, engine- and format-free (tested).
+* a false "different" for the same content: impossible, the definition (the sample included)
+  is a deterministic function of canonical values, engine- and format-free (tested).
 
-What still changes the fingerprint: a row more or less (the count); any change of a time or a
+What changes the fingerprint: a row more or less (the count); any change of a time or a
 coordinate in any row (the integer sums; a one-second shift of one row moves the time sum by
-10^6); any change of a sampled row, an id included (its row hash); a shift of every time, which
-also changes which rows are sampled. What it does not see: edits of ids in unsampled rows, and
-edits of times or coordinates in unsampled rows that keep every column's sum (swapping values
-between rows, or changes that cancel). That was never the fingerprint's defence: a deliberate
-edit to escape the binding is caught by the people sketch (:mod:`privmob.privacy.people`: the
-same users under another dataset name are refused), and an accidental edit of that kind leaves
-an input that is another file with the same people, which the people sketch also binds. The
-residual risk is an input whose ids were relabelled in unsampled rows only (the count, every
-time and coordinate sum and every sampled row unchanged) *and* whose people overlap an earlier
-dataset's below the people sketch's threshold: it is accepted under a new dataset name, as it
-would be after any relabelling of most ids under the full (v2) fingerprint.
+10^6); any change of a sampled row, an id included (its row hash); a shift of every time,
+which also changes which rows are sampled. What it does not see: edits of ids in unsampled
+rows, and edits of times or coordinates in unsampled rows that keep every column's sum
+(values swapped between rows, changes that cancel). Such a near-copy gets the original's
+fingerprint and is refused under a new name as the original's data: the residual of the
+sample is precision (v2 told such near-copies apart), not privacy. Deliberate evasion, editing
+records until the fingerprint differs, was never the fingerprint's defence (one shifted time
+escapes v3, as one edited value escaped v2): the people sketch (:mod:`privmob.privacy.people`)
+binds the users whatever the edit.
 
 **Earlier definitions.** ``privmob-input-v2`` (untagged in the ledger) summed the row hash of
 every row; it costs an MD5 per row (up to 63% of a population release at 10M rows). A ledger
