@@ -1,7 +1,8 @@
 """The fingerprint's v3 keeps the binding of ledgers written under v2 (privmob.data.fingerprint):
 an input charged to dataset A by the v2 code path (its untagged v2 fingerprint, as v2 recorded
 it) is still refused under dataset B after the upgrade, on an SQLite file and on a PostgreSQL
-ledger; the v2 pass runs only on a ledger that holds v2 fingerprints of another dataset."""
+ledger; the v2 pass runs only on a ledger that holds v2 fingerprints of another dataset (of
+as many rows as the input)."""
 
 from __future__ import annotations
 
@@ -111,25 +112,29 @@ def test_an_input_charged_under_v2_is_refused_under_another_name(ledger_at, poin
 
 
 def test_the_v2_pass_runs_only_where_another_dataset_holds_v2_entries(ledger_at, points):
+    """... of as many rows as the input (a v2 fingerprint covers its row count)."""
     loaded, calls = points
     ledger = Ledger(ledger_at)
     for name in ("A", "B", "C", "D"):
         ledger.set_budget(name, 10.0)
     # v2 entries of this dataset only: no pass
-    charge_as_v2(ledger, "C", "c" * 64, 3)
+    charge_as_v2(ledger, "C", "c" * 64, len(ROWS))
     Accountant(ledger, "C").bind_input(loaded)
     assert calls == []
     # a stated new dataset for the same data checks no content: no pass (C's v2 entry is
     # another dataset's)
     Accountant(ledger, "D", new_dataset_for_same_data=True).bind_input(loaded)
     assert calls == []
-    # the input's v3 fingerprint held by A: refused under B by it (C's v2 entry makes B's
-    # release compute the v2 fingerprint too, once)
+    # another dataset's v2 entry of another row count cannot be this input's: no pass
+    assert not ledger.holds_older_fingerprints("D", len(ROWS) + 1)
+    assert ledger.holds_older_fingerprints("D", len(ROWS)) and ledger.holds_older_fingerprints("D")
+    # the input's v3 fingerprint held by A: refused under B by it (C's v2 entry of as many
+    # rows makes B's release compute the v2 fingerprint too, once)
     ledger.charge("A", Cost(0.1), kind="od", input_fingerprint=loaded.fingerprint)
     with pytest.raises(BudgetError, match="under dataset 'A'"):
         Accountant(ledger, "B").bind_input(loaded)
     assert len(calls) == 1
-    assert not ledger.holds_older_fingerprints("C") and ledger.holds_older_fingerprints("A")
+    assert not ledger.holds_older_fingerprints("C", len(ROWS))
 
 
 def test_a_series_charged_under_v2_is_refused_under_another_name(ledger_at):

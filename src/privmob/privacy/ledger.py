@@ -335,13 +335,15 @@ class Ledger(Custody, Audit):
                 family_of(con, dataset)[1],
             )
 
-    def holds_older_fingerprints(self, dataset: str) -> bool:
-        """Whether a dataset outside ``dataset``'s family was charged for an input
-        fingerprinted under an earlier definition (:mod:`privmob.data.fingerprint`): then a
-        release of ``dataset`` must compute its input's older fingerprints too, so that the
-        same content is still refused under another name after an upgrade."""
+    def holds_older_fingerprints(self, dataset: str, rows: int | None = None) -> bool:
+        """Whether a dataset outside ``dataset``'s family was charged for an input of
+        ``rows`` rows fingerprinted under an earlier definition
+        (:mod:`privmob.data.fingerprint`): then a release of ``dataset`` must compute its
+        input's older fingerprints too, so that the same content is still refused under
+        another name after an upgrade."""
         with self._connect() as con:
-            return checks.holds_older_fingerprints(con, dataset, family_of(con, dataset)[1])
+            family = family_of(con, dataset)[1]
+            return checks.holds_older_fingerprints(con, dataset, family, rows)
 
     def _refuse_unapproved_same_data(self, dataset: str) -> None:
         if self.role() == trust.CUSTODIAN or self.approved_same_data(dataset):

@@ -107,15 +107,20 @@ def refuse_foreign_input(
     )
 
 
-def holds_older_fingerprints(con: Any, dataset: str, family: Sequence[str] = ()) -> bool:
+def holds_older_fingerprints(
+    con: Any, dataset: str, family: Sequence[str] = (), rows: int | None = None
+) -> bool:
     """Whether another dataset than ``dataset`` and its ``family`` has entries whose input
-    fingerprint is of an earlier definition (untagged, v2: :mod:`privmob.data.fingerprint`).
-    Only then does a release compute its input's older fingerprints (one more pass)."""
+    fingerprint is of an earlier definition (untagged, v2: :mod:`privmob.data.fingerprint`)
+    and could be this input's: of ``rows`` rows (an older fingerprint covers its row count;
+    an entry without one could be any), every such entry where ``rows`` is None. Only then
+    does a release compute its input's older fingerprints (one more pass)."""
     mine = [dataset, *family]
+    same_rows = "" if rows is None else " AND (input_rows = ? OR input_rows IS NULL)"
     row = con.execute(
         "SELECT 1 FROM releases WHERE input_fingerprint IS NOT NULL AND input_fingerprint "
-        f"NOT LIKE ? AND dataset NOT IN ({', '.join('?' * len(mine))}) LIMIT 1",
-        ["%:%", *mine],
+        f"NOT LIKE ? AND dataset NOT IN ({', '.join('?' * len(mine))}){same_rows} LIMIT 1",
+        ["%:%", *mine, *([] if rows is None else [rows])],
     ).fetchone()
     return row is not None
 

@@ -114,10 +114,11 @@ class Accountant:
         # who is in it: the keyed sketch of its user ids (privmob.privacy.people; one query)
         self.input_people = loaded.people_sketch(people_key(self.ledger))
         # a ledger written before the fingerprint's v3 (privmob.data.fingerprint): the same
-        # content is refused under another name by its v2 fingerprint (one more pass, only here)
+        # content is refused under another name by its v2 fingerprint (one more pass, only
+        # where another dataset holds a v2 entry of as many rows)
         self.input_older = ()
         if not self.new_dataset_for_same_data and self.ledger.holds_older_fingerprints(
-            self.dataset
+            self.dataset, self.input_rows
         ):
             self.input_older = loaded.older_fingerprints()
         self.ledger.check_input(
