@@ -46,9 +46,10 @@ binds the users whatever the edit.
 **Earlier definitions.** ``privmob-input-v2`` (untagged in the ledger) summed the row hash of
 every row; it costs an MD5 per row (up to 63% of a population release at 10M rows). A ledger
 that holds v2 entries of another dataset still refuses the same input: the release computes
-the v2 fingerprint too (:func:`legacy_content_fingerprint`, one more pass) only on such a
-ledger (:meth:`privmob.privacy.ledger.Ledger.holds_older_fingerprints`), and the check looks
-for both.
+the v2 fingerprint too (:func:`legacy_content_fingerprint`, one more pass) only where another
+dataset holds a v2 entry of as many rows
+(:meth:`privmob.privacy.ledger.Ledger.holds_older_fingerprints`), and the check looks for
+both, never recording the v2 value.
 """
 
 from __future__ import annotations
@@ -218,8 +219,8 @@ def reference_total(rows: Iterable[tuple[Sequence[str], Sequence[int | None]]]) 
     width = len(rows[0][1]) if rows else 0
     parts = []
     for j in range(width):
-        values = [i[j] for _, i in rows if i[j] is not None]
-        parts.append(str(sum(values)) if values else "")  # type: ignore[arg-type]
+        values = [v for _, i in rows if (v := i[j]) is not None]
+        parts.append(str(sum(values)) if values else "")
     sampled = [row_hash(t) for t, i in rows if sample_selected(i)]
     parts.append(str(sum(sampled)) if sampled else "")
     return "/".join(parts)
