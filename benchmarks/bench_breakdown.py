@@ -147,7 +147,9 @@ def fingerprint_share(con: Any, sql: str) -> tuple[float, float]:
     """Seconds of the validation statement ``sql`` run again, with and without its content
     fingerprint term (the rest: the checks and the row count over the same relation)."""
     head, _, tail = sql.partition(" AS pm_fingerprint")
-    without = head[: head.rindex(", CAST(sum(")] + tail
+    # the fingerprint's term: v3's concat_ws('/', ...) of sums (v2's: one CAST(sum(...)))
+    marker = ", concat_ws('/', " if ", concat_ws('/', " in head else ", CAST(sum("
+    without = head[: head.rindex(marker)] + tail
     out = []
     for text in (sql, without):
         t0 = time.perf_counter()

@@ -15,8 +15,8 @@ import pytest
 from tests.helpers import run_cli
 
 from privmob.data import load_events, load_trip_points, load_trips
+from privmob.data.fingerprint import content_fingerprint, row_hash
 from privmob.data.tessellation_input import load_tessellation
-from privmob.data.validation import content_fingerprint, row_hash
 from privmob.engine import make_engine
 from privmob.privacy.ledger import Ledger
 
@@ -101,3 +101,41 @@ def test_another_engine_does_not_reset_the_budget(spark_engine, shared_data, tmp
     assert "already released under dataset 'A'" in err and "Traceback" not in err
     assert not (tmp_path / "b").exists()
     assert Ledger(ledger).entries("B") == []
+
+
+def test_both_engines_compute_the_reference_v3_text(spark_engine, tmp_path) -> None:
+    """The v3 aggregates (each canonical integer's exact sum over every row, the row hashes of
+    the sampled rows summed) of each engine against the Python reference, on negative
+    coordinates (the remainder's sign) and whole-second times; and the sample is a sample."""
+    import numpy as np
+
+    from privmob.data.fingerprint import Canonical, reference_total, sample_selected
+
+    rng = np.random.default_rng(4)
+    n = 5000
+    data = pd.DataFrame(
+        {
+            "uid": [f"u{i}" for i in rng.integers(0, 300, n)],
+            "t": (1_709_251_200 + rng.integers(0, 30 * 86400, n)) * 1_000_000,
+            "lat": np.floor(np.round(40.6 + rng.random(n) * 0.3, 5) * 1e7).astype("int64"),
+            "lng": np.floor(np.round(-74.1 + rng.random(n) * 0.3, 5) * 1e7).astype("int64"),
+        }
+    )
+    data.to_parquet(tmp_path / "v3.parquet", index=False)
+    content = {"uid": "CAST(uid AS VARCHAR)"} | {
+        c: Canonical(f"CAST({c} AS VARCHAR)", c) for c in ("t", "lat", "lng")
+    }
+    rows = [
+        ([r.uid, str(r.t), str(r.lat), str(r.lng)], [r.t, r.lat, r.lng])
+        for r in data.itertuples(index=False)
+    ]
+    assert 0.04 < np.mean([sample_selected(i) for _, i in rows]) < 0.08
+    expected = reference_total(rows)
+    duck = make_engine("duckdb")
+    try:
+        for eng in (duck, spark_engine):
+            eng.read_parquet("fp_v3", str(tmp_path / "v3.parquet"))
+            got = eng.fetch(f"SELECT {content_fingerprint(eng, content)} AS f FROM fp_v3")
+            assert got.iloc[0, 0] == expected, eng.dialect.name
+    finally:
+        duck.close()

@@ -5,6 +5,7 @@ the rows (SPEC 1). Messages name row numbers, never a data date."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,18 +66,23 @@ class SeriesInput:
         """None: the values of a series name no user."""
         return None
 
+    def older_fingerprints(self) -> tuple[str, ...]:
+        """The series' v2 fingerprint (:func:`series_fingerprint`)."""
+        return (series_fingerprint(self.values, self.labels, self.zones, legacy=True)[0],)
+
 
 def series_fingerprint(
-    values: np.ndarray, labels: list[object], zones: list[object] | None
+    values: np.ndarray, labels: list[object], zones: list[object] | None, *, legacy: bool = False
 ) -> tuple[str, int]:
     """(fingerprint, rows) of a series' content, on canonical values as the engines' inputs
-    (:func:`privmob.data.validation.content_fingerprint`): each (zone, time, value) row's text
-    (zone as text, a time in ISO 8601, a value as the shortest text of its double) hashed by
-    :func:`~privmob.data.validation.row_hash` and summed; the same for a CSV and a Parquet
-    copy, in any row order, whatever the column names."""
-    import hashlib
-
-    from privmob.data.validation import FINGERPRINT_VERSION, row_hash
+    (:mod:`privmob.data.fingerprint`, the same version and tag): each (zone, time, value)
+    row's text (zone as text, a time in ISO 8601, a value as the shortest text of its double)
+    hashed by :func:`~privmob.data.fingerprint.row_hash`; the same for a CSV and a Parquet
+    copy, in any row order, whatever the column names. A series row has no canonical integer,
+    so every row is in the sample (:func:`~privmob.data.fingerprint.reference_total`): a series
+    is small and read by pandas, its fingerprint costs no pass in an engine. ``legacy``: the
+    v2 fingerprint (untagged; for ledgers that hold one)."""
+    from privmob.data import fingerprint as fp
 
     def text(label: object) -> str:  # a time as ISO 8601 whether the file held text or times
         if isinstance(label, str):
@@ -89,14 +95,18 @@ def series_fingerprint(
     times = [text(t) for t in labels]
     grid = np.atleast_2d(np.asarray(values, dtype=float))
     names = [""] if zones is None else [str(z) for z in zones]
-    total = sum(
-        row_hash([zone, t, repr(float(v))])
+    rows: list[tuple[list[str], list[int | None]]] = [
+        ([zone, t, repr(float(v))], [])
         for zone, row in zip(names, grid, strict=True)
         for t, v in zip(times, row, strict=True)
-    )
-    rows = grid.size
-    key = f"{FINGERPRINT_VERSION}|series:zone,time,value|{rows}|{total}"
-    return hashlib.sha256(key.encode()).hexdigest(), rows
+    ]
+    if legacy:  # v2: the sum of every row's hash, untagged
+        total = str(sum(fp.row_hash(t) for t, _ in rows))
+        version, tag = fp.LEGACY_VERSION, ""
+    else:
+        total, version, tag = fp.reference_total(rows), fp.FINGERPRINT_VERSION, fp.FINGERPRINT_TAG
+    key = f"{version}|series:zone,time,value|{grid.size}|{total}"
+    return tag + hashlib.sha256(key.encode()).hexdigest(), grid.size
 
 
 def load_series(

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from privmob.data.fingerprint import coordinate_text, identity_text, time_text
 from privmob.data.reading import (
     INT64_SAFE_TYPES,
     column_types,
@@ -58,12 +59,9 @@ from privmob.data.validation import (
     Check,
     Validated,
     coord_checks,
-    coordinate_text,
     float_expr,
-    identity_text,
     parsed_view,
     relabel,
-    time_text,
     uid_check,
     validate,
 )
@@ -203,6 +201,7 @@ def _bound(
         fingerprint=checked.fingerprint,
         rows=checked.rows,
         people_source=checked.people,
+        older_source=checked.older,
         tiles=tiles_fingerprint(tessellation),
     )
 

@@ -1,7 +1,7 @@
 """Validation of a loaded input in the engine, in one aggregate pass that also computes the
-content fingerprint; the first bad row is looked up only when something is wrong, and the
-message names the file, the column, the row number and the kind of problem, never a person's
-values (:mod:`privmob.data.diagnose`)."""
+content fingerprint (:mod:`privmob.data.fingerprint`); the first bad row is looked up only
+when something is wrong, and the message names the file, the column, the row number and the
+kind of problem, never a person's values (:mod:`privmob.data.diagnose`)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from privmob.data import diagnose
+from privmob.data.fingerprint import content_fingerprint, fingerprint_text, legacy_fingerprint
 from privmob.data.reading import ident, unreadable
 from privmob.engine.base import Engine
 from privmob.engine.relation import new_name
@@ -45,87 +46,9 @@ class Validated:
     #: the people sketch of the input's user ids under a ledger's key (one query, run when a
     #: release binds the input; None where the input has no user id)
     people: Callable[[bytes], PeopleSketch] | None = None
-
-
-#: the version of the fingerprint's definition (a new one never matches an older one)
-FINGERPRINT_VERSION = "privmob-input-v2"
-
-#: one coordinate unit of the canonical text: 1e-7 degree (about 1 cm)
-COORDINATE_SCALE = 10_000_000
-
-
-def content_fingerprint(engine: Engine, content: Mapping[str, str]) -> str:
-    """An aggregate SQL expression (text) of the input's content fingerprint, for the
-    validation pass: the exact sum over rows of a 64-bit hash of the row's canonical text.
-
-    ``content``: canonical name -> SQL text of the value in its canonical form
-    (:func:`identity_text`, :func:`time_text`, :func:`coordinate_text`). A row's canonical text
-    is those values joined by ``|``; its hash is the first 8 bytes of the MD5 digest of that
-    text read as an unsigned little-endian integer (:func:`row_hash`, the reference). Both
-    engines compute the same number (DuckDB from ``md5_number``, Spark from ``md5``'s hex
-    digits), and the sum is exact on both (a HUGEINT on DuckDB; on Spark three BIGINT sums of
-    24-, 24- and 16-bit parts, exact below 2^39 rows whether or not ANSI mode is on, combined
-    once as a DECIMAL). Order-free and independent of the engine, the file's name, format and
-    column names; see :func:`fingerprint_text`."""
-    text = f"concat_ws('|', {', '.join(content.values())})"
-    if engine.dialect.name == "spark":
-        digest = f"md5({text})"
-
-        def little_endian(first: int, last: int) -> str:  # bytes first..last of the digest
-            pairs = [f"substr({digest}, {2 * b + 1}, 2)" for b in range(last, first - 1, -1)]
-            return f"CAST(conv(concat({', '.join(pairs)}), 16, 10) AS BIGINT)"
-
-        total = " + ".join(
-            f"CAST(sum({little_endian(a, b)}) AS DECIMAL(38, 0)) * {2 ** (8 * a)}"
-            for a, b in ((0, 2), (3, 5), (6, 7))
-        )
-        return f"CAST({total} AS VARCHAR)"
-    # md5_number: the digest as a little-endian integer; its low 64 bits are bytes 0-7.
-    # As text: a HUGEINT would reach pandas as a float and lose its low digits
-    low = f"CAST(md5_number({text}) & {2**64 - 1} AS UBIGINT)"
-    return f"CAST(sum({low}) AS VARCHAR)"
-
-
-def row_hash(values: Sequence[str]) -> int:
-    """The reference of one row's hash (what both engines compute in SQL): the first 8 bytes
-    of MD5 of the canonical values joined by ``|``, as an unsigned little-endian integer."""
-    import hashlib
-
-    digest = hashlib.md5("|".join(values).encode(), usedforsecurity=False).digest()
-    return int.from_bytes(digest[:8], "little")
-
-
-def fingerprint_text(content: Mapping[str, str], n_rows: int, total: Any) -> str:
-    """The fingerprint: SHA-256 of the definition's version, the canonical names, the row
-    count and the row-hash sum. No engine name: the same input gets the same fingerprint on
-    DuckDB and Spark. (A 64-bit row hash is an accident detector, not a defence against
-    someone crafting a collision; deliberate evasion is the people sketch's and the roles'
-    part, :mod:`privmob.privacy.people`.)"""
-    import hashlib
-
-    text = f"{FINGERPRINT_VERSION}|{','.join(content)}|{n_rows}|{total}"
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def identity_text(col: str) -> str:
-    """An identifier column as canonical text, so that 7 read as an integer from CSV and "7"
-    from Parquet fingerprint alike."""
-    return f"CAST({ident(col)} AS VARCHAR)"
-
-
-def time_text(engine: Engine, expr: str) -> str:
-    """A parsed time as canonical text: whole microseconds since 1970-01-01 (the wall clock
-    the loader parsed it to), the same number on both engines."""
-    return f"CAST({engine.dialect.epoch_micros(expr)} AS VARCHAR)"
-
-
-def coordinate_text(expr: str) -> str:
-    """A parsed coordinate (DOUBLE, degrees) as canonical text: the whole number of 1e-7
-    degrees below it (``floor`` of an IEEE product: exact and the same on both engines,
-    where the engines' own texts of a double differ). A value the checks refuse (NaN, out of
-    range) gives NULL here, never an error: the same pass must reach the checks' message."""
-    scaled = f"floor({expr} * CAST({COORDINATE_SCALE} AS DOUBLE))"
-    return f"CAST(TRY_CAST({scaled} AS BIGINT) AS VARCHAR)"
+    #: the input's fingerprints under earlier definitions (one more pass, run only where a
+    #: ledger holds such fingerprints of another dataset: :mod:`privmob.data.fingerprint`)
+    older: Callable[[], tuple[str, ...]] | None = None
 
 
 def validate(
@@ -197,7 +120,19 @@ def validate(
         fingerprint = fingerprint_text(content, n_rows, row["pm_fingerprint"])
     uid = (content or {}).get("uid")
     people = None if uid is None else people_source(engine, relation, uid)
-    return Validated(n_rows, fingerprint, relation, people)
+    older = None
+    if content:
+        older = _older_source(engine, relation, dict(content), n_rows)
+    return Validated(n_rows, fingerprint, relation, people, older)
+
+
+def _older_source(
+    engine: Engine, relation: str, content: dict[str, str], n_rows: int
+) -> Callable[[], tuple[str, ...]]:
+    def older() -> tuple[str, ...]:
+        return (legacy_fingerprint(engine, relation, content, n_rows),)
+
+    return older
 
 
 def people_source(engine: Engine, relation: str, uid: str) -> Callable[[bytes], PeopleSketch]:

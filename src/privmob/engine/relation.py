@@ -42,6 +42,10 @@ class Loaded:
     #: validation; None where the input has no user id)
     people_source: Callable[[bytes], PeopleSketch] | None = field(default=None, repr=False)
     _people_key: bytes | None = field(default=None, repr=False)
+    #: computes the input's fingerprints under earlier definitions (one more pass, from the
+    #: validation: :mod:`privmob.data.fingerprint`); asked only on a ledger that holds such
+    older_source: Callable[[], tuple[str, ...]] | None = field(default=None, repr=False)
+    _older: tuple[str, ...] | None = field(default=None, repr=False)
 
     def people_sketch(self, key: bytes) -> PeopleSketch | None:
         """The people sketch under ``key`` (computed once per key; a derived relation asks
@@ -51,6 +55,15 @@ class Loaded:
         elif self.people_source is not None and (self.people is None or self._people_key != key):
             self.people, self._people_key = self.people_source(key), key
         return self.people
+
+    def older_fingerprints(self) -> tuple[str, ...]:
+        """The input's fingerprints under earlier definitions (computed once; a derived
+        relation asks its base)."""
+        if self.base is not None and self.older_source is None:
+            return self.base.older_fingerprints()
+        if self._older is None:
+            self._older = self.older_source() if self.older_source is not None else ()
+        return self._older
 
     def derived(self, view: str, shape: str, derive: Callable[[Loaded], Loaded]) -> Loaded:
         """A relation built from this one by ``derive`` (which can rebuild it per bucket)."""

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -116,6 +116,7 @@ class ReleaseFacts(TypedDict, total=False):
     for_publication: bool
     input_fingerprint: str | None
     input_rows: int | None
+    older_fingerprints: Sequence[str]
     output_dir: str | os.PathLike[str] | None
     output_hashes: dict[str, str] | None
     new_dataset_for_same_data: bool
@@ -305,11 +306,14 @@ class Ledger(Custody, Audit):
         *,
         people: PeopleSketch | None = None,
         new_dataset_for_same_data: bool = False,
+        older_fingerprints: Sequence[str] = (),
     ) -> None:
         """Refuse (:class:`BudgetError`) an input whose content another dataset already holds,
         or whose users (``people``) another dataset holds, unless the user stated
         ``new_dataset_for_same_data`` (an analyst: only where the custodian approved it) or the
-        other dataset is in its family. No charge is made."""
+        other dataset is in its family. ``older_fingerprints``: the content's fingerprints
+        under earlier definitions, looked for too (see :meth:`holds_older_fingerprints`). No
+        charge is made."""
         if new_dataset_for_same_data:
             self._refuse_unapproved_same_data(dataset)
         with self._connect() as con:
@@ -320,6 +324,7 @@ class Ledger(Custody, Audit):
                 new_dataset_for_same_data,
                 self.path,
                 family_of(con, dataset)[1],
+                older_fingerprints,
             )
             checks.refuse_known_people(
                 con,
@@ -329,6 +334,16 @@ class Ledger(Custody, Audit):
                 self.path,
                 family_of(con, dataset)[1],
             )
+
+    def holds_older_fingerprints(self, dataset: str, rows: int | None = None) -> bool:
+        """Whether a dataset outside ``dataset``'s family was charged for an input of
+        ``rows`` rows fingerprinted under an earlier definition
+        (:mod:`privmob.data.fingerprint`): then a release of ``dataset`` must compute its
+        input's older fingerprints too, so that the same content is still refused under
+        another name after an upgrade."""
+        with self._connect() as con:
+            family = family_of(con, dataset)[1]
+            return checks.holds_older_fingerprints(con, dataset, family, rows)
 
     def _refuse_unapproved_same_data(self, dataset: str) -> None:
         if self.role() == trust.CUSTODIAN or self.approved_same_data(dataset):
@@ -364,6 +379,7 @@ class Ledger(Custody, Audit):
         for_publication: bool = True,
         input_fingerprint: str | None = None,
         input_rows: int | None = None,
+        older_fingerprints: Sequence[str] = (),
         output_dir: str | os.PathLike[str] | None = None,
         output_hashes: dict[str, str] | None = None,
         new_dataset_for_same_data: bool = False,
@@ -375,8 +391,9 @@ class Ledger(Custody, Audit):
 
         ``input_fingerprint``/``input_rows`` identify the input (see
         :func:`privmob.data.sources.validate`); ``output_dir``/``output_hashes`` (file name ->
-        SHA-256) the output, when known at charge time. An input whose fingerprint another
-        dataset holds is refused unless ``new_dataset_for_same_data`` (recorded). ``within``
+        SHA-256) the output, when known at charge time. An input whose fingerprint (or one of
+        its ``older_fingerprints``, never recorded) another dataset holds is refused unless
+        ``new_dataset_for_same_data`` (recorded). ``within``
         runs inside the transaction after the entries are inserted (the release publication
         records its staged files there, ``releases/publish.py``); if it raises, nothing is
         charged."""
@@ -435,7 +452,13 @@ class Ledger(Custody, Audit):
                     if dataset not in approvals:
                         self._refuse_unapproved_same_data(dataset)
                 checks.refuse_foreign_input(
-                    con, dataset, input_fingerprint, new_dataset_for_same_data, self.path, members
+                    con,
+                    dataset,
+                    input_fingerprint,
+                    new_dataset_for_same_data,
+                    self.path,
+                    members,
+                    older_fingerprints,
                 )
                 checks.refuse_known_people(
                     con, dataset, people, new_dataset_for_same_data, self.path, members

@@ -77,18 +77,23 @@ def refuse_foreign_input(
     stated: bool,
     path: Path | str,
     family: list[str] | None = None,
+    older: Sequence[str] = (),
 ) -> None:
     """The budget is bound to the data: content seen under another dataset name is refused,
     unless the user stated that this is a new dataset for the same data (or did so before),
-    or the other dataset is in ``family`` (shares this budget)."""
+    or the other dataset is in ``family`` (shares this budget). ``older``: the same content's
+    fingerprints under earlier definitions (:mod:`privmob.data.fingerprint`; computed where
+    :func:`holds_older_fingerprints`), looked for too, never recorded."""
     if not fingerprint or stated:
         return
+    wanted = [fingerprint, *older]
+    marks = ", ".join("?" * len(wanted))
     owners = [
         r[0]
         for r in con.execute(
-            "SELECT dataset FROM releases WHERE input_fingerprint = ? GROUP BY dataset "
-            "ORDER BY min(id)",
-            (fingerprint,),
+            f"SELECT dataset FROM releases WHERE input_fingerprint IN ({marks}) "
+            "GROUP BY dataset ORDER BY min(id)",
+            wanted,
         ).fetchall()
     ]
     if not owners or dataset in owners or set(owners) & set(family or []):
@@ -100,6 +105,24 @@ def refuse_foreign_input(
         hint=f"use --dataset {owners[0]}, or state --new-dataset-for-same-data if this is "
         "deliberately a separate budget for the same records (it is recorded in the ledger)",
     )
+
+
+def holds_older_fingerprints(
+    con: Any, dataset: str, family: Sequence[str] = (), rows: int | None = None
+) -> bool:
+    """Whether another dataset than ``dataset`` and its ``family`` has entries whose input
+    fingerprint is of an earlier definition (untagged, v2: :mod:`privmob.data.fingerprint`)
+    and could be this input's: of ``rows`` rows (an older fingerprint covers its row count;
+    an entry without one could be any), every such entry where ``rows`` is None. Only then
+    does a release compute its input's older fingerprints (one more pass)."""
+    mine = [dataset, *family]
+    same_rows = "" if rows is None else " AND (input_rows = ? OR input_rows IS NULL)"
+    row = con.execute(
+        "SELECT 1 FROM releases WHERE input_fingerprint IS NOT NULL AND input_fingerprint "
+        f"NOT LIKE ? AND dataset NOT IN ({', '.join('?' * len(mine))}){same_rows} LIMIT 1",
+        ["%:%", *mine, *([] if rows is None else [rows])],
+    ).fetchone()
+    return row is not None
 
 
 # -- people-aware binding (privmob.privacy.people) ------------------------------------------

@@ -57,6 +57,9 @@ class Accountant:
     #: the input's people sketch (set by :meth:`bind_input`; stored for the dataset, never
     #: published)
     input_people: PeopleSketch | None = None
+    #: the input's fingerprints under earlier definitions, computed by :meth:`bind_input` only
+    #: where the ledger holds such fingerprints of another dataset (looked for, not recorded)
+    input_older: tuple[str, ...] = ()
     #: told each step of the publication as what it is (writing tables, writing a layer,
     #: charging the ledger, moving into place)
     progress: Callable[[str], None] | None = None
@@ -110,11 +113,20 @@ class Accountant:
         self.input_rows = loaded.rows
         # who is in it: the keyed sketch of its user ids (privmob.privacy.people; one query)
         self.input_people = loaded.people_sketch(people_key(self.ledger))
+        # a ledger written before the fingerprint's v3 (privmob.data.fingerprint): the same
+        # content is refused under another name by its v2 fingerprint (one more pass, only
+        # where another dataset holds a v2 entry of as many rows)
+        self.input_older = ()
+        if not self.new_dataset_for_same_data and self.ledger.holds_older_fingerprints(
+            self.dataset, self.input_rows
+        ):
+            self.input_older = loaded.older_fingerprints()
         self.ledger.check_input(
             self.dataset,
             self.input_fingerprint,
             people=self.input_people,
             new_dataset_for_same_data=self.new_dataset_for_same_data,
+            older_fingerprints=self.input_older,
         )
 
     def charged_cost(self, cost: Cost) -> Cost:
@@ -154,6 +166,7 @@ class Accountant:
                 for_publication=release.for_publication,
                 input_fingerprint=self.input_fingerprint,
                 input_rows=self.input_rows,
+                older_fingerprints=self.input_older,
                 people=self.input_people,
                 output_dir=output_dir or (staged.target if staged else None),
                 output_hashes=output_hashes or (staged.staged_hashes if staged else None),

@@ -44,6 +44,10 @@ class DensityInputs:
         """The events' people sketch under a ledger's key (:mod:`privmob.privacy.people`)."""
         return self.loaded.people_sketch(key)
 
+    def older_fingerprints(self) -> tuple[str, ...]:
+        """The events' fingerprints under earlier definitions."""
+        return self.loaded.older_fingerprints()
+
 
 class _SitesOfCells:
     """The tessellation the cells table is loaded with: each cell's tile is its tower site

@@ -23,7 +23,8 @@ class LoadedInput(Protocol):
     every engine; ``None`` only on a relation made inside privmob, never on data read from a
     file or a DataFrame: :meth:`~privmob.releases.base.Accountant.bind_input` refuses it), its
     ``rows`` and the keyed sketch of its people (``None`` for an input without user ids, such as
-    a pre-aggregated series); none of them is ever published."""
+    a pre-aggregated series), and on demand its fingerprints under earlier definitions; none of
+    them is ever published."""
 
     @property
     def fingerprint(self) -> str | None: ...
@@ -34,6 +35,11 @@ class LoadedInput(Protocol):
     def people_sketch(self, key: bytes) -> PeopleSketch | None:
         """The sketch of the input's user ids under a ledger's ``key``
         (:mod:`privmob.privacy.people`)."""
+        ...
+
+    def older_fingerprints(self) -> tuple[str, ...]:
+        """The content's fingerprints under earlier definitions (:mod:`privmob.data.fingerprint`;
+        may cost a pass over the input: asked only where a ledger holds such fingerprints)."""
         ...
 
 

@@ -1,0 +1,247 @@
+"""The content fingerprint of an input: what binds a release's input to one dataset in the
+ledger (:func:`privmob.privacy.ledger_checks.refuse_foreign_input`), computed in the
+validation pass (:func:`privmob.data.validation.validate`) on canonical values, so that the
+same content gets the same fingerprint on DuckDB and Spark, from CSV or Parquet, in any row
+order, whatever the file's and the columns' names.
+
+**Definition (v3, ``privmob-input-v3``).** A row's canonical values are its ids as text
+(:func:`identity_text`), its times as whole microseconds since 1970 (:func:`time_text`) and its
+coordinates as whole 1e-7 degrees rounded down (:func:`coordinate_text`); times and coordinates
+are the row's *canonical integers*. The fingerprint is SHA-256 of the version, the canonical
+names, and three aggregates over the input:
+
+1. the exact row count (every row);
+2. the exact sum of each canonical integer over every row (cheap integer sums);
+3. the exact sum of the row hashes (:func:`row_hash`: the first 8 bytes of MD5 of the row's
+   canonical text) over the **sampled rows** only: those whose canonical integers' remainders
+   modulo :data:`SAMPLE_MODULUS` (17, a prime: it divides none of the steps real data is
+   rounded to, seconds, minutes, days, 1e-5 degrees) sum to a multiple of 17
+   (:func:`sample_selected`); about 1 row in 17 on whole-second times and rounded coordinates.
+   A row without canonical integers (none in the input's shape, or all NULL) is always sampled.
+
+It is tagged ``v3:`` in the ledger so that it is never mistaken for an older definition.
+
+**Why a sample is safe.** The fingerprint exists to refuse the *same* input under a second
+dataset name; equal fingerprints only ever refuse (under the dataset that holds them a release
+is allowed whatever its fingerprint). Its possible errors are:
+
+* a false "same" (two different inputs, one fingerprint): the second input is treated as an
+  already-released dataset's and refused under another name; that only makes privmob more
+  conservative, and the user can state ``--new-dataset-for-same-data`` (recorded);
+* a false "different" for the same content: impossible, the definition (the sample included)
+  is a deterministic function of canonical values, engine- and format-free (tested).
+
+What changes the fingerprint: a row more or less (the count); any change of a time or a
+coordinate in any row (the integer sums; a one-second shift of one row moves the time sum by
+10^6); any change of a sampled row, an id included (its row hash); a shift of every time,
+which also changes which rows are sampled. What it does not see: edits of ids in unsampled
+rows, and edits of times or coordinates in unsampled rows that keep every column's sum
+(values swapped between rows, changes that cancel). Such a near-copy gets the original's
+fingerprint and is refused under a new name as the original's data: the residual of the
+sample is precision (v2 told such near-copies apart), not privacy. Deliberate evasion, editing
+records until the fingerprint differs, was never the fingerprint's defence (one shifted time
+escapes v3, as one edited value escaped v2): the people sketch (:mod:`privmob.privacy.people`)
+binds the users whatever the edit.
+
+**Earlier definitions.** ``privmob-input-v2`` (untagged in the ledger) summed the row hash of
+every row; it costs an MD5 per row (up to 63% of a population release at 10M rows). A ledger
+that holds v2 entries of another dataset still refuses the same input: the release computes
+the v2 fingerprint too (:func:`legacy_content_fingerprint`, one more pass) only where another
+dataset holds a v2 entry of as many rows
+(:meth:`privmob.privacy.ledger.Ledger.holds_older_fingerprints`), and the check looks for
+both, never recording the v2 value.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from privmob.data.reading import ident
+from privmob.engine.base import Engine
+
+#: the version of the fingerprint's definition (a new one never matches an older one)
+FINGERPRINT_VERSION = "privmob-input-v3"
+#: the prefix of a fingerprint of this version in the ledger (the older one had none)
+FINGERPRINT_TAG = "v3:"
+#: the definition before it: every row's hash summed, stored untagged
+LEGACY_VERSION = "privmob-input-v2"
+
+#: one coordinate unit of the canonical text: 1e-7 degree (about 1 cm)
+COORDINATE_SCALE = 10_000_000
+#: a row is sampled when its canonical integers' remainders modulo this prime sum to a
+#: multiple of it (about 1 row in 17)
+SAMPLE_MODULUS = 17
+
+
+class Canonical(str):
+    """The SQL text of a value's canonical text that also knows the SQL of the canonical
+    integer (BIGINT) the text spells: a time's microseconds, a coordinate's 1e-7 degrees.
+    Used as a plain ``str`` (its text) everywhere else."""
+
+    integer: str | None
+
+    def __new__(cls, text: str, integer: str | None = None) -> Canonical:
+        made = super().__new__(cls, text)
+        made.integer = integer
+        return made
+
+
+def identity_text(col: str) -> str:
+    """An identifier column as canonical text, so that 7 read as an integer from CSV and "7"
+    from Parquet fingerprint alike (an id is text: it is no canonical integer)."""
+    return f"CAST({ident(col)} AS VARCHAR)"
+
+
+def time_text(engine: Engine, expr: str) -> Canonical:
+    """A parsed time as canonical text: whole microseconds since 1970-01-01 (the wall clock
+    the loader parsed it to), the same number on both engines."""
+    micros = engine.dialect.epoch_micros(expr)
+    return Canonical(f"CAST({micros} AS VARCHAR)", micros)
+
+
+def coordinate_text(expr: str) -> Canonical:
+    """A parsed coordinate (DOUBLE, degrees) as canonical text: the whole number of 1e-7
+    degrees below it (``floor`` of an IEEE product: exact and the same on both engines,
+    where the engines' own texts of a double differ). A value the checks refuse (NaN, out of
+    range) gives NULL here, never an error: the same pass must reach the checks' message."""
+    scaled = f"TRY_CAST(floor({expr} * CAST({COORDINATE_SCALE} AS DOUBLE)) AS BIGINT)"
+    return Canonical(f"CAST({scaled} AS VARCHAR)", scaled)
+
+
+def integers_of(content: Mapping[str, str]) -> list[str]:
+    """The SQL of ``content``'s canonical integers, in its order."""
+    return [v.integer for v in content.values() if isinstance(v, Canonical) and v.integer]
+
+
+def content_fingerprint(engine: Engine, content: Mapping[str, str]) -> str:
+    """An aggregate SQL expression (text) of the input's content fingerprint (v3, see the
+    module), for the validation pass: the exact sum of each canonical integer and the exact
+    sum of the sampled rows' hashes, joined by ``/`` (an empty part for a sum over no value).
+
+    ``content``: canonical name -> SQL text of the value in its canonical form
+    (:func:`identity_text`, :func:`time_text`, :func:`coordinate_text`). The row hash is
+    computed for sampled rows only (inside ``CASE``: DuckDB evaluates a ``CASE`` branch only
+    for the rows that take it, where ``FILTER (WHERE ...)`` computes the argument of every row,
+    measured in benchmarks/bench_fingerprint.py). Both engines compute the same text: the
+    reference is :func:`reference_total`."""
+    integers = integers_of(content)
+    spark = engine.dialect.name == "spark"
+    parts = [
+        f"CAST(sum(CAST({i} AS DECIMAL(20, 0))) AS VARCHAR)"
+        if spark
+        else f"CAST(sum({i}) AS VARCHAR)"
+        for i in integers
+    ]
+    parts.append(_row_hash_sum(engine, content, sample_condition(content)))
+    return f"concat_ws('/', {', '.join(f'coalesce({p}, {_EMPTY})' for p in parts)})"
+
+
+_EMPTY = "''"
+
+
+def sample_condition(content: Mapping[str, str]) -> str:
+    """SQL true for a sampled row (:func:`sample_selected` is the reference): its canonical
+    integers' remainders modulo :data:`SAMPLE_MODULUS` (NULL counting 0) sum to a multiple of
+    it; true for every row of a content without canonical integers."""
+    mix = " + ".join(f"coalesce({i} % {SAMPLE_MODULUS}, 0)" for i in integers_of(content))
+    return f"({mix or '0'}) % {SAMPLE_MODULUS} = 0"
+
+
+def _row_hash_sum(engine: Engine, content: Mapping[str, str], when: str | None) -> str:
+    """An aggregate SQL expression: the exact sum of :func:`row_hash` over the rows where
+    ``when`` holds (every row for None), as text (NULL over no row). DuckDB from
+    ``md5_number`` (a HUGEINT sum); Spark from ``md5``'s hex digits, three BIGINT sums of
+    24-, 24- and 16-bit parts (exact below 2^39 rows whether or not ANSI mode is on),
+    combined once as a DECIMAL."""
+    text = f"concat_ws('|', {', '.join(content.values())})"
+
+    def only(expr: str) -> str:
+        return expr if when is None else f"CASE WHEN {when} THEN {expr} END"
+
+    if engine.dialect.name == "spark":
+        digest = f"md5({text})"
+
+        def little_endian(first: int, last: int) -> str:  # bytes first..last of the digest
+            pairs = [f"substr({digest}, {2 * b + 1}, 2)" for b in range(last, first - 1, -1)]
+            return f"CAST(conv(concat({', '.join(pairs)}), 16, 10) AS BIGINT)"
+
+        total = " + ".join(
+            f"CAST(sum({only(little_endian(a, b))}) AS DECIMAL(38, 0)) * {2 ** (8 * a)}"
+            for a, b in ((0, 2), (3, 5), (6, 7))
+        )
+        return f"CAST({total} AS VARCHAR)"
+    # md5_number: the digest as a little-endian integer; its low 64 bits are bytes 0-7.
+    # As text: a HUGEINT would reach pandas as a float and lose its low digits
+    low = f"CAST(md5_number({text}) & {2**64 - 1} AS UBIGINT)"
+    return f"CAST(sum({only(low)}) AS VARCHAR)"
+
+
+def fingerprint_text(content: Mapping[str, str], n_rows: int, total: Any) -> str:
+    """The fingerprint (v3): ``v3:`` and SHA-256 of the definition's version, the canonical
+    names, the row count and the aggregates' text (:func:`content_fingerprint`). No engine
+    name: the same input gets the same fingerprint on DuckDB and Spark. (A 64-bit row hash is
+    an accident detector, not a defence against someone crafting a collision; deliberate
+    evasion is the people sketch's and the roles' part, :mod:`privmob.privacy.people`.)"""
+    text = f"{FINGERPRINT_VERSION}|{','.join(content)}|{n_rows}|{'' if total is None else total}"
+    return FINGERPRINT_TAG + hashlib.sha256(text.encode()).hexdigest()
+
+
+def is_legacy(fingerprint: str) -> bool:
+    """Whether a stored fingerprint is of the untagged v2 definition."""
+    return ":" not in fingerprint
+
+
+# -- the reference (what both engines compute in SQL; the tests compare against it) ----------
+def row_hash(values: Sequence[str]) -> int:
+    """The reference of one row's hash: the first 8 bytes of MD5 of the canonical values
+    joined by ``|``, as an unsigned little-endian integer."""
+    digest = hashlib.md5("|".join(values).encode(), usedforsecurity=False).digest()
+    return int.from_bytes(digest[:8], "little")
+
+
+def _remainder(x: int) -> int:
+    """SQL's ``x % m`` (the sign of ``x``, as DuckDB and Spark compute it)."""
+    return x % SAMPLE_MODULUS if x >= 0 else -(-x % SAMPLE_MODULUS)
+
+
+def sample_selected(integers: Sequence[int | None]) -> bool:
+    """The reference of the sample: a row is sampled when its canonical integers' remainders
+    modulo :data:`SAMPLE_MODULUS` (NULL counting 0) sum to a multiple of it."""
+    return sum(0 if i is None else _remainder(i) for i in integers) % SAMPLE_MODULUS == 0
+
+
+def reference_total(rows: Iterable[tuple[Sequence[str], Sequence[int | None]]]) -> str:
+    """The reference of :func:`content_fingerprint`'s text over ``rows``, each a pair (the
+    canonical texts, the canonical integers) in the content's order."""
+    rows = list(rows)
+    width = len(rows[0][1]) if rows else 0
+    parts = []
+    for j in range(width):
+        values = [v for _, i in rows if (v := i[j]) is not None]
+        parts.append(str(sum(values)) if values else "")
+    sampled = [row_hash(t) for t, i in rows if sample_selected(i)]
+    parts.append(str(sum(sampled)) if sampled else "")
+    return "/".join(parts)
+
+
+# -- v2, for ledgers that hold its fingerprints ----------------------------------------------
+def legacy_content_fingerprint(engine: Engine, content: Mapping[str, str]) -> str:
+    """The aggregate SQL expression of the v2 fingerprint: the sum of every row's hash."""
+    return _row_hash_sum(engine, content, None)
+
+
+def legacy_fingerprint_text(content: Mapping[str, str], n_rows: int, total: Any) -> str:
+    """The v2 fingerprint (untagged): SHA-256 of v2's version, the names, rows and sum."""
+    text = f"{LEGACY_VERSION}|{','.join(content)}|{n_rows}|{total}"
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def legacy_fingerprint(
+    engine: Engine, relation: str, content: Mapping[str, str], n_rows: int
+) -> str:
+    """The v2 fingerprint of ``relation`` (one more pass over it, hashing every row)."""
+    expr = legacy_content_fingerprint(engine, content)
+    total = engine.fetch(f"SELECT {expr} AS pm_fingerprint_v2 FROM {relation}").iloc[0, 0]
+    return legacy_fingerprint_text(content, n_rows, total)
