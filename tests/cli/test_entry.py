@@ -113,18 +113,13 @@ def test_the_script_collects_cycles_less_often_and_in_process_callers_keep_their
 ) -> None:
     """The script raises the young generation's threshold of the cycle collector (fewer
     collections); privmob.cli.main called in-process leaves the caller's collector alone."""
-    show = "atexit.register(lambda: print('young', gc.get_threshold()[0]))\n"
-    script = child(
-        "import atexit, gc, sys\nsys.argv = ['privmob', '--help']\n" + show
-        + "from privmob.cli.entry import main\nmain()\n",
-        tmp_path,
-    )  # fmt: skip
-    assert script.returncode == 0, script.stderr
-    assert "young 50000" in script.stdout
-    in_process = child(
-        "import atexit, gc, sys\nsys.argv = ['privmob', '--help']\n" + show
-        + "from privmob.cli import main\nmain()\n",
-        tmp_path,
-    )  # fmt: skip
-    assert in_process.returncode == 0, in_process.stderr
-    assert f"young {__import__('gc').get_threshold()[0]}" in in_process.stdout
+    default = __import__("gc").get_threshold()[0]
+    for entry, young in (("privmob.cli.entry", 50_000), ("privmob.cli", default)):
+        ran = child(
+            "import atexit, gc, sys\nsys.argv = ['privmob', '--help']\n"
+            "atexit.register(lambda: print('young', gc.get_threshold()[0]))\n"
+            f"from {entry} import main\nmain()\n",
+            tmp_path,
+        )
+        assert ran.returncode == 0, ran.stderr
+        assert f"young {young}" in ran.stdout

@@ -30,6 +30,7 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -70,18 +71,13 @@ def entry_key(path: Path, options: tuple[Any, ...]) -> str | None:
 
 def read_entry(key: str) -> Any | None:
     """The validated tiles (a GeoDataFrame) of entry ``key``, or None."""
-    folder = cache_dir()
-    if folder is None:
-        return None
-    path = folder / f"{key}.parquet"
-    if not path.is_file() or not _own(folder):
-        return None
-    import geopandas as gpd
 
-    try:
+    def load(path: Path) -> Any:
+        import geopandas as gpd
+
         return gpd.read_parquet(path)
-    except Exception:  # a truncated or foreign file: read the tessellation, then replace it
-        return None
+
+    return _read(f"{key}.parquet", load)
 
 
 def write_entry(key: str, gdf: Any) -> None:
@@ -99,15 +95,22 @@ def derived_key(*parts: Any) -> str:
 
 def read_derived(key: str) -> Any | None:
     """The JSON value kept under ``key`` (:func:`derived_key`), or None."""
+    return _read(f"{key}.json", lambda path: json.loads(path.read_text()))
+
+
+def _read(name: str, load: Callable[[Path], Any]) -> Any | None:
+    """``load(path)`` of the cache's file ``name``, or None: no cache, no such file, a folder
+    that is not this user's alone, or a file that does not load (a truncated or foreign file:
+    the value is computed again, then replaced)."""
     folder = cache_dir()
     if folder is None:
         return None
-    path = folder / f"{key}.json"
+    path = folder / name
     if not path.is_file() or not _own(folder):
         return None
     try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):  # a truncated or foreign file: computed again, replaced
+        return load(path)
+    except Exception:
         return None
 
 
@@ -121,7 +124,7 @@ def write_derived(key: str, value: Any) -> None:
     _write(f"{key}.json", dump)
 
 
-def _write(name: str, write: Any) -> None:
+def _write(name: str, write: Callable[[str], Any]) -> None:
     """``write(path)`` to a temporary file of the cache folder, renamed to ``name``."""
     folder = cache_dir()
     if folder is None:
