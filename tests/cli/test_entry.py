@@ -106,3 +106,20 @@ def test_a_release_through_the_script(tmp_path: Path) -> None:
     assert refused.returncode == 3
     assert "budget" in refused.stderr and "Traceback" not in refused.stderr
     assert not (tmp_path / "out0.5").exists()
+
+
+def test_the_script_collects_cycles_less_often_and_in_process_callers_keep_theirs(
+    tmp_path: Path,
+) -> None:
+    """The script raises the young generation's threshold of the cycle collector (fewer
+    collections); privmob.cli.main called in-process leaves the caller's collector alone."""
+    default = __import__("gc").get_threshold()[0]
+    for entry, young in (("privmob.cli.entry", 50_000), ("privmob.cli", default)):
+        ran = child(
+            "import atexit, gc, sys\nsys.argv = ['privmob', '--help']\n"
+            "atexit.register(lambda: print('young', gc.get_threshold()[0]))\n"
+            f"from {entry} import main\nmain()\n",
+            tmp_path,
+        )
+        assert ran.returncode == 0, ran.stderr
+        assert f"young {young}" in ran.stdout

@@ -148,3 +148,30 @@ def test_a_shapefile_is_not_cached(tmp_path, cache):
     box_grid(2).gdf.to_file(path)
     tessellation_input.load_tessellation(path)
     assert _entries() == []
+
+
+def test_the_reports_outlines_come_from_the_cache_equal_and_a_broken_one_is_replaced(
+    tmp_path, cache, monkeypatch
+):
+    """The report's simplified outlines are computed once per tessellation (fingerprint) and
+    read back equal; a broken value is computed again and replaced; another tessellation or
+    another simplification never reads them."""
+    from privmob.releases.report import inputs
+
+    tess = tessellation_input.load_tessellation(_zones(tmp_path / "zones.geojson"))
+    first = inputs.Tiles.from_tessellation(tess)
+    (value,) = cache.glob("*.json")
+
+    def no_simplifying(*args, **kwargs):
+        raise AssertionError("the outlines were simplified again")
+
+    with monkeypatch.context() as m:
+        m.setattr(inputs, "local_metric_crs", no_simplifying)
+        assert inputs.Tiles.from_tessellation(tess).outlines == first.outlines
+    value.write_text("[[[")  # truncated
+    assert inputs.Tiles.from_tessellation(tess).outlines == first.outlines
+    assert json.loads(value.read_text()) == first.outlines  # rewritten whole
+    inputs.Tiles.from_tessellation(tess, simplify_m=5.0)
+    moved = tessellation_input.load_tessellation(_zones(tmp_path / "moved.geojson", 0.004))
+    assert inputs.Tiles.from_tessellation(moved).outlines != first.outlines
+    assert len(list(cache.glob("*.json"))) == 3

@@ -60,3 +60,20 @@ def test_axis_labels_of_a_year_of_days_are_thinned_to_fit():
     assert 5 <= len(xs) <= 20
     assert min(np.diff(xs)) >= len(days[0]) * svg.CHAR_PX  # centres a label width apart
     assert max(xs) + len(days[0]) * svg.CHAR_PX / 2 <= 760  # the last one is not clipped
+
+
+def test_a_choropleth_from_outlines_fitted_once_is_the_same_drawing():
+    """Small maps of one size share their tiles' paths (svg.TileOutlines): the same SVG as
+    each map fitting its own; outlines of another size or another tessellation are not used."""
+    fitted = svg.TileOutlines(TESS, 190, 160)
+    for values in ([3, 1600], [0, -4]):
+        alone = svg.choropleth(TESS, values, width=190, height=160, title="t", margin=5)
+        shared = svg.choropleth(
+            TESS, values, width=190, height=160, title="t", margin=5, tiles=fitted
+        )
+        assert shared == alone
+    assert svg.choropleth(TESS, [1, 2], tiles=fitted) == svg.choropleth(TESS, [1, 2])
+    other = {**TESS, "outlines": [[[(0, 0), (3, 0), (3, 3), (0, 3)]], TESS["outlines"][1]]}
+    assert svg.choropleth(other, [1, 2], width=190, height=160, tiles=fitted) == svg.choropleth(
+        other, [1, 2], width=190, height=160
+    )

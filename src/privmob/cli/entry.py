@@ -13,19 +13,32 @@ ledger closes its connection after each use, so nothing is left unwritten.
 The normal exit is kept when a thread other than the main one is still running without being
 a daemon (Python would wait for it) and when ``main`` is imported and called in-process (tests,
 notebooks): only this entry point exits early.
+
+The entry point also runs Python's cycle collector less often (:data:`YOUNG_THRESHOLD`): with
+the default (a collection every 700 new container objects), importing what a release needs
+and building its outputs triggered some 285 young and 2 full collections, 0.10-0.12 CPU
+seconds of every command (measured with ``gc.callbacks`` on ``privmob report``); with 50,000,
+4 young ones and no full one, 0.05 s. Reference counting frees everything not in a cycle at
+once, as before; cycles wait a little longer.
 """
 
 from __future__ import annotations
 
 import atexit
+import gc
 import os
 import sys
 import threading
 from typing import NoReturn
 
+#: new container objects between two young collections of the cycle collector in the
+#: ``privmob`` process (Python's default: 700); the older generations' thresholds are kept
+YOUNG_THRESHOLD = 50_000
+
 
 def main() -> NoReturn:
     """Run the command line, then :func:`quick_exit` with its status."""
+    gc.set_threshold(YOUNG_THRESHOLD, *gc.get_threshold()[1:])
     from privmob.cli import main as command_line
 
     try:

@@ -103,7 +103,7 @@ def _ranked(values: Sequence[float] | np.ndarray, floor: float, n: int = 10) -> 
     lists a value that noise alone could have produced."""
     v = np.asarray(values, dtype=float)
     order = np.argsort(-v, kind="stable")
-    return [int(j) for j in order if v[j] > floor][:n]
+    return order[v[order] > floor][:n].tolist()
 
 
 def _table(header: list[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -209,6 +209,7 @@ def _section(name: str, a: dict[str, Any], doc: dict[str, Any]) -> str:
         tw = doc["params"]["time_windows"]
         labels = [f"{tw[i]:02d}-{tw[(i + 1) % nw]:02d}h" for i in range(nw)]
         cells = []
+        small = svg.TileOutlines(tess, 190, 160)  # the same outlines on every small map
         for dt, dname in ((0, "weekday"), (1, "weekend")):
             for w in range(nw):
                 vals = c[:, dt, w].tolist()
@@ -220,6 +221,7 @@ def _section(name: str, a: dict[str, Any], doc: dict[str, Any]) -> str:
                     title=f"{dname} {labels[w]}",
                     unit="visits",
                     margin=_margin(a),
+                    tiles=small,
                 )
                 cells.append(f"<div>{dname} {labels[w]} (max {_f(max(vals))}){m}</div>")
         body = (

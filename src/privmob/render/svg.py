@@ -338,6 +338,18 @@ def _path(proj: Projection, rings: list) -> str:
     return "".join(d)
 
 
+class TileOutlines:
+    """The tiles of ``tess`` (its ``outlines``) fitted to a ``width`` x ``height`` map: the
+    projection and each tile's SVG path, computed once. Several maps of one size (a report's
+    small maps, one per time window) pass the same one to :func:`choropleth`."""
+
+    def __init__(self, tess: dict, width: int, height: int) -> None:
+        self.outlines = tess["outlines"]
+        self.size = (width, height)
+        self.proj = Projection(self.outlines, width, height)
+        self.paths = [_path(self.proj, rings) for rings in self.outlines]
+
+
 def _color(v: float, vmax: float) -> str:
     if vmax <= 0 or v <= 0:
         return PALETTE[0]
@@ -355,14 +367,18 @@ def choropleth(
     legend: bool = True,
     unit: str = "",
     margin: float | None = None,
+    tiles: TileOutlines | None = None,
 ) -> str:
     """Tiles coloured by value (8 classes of equal width up to the largest noisy value); each
     tile's name and value on hover; a legend with the class breaks and ``unit``.
 
     With ``margin`` (the 95% margin of error of a tile), a tile whose value is at or below the
     margin (:func:`within_margin`) is hatched grey (``class='pm-below'``), never given a
-    palette colour, and the legend shows the hatch as "at or below the 95% margin"."""
-    proj = Projection(tess["outlines"], width, height)
+    palette colour, and the legend shows the hatch as "at or below the 95% margin".
+    ``tiles``: the outlines of ``tess`` fitted to this size already (:class:`TileOutlines`)."""
+    if tiles is None or tiles.outlines is not tess["outlines"] or tiles.size != (width, height):
+        tiles = TileOutlines(tess, width, height)
+    proj = tiles.proj
     vmax = max([0, *values])
     legend_h = (40 if margin is None else 54) if legend else 0
     hatch = f"pm-hatch-{zlib.crc32(f'{title}{width}x{height}'.encode()):08x}"
@@ -373,14 +389,14 @@ def choropleth(
             f"patternTransform='rotate(45)'><rect width='6' height='6' fill='{BELOW}'/>"
             "<line x1='0' y1='0' x2='0' y2='6' stroke='#fff' stroke-width='2'/></pattern></defs>"
         )
-    for i, rings in enumerate(tess["outlines"]):
+    for i, path in enumerate(tiles.paths):
         v = values[i]
         below = within_margin(v, margin)
         fill = f"url(#{hatch})" if below else _color(v, vmax)
         note = f" ± {_fmt(margin)}, below the margin" if below and margin is not None else ""
         cls = "pm-below" if below else "pm-tile"
         parts.append(
-            f"<path class='{cls}' d='{_path(proj, rings)}' fill='{fill}' stroke='#888' "
+            f"<path class='{cls}' d='{path}' fill='{fill}' stroke='#888' "
             f"stroke-width='0.5' vector-effect='non-scaling-stroke'>"
             f"<title>{escape(tess['names'][i])}: {_fmt(v)} {escape(unit)}{note}</title></path>"
         )

@@ -67,7 +67,13 @@ def trips_sql(points: str, cfg: ReportConfig, key: int, d: Dialect) -> str:
   WHERE uid IS NOT NULL AND tid IS NOT NULL
   GROUP BY uid, tid)"""
     if cfg.unit.value == "user":
-        ends = f"({bound_per_user(ends, max_units=cfg.max_trips, key=key, dialect=d)})"
+        # DuckDB: only the users above M are ranked (the same trips kept; Spark ranks all,
+        # where the count and its join would be a shuffle each)
+        bounded = bound_per_user(
+            ends, max_units=cfg.max_trips, key=key, dialect=d,
+            rank_above_bound_only=d.name == "duckdb",
+        )  # fmt: skip
+        ends = f"({bounded})"
     return f"""
 SELECT {", ".join(TRIP_COLUMNS)},
   CASE WHEN start_time >= {_ts(start, d)} AND start_time < {_ts(end, d)} THEN 1 ELSE 0 END
