@@ -1,15 +1,15 @@
 """Benchmark: does ``--memory-limit L`` cap the whole process? Peak RSS / L for every release.
 
 Each release command (``od``, ``population``, ``series-counts``, ``density`` on call records
-with a cells table; ``report`` on trip points) runs as its own ``privmob`` process with
-``--memory-limit L``; its peak resident memory is measured from outside, by the parent, from
-the child's resource usage when it ends (``os.wait4``: the maximum resident set of that one
-process, converted to bytes for the platform). Linux carries the maximum resident set over
-``exec``, so a child forked from a large parent would report at least the parent's size: the
-inputs are generated in a separate process and this parent stays small (its own resident
-memory at the end is printed). Inputs (``benchmarks/out``, generated on first
-use by ``benchmarks/suite.py``): Parquet with about ``--records`` rows and CSV with about
-``--csv-records`` rows. The target (issue 30): peak <= 1.1 x L for every run, and a larger
+with a cells table; ``od-trips``: ``od`` on one-row trips; ``report`` on trip points) runs as
+its own ``privmob`` process with ``--memory-limit L``; its peak resident memory is measured
+from outside, by the parent, from the child's resource usage when it ends (``os.wait4``: the
+maximum resident set of that one process, converted to bytes for the platform). Linux carries
+the maximum resident set over ``exec``, so a child forked from a large parent would report at
+least the parent's size: the inputs are generated in a separate process and this parent stays
+small (its own resident memory at the end is printed). Inputs (``benchmarks/out``, generated
+on first use by ``benchmarks/suite.py``): Parquet with about ``--records`` rows and CSV with
+about ``--csv-records`` rows. The target (issue 30): peak <= 1.1 x L for every run, and a larger
 limit never fails where a smaller one succeeds.
 
     uv run python benchmarks/bench_memory_cap.py                       # 5M Parquet, 1.5M CSV
@@ -34,15 +34,18 @@ from suite import START, data_for  # noqa: E402
 
 OUT = HERE / "out"
 LIMITS = ["512MB", "1GB", "2GB", "4GB"]
-RELEASES = ["od", "population", "series-counts", "density", "report"]
+RELEASES = ["od", "od-trips", "population", "series-counts", "density", "report"]
 END = "2024-01-29"
 
 
 def command(release: str, n: int, fmt: str, tessellation: str = "grid") -> list[str]:
     """The release's arguments (input, options) on the suite's synthetic data."""
     kind = "report" if release == "report" else "population"  # trip points / call records
+    kind = "od-trips" if release == "od-trips" else kind  # one-row trips
     path, cells, tess = data_for(kind, n, OUT, tessellation, fmt)
     period = ["--start", START, "--end", END]
+    if release == "od-trips":  # on taxi zones the trips give coordinates only
+        return ["od", str(path), "-t", str(tess), "-e", "1", "-T", "10", *period]
     if release == "report":
         return ["report", str(path), "-t", str(tess), "-e", "1", "-T", "10", *period]
     if release == "density":

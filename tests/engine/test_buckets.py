@@ -174,6 +174,97 @@ def test_bucketed_trips_and_trip_points_equal_one_pass(tmp_path):
             np.testing.assert_array_equal(one, many)
 
 
+def test_coordinate_trips_tiled_per_bucket_equal_one_pass(shared_data, monkeypatch):
+    # one-row trips given by coordinates on real polygons (NYC taxi zones): the buckets are
+    # written from the untiled trips and each bucket assigns the tiles of its own trip ends;
+    # the counts equal one pass, one pass equals the tiles the tessellation assigns, and no
+    # lookup of the whole input's trip ends is built for a run in buckets
+    from privmob.data import sources
+    from privmob.data.tessellation_input import load_tessellation
+    from privmob.engine import buckets
+
+    tess = load_tessellation(shared_data / "nyc_taxi_zones" / "taxi_zones.geojson")
+    k = tess.k
+    rng = np.random.default_rng(11)
+    n_users = 150
+    uid = np.repeat(np.arange(n_users), rng.integers(1, 13, n_users))
+    n = uid.size
+    places = np.column_stack([rng.uniform(-74.02, -73.78, 40), rng.uniform(40.6, 40.85, 40)])
+    ends = []
+    for _ in ("origin", "destination"):  # shared places (lookups overlap) and fresh points,
+        xy = places[rng.integers(0, 40, n)]  # some outside every zone (water, New Jersey)
+        fresh = rng.random(n) < 0.4
+        xy[fresh] = np.column_stack(
+            [rng.uniform(-74.3, -73.65, fresh.sum()), rng.uniform(40.45, 40.95, fresh.sum())]
+        )
+        ends.append(xy)
+    df = pd_frame(uid, ends)
+    o = tess.assign(ends[0][:, 0], ends[0][:, 1])
+    d = tess.assign(ends[1][:, 0], ends[1][:, 1])
+    inside = (o >= 0) & (d >= 0)
+    expected = np.zeros(k * k, np.int64)
+    np.add.at(expected, o[inside & (o != d)] * k + d[inside & (o != d)], 1)
+
+    lookups: list[int] = []
+    tiles_of = sources.coordinate_tiles
+
+    def counted_lookup(engine, tessellation, pairs_sql):
+        name = tiles_of(engine, tessellation, pairs_sql)
+        lookups.append(int(engine.fetch(f"SELECT count(*) AS n FROM {name}")["n"].iloc[0]))
+        return name
+
+    written: list[list[str]] = []
+    spilled = buckets.spilled_buckets
+
+    def spy(loaded, n_buckets, directory, columns=None):
+        for part in spilled(loaded, n_buckets, directory, columns):
+            written.append(buckets.root(part).columns)
+            yield part
+
+    monkeypatch.setattr(sources, "coordinate_tiles", counted_lookup)
+    monkeypatch.setattr(buckets, "spilled_buckets", spy)
+    distinct = len(np.unique(np.concatenate(ends), axis=0))
+    with DuckDBEngine() as eng:
+        trips = load_trips(df, engine=eng, tessellation=tess)
+        assert lookups == []  # nothing looked up at loading
+        many = od_counts(trips, k, 3, buckets=4, period=Period())
+        assert len(written) == 4 and all("origin" not in cols for cols in written)
+        assert len(lookups) == 4 and max(lookups) < distinct <= sum(lookups)
+        unbounded_many = od_counts(trips, k, 10**6, buckets=4, period=Period())
+        lookups.clear()
+        one = od_counts(trips, k, 3, buckets=1, period=Period())
+        assert lookups == [distinct]  # the whole input's lookup, built when read in one pass
+        unbounded = od_counts(trips, k, 10**6, buckets=1, period=Period())
+    np.testing.assert_array_equal(unbounded, unbounded_many)
+    np.testing.assert_array_equal(unbounded[: k * k], expected)
+    assert unbounded[k * k :].sum() == n - inside.sum()  # an end outside: the outliers cell
+    assert expected.sum() > 150 and n - inside.sum() > 50
+    # od draws a fresh bounding key per bucket: the kept trips differ (so do the kept ones
+    # within a tile, counted but not released), their number does not
+    diagonal = int((inside & (o == d)).sum())
+    kept = np.minimum(np.bincount(uid), 3).sum()
+    assert unbounded.sum() == n - diagonal
+    for bounded in (one, many):
+        assert kept - diagonal <= bounded.sum() <= kept < unbounded.sum()
+
+
+def pd_frame(uid, ends):
+    import pandas as pd
+
+    n = uid.size
+    return pd.DataFrame(
+        {
+            "uid": uid,
+            "tid": np.arange(n),
+            "start_time": pd.Timestamp("2024-01-01") + pd.to_timedelta(np.arange(n) * 60, "s"),
+            "origin_lat": ends[0][:, 1],
+            "origin_lng": ends[0][:, 0],
+            "destination_lat": ends[1][:, 1],
+            "destination_lng": ends[1][:, 0],
+        }
+    )
+
+
 def pd_seconds(values):
     import pandas as pd
 

@@ -26,7 +26,7 @@ dropped). Input files are only read, never modified.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -371,7 +371,7 @@ def load_trip_points(
         untiled = _bound(base, display, "trip_points_untiled", engine, checked, tessellation)
         if regular:
             return _grid_tiled_points(untiled, grid, tuple(carry))
-        return _polygon_tiled_points(untiled, tessellation, tuple(carry))
+        return _polygon_tiled_points(untiled, tessellation, tuple(carry), on_read=True)
     tile_expr, tile_sql = tile_index(
         engine, tessellation, cols["tile_id"], types[cols["tile_id"]], "t"
     )
@@ -382,28 +382,100 @@ def load_trip_points(
 
 
 def _polygon_tiled_points(
-    untiled: Loaded, tessellation: Tiling, carry: tuple[str, ...] = ()
+    untiled: Loaded, tessellation: Tiling, carry: tuple[str, ...] = (), *, on_read: bool = False
 ) -> Loaded:
     """Canonical trip points with ``tile`` assigned by point in polygon to the distinct
-    coordinates of ``untiled`` (``uid, tid, time, lat, lng`` and the ``carry`` columns),
-    joined back; rebuilt per user bucket by :mod:`privmob.engine.buckets`, so that a bucket's
-    lookup holds only its own coordinates and the buckets are written without a join to the
-    whole input's lookup (which did not fit in DuckDB's share of a 512 MB limit for 5M points)."""
-    eng = untiled.engine
-    lookup = coordinate_tiles(eng, tessellation, f"SELECT lng, lat FROM {untiled.view}")
-    view = new_name("points")
+    coordinates of ``untiled`` (``uid, tid, time, lat, lng`` and the ``carry`` columns)
+    (:func:`_polygon_tiled`)."""
     more = "".join(f", e.{ident(c)}" for c in carry)
-    eng.create_view(
-        view,
-        (
+
+    def select(lookup: str) -> str:
+        return (
             f"SELECT e.uid, e.tid, e.time, e.lat, e.lng, COALESCE(t.tile, -1) AS tile{more} "
             f"FROM {untiled.view} AS e LEFT JOIN {lookup} AS t "
             "ON e.lng = t.lng AND e.lat = t.lat"
+        )
+
+    return _polygon_tiled(
+        untiled,
+        tessellation,
+        "trip_points",
+        ["uid", "tid", "time", "lat", "lng", "tile", *carry],
+        f"SELECT lng, lat FROM {untiled.view}",
+        select,
+        lambda b: _polygon_tiled_points(b, tessellation, carry),
+        on_read=on_read,
+    )
+
+
+def _polygon_tiled_trips(
+    untiled: Loaded,
+    tessellation: Tiling,
+    coordinates: bool,
+    carry: tuple[str, ...] = (),
+    *,
+    on_read: bool = False,
+) -> Loaded:
+    """Canonical one-row trips with ``origin`` and ``destination`` assigned by point in polygon
+    to the distinct trip ends of ``untiled`` (``uid, tid, start_time, end_time``, the ends'
+    coordinates and the ``carry`` columns), the coordinates kept with ``coordinates``
+    (:func:`_polygon_tiled`)."""
+    more = "".join(f", e.{c}" for c in _TRIP_ENDS) if coordinates else ""
+    more += "".join(f", e.{ident(c)}" for c in carry)
+    at = "ON e.{0}_lng = {1}.lng AND e.{0}_lat = {1}.lat"
+
+    def select(lookup: str) -> str:
+        return (
+            "SELECT e.uid, e.tid, e.start_time, e.end_time, COALESCE(o.tile, -1) AS origin, "
+            f"COALESCE(d.tile, -1) AS destination{more} FROM {untiled.view} AS e "
+            f"LEFT JOIN {lookup} AS o {at.format('origin', 'o')} "
+            f"LEFT JOIN {lookup} AS d {at.format('destination', 'd')}"
+        )
+
+    kept = list(_TRIP_ENDS) if coordinates else []
+    return _polygon_tiled(
+        untiled,
+        tessellation,
+        "trips",
+        ["uid", "tid", "start_time", "end_time", "origin", "destination", *kept, *carry],
+        (
+            f"SELECT origin_lng AS lng, origin_lat AS lat FROM {untiled.view} UNION "
+            f"SELECT destination_lng, destination_lat FROM {untiled.view}"
         ),
+        select,
+        lambda b: _polygon_tiled_trips(b, tessellation, coordinates, carry),
+        on_read=on_read,
     )
-    return untiled.derived(
-        view, "trip_points", lambda b: _polygon_tiled_points(b, tessellation, carry)
-    )
+
+
+def _polygon_tiled(
+    untiled: Loaded,
+    tessellation: Tiling,
+    shape: str,
+    columns: list[str],
+    pairs_sql: str,
+    select: Callable[[str], str],
+    again: Callable[[Loaded], Loaded],
+    *,
+    on_read: bool,
+) -> Loaded:
+    """``untiled`` with its tiles assigned by point in polygon to the distinct (lng, lat)
+    pairs of ``pairs_sql`` and joined back (``select`` of the lookup's name: the relation's
+    ``columns``). Rebuilt per user bucket by :mod:`privmob.engine.buckets` (``again``), so the
+    buckets are written from the untiled records and each bucket's lookup holds only its own
+    coordinates (a join to the whole input's lookup spilled at 100M trips under 4 GB, and did
+    not fit in DuckDB's share of a 512 MB limit for 5M points). ``on_read``: the whole input's
+    lookup is built only when the relation is read in one pass (a run in buckets never does)."""
+    eng = untiled.engine
+    view = new_name(shape.replace("-", "_"))
+
+    def create() -> None:
+        eng.create_view(view, select(coordinate_tiles(eng, tessellation, pairs_sql)))
+
+    if on_read:
+        return untiled.derived_on_read(view, shape, columns, create, again)
+    create()
+    return untiled.derived(view, shape, again)
 
 
 def _grid_tiled_points(untiled: Loaded, grid: Any, carry: tuple[str, ...] = ()) -> Loaded:
@@ -449,6 +521,10 @@ def trip_points_from_trips(trips: Loaded) -> Loaded:
         ),
     )
     return trips.derived(view, "trip-points", trip_points_from_trips)
+
+
+#: The coordinates of a one-row trip's ends (trips given by coordinates).
+_TRIP_ENDS = ("origin_lat", "origin_lng", "destination_lat", "destination_lng")
 
 
 def load_trips(
@@ -579,31 +655,15 @@ def load_trips(
     tid = ident(cols["tid"]) if "tid" in cols else "row_number() OVER ()"
     uid = f"e.{ident(cols['uid'])}" if not uid_per_trip else "0"  # replaced by tid below
     end = "_p_end_time" if "end_time" in cols else "_p_start_time"
-    view = new_name("trips")
-    ends_at = ("origin_lat", "origin_lng", "destination_lat", "destination_lng")
+    view = new_name("untiled" if by_coords else "trips")
     coordinates = coordinates or (keep_coordinates and by_coords)
-    coords = "".join(f", e._p_{c} AS {c}" for c in ends_at) if coordinates else ""
-    coords += carried_sql(carry, cols)
+    head = f"{uid} AS uid, {tid} AS tid, e._p_start_time AS start_time, e.{end} AS end_time"
     if by_coords:
-        lookup = coordinate_tiles(
-            engine,
-            tessellation,
-            (
-                f"SELECT _p_origin_lng AS lng, _p_origin_lat AS lat FROM {pview} UNION "
-                f"SELECT _p_destination_lng, _p_destination_lat FROM {pview}"
-            ),
-        )
-        engine.create_view(
-            view,
-            (
-                f"SELECT {uid} AS uid, {tid} AS tid, e._p_start_time AS "
-                f"start_time, e.{end} AS end_time, o.tile AS origin, d.tile AS destination"
-                f"{coords} FROM {pview} AS e "
-                f"JOIN {lookup} AS o ON e._p_origin_lng = o.lng AND e._p_origin_lat = o.lat "
-                f"JOIN {lookup} AS d ON e._p_destination_lng = d.lng "
-                f"AND e._p_destination_lat = d.lat"
-            ),
-        )
+        # the trips untiled (with their ends' coordinates): user buckets are written from
+        # them, and each bucket assigns the tiles of its own trip ends (_polygon_tiled)
+        at_ends = "".join(f", e._p_{c} AS {c}" for c in _TRIP_ENDS)
+        more = carried_sql(carry, cols)
+        engine.create_view(view, f"SELECT {head}{at_ends}{more} FROM {pview} AS e")
     else:
         o_expr, o_join = tile_index(
             engine, tessellation, cols["origin"], types[cols["origin"]], "o"
@@ -614,19 +674,19 @@ def load_trips(
         engine.create_view(
             view,
             (
-                f"SELECT {uid} AS uid, {tid} AS tid, "
-                f"e._p_start_time AS start_time, e.{end} AS end_time, "
-                f"{o_expr} AS origin, {d_expr} AS destination{carried_sql(carry, cols)} "
-                f"FROM {pview} AS e {o_join} {d_join}"
+                f"SELECT {head}, {o_expr} AS origin, {d_expr} AS destination"
+                f"{carried_sql(carry, cols)} FROM {pview} AS e {o_join} {d_join}"
             ),
         )
     if uid_per_trip:  # each trip its own unit: uid = tid (computed once, then copied)
-        per_trip = new_name("trips")
-        more = "".join(f", {c}" for c in ends_at) if coordinates else ""
-        more += "".join(f", {ident(c)}" for c in carry)
+        per_trip = new_name("untiled" if by_coords else "trips")
+        kept = "".join(f", {c}" for c in _TRIP_ENDS) if by_coords else ", origin, destination"
+        kept += "".join(f", {ident(c)}" for c in carry)
         engine.create_view(
-            per_trip,
-            f"SELECT tid AS uid, tid, start_time, end_time, origin, destination{more} FROM {view}",
+            per_trip, f"SELECT tid AS uid, tid, start_time, end_time{kept} FROM {view}"
         )
         view = per_trip
+    if by_coords:
+        untiled = _bound(view, display, "trips_untiled", engine, checked, tessellation)
+        return _polygon_tiled_trips(untiled, tessellation, coordinates, tuple(carry), on_read=True)
     return _bound(view, display, "trips", engine, checked, tessellation)

@@ -80,6 +80,51 @@ class Loaded:
             tiles=self.tiles,
         )  # the people sketch: asked of this one (people_sketch)
 
+    def derived_on_read(
+        self,
+        view: str,
+        shape: str,
+        columns: list[str],
+        create: Callable[[], None],
+        derive: Callable[[Loaded], Loaded],
+    ) -> Loaded:
+        """:meth:`derived`, but ``view`` (with ``columns``) is created by ``create`` only when
+        it is first read: work a run in user buckets never needs (the whole input's tile
+        lookup, when each bucket is rebuilt by ``derive`` and tiles its own coordinates)."""
+        return OnRead(
+            view,
+            self.source,
+            shape,
+            self.engine,
+            list(columns),
+            base=self,
+            derive=derive,
+            fingerprint=self.fingerprint,
+            rows=self.rows,
+            tiles=self.tiles,
+            create=create,
+        )
+
+
+@dataclass
+class OnRead(Loaded):
+    """A derived relation whose view is created at its first read (:meth:`Loaded.derived_on_read`);
+    its per-bucket rebuilds (``derive``) and its ``base`` do not read it."""
+
+    create: Callable[[], None] | None = field(default=None, repr=False, compare=False)
+
+    # a property over the inherited field (its setter takes the dataclass's assignment)
+    @property  # type: ignore[misc]
+    def view(self) -> str:
+        if self.create is not None:
+            create, self.create = self.create, None
+            create()
+        return self._view
+
+    @view.setter
+    def view(self, name: str) -> None:
+        self._view = name
+
 
 def new_name(prefix: str) -> str:
     """A fresh view name ``pm_<prefix>_<n>`` (unique in this process)."""
