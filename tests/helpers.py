@@ -154,3 +154,20 @@ def trips_from_points(points: pd.DataFrame, times: list[str]) -> pd.DataFrame:
             "destination_lng": points["lng"][::-1].to_list(),
         }
     )
+
+
+def record_bucket_columns(monkeypatch) -> list[list[str]]:
+    """The input columns each spilled user bucket is written with (one list per bucket, in
+    order), recorded from privmob.engine.buckets.spilled_buckets for the test's duration."""
+    from privmob.engine import buckets
+
+    written: list[list[str]] = []
+    spilled = buckets.spilled_buckets
+
+    def spy(loaded, n_buckets, directory, columns=None):
+        for part in spilled(loaded, n_buckets, directory, columns):
+            written.append(buckets.root(part).columns)
+            yield part
+
+    monkeypatch.setattr(buckets, "spilled_buckets", spy)
+    return written

@@ -8,7 +8,7 @@ import stat
 
 import numpy as np
 import pytest
-from tests.helpers import box_grid, random_trips
+from tests.helpers import box_grid, random_trips, record_bucket_columns
 
 from privmob.data import load_trips
 from privmob.domain import Period
@@ -181,7 +181,6 @@ def test_coordinate_trips_tiled_per_bucket_equal_one_pass(shared_data, monkeypat
     # lookup of the whole input's trip ends is built for a run in buckets
     from privmob.data import sources
     from privmob.data.tessellation_input import load_tessellation
-    from privmob.engine import buckets
 
     tess = load_tessellation(shared_data / "nyc_taxi_zones" / "taxi_zones.geojson")
     k = tess.k
@@ -213,16 +212,8 @@ def test_coordinate_trips_tiled_per_bucket_equal_one_pass(shared_data, monkeypat
         lookups.append(int(engine.fetch(f"SELECT count(*) AS n FROM {name}")["n"].iloc[0]))
         return name
 
-    written: list[list[str]] = []
-    spilled = buckets.spilled_buckets
-
-    def spy(loaded, n_buckets, directory, columns=None):
-        for part in spilled(loaded, n_buckets, directory, columns):
-            written.append(buckets.root(part).columns)
-            yield part
-
     monkeypatch.setattr(sources, "coordinate_tiles", counted_lookup)
-    monkeypatch.setattr(buckets, "spilled_buckets", spy)
+    written = record_bucket_columns(monkeypatch)
     distinct = len(np.unique(np.concatenate(ends), axis=0))
     with DuckDBEngine() as eng:
         trips = load_trips(df, engine=eng, tessellation=tess)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from tests.helpers import record_bucket_columns
 
 from privmob.data.grids import square_grid
 from privmob.data.sources import load_trip_points
@@ -104,21 +105,12 @@ def test_polygon_tiles_assigned_per_bucket_equal_one_pass(shared_data, monkeypat
     # bucket is written through a join to the whole input's tile lookup (that join did not
     # fit in DuckDB's share of a 512 MB limit on 5M points)
     from privmob.data.tessellation_input import load_tessellation
-    from privmob.engine import buckets
 
     tess = load_tessellation(shared_data / "nyc_taxi_zones" / "taxi_zones.geojson")
     tiles = Tiles.from_tessellation(tess)
     df = points(120, seed=6)
     cfg = ReportConfig.build(epsilon=1, max_trips=6, period=("2024-01-01", "2024-01-29"))
-    written: list[list[str]] = []
-    spilled = buckets.spilled_buckets
-
-    def spy(loaded, n_buckets, directory, columns=None):
-        for part in spilled(loaded, n_buckets, directory, columns):
-            written.append(buckets.root(part).columns)
-            yield part
-
-    monkeypatch.setattr(buckets, "spilled_buckets", spy)
+    written = record_bucket_columns(monkeypatch)
     with DuckDBEngine() as eng:
         loaded = load_trip_points(df, engine=eng, tessellation=tess)
         one = bucketed_exact_counts(loaded, cfg, tiles, key=77, n_buckets=1)
