@@ -239,9 +239,9 @@ def noisy_max(
 def _noisy_max_measurement(scale: float) -> Any:
     """OpenDP's report-noisy-max (exponential noise) for one scale, built once."""
     dp = samplers._opendp()
-    return dp.m.make_noisy_max(
-        dp.vector_domain(dp.atom_domain(T=float, nan=False)),
-        dp.linf_distance(T=float),
-        dp.max_divergence(),
+    return dp.measurements.make_noisy_max(
+        dp.domains.vector_domain(dp.domains.atom_domain(T=float, nan=False)),
+        dp.metrics.linf_distance(T=float),
+        dp.measures.max_divergence(),
         scale=scale,
     )

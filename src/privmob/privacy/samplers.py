@@ -74,47 +74,41 @@ def resolve(rng: Randomness | int | None) -> Randomness:
 
 @lru_cache(maxsize=1)
 def _opendp() -> Any:
-    """OpenDP's constructors, imported without ``opendp.prelude`` (which also imports
+    """The ``opendp`` package with its measurements, domains, metrics and measures modules
+    loaded and contrib features on, imported without ``opendp.prelude`` (which also imports
     scikit-learn through opendp.extras: 2 s instead of ~20 s on a loaded machine)."""
-    from types import SimpleNamespace
-
-    from opendp import domains, measurements, measures, metrics
+    import opendp
+    import opendp.domains
+    import opendp.measurements
+    import opendp.measures
+    import opendp.metrics
     from opendp.mod import enable_features
 
     enable_features("contrib")
-    return SimpleNamespace(
-        m=measurements,
-        vector_domain=domains.vector_domain,
-        atom_domain=domains.atom_domain,
-        l1_distance=metrics.l1_distance,
-        l2_distance=metrics.l2_distance,
-        linf_distance=metrics.linf_distance,
-        max_divergence=measures.max_divergence,
-        enable_features=enable_features,
-    )
+    return opendp
 
 
 @lru_cache(maxsize=64)
 def _int_measurement(kind: str, scale: float) -> Any:
     dp = _opendp()
-    domain = dp.vector_domain(dp.atom_domain(T="i64"))
+    domain = dp.domains.vector_domain(dp.domains.atom_domain(T="i64"))
     if kind == "laplace":
-        return dp.m.make_laplace(domain, dp.l1_distance(T="i64"), scale=scale)
-    return dp.m.make_gaussian(domain, dp.l2_distance(T="i64"), scale=scale)
+        return dp.measurements.make_laplace(domain, dp.metrics.l1_distance(T="i64"), scale=scale)
+    return dp.measurements.make_gaussian(domain, dp.metrics.l2_distance(T="i64"), scale=scale)
 
 
 @lru_cache(maxsize=64)
 def _float_laplace(scale: float) -> Any:
     dp = _opendp()
-    domain = dp.vector_domain(dp.atom_domain(T=float, nan=False))
-    return dp.m.make_laplace(domain, dp.l1_distance(T=float), scale=scale)
+    domain = dp.domains.vector_domain(dp.domains.atom_domain(T=float, nan=False))
+    return dp.measurements.make_laplace(domain, dp.metrics.l1_distance(T=float), scale=scale)
 
 
 @lru_cache(maxsize=64)
 def _float_gaussian(sigma: float) -> Any:
     dp = _opendp()
-    domain = dp.vector_domain(dp.atom_domain(T=float, nan=False))
-    return dp.m.make_gaussian(domain, dp.l2_distance(T=float), scale=sigma)
+    domain = dp.domains.vector_domain(dp.domains.atom_domain(T=float, nan=False))
+    return dp.measurements.make_gaussian(domain, dp.metrics.l2_distance(T=float), scale=sigma)
 
 
 def _threads() -> int:
