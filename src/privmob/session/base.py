@@ -490,15 +490,11 @@ class SessionBase:
             from privmob.prepare.inputs import load_trips_any
 
             self.progress("reading and validating the input")
+            reading = self._reading()
             self._loaded[key] = load_trips_any(
                 self.data,
-                engine=self.engine,
-                tessellation=self._tiles(),
                 shape=self._shape(),
                 cells=self.cells,
-                columns=self.columns,
-                timezone=self.timezone,
-                delimiter=self.delimiter,
                 trip_rule=self.trip_rule,
                 stay_distance=self.stay_distance,
                 stay_minutes=self.stay_minutes,
@@ -506,6 +502,7 @@ class SessionBase:
                 shape_detected=not self._shape_declared,
                 keep_coordinates=coordinates,
                 carry=tuple(carry),
+                **reading,
             )
         return self._loaded[key]
 
@@ -524,14 +521,7 @@ class SessionBase:
                 )
             self.progress("reading and validating the events")
             self._loaded[key] = load_events(
-                self.data,
-                engine=self.engine,
-                tessellation=self._tiles(),
-                cells=self.cells,
-                columns=self.columns,
-                timezone=self.timezone,
-                delimiter=self.delimiter,
-                carry=tuple(carry),
+                self.data, cells=self.cells, carry=tuple(carry), **self._reading()
             )
         return self._loaded[key]
 
@@ -559,13 +549,7 @@ class SessionBase:
                     "--input-shape gps)",
                 )
             self.progress("reading and validating the trip points")
-            common = {
-                "engine": self.engine,
-                "tessellation": self._tiles(),
-                "columns": self.columns,
-                "timezone": self.timezone,
-                "delimiter": self.delimiter,
-            }
+            common = self._reading()
             if shape == "gps":
                 from privmob.prepare.inputs import load_gps_points
 
@@ -581,6 +565,17 @@ class SessionBase:
                 points = load_trip_points(self.data, carry=tuple(carry), **common)
             self._loaded[key] = points
         return self._loaded[key]
+
+    def _reading(self) -> dict[str, Any]:
+        """How the session reads its input, as the loaders' keywords: its engine, its tiles,
+        the column mapping, the time zone of naive timestamps and the CSV delimiter."""
+        return {
+            "engine": self.engine,
+            "tessellation": self._tiles(),
+            "columns": self.columns,
+            "timezone": self.timezone,
+            "delimiter": self.delimiter,
+        }
 
     def load_density_inputs(self, week: str, cover: bool) -> Any:
         """The density release's inputs for the week starting ``week``: the zones, tower sites,
