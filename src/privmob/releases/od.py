@@ -36,7 +36,7 @@ from privmob.releases.dimensions import dimension
 from privmob.releases.kinds import SAME_TILE_RULES, same_tile_flag
 from privmob.releases.plan import Plan, PlannedOnce, domain_memory
 from privmob.releases.release import Release
-from privmob.releases.tiles import check_shape, check_tessellation
+from privmob.releases.tiles import check_input
 
 if TYPE_CHECKING:
     from privmob.data.tessellation import Tessellation
@@ -180,9 +180,9 @@ class OdSpec(PlannedOnce):
         return PerUser(self.od_plan.t_bound, partition=partition)
 
     def counted(self, data: Any) -> Loaded:
-        check_tessellation(data, self.tessellation)
-        check_shape(
+        check_input(
             data,
+            self.tessellation,
             "trips",
             "OD matrix",
             "build trips first: privmob.prepare.inputs.load_trips_any (any shape) or "

@@ -37,7 +37,7 @@ from privmob.releases.counts import (
 from privmob.releases.dimensions import Dimension
 from privmob.releases.plan import Plan, PlannedOnce, domain_memory
 from privmob.releases.release import Release
-from privmob.releases.tiles import check_shape, check_tessellation
+from privmob.releases.tiles import check_input
 
 if TYPE_CHECKING:
     from privmob.data.tessellation import Tessellation
@@ -206,9 +206,9 @@ class PopulationSpec(CountsHomes, PlannedOnce):
         return self.rows.domain([str(t) for t in self.tessellation.tile_ids])
 
     def counted(self, data: Any) -> Loaded:
-        check_tessellation(data, self.tessellation)
-        check_shape(
+        check_input(
             data,
+            self.tessellation,
             "events",
             "population release",
             "load located events (or trip points) with privmob.data.load_events, or use "

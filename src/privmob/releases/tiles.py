@@ -1,4 +1,5 @@
-"""The one check that a release counts over the tessellation its input was tiled with."""
+"""The checks of a release's loaded input: tiled with the release's tessellation, and of the
+shape the release counts."""
 
 from __future__ import annotations
 
@@ -33,9 +34,13 @@ def check_tessellation(data: Any, tessellation: Tessellation) -> None:
         )
 
 
-def check_shape(data: Any, expected: str, release: str, hint: str) -> None:
-    """Raise :class:`ConfigError` when ``data`` (a loaded input) has another shape than the
-    release counts (e.g. trip points given to the OD matrix, which counts one-row trips)."""
+def check_input(
+    data: Any, tessellation: Tessellation, expected: str, release: str, hint: str
+) -> None:
+    """Raise :class:`ConfigError` when ``data`` (a loaded input) was tiled with another
+    tessellation (:func:`check_tessellation`) or has another shape than the release counts
+    (e.g. trip points given to the OD matrix, which counts one-row trips)."""
+    check_tessellation(data, tessellation)
     shape = getattr(data, "shape", None)
     if shape is not None and shape != expected:
         raise ConfigError(
