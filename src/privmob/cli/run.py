@@ -24,6 +24,7 @@ from privmob.privacy.costs import PrivacyUnit
 
 if TYPE_CHECKING:
     from privmob.data.tessellation_input import TessellationSource
+    from privmob.session.options import EngineOptions
 
 #: what a command gives to read its input: the session -> loaded data (``Session.load_trips``,
 #: ``Session.load_events``, ``Session.load_trip_points``, ``Session.load_density_inputs``)
@@ -59,6 +60,13 @@ class RunOptions:
         """The run options among a command's parsed parameters (``ctx.params``)."""
         names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in params.items() if k in names})
+
+    def engine_options(self) -> EngineOptions:
+        """The session's engine group (:class:`~privmob.session.options.EngineOptions`): its
+        fields are run options of the same names."""
+        from privmob.session.options import EngineOptions
+
+        return EngineOptions(**{f.name: getattr(self, f.name) for f in fields(EngineOptions)})
 
 
 def input_options(params: dict[str, Any], shape: str | None = None) -> dict[str, Any]:
@@ -170,11 +178,7 @@ def run_release(
             unit=budget_unit,
             ledger=None if opts.test_mode else (opts.ledger or default_ledger_location()),
             dataset=c.dataset_name(opts.dataset, data),
-            engine=opts.engine,
-            memory_limit=opts.memory_limit,
-            spill_dir=opts.spill_dir,
-            spark_master=opts.spark_master,
-            spark_conf=opts.spark_conf,
+            engine=opts.engine_options(),
             group_size=opts.group_size,
             new_dataset_for_same_data=opts.new_dataset,
             seed=opts.seed,
