@@ -49,6 +49,13 @@ def trips_frame(rows: list[tuple], start: str = "2024-01-01 08:00:00") -> pd.Dat
     return pd.DataFrame(out)
 
 
+def random_times(
+    rng: np.random.Generator, n: int, start: str, span: int, unit: str = "s"
+) -> pd.DatetimeIndex:
+    """``n`` instants drawn uniformly, in whole ``unit`` steps, from ``[start, start + span)``."""
+    return pd.Timestamp(start) + pd.to_timedelta(rng.integers(0, span, n), unit=unit)
+
+
 def random_trips(n_users: int, k: int, seed: int, max_per_user: int = 8) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     counts = rng.integers(1, max_per_user + 1, n_users)
@@ -58,8 +65,7 @@ def random_trips(n_users: int, k: int, seed: int, max_per_user: int = 8) -> pd.D
         {
             "uid": uid,
             "tid": np.arange(n),
-            "start_time": pd.Timestamp("2024-01-01")
-            + pd.to_timedelta(rng.integers(0, 86_400 * 3, n), unit="s"),
+            "start_time": random_times(rng, n, "2024-01-01", 86_400 * 3),
             "origin": (o := rng.integers(0, k, n)),
             "destination": (o + 1 + rng.integers(0, k - 1, n)) % k,
         }
@@ -70,7 +76,7 @@ def events_around_a_week(seed: int, n: int = 3000) -> pd.DataFrame:
     """``uid, time, tile`` events over 30 days from 2023-12-25 (60 users, tiles -1..3, 20 NULL
     times): the density tests' out-of-domain cases (outside the week, no known tower, no time)."""
     rng = np.random.default_rng(seed)
-    times = pd.Timestamp("2023-12-25") + pd.to_timedelta(rng.integers(0, 30 * 24 * 60, n), "min")
+    times = random_times(rng, n, "2023-12-25", 30 * 24 * 60, "min")
     df = pd.DataFrame(
         {"uid": rng.integers(0, 60, n), "time": times, "tile": rng.integers(-1, 4, n)}
     )

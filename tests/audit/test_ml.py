@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from tests.helpers import random_times
 
 from privmob.audit.ml import (
     PrivateOD,
@@ -102,8 +103,7 @@ def test_from_trips_matches_direct_counts() -> None:
     trips = pd.DataFrame(
         {
             "uid": gen.integers(0, 20, n),
-            "start_time": pd.Timestamp("2024-01-01")
-            + pd.to_timedelta(gen.integers(0, 40 * 24, n), "h"),
+            "start_time": random_times(gen, n, "2024-01-01", 40 * 24, "h"),
             "origin": gen.integers(-1, 4, n),
             "destination": gen.integers(0, 4, n),
         }

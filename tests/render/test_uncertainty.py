@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from shapely.geometry import box
+from tests.helpers import random_times
 
 import privmob as pm
 from privmob.errors import ConfigError
@@ -294,8 +295,7 @@ def test_population_display_names_zones_and_hatches_noise() -> None:
     events = pd.DataFrame(
         {
             "uid": rng.integers(0, 150, n),
-            "datetime": pd.Timestamp("2024-01-01 21:00")
-            + pd.to_timedelta(rng.integers(0, 3600, n), unit="s"),
+            "datetime": random_times(rng, n, "2024-01-01 21:00", 3600),
             "lat": 52 + rng.uniform(0.0005, 0.0095, n),  # every home in the bottom row
             "lng": 13 + rng.uniform(0.0005, 0.0295, n),
         }
