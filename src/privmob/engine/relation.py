@@ -103,9 +103,9 @@ class OnRead(Loaded):
     # a property over the inherited field (its setter takes the dataclass's assignment)
     @property  # type: ignore[misc]
     def view(self) -> str:
-        if self.create is not None:
-            create, self.create = self.create, None
-            create()
+        if self.create is not None:  # once; again at the next read if it failed
+            self.create()
+            self.create = None
         return self._view
 
     @view.setter
