@@ -93,7 +93,7 @@ class Loaded:
         )
 
 
-@dataclass
+@dataclass(repr=False)
 class OnRead(Loaded):
     """A derived relation whose view is created at its first read (:meth:`Loaded.derived_on_read`);
     its per-bucket rebuilds (``derive``) and its ``base`` do not read it."""
@@ -111,6 +111,10 @@ class OnRead(Loaded):
     @view.setter
     def view(self, name: str) -> None:
         self._view = name
+
+    def __repr__(self) -> str:  # without reading the view (that would create it)
+        state = "created" if self.create is None else "not created"
+        return f"OnRead({self._view!r}, {self.source!r}, {self.shape!r}, {state})"
 
 
 def new_name(prefix: str) -> str:
