@@ -239,6 +239,30 @@ def test_coordinate_trips_tiled_per_bucket_equal_one_pass(shared_data, monkeypat
         assert kept - diagonal <= bounded.sum() <= kept < unbounded.sum()
 
 
+def test_view_created_on_read_once_and_again_after_a_failure(engine):
+    # Loaded.derived_on_read: the view is created at its first read, not when the relation is
+    # built, printed or rebuilt per bucket; once; and again at the next read if it failed
+    from privmob.engine.relation import Loaded
+
+    engine.create_view("pm_test_base", "SELECT 1 AS uid")
+    base = Loaded("pm_test_base", "s", "x", engine, ["uid"])
+    calls: list[int] = []
+
+    def create() -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("first creation fails")
+        engine.create_view("pm_test_on_read", "SELECT uid FROM pm_test_base")
+
+    rel = base.derived_on_read("pm_test_on_read", "y", ["uid"], create, lambda b: b)
+    assert "not created" in repr(rel) and calls == [] and rel.columns == ["uid"]
+    assert rel.derive is not None and rel.derive(base) is base and calls == []
+    with pytest.raises(RuntimeError):
+        _ = rel.view
+    assert rel.view == "pm_test_on_read" and rel.view == "pm_test_on_read" and calls == [1, 1]
+    assert engine.fetch(f"SELECT uid FROM {rel.view}")["uid"].tolist() == [1]
+
+
 def pd_frame(uid, ends):
     import pandas as pd
 

@@ -106,7 +106,7 @@ class Loaded:
         )
 
 
-@dataclass
+@dataclass(repr=False)
 class OnRead(Loaded):
     """A derived relation whose view is created at its first read (:meth:`Loaded.derived_on_read`);
     its per-bucket rebuilds (``derive``) and its ``base`` do not read it."""
@@ -116,14 +116,18 @@ class OnRead(Loaded):
     # a property over the inherited field (its setter takes the dataclass's assignment)
     @property  # type: ignore[misc]
     def view(self) -> str:
-        if self.create is not None:
-            create, self.create = self.create, None
-            create()
+        if self.create is not None:  # once; again at the next read if it failed
+            self.create()
+            self.create = None
         return self._view
 
     @view.setter
     def view(self, name: str) -> None:
         self._view = name
+
+    def __repr__(self) -> str:  # without reading the view (that would create it)
+        state = "created" if self.create is None else "not created"
+        return f"OnRead({self._view!r}, {self.source!r}, {self.shape!r}, {state})"
 
 
 def new_name(prefix: str) -> str:
