@@ -79,6 +79,33 @@ def test_od_layers_are_flows_between_tiles(tmp_path, dpmr):
         assert (layer["below_margin"] == (layer["count"] <= margin)).all()
 
 
+def test_od_layers_draw_no_line_within_one_tile(tmp_path, dpmr):
+    """With ``--same-tile include`` the table releases the cells from a tile to itself; the
+    layer draws none of them (a line of length 0 is no valid geometry) and every other flow
+    above the floor, as without the option."""
+    source, tess_path = dpmr
+    points = pd.read_csv(source)
+    # half the trips end where they began (round trips: within one tile)
+    ends = points.groupby("tid").tail(1).index
+    starts = points.groupby("tid").head(1).set_index("tid").loc[points.loc[ends, "tid"]]
+    round_trip = (points.loc[ends, "tid"] % 2 == 0).to_numpy()
+    for col in ("lat", "lng"):
+        points.loc[ends[round_trip], col] = starts[col].to_numpy()[round_trip]
+    data = tmp_path / "round_trips.csv"
+    points.to_csv(data, index=False)
+    out = tmp_path / "od"
+    argv = ["od", str(data), "-t", str(tess_path), "-e", "50", "-T", "3", "--budget", "50"]
+    argv += ["--same-tile", "include", "--all-flows", "-o", str(out), *FORMATS]
+    assert run_cli([*argv, *common(tmp_path)]) == 0
+    table = pd.read_parquet(out / "od.parquet")
+    within = table["origin"] == table["destination"]
+    assert (table.loc[within, "count"] != 0).any()  # the table keeps them
+    for layer in open_layers(out, "od_flows"):
+        check_layer(layer, "LineString")
+        assert not (layer["origin"] == layer["destination"]).any()
+        assert len(layer) == int(((table["count"] != 0) & ~within).sum())
+
+
 def _floor(meta: dict) -> int:
     """The noise floor of an OD release, from its metadata (public) alone."""
     from privmob.privacy.mechanisms import Noise, NoiseKind

@@ -207,9 +207,10 @@ def release_layer(release: Any, tess: Tessellation, *, keep_all: bool = False) -
     if layer.key is None:
         floor = None if keep_all else flow_floor(release)
         keys = [c for c in table.columns if c not in ("origin", "destination", "count")]
-        within = layer.table != "counts"  # a count table counts trips within a tile: no line
+        # a cell from a tile to itself (a count table's, or od's with --same-tile include) has
+        # no line: one of length 0 is no valid geometry; the table keeps it
         return od_flows_layer(
-            table, tess, margin=margin, floor=floor, keys=keys, within_tiles=within
+            table, tess, margin=margin, floor=floor, keys=keys, within_tiles=False
         )
     if layer.margin == "budgets":
         if "zone" not in table.columns:
