@@ -19,6 +19,7 @@ import inspect
 import json
 import re
 import shutil
+import typing
 import warnings
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,21 @@ def _command(kind: Any) -> Any:
     return typer.main.get_group(sub).commands[kind.name]
 
 
+def keywords(method: Any) -> set[str]:
+    """The keywords ``method`` takes: its parameters and the keys of a ``**options:
+    Unpack[TypedDict]`` (as an editor reads them)."""
+    try:
+        parameters = inspect.signature(method, eval_str=True).parameters
+    except NameError:  # a type imported for type checkers only: the parameters as written
+        parameters = inspect.signature(method).parameters
+    typed = [
+        typing.get_args(p.annotation)[0]
+        for p in parameters.values()
+        if p.kind is inspect.Parameter.VAR_KEYWORD and typing.get_args(p.annotation)
+    ]
+    return {*parameters, *(key for t in typed for key in typing.get_type_hints(t))}
+
+
 @pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.name)
 def test_the_kind_is_one_name_everywhere(kind: Any) -> None:
     from privmob.cli.lazy import LAZY_COMMANDS
@@ -97,7 +113,7 @@ def test_the_kind_is_one_name_everywhere(kind: Any) -> None:
         assert (name in LAYER_TABLES) == (kind.layer is not None)
         assert BY_ANY_NAME[name] is kind
     if kind.bound is not None:  # one spelling of the bound: Session keyword and command flags
-        assert kind.bound.keyword in inspect.signature(getattr(Session, kind.method)).parameters
+        assert kind.bound.keyword in keywords(getattr(Session, kind.method))
         flags = {f for p in _command(kind).params for f in (*p.opts, *p.secondary_opts)}
         assert set(kind.bound.flags) <= flags
         for typed in kind.bound.typed:  # each typed bound is named by the kind's keyword

@@ -8,9 +8,8 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Sequence
-from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from privmob.domain import Period
 from privmob.dp import MaxEventsPerBin, MaxVisitsPerHour, as_period, bound_value
@@ -29,6 +28,7 @@ from privmob.releases.landmark_counts import ZoneSeriesSpec
 from privmob.releases.specs import Plan
 from privmob.results import ReleaseResult
 from privmob.session.base import SessionBase
+from privmob.session.keywords import CountOptions, ZoneSeriesOptions, refuse_unknown
 
 if TYPE_CHECKING:
     from privmob.engine.relation import Loaded
@@ -39,43 +39,26 @@ class SessionCounts(SessionBase):
 
     # -- count tables (the count template) -----------------------------------------------------
     def _count_spec(
-        self,
-        kind: str,
-        epsilon: float,
-        by: Sequence[DimensionLike],
-        records: str,
-        max_records: int,
-        noise: NoiseKind | str,
-        delta: float,
-        period: Period | None,
+        self, by: Sequence[DimensionLike], epsilon: float, options: CountOptions
     ) -> CountSpec:
+        refuse_unknown("counts", options, CountOptions)
         return CountSpec(
             self.tessellation,
             epsilon,
-            records,
+            options.get("records", "trips"),
             tuple(spelling(b) for b in by),
-            max_records,
-            noise,
-            delta,
-            as_period(period),
-            kind,
+            options.get("max_records", 1),
+            options.get("noise", NoiseKind.DISCRETE_LAPLACE),
+            options.get("delta", 0.0),
+            as_period(options.get("period")),
+            options.get("kind", "counts"),
         )
 
     def plan_counts(
-        self,
-        *,
-        epsilon: float,
-        by: Sequence[DimensionLike],
-        records: str = "trips",
-        max_records: int = 1,
-        noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE,
-        delta: float = 0.0,
-        period: Period | None = None,
-        kind: str = "counts",
+        self, *, epsilon: float, by: Sequence[DimensionLike], **options: Unpack[CountOptions]
     ) -> Plan:
         """The plan of :meth:`counts` (reads no data, charges nothing)."""
-        spec = self._count_spec(kind, epsilon, by, records, max_records, noise, delta, period)
-        plan: Plan = spec.plan()
+        plan: Plan = self._count_spec(by, epsilon, options).plan()
         return plan
 
     def load_counted(self, records: str, by: Sequence[DimensionLike]) -> Loaded:
@@ -98,15 +81,10 @@ class SessionCounts(SessionBase):
         *,
         epsilon: float,
         by: Sequence[DimensionLike],
-        records: str = "trips",
-        max_records: int = 1,
-        noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE,
-        delta: float = 0.0,
-        period: Period | None = None,
         output: str | Path | None = None,
         overwrite: bool = False,
         formats: Sequence[str] | None = None,
-        kind: str = "counts",
+        **options: Unpack[CountOptions],
     ) -> ReleaseResult:
         """A count table you define: ``records`` (``"trips"``, ``"trip-points"`` or
         ``"events"``) counted by the public dimensions ``by`` (``origin``, ``destination``,
@@ -121,11 +99,13 @@ class SessionCounts(SessionBase):
         the declared domain gets noise: epsilon-DP per user (discrete Laplace) or (epsilon,
         delta)-DP (discrete Gaussian). The labels of every dimension are declared, never read
         from the data: a value outside them is counted in the outliers cell.
-        ``output``/``formats`` as for :meth:`od`."""
-        spec = self._count_spec(kind, epsilon, by, records, max_records, noise, delta, period)
+        ``output``/``formats`` as for :meth:`od`; ``options``
+        (:class:`~privmob.session.keywords.CountOptions`, shared with :meth:`plan_counts`):
+        ``records``, ``max_records``, ``noise``, ``delta``, ``period``, ``kind``."""
+        spec = self._count_spec(by, epsilon, options)
         return self.run(
             spec,
-            functools.partial(SessionCounts.load_counted, records=records, by=spec.by),
+            functools.partial(SessionCounts.load_counted, records=spec.records, by=spec.by),
             output=output,
             overwrite=overwrite,
             formats=formats,
@@ -133,15 +113,11 @@ class SessionCounts(SessionBase):
 
     # -- zone series (series-counts): the count template's zone x bin, landmark noise -------------
     def _series_counts_spec(
-        self,
-        epsilon: float,
-        period: Period,
-        freq: str,
-        max_per_bin: MaxEventsPerBin | MaxVisitsPerHour | int,
-        landmarks: Sequence[int | str | datetime],
-        scheme: Scheme | str,
-        outliers_epsilon: float | None,
+        self, epsilon: float, period: Period, options: ZoneSeriesOptions
     ) -> ZoneSeriesSpec:
+        refuse_unknown("series_counts", options, ZoneSeriesOptions)
+        max_per_bin = options.get("max_per_bin", 1)
+        freq = options.get("freq", "1h")
         study = as_period(period)
         if study.start is None or study.end is None:
             raise ConfigError(
@@ -164,40 +140,26 @@ class SessionCounts(SessionBase):
             end=study.end.isoformat(sep=" "),
             freq=freq,
             max_per_bin=bound,
-            landmarks=landmarks,
-            scheme=scheme,
-            outliers_epsilon=outliers_epsilon,
+            landmarks=options.get("landmarks", ()),
+            scheme=options.get("scheme", Scheme.UNIFORM),
+            outliers_epsilon=options.get("outliers_epsilon"),
         )
 
     def plan_series_counts(
-        self,
-        *,
-        epsilon: float,
-        period: Period,
-        freq: str = "1h",
-        max_per_bin: MaxEventsPerBin | MaxVisitsPerHour | int = 1,
-        landmarks: Sequence[int | str | datetime] = (),
-        scheme: Scheme | str = Scheme.UNIFORM,
-        outliers_epsilon: float | None = None,
+        self, *, epsilon: float, period: Period, **options: Unpack[ZoneSeriesOptions]
     ) -> Plan:
         """The plan of :meth:`series_counts` (reads no data, charges nothing)."""
-        return self._series_counts_spec(
-            epsilon, period, freq, max_per_bin, landmarks, scheme, outliers_epsilon
-        ).plan()
+        return self._series_counts_spec(epsilon, period, options).plan()
 
     def series_counts(
         self,
         *,
         epsilon: float,
         period: Period,
-        freq: str = "1h",
-        max_per_bin: MaxEventsPerBin | MaxVisitsPerHour | int = 1,
-        landmarks: Sequence[int | str | datetime] = (),
-        scheme: Scheme | str = Scheme.UNIFORM,
-        outliers_epsilon: float | None = None,
         output: str | Path | None = None,
         overwrite: bool = False,
         formats: Sequence[str] | None = None,
+        **options: Unpack[ZoneSeriesOptions],
     ) -> ReleaseResult:
         """Events per zone and time bin (``privmob series-counts``), from events or trip points:
         the count template's ``zone`` x ``bin:<freq>``, published under landmark privacy.
@@ -214,10 +176,11 @@ class SessionCounts(SessionBase):
         renamed into place; refused before anything is read if it cannot be written), with
         map layers in ``formats`` (``geoparquet``, ``geojson``, ``csv``) beside its tables.
         Without it the release is charged and returned; write it later with ``write``.
+        ``options`` (:class:`~privmob.session.keywords.ZoneSeriesOptions`, shared with
+        :meth:`plan_series_counts`): ``freq``, ``max_per_bin``, ``landmarks``, ``scheme``,
+        ``outliers_epsilon``.
         """
-        spec = self._series_counts_spec(
-            epsilon, period, freq, max_per_bin, landmarks, scheme, outliers_epsilon
-        )
+        spec = self._series_counts_spec(epsilon, period, options)
         return self.run(
             spec, SessionBase.load_events, output=output, overwrite=overwrite, formats=formats
         )
@@ -232,7 +195,9 @@ def _preset(kind: Any, plan: bool) -> Any:
         return (self.plan_counts if plan else self.counts)(**preset, **options)
 
     method.__name__ = f"plan_{kind.method}" if plan else kind.method
-    full = inspect.signature(SessionCounts.plan_counts if plan else SessionCounts.counts)
+    full = inspect.signature(
+        SessionCounts.plan_counts if plan else SessionCounts.counts, eval_str=True
+    )
     kept = [p for n, p in full.parameters.items() if n not in preset]
     method.__signature__ = full.replace(parameters=kept)  # type: ignore[attr-defined]
     what = f"{kind.summary}: :meth:`counts` of {kind.counts.records} by {', '.join(kind.counts.by)}"

@@ -6,11 +6,13 @@ A keyword left out takes its default (in the comments), as it does on the comman
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import TypedDict
 
 from privmob.domain import Period
-from privmob.dp import PrivacyUnit
+from privmob.dp import MaxEventsPerBin, MaxVisitsPerHour, PrivacyUnit
 from privmob.privacy.mechanisms import NoiseKind
+from privmob.releases.landmark import Scheme
 
 
 class OdOptions(TypedDict, total=False):
@@ -46,6 +48,28 @@ class ReportOptions(TypedDict, total=False):
     weights: Mapping[str, float] | None  # None: every analysis weighs 1
     ranges: Mapping[str, tuple[float, float, float]] | None  # None: the default ranges
     time_windows: Sequence[int] | None  # None: 2, 6, 10, 14, 18, 22
+
+
+class CountOptions(TypedDict, total=False):
+    """``Session.counts`` / ``Session.plan_counts`` besides ``epsilon`` and ``by``."""
+
+    records: str  # "trips"
+    max_records: int  # 1
+    noise: NoiseKind | str  # discrete Laplace
+    delta: float  # 0.0
+    period: Period | None  # None: the whole data as one period
+    kind: str  # "counts"
+
+
+class ZoneSeriesOptions(TypedDict, total=False):
+    """``Session.series_counts`` / ``Session.plan_series_counts`` besides ``epsilon`` and
+    ``period``."""
+
+    freq: str  # "1h"
+    max_per_bin: MaxEventsPerBin | MaxVisitsPerHour | int  # 1
+    landmarks: Sequence[int | str | datetime]  # ()
+    scheme: Scheme | str  # uniform
+    outliers_epsilon: float | None  # None: 0.1 x epsilon
 
 
 def refuse_unknown(release: str, given: Mapping[str, object], known: type) -> None:
