@@ -20,6 +20,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from privmob.cli import options as o
 from privmob.cli.common import (
     LedgerOpt,
     QuietOpt,
@@ -120,9 +121,7 @@ class Attack:
 @with_options(ATTACK_OPTIONS)
 def lrt(
     ctx: typer.Context,
-    epsilon: Annotated[
-        float, typer.Option("--epsilon", "-e", help="claimed epsilon per period")
-    ] = 0.66,
+    epsilon: Annotated[float, o.epsilon("claimed epsilon per period")] = 0.66,
     tau: Annotated[float, typer.Option("--tau", help="suppression threshold (0: none)")] = 100.0,
     noise: Annotated[
         str, typer.Option("--noise", help="laplace | laplace-rounded | discrete-laplace")
@@ -240,12 +239,8 @@ def _read_counts(path: Path) -> np.ndarray:
 @with_options(ATTACK_OPTIONS)
 def ml(
     ctx: typer.Context,
-    epsilon: Annotated[
-        list[float] | None, typer.Option("--epsilon", "-e", help="release epsilon (repeatable)")
-    ] = None,
-    unit: Annotated[
-        PrivacyUnit, typer.Option("--unit", help="trip or user (bound T)")
-    ] = PrivacyUnit.TRIP,
+    epsilon: Annotated[list[float] | None, o.epsilon("release epsilon (repeatable)")] = None,
+    unit: Annotated[PrivacyUnit, o.unit("trip or user (bound T)")] = PrivacyUnit.TRIP,
     bound: Annotated[int, typer.Option("--bound", "-T", help="trips per user per day")] = 4,
     tau: Annotated[int, typer.Option("--tau", help="suppress noisy counts below tau")] = 0,
     weekday: Annotated[bool, typer.Option("--weekday", help="add weekday dummies")] = False,
@@ -324,15 +319,9 @@ def epsilon_cmd(
 
 @audit_app.command("cost")
 def cost(
-    epsilon: Annotated[
-        float | None, typer.Option("--epsilon", "-e", help="epsilon of each release")
-    ] = None,
-    unit: Annotated[
-        PrivacyUnit, typer.Option("--unit", help="unit of each release")
-    ] = PrivacyUnit.USER,
-    max_trips: Annotated[
-        int | None, typer.Option("--max-trips", help="most trips of one person per release")
-    ] = None,
+    epsilon: Annotated[float | None, o.epsilon("epsilon of each release")] = None,
+    unit: Annotated[PrivacyUnit, o.unit("unit of each release")] = PrivacyUnit.USER,
+    max_trips: Annotated[int | None, o.max_trips("most trips of one person per release")] = None,
     releases: Annotated[int, typer.Option("--releases", help="number of releases")] = 1,
     tau: Annotated[
         float | None,

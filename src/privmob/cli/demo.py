@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from privmob.cli import common as c
+from privmob.cli import options as o
 
 
 def demo(
@@ -15,8 +16,8 @@ def demo(
         "privmob-demo"
     ),
     users: Annotated[int, typer.Option("--users", help="synthetic users")] = 20_000,
-    epsilon: Annotated[float, typer.Option("--epsilon", "-e")] = 1.0,
-    max_trips: Annotated[int, typer.Option("--max-trips", "-T")] = 20,
+    epsilon: Annotated[float, o.epsilon("epsilon of each release")] = 1.0,
+    max_trips: Annotated[int, o.max_trips("trips per user")] = 20,
     quiet: c.QuietOpt = False,
 ) -> None:
     """Generate synthetic trips, release weekly private OD matrices, show what it cost.

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.progress import Progress
 
+from privmob.cli import options as o
 from privmob.cli.common import (
     ColumnsOpt,
     DelimiterOpt,
@@ -53,7 +54,7 @@ def decisions(
     ),
     epsilons: Annotated[str, typer.Option("--epsilons", help="comma-separated grid")] = "0.1,0.5,1",
     repetitions: Annotated[int, typer.Option("--repetitions", "-r")] = 5,
-    max_trips: Annotated[int, typer.Option("-T", "--max-trips", help="1 = trip level")] = 1,
+    max_trips: Annotated[int, o.max_trips("trips per user (1 = trip level)")] = 1,
     tau: Annotated[int, typer.Option("--tau", help="suppression threshold")] = 15,
     noise: Annotated[NoiseKind, typer.Option("--noise")] = NoiseKind.DISCRETE_LAPLACE,
     regions: Annotated[int, typer.Option("--regions", help="synthetic: number of regions")] = 40,

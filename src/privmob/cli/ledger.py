@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from privmob.cli import options as o
 from privmob.cli.common import LedgerOpt, console, console_err
 from privmob.privacy.costs import PrivacyUnit
 from privmob.privacy.ledger import Ledger
@@ -22,11 +23,9 @@ def init(
     dataset: Annotated[
         str | None, typer.Argument(help="dataset name (none: only create the ledger)")
     ] = None,
-    epsilon: Annotated[float | None, typer.Option("--epsilon", help="total epsilon budget")] = None,
+    epsilon: Annotated[float | None, o.epsilon("total epsilon budget")] = None,
     delta: Annotated[float, typer.Option("--delta", help="total delta budget")] = 0.0,
-    unit: Annotated[
-        PrivacyUnit, typer.Option("--unit", help="unit of privacy of the budget")
-    ] = PrivacyUnit.USER,
+    unit: Annotated[PrivacyUnit, o.unit("unit of privacy of the budget")] = PrivacyUnit.USER,
     ledger: LedgerOpt = None,
 ) -> None:
     """Create the ledger (its custodian: your key, $PRIVMOB_KEY or your own, made if needed; on

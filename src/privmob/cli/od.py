@@ -25,7 +25,7 @@ def od(
         float, o.epsilon("privacy budget of the release (per period with --bound-per period)")
     ],
     output: Annotated[Path, o.output()] = Path("privmob-od"),
-    unit: Annotated[PrivacyUnit, typer.Option("--unit", help="user or trip")] = PrivacyUnit.USER,
+    unit: Annotated[PrivacyUnit, o.unit()] = PrivacyUnit.USER,
     max_trips: Annotated[
         int | None,
         o.max_trips("trips per user: the most trips counted per user (a random sample of more)"),

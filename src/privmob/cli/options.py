@@ -9,6 +9,7 @@ meaning in the help (``-T`` is trips per user for ``od``, visits per user and ho
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
@@ -28,36 +29,33 @@ SHARED = {
     "output": ("--output", "-o"),
     "input_timezone": ("--input-timezone",),
     "timezone": ("--timezone",),
+    "unit": ("--unit",),
 }
 
 
-def epsilon(help: str) -> Any:
-    return typer.Option(*SHARED["epsilon"], help=help)
+def _shared(name: str, default_help: str | None = None) -> Callable[..., Any]:
+    """The option factory of the shared option ``name``: its one spelling (:data:`SHARED`),
+    the command's own meaning in ``help`` (required where there is no ``default_help``)."""
+
+    def option(help: str | None = default_help) -> Any:
+        if help is None:
+            raise TypeError(f"the shared option {name!r} needs its meaning in help=")
+        return typer.Option(*SHARED[name], help=help)
+
+    option.__name__ = name
+    return option
 
 
-def max_trips(help: str) -> Any:
-    """The per-user contribution bound of a release (its meaning in ``help``)."""
-    return typer.Option(*SHARED["max_trips"], help=help)
-
-
-def tessellation(help: str = "tiles (GeoJSON, GeoParquet, Shapefile)") -> Any:
-    return typer.Option(*SHARED["tessellation"], help=help)
-
-
-def start(help: str = "start of the public study period (a date or time; included)") -> Any:
-    return typer.Option(*SHARED["start"], help=help)
-
-
-def end(help: str = "end of the public study period (excluded)") -> Any:
-    return typer.Option(*SHARED["end"], help=help)
-
-
-def bin(help: str) -> Any:
-    return typer.Option(*SHARED["bin"], help=help)
-
-
-def output(help: str = "output folder") -> Any:
-    return typer.Option(*SHARED["output"], help=help)
+epsilon = _shared("epsilon")
+#: the per-user contribution bound of a release (its meaning in ``help``)
+max_trips = _shared("max_trips")
+tessellation = _shared("tessellation", "tiles (GeoJSON, GeoParquet, Shapefile)")
+start = _shared("start", "start of the public study period (a date or time; included)")
+end = _shared("end", "end of the public study period (excluded)")
+bin = _shared("bin")
+output = _shared("output", "output folder")
+#: the unit of privacy (:class:`~privmob.dp.PrivacyUnit`; its meaning in ``help``)
+unit = _shared("unit", "user or trip")
 
 
 TileIdOpt = Annotated[

@@ -13,6 +13,7 @@ import typer
 from rich.table import Table
 from typer.core import TyperGroup
 
+from privmob.cli import options as o
 from privmob.cli.common import console
 from privmob.errors import ConfigError
 from privmob.evaluate import accuracy as acc
@@ -158,16 +159,12 @@ def register(app: typer.Typer) -> None:
         beta: Annotated[
             float, typer.Option("--beta", help="allowed probability of a larger error")
         ] = 0.05,
-        max_trips: Annotated[
-            int, typer.Option("-T", "--max-trips", help="trips per user (1 = trip level)")
-        ] = 1,
+        max_trips: Annotated[int, o.max_trips("trips per user (1 = trip level)")] = 1,
         noise: Annotated[
             NoiseKind | None,
             typer.Option("--noise", help="noise kind (default: both Laplace kinds)"),
         ] = None,
-        epsilon: Annotated[
-            float | None, typer.Option("--epsilon", help="show what this epsilon buys")
-        ] = None,
+        epsilon: Annotated[float | None, o.epsilon("show what this epsilon buys")] = None,
         count: Annotated[
             int | None, typer.Option("--count", help="a true count M (suppression odds)")
         ] = None,

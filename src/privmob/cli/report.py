@@ -123,7 +123,7 @@ def report(
     period: Annotated[
         tuple[str, str] | None, typer.Option("--period", hidden=True)  # older: START END
     ] = None,
-    unit: Annotated[PrivacyUnit, typer.Option("--unit", help="user or trip")] = PrivacyUnit.USER,
+    unit: Annotated[PrivacyUnit, o.unit()] = PrivacyUnit.USER,
     analyses: Annotated[
         str | None, typer.Option("--analyses", help="comma-separated subset (default: all 15)")
     ] = None,

@@ -10,6 +10,7 @@ import pandas as pd
 import typer
 from rich.progress import Progress
 
+from privmob.cli import options as o
 from privmob.cli.common import QuietOpt, console
 from privmob.data.csv_cells import write_csv
 from privmob.errors import ConfigError, InputError
@@ -39,7 +40,7 @@ def series_utility(
         Path | None,
         typer.Option("--gowalla", help="Gowalla NYC events TSV (default ../shared/data/...)"),
     ] = None,
-    epsilon: Annotated[float, typer.Option("--epsilon")] = 1.0,
+    epsilon: Annotated[float, o.epsilon("epsilon of the release")] = 1.0,
     shares: Annotated[
         str, typer.Option("--shares", help="landmark shares, comma-separated")
     ] = DEFAULT_SHARES_TEXT,

@@ -30,6 +30,8 @@ from typing import Any
 TRIPS, TRIP_POINTS, EVENTS, GPS, CELL_EVENTS, SERIES_FILE = (
     "trips", "trip-points", "events", "gps", "events with cell_id", "series file",
 )  # fmt: skip
+#: every shape of located records: trips are made from any of them (``prepare/inputs.py``)
+LOCATED = (TRIPS, TRIP_POINTS, EVENTS, GPS)
 
 #: what every release on located records says it counted (``metadata.json`` ``definitions``)
 RECORD_DEFINITIONS = ("input_shape", "timezone", "input_timezone")
@@ -121,9 +123,10 @@ class Kind:
     summary: str
     shapes: tuple[str, ...]
     spec: str  # dotted path of the spec type (imported when asked for: :attr:`spec_type`)
-    cli_module: str
     cli_help: str  # the command's help line (``privmob --help``)
     tables: tuple[str, ...]
+    #: the module of the command (default ``privmob.cli.<method>``: named after the kind)
+    cli_module: str = ""
     bound: Bound | None = None
     definitions: tuple[str, ...] = RECORD_DEFINITIONS
     layer: Layer | None = None
@@ -135,6 +138,10 @@ class Kind:
     #: earlier names: kinds in older ledgers and metadata.json, Session methods, commands
     old_kinds: tuple[str, ...] = ()
     old_methods: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.cli_module:
+            object.__setattr__(self, "cli_module", f"privmob.cli.{self.method}")
 
     @property
     def method(self) -> str:
@@ -169,7 +176,7 @@ def count_kind(name: str, summary: str, records: str, *by: str) -> Kind:
     return Kind(
         name=name,
         summary=summary,
-        shapes=(TRIPS, TRIP_POINTS, EVENTS, GPS) if records == TRIPS else (records,),
+        shapes=LOCATED if records == TRIPS else (records,),
         spec=COUNT_SPEC,
         cli_module="privmob.cli.counts",
         cli_help=f"Release {summary} (the count template).",
@@ -186,9 +193,8 @@ KINDS: tuple[Kind, ...] = (
     Kind(
         name="od",
         summary="origin-destination matrices per period",
-        shapes=(TRIPS, TRIP_POINTS, EVENTS, GPS),
+        shapes=LOCATED,
         spec="privmob.releases.specs.OdSpec",
-        cli_module="privmob.cli.od",
         cli_help="Release a differentially private origin-destination matrix.",
         tables=("od", "outliers"),
         bound=TRIP_BOUND,
@@ -202,7 +208,6 @@ KINDS: tuple[Kind, ...] = (
         summary="users per home zone (night-time mode)",
         shapes=(EVENTS, CELL_EVENTS),
         spec="privmob.releases.specs.PopulationSpec",
-        cli_module="privmob.cli.population",
         cli_help="Release DP counts of users per home zone.",
         tables=("population",),
         layer=Layer("population", "zone", "population_tiles"),
@@ -212,7 +217,6 @@ KINDS: tuple[Kind, ...] = (
         summary="the mobility report: 15 analyses in one HTML + JSON",
         shapes=(TRIP_POINTS, GPS),
         spec="privmob.releases.report.ReportSpec",
-        cli_module="privmob.cli.report",
         cli_help="A differentially private mobility report: 15 analyses, one offline HTML + JSON.",
         tables=(),
         bound=TRIP_BOUND,
@@ -225,7 +229,6 @@ KINDS: tuple[Kind, ...] = (
         summary="users per zone and hour of one week (EFPA)",
         shapes=(CELL_EVENTS,),
         spec="privmob.releases.specs.DensitySpec",
-        cli_module="privmob.cli.density",
         cli_help="Release the number of users per zone and hour of a week (Acs and Castelluccia).",
         tables=("density", "out_of_domain", "outliers"),
         bound=Bound(
@@ -258,7 +261,6 @@ KINDS: tuple[Kind, ...] = (
         summary="an aggregated series under landmark privacy",
         shapes=(SERIES_FILE,),
         spec="privmob.releases.specs.SeriesSpec",
-        cli_module="privmob.cli.series",
         cli_help="Publish a series under landmark epsilon-privacy (uniform, skip, adaptive) or "
         "at the\nevent / user level; writes series.parquet, budgets.parquet and metadata.json.",
         tables=("series", "budgets"),
@@ -271,9 +273,8 @@ KINDS: tuple[Kind, ...] = (
     Kind(
         name="counts",
         summary="a bounded count of trips, trip points or events by public dimensions",
-        shapes=(TRIPS, TRIP_POINTS, EVENTS, GPS),
+        shapes=LOCATED,
         spec=COUNT_SPEC,
-        cli_module="privmob.cli.counts",
         cli_help="Release noisy counts of trips, trip points or events by public dimensions.",
         tables=("counts", "outliers"),
         bound=COUNT_BOUND,
