@@ -24,7 +24,6 @@ from privmob.cli import options as o
 from privmob.cli.common import (
     LedgerOpt,
     QuietOpt,
-    TileIdOpt,
     console,
     console_err,
     with_options,
@@ -46,7 +45,7 @@ OutOpt = Annotated[Path | None, typer.Option("--output", "-o", help="also write 
 TripsOpt = Annotated[
     Path | None, typer.Option("--trips", help="trips/events input (any privmob input shape)")
 ]
-TessOpt = Annotated[Path | None, typer.Option("--tessellation", "-t", help="tiles for --trips")]
+TessOpt = Annotated[Path | None, o.tessellation("tiles for --trips")]
 
 
 @contextmanager
@@ -81,7 +80,7 @@ def _print_frame(df: pd.DataFrame, title: str) -> None:
 ATTACK_OPTIONS: dict[str, tuple[Any, Any]] = {
     "trips": (TripsOpt, None),
     "tessellation": (TessOpt, None),
-    "tile_id": (TileIdOpt, None),
+    "tile_id": (o.TileIdOpt, None),
     "seed": (SeedOpt, 0),
     "output": (OutOpt, None),
     "quiet": (QuietOpt, False),

@@ -96,10 +96,6 @@ MaxMarginOpt = Annotated[
     ),
 ]
 OverwriteOpt = Annotated[bool, typer.Option("--overwrite", help="replace existing output files")]
-TimezoneOpt = Annotated[
-    str,
-    typer.Option("--timezone", help="time zone of naive timestamps and of day/hour binning"),
-]
 
 
 ColumnsOpt = Annotated[
@@ -156,9 +152,6 @@ SparkConfOpt = Annotated[
         help="with --engine spark: a Spark setting key=value (repeat the option for several), "
         "e.g. spark.executor.memory=16g; added to $PRIVMOB_SPARK_CONF",
     ),
-]
-TileIdOpt = Annotated[
-    str | None, typer.Option("--tile-id", help="tile id column of the tessellation")
 ]
 MemoryLimitOpt = Annotated[
     str | None,

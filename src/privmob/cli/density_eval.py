@@ -42,7 +42,7 @@ def density_eval(
         str, typer.Option("--emd-hours", help="hours of the week for EMD (comma-separated, '')")
     ] = "10,34,58,82,106,130,154",
     tile_id: o.TileIdOpt = None,
-    timezone: c.TimezoneOpt = "UTC",
+    timezone: o.TimezoneOpt = "UTC",
     output: Annotated[Path, typer.Option("--output", "-o")] = Path("privmob-density-eval"),
     quiet: c.QuietOpt = False,
 ) -> None:

@@ -21,7 +21,6 @@ from privmob.cli.common import (
     OverwriteOpt,
     QuietOpt,
     SeedOpt,
-    TimezoneOpt,
     console,
 )
 from privmob.errors import ConfigError
@@ -79,7 +78,7 @@ def decisions(
     delimiter: DelimiterOpt = None,
     names: NamesOpt = None,
     no_header: NoHeaderOpt = False,
-    timezone: TimezoneOpt = "UTC",
+    timezone: o.TimezoneOpt = "UTC",
     seed: SeedOpt = None,
     overwrite: OverwriteOpt = False,
     quiet: QuietOpt = False,

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 import numpy as np
 import pyarrow as pa
@@ -36,8 +36,10 @@ import pyarrow as pa
 from privmob.data.fingerprint import coordinate_text, identity_text, time_text
 from privmob.data.reading import (
     INT64_SAFE_TYPES,
+    Reading,
     column_types,
     ident,
+    opened,
     read_raw,
     reads_csv,
     resolve_columns,
@@ -49,7 +51,6 @@ from privmob.data.tile_assignment import (
     tiles_fingerprint,
 )
 from privmob.data.times import (
-    check_timezone,
     native_time,
     scanned_times,
     time_checks,
@@ -79,13 +80,11 @@ def load_events(
     engine: Engine,
     tessellation: Tiling,
     cells: Any = None,
-    columns: Mapping[str, str] | None = None,
     cell_columns: Mapping[str, str] | None = None,
-    timezone: str = "UTC",
-    delimiter: str | None = None,
     header: bool = True,
     names: list[str] | None = None,
     carry: Sequence[str] = (),
+    **reading: Unpack[Reading],
 ) -> Loaded:
     """Events (``uid, datetime`` + ``lat, lng`` or ``cell_id`` with ``cells``) → canonical view.
 
@@ -94,9 +93,9 @@ def load_events(
     a cells file or frame, or a :class:`CellsTable` loaded before (then ``tessellation`` is not
     used: the table's tiles are). ``carry``: more input columns the view keeps under their own
     names (:func:`carried_sql`; a missing one is refused naming the file and the column).
+    ``reading``: the column mapping, time zone and delimiter (:class:`Reading`).
     """
-    check_timezone(timezone)
-    raw, display = read_raw(engine, source, delimiter=delimiter, header=header, names=names)
+    raw, display, columns, timezone = opened(engine, source, reading, header=header, names=names)
     use_cells = cells is not None
     required = ["uid", "datetime"] + (["cell_id"] if use_cells else ["lat", "lng"]) + [*carry]
     cols = resolve_columns(engine, raw, display, required=required, optional=[], mapping=columns)
@@ -301,15 +300,12 @@ def load_trip_points(
     *,
     engine: Engine,
     tessellation: Tiling,
-    columns: Mapping[str, str] | None = None,
-    timezone: str = "UTC",
-    delimiter: str | None = None,
     carry: Sequence[str] = (),
+    **reading: Unpack[Reading],
 ) -> Loaded:
     """Trip points (``uid, tid, datetime, lat, lng[, tile_id]``) → canonical view
     ``uid, tid, time, lat, lng, tile`` (and the ``carry`` columns, as :func:`load_events`)."""
-    check_timezone(timezone)
-    raw, display = read_raw(engine, source, delimiter=delimiter)
+    raw, display, columns, timezone = opened(engine, source, reading)
     cols = resolve_columns(
         engine,
         raw,
@@ -532,13 +528,11 @@ def load_trips(
     *,
     engine: Engine,
     tessellation: Tiling,
-    columns: Mapping[str, str] | None = None,
-    timezone: str = "UTC",
-    delimiter: str | None = None,
     uid_per_trip: bool = False,
     coordinates: bool = False,
     keep_coordinates: bool = False,
     carry: Sequence[str] = (),
+    **reading: Unpack[Reading],
 ) -> Loaded:
     """One-row trips → canonical view ``uid, tid, start_time, end_time, origin, destination``
     (with ``coordinates``, also ``origin_lat, origin_lng, destination_lat, destination_lng``:
@@ -555,8 +549,7 @@ def load_trips(
     """
     from privmob.data.coordinate_trips import NO_UID_HINT, coordinate_trip_columns
 
-    check_timezone(timezone)
-    raw, display = read_raw(engine, source, delimiter=delimiter)
+    raw, display, columns, timezone = opened(engine, source, reading)
     available = {c.lower() for c in engine.columns(raw)}
     mapping = dict(columns or {})
     if "origin" not in mapping and "origin" not in available:

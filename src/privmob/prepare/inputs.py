@@ -3,10 +3,11 @@ phone events by a trip rule, raw GPS traces by stay points (loading, then prepar
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
+from privmob.data.reading import Reading
 from privmob.data.shapes import SHAPES, detect_shape
 from privmob.data.sources import load_events, load_trip_points, load_trips, trips_from_points
 from privmob.engine.relation import Loaded
@@ -47,9 +48,6 @@ def load_trips_any(
     tessellation: Tiling,
     shape: str = "auto",
     cells: Any = None,
-    columns: Mapping[str, str] | None = None,
-    timezone: str = "UTC",
-    delimiter: str | None = None,
     trip_rule: str = "events",
     stay_distance: float | None = None,
     stay_minutes: float | None = None,
@@ -57,6 +55,7 @@ def load_trips_any(
     shape_detected: bool = False,
     keep_coordinates: bool = False,
     carry: Sequence[str] = (),
+    **reading: Unpack[Reading],
 ) -> Loaded:
     """Trips from any input shape: one-row trips as they are, trip points by first/last
     point, events by ``trip_rule`` (default seed 003's rule: consecutive events in different
@@ -65,8 +64,10 @@ def load_trips_any(
     ``uid_per_trip``: one-row trips without a uid column (bike-share rides) make each trip its
     own unit; only for trip-level releases. ``shape_detected``: the shape was told from the
     column names (not declared), so located events as dense as a GPS log are refused
-    (:func:`refuse_likely_gps`). ``keep_coordinates`` and ``carry`` (more input columns,
-    kept under their own names): one-row trips only (:func:`privmob.data.sources.load_trips`);
+    (:func:`refuse_likely_gps`). ``reading``: the column mapping, time zone and delimiter
+    (:class:`~privmob.data.reading.Reading`). ``keep_coordinates`` and ``carry`` (more input
+    columns, kept under their own names): one-row trips only
+    (:func:`privmob.data.sources.load_trips`);
     trips built from points or events have no value of their own in another column."""
     from privmob.prepare.trips import events_to_trips
 
@@ -74,14 +75,12 @@ def load_trips_any(
         raise ConfigError(f"unknown input shape '{shape}'", hint=f"use one of {SHAPES}")
     if shape == "auto":
         shape_detected = cells is None
-        shape = "events" if cells is not None else detect_shape(engine, source, delimiter, columns)
-    common = {
-        "engine": engine,
-        "tessellation": tessellation,
-        "columns": columns,
-        "timezone": timezone,
-        "delimiter": delimiter,
-    }
+        shape = (
+            "events"
+            if cells is not None
+            else detect_shape(engine, source, reading.get("delimiter"), reading.get("columns"))
+        )
+    common: dict[str, Any] = {"engine": engine, "tessellation": tessellation, **reading}
     if carry and shape != "trips":
         raise ConfigError(
             f"the column {carry[0]!r} is counted per trip only on one-row trips; trips built "
