@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from privmob.data import diagnose
 from privmob.engine.relation import new_name
@@ -113,34 +113,6 @@ class Reading(TypedDict, total=False):
     columns: Mapping[str, str] | None  # None: the canonical names (canonical=yours otherwise)
     timezone: str  # "UTC": the time zone of timestamps written without an offset
     delimiter: str | None  # None: detected
-
-
-class Opened(NamedTuple):
-    """An input opened by :func:`opened`: its raw view, its display name, and how it is read."""
-
-    raw: str
-    display: str
-    columns: Mapping[str, str] | None
-    timezone: str
-
-
-def opened(
-    engine: Engine,
-    source: Any,
-    reading: Reading,
-    *,
-    header: bool = True,
-    names: list[str] | None = None,
-) -> Opened:
-    """``source`` exposed as a raw view (:func:`read_raw`) as ``reading`` says, its time zone
-    checked first (a wrong zone is refused before the input is read)."""
-    from privmob.data.times import check_timezone
-
-    timezone = check_timezone(reading.get("timezone", "UTC"))
-    raw, display = read_raw(
-        engine, source, delimiter=reading.get("delimiter"), header=header, names=names
-    )
-    return Opened(raw, display, reading.get("columns"), timezone)
 
 
 def read_raw(

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import TYPE_CHECKING, Any, NamedTuple, Unpack
 
 import numpy as np
 import pyarrow as pa
@@ -39,7 +39,6 @@ from privmob.data.reading import (
     Reading,
     column_types,
     ident,
-    opened,
     read_raw,
     reads_csv,
     resolve_columns,
@@ -51,6 +50,7 @@ from privmob.data.tile_assignment import (
     tiles_fingerprint,
 )
 from privmob.data.times import (
+    check_timezone,
     native_time,
     scanned_times,
     time_checks,
@@ -74,6 +74,33 @@ if TYPE_CHECKING:
     from privmob.data.tessellation import Tiling
 
 
+class Opened(NamedTuple):
+    """An input opened by :func:`_opened`: its raw view, its display name, and how it is read."""
+
+    raw: str
+    display: str
+    columns: Mapping[str, str] | None
+    timezone: str
+
+
+def _opened(
+    engine: Engine,
+    source: Any,
+    reading: Reading,
+    *,
+    header: bool = True,
+    names: list[str] | None = None,
+) -> Opened:
+    """``source`` exposed as a raw view (:func:`~privmob.data.reading.read_raw`) as
+    ``reading`` says, its time zone checked first (a wrong zone is refused before the input
+    is read)."""
+    timezone = check_timezone(reading.get("timezone", "UTC"))
+    raw, display = read_raw(
+        engine, source, delimiter=reading.get("delimiter"), header=header, names=names
+    )
+    return Opened(raw, display, reading.get("columns"), timezone)
+
+
 def load_events(
     source: Any,
     *,
@@ -95,7 +122,7 @@ def load_events(
     names (:func:`carried_sql`; a missing one is refused naming the file and the column).
     ``reading``: the column mapping, time zone and delimiter (:class:`Reading`).
     """
-    raw, display, columns, timezone = opened(engine, source, reading, header=header, names=names)
+    raw, display, columns, timezone = _opened(engine, source, reading, header=header, names=names)
     use_cells = cells is not None
     required = ["uid", "datetime"] + (["cell_id"] if use_cells else ["lat", "lng"]) + [*carry]
     cols = resolve_columns(engine, raw, display, required=required, optional=[], mapping=columns)
@@ -305,7 +332,7 @@ def load_trip_points(
 ) -> Loaded:
     """Trip points (``uid, tid, datetime, lat, lng[, tile_id]``) → canonical view
     ``uid, tid, time, lat, lng, tile`` (and the ``carry`` columns, as :func:`load_events`)."""
-    raw, display, columns, timezone = opened(engine, source, reading)
+    raw, display, columns, timezone = _opened(engine, source, reading)
     cols = resolve_columns(
         engine,
         raw,
@@ -549,7 +576,7 @@ def load_trips(
     """
     from privmob.data.coordinate_trips import NO_UID_HINT, coordinate_trip_columns
 
-    raw, display, columns, timezone = opened(engine, source, reading)
+    raw, display, columns, timezone = _opened(engine, source, reading)
     available = {c.lower() for c in engine.columns(raw)}
     mapping = dict(columns or {})
     if "origin" not in mapping and "origin" not in available:
