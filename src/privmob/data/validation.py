@@ -184,6 +184,12 @@ def _scanned_once(
     return relation, row.iloc[0]
 
 
+#: how the parsed input is written (:func:`parsed_once`): uncompressed. The file is read whole,
+#: twice (the validation pass, then the release), and deleted: LZ4 saved 6% of its size for
+#: 3-6% more CPU time in the write and nothing in the reads (docs/benchmarks.md, "parse once").
+PARSED_FILE_OPTIONS = "COMPRESSION 'uncompressed'"
+
+
 def parsed_once(engine: Any, parsed_view: str, keep: Sequence[str]) -> str:
     """The parsed input written once (one streaming read of the input, times and coordinates
     parsed once) to a Parquet file in a private directory of the engine (mode 0700 under this
@@ -204,7 +210,7 @@ def _write_parsed(engine: Any, parsed_view: str, keep: Sequence[str]) -> tuple[s
     try:
         engine.con.execute(
             f"COPY ({_parsed_select(engine, parsed_view, keep)}) TO '{target}' "
-            "(FORMAT parquet, COMPRESSION 'lz4_raw')"
+            f"(FORMAT parquet, {PARSED_FILE_OPTIONS})"
         )
     except Exception as exc:
         shutil.rmtree(path.parent, ignore_errors=True)
