@@ -143,7 +143,8 @@ def _statement_pair(
     eng.close()
     print(f"  validation statement alone (best of {2 * rounds}): v2 {best['v2']:.2f} s, "
           f"v3 {best['v3']:.2f} s, v3/v2 {best['v3'] / best['v2']:.2f}; without the "
-          f"fingerprint {best['none']:.2f} s ({engine})", flush=True)  # fmt: skip
+          f"fingerprint (best of {rounds}) {best['none']:.2f} s ({engine})",
+          flush=True)  # fmt: skip
 
 
 def main() -> None:
