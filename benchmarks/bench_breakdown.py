@@ -150,15 +150,19 @@ class TimedConnection:
         return getattr(self.con, name)
 
 
-def fingerprint_share(con: Any, sql: str) -> tuple[float, float]:
-    """Seconds of the validation statement ``sql`` run again, with and without its content
-    fingerprint term (the rest: the checks and the row count over the same relation)."""
+def without_fingerprint(sql: str) -> str:
+    """The validation statement ``sql`` without its content fingerprint term."""
     head, _, tail = sql.partition(" AS pm_fingerprint")
     # the fingerprint's term: v3's concat_ws('/', ...) of sums (v2's: one CAST(sum(...)))
     marker = ", concat_ws('/', " if ", concat_ws('/', " in head else ", CAST(sum("
-    without = head[: head.rindex(marker)] + tail
+    return head[: head.rindex(marker)] + tail
+
+
+def fingerprint_share(con: Any, sql: str) -> tuple[float, float]:
+    """Seconds of the validation statement ``sql`` run again, with and without its content
+    fingerprint term (the rest: the checks and the row count over the same relation)."""
     out = []
-    for text in (sql, without):
+    for text in (sql, without_fingerprint(sql)):
         t0 = time.perf_counter()
         con.execute(text).fetchall()
         out.append(time.perf_counter() - t0)

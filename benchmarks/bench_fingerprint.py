@@ -14,7 +14,13 @@ it). Prints every run and, per pair, the ratio v3 / v2 (median over the runs).
     uv run python benchmarks/bench_fingerprint.py --releases report --sizes 1e6 --input csv
 
 ``--statement-only`` runs, for each input, its validation statement again (v2 and v3
-alternated, best of ``--rounds``) on the same parsed relation, without the rest of a release.
+alternated, best of ``--rounds``) on the same parsed relation, without the rest of a release;
+with ``--engine spark`` on Spark in local mode (local[2], as benchmarks/suite.py starts it),
+with ``--engine spark-cluster`` on the standalone cluster of bench_spark_cluster.py. It also
+times the statement without the fingerprint (the checks and the row count alone):
+
+    uv run --all-extras python benchmarks/bench_fingerprint.py --statement-only --engine spark \\
+        --releases population od-trips --sizes 1e6 --input parquet --tessellation grid --rounds 3
 """
 
 from __future__ import annotations
@@ -23,16 +29,17 @@ import argparse
 import os
 import statistics
 import sys
+import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from bench_breakdown import Recorder, TimedConnection, _release  # noqa: E402
-from suite import data_for  # noqa: E402
+from bench_breakdown import Recorder, TimedConnection, _release, without_fingerprint  # noqa: E402
+from suite import data_for, make_engine_for  # noqa: E402
 
 VALIDATION = "validation checks and content fingerprint (one aggregate)"
 
@@ -69,27 +76,75 @@ def one_run(release: str, path: Path, cells: Path | None, tess: Path, limit: str
     return total, validation, timed.validation
 
 
-def statement_pair(path: Path, release: str, cells: Path | None, tess: Path, rounds: int) -> None:
-    """The validation statement of each definition, run again on one parsed relation."""
+class ValidationFetch:
+    """The engine's ``fetch``, keeping the last validation statement (Spark: the statement
+    DuckDB's :class:`TimedConnection` keeps)."""
+
+    def __init__(self, eng: Any) -> None:
+        self.fetch = eng.fetch
+        self.validation: str | None = None
+        eng.fetch = self
+
+    def __call__(self, sql: str, *args: Any, **kwargs: Any) -> Any:
+        if "AS pm_fingerprint" in sql:
+            self.validation = sql
+        return self.fetch(sql, *args, **kwargs)
+
+
+def statement_pair(
+    path: Path, release: str, cells: Path | None, tess: Path, rounds: int, engine: str = "duckdb"
+) -> None:
+    """The validation statement of each definition, and without the fingerprint, run again on
+    one parsed relation (``engine``: duckdb; spark, local mode as benchmarks/suite.py starts
+    it, local[2]; spark-cluster, the standalone cluster of bench_spark_cluster.py, two
+    one-core workers of 3 GB)."""
+    with ExitStack() as stack:
+        _statement_pair(stack, path, release, cells, tess, rounds, engine)
+
+
+def _statement_pair(
+    stack: ExitStack, path: Path, release: str, cells: Path | None, tess: Path, rounds: int,
+    engine: str,
+) -> None:  # fmt: skip
     from privmob.engine import make_engine
 
     sqls: dict[str, str] = {}
-    eng = make_engine("duckdb", memory_limit="4GB")
-    timed = eng.con = TimedConnection(eng.con)
+    if engine == "spark-cluster":
+        from privmob.engine.spark_cluster import StandaloneCluster
+
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="privmob-bench-fp-")))
+        cluster = stack.enter_context(
+            StandaloneCluster(tmp / "cluster", workers=2, cores=1, memory="3g")
+        )
+        conf = cluster.client_conf() | {"spark.local.dir": str(tmp / "driver")}
+        eng = make_engine("spark", master=cluster.url, conf=conf, memory_limit="3g")
+    elif engine == "spark":
+        eng = make_engine_for("spark", "4GB")
+    else:
+        eng = make_engine("duckdb", memory_limit="4GB")
+    if engine != "duckdb":
+        spy = ValidationFetch(eng)
+        run: Callable[[str], Any] = spy.fetch
+    else:
+        spy = eng.con = TimedConnection(eng.con)
+        run = lambda sql: spy.con.execute(sql).fetchall()  # noqa: E731
     for version in ("v2", "v3"):
         with definition(version):
             _release(release, str(path), str(cells or ""), str(tess), eng, Recorder())
-        assert timed.validation is not None
-        sqls[version] = timed.validation
-    best = {"v2": float("inf"), "v3": float("inf")}
+        assert spy.validation is not None
+        sqls[version] = spy.validation
+    sqls["none"] = without_fingerprint(sqls["v3"])  # the checks and the row count alone
+    best = {"v2": float("inf"), "v3": float("inf"), "none": float("inf")}
     for _ in range(rounds):
-        for version in ("v2", "v3", "v3", "v2"):
+        for version in ("v2", "v3", "none", "v3", "v2"):
             t0 = time.perf_counter()
-            timed.con.execute(sqls[version]).fetchall()
+            run(sqls[version])
             best[version] = min(best[version], time.perf_counter() - t0)
     eng.close()
     print(f"  validation statement alone (best of {2 * rounds}): v2 {best['v2']:.2f} s, "
-          f"v3 {best['v3']:.2f} s, v3/v2 {best['v3'] / best['v2']:.2f}", flush=True)  # fmt: skip
+          f"v3 {best['v3']:.2f} s, v3/v2 {best['v3'] / best['v2']:.2f}; without the "
+          f"fingerprint (best of {rounds}) {best['none']:.2f} s ({engine})",
+          flush=True)  # fmt: skip
 
 
 def main() -> None:
@@ -102,7 +157,16 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=1, help="blocks of v2, v3, v3, v2")
     ap.add_argument("--out", type=Path, default=HERE / "out")
     ap.add_argument("--statement-only", action="store_true")
+    ap.add_argument(
+        "--engine",
+        default="duckdb",
+        choices=("duckdb", "spark", "spark-cluster"),
+        help="with --statement-only: the engine (spark: local[2]; spark-cluster: a standalone "
+        "cluster of two one-core workers, as bench_spark_cluster.py starts it)",
+    )
     a = ap.parse_args()
+    if a.engine != "duckdb" and not a.statement_only:
+        ap.error("--engine spark times the validation statement only: add --statement-only")
     for release in a.releases:
         for n in (int(x) for x in a.sizes):
             for fmt in a.input:
@@ -110,7 +174,7 @@ def main() -> None:
                 print(f"\n{release}, {n:,} records, {fmt}, {a.tessellation}, load average "
                       f"{os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
                 if a.statement_only:
-                    statement_pair(path, release, cells, tess, a.rounds)
+                    statement_pair(path, release, cells, tess, a.rounds, a.engine)
                     continue
                 runs: dict[str, list[tuple[float, float]]] = {"v2": [], "v3": []}
                 for _ in range(a.rounds):

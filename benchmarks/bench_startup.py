@@ -12,6 +12,9 @@ that its wall time is nearly all fixed cost. From the command's own step lines o
   planning, writing the files and exit), as issues 15 and 29 define the fixed cost;
 * ``tessellation``: the step reading and checking the tessellation (issue 15 counts it in
   the start-up too), and ``start-up + tessellation``;
+* the commands: od (trips, and daily events with --bin day), population, series-counts,
+  density, the report, ``counts --records trip-points --by tile,hour`` and ``series`` (a
+  168-hour series, one value an hour; it reads no tessellation, so it runs once);
 * the steps that depend on the public domain's size rather than on the input (e.g. density's
   Voronoi cells of the towers) are listed apart, not counted as start-up.
 
@@ -46,6 +49,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime, timedelta
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -56,6 +60,8 @@ from suite import END, START, data_for  # noqa: E402
 
 N = 2000  # records: small enough that the wall time is the fixed cost
 STEP = re.compile(r"✓ (.*) \((\d+\.\d+)s\)")
+SERIES, SERIES_HOURS = "series", 168  # privmob series: a week of hourly values
+SERIES_END = (datetime.fromisoformat(START) + timedelta(hours=SERIES_HOURS)).date().isoformat()
 #: steps whose time grows with the public domain (zones x hours, towers), not with start-up
 DOMAIN_STEPS = ("Voronoi cells",)
 
@@ -107,7 +113,59 @@ def commands(tess: Path) -> dict[str, tuple[str, list[str]]]:
             ],
         ),
         "report": ("report", ["report", "{data}", "-t", str(tess), "-e", "1", "-T", "10", *period]),
+        "counts": (
+            "report",  # trip points
+            [
+                "counts",
+                "{data}",
+                "-t",
+                str(tess),
+                "-e",
+                "1",
+                "--records",
+                "trip-points",
+                "--by",
+                "tile,hour",
+                *period,
+            ],
+        ),
+        "series": (
+            SERIES,  # a series file, no tessellation
+            [
+                "series",
+                "{data}",
+                "-e",
+                "1",
+                "--sensitivity",
+                "1",
+                "--start",
+                START,
+                "--end",
+                SERIES_END,
+                "--bin",
+                "1h",
+            ],
+        ),
     }
+
+
+def series_input(out: Path) -> Path:
+    """A 168-hour series (one value an hour over the week from START) as CSV, cached in
+    ``out``: the input of ``privmob series``."""
+    path = out / "series_168h.csv"
+    if not path.exists():
+        out.mkdir(exist_ok=True)
+        hours = [datetime.fromisoformat(START) + timedelta(hours=h) for h in range(SERIES_HOURS)]
+        path.write_text("time,value\n" + "".join(f"{t.isoformat()},{i % 50}\n"
+                                                  for i, t in enumerate(hours)))  # fmt: skip
+    return path
+
+
+def inputs_for(kind: str, tessellation: str) -> tuple[Path, Path | None, Path]:
+    """(input, cells, tessellation) of a command's benchmark data kind."""
+    if kind == SERIES:
+        return series_input(OUT), None, data_for("report", N, OUT, tessellation, "csv")[2]
+    return data_for(kind, N, OUT, tessellation, "csv")
 
 
 def timed(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float, str]:
@@ -172,7 +230,9 @@ def main() -> None:
     rows: list[tuple[str, str, float, float, float, float, float, float, float]] = []
     for tessellation in args.tessellations:
         for name, (kind, _) in commands(Path()).items():
-            data, cells, tess = data_for(kind, N, OUT, tessellation, "csv")
+            if kind == SERIES and tessellation != args.tessellations[0]:
+                continue  # no tessellation: once
+            data, cells, tess = inputs_for(kind, tessellation)
             argv = commands(tess)[name][1]
             argv = [a.replace("{data}", str(data)).replace("{cells}", str(cells)) for a in argv]
             help_s = timed([str(script), argv[0], "--help"])[0]
@@ -198,9 +258,10 @@ def main() -> None:
             wall, gap, tess_s, domain, cpu = (
                 statistics.median(r[i] for r in runs) for i in range(5)
             )
-            rows.append((name, tessellation, help_s, wall, gap, tess_s, gap + tess_s, domain, cpu))
+            shown = "none" if kind == SERIES else tessellation
+            rows.append((name, shown, help_s, wall, gap, tess_s, gap + tess_s, domain, cpu))
             print(
-                f"{name:<14} {tessellation:<10} --help {help_s:4.2f} s  wall {wall:4.2f} s  "
+                f"{name:<14} {shown:<10} --help {help_s:4.2f} s  wall {wall:4.2f} s  "
                 f"CPU {cpu:4.2f} s  start-up {gap:4.2f} s  tessellation {tess_s:4.2f} s  "
                 f"sum {gap + tess_s:4.2f} s"
                 + (f"  domain steps {domain:4.2f} s" if domain else ""),
