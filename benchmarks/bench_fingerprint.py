@@ -52,11 +52,7 @@ def definition(version: str) -> Iterator[None]:
 
     saved = validation.content_fingerprint, validation.fingerprint_text
     if version == "v2":
-        validation.content_fingerprint = (  # v2 has no sampled part: the relation is unused
-            lambda engine, content, relation=None: fingerprint.legacy_content_fingerprint(
-                engine, content
-            )
-        )
+        validation.content_fingerprint = fingerprint.legacy_content_fingerprint
         validation.fingerprint_text = fingerprint.legacy_fingerprint_text
     try:
         yield

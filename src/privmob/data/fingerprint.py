@@ -115,31 +115,21 @@ def integers_of(content: Mapping[str, str]) -> list[str]:
     return [v.integer for v in content.values() if isinstance(v, Canonical) and v.integer]
 
 
-def content_fingerprint(
-    engine: Engine, content: Mapping[str, str], relation: str | None = None
-) -> str:
+def content_fingerprint(engine: Engine, content: Mapping[str, str]) -> str:
     """An aggregate SQL expression (text) of the input's content fingerprint (v3, see the
     module), for the validation pass: the exact sum of each canonical integer and the exact
     sum of the sampled rows' hashes, joined by ``/`` (an empty part for a sum over no value).
 
     ``content``: canonical name -> SQL text of the value in its canonical form
     (:func:`identity_text`, :func:`time_text`, :func:`coordinate_text`). The row hash is
-    computed for sampled rows only: on DuckDB inside ``CASE`` (DuckDB evaluates a ``CASE``
-    branch only for the rows that take it, where ``FILTER (WHERE ...)`` computes the argument
-    of every row, measured in benchmarks/bench_fingerprint.py); on Spark, given the
-    ``relation`` the pass reads, in a scalar subquery over its sampled rows (``WHERE``: Spark
-    computed the digest of every row under ``CASE``, 1.8 s against 1.0 s for 10M trips on
-    local[2], the same value). Both engines compute the same text: the reference is
-    :func:`reference_total`."""
+    computed for sampled rows only (inside ``CASE``: DuckDB evaluates a ``CASE`` branch only
+    for the rows that take it, where ``FILTER (WHERE ...)`` computes the argument of every row,
+    measured in benchmarks/bench_fingerprint.py). Both engines compute the same text: the
+    reference is :func:`reference_total`."""
     integers = integers_of(content)
     spark = engine.dialect.name == "spark"
     parts = [_exact_sum_spark(i) if spark else f"CAST(sum({i}) AS VARCHAR)" for i in integers]
-    condition = sample_condition(content)
-    if spark and relation is not None:
-        sampled = _row_hash_sum(engine, content, None)
-        parts.append(f"(SELECT {sampled} FROM {relation} WHERE {condition})")
-    else:
-        parts.append(_row_hash_sum(engine, content, condition))
+    parts.append(_row_hash_sum(engine, content, sample_condition(content)))
     return f"concat_ws('/', {', '.join(f'coalesce({p}, {_EMPTY})' for p in parts)})"
 
 

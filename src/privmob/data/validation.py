@@ -75,15 +75,9 @@ def validate(
     ``scanned`` (with ``parse_once``): the same parsed view over a reader whose scanner converts
     the time columns (:func:`privmob.data.times.scanned_times`), written instead where every
     time converts; see :func:`_scanned_once`."""
-
-    def aggregates(relation: str | None = None) -> list[str]:  # the pass's, over ``relation``
-        exprs = ["count(*) AS n_rows"]
-        exprs += [f"count_if({c.bad}) AS c{i}" for i, c in enumerate(checks)]
-        if content:
-            exprs.append(f"{content_fingerprint(engine, content, relation)} AS pm_fingerprint")
-        return exprs
-
-    exprs = aggregates()
+    exprs = ["count(*) AS n_rows"] + [f"count_if({c.bad}) AS c{i}" for i, c in enumerate(checks)]
+    if content:
+        exprs.append(f"{content_fingerprint(engine, content)} AS pm_fingerprint")
     relation, row = parsed_view, None
     try:
         if parse_once is not None and hasattr(engine, "private_directory"):
@@ -93,7 +87,7 @@ def validate(
             relation = engine.cache_once(new_name("parsed_once"), _parsed_select(
                 engine, parsed_view, parse_once))  # fmt: skip
         if row is None:
-            row = engine.fetch(f"SELECT {', '.join(aggregates(relation))} FROM {relation}").iloc[0]
+            row = engine.fetch(f"SELECT {', '.join(exprs)} FROM {relation}").iloc[0]
     except EngineError:
         raise
     except Exception as exc:
