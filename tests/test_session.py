@@ -86,6 +86,15 @@ def test_plans_read_no_data() -> None:
             epsilon=1, period=pm.Period("2024-01-01", "2024-01-08"), max_trip=3
         ),
         lambda s: s.report(epsilon=1, period=pm.Period("2024-01-01", "2024-01-08"), max_trip=3),
+        lambda s: s.plan_counts(epsilon=1, by=["origin"], max_trip=3),
+        lambda s: s.counts(epsilon=1, by=["origin"], max_trip=3),
+        lambda s: s.trips_per_hour(epsilon=1, max_trip=3),
+        lambda s: s.plan_series_counts(
+            epsilon=1, period=pm.Period("2024-01-01", "2024-01-08"), max_trip=3
+        ),
+        lambda s: s.series_counts(
+            epsilon=1, period=pm.Period("2024-01-01", "2024-01-08"), max_trip=3
+        ),
     ],
 )
 def test_a_misspelt_keyword_is_refused_before_reading(call) -> None:
