@@ -148,22 +148,26 @@ def assert_same_outputs(duck: Path, spark: Path) -> None:
             assert table == b[name], name
 
 
+def files_under(root: Path) -> list[Path]:
+    """The files under ``root``, by a walk that a directory removed meanwhile (a worker
+    cleaning up an ended application) does not stop (``os.walk`` skips it)."""
+    return [Path(top) / name for top, _, names in os.walk(root) for name in names]
+
+
 def files_with(root: Path, needles: tuple[str, ...]) -> list[str]:
     """The files under ``root`` that contain one of ``needles`` (bytes, any encoding)."""
     found = []
-    for path in root.rglob("*"):
-        if path.is_file():
+    for path in files_under(root):
+        try:
             data = path.read_bytes()
-            found += [f"{path}: {n}" for n in needles if n.encode() in data]
+        except FileNotFoundError:  # removed since the walk
+            continue
+        found += [f"{path}: {n}" for n in needles if n.encode() in data]
     return found
 
 
-def files_under(root: Path) -> list[Path]:
-    return [p for p in root.rglob("*") if p.is_file()]
-
-
 def local_files(cluster) -> list[Path]:
-    return [p for d in cluster.worker_dirs()[1::2] for p in d.rglob("*") if p.is_file()]
+    return [p for d in cluster.worker_dirs()[1::2] for p in files_under(d)]
 
 
 def assert_no_records_left(cluster, timeout: float = 60.0) -> None:
@@ -216,7 +220,7 @@ def test_cli_more_releases_on_the_cluster(name, inputs, spark_cluster, tmp_path)
 
 
 SESSION_SCRIPT = """
-import json, sys, time
+import json, os, sys, time
 from pathlib import Path
 import privmob as pm
 from privmob.domain import Period
@@ -230,14 +234,20 @@ days = Period.parse("day", "2024-01-01", "2024-01-04")
 whole = Period.parse("all", "2024-01-01", "2024-01-04")
 found = {}
 
+def files_below(root):  # a walk that a directory removed meanwhile does not stop
+    return [Path(top) / name for top, _, names in os.walk(root) for name in names]
+
 def files_in(dirs):
-    return sum(1 for root in dirs for p in Path(root).rglob("*") if p.is_file())
+    return sum(len(files_below(root)) for root in dirs)
+
+def holds_canary(path):
+    try:
+        return any(c.encode() in path.read_bytes() for c in canaries)
+    except FileNotFoundError:  # removed since the walk
+        return False
 
 def files_with_canary():
-    return sum(
-        1 for root in local_dirs for p in Path(root).rglob("*")
-        if p.is_file() and any(c.encode() in p.read_bytes() for c in canaries)
-    )
+    return sum(1 for root in local_dirs for p in files_below(root) if holds_canary(p))
 
 def closed():  # the session closed: its application ended, the workers remove its files
     deadline = time.monotonic() + 60
