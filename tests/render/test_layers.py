@@ -106,6 +106,16 @@ def test_od_layers_draw_no_line_within_one_tile(tmp_path, dpmr):
         assert len(layer) == int(((table["count"] != 0) & ~within).sum())
 
 
+def test_od_flows_layer_draws_no_line_from_a_tile_to_itself() -> None:
+    """The public function itself, not only the layers a release writes: a diagonal cell has
+    no line (length 0: no valid geometry), the other cells keep theirs."""
+    tess = box_grid(2)
+    table = pd.DataFrame({"origin": [0, 0, 1], "destination": [0, 1, 1], "count": [5, 7, 3]})
+    lines = od_flows_layer(table, tess, keys=())
+    assert list(zip(lines["origin"], lines["destination"], strict=True)) == [(0, 1)]
+    assert lines.geometry.is_valid.all() and (lines.geometry.length > 0).all()
+
+
 def _floor(meta: dict) -> int:
     """The noise floor of an OD release, from its metadata (public) alone."""
     from privmob.privacy.mechanisms import Noise, NoiseKind

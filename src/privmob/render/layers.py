@@ -119,7 +119,6 @@ def od_flows_layer(
     drop_zero: bool = True,
     floor: float | None = None,
     keys: Sequence[str] = ("period",),
-    within_tiles: bool = True,
 ) -> gpd.GeoDataFrame:
     """OD flows as LineStrings between the tiles' representative points (EPSG:4326).
 
@@ -129,9 +128,8 @@ def od_flows_layer(
     leaves out cells whose noisy count is 0 (a daily 263-zone matrix has 1.9M cells, mostly
     0); ``floor`` (the noise floor, :func:`privmob.privacy.signal.noise_floor`) leaves out
     the cells at or below it. ``keys``: the table's other key columns, kept first (an OD
-    release's ``period``; a count table's other dimensions). ``within_tiles=False`` leaves
-    out the cells from a tile to itself (a line of length 0 is no valid geometry; the table
-    keeps them).
+    release's ``period``; a count table's other dimensions). A cell from a tile to itself
+    has no line (one of length 0 is no valid geometry; the table keeps the cell).
     """
     keep = table["count"] != 0 if drop_zero else pd.Series(True, index=table.index)
     if floor is not None:
@@ -139,9 +137,7 @@ def od_flows_layer(
     df = table[keep]
     o = tile_indexes(df["origin"], tess)
     d = tile_indexes(df["destination"], tess)
-    ok = (o >= 0) & (d >= 0)
-    if not within_tiles:
-        ok &= o != d
+    ok = (o >= 0) & (d >= 0) & (o != d)
     df, o, d = df[ok], o[ok], d[ok]
     points = shapely.get_coordinates(tess.gdf.geometry.representative_point().to_numpy())
     names = _names(tess)
@@ -207,11 +203,7 @@ def release_layer(release: Any, tess: Tessellation, *, keep_all: bool = False) -
     if layer.key is None:
         floor = None if keep_all else flow_floor(release)
         keys = [c for c in table.columns if c not in ("origin", "destination", "count")]
-        # a cell from a tile to itself (a count table's, or od's with --same-tile include) has
-        # no line: one of length 0 is no valid geometry; the table keeps it
-        return od_flows_layer(
-            table, tess, margin=margin, floor=floor, keys=keys, within_tiles=False
-        )
+        return od_flows_layer(table, tess, margin=margin, floor=floor, keys=keys)
     if layer.margin == "budgets":
         if "zone" not in table.columns:
             raise ConfigError("a single (zone-less) series has no map layer")
