@@ -80,3 +80,17 @@ def test_integer_tile_ids_stored_as_floats(engine, grid):
     )
     rows = _rows(engine, load_trips(df, engine=engine, tessellation=grid))
     assert [(r["origin"], r["destination"]) for r in rows] == [(0, 1), (8, 3), (-1, -1)]
+
+
+@pytest.mark.parametrize("loader", ["load_trips", "load_trip_points", "load_events", "any"])
+def test_a_misspelt_reading_keyword_is_refused(tmp_path, engine, grid, loader):
+    """The loaders' reading keywords (columns, timezone, delimiter: privmob.data.reading.Reading)
+    are checked: ``timezon=`` is a TypeError, never ignored (the times would be read in UTC)."""
+    import privmob.data as data
+    from privmob.prepare.inputs import load_trips_any
+
+    path = tmp_path / "t.csv"
+    path.write_text(HEADER + "1,1,2024-01-01 08:00:00,0,1\n")
+    load = load_trips_any if loader == "any" else getattr(data, loader)
+    with pytest.raises(TypeError, match="'timezon'"):
+        load(path, engine=engine, tessellation=grid, timezon="Europe/Paris")

@@ -115,6 +115,14 @@ class Reading(TypedDict, total=False):
     delimiter: str | None  # None: detected
 
 
+def refuse_unknown_reading(reading: Mapping[str, object]) -> None:
+    """A reading keyword :class:`Reading` does not name (``timezon=``) is a TypeError, as
+    Python refuses it for a function that lists its keywords: never silently ignored."""
+    unknown = sorted(set(reading) - set(Reading.__annotations__))
+    if unknown:
+        raise TypeError(f"unexpected keyword argument {unknown[0]!r} of a loader")
+
+
 def read_raw(
     engine: Engine,
     source: Any,

@@ -41,6 +41,7 @@ from privmob.data.reading import (
     ident,
     read_raw,
     reads_csv,
+    refuse_unknown_reading,
     resolve_columns,
 )
 from privmob.data.tile_assignment import (
@@ -94,6 +95,7 @@ def _opened(
     """``source`` exposed as a raw view (:func:`~privmob.data.reading.read_raw`) as
     ``reading`` says, its time zone checked first (a wrong zone is refused before the input
     is read)."""
+    refuse_unknown_reading(reading)
     timezone = check_timezone(reading.get("timezone", "UTC"))
     raw, display = read_raw(
         engine, source, delimiter=reading.get("delimiter"), header=header, names=names

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Unpack
 
-from privmob.data.reading import Reading
+from privmob.data.reading import Reading, refuse_unknown_reading
 from privmob.data.shapes import SHAPES, detect_shape
 from privmob.data.sources import load_events, load_trip_points, load_trips, trips_from_points
 from privmob.engine.relation import Loaded
@@ -71,6 +71,7 @@ def load_trips_any(
     trips built from points or events have no value of their own in another column."""
     from privmob.prepare.trips import events_to_trips
 
+    refuse_unknown_reading(reading)
     if shape not in SHAPES:
         raise ConfigError(f"unknown input shape '{shape}'", hint=f"use one of {SHAPES}")
     if shape == "auto":
