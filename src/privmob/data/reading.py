@@ -400,3 +400,32 @@ def require_engine(engine: Any) -> Engine:
     if engine is None:
         raise EngineError("no engine given")
     return engine
+
+
+#: bytes of a CSV file sampled for its mean line length (:func:`csv_rows_estimate`)
+ROWS_SAMPLE_BYTES = 1 << 16
+
+
+def csv_rows_estimate(source: Any) -> int | None:
+    """About how many rows a local, uncompressed CSV file or folder holds: its size over the
+    mean length of the lines in the first :data:`ROWS_SAMPLE_BYTES` of its first file; None
+    for anything else (compressed files, URLs, tables). Only plans work (how many user parts
+    the input is parsed into, :mod:`privmob.engine.buckets`): never printed or released."""
+    if isinstance(source, CsvFiles):
+        source = source.path
+    if not isinstance(source, str | Path) or is_url(str(source)):
+        return None
+    path = Path(source)
+    files = [Path(f) for f in _csv_files(path)] if path.is_dir() else [path]
+    if not files or any(f.suffix.lower() == ".gz" for f in files):
+        return None
+    try:
+        size = sum(f.stat().st_size for f in files)
+        with open(files[0], "rb") as first:
+            sample = first.read(ROWS_SAMPLE_BYTES)
+    except OSError:
+        return None
+    lines = sample.count(b"\n")
+    if lines == 0:
+        return 1
+    return max(1, round(size * lines / len(sample)))

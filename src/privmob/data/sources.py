@@ -27,7 +27,7 @@ dropped). Input files are only read, never modified.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, NamedTuple, Unpack
 
 import numpy as np
@@ -38,6 +38,7 @@ from privmob.data.reading import (
     INT64_SAFE_TYPES,
     Reading,
     column_types,
+    csv_rows_estimate,
     ident,
     read_raw,
     reads_csv,
@@ -68,6 +69,7 @@ from privmob.data.validation import (
     validate,
 )
 from privmob.engine.base import Engine
+from privmob.engine.buckets import parts_for
 from privmob.engine.relation import Loaded, new_name
 from privmob.errors import ConfigError, InputError
 
@@ -147,9 +149,9 @@ def load_events(
     checked = _validated_input(
         engine, source, raw, display, cols=cols, types=types, parsed=parsed, checks=checks,
         content=content, times={"datetime": cols["datetime"]}, timezone=timezone,
+        user=cols["uid"],
     )  # fmt: skip
     pview = checked.relation  # the input parsed once, where the engine can
-    view = new_name("events")
     if use_cells:
         if isinstance(cells, CellsTable):  # loaded before (its tiles already assigned)
             cell_view, int_keys = cells.view, cells.int_keys
@@ -163,28 +165,30 @@ def load_events(
         # an event at a cell id absent from the cells table is at no known place: tile -1,
         # the noisy outliers cell (as a point outside the tessellation), never a refusal of
         # the whole input (one neighbour must not decide whether there is a release)
-        engine.create_view(
-            view,
-            (
-                f"SELECT e.{ident(cols['uid'])} AS uid, e._p_datetime AS time, "
-                f"COALESCE(c.tile, -1) AS tile, {cid} AS cell_id{carried_sql(carry, cols)} "
-                f"FROM {pview} AS e LEFT JOIN {cell_view} AS c ON {on}"
-            ),
+        head = (
+            f"SELECT e.{ident(cols['uid'])} AS uid, e._p_datetime AS time, "
+            f"COALESCE(c.tile, -1) AS tile, {cid} AS cell_id{carried_sql(carry, cols)} FROM "
         )
+
+        def select(parsed: str) -> str:
+            return f"{head}{parsed} AS e LEFT JOIN {cell_view} AS c ON {on}"
+
     else:
         lookup = coordinate_tiles(
             engine, tessellation, f"SELECT _p_lng AS lng, _p_lat AS lat FROM {pview}"
         )
-        engine.create_view(
-            view,
-            (
-                f"SELECT e.{ident(cols['uid'])} AS uid, e._p_datetime AS time, t.tile AS tile, "
-                f"e._p_lat AS lat, e._p_lng AS lng{carried_sql(carry, cols)} "
-                f"FROM {pview} AS e JOIN {lookup} AS t "
-                f"ON e._p_lng = t.lng AND e._p_lat = t.lat"
-            ),
+        head = (
+            f"SELECT e.{ident(cols['uid'])} AS uid, e._p_datetime AS time, t.tile AS tile, "
+            f"e._p_lat AS lat, e._p_lng AS lng{carried_sql(carry, cols)} FROM "
         )
-    return _bound(view, display, "events", engine, checked, tessellation)
+
+        def select(parsed: str) -> str:
+            return (
+                f"{head}{parsed} AS e JOIN {lookup} AS t ON e._p_lng = t.lng AND e._p_lat = t.lat"
+            )
+
+    over = _view_over(engine, "events", select)
+    return _bound(over(pview), display, "events", engine, checked, tessellation, over)
 
 
 def _validated_input(
@@ -200,26 +204,57 @@ def _validated_input(
     content: dict[str, str],
     times: dict[str, str],
     timezone: str,
+    user: str | None = None,
 ) -> Validated:
     """The validation pass of an input read as the view ``raw`` (columns ``cols``: canonical
     name -> the input's, of ``types``): its ``parsed`` expressions (columns ``_p_<name>``),
     every row checked by ``checks`` (named by the input's columns in messages), the content
     fingerprint over ``content``, the ``times`` columns scanned for the input time zone; the
-    input is parsed once where that pays (:func:`_parse_once`)."""
+    input is parsed once where that pays (:func:`_parse_once`), in user parts by its ``user``
+    column where the engine's memory limit will split the users into buckets
+    (:class:`privmob.engine.buckets.UserParts`; ``user``: None where the loader's canonical
+    view cannot be rebuilt over a part of the input)."""
     pview = parsed_view(engine, raw, parsed)
     relabel(checks, cols)
     keep = [cols[k] for k in cols if k not in parsed]
+    once = _parse_once(engine, source, keep)
+    count = 1
+    if once is not None and user is not None:
+        count = parts_for(csv_rows_estimate(source), getattr(engine, "memory_limit", None))
     return validate(
-        engine, raw, pview, display, checks, content, parse_once=_parse_once(engine, source, keep),
+        engine, raw, pview, display, checks, content, parse_once=once,
         scanned=scanned_times(engine, raw, parsed, times, types, timezone, keep),
+        parts=(user, count) if user is not None and count > 1 else None,
     )  # fmt: skip
 
 
+def _view_over(engine: Engine, shape: str, select: Callable[[str], str]) -> Callable[[str], str]:
+    """Creates a loader's canonical view (``select`` of a relation of the parsed input) over
+    a relation of the parsed input and returns its name: the whole input at loading, one user
+    bucket's parts when counting (:class:`privmob.engine.buckets.UserParts`)."""
+
+    def over(relation: str) -> str:
+        view = new_name(shape)
+        engine.create_view(view, select(relation))
+        return view
+
+    return over
+
+
 def _bound(
-    view: str, display: str, shape: str, engine: Engine, checked: Validated, tessellation: Tiling
+    view: str,
+    display: str,
+    shape: str,
+    engine: Engine,
+    checked: Validated,
+    tessellation: Tiling,
+    rebase: Callable[[str], str] | None = None,
 ) -> Loaded:
     """The canonical relation ``view`` of a validated input, bound to its content (fingerprint,
-    rows, people) and to the tessellation its tiles were assigned with."""
+    rows, people) and to the tessellation its tiles were assigned with; ``rebase``
+    (:func:`_view_over`) makes ``view`` again over a part of the parsed input, where the input
+    was parsed into user parts."""
+    parts = checked.parts
     return Loaded(
         view,
         display,
@@ -231,6 +266,7 @@ def _bound(
         people_source=checked.people,
         older_source=checked.older,
         tiles=tiles_fingerprint(tessellation),
+        parts=None if parts is None or rebase is None else replace(parts, rebase=rebase),
     )
 
 
@@ -378,9 +414,9 @@ def load_trip_points(
     checked = _validated_input(
         engine, source, raw, display, cols=cols, types=types, parsed=parsed, checks=checks,
         content=content, times={"datetime": cols["datetime"]}, timezone=timezone,
+        user=cols["uid"],
     )  # fmt: skip
     pview = checked.relation  # the input parsed once, where the engine can
-    view = new_name("points")
     canonical = (
         f"e.{ident(cols['uid'])} AS uid, e.{ident(cols['tid'])} AS tid, "
         f"e._p_datetime AS time, e._p_lat AS lat, e._p_lng AS lng{carried_sql(carry, cols)}"
@@ -391,19 +427,24 @@ def load_trip_points(
         # tiles from the coordinates (grid arithmetic or point in polygon): the points are
         # derived from the parsed input, so user buckets are written before the tiles are
         # assigned, and each bucket assigns its own coordinates
-        base = new_name("untiled")
-        engine.create_view(base, f"SELECT {canonical} FROM {pview} AS e")
-        untiled = _bound(base, display, "trip_points_untiled", engine, checked, tessellation)
+        over = _view_over(
+            engine, "untiled", lambda parsed: f"SELECT {canonical} FROM {parsed} AS e"
+        )
+        untiled = _bound(
+            over(pview), display, "trip_points_untiled", engine, checked, tessellation, over
+        )
         if regular:
             return _grid_tiled_points(untiled, grid, tuple(carry))
         return _polygon_tiled_points(untiled, tessellation, tuple(carry), on_read=True)
     tile_expr, tile_sql = tile_index(
         engine, tessellation, cols["tile_id"], types[cols["tile_id"]], "t"
     )
-    engine.create_view(
-        view, f"SELECT {canonical}, {tile_expr} AS tile FROM {pview} AS e {tile_sql}"
+    over = _view_over(
+        engine,
+        "points",
+        lambda parsed: f"SELECT {canonical}, {tile_expr} AS tile FROM {parsed} AS e {tile_sql}",
     )
-    return _bound(view, display, "trip_points", engine, checked, tessellation)
+    return _bound(over(pview), display, "trip_points", engine, checked, tessellation, over)
 
 
 def _polygon_tiled_points(
@@ -669,23 +710,24 @@ def load_trips(
     for e in ends:
         content[e] = coordinate_text(f"_p_{e}") if by_coords else identity_text(cols[e])
     times: dict[str, str] = {k: cols[k] for k in ("start_time", "end_time") if k in cols}
+    # the user id's column (the trip id's, each trip its own unit), where the trips of a part
+    # of the input are those of whole users: not where the trip id is the row's number
+    user = cols.get("tid") if uid_per_trip else (cols["uid"] if "tid" in cols else None)
     checked = _validated_input(
         engine, source, raw, display, cols=cols, types=types, parsed=parsed, checks=checks,
-        content=content, times=times, timezone=timezone,
+        content=content, times=times, timezone=timezone, user=user,
     )  # fmt: skip
     pview = checked.relation  # the input parsed once, where the engine can
     tid = ident(cols["tid"]) if "tid" in cols else "row_number() OVER ()"
     uid = f"e.{ident(cols['uid'])}" if not uid_per_trip else "0"  # replaced by tid below
     end = "_p_end_time" if "end_time" in cols else "_p_start_time"
-    view = new_name("untiled" if by_coords else "trips")
     coordinates = coordinates or (keep_coordinates and by_coords)
     head = f"{uid} AS uid, {tid} AS tid, e._p_start_time AS start_time, e.{end} AS end_time"
     if by_coords:
         # the trips untiled (with their ends' coordinates): user buckets are written from
         # them, and each bucket assigns the tiles of its own trip ends (_polygon_tiled)
-        at_ends = "".join(f", e._p_{c} AS {c}" for c in _TRIP_ENDS)
-        more = carried_sql(carry, cols)
-        engine.create_view(view, f"SELECT {head}{at_ends}{more} FROM {pview} AS e")
+        tail = "".join(f", e._p_{c} AS {c}" for c in _TRIP_ENDS) + carried_sql(carry, cols)
+        joins = ""
     else:
         o_expr, o_join = tile_index(
             engine, tessellation, cols["origin"], types[cols["origin"]], "o"
@@ -693,22 +735,23 @@ def load_trips(
         d_expr, d_join = tile_index(
             engine, tessellation, cols["destination"], types[cols["destination"]], "d"
         )
-        engine.create_view(
-            view,
-            (
-                f"SELECT {head}, {o_expr} AS origin, {d_expr} AS destination"
-                f"{carried_sql(carry, cols)} FROM {pview} AS e {o_join} {d_join}"
-            ),
-        )
+        tail = f", {o_expr} AS origin, {d_expr} AS destination{carried_sql(carry, cols)}"
+        joins = f" {o_join} {d_join}"
+    shape = "untiled" if by_coords else "trips"
+    over = _view_over(
+        engine, shape, lambda parsed: f"SELECT {head}{tail} FROM {parsed} AS e{joins}"
+    )
     if uid_per_trip:  # each trip its own unit: uid = tid (computed once, then copied)
-        per_trip = new_name("untiled" if by_coords else "trips")
         kept = "".join(f", {c}" for c in _TRIP_ENDS) if by_coords else ", origin, destination"
         kept += "".join(f", {ident(c)}" for c in carry)
-        engine.create_view(
-            per_trip, f"SELECT tid AS uid, tid, start_time, end_time{kept} FROM {view}"
-        )
-        view = per_trip
+        trips = over
+
+        def per_trip(parsed: str) -> str:
+            return f"SELECT tid AS uid, tid, start_time, end_time{kept} FROM {trips(parsed)}"
+
+        over = _view_over(engine, shape, per_trip)
+    view = over(pview)
     if by_coords:
-        untiled = _bound(view, display, "trips_untiled", engine, checked, tessellation)
+        untiled = _bound(view, display, "trips_untiled", engine, checked, tessellation, over)
         return _polygon_tiled_trips(untiled, tessellation, coordinates, tuple(carry), on_read=True)
-    return _bound(view, display, "trips", engine, checked, tessellation)
+    return _bound(view, display, "trips", engine, checked, tessellation, over)

@@ -19,6 +19,7 @@ from privmob.data import diagnose
 from privmob.data.fingerprint import content_fingerprint, fingerprint_text, legacy_fingerprint
 from privmob.data.reading import ident, unreadable
 from privmob.engine.base import Engine
+from privmob.engine.buckets import UserParts, bucket_expr
 from privmob.engine.relation import new_name
 from privmob.errors import EngineError, InputError
 from privmob.privacy.people import HASH_DIGITS, SKETCH_SIZE, PeopleSketch, key_halves
@@ -49,6 +50,8 @@ class Validated:
     #: the input's fingerprints under earlier definitions (one more pass, run only where a
     #: ledger holds such fingerprints of another dataset: :mod:`privmob.data.fingerprint`)
     older: Callable[[], tuple[str, ...]] | None = None
+    #: the input parsed once into user parts (``parts`` of :func:`validate`), else None
+    parts: UserParts | None = None
 
 
 def validate(
@@ -61,6 +64,7 @@ def validate(
     *,
     parse_once: Sequence[str] | None = None,
     scanned: str | None = None,
+    parts: tuple[str, int] | None = None,
 ) -> Validated:
     """Run all checks in one pass; raise on the first failing one, naming the row number of
     its first bad record and the form of the bad value (never a record or a personal value;
@@ -74,15 +78,25 @@ def validate(
 
     ``scanned`` (with ``parse_once``): the same parsed view over a reader whose scanner converts
     the time columns (:func:`privmob.data.times.scanned_times`), written instead where every
-    time converts; see :func:`_scanned_once`."""
+    time converts; see :func:`_scanned_once`.
+
+    ``parts`` (with ``parse_once``, DuckDB): (the user id's input column, the number of parts):
+    the input parsed once is written in that many files by a hash of the user id
+    (:class:`privmob.engine.buckets.UserParts`), which user buckets then read as they are."""
     exprs = ["count(*) AS n_rows"] + [f"count_if({c.bad}) AS c{i}" for i, c in enumerate(checks)]
     if content:
         exprs.append(f"{content_fingerprint(engine, content)} AS pm_fingerprint")
-    relation, row = parsed_view, None
+    relation, row, user_parts = parsed_view, None, None
     try:
         if parse_once is not None and hasattr(engine, "private_directory"):
-            once = _scanned_once(engine, scanned, parse_once, exprs) if scanned else None
-            relation, row = once or (parsed_once(engine, parsed_view, parse_once), None)
+            split = parts if parts is not None and parts[1] > 1 else None
+            once = _scanned_once(engine, scanned, parse_once, exprs, split) if scanned else None
+            if once is None:
+                relation, written = _write_parsed(engine, parsed_view, parse_once, split)
+            else:
+                relation, written, row = once
+            if split is not None:
+                user_parts = UserParts(written, split[1], relation)
         elif parse_once is not None and hasattr(engine, "cache_once"):
             relation = engine.cache_once(new_name("parsed_once"), _parsed_select(
                 engine, parsed_view, parse_once))  # fmt: skip
@@ -123,7 +137,7 @@ def validate(
     older = None
     if content:
         older = _older_source(engine, relation, dict(content), n_rows)
-    return Validated(n_rows, fingerprint, relation, people, older)
+    return Validated(n_rows, fingerprint, relation, people, older, user_parts)
 
 
 def _older_source(
@@ -157,10 +171,15 @@ def people_source(engine: Engine, relation: str, uid: str) -> Callable[[bytes], 
 
 
 def _scanned_once(
-    engine: Any, scanned: str, keep: Sequence[str], exprs: list[str]
-) -> tuple[str, pd.Series] | None:
-    """The input parsed once from ``scanned`` (:func:`privmob.data.times.scanned_times`) and
-    the validation pass's row read from it; None where the parsed view must be written instead:
+    engine: Any,
+    scanned: str,
+    keep: Sequence[str],
+    exprs: list[str],
+    parts: tuple[str, int] | None = None,
+) -> tuple[str, Path, pd.Series] | None:
+    """The input parsed once from ``scanned`` (:func:`privmob.data.times.scanned_times`; in
+    user ``parts`` as :func:`validate`): its view, its path and the validation pass's row read
+    from it; None where the parsed view must be written instead:
 
     * the scanner stopped at a value it cannot convert (DuckDB 2 raises; that error, whose text
       quotes the input line, is dropped whole, and nothing raised later is chained to it;
@@ -171,7 +190,7 @@ def _scanned_once(
     columns = set(engine.columns(scanned))
     times = [c for c in columns if f"{c}_raw" in columns and c.startswith("_p_")]
     try:
-        relation, path = _write_parsed(engine, scanned, keep)
+        relation, path = _write_parsed(engine, scanned, keep, parts)
     except engine.conversion_errors:  # the text, read next, says what the value is
         return None
     nulls = " + ".join(f"count_if({ident(t)} IS NULL)" for t in sorted(times)) or "0"
@@ -181,7 +200,7 @@ def _scanned_once(
     if int(row["pm_null_times"].iloc[0]):
         shutil.rmtree(path.parent, ignore_errors=True)
         return None
-    return relation, row.iloc[0]
+    return relation, path, row.iloc[0]
 
 
 #: how the parsed input is written (:func:`parsed_once`): uncompressed. The file is read whole,
@@ -190,7 +209,9 @@ def _scanned_once(
 PARSED_FILE_OPTIONS = "COMPRESSION 'uncompressed'"
 
 
-def parsed_once(engine: Any, parsed_view: str, keep: Sequence[str]) -> str:
+def parsed_once(
+    engine: Any, parsed_view: str, keep: Sequence[str], parts: tuple[str, int] | None = None
+) -> str:
     """The parsed input written once (one streaming read of the input, times and coordinates
     parsed once) to a Parquet file in a private directory of the engine (mode 0700 under this
     run's private working directory, removed when the engine closes or the process exits; see
@@ -198,20 +219,34 @@ def parsed_once(engine: Any, parsed_view: str, keep: Sequence[str]) -> str:
 
     The file holds the ``keep`` input columns and the parsed ``_p_`` columns; a ``_p_*_raw``
     column (a time as written, read only by the checks' ``IS NULL``) is kept as true / NULL.
-    The checks' row numbers and bad values are still looked up in ``parsed_view``."""
-    return _write_parsed(engine, parsed_view, keep)[0]
+    The checks' row numbers and bad values are still looked up in ``parsed_view``.
+
+    ``parts`` (the user id's input column, a number of parts): written instead in that many
+    files by a hash of the user id, ``parts/pm_part=<p>/*.parquet``
+    (:class:`privmob.engine.buckets.UserParts`)."""
+    return _write_parsed(engine, parsed_view, keep, parts)[0]
 
 
-def _write_parsed(engine: Any, parsed_view: str, keep: Sequence[str]) -> tuple[str, Path]:
-    """:func:`parsed_once`: its view and the file's path; a file not written whole is deleted
-    with its directory."""
-    path = engine.private_directory("privmob-parsed-") / "parsed.parquet"
+def _write_parsed(
+    engine: Any, parsed_view: str, keep: Sequence[str], parts: tuple[str, int] | None = None
+) -> tuple[str, Path]:
+    """:func:`parsed_once`: its view and the path of its file (of the folder of its parts);
+    what is not written whole is deleted with its directory."""
+    select = _parsed_select(engine, parsed_view, keep)
+    options = f"FORMAT parquet, {PARSED_FILE_OPTIONS}"
+    if parts is None:
+        path = engine.private_directory("privmob-parsed-") / "parsed.parquet"
+        read = str(path)
+    else:
+        user, count = parts
+        path = engine.private_directory("privmob-parsed-") / "parts"
+        read = str(path / "*" / "*.parquet")
+        part = bucket_expr(engine.dialect.name, count, ident(user))
+        select = f"SELECT *, CAST({part} AS INTEGER) AS pm_part FROM ({select}) AS parsed_"
+        options += ", PARTITION_BY (pm_part)"
     target = str(path).replace("'", "''")
     try:
-        engine.con.execute(
-            f"COPY ({_parsed_select(engine, parsed_view, keep)}) TO '{target}' "
-            f"(FORMAT parquet, {PARSED_FILE_OPTIONS})"
-        )
+        engine.con.execute(f"COPY ({select}) TO '{target}' ({options})")
     except Exception as exc:
         shutil.rmtree(path.parent, ignore_errors=True)
         # reading the input fails with the input's errors (validate names them); writing the
@@ -224,9 +259,14 @@ def _write_parsed(engine: Any, parsed_view: str, keep: Sequence[str]) -> tuple[s
                 hint="check the room in the private working directory (--spill-dir)",
             ) from exc
         raise
-    os.chmod(path, 0o600)
+    for written in (path, *path.rglob("*")):
+        os.chmod(written, 0o700 if written.is_dir() else 0o600)
     view = new_name("parsed_once")
-    engine.create_view(view, f"SELECT * FROM read_parquet('{target}')")
+    glob = read.replace("'", "''")
+    if parts is not None and not any(path.glob("*/*.parquet")):  # no rows: no part written
+        engine.create_view(view, f"{_parsed_select(engine, parsed_view, keep)} LIMIT 0")
+    else:
+        engine.create_view(view, f"SELECT * FROM read_parquet('{glob}', hive_partitioning = false)")
     return view, path
 
 

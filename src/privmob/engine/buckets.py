@@ -14,6 +14,11 @@ input (only the columns the count needs) into ``B`` hash-partitioned Parquet fil
 spill directory (mode 0700, under ``--spill-dir`` / the engine's temp directory); each bucket then
 reads only its own file. The spill files hold user records: they are deleted when counting ends,
 also after an error. Other engines (Spark) get filtered views of the input instead.
+
+Parsed into user parts (DuckDB, a CSV input under a memory limit): the validation pass, which
+writes a CSV's parsed input to a private file anyway, writes it in :class:`UserParts` by a hash of
+the user id (as many as :func:`parts_for` plans from the file's size), and the buckets read those
+parts as they are: the input is written once, not twice.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -46,6 +51,10 @@ BUCKET_SHARE = 0.6
 #: allocates beyond its limit (results, writers): 0.8 peaked 13% above a 256 MB process limit
 #: on 6.4M call records, 0.5 5% above it (benchmarks/bench_memory_limit.py).
 DUCKDB_SHARE = 0.5
+#: The user parts of an input (:func:`parts_for`) are planned for this share of the memory
+#: limit: the release needing the most buckets, the mobility report, plans with half of it
+#: (``REPORT_MEMORY_FACTOR``), and a row estimate from a file's size can be low.
+PARTS_MARGIN = 2
 #: Prefix of the spill directories (one per bucketed count, removed afterwards).
 SPILL_PREFIX = "privmob-buckets-"
 
@@ -113,6 +122,47 @@ def buckets_for(rows: int, memory_limit: str | int, bytes_per_row: float | None 
         raise ConfigError(f"the memory limit must be positive, got {memory_limit}")
     per_row = BYTES_PER_ROW if bytes_per_row is None else bytes_per_row
     return max(1, math.ceil(rows * per_row / (limit * BUCKET_SHARE)))
+
+
+def parts_for(rows_estimate: int | None, memory_limit: str | int | None) -> int:
+    """How many user parts an input is parsed into (:class:`UserParts`): the buckets of
+    ``rows_estimate`` rows at the default :data:`BYTES_PER_ROW` under ``memory_limit`` /
+    :data:`PARTS_MARGIN`, rounded up to a power of two (so that a count needing that many
+    buckets or fewer, a power of two, takes whole parts); 1 without a limit or an estimate."""
+    if memory_limit is None or not rows_estimate:
+        return 1
+    limit = parse_memory(memory_limit) if isinstance(memory_limit, str) else int(memory_limit)
+    return 1 << (buckets_for(rows_estimate, max(1, limit // PARTS_MARGIN)) - 1).bit_length()
+
+
+@dataclass(frozen=True)
+class UserParts:
+    """An input parsed once (:func:`privmob.data.validation.parsed_once`) into ``count`` files
+    by a hash of its user id: the Parquet files ``<directory>/pm_part=<p>/*.parquet``, a user's
+    records all in one. A count in ``n`` user buckets reads them as they are (bucket ``b``: the
+    parts ``p`` with ``p % n' == b``, ``n'`` the least power of two at least ``n``) instead of
+    writing the input again (:func:`spilled_buckets`). ``rebase`` (set by the loader): creates
+    the input's canonical view over a relation of the parsed input (one bucket's parts) and
+    returns its name; without it the parts are not used."""
+
+    directory: Path
+    count: int
+    #: the view of every part (the parsed input)
+    whole: str
+    rebase: Callable[[str], str] | None = None
+
+    def buckets(self, n_buckets: int) -> int | None:
+        """The buckets a count asking for ``n_buckets`` reads (a power of two dividing
+        ``count``), or None where the parts cannot make them."""
+        n = 1 << (n_buckets - 1).bit_length()
+        return n if self.rebase is not None and 1 < n <= self.count else None
+
+    def files(self, n_buckets: int, bucket: int) -> list[str]:
+        """The Parquet files of one of ``n_buckets`` buckets (:meth:`buckets`)."""
+        found: list[str] = []
+        for part in range(bucket, self.count, n_buckets):
+            found += sorted(str(f) for f in (self.directory / f"pm_part={part}").glob("*.parquet"))
+        return found
 
 
 def plan_buckets(
@@ -254,6 +304,26 @@ def spilled_buckets(
         shutil.rmtree(part, ignore_errors=True)  # done with this bucket: free the disk
 
 
+def parted_buckets(loaded: Loaded, parts: UserParts, n_buckets: int) -> Iterator[Loaded]:
+    """The ``n_buckets`` user buckets of an input parsed into user parts (:class:`UserParts`;
+    ``n_buckets`` from :meth:`UserParts.buckets`): each bucket's parts read as they are, the
+    input's canonical view rebuilt over them, and the derivation of ``loaded`` on that."""
+    base = root(loaded)
+    eng = base.engine
+    assert parts.rebase is not None
+    for b in range(n_buckets):
+        files = parts.files(n_buckets, b)
+        relation = new_name("bucket_parts")
+        if files:
+            listed = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
+            eng.create_view(
+                relation, f"SELECT * FROM read_parquet([{listed}], hive_partitioning = false)"
+            )
+        else:  # no user hashed here
+            eng.create_view(relation, f"SELECT * FROM {parts.whole} LIMIT 0")
+        yield rebuild(loaded, replace(base, view=parts.rebase(relation)))
+
+
 def bucketed_counts(
     loaded: Loaded,
     count: Callable[[Loaded], np.ndarray],
@@ -268,15 +338,21 @@ def bucketed_counts(
 
     On DuckDB with ``n_buckets > 1`` the input is partitioned once into a spill directory
     (``spill_dir``, default :func:`default_spill_parent`) that is removed afterwards;
-    ``columns`` names the input columns ``count`` needs (default: all).
+    ``columns`` names the input columns ``count`` needs (default: all). An input parsed into
+    user parts at its validation (:class:`UserParts`) is read from them instead, in the least
+    power of two of buckets at least ``n_buckets``.
     """
     if n_buckets <= 1:
         return count(loaded)
     eng = root(loaded).engine
     total: np.ndarray | None = None
+    parsed = root(loaded).parts
+    from_parts = parsed.buckets(n_buckets) if parsed is not None else None
     with ExitStack() as stack:
         parts: Iterator[Loaded]
-        if eng.name == "duckdb" and hasattr(eng, "con"):
+        if parsed is not None and from_parts is not None:  # parsed into user parts already
+            n_buckets, parts = from_parts, parted_buckets(loaded, parsed, from_parts)
+        elif eng.name == "duckdb" and hasattr(eng, "con"):
             directory = stack.enter_context(spill_directory(spill_dir or default_spill_parent(eng)))
             if step is not None:
                 step(f"{what}: writing {n_buckets} user buckets")

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from privmob.engine.base import Engine
+    from privmob.engine.buckets import UserParts
     from privmob.privacy.people import PeopleSketch
 
 _counter = itertools.count()
@@ -46,6 +47,9 @@ class Loaded:
     #: validation: :mod:`privmob.data.fingerprint`); asked only on a ledger that holds such
     older_source: Callable[[], tuple[str, ...]] | None = field(default=None, repr=False)
     _older: tuple[str, ...] | None = field(default=None, repr=False)
+    #: the input parsed once into user parts at its validation (user buckets read them as they
+    #: are: :class:`privmob.engine.buckets.UserParts`); None where it was not
+    parts: UserParts | None = field(default=None, repr=False)
 
     def people_sketch(self, key: bytes) -> PeopleSketch | None:
         """The people sketch under ``key`` (computed once per key; a derived relation asks
