@@ -149,9 +149,12 @@ def load_events(
     checked = _validated_input(
         engine, source, raw, display, cols=cols, types=types, parsed=parsed, checks=checks,
         content=content, times={"datetime": cols["datetime"]}, timezone=timezone,
-        user=cols["uid"],
     )  # fmt: skip
+    # not parsed into user parts: most releases of events count them in one pass (homes need
+    # 4 B per event), where writing 127M events from CSV in 4 parts cost 4.6 s more than one
+    # file; a count in buckets writes only the columns it reads (docs/scale.md)
     pview = checked.relation  # the input parsed once, where the engine can
+    view = new_name("events")
     if use_cells:
         if isinstance(cells, CellsTable):  # loaded before (its tiles already assigned)
             cell_view, int_keys = cells.view, cells.int_keys
@@ -165,30 +168,28 @@ def load_events(
         # an event at a cell id absent from the cells table is at no known place: tile -1,
         # the noisy outliers cell (as a point outside the tessellation), never a refusal of
         # the whole input (one neighbour must not decide whether there is a release)
-        head = (
-            f"SELECT e.{ident(cols['uid'])} AS uid, e._p_datetime AS time, "
-            f"COALESCE(c.tile, -1) AS tile, {cid} AS cell_id{carried_sql(carry, cols)} FROM "
+        engine.create_view(
+            view,
+            (
+                f"SELECT e.{ident(cols['uid'])} AS uid, e._p_datetime AS time, "
+                f"COALESCE(c.tile, -1) AS tile, {cid} AS cell_id{carried_sql(carry, cols)} "
+                f"FROM {pview} AS e LEFT JOIN {cell_view} AS c ON {on}"
+            ),
         )
-
-        def select(parsed: str) -> str:
-            return f"{head}{parsed} AS e LEFT JOIN {cell_view} AS c ON {on}"
-
     else:
         lookup = coordinate_tiles(
             engine, tessellation, f"SELECT _p_lng AS lng, _p_lat AS lat FROM {pview}"
         )
-        head = (
-            f"SELECT e.{ident(cols['uid'])} AS uid, e._p_datetime AS time, t.tile AS tile, "
-            f"e._p_lat AS lat, e._p_lng AS lng{carried_sql(carry, cols)} FROM "
+        engine.create_view(
+            view,
+            (
+                f"SELECT e.{ident(cols['uid'])} AS uid, e._p_datetime AS time, t.tile AS tile, "
+                f"e._p_lat AS lat, e._p_lng AS lng{carried_sql(carry, cols)} "
+                f"FROM {pview} AS e JOIN {lookup} AS t "
+                f"ON e._p_lng = t.lng AND e._p_lat = t.lat"
+            ),
         )
-
-        def select(parsed: str) -> str:
-            return (
-                f"{head}{parsed} AS e JOIN {lookup} AS t ON e._p_lng = t.lng AND e._p_lat = t.lat"
-            )
-
-    over = _view_over(engine, "events", select)
-    return _bound(over(pview), display, "events", engine, checked, tessellation, over)
+    return _bound(view, display, "events", engine, checked, tessellation)
 
 
 def _validated_input(

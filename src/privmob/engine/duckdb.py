@@ -81,7 +81,8 @@ class DuckDBEngine:
 
         self.con.execute(f"SET memory_limit = '{duckdb_memory_limit(engine_memory)}'")
         for setting, value in limited_settings(engine_memory).items():
-            self.con.execute(f"SET {setting} = {value}")
+            with contextlib.suppress(duckdb.CatalogException):  # newer than this DuckDB
+                self.con.execute(f"SET {setting} = {value}")
 
     def reserve(self, nbytes: int) -> None:
         """Set ``nbytes`` of the process's memory limit aside for the release's own arrays (its
