@@ -18,7 +18,7 @@ from tests.helpers import box_grid, random_trips, record_bucket_columns
 from privmob.data import load_events, load_trip_points, load_trips
 from privmob.data.reading import csv_rows_estimate
 from privmob.domain import Period
-from privmob.engine import DuckDBEngine
+from privmob.engine import DuckDBEngine, buckets
 from privmob.engine.buckets import UserParts, parts_for, root
 from privmob.privacy.costs import PrivacyUnit
 from privmob.privacy.samplers import Randomness
@@ -56,6 +56,13 @@ def trips_csv(tmp_path_factory):
     path = tmp_path_factory.mktemp("parts") / "trips.csv"
     df.drop(columns=["origin", "destination"]).to_csv(path, index=False)
     return path, df
+
+
+@pytest.fixture(autouse=True)
+def small_parts(monkeypatch):
+    # the scale of the tests: a few thousand rows in a memory made to need several buckets
+    monkeypatch.setattr(buckets, "PARTS_MIN_MEMORY", SMALL)
+    monkeypatch.setattr(buckets, "PART_MEMORY", SMALL // 64)
 
 
 def small_engine(tmp_path) -> DuckDBEngine:
@@ -180,9 +187,19 @@ def test_the_parts_serve_every_release_s_buckets():
     from privmob.releases.report.build import report_memory
 
     for rows in (10**6, 3 * 10**7, 10**8, 127 * 10**6, 10**9):
-        for limit in (512 * 10**6, 10**9, 4 * 10**9, 12 * 10**9):
+        for limit in (10**9, 4 * 10**9, 12 * 10**9):
             parts = UserParts(Path("."), parts_for(rows, limit), "v", rebase=lambda v: v)
             for needed in (buckets_for(rows, limit), buckets_for(rows, report_memory(limit))):
                 assert needed == 1 or parts.buckets(needed) is not None, (rows, limit)
     assert parts_for(10**6, 12 * 10**9) == 1  # fits: the parsed input stays one file
     assert parts_for(None, 10**9) == parts_for(10**9, None) == 1
+
+
+def test_a_tight_memory_parses_into_one_file(monkeypatch):
+    # a partitioned write holds a row group per part: at 512 MB it ran out of DuckDB's share
+    monkeypatch.undo()
+    assert buckets.PARTS_MIN_MEMORY >= 10**9
+    assert parts_for(5 * 10**6, 360 * 10**6) == parts_for(10**9, 900 * 10**6) == 1
+    assert parts_for(10**8, 2 * 10**9) > 1
+    # a part's writer buffers take memory: at most the limit over PART_MEMORY parts
+    assert parts_for(10**10, 2 * 10**9) == 16 < buckets.buckets_for(10**10, 10**9)

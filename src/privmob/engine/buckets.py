@@ -55,6 +55,14 @@ DUCKDB_SHARE = 0.5
 #: limit: the release needing the most buckets, the mobility report, plans with half of it
 #: (``REPORT_MEMORY_FACTOR``), and a row estimate from a file's size can be low.
 PARTS_MARGIN = 2
+#: Below this much engine memory an input is parsed into one file, never into user parts: the
+#: partitioned write holds a row group per open part and thread, and at a 512 MB limit (DuckDB's
+#: share 113 MiB) 5M taxi-zone trips from CSV written in 4 parts ran out of memory where one
+#: file and the buckets written after it did not (benchmarks/bench_memory_cap.py).
+PARTS_MIN_MEMORY = 10**9
+#: Engine memory per user part: an input is parsed into at most the limit over this many parts
+#: (rounded down to a power of two); a count needing more buckets writes them (the spill path).
+PART_MEMORY = 64 * 10**6
 #: Prefix of the spill directories (one per bucketed count, removed afterwards).
 SPILL_PREFIX = "privmob-buckets-"
 
@@ -128,11 +136,15 @@ def parts_for(rows_estimate: int | None, memory_limit: str | int | None) -> int:
     """How many user parts an input is parsed into (:class:`UserParts`): the buckets of
     ``rows_estimate`` rows at the default :data:`BYTES_PER_ROW` under ``memory_limit`` /
     :data:`PARTS_MARGIN`, rounded up to a power of two (so that a count needing that many
-    buckets or fewer, a power of two, takes whole parts); 1 without a limit or an estimate."""
+    buckets or fewer, a power of two, takes whole parts); 1 without a limit or an estimate, or
+    under :data:`PARTS_MIN_MEMORY`; at most ``memory_limit`` / :data:`PART_MEMORY`."""
     if memory_limit is None or not rows_estimate:
         return 1
     limit = parse_memory(memory_limit) if isinstance(memory_limit, str) else int(memory_limit)
-    return 1 << (buckets_for(rows_estimate, max(1, limit // PARTS_MARGIN)) - 1).bit_length()
+    if limit < PARTS_MIN_MEMORY:
+        return 1
+    wanted = 1 << (buckets_for(rows_estimate, max(1, limit // PARTS_MARGIN)) - 1).bit_length()
+    return min(wanted, 1 << (max(1, limit // PART_MEMORY).bit_length() - 1))
 
 
 @dataclass(frozen=True)
