@@ -19,7 +19,8 @@ from privmob.data import load_events, load_trip_points, load_trips
 from privmob.data.reading import csv_rows_estimate
 from privmob.domain import Period
 from privmob.engine import DuckDBEngine, buckets
-from privmob.engine.buckets import UserParts, parts_for, root
+from privmob.engine.buckets import parts_for, root
+from privmob.engine.relation import UserParts
 from privmob.privacy.costs import PrivacyUnit
 from privmob.privacy.samplers import Randomness
 from privmob.releases.od import ODDomain, exact_counts

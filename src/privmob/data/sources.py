@@ -213,7 +213,7 @@ def _validated_input(
     fingerprint over ``content``, the ``times`` columns scanned for the input time zone; the
     input is parsed once where that pays (:func:`_parse_once`), in user parts by its ``user``
     column where the engine's memory limit will split the users into buckets
-    (:class:`privmob.engine.buckets.UserParts`; ``user``: None where the loader's canonical
+    (:class:`privmob.engine.relation.UserParts`; ``user``: None where the loader's canonical
     view cannot be rebuilt over a part of the input)."""
     pview = parsed_view(engine, raw, parsed)
     relabel(checks, cols)
@@ -232,7 +232,7 @@ def _validated_input(
 def _view_over(engine: Engine, shape: str, select: Callable[[str], str]) -> Callable[[str], str]:
     """Creates a loader's canonical view (``select`` of a relation of the parsed input) over
     a relation of the parsed input and returns its name: the whole input at loading, one user
-    bucket's parts when counting (:class:`privmob.engine.buckets.UserParts`)."""
+    bucket's parts when counting (:class:`privmob.engine.relation.UserParts`)."""
 
     def over(relation: str) -> str:
         view = new_name(shape)

@@ -19,8 +19,8 @@ from privmob.data import diagnose
 from privmob.data.fingerprint import content_fingerprint, fingerprint_text, legacy_fingerprint
 from privmob.data.reading import ident, unreadable
 from privmob.engine.base import Engine
-from privmob.engine.buckets import UserParts, bucket_expr
-from privmob.engine.relation import new_name
+from privmob.engine.buckets import bucket_expr
+from privmob.engine.relation import UserParts, new_name
 from privmob.errors import EngineError, InputError
 from privmob.privacy.people import HASH_DIGITS, SKETCH_SIZE, PeopleSketch, key_halves
 
@@ -82,7 +82,7 @@ def validate(
 
     ``parts`` (with ``parse_once``, DuckDB): (the user id's input column, the number of parts):
     the input parsed once is written in that many files by a hash of the user id
-    (:class:`privmob.engine.buckets.UserParts`), which user buckets then read as they are."""
+    (:class:`privmob.engine.relation.UserParts`), which user buckets then read as they are."""
     exprs = ["count(*) AS n_rows"] + [f"count_if({c.bad}) AS c{i}" for i, c in enumerate(checks)]
     if content:
         exprs.append(f"{content_fingerprint(engine, content)} AS pm_fingerprint")
@@ -223,7 +223,7 @@ def parsed_once(
 
     ``parts`` (the user id's input column, a number of parts): written instead in that many
     files by a hash of the user id, ``parts/pm_part=<p>/*.parquet``
-    (:class:`privmob.engine.buckets.UserParts`)."""
+    (:class:`privmob.engine.relation.UserParts`)."""
     return _write_parsed(engine, parsed_view, keep, parts)[0]
 
 

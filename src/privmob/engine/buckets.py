@@ -30,12 +30,12 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
-from privmob.engine.relation import Loaded, new_name
+from privmob.engine.relation import Loaded, UserParts, new_name
 from privmob.errors import ConfigError, EngineError
 
 #: Engine memory one input row needs in the window steps of a bucket (events -> trips ->
@@ -145,36 +145,6 @@ def parts_for(rows_estimate: int | None, memory_limit: str | int | None) -> int:
         return 1
     wanted = 1 << (buckets_for(rows_estimate, max(1, limit // PARTS_MARGIN)) - 1).bit_length()
     return min(wanted, 1 << (max(1, limit // PART_MEMORY).bit_length() - 1))
-
-
-@dataclass(frozen=True)
-class UserParts:
-    """An input parsed once (:func:`privmob.data.validation.parsed_once`) into ``count`` files
-    by a hash of its user id: the Parquet files ``<directory>/pm_part=<p>/*.parquet``, a user's
-    records all in one. A count in ``n`` user buckets reads them as they are (bucket ``b``: the
-    parts ``p`` with ``p % n' == b``, ``n'`` the least power of two at least ``n``) instead of
-    writing the input again (:func:`spilled_buckets`). ``rebase`` (set by the loader): creates
-    the input's canonical view over a relation of the parsed input (one bucket's parts) and
-    returns its name; without it the parts are not used."""
-
-    directory: Path
-    count: int
-    #: the view of every part (the parsed input)
-    whole: str
-    rebase: Callable[[str], str] | None = None
-
-    def buckets(self, n_buckets: int) -> int | None:
-        """The buckets a count asking for ``n_buckets`` reads (a power of two dividing
-        ``count``), or None where the parts cannot make them."""
-        n = 1 << (n_buckets - 1).bit_length()
-        return n if self.rebase is not None and 1 < n <= self.count else None
-
-    def files(self, n_buckets: int, bucket: int) -> list[str]:
-        """The Parquet files of one of ``n_buckets`` buckets (:meth:`buckets`)."""
-        found: list[str] = []
-        for part in range(bucket, self.count, n_buckets):
-            found += sorted(str(f) for f in (self.directory / f"pm_part={part}").glob("*.parquet"))
-        return found
 
 
 def plan_buckets(

@@ -6,14 +6,44 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from privmob.engine.base import Engine
-    from privmob.engine.buckets import UserParts
     from privmob.privacy.people import PeopleSketch
 
 _counter = itertools.count()
+
+
+@dataclass(frozen=True)
+class UserParts:
+    """An input parsed once (:func:`privmob.data.validation.parsed_once`) into ``count`` files
+    by a hash of its user id: the Parquet files ``<directory>/pm_part=<p>/*.parquet``, a user's
+    records all in one. A count in ``n`` user buckets reads them as they are (bucket ``b``: the
+    parts ``p`` with ``p % n' == b``, ``n'`` the least power of two at least ``n``) instead of
+    writing the input again (:mod:`privmob.engine.buckets`). ``rebase`` (set by the loader):
+    creates the input's canonical view over a relation of the parsed input (one bucket's parts)
+    and returns its name; without it the parts are not used."""
+
+    directory: Path
+    count: int
+    #: the view of every part (the parsed input)
+    whole: str
+    rebase: Callable[[str], str] | None = None
+
+    def buckets(self, n_buckets: int) -> int | None:
+        """The buckets a count asking for ``n_buckets`` reads (a power of two dividing
+        ``count``), or None where the parts cannot make them."""
+        n = 1 << (n_buckets - 1).bit_length()
+        return n if self.rebase is not None and 1 < n <= self.count else None
+
+    def files(self, n_buckets: int, bucket: int) -> list[str]:
+        """The Parquet files of one of ``n_buckets`` buckets (:meth:`buckets`)."""
+        found: list[str] = []
+        for part in range(bucket, self.count, n_buckets):
+            found += sorted(str(f) for f in (self.directory / f"pm_part={part}").glob("*.parquet"))
+        return found
 
 
 @dataclass
@@ -48,7 +78,7 @@ class Loaded:
     older_source: Callable[[], tuple[str, ...]] | None = field(default=None, repr=False)
     _older: tuple[str, ...] | None = field(default=None, repr=False)
     #: the input parsed once into user parts at its validation (user buckets read them as they
-    #: are: :class:`privmob.engine.buckets.UserParts`); None where it was not
+    #: are: :class:`privmob.engine.relation.UserParts`); None where it was not
     parts: UserParts | None = field(default=None, repr=False)
 
     def people_sketch(self, key: bytes) -> PeopleSketch | None:
