@@ -15,7 +15,7 @@ import pytest
 from tests.helpers import run_cli
 
 from privmob.data import load_events, load_trip_points, load_trips
-from privmob.data.fingerprint import content_fingerprint, row_hash
+from privmob.data.fingerprint import content_fingerprint, fingerprint_source, row_hash
 from privmob.data.tessellation_input import load_tessellation
 from privmob.engine import make_engine
 from privmob.privacy.ledger import Ledger
@@ -75,7 +75,8 @@ def test_both_engines_sum_the_reference_row_hash(spark_engine, synth_dir) -> Non
     try:
         for eng in (duck, spark_engine):
             eng.read_parquet("fp_ref", str(d / "trips.parquet"))
-            got = eng.fetch(f"SELECT {content_fingerprint(eng, content)} AS f FROM fp_ref")
+            source = fingerprint_source(eng, content, "fp_ref")
+            got = eng.fetch(f"SELECT {content_fingerprint(eng, content)} AS f FROM {source}")
             assert int(got.iloc[0, 0]) == expected, eng.dialect.name
     finally:
         duck.close()
@@ -135,7 +136,8 @@ def test_both_engines_compute_the_reference_v3_text(spark_engine, tmp_path) -> N
     try:
         for eng in (duck, spark_engine):
             eng.read_parquet("fp_v3", str(tmp_path / "v3.parquet"))
-            got = eng.fetch(f"SELECT {content_fingerprint(eng, content)} AS f FROM fp_v3")
+            source = fingerprint_source(eng, content, "fp_v3")
+            got = eng.fetch(f"SELECT {content_fingerprint(eng, content)} AS f FROM {source}")
             assert got.iloc[0, 0] == expected, eng.dialect.name
     finally:
         duck.close()

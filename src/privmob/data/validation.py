@@ -16,7 +16,12 @@ import numpy as np
 import pandas as pd
 
 from privmob.data import diagnose
-from privmob.data.fingerprint import content_fingerprint, fingerprint_text, legacy_fingerprint
+from privmob.data.fingerprint import (
+    content_fingerprint,
+    fingerprint_source,
+    fingerprint_text,
+    legacy_fingerprint,
+)
 from privmob.data.reading import ident, unreadable
 from privmob.engine.base import Engine
 from privmob.engine.buckets import bucket_expr
@@ -101,7 +106,8 @@ def validate(
             relation = engine.cache_once(new_name("parsed_once"), _parsed_select(
                 engine, parsed_view, parse_once))  # fmt: skip
         if row is None:
-            row = engine.fetch(f"SELECT {', '.join(exprs)} FROM {relation}").iloc[0]
+            source = fingerprint_source(engine, content, relation) if content else relation
+            row = engine.fetch(f"SELECT {', '.join(exprs)} FROM {source}").iloc[0]
     except EngineError:
         raise
     except Exception as exc:
