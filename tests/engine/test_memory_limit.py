@@ -64,3 +64,23 @@ def test_the_engine_returns_freed_memory_early():
             # DuckDB prints "8.0 MiB" (older versions: bytes)
             # DuckDB prints "8.0 MiB" or "8MiB" by setting (older versions: bytes)
             assert str(got).replace(" ", "") in ("8.0MiB", "8MiB", "8388608B", "8388608"), got
+
+
+def test_under_a_limit_freed_memory_waits_for_a_sixty_fourth_of_the_engine():
+    """Partitioned writes handing memory back after every 8 MiB were 22% slower (127M events
+    in 4 parts, engine/memory.py); what the allocator keeps freed stays a small share of the
+    limit (1/64: within the cap's 10% margin) and never above 8 MiB at a tight limit."""
+    import re
+
+    from privmob.engine import DuckDBEngine
+
+    def bulk(eng) -> float:
+        name = "allocator_bulk_deallocation_flush_threshold"
+        got = str(eng.fetch(f"SELECT current_setting('{name}') AS v")["v"].iloc[0])
+        number, unit = re.fullmatch(r"([0-9.]+)\s*(MiB|GiB|B)?", got.strip()).groups()
+        return float(number) * {"MiB": 2**20, "GiB": 2**30, None: 1, "B": 1}[unit]
+
+    with DuckDBEngine(memory_limit="512MB") as eng:
+        assert bulk(eng) == 8 * 2**20
+    with DuckDBEngine(memory_limit="4GB") as eng:
+        assert 8 * 2**20 < bulk(eng) <= eng.memory_limit / 64
