@@ -141,3 +141,44 @@ def test_both_engines_compute_the_reference_v3_text(spark_engine, tmp_path) -> N
             assert got.iloc[0, 0] == expected, eng.dialect.name
     finally:
         duck.close()
+
+
+def test_instants_fingerprint_alike_at_utc_and_at_a_zone(spark_engine, tmp_path) -> None:
+    """Events whose times are instants (Parquet timestamps with a zone: DuckDB TIMESTAMPTZ,
+    Spark TIMESTAMP_LTZ), before and after 1970 and with microseconds, read at UTC (where Spark
+    reads the canonical microseconds from the instant itself, :func:`canonical_time`) and at
+    America/New_York (from the wall clock): the same fingerprint on both engines at each zone,
+    and another one at the other zone (the wall clocks differ). Reading the instant's
+    microseconds at New York too would fail the first assertion."""
+    import numpy as np
+
+    rng = np.random.default_rng(11)
+    n = 3000
+    micros = rng.integers(-400 * 86400 * 10**6, 60 * 365 * 86400 * 10**6, n)
+    pd.DataFrame(
+        {
+            "uid": rng.integers(0, 200, n),
+            "datetime": pd.to_datetime(micros, unit="us", utc=True),
+            "lat": 40.6 + rng.random(n) * 0.3,
+            "lng": -74.1 + rng.random(n) * 0.3,
+        }
+    ).to_parquet(tmp_path / "instants.parquet", index=False)
+    from privmob.data.synth import default_tessellation
+
+    tess = default_tessellation(16)
+    duck = make_engine("duckdb")
+    try:
+        fingerprints = {}
+        for zone in ("UTC", "America/New_York"):
+            got = {
+                eng.dialect.name: load_events(
+                    str(tmp_path / "instants.parquet"), engine=eng, tessellation=tess,
+                    timezone=zone,
+                ).fingerprint
+                for eng in (duck, spark_engine)
+            }  # fmt: skip
+            assert got["duckdb"] and got["duckdb"] == got["spark"], zone
+            fingerprints[zone] = got["duckdb"]
+        assert fingerprints["UTC"] != fingerprints["America/New_York"]
+    finally:
+        duck.close()

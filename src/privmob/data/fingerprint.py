@@ -94,10 +94,12 @@ def identity_text(col: str) -> str:
     return f"CAST({ident(col)} AS VARCHAR)"
 
 
-def time_text(engine: Engine, expr: str) -> Canonical:
+def time_text(engine: Engine, expr: str, micros: str | None = None) -> Canonical:
     """A parsed time as canonical text: whole microseconds since 1970-01-01 (the wall clock
-    the loader parsed it to), the same number on both engines."""
-    micros = engine.dialect.epoch_micros(expr)
+    the loader parsed it to), the same number on both engines. ``micros``: the SQL of that
+    number where the loader reads it more cheaply than from ``expr``
+    (:func:`privmob.data.times.canonical_time`)."""
+    micros = micros or engine.dialect.epoch_micros(expr)
     return Canonical(f"CAST({micros} AS VARCHAR)", micros)
 
 

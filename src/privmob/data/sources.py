@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Unpack
 import numpy as np
 import pyarrow as pa
 
-from privmob.data.fingerprint import coordinate_text, identity_text, time_text
+from privmob.data.fingerprint import coordinate_text, identity_text
 from privmob.data.reading import (
     INT64_SAFE_TYPES,
     Reading,
@@ -52,6 +52,7 @@ from privmob.data.tile_assignment import (
     tiles_fingerprint,
 )
 from privmob.data.times import (
+    canonical_time,
     check_timezone,
     native_time,
     scanned_times,
@@ -140,7 +141,10 @@ def load_events(
     if not use_cells:
         parsed |= {"lat": float_expr(cols["lat"]), "lng": float_expr(cols["lng"])}
         checks += coord_checks("lat", "lng")
-    content = {"uid": identity_text(cols["uid"]), "time": time_text(engine, "_p_datetime")}
+    content = {
+        "uid": identity_text(cols["uid"]),
+        "time": canonical_time(engine, "datetime", types[cols["datetime"]], timezone),
+    }
     content |= (
         {"cell_id": identity_text(cols["cell_id"])}
         if use_cells
@@ -406,7 +410,7 @@ def load_trip_points(
     content = {
         "uid": identity_text(cols["uid"]),
         "tid": identity_text(cols["tid"]),
-        "time": time_text(engine, "_p_datetime"),
+        "time": canonical_time(engine, "datetime", types[cols["datetime"]], timezone),
         "lat": coordinate_text("_p_lat"),
         "lng": coordinate_text("_p_lng"),
     }
@@ -703,9 +707,11 @@ def load_trips(
             for e in ends
         ]
     content = {} if uid_per_trip else {"uid": identity_text(cols["uid"])}
-    content["start_time"] = time_text(engine, "_p_start_time")
+    content["start_time"] = canonical_time(
+        engine, "start_time", types[cols["start_time"]], timezone
+    )
     if "end_time" in cols:
-        content["end_time"] = time_text(engine, "_p_end_time")
+        content["end_time"] = canonical_time(engine, "end_time", types[cols["end_time"]], timezone)
     if "tid" in cols:
         content["tid"] = identity_text(cols["tid"])
     for e in ends:
