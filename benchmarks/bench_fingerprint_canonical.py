@@ -7,7 +7,7 @@ Parquet file, as privmob's validation pass does; then, in rounds that alternate 
 
 * ``scan``: ``count(*)`` and the checks' kind of work only (the floor of the pass);
 * ``old``: the engine-specific row-hash sum (DuckDB ``hash`` of the canonical values);
-* ``new``: :func:`privmob.data.validation.content_fingerprint` (MD5 of the canonical text);
+* ``new``: :func:`privmob.data.fingerprint.content_fingerprint` (MD5 of the canonical text);
 * ``people``: the people sketch (one query over the distinct user ids).
 
     uv run python benchmarks/bench_fingerprint_canonical.py --size 10000000 --rounds 3
@@ -34,12 +34,8 @@ def main() -> None:
     args = ap.parse_args()
     sys.argv.append("csv")  # bench_fingerprint.data_for writes the CSV only when asked
     from bench_fingerprint import OUT, data_for
-    from privmob.data.validation import (
-        content_fingerprint,
-        identity_text,
-        people_source,
-        time_text,
-    )
+    from privmob.data.fingerprint import content_fingerprint, identity_text, time_text
+    from privmob.data.validation import people_source
     from privmob.engine import make_engine
 
     _, csv, _ = data_for(args.size)
