@@ -191,9 +191,10 @@ def canonical_time(engine: Engine, name: str, coltype: str, timezone: str) -> Ca
     (:func:`privmob.data.fingerprint.time_text`). On Spark an instant column read at the time
     zone UTC has the instant's own microseconds for its wall clock's: they are read from the
     input column (``unix_micros``), where reading them from the wall clock converts every time
-    twice (instant to wall clock in the parsed view, back for ``unix_micros``): 10M trips'
-    start times on local[2], 0.17 s against 0.67 s (benchmarks/bench_spark_cluster.py shows the
-    validation pass on the cluster). The same number either way (tested on both engines)."""
+    twice (instant to wall clock in the parsed view, back for ``unix_micros``): the validation
+    statement of 10M trips on the standalone cluster took 1.02 s against 2.12 s, of 10M events
+    0.81 s against 1.57 s (``benchmarks/bench_fingerprint.py --statement-only --engine
+    spark-cluster``, best of 8). The same number either way (tested on both engines)."""
     micros = None
     if engine.dialect.name == "spark" and timezone == "UTC" and instant_type(coltype):
         micros = f"unix_micros(_p_{name}_raw)"
