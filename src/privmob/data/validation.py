@@ -5,7 +5,6 @@ kind of problem, never a person's values (:mod:`privmob.data.diagnose`)."""
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from privmob.data.fingerprint import (
 )
 from privmob.data.reading import ident, unreadable
 from privmob.engine.base import Engine
-from privmob.engine.buckets import bucket_expr
+from privmob.engine.buckets import bucket_expr, make_private, parquet_view
 from privmob.engine.relation import UserParts, new_name
 from privmob.errors import EngineError, InputError
 from privmob.privacy.people import HASH_DIGITS, SKETCH_SIZE, PeopleSketch, key_halves
@@ -242,11 +241,9 @@ def _write_parsed(
     options = f"FORMAT parquet, {PARSED_FILE_OPTIONS}"
     if parts is None:
         path = engine.private_directory("privmob-parsed-") / "parsed.parquet"
-        read = str(path)
     else:
         user, count = parts
         path = engine.private_directory("privmob-parsed-") / "parts"
-        read = str(path / "*" / "*.parquet")
         part = bucket_expr(engine.dialect.name, count, ident(user))
         select = f"SELECT *, CAST({part} AS INTEGER) AS pm_part FROM ({select}) AS parsed_"
         options += ", PARTITION_BY (pm_part)"
@@ -265,14 +262,10 @@ def _write_parsed(
                 hint="check the room in the private working directory (--spill-dir)",
             ) from exc
         raise
-    for written in (path, *path.rglob("*")):
-        os.chmod(written, 0o700 if written.is_dir() else 0o600)
+    make_private(path)
     view = new_name("parsed_once")
-    glob = read.replace("'", "''")
-    if parts is not None and not any(path.glob("*/*.parquet")):  # no rows: no part written
-        engine.create_view(view, f"{_parsed_select(engine, parsed_view, keep)} LIMIT 0")
-    else:
-        engine.create_view(view, f"SELECT * FROM read_parquet('{glob}', hive_partitioning = false)")
+    files = [path] if parts is None else sorted(path.glob("*/*.parquet"))  # none: no rows
+    parquet_view(engine, view, files, f"{_parsed_select(engine, parsed_view, keep)} LIMIT 0")
     return view, path
 
 

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from privmob.engine.base import Engine
 from privmob.engine.relation import Loaded, UserParts, new_name
 from privmob.errors import ConfigError, EngineError
 
@@ -99,6 +100,24 @@ def bucket_expr(dialect_name: str, n_buckets: int, user: str = "uid") -> str:
     if dialect_name == "spark":
         return f"pmod(xxhash64({user}), {n_buckets})"
     return f"hash({user}) % {n_buckets}"
+
+
+def make_private(path: Path) -> None:
+    """``path`` and everything under it readable by this user only (folders 0700, files 0600):
+    what privmob writes of an input (user buckets, user parts, the parsed input) holds records."""
+    for written in (path, *path.rglob("*")):
+        os.chmod(written, 0o700 if written.is_dir() else 0o600)
+
+
+def parquet_view(eng: Engine, view: str, files: Sequence[Path | str], empty: str) -> None:
+    """Create ``view`` over the Parquet ``files`` (their folders' ``key=value`` names not read
+    as columns), or as ``empty`` (a query of no rows with the same columns) where there are
+    none: no user hashed into that bucket or part."""
+    if not files:
+        eng.create_view(view, empty)
+        return
+    listed = ", ".join("'" + str(f).replace("'", "''") + "'" for f in files)
+    eng.create_view(view, f"SELECT * FROM read_parquet([{listed}], hive_partitioning = false)")
 
 
 def bucket_predicate(dialect_name: str, n_buckets: int, bucket: int, user: str = "uid") -> str:
@@ -271,19 +290,12 @@ def spilled_buckets(
             f"writing the user buckets failed: {first}",
             hint="check the input files and the room in the spill directory (--spill-dir)",
         ) from exc
-    for name in Path(target).rglob("*"):
-        os.chmod(name, 0o700 if name.is_dir() else 0o600)
-    empty = f"SELECT {select} FROM {base.view} LIMIT 0"
+    make_private(Path(target))
     for b in range(n_buckets):
         part = Path(target) / f"pm_bucket={b}"
         view = new_name("bucket")
-        if part.is_dir() and any(part.glob("*.parquet")):
-            glob = str(part / "*.parquet").replace("'", "''")
-            eng.create_view(
-                view, f"SELECT {select} FROM read_parquet('{glob}', hive_partitioning = false)"
-            )
-        else:  # no user hashed here
-            eng.create_view(view, empty)
+        files = sorted(part.glob("*.parquet"))
+        parquet_view(eng, view, files, f"SELECT {select} FROM {base.view} LIMIT 0")
         yield rebuild(loaded, replace(base, view=view, columns=cols))
         shutil.rmtree(part, ignore_errors=True)  # done with this bucket: free the disk
 
@@ -296,15 +308,9 @@ def parted_buckets(loaded: Loaded, parts: UserParts, n_buckets: int) -> Iterator
     eng = base.engine
     assert parts.rebase is not None
     for b in range(n_buckets):
-        files = parts.files(n_buckets, b)
         relation = new_name("bucket_parts")
-        if files:
-            listed = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
-            eng.create_view(
-                relation, f"SELECT * FROM read_parquet([{listed}], hive_partitioning = false)"
-            )
-        else:  # no user hashed here
-            eng.create_view(relation, f"SELECT * FROM {parts.whole} LIMIT 0")
+        empty = f"SELECT * FROM {parts.whole} LIMIT 0"
+        parquet_view(eng, relation, parts.files(n_buckets, b), empty)
         yield rebuild(loaded, replace(base, view=parts.rebase(relation)))
 
 
