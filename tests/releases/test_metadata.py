@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from tests.helpers import settle_by_hand
 
 from privmob.errors import ConfigError
 from privmob.privacy.costs import Cost, PrivacyUnit
@@ -164,7 +165,7 @@ def test_the_ledger_and_metadata_json_record_plain_json(tmp_path: Path):
     and metadata.json writes them as the kind gave them."""
     ledger = Ledger(tmp_path / "l.sqlite")
     acct = Accountant(ledger, "d", budget=2.0)
-    rel = acct.charge(_release())
+    rel = settle_by_hand(_release(), acct)
     entry = ledger.entries("d")[-1]
     assert entry.params["bounds"] == {"max_trips_per_user": 3}
     assert entry.params["noise"] == NOISE_DICTS[0]

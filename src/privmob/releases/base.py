@@ -1,10 +1,11 @@
-"""Who pays for a release and how it is written: the end of every release's path.
+"""Who pays for a release: the dataset's budget in a ledger, checked before the data is read.
 
-The one path every release takes at its end lives here: :class:`Accountant` checks the budget
-before the data is read (so a refused release costs no work); with an ``output``
-(:class:`~privmob.releases.publish.Output`) its ``charge`` publishes the release by the atomic
-protocol of ``releases/publish.py`` (stage, fsync, charge, rename). :func:`write_release`
-writes a release charged before, by the same staging and rename, and refuses an uncharged one.
+:class:`Accountant` checks the budget before the data is read (so a refused release costs no
+work), binds the budget to the input's content, and commits the charge when the one gate
+(:mod:`privmob.releases.gate`) asks it to, before any noise is drawn; with an ``output``
+(:class:`~privmob.releases.publish.Output`) the gate then publishes the release by the atomic
+protocol of ``releases/publish.py``. :func:`write_release` writes a release charged before, by
+the same staging and rename, and refuses an uncharged one.
 """
 
 from __future__ import annotations
@@ -43,10 +44,10 @@ class Accountant:
     budget_delta: float = 0.0
     #: what ``budget`` protects (user by default; landmark or event for landmark series)
     budget_unit: PrivacyUnit | str = PrivacyUnit.USER
-    #: where the release is published; set, :meth:`charge` stages, charges and renames
+    #: where the release is published (the gate stages, seals and renames it there)
     output: Output | None = None
-    #: applied to every release before it is charged and written (test mode, a domain read
-    #: from the data: both mark the release not for publication, in its files too)
+    #: applied to every release before it is charged, and again once drawn (test mode, a
+    #: domain read from the data: both mark the release not for publication, in its files too)
     annotate: list[Callable[[Release], None]] = field(default_factory=list)
     #: the user stated that this dataset is a separate budget for content another dataset
     #: already released (``--new-dataset-for-same-data``); recorded in the ledger
@@ -133,55 +134,38 @@ class Accountant:
         """``cost`` as charged to the dataset's budget (converted by group privacy if needed)."""
         return self.ledger.in_budget_unit(self.dataset, cost, self.group_size)
 
-    def charge(
+    def commit(
         self,
-        release: Release,
+        header: Release,
         description: str = "",
         *,
-        output_dir: str | Path | None = None,
-        output_hashes: dict[str, str] | None = None,
-    ) -> Release:
-        """Charge the ledger for ``release`` (atomically: all its parts or nothing) and attach
-        the entries to it. ``output_dir``/``output_hashes`` (file name -> SHA-256) record the
-        output when it is known at charge time (staged before the charge)."""
-        if release.ledger_entry is not None:
-            raise ConfigError("this release was already charged")
+        within: Callable[[Any, list[Entry]], None] | None = None,
+    ) -> list[Entry]:
+        """Charge the ledger for the release ``header`` describes (atomically: all its parts or
+        nothing) and return the committed entries. Called by the one gate only
+        (:func:`privmob.releases.gate.settle`), before any noise is drawn; ``within`` runs
+        inside the ledger's transaction (the staged release is marked paid there)."""
         self.prechecked = None  # the next release on this accountant is checked again
-        for mark in self.annotate:
-            mark(release)
-        parts = release.cost_parts or [(description, release.cost)]
-
-        def charge(within: Callable[[Any, list[Entry]], None] | None = None) -> list[Entry]:
-            staged = self.output
-            return self.ledger.charge_parts(
-                self.dataset,
-                parts,
-                kind=release.kind,
-                params={
-                    "params": release.params,
-                    "bounds": release.bounds.to_json(),
-                    "noise": release.noise.to_json(),
-                },
-                group_size=self.group_size,
-                for_publication=release.for_publication,
-                input_fingerprint=self.input_fingerprint,
-                input_rows=self.input_rows,
-                older_fingerprints=self.input_older,
-                people=self.input_people,
-                output_dir=output_dir or (staged.target if staged else None),
-                output_hashes=output_hashes or (staged.staged_hashes if staged else None),
-                new_dataset_for_same_data=self.new_dataset_for_same_data,
-                within=within,
-            )
-
-        release.ledger_id = self.ledger.ledger_id  # metadata.json names it, inside the charge
-        if self.output is not None:  # stage -> charge -> rename (releases/publish.py)
-            self.output.publish(release, charge, self.ledger, self.dataset, self.progress)
-            return release
-        entries = charge()
-        release.ledger_entries = entries
-        release.ledger_entry = entries[-1]
-        return release
+        parts = header.cost_parts or [(description, header.cost)]
+        return self.ledger.charge_parts(
+            self.dataset,
+            parts,
+            kind=header.kind,
+            params={
+                "params": header.params,
+                "bounds": header.bounds.to_json(),
+                "noise": header.noise.to_json(),
+            },
+            group_size=self.group_size,
+            for_publication=header.for_publication,
+            input_fingerprint=self.input_fingerprint,
+            input_rows=self.input_rows,
+            older_fingerprints=self.input_older,
+            people=self.input_people,
+            output_dir=self.output.target if self.output is not None else None,
+            new_dataset_for_same_data=self.new_dataset_for_same_data,
+            within=within,
+        )
 
 
 def write_release(release: Release, outdir: str | Path, *, overwrite: bool = False) -> list[Path]:

@@ -11,9 +11,9 @@ the noisy cells (tables, post-processing, metadata). :class:`CountSpec` (``privm
 
 public domain -> cost and precheck before any data is read -> each user keeps at most
 ``bound`` records (keyed random sample in the engine, per user bucket under a memory limit)
--> exact counts in the engine -> the noise step -> the kind's tables -> charge, of every part
-of the cost (the session's lifecycle binds the input first and publishes after: stage,
-charge, rename, stamp).
+-> exact counts in the engine -> a :class:`~privmob.releases.gate.Draft` -> (the one gate:
+the charge of every part of the cost, committed) -> the noise step -> the kind's tables
+(the session's lifecycle binds the input first and publishes after: stage, seal, rename).
 
 The noise step is, by default, :class:`CellNoise`: noise on every released cell, in flat
 order (discrete Laplace or Gaussian, scale from the enforced bound). A kind may calibrate its
@@ -57,6 +57,7 @@ from privmob.privacy.samplers import Randomness, resolve
 from privmob.privacy.signal import signal_check
 from privmob.releases.base import Accountant
 from privmob.releases.dimensions import SOURCES, Dimension, dimension, measures
+from privmob.releases.gate import Draft
 from privmob.releases.release import Release
 
 if TYPE_CHECKING:
@@ -273,7 +274,9 @@ class CountKind(Rows, Protocol):
     ) -> tuple[Release, str]:
         """The release made from the noisy cells (what the noise step gave: the flat integer
         vector of :class:`CellNoise`) and the kind's calibrated ``noise``: post-processing,
-        tables, metadata; and the ledger description."""
+        tables, metadata; and the ledger description. With ``noisy`` ``None``: the release's
+        header, what the gate charges before any noise is drawn (no tables, nothing computed
+        from the data or the noise)."""
         ...
 
 
@@ -334,33 +337,51 @@ def count_release(
     step: Callable[[str], None] | None = None,
     buckets: int | None = None,
 ) -> Release:
-    """Run the template (see the module's docstring) on loaded ``data``.
+    """Run the template on loaded ``data`` through the one gate: :func:`count_draft`, then
+    the charge, then the noise (:func:`privmob.releases.gate.run`)."""
+    from privmob.releases.gate import run
+
+    return run(
+        lambda: count_draft(data, spec, accountant, rng=rng, step=step, buckets=buckets),
+        accountant,
+    )
+
+
+def count_draft(
+    data: Any,
+    spec: CountKind,
+    accountant: Accountant,
+    *,
+    rng: Randomness | int | None = None,
+    step: Callable[[str], None] | None = None,
+    buckets: int | None = None,
+) -> Draft:
+    """The template's draft (see the module's docstring) on loaded ``data``: the exact counts
+    and the kind's mechanism, no noise.
 
     The budget is checked before any data is read (:meth:`Accountant.precheck`); users are
     split into ``buckets`` hash buckets (default: as many as the engine's memory limit
-    needs); the noise step draws after the per-user key (with a seed, the key then the
-    noise, in this order); then the kind publishes and the accountant charges every part of
-    the cost (and, with an output, stages and renames)."""
+    needs); the per-user key is drawn before counting. The draft's ``draw`` (run by the gate
+    once the charge is committed) adds the noise and lets the kind publish (with a seed: the
+    key, then the noise, in this order)."""
     step = step or _quiet
     r = resolve(rng)
     noise, cost = spec.calibrated
     counted = spec.counted(data)  # the input checked against the kind (nothing read)
     accountant.precheck(cost)  # before any data is read
-    try:
-        domain = spec.count_domain()
-        bound = spec.per_user(accountant.group_size)
-        noising = CellNoise(noise) if isinstance(noise, Noise) else noise
-        finish = noising.start(domain, r)  # draws nothing from a seed (the key comes first)
-        step(f"counting {spec.records} over {domain.released_cells:,} public cells")
-        exact = exact_cells(counted, spec, domain, bound, r, buckets=buckets, step=step)
+    domain = spec.count_domain()
+    bound = spec.per_user(accountant.group_size)
+    noising = CellNoise(noise) if isinstance(noise, Noise) else noise
+    header, description = spec.publish(None, noise, cost, r, bound)
+    step(f"counting {spec.records} over {domain.released_cells:,} public cells")
+    exact = exact_cells(counted, spec, domain, bound, r, buckets=buckets, step=step)
+
+    def draw() -> Release:
         step(f"adding {noising.kind} noise to {domain.released_cells:,} cells")
-        noisy = finish(exact)
-        release, description = spec.publish(noisy, noise, cost, r, bound)
-        step(accountant.closing_step)
-        accountant.charge(release, description=description)
-    finally:  # a release that failed on the way: the next one is checked again
-        accountant.prechecked = None
-    return release
+        noisy = noising.start(domain, r)(exact)
+        return spec.publish(noisy, noise, cost, r, bound)[0]
+
+    return Draft(header, description, draw)
 
 
 def _quiet(_message: str) -> None:
@@ -459,12 +480,12 @@ class CountSpec:
             noise=str(noise.kind),
         )
 
-    def run(
+    def draft(
         self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Step
-    ) -> Release:
+    ) -> Draft:
         # what a measured dimension was (the trip distance) follows the records' layout
         spec = replace(self, measured=tuple(measures(self.dimensions, data).items()))
-        return count_release(data, spec, accountant, rng=rng, step=progress)
+        return count_draft(data, spec, accountant, rng=rng, step=progress)
 
     # -- what the count template asks of its kinds (CountKind) ---------------------------------
     def count_domain(self) -> CountDomain:
@@ -493,15 +514,15 @@ class CountSpec:
         return None, None
 
     def publish(
-        self, noisy: np.ndarray, noise: Noise, cost: Cost, r: Randomness, bound: PerUser | None
+        self,
+        noisy: np.ndarray | None,
+        noise: Noise,
+        cost: Cost,
+        r: Randomness,
+        bound: PerUser | None,
     ) -> tuple[Release, str]:
         margin = noise.margin_of_error(0.95)
         domain = self.count_domain()
-        table = domain.index()
-        for column in table.columns:  # one type a column (Parquet): zone's tiles and "outside"
-            if table[column].map(type).nunique() > 1:
-                table[column] = table[column].astype(str)
-        table["count"] = noisy[:-1]
         release = Release(
             kind=self.kind,
             cost=cost,
@@ -522,7 +543,6 @@ class CountSpec:
                 "by": list(self.by),
                 "period": self.period.to_dict(),
                 "post_processing": "noisy integers as drawn (unbiased; negative values kept)",
-                "signal": signal_check(noisy[:-1], margin, PrivacyUnit.USER).to_dict(),
                 **dict(self.measured),  # what a measured dimension was (the trip distance)
             },
             domain={
@@ -530,14 +550,22 @@ class CountSpec:
                 "cells": domain.cells,
                 "outlier_cells": 1,
             },
-            tables={
+            tables={},
+            for_publication=r.for_publication,
+        )
+        if noisy is not None:
+            table = domain.index()
+            for column in table.columns:  # one type a column (Parquet): tiles and "outside"
+                if table[column].map(type).nunique() > 1:
+                    table[column] = table[column].astype(str)
+            table["count"] = noisy[:-1]
+            release.params["signal"] = signal_check(noisy[:-1], margin, PrivacyUnit.USER).to_dict()
+            release.tables = {
                 "counts": table,
                 "outliers": pd.DataFrame(
                     {"cell": ["outside the period or a dimension"], "count": noisy[-1:]}
                 ),
-            },
-            for_publication=r.for_publication,
-        )
+            }
         return release, f"{self.kind}: {self.records} by {', '.join(self.by)}"
 
 

@@ -38,9 +38,22 @@ from privmob.privacy.costs import Cost
 from privmob.privacy.mechanisms import NoiseKind, calibrate
 from privmob.privacy.samplers import Randomness, resolve
 from privmob.releases.base import Accountant
-from privmob.releases.counts import CountDomain, CountSpec, PerUser, count_release, exact_cells
+from privmob.releases.counts import (
+    CountDomain,
+    CountSpec,
+    PerUser,
+    count_draft,
+    count_release,
+    exact_cells,
+)
+from privmob.releases.gate import Draft
 from privmob.releases.landmark import AdaptiveRule, Scheme, scheme_budgets
-from privmob.releases.landmark.release import LandmarkNoise, NoisySeries, series_release
+from privmob.releases.landmark.release import (
+    LandmarkNoise,
+    NoisySeries,
+    series_header,
+    series_release,
+)
 from privmob.releases.release import Release
 from privmob.releases.specs import Plan, Progress
 
@@ -170,26 +183,39 @@ class ZoneSeries:
 
     def publish(
         self,
-        noisy: NoisySeries,
+        noisy: NoisySeries | None,
         noise: _LandmarkCells,
         cost: Cost,
         r: Randomness,
         bound: PerUser | None,
     ) -> tuple[Release, str]:
         m = self.max_per_bin
-        release = series_release(
-            noisy,
-            noise.mechanism,
-            r,
-            timestamps=list(self.grid),
-            zones=[*(str(t) for t in self.tile_ids), OUTSIDE],  # one type for Parquet
-            kind=self.kind,
-            sensitivity_note=(
-                f"each user keeps at most {m} event(s) per time bin (keyed-hash sample), "
-                f"enforced by the engine before counting; at most {m} event(s) per user "
-                "outside the period in all (outliers cell)"
-            ),
+        note = (
+            f"each user keeps at most {m} event(s) per time bin (keyed-hash sample), "
+            f"enforced by the engine before counting; at most {m} event(s) per user "
+            "outside the period in all (outliers cell)"
         )
+        zones = [*(str(t) for t in self.tile_ids), OUTSIDE]  # one type for Parquet
+        if noisy is None:  # integer counts: discrete Laplace (the mechanism's integer=True)
+            release = series_header(
+                noise.mechanism,
+                r,
+                NoiseKind.DISCRETE_LAPLACE,
+                len(self.grid),
+                len(zones),
+                sensitivity_note=note,
+                kind=self.kind,
+            )
+        else:
+            release = series_release(
+                noisy,
+                noise.mechanism,
+                r,
+                timestamps=list(self.grid),
+                zones=zones,
+                kind=self.kind,
+                sensitivity_note=note,
+            )
         return release, noise.mechanism.description
 
 
@@ -328,13 +354,13 @@ class ZoneSeriesSpec:
             parts=2,
         )
 
-    def run(
+    def draft(
         self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Progress
-    ) -> Release:
+    ) -> Draft:
         from privmob.releases.tiles import check_tessellation
 
         check_tessellation(data, self.tessellation)
-        return count_release(data, self.zone_series(), accountant, rng=rng, step=progress)
+        return count_draft(data, self.zone_series(), accountant, rng=rng, step=progress)
 
 
 def landmark_positions(

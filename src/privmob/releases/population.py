@@ -31,10 +31,12 @@ from privmob.releases.counts import (
     CountDomain,
     PerUser,
     Step,
+    count_draft,
     count_release,
     exact_cells,
 )
 from privmob.releases.dimensions import Dimension
+from privmob.releases.gate import Draft
 from privmob.releases.plan import Plan, PlannedOnce, domain_memory
 from privmob.releases.release import Release
 from privmob.releases.tiles import check_input
@@ -181,14 +183,14 @@ class PopulationSpec(CountsHomes, PlannedOnce):
             noise=str(dist.kind),
         )
 
-    def run(
+    def draft(
         self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Step
-    ) -> Release:
+    ) -> Draft:
         kind: PopulationSpec | TowerHomes = self
         if self.zone_mapping == "voronoi":  # the towers (public) read on the input's engine
             self._towers_given()
             kind = TowerHomes.read(self, data, progress)
-        return count_release(data, kind, accountant, rng=rng, step=progress)
+        return count_draft(data, kind, accountant, rng=rng, step=progress)
 
     def _towers_given(self) -> None:
         if self.zone_mapping == "voronoi" and self.cells is None:
@@ -217,17 +219,20 @@ class PopulationSpec(CountsHomes, PlannedOnce):
         return cast("Loaded", data)
 
     def publish(
-        self, noisy: np.ndarray, noise: Noise, cost: Cost, r: Randomness, bound: PerUser | None
+        self,
+        noisy: np.ndarray | None,
+        noise: Noise,
+        cost: Cost,
+        r: Randomness,
+        bound: PerUser | None,
     ) -> tuple[Release, str]:
         k = self.tessellation.k
-        counts = np.maximum(noisy, 0)  # post-processing
-        return self._release(counts.astype(np.int64), noise, cost, r, {}, {}), (
-            f"population counts over {k} zones"
-        )
+        counts = None if noisy is None else np.maximum(noisy, 0).astype(np.int64)  # post-proc.
+        return self._release(counts, noise, cost, r, {}, {}), f"population counts over {k} zones"
 
     def _release(
         self,
-        counts: np.ndarray,
+        counts: np.ndarray | None,
         noise: Noise,
         cost: Cost,
         r: Randomness,
@@ -235,15 +240,17 @@ class PopulationSpec(CountsHomes, PlannedOnce):
         domain: dict[str, Any],
     ) -> Release:
         k = self.tessellation.k
-        ids = [str(t) for t in self.tessellation.tile_ids]
-        table = pd.DataFrame(
-            {
-                "zone": [*ids, OUTSIDE, UNKNOWN],
-                "tile_id": typed_tile_ids(self.tessellation.tile_ids, extra=2),
-                "kind": ["zone"] * k + ["outliers", "outliers"],
-                "count": counts,
-            }
-        )
+        tables = {}
+        if counts is not None:  # None: the header (the gate charges it before the noise)
+            ids = [str(t) for t in self.tessellation.tile_ids]
+            tables["population"] = pd.DataFrame(
+                {
+                    "zone": [*ids, OUTSIDE, UNKNOWN],
+                    "tile_id": typed_tile_ids(self.tessellation.tile_ids, extra=2),
+                    "kind": ["zone"] * k + ["outliers", "outliers"],
+                    "count": counts,
+                }
+            )
         return Release(
             kind="population",
             cost=cost,
@@ -262,7 +269,7 @@ class PopulationSpec(CountsHomes, PlannedOnce):
                 **(params or {"post_processing": "negative counts set to 0"}),
             },
             domain={**domain, "zones": k, "outlier_cells": [OUTSIDE, UNKNOWN]},
-            tables={"population": table},
+            tables=tables,
             for_publication=r.for_publication,
         )
 
@@ -350,21 +357,27 @@ class TowerHomes(CountsHomes):
         return Loaded(view, events.source, "events", eng, ["uid", "time", "tile"])
 
     def publish(
-        self, noisy: np.ndarray, noise: Noise, cost: Cost, r: Randomness, bound: PerUser | None
+        self,
+        noisy: np.ndarray | None,
+        noise: Noise,
+        cost: Cost,
+        r: Randomness,
+        bound: PerUser | None,
     ) -> tuple[Release, str]:
         from privmob.prepare.voronoi import apply_shares
 
         n, k = len(self.towers), self.spec.tessellation.k
-        counts = np.maximum(noisy, 0)
-        zones = apply_shares(counts[:n], self.shares)  # k zones + outside
-        zones[k] += counts[n]  # homes at no known tower (unknown cell ids): outside the zones
         params = {
             "zone_mapping": "voronoi area shares of noisy tower counts",
             "post_processing": "negative tower counts set to 0, then split by area shares",
         }
-        release = self.spec._release(
-            np.append(zones, float(counts[n + 1])), noise, cost, r, params, {"towers": n}
-        )
+        values = None
+        if noisy is not None:
+            counts = np.maximum(noisy, 0)
+            zones = apply_shares(counts[:n], self.shares)  # k zones + outside
+            zones[k] += counts[n]  # homes at no known tower (unknown cell ids): outside
+            values = np.append(zones, float(counts[n + 1]))
+        release = self.spec._release(values, noise, cost, r, params, {"towers": n})
         return release, f"population over {k} zones via {n} towers"
 
 

@@ -99,6 +99,35 @@ class Release:
         self.software_version = software_version
         self.definitions = definitions
 
+    def drawn(
+        self,
+        tables: dict[str, pd.DataFrame],
+        *,
+        params: Mapping[str, Any] | None = None,
+        noise: Mapping[str, Any] | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> Release:
+        """This header (:class:`~privmob.releases.gate.Draft`) completed by its noise step: a
+        copy with the noisy ``tables``, and what the noise step adds to its ``params``,
+        ``noise`` description and ``extra`` keys."""
+        return Release(
+            kind=self.kind,
+            cost=self.cost,
+            unit=self.unit,
+            bounds=self.bounds,
+            noise={**self.noise.to_json(), **(noise or {})},
+            params={**self.params, **(params or {})},
+            domain=self.domain,
+            tables=tables,
+            for_publication=self.for_publication,
+            publication_note=self.publication_note,
+            extra={**self.extra, **(extra or {})},
+            cost_parts=list(self.cost_parts),
+            created_at=self.created_at,
+            software_version=self.software_version,
+            definitions=self.definitions,
+        )
+
     @property
     def table(self) -> pd.DataFrame:
         """The main table (the first one)."""

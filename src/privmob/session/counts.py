@@ -22,7 +22,7 @@ from privmob.releases.dimensions import (
     spelling,
     with_trip_distance,
 )
-from privmob.releases.kinds import KINDS
+from privmob.releases.kinds import COUNT_SPEC, KINDS
 from privmob.releases.landmark import Scheme
 from privmob.releases.landmark_counts import ZoneSeriesSpec
 from privmob.releases.specs import Plan
@@ -42,6 +42,13 @@ class SessionCounts(SessionBase):
         self, by: Sequence[DimensionLike], epsilon: float, options: CountOptions
     ) -> CountSpec:
         refuse_unknown("counts", options, CountOptions)
+        kind = options.get("kind", "counts")
+        count_kinds = [k.name for k in KINDS if k.spec == COUNT_SPEC]
+        if kind not in count_kinds:  # the ledger records registered kinds only
+            raise ConfigError(
+                f"{kind!r} is not a registered count kind",
+                hint=f"kind= one of {', '.join(count_kinds)} (privmob.releases.kinds)",
+            )
         return CountSpec(
             self.tessellation,
             epsilon,
@@ -51,7 +58,7 @@ class SessionCounts(SessionBase):
             options.get("noise", NoiseKind.DISCRETE_LAPLACE),
             options.get("delta", 0.0),
             as_period(options.get("period")),
-            options.get("kind", "counts"),
+            kind,
         )
 
     def plan_counts(
