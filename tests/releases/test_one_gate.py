@@ -14,6 +14,8 @@ never refused after the noise (the probe of the issue: ``--max-layer-size 1B``).
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -252,6 +254,14 @@ def test_at_the_charge_nothing_is_staged_yet(tmp_path: Path) -> None:
     assert not [p for p in tmp_path.iterdir() if "privmob-staging" in p.name]  # seal removed
 
 
+def _privmob(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    """``privmob argv`` in a real process."""
+    root = Path(__file__).resolve().parents[2]
+    return subprocess.run(
+        [sys.executable, "-m", "privmob", *argv], capture_output=True, text=True, cwd=root
+    )
+
+
 # -- the layer size: cut to fit after the charge, never refused after the noise ---------
 @pytest.mark.parametrize("neighbour", [False, True])
 def test_a_layer_over_its_size_limit_is_cut_after_the_charge(
@@ -266,11 +276,13 @@ def test_a_layer_over_its_size_limit_is_cut_after_the_charge(
     argv = _argv(od, inputs, tmp_path / "out", "--ledger", str(ledger), test_mode=False)
     argv += ["--format", "geojson", "--all-flows", "--max-layer-size", "1B"]
     # every flow: known before reading, so refused before reading (uncharged, no data read)
-    assert run_cli(argv) == 2
+    refused = _privmob(argv)
+    assert refused.returncode == 2 and "layer would be about" in refused.stderr
     assert Ledger(ledger).entries("golden") == []
     argv.remove("--all-flows")  # the flows above the floor: known once drawn
     argv[argv.index("--max-layer-size") + 1] = "2KB"
-    assert run_cli(argv) == 0
+    done = _privmob(argv)
+    assert done.returncode == 0, done.stderr
     assert len(Ledger(ledger).entries("golden")) == 1
     folder = tmp_path / "out" / "o"
     meta = json.loads((folder / "metadata.json").read_text())
