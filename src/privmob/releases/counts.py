@@ -59,6 +59,7 @@ from privmob.releases.base import Accountant
 from privmob.releases.dimensions import SOURCES, Dimension, dimension, measures
 from privmob.releases.gate import Draft
 from privmob.releases.release import Release
+from privmob.releases.values import PARTS_PER_UNIT, Mean, means, sum_noise
 
 if TYPE_CHECKING:
     from privmob.data.tessellation import Tessellation
@@ -243,6 +244,41 @@ class CellNoise:
         return finish
 
 
+@dataclass(frozen=True)
+class NoisyMeans:
+    """What :class:`MeanCells` drew: the noisy counts (flat, integers) and the noisy centred
+    sums (flat, in the value's units)."""
+
+    counts: np.ndarray
+    sums: np.ndarray
+
+
+@dataclass(frozen=True)
+class MeanCells:
+    """The noise step of a count with a value (:mod:`privmob.releases.values`): ``counts``
+    noise on every released count, then ``sums`` noise (continuous Laplace) on every
+    released centred sum."""
+
+    counts: Noise
+    sums: Noise
+
+    @property
+    def kind(self) -> str:
+        return f"{self.counts.kind} (counts) and laplace (sums)"
+
+    def start(self, domain: CountDomain, r: Randomness) -> Callable[[np.ndarray], NoisyMeans]:
+        mask = domain.released_mask()
+
+        def finish(exact: np.ndarray) -> NoisyMeans:
+            counts = CellNoise(self.counts).start(domain, r)(exact[0])
+            centred = exact[1][mask].astype(np.float64) / PARTS_PER_UNIT
+            sums = np.zeros(domain.size, dtype=np.float64)
+            sums[mask] = self.sums.add_float(centred, r)
+            return NoisyMeans(counts, sums)
+
+        return finish
+
+
 class CountKind(Rows, Protocol):
     """What a kind of the count template supplies, all from public parameters: its name, its
     noise and cost, its domain, its per-user bound, the records it counts (and how they are
@@ -269,6 +305,11 @@ class CountKind(Rows, Protocol):
         """The relation counted, from the release's input (checked against the kind)."""
         ...
 
+    @property
+    def value(self) -> Mean | None:
+        """The value summed beside the count (``None``: a count alone)."""
+        ...
+
     def publish(
         self, noisy: Any, noise: Any, cost: Cost, r: Randomness, bound: PerUser | None
     ) -> tuple[Release, str]:
@@ -290,10 +331,13 @@ def exact_cells(
     buckets: int | None = None,
     step: Callable[[str], None] | None = None,
     key: int | None = None,
+    value: Mean | None = None,
 ) -> np.ndarray:
     """Exact counts over ``domain``'s flat cells, each user keeping at most ``bound`` records
     (a fresh key from ``r`` per user bucket, or ``key`` in every bucket, drawn here with
-    ``bound.one_key``: then the summed bucket counts equal one pass's). Never publish these."""
+    ``bound.one_key``: then the summed bucket counts equal one pass's). With ``value``: shape
+    (2, cells), the counts and the exact sums of the records' centred values in thousandths
+    (:mod:`privmob.releases.values`). Never publish these."""
     columns, per_row = rows.bucket_columns(counted)
     if key is None and bound is not None and bound.one_key:
         key = fresh_key(r)
@@ -311,6 +355,13 @@ def exact_cells(
                 partition=bound.partition,
             )
             relation = f"({limited})"
+        if value is not None:  # the counts and the centred sums, one pass
+            both = (
+                f"SELECT cell AS i0, count(*) AS n, CAST(sum(v) AS BIGINT) AS s FROM (SELECT "
+                f"{domain.cell_sql(d)} AS cell, {value.centred_sql(d)} AS v FROM {relation} "
+                "AS r_) AS c_ WHERE cell >= 0 GROUP BY cell"
+            )
+            return dense_counts(part.engine, both, (domain.size,), ("n", "s"))
         sql = (
             f"SELECT cell AS i0, count(*) AS n FROM (SELECT {domain.cell_sql(d)} AS cell "
             f"FROM {relation} AS r_) AS c_ WHERE cell >= 0 GROUP BY cell"
@@ -374,7 +425,9 @@ def count_draft(
     noising = CellNoise(noise) if isinstance(noise, Noise) else noise
     header, description = spec.publish(None, noise, cost, r, bound)
     step(f"counting {spec.records} over {domain.released_cells:,} public cells")
-    exact = exact_cells(counted, spec, domain, bound, r, buckets=buckets, step=step)
+    exact = exact_cells(
+        counted, spec, domain, bound, r, buckets=buckets, step=step, value=spec.value
+    )
 
     def draw() -> Release:
         step(f"adding {noising.kind} noise to {domain.released_cells:,} cells")
@@ -410,6 +463,8 @@ class CountSpec:
     #: what the measured dimensions counted (a trip distance's definition, from the input's
     #: layout; set by :meth:`run` from the records read, see :func:`measures`)
     measured: tuple[tuple[str, str], ...] = ()
+    #: a value summed beside the count, and its mean (:mod:`privmob.releases.values`)
+    value: Mean | None = None
 
     @cached_property
     def dimensions(self) -> tuple[Dimension, ...]:
@@ -440,13 +495,29 @@ class CountSpec:
         return tuple(len(d.labels) for d in self.dimensions)
 
     @cached_property
-    def calibrated(self) -> tuple[Noise, Cost]:
+    def calibrated(self) -> tuple[Noise | MeanCells, Cost]:
         if int(self.bound) != self.bound or self.bound < 1:
             raise ConfigError(f"the bound per user must be a whole number >= 1, got {self.bound}")
         b = self.sensitivity
-        return calibrate(
-            self.noise, self.epsilon, l1_sensitivity=b, l2_sensitivity=b, delta=self.delta
-        )
+        if self.value is None:
+            return calibrate(
+                self.noise, self.epsilon, l1_sensitivity=b, l2_sensitivity=b, delta=self.delta
+            )
+        if NoiseKind(self.noise) is not NoiseKind.DISCRETE_LAPLACE or self.delta:
+            raise ConfigError(
+                "a mean is released with Laplace noise (discrete on the counts, continuous on "
+                "the sums)",
+                hint="leave out noise= and delta= (--noise, --delta) with a mean",
+            )
+        half = self.epsilon / 2
+        counts, cost = calibrate(self.noise, half, l1_sensitivity=b, l2_sensitivity=b)
+        return MeanCells(counts, sum_noise(self.value, b, half)), cost + cost
+
+    @property
+    def count_noise(self) -> Noise:
+        """The noise on the counts (with a value: the counts' half of the budget)."""
+        noise, _ = self.calibrated
+        return noise.counts if isinstance(noise, MeanCells) else noise
 
     @property
     def sensitivity(self) -> int:
@@ -468,16 +539,18 @@ class CountSpec:
     def plan(self) -> Any:
         from privmob.releases.plan import Plan, domain_memory
 
-        noise, cost = self.calibrated
+        _, cost = self.calibrated
+        noise = self.count_noise
         cells = int(np.prod(self.shape)) + 1
         return Plan(
             kind=self.kind,
             cost=cost,
             cells=cells,
-            memory_bytes=domain_memory(cells, cells),
+            memory_bytes=domain_memory(cells * (2 if self.value else 1), cells),
             output_rows=cells - 1,
             margin_of_error_95=float(noise.margin_of_error(0.95)),
             noise=str(noise.kind),
+            parts=2 if self.value else 1,
         )
 
     def draft(
@@ -515,14 +588,42 @@ class CountSpec:
 
     def publish(
         self,
-        noisy: np.ndarray | None,
-        noise: Noise,
+        noisy: np.ndarray | NoisyMeans | None,
+        noise: Noise | MeanCells,
         cost: Cost,
         r: Randomness,
         bound: PerUser | None,
     ) -> tuple[Release, str]:
-        margin = noise.margin_of_error(0.95)
+        counts_noise = noise.counts if isinstance(noise, MeanCells) else noise
+        margin = counts_noise.margin_of_error(0.95)
         domain = self.count_domain()
+        described: dict[str, Any] = {
+            **counts_noise.to_dict(),
+            "l1_sensitivity": self.sensitivity,
+            "margin_of_error_95": margin,
+        }
+        params: dict[str, Any] = {
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "by": list(self.by),
+            "period": self.period.to_dict(),
+            "post_processing": "noisy integers as drawn (unbiased; negative values kept)",
+            **dict(self.measured),  # what a measured dimension was (the trip distance)
+        }
+        parts: list[tuple[str, Cost]] = []
+        if isinstance(noise, MeanCells) and self.value is not None:
+            half = Cost.pure(self.epsilon / 2, PrivacyUnit.USER)
+            parts = [
+                (f"{self.kind}: counts by {', '.join(self.by)}", half),
+                (f"{self.kind}: sums of {self.value.column}", half),
+            ]
+            described["sums"] = {
+                **noise.sums.to_dict(),
+                "kind": "laplace",
+                "l1_sensitivity": self.value.sensitivity(self.sensitivity),
+            }
+            params["value"] = self.value.to_dict(self.sensitivity)
+            params["epsilon_split"] = {"counts": self.epsilon / 2, "sums": self.epsilon / 2}
         release = Release(
             kind=self.kind,
             cost=cost,
@@ -531,20 +632,14 @@ class CountSpec:
                 "max_records_per_user": int(self.bound),
                 "records": self.records,
                 **({"per": self.bound_per} if self.bound_per else {}),
+                **(
+                    {"value_clamp": [float(self.value.lo), float(self.value.hi)]}
+                    if self.value is not None
+                    else {}
+                ),
             },
-            noise={
-                **noise.to_dict(),
-                "l1_sensitivity": self.sensitivity,
-                "margin_of_error_95": margin,
-            },
-            params={
-                "epsilon": self.epsilon,
-                "delta": self.delta,
-                "by": list(self.by),
-                "period": self.period.to_dict(),
-                "post_processing": "noisy integers as drawn (unbiased; negative values kept)",
-                **dict(self.measured),  # what a measured dimension was (the trip distance)
-            },
+            noise=described,
+            params=params,
             domain={
                 "dimensions": {d_.column: len(d_.labels) for d_ in self.dimensions},
                 "cells": domain.cells,
@@ -552,20 +647,25 @@ class CountSpec:
             },
             tables={},
             for_publication=r.for_publication,
+            cost_parts=parts,
         )
         if noisy is not None:
+            counts = noisy.counts if isinstance(noisy, NoisyMeans) else noisy
             table = domain.index()
             for column in table.columns:  # one type a column (Parquet): tiles and "outside"
                 if table[column].map(type).nunique() > 1:
                     table[column] = table[column].astype(str)
-            table["count"] = noisy[:-1]
-            release.params["signal"] = signal_check(noisy[:-1], margin, PrivacyUnit.USER).to_dict()
-            release.tables = {
-                "counts": table,
-                "outliers": pd.DataFrame(
-                    {"cell": ["outside the period or a dimension"], "count": noisy[-1:]}
-                ),
-            }
+            table["count"] = counts[:-1]
+            outliers = pd.DataFrame(
+                {"cell": ["outside the period or a dimension"], "count": counts[-1:]}
+            )
+            if isinstance(noisy, NoisyMeans) and isinstance(noise, MeanCells):
+                assert self.value is not None
+                mean, mean_margin = means(counts, noisy.sums, self.value, noise.counts, noise.sums)
+                table["mean"] = mean[:-1]
+                table["mean_margin_95"] = mean_margin[:-1]
+            release.params["signal"] = signal_check(counts[:-1], margin, PrivacyUnit.USER).to_dict()
+            release.tables = {"counts": table, "outliers": outliers}
         return release, f"{self.kind}: {self.records} by {', '.join(self.by)}"
 
 

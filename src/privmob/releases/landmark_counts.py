@@ -172,6 +172,11 @@ class ZoneSeries:
     def per_user(self, group_size: int | None) -> PerUser:
         return dataclasses.replace(self.counts.per_user(group_size), one_key=True)
 
+    @property
+    def value(self) -> None:
+        """No value is summed beside this kind's counts."""
+        return None
+
     def counted(self, data: Any) -> Loaded:
         return cast("Loaded", data)
 

@@ -180,6 +180,11 @@ class OdSpec(PlannedOnce):
         partition = ("period",) if self.bound_per == "period" else ()
         return PerUser(self.od_plan.t_bound, partition=partition)
 
+    @property
+    def value(self) -> None:
+        """No value is summed beside this kind's counts."""
+        return None
+
     def counted(self, data: Any) -> Loaded:
         check_input(
             data,

@@ -207,6 +207,11 @@ class PopulationSpec(CountsHomes, PlannedOnce):
     def count_domain(self) -> CountDomain:
         return self.rows.domain([str(t) for t in self.tessellation.tile_ids])
 
+    @property
+    def value(self) -> None:
+        """No value is summed beside this kind's counts."""
+        return None
+
     def counted(self, data: Any) -> Loaded:
         check_input(
             data,
@@ -324,6 +329,11 @@ class TowerHomes(CountsHomes):
 
     def count_domain(self) -> CountDomain:
         return self.rows.domain(self.towers["cell_key"].astype(str).tolist())
+
+    @property
+    def value(self) -> None:
+        """No value is summed beside this kind's counts."""
+        return None
 
     def counted(self, data: Any) -> Loaded:
         """The events with the index of their tower as ``tile`` (-1: no known tower)."""

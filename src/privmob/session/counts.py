@@ -26,6 +26,7 @@ from privmob.releases.kinds import COUNT_SPEC, KINDS
 from privmob.releases.landmark import Scheme
 from privmob.releases.landmark_counts import ZoneSeriesSpec
 from privmob.releases.specs import Plan
+from privmob.releases.values import Mean
 from privmob.results import ReleaseResult
 from privmob.session.base import SessionBase
 from privmob.session.keywords import CountOptions, ZoneSeriesOptions, refuse_unknown
@@ -59,6 +60,7 @@ class SessionCounts(SessionBase):
             options.get("delta", 0.0),
             as_period(options.get("period")),
             kind,
+            value=options.get("value"),
         )
 
     def plan_counts(
@@ -68,12 +70,17 @@ class SessionCounts(SessionBase):
         plan: Plan = self._count_spec(by, epsilon, options).plan()
         return plan
 
-    def load_counted(self, records: str, by: Sequence[DimensionLike]) -> Loaded:
+    def load_counted(
+        self, records: str, by: Sequence[DimensionLike], value: Mean | None = None
+    ) -> Loaded:
         """The ``records`` (``"trips"``, ``"trip-points"``, ``"events"``) a count ``by`` these
-        dimensions reads, read and validated once: with the categorical columns it names
-        carried from the input, and the trip distance where it reads one
-        (:func:`~privmob.releases.dimensions.with_trip_distance`)."""
+        dimensions reads, read and validated once: with the categorical columns it names (and
+        the column of its ``value``) carried from the input, and the trip distance where it
+        reads one (:func:`~privmob.releases.dimensions.with_trip_distance`)."""
         carry, distance = needs(by)
+        if value is not None:
+            carry = (*carry, *(c for c in value.carried if c not in carry))
+            distance = distance or value.distance
         if records == "trips":
             trips: Loaded = self.load_trips(carry=carry, coordinates=distance)
             return with_trip_distance(trips, self._tiles()) if distance else trips
@@ -108,11 +115,16 @@ class SessionCounts(SessionBase):
         from the data: a value outside them is counted in the outliers cell.
         ``output``/``formats`` as for :meth:`od`; ``options``
         (:class:`~privmob.session.keywords.CountOptions`, shared with :meth:`plan_counts`):
-        ``records``, ``max_records``, ``noise``, ``delta``, ``period``, ``kind``."""
+        ``records``, ``max_records``, ``noise``, ``delta``, ``period``, ``kind``, ``value``:
+        ``pm.Mean("duration", 0, 180)`` adds per cell the noisy mean of the value clamped to
+        ``[0, 180]`` and its 95% margin (half the budget on the counts, half on the sums:
+        :mod:`privmob.releases.values`)."""
         spec = self._count_spec(by, epsilon, options)
         return self.run(
             spec,
-            functools.partial(SessionCounts.load_counted, records=spec.records, by=spec.by),
+            functools.partial(
+                SessionCounts.load_counted, records=spec.records, by=spec.by, value=spec.value
+            ),
             output=output,
             overwrite=overwrite,
             formats=formats,
