@@ -48,6 +48,15 @@ def test_a_kinds_noise_dict_round_trips_in_order(given):
     assert dict(noise) == given  # read like the dict it replaces
 
 
+def test_key_order_does_not_decide_whether_metadata_builds():
+    """Issue 41: the typed keys were read only when they came first; a kind that wrote its
+    own key before them failed to build its metadata ("may not repeat")."""
+    given = {"mechanism": "mine", "margin_of_error_95": 4, "kind": "laplace", "scale": 2.0}
+    noise = NoiseDescription.of(given)
+    assert (noise.kind, noise.scale, noise.margin_of_error_95) == ("laplace", 2.0, 4)
+    assert dict(noise) == given and noise.details == {"mechanism": "mine"}
+
+
 def test_noise_fields_are_typed():
     noise = NoiseDescription.of(NOISE_DICTS[0])
     assert (noise.kind, noise.scale, noise.l1_sensitivity, noise.margin_of_error_95) == (

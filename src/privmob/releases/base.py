@@ -16,9 +16,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from privmob.errors import ConfigError
-from privmob.privacy.costs import Cost, PrivacyUnit
+from privmob.privacy import ledger_checks as checks
+from privmob.privacy.costs import Cost, PrivacyUnit, Unit
 from privmob.privacy.ledger import Ledger
-from privmob.privacy.ledger_entries import Entry, Spent
+from privmob.privacy.ledger_accounts import accounts
+from privmob.privacy.ledger_entries import Budget, Entry, Spent
 from privmob.privacy.people import PeopleSketch, people_key
 from privmob.releases.loaded import LoadedInput
 from privmob.releases.release import Release
@@ -67,12 +69,24 @@ class Accountant:
     #: the cost the budget was last checked for (:meth:`precheck`), until the charge
     prechecked: Cost | None = field(default=None, repr=False)
 
+    #: a budget asked for (``budget``) that the dataset does not have yet: written with the
+    #: first charge, so that a release refused on the way creates nothing
+    pending_budget: Budget | None = field(default=None, repr=False)
+
     def __post_init__(self) -> None:
         if not self.dataset:
             raise ConfigError("a dataset name is needed to charge the ledger")
-        if self.budget is not None:
-            # set once; the same budget again is a no-op, a different one a BudgetError
+        if self.budget is None:
+            return
+        Cost(self.budget, self.budget_delta)  # validates, now
+        if self.ledger.has_budget(self.dataset):
+            # set once; the same budget again is a no-op, a different one a BudgetError, now
             self.ledger.set_budget(self.dataset, self.budget, self.budget_delta, self.budget_unit)
+        elif self.pending_budget is None:
+            self.pending_budget = Budget(
+                self.dataset, float(self.budget), float(self.budget_delta),
+                Unit(self.budget_unit), "",
+            )  # fmt: skip
 
     @property
     def closing_step(self) -> str:
@@ -90,12 +104,30 @@ class Accountant:
         itself refuses atomically whatever was spent in between)."""
         if self.prechecked == cost:
             return
-        self.ledger.check(self.dataset, cost, self.group_size)
+        b = self.pending_budget
+        if b is not None and not self.ledger.has_budget(self.dataset):
+            # the budget asked for, not written yet: the cost must fit it alone
+            charged = checks.to_budget_unit(cost, b.unit, self.group_size)
+            after = accounts([(charged.epsilon, charged.delta, charged.rho)], b.epsilon, b.delta)
+            checks.refuse_if_over(b, after, charged, self.ledger.path)
+        else:
+            self.ledger.check(self.dataset, cost, self.group_size)
         self.prechecked = cost
 
     def remaining(self) -> Spent:
         """What is left of the dataset's budget (in its unit)."""
+        b = self.pending_budget
+        if b is not None and not self.ledger.has_budget(self.dataset):
+            return Spent(b.epsilon, b.delta)
         return self.ledger.remaining(self.dataset)
+
+    def write_budget(self) -> None:
+        """Write the budget asked for, if the dataset has none yet (the gate does, just before
+        the first charge; ``privmob ledger init`` is the other way)."""
+        b = self.pending_budget
+        if b is not None:
+            self.ledger.set_budget(self.dataset, b.epsilon, b.delta, b.unit)
+            self.pending_budget = None
 
     def bind_input(self, loaded: LoadedInput) -> None:
         """Tie this accountant's charges to the input's content and refuse now, before any
@@ -132,6 +164,9 @@ class Accountant:
 
     def charged_cost(self, cost: Cost) -> Cost:
         """``cost`` as charged to the dataset's budget (converted by group privacy if needed)."""
+        b = self.pending_budget
+        if b is not None and not self.ledger.has_budget(self.dataset):
+            return checks.to_budget_unit(cost, b.unit, self.group_size)
         return self.ledger.in_budget_unit(self.dataset, cost, self.group_size)
 
     def commit(
@@ -146,6 +181,7 @@ class Accountant:
         (:func:`privmob.releases.gate.settle`), before any noise is drawn; ``within`` runs
         inside the ledger's transaction (the staged release is marked paid there)."""
         self.prechecked = None  # the next release on this accountant is checked again
+        self.write_budget()  # a new dataset's budget, with its first charge
         parts = header.cost_parts or [(description, header.cost)]
         return self.ledger.charge_parts(
             self.dataset,

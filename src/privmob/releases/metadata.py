@@ -136,17 +136,15 @@ class NoiseDescription(_JsonMapping):
 
     @classmethod
     def of(cls, value: NoiseDescription | Mapping[str, Json]) -> NoiseDescription:
-        """The typed description of ``value`` (a kind's dict: ``{**noise.to_dict(), ...}``).
-        The typed keys are read when they come first, in :attr:`_TYPED`'s order and not
-        ``None`` (so the JSON keeps its order); everything else stays in ``details``."""
+        """The typed description of ``value`` (a kind's dict: ``{**noise.to_dict(), ...}``):
+        the typed keys wherever they are in the dict (the JSON writes them first, in
+        :attr:`_TYPED`'s order; a ``None`` one is left out), everything else in ``details``
+        in its order."""
         if isinstance(value, NoiseDescription):
             return value
-        items = list(value.items())
-        typed: dict[str, Json] = {}
-        for name in cls._TYPED:
-            if items and items[0][0] == name and items[0][1] is not None:
-                typed[name] = items.pop(0)[1]
-        return cls(**typed, details=dict(items))
+        typed = {k: v for k, v in value.items() if k in cls._TYPED and v is not None}
+        details = {k: v for k, v in value.items() if k not in cls._TYPED}
+        return cls(**typed, details=details)
 
     def to_json(self) -> dict[str, Json]:
         out: dict[str, Json] = {}
