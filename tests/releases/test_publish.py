@@ -141,6 +141,13 @@ def test_kill_before_the_seal_is_removed_by_recover(work: Path) -> None:
     [staged] = [s for s in StagingTable(work / "ledger.sqlite").pending() if s.target == out]
     assert staged.state == CHARGED and staged.staging.exists()
     led = str(work / "ledger.sqlite")
+    show = subprocess.run(
+        [sys.executable, "-m", "privmob", "ledger", "show", "--ledger", led],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert "never written whole" in _flat(show.stdout), show.stdout
     res = subprocess.run(
         [sys.executable, "-m", "privmob", "ledger", "recover", "--ledger", led],
         capture_output=True,
