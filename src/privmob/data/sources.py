@@ -142,11 +142,11 @@ def load_events(
         parsed |= {"lat": float_expr(cols["lat"]), "lng": float_expr(cols["lng"])}
         checks += coord_checks("lat", "lng")
     content = {
-        "uid": identity_text(cols["uid"]),
+        "uid": identity_text(cols["uid"], types[cols["uid"]]),
         "time": canonical_time(engine, "datetime", types[cols["datetime"]], timezone),
     }
     content |= (
-        {"cell_id": identity_text(cols["cell_id"])}
+        {"cell_id": identity_text(cols["cell_id"], types[cols["cell_id"]])}
         if use_cells
         else {"lat": coordinate_text("_p_lat"), "lng": coordinate_text("_p_lng")}
     )
@@ -408,14 +408,14 @@ def load_trip_points(
         *coord_checks("lat", "lng"),
     ]
     content = {
-        "uid": identity_text(cols["uid"]),
-        "tid": identity_text(cols["tid"]),
+        "uid": identity_text(cols["uid"], types[cols["uid"]]),
+        "tid": identity_text(cols["tid"], types[cols["tid"]]),
         "time": canonical_time(engine, "datetime", types[cols["datetime"]], timezone),
         "lat": coordinate_text("_p_lat"),
         "lng": coordinate_text("_p_lng"),
     }
     if "tile_id" in cols:
-        content["tile_id"] = identity_text(cols["tile_id"])
+        content["tile_id"] = identity_text(cols["tile_id"], types[cols["tile_id"]])
     checked = _validated_input(
         engine, source, raw, display, cols=cols, types=types, parsed=parsed, checks=checks,
         content=content, times={"datetime": cols["datetime"]}, timezone=timezone,
@@ -706,16 +706,18 @@ def load_trips(
             )
             for e in ends
         ]
-    content = {} if uid_per_trip else {"uid": identity_text(cols["uid"])}
+    content = {} if uid_per_trip else {"uid": identity_text(cols["uid"], types[cols["uid"]])}
     content["start_time"] = canonical_time(
         engine, "start_time", types[cols["start_time"]], timezone
     )
     if "end_time" in cols:
         content["end_time"] = canonical_time(engine, "end_time", types[cols["end_time"]], timezone)
     if "tid" in cols:
-        content["tid"] = identity_text(cols["tid"])
+        content["tid"] = identity_text(cols["tid"], types[cols["tid"]])
     for e in ends:
-        content[e] = coordinate_text(f"_p_{e}") if by_coords else identity_text(cols[e])
+        content[e] = (
+            coordinate_text(f"_p_{e}") if by_coords else identity_text(cols[e], types[cols[e]])
+        )
     times: dict[str, str] = {k: cols[k] for k in ("start_time", "end_time") if k in cols}
     # the user id's column (the trip id's, each trip its own unit), where the trips of a part
     # of the input are those of whole users: not where the trip id is the row's number
