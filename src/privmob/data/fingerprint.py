@@ -142,7 +142,7 @@ def identity_text(col: str, column_type: str | None = None) -> str:
     digits = f"regexp_extract({text}, '{_ZERO_FRACTION}', 2)"
     sign = f"regexp_extract({text}, '{_ZERO_FRACTION}', 1)"
     return (
-        f"CASE WHEN instr({text}, '.') = 0 OR {digits} = '' THEN {text} "
+        f"CASE WHEN instr({text}, '.') = 0 THEN {text} WHEN {digits} = '' THEN {text} "
         f"WHEN {digits} = '0' THEN '0' "
         f"ELSE concat({sign}, {digits}) END"
     )
