@@ -161,3 +161,34 @@ def test_float_ids_under_a_new_dataset_name_are_refused(tmp_path, capsys):
     assert not (tmp_path / "b").exists()
     # under their own dataset's name: charged
     assert _population(paths["float64"], tmp_path, "A", "a2") == 0
+
+
+def test_float_cell_ids_find_their_integer_cells(duck, tmp_path):
+    """Call records whose cell ids are float64 (7.0) against a cells table with integer ids:
+    each event finds its cell (its tile), as with integer ids. Before, "7.0" never matched
+    "7": every event went to the outliers cell (tile -1)."""
+    rng = np.random.default_rng(4)
+    cells = pd.DataFrame(
+        {"cell_id": np.arange(100, 109), "lat": 52.005 + 0.01 * (np.arange(9) // 3),
+         "lng": 13.005 + 0.01 * (np.arange(9) % 3)}
+    )  # fmt: skip
+    cells.to_csv(tmp_path / "cells.csv", index=False)
+    n = 300
+    events = pd.DataFrame(
+        {
+            "uid": rng.integers(0, 30, n),
+            "datetime": pd.Timestamp("2024-01-01")
+            + pd.to_timedelta(rng.integers(0, 86_400, n), "s"),
+            "cell_id": rng.integers(100, 109, n),
+        }
+    )
+    grid = box_grid(3)
+    tiles = {}
+    for name, ids in {"int64": events.cell_id, "float64": events.cell_id.astype("float64")}.items():
+        events.assign(cell_id=ids).to_parquet(tmp_path / f"{name}.parquet", index=False)
+        loaded = load_events(
+            str(tmp_path / f"{name}.parquet"), engine=duck, tessellation=grid,
+            cells=str(tmp_path / "cells.csv"),
+        )  # fmt: skip
+        tiles[name] = duck.fetch(f"SELECT tile FROM {loaded.view} ORDER BY ALL")["tile"].tolist()
+    assert min(tiles["int64"]) >= 0 and tiles["float64"] == tiles["int64"]

@@ -114,7 +114,7 @@ _ZERO_FRACTION = "^(-?)0*([0-9]+)[.]0+$"
 _INT64_LIMIT = "9.223372036854775807E18"
 
 
-def identity_text(col: str, column_type: str | None = None) -> str:
+def identity_text(col: str, column_type: str | None = None, *, table: str | None = None) -> str:
     """An identifier column as its *canonical id text*, so that one person (one trip, one cell)
     is one id whatever the column's type and the engine:
 
@@ -127,8 +127,9 @@ def identity_text(col: str, column_type: str | None = None) -> str:
       text (``"7.0"`` and ``"007.00"`` -> ``7``, ``"-0.0"`` -> ``0``): what DuckDB reads as a
       float from a CSV, Spark reads as text.
 
-    An id is text: it is no canonical integer. :func:`canonical_id` is the reference."""
-    c = ident(col)
+    An id is text: it is no canonical integer. :func:`canonical_id` is the reference.
+    ``table``: the alias the column is read through (``e`` for ``e.cell_id``)."""
+    c = ident(col) if table is None else f"{table}.{ident(col)}"
     kind = (column_type or "").upper()
     if kind.startswith(FRACTIONAL_TYPES):
         return (

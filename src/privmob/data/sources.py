@@ -164,7 +164,8 @@ def load_events(
             cell_view, int_keys = cells.view, cells.int_keys
         else:
             cell_view, int_keys = _cells_table(cells, engine, tessellation, cell_columns)
-        cid = f"CAST(e.{ident(cols['cell_id'])} AS VARCHAR)"
+        # the cell's canonical id text on both sides (7, 7.0 and "7.0" are one cell)
+        cid = identity_text(cols["cell_id"], types[cols["cell_id"]], table="e")
         on = f"{cid} = c.cell_key"
         if types[cols["cell_id"]] in INT64_SAFE_TYPES and int_keys:
             # integer ids on both sides: the same match as on their text, on integers
@@ -340,9 +341,10 @@ def _cells_table(
     relabel(checks, cols)
     validate(engine, raw, pview, display, checks)
     # integer ids also get an integer key: events join on it, much faster than on text
-    int_key = column_types(engine, raw)[cols["cell_id"]] in INT64_SAFE_TYPES
+    id_type = column_types(engine, raw)[cols["cell_id"]]
+    int_key = id_type in INT64_SAFE_TYPES
     cell_int = f"CAST({ident(cols['cell_id'])} AS BIGINT)" if int_key else "CAST(NULL AS BIGINT)"
-    key = f"CAST({ident(cols['cell_id'])} AS VARCHAR)"
+    key = identity_text(cols["cell_id"], id_type)  # the events' cell ids are read alike
     df = engine.fetch(
         f"SELECT {key} AS cell_key, _p_lat AS lat, _p_lng AS lng, {cell_int} AS cell_int "
         f"FROM {pview}"
