@@ -74,7 +74,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
-from privmob.data.reading import ident
+from privmob.data.reading import INTEGER_TYPES, ident
 from privmob.engine.base import Engine
 
 #: the version of the fingerprint's definition (a new one never matches an older one)
@@ -122,7 +122,8 @@ def identity_text(col: str, column_type: str | None = None, *, table: str | None
     * a float or a decimal (``column_type`` one of :data:`FRACTIONAL_TYPES`) with an integral
       value below 2^63 in magnitude: the same integer's text (``7.0`` -> ``7``, ``-0.0`` ->
       ``0``); any other float (``7.5``, NaN, infinite) keeps the engine's text;
-    * a text: as it is (``"007"``, ``" 7"`` and ``"u7"`` are ids of their own), except the
+    * a text (or a value of any other type, as its text): as it is (``"007"``, ``" 7"`` and
+      ``"u7"`` are ids of their own), except the
       decimal text of an integral number with a fraction of zeros, which is that integer's
       text (``"7.0"`` and ``"007.00"`` -> ``7``, ``"-0.0"`` -> ``0``): what DuckDB reads as a
       float from a CSV, Spark reads as text.
@@ -137,8 +138,10 @@ def identity_text(col: str, column_type: str | None = None, *, table: str | None
             f"THEN CAST(CAST({c} AS BIGINT) AS VARCHAR) ELSE CAST({c} AS VARCHAR) END"
         )
     text = f"CAST({c} AS VARCHAR)"
-    if kind and kind != "VARCHAR" and not kind.startswith(("STRING", "CHAR", "TEXT")):
-        return text  # an integer (or any other type): its text, as before
+    if kind in INTEGER_TYPES:
+        return text  # its decimal text, as before
+    # any other type (VARCHAR, STRING, CHAR(n), an ENUM, unknown): the text rule, a no-op on
+    # a text without a point (a UUID, a date, a boolean)
     # a text without a point is itself (one cheap test per row before the pattern)
     digits = f"regexp_extract({text}, '{_ZERO_FRACTION}', 2)"
     sign = f"regexp_extract({text}, '{_ZERO_FRACTION}', 1)"
