@@ -83,18 +83,18 @@ def test_a_gps_log_read_as_events_is_refused_before_the_charge(
     base = ["od", str(data), "-t", str(tiles), "-e", "1", "-T", "20", "--budget", "5"]
     base += ["--ledger", str(ledger), "--dataset", "cabs", "--quiet"]
     assert run_cli([*base, "-o", str(tmp_path / "a")]) == 2
-    err = capsys.readouterr().err
-    assert "look like a GPS log" in err and "--input-shape gps" in err
-    assert "Nothing was charged" in err
+    err = " ".join(capsys.readouterr().err.split())
+    assert "of a GPS log (trips between stays) alike" in err and "--input-shape gps" in err
+    assert "Nothing was read or charged" in err
     assert Ledger(ledger).spent("cabs").epsilon == 0 and not (tmp_path / "a").exists()
     # declared, either way, it runs (and charges)
     assert run_cli([*base, "--input-shape", "events", "-o", str(tmp_path / "b")]) == 0
     assert Ledger(ledger).spent("cabs").epsilon == pytest.approx(1)
     capsys.readouterr()
     s = pm.Session(str(data), tessellation=str(tiles), budget=5, dataset="cabs")
-    with pytest.raises(ConfigError, match="GPS log") as exc:
+    with pytest.raises(ConfigError, match="declare which") as exc:
         s.od_matrix(epsilon=1, max_trips=20)
-    assert exc.value.detail and "points per user" in exc.value.detail  # --verbose only
+    assert exc.value.detail is None  # no figure of the data, not even with --verbose
     assert s.ledger.spent() == 0
     s.close()
 
@@ -118,10 +118,15 @@ def phone_events(tmp_path: Path) -> Path:
     return path
 
 
-def test_sparse_events_are_read_as_events(tmp_path: Path) -> None:
-    """Phone-like events (a few per user and hour) are not taken for GPS."""
+def test_sparse_events_are_refused_alike_and_run_declared(tmp_path: Path) -> None:
+    """Phone-like events (a few per user and hour) told from their column names are refused as
+    a GPS log is (the rule reads no record); declared as events they run."""
     data = phone_events(tmp_path)
-    s = pm.Session(str(data), tessellation=box_grid(3).gdf, budget=5, dataset="ev")
+    with pm.Session(str(data), tessellation=box_grid(3).gdf, budget=5, dataset="ev") as s:
+        with pytest.raises(ConfigError, match="declare which"):
+            s.od_matrix(epsilon=1, max_trips=5)
+        assert s.ledger.spent() == 0
+    s = pm.Session(str(data), tessellation=box_grid(3).gdf, budget=5, dataset="ev", shape="events")
     od = s.od_matrix(epsilon=1, max_trips=5)
     assert od.metadata.cost.epsilon == 1 and "gps" not in str(od.metadata.params).lower()
     s.close()
@@ -132,7 +137,7 @@ def test_a_tiny_epsilon_is_warned_about_before_the_charge(
 ) -> None:
     data = phone_events(tmp_path)
     spent_when_warned: list[float] = []
-    s = pm.Session(str(data), tessellation=box_grid(3).gdf, budget=5, dataset="ev")
+    s = pm.Session(str(data), tessellation=box_grid(3).gdf, budget=5, dataset="ev", shape="events")
     s.warn = lambda message: spent_when_warned.append(s.ledger.spent())
     s.od_matrix(epsilon=0.05, max_trips=5)
     assert spent_when_warned == [0]  # warned once, before anything was charged

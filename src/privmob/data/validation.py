@@ -155,9 +155,10 @@ def _older_source(
 
 
 def people_source(engine: Engine, relation: str, uid: str) -> Callable[[bytes], PeopleSketch]:
-    """The people sketch of ``relation``'s distinct user ids (``uid``: their canonical text, as
-    in the fingerprint) under a key: one query over the distinct ids, the same keyed hash on
-    both engines (:func:`privmob.privacy.people.keyed_hash` is the reference), the
+    """The people sketch of ``relation``'s distinct user ids (``uid``: the SQL of their
+    canonical id text, as in the fingerprint: :func:`privmob.data.fingerprint.identity_text`,
+    one id whatever the column's type) under a key: one query over the distinct ids, the same
+    keyed hash on both engines (:func:`privmob.privacy.people.keyed_hash` is the reference), the
     :data:`~privmob.privacy.people.SKETCH_SIZE` smallest kept. Nothing of it is printed."""
 
     def sketch(key: bytes) -> PeopleSketch:

@@ -234,7 +234,7 @@ class Definitions(_JsonMapping):
         return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Provenance:
     """Where a release comes from: the software, when it was made, the ledger charged (its
     random id, the entries and the head after the charge) and whether it may be published
@@ -250,6 +250,16 @@ class Provenance:
     def __post_init__(self) -> None:
         if not self.for_publication and not self.warning:
             object.__setattr__(self, "warning", NOT_FOR_PUBLICATION)
+
+    def __repr__(self) -> str:
+        """What ``metadata.json`` shows: the entries as published (:meth:`Entry.to_dict`),
+        never their input fingerprint, input row count or row hash, which the ledger keeps."""
+        entries = [e.to_dict() for e in self.ledger_entries]
+        return (
+            f"Provenance(software_version={self.software_version!r}, "
+            f"created_at={self.created_at!r}, for_publication={self.for_publication!r}, "
+            f"warning={self.warning!r}, ledger={self.ledger!r}, ledger_entries={entries!r})"
+        )
 
     @property
     def ledger(self) -> dict[str, Json] | None:
