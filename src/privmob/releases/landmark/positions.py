@@ -7,11 +7,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from privmob.errors import ConfigError
+from privmob.lazy_imports import lazy_module
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy_module("pandas")
 
 #: a landmark: a position in the grid (0-based) or one of its timestamps
 Landmark = int | str | datetime
