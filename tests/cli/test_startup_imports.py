@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from tests.helpers import random_trips
 
@@ -77,10 +78,23 @@ def inputs(tmp_path: Path) -> dict[str, Path]:
     trips = random_trips(n_users=40, k=N * N, seed=3)
     trips.to_csv(tmp_path / "trips.csv", index=False)
     trips.to_parquet(tmp_path / "trips.parquet", index=False)
+    rng = np.random.default_rng(5)  # trip points: 30 users x 4 trips x 2 points, coordinates
+    n = 240
+    points = pd.DataFrame(
+        {
+            "uid": np.repeat(np.arange(30), 8),
+            "tid": np.repeat(np.arange(120), 2),
+            "datetime": pd.Timestamp("2024-01-02") + pd.to_timedelta(np.arange(n) * 7, "min"),
+            "lat": rng.uniform(52.0, 52.0 + N * 0.01, n),
+            "lng": rng.uniform(13.0, 13.0 + N * 0.01, n),
+        }
+    )
+    points.to_csv(tmp_path / "points.csv", index=False)
     return {
         "zones": _zones(tmp_path / "zones.geojson"),
         "csv": tmp_path / "trips.csv",
         "parquet": tmp_path / "trips.parquet",
+        "points": tmp_path / "points.csv",
     }
 
 
@@ -103,3 +117,17 @@ def test_the_plan_comes_before_pandas_geopandas_pyarrow(
         assert early == [], f"{run}: imported before the plan line: {early}"
         assert (tmp_path / run / "od.parquet").exists()
     assert list((tmp_path / "cache").iterdir())  # the second run had an entry to read
+
+
+def test_the_report_plan_comes_before_pandas_geopandas_pyarrow(
+    inputs: dict[str, Path], tmp_path: Path
+) -> None:
+    args = [
+        "report", str(inputs["points"]), "-t", str(inputs["zones"]), "-e", "1", "-T", "4",
+        "--start", "2024-01-01", "--end", "2024-01-08", "-o", "report.html",
+        "--ledger", "ledger.sqlite", "--budget", "10",
+    ]  # fmt: skip
+    tops = _imported_before_plan(args, tmp_path)
+    assert "privmob" in tops and "shapely" in tops
+    assert sorted(set(FORBIDDEN) & set(tops)) == []
+    assert (tmp_path / "report.html").exists()
