@@ -222,7 +222,13 @@ def breakdown(argv: list[str]) -> str:
     imports = got["imports_outside"]
     top = ", ".join(f"{k} {v:.3f}" for k, v in list(imports.items())[:6])
     rest = sum(list(imports.values())[6:])
-    return (
+    plan = (
+        f"    plan line at {got['plan']:.2f} s, CPU {got['cpu_plan']:.2f} s; imported by then: "
+        f"{', '.join(got['plan_modules'])}\n"
+        if "plan" in got
+        else ""
+    )
+    return plan + (
         f"    CPU outside the steps {got['cpu_outside']:.2f} s = interpreter "
         f"{got['cpu_interpreter']:.2f} + imports {sum(imports.values()):.2f} ({top}, "
         f"{len(imports) - 6} more {rest:.3f}) + the rest {got['other_outside']:.2f}; "
