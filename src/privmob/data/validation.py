@@ -9,10 +9,9 @@ import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from privmob.data import diagnose
 from privmob.data.fingerprint import (
@@ -26,7 +25,13 @@ from privmob.engine.base import Engine
 from privmob.engine.buckets import bucket_expr, make_private, parquet_view
 from privmob.engine.relation import UserParts, new_name
 from privmob.errors import EngineError, InputError
+from privmob.lazy_imports import lazy_module
 from privmob.privacy.people import HASH_DIGITS, SKETCH_SIZE, PeopleSketch, key_halves
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy_module("pandas")
 
 
 @dataclass

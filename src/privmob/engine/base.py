@@ -7,13 +7,18 @@ domains to the driver. The driver (mechanisms, accountant, renderers) never sees
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
-import pandas as pd
 
 from privmob.engine.dialect import Dialect
 from privmob.errors import EngineError
+from privmob.lazy_imports import lazy_module
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy_module("pandas")
 
 
 @dataclass(frozen=True)

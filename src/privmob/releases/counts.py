@@ -44,12 +44,12 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 import numpy as np
-import pandas as pd
 
 from privmob.domain import Period
 from privmob.engine.base import dense_counts
 from privmob.engine.buckets import counts_by_user_buckets
 from privmob.errors import ConfigError
+from privmob.lazy_imports import lazy_module
 from privmob.prepare.bounding import bound_per_user, fresh_key
 from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.mechanisms import Noise, NoiseKind, calibrate
@@ -62,8 +62,12 @@ from privmob.releases.release import Release
 from privmob.releases.values import PARTS_PER_UNIT, Mean, means, sum_noise
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from privmob.data.tessellation import Tessellation
     from privmob.engine.relation import Loaded
+else:
+    pd = lazy_module("pandas")
 
 #: told each step of a release as it starts
 Step = Callable[[str], None]

@@ -37,15 +37,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-
 from privmob.errors import ConfigError
+from privmob.lazy_imports import lazy_module
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from privmob.data.tessellation import Tessellation
     from privmob.domain import Period
     from privmob.engine.dialect import Dialect
     from privmob.engine.relation import Loaded
+else:
+    pa = lazy_module("pyarrow")
 
 #: what a count release counts: its records' time column and the columns that tell two
 #: records of one user apart (for the per-user bound)

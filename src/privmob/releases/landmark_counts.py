@@ -28,12 +28,11 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
-import pandas as pd
-from pandas.tseries.frequencies import to_offset
 
 from privmob.domain import Period, time_grid
 from privmob.engine.relation import Loaded
 from privmob.errors import ConfigError
+from privmob.lazy_imports import lazy_module
 from privmob.privacy.costs import Cost
 from privmob.privacy.mechanisms import NoiseKind, calibrate
 from privmob.privacy.samplers import Randomness, resolve
@@ -58,7 +57,11 @@ from privmob.releases.release import Release
 from privmob.releases.specs import Plan, Progress
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from privmob.data.tessellation import Tessellation
+else:
+    pd = lazy_module("pandas")
 
 OUTSIDE = "outside"
 OUTLIERS_SHARE = 0.1  # default budget of the outliers cell, as a share of epsilon
@@ -87,6 +90,8 @@ def zone_counts_spec(
         raise ConfigError("a series needs at least two time bins")
     width = grid[1] - grid[0]
     period = Period(grid[0].to_pydatetime(), (grid[-1] + width).to_pydatetime())
+    from pandas.tseries.frequencies import to_offset
+
     length = to_offset(width).freqstr
     return CountSpec(
         cast(Any, _Zones(list(tile_ids))),

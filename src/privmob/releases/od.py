@@ -18,12 +18,12 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
-import pandas as pd
 
 from privmob.domain import Period
 from privmob.engine.buckets import root
 from privmob.engine.relation import Loaded
 from privmob.errors import ConfigError
+from privmob.lazy_imports import lazy_module
 from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.mechanisms import Noise, NoiseKind, calibrate
 from privmob.privacy.postprocess import check_tau, suppress
@@ -40,7 +40,11 @@ from privmob.releases.release import Release
 from privmob.releases.tiles import check_input
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from privmob.data.tessellation import Tessellation
+else:
+    pd = lazy_module("pandas")
 
 Step = Callable[[str], None]
 

@@ -8,11 +8,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from privmob import __version__
+from privmob.lazy_imports import lazy_module
 from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.ledger_entries import Entry
 from privmob.releases.metadata import (
@@ -23,6 +22,11 @@ from privmob.releases.metadata import (
     PublicDomain,
     ReleaseMetadata,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy_module("pandas")
 
 
 @dataclass(init=False)

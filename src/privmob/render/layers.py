@@ -34,18 +34,24 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import geopandas as gpd
 import numpy as np
-import pandas as pd
 import shapely
 
 from privmob.data.csv_cells import write_csv
 from privmob.data.tessellation import Tessellation
 from privmob.errors import ConfigError
+from privmob.lazy_imports import lazy_module
 from privmob.releases.kinds import BY_ANY_NAME, COUNT_SPEC, Layer
 from privmob.releases.stamp import json_stamp, restamp_parquet, stamp
+
+if TYPE_CHECKING:
+    import geopandas as gpd
+    import pandas as pd
+else:
+    gpd = lazy_module("geopandas")
+    pd = lazy_module("pandas")
 
 #: Output formats of ``--format``: ``parquet`` is the release's own tables (always written).
 FORMATS = ("parquet", "geoparquet", "geojson", "csv")

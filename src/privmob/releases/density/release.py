@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from privmob.engine.base import Engine
 from privmob.engine.relation import Loaded
 from privmob.errors import ConfigError
+from privmob.lazy_imports import lazy_module
 from privmob.prepare.bounding import fresh_key
 from privmob.prepare.density_geometry import DensityGeometry
 from privmob.prepare.presample import (
@@ -27,6 +27,11 @@ from privmob.releases.density.config import OUT_OF_DOMAIN, DensityConfig
 from privmob.releases.density.mechanism import DensityResult, perturb_density
 from privmob.releases.gate import Draft
 from privmob.releases.release import Release
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy_module("pandas")
 
 
 def density_release(

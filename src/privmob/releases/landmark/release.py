@@ -7,12 +7,12 @@ import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from privmob.errors import ConfigError, InputError
+from privmob.lazy_imports import lazy_module
 from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.mechanisms import NoiseKind
 from privmob.privacy.samplers import Randomness, resolve
@@ -29,6 +29,11 @@ from privmob.releases.landmark.mechanism import (
 from privmob.releases.landmark.schemes import SCHEME_UNIT, AdaptiveRule, Scheme
 from privmob.releases.landmark.theorem import landmark_indices, landmark_spend
 from privmob.releases.release import Release
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy_module("pandas")
 
 
 def publish_series(values: np.ndarray, *args: Any, accountant: Accountant, **kw: Any) -> Release:

@@ -5,10 +5,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from privmob.engine import Engine
 from privmob.engine.buckets import (
@@ -18,6 +17,7 @@ from privmob.engine.buckets import (
     plan_buckets,
 )
 from privmob.engine.relation import Loaded
+from privmob.lazy_imports import lazy_module
 from privmob.prepare.bounding import fresh_key
 from privmob.privacy.costs import Cost
 from privmob.privacy.samplers import Randomness, resolve
@@ -31,6 +31,11 @@ from . import analyses as an
 from .config import MISSING_COLUMNS, ReportConfig
 from .inputs import Tiles
 from .sql import count_terms, ends_sql, queries, trips_sql, users_sql
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy_module("pandas")
 
 
 def time_bins(cfg: ReportConfig) -> list[datetime]:
