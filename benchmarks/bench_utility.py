@@ -1,0 +1,584 @@
+"""Utility benchmark: how much signal each release keeps per epsilon (issue 40 items 1 and 6).
+
+A structured synthetic city (``city_synth.py``: Zipf home and work zones over the 263 NYC taxi
+zones, weekday commutes, heavy-tailed trips per user with median 6) is generated once into
+benchmarks/out/. The truth is every trip, unbounded. For each epsilon and repetition (fixed
+seeds, test-mode noise) it runs, through the public Python API (``privmob.Session``):
+
+* ``od`` (one-row trips, ``-T`` max trips): total-variation distance of the flow shares,
+  recall of the true top-50 flows, median relative error of the flows with >= 100 true trips;
+* ``counts`` by origin x hour of trips (``-T`` records): TV and large-cell error;
+* ``population`` (homes from the trip points): TV and large-cell error;
+* ``report`` (trip points, ``-T`` max trips, all 15 analyses): per analysis the TV of its
+  shares, its large cells, the OD top-50 recall, and for the seven distributions the TV of the
+  histogram and the relative error of the quartiles.
+
+Truths: od and counts are counted from the trips file here; population and the report are
+privmob's own release at epsilon 1e9 with no bound that cuts anything (the report's M is the
+busiest user's trips), whose noise is zero; the quartiles of travel time, jump length and trips
+per user are those of the raw values (every trip), the others privmob's exact bin midpoints.
+
+dp_mobility_report 0.2.11 (DPMR) runs on the same trip points in the same run (its virtual
+environment is made by ``bench_report.install_dpmr``), with the same epsilon and M, and is
+scored against the same truth where its analysis has the same definition (the count analyses,
+OD flows between distinct zones, and the three raw quartiles). Its noise is not seeded.
+
+Item 6: ``privmob density-eval`` on its synthetic phone-record city at a density comparable to
+the Paris data of seed 004 (mean true count per zone-hour near 100), the scheme (EFPA, EFPAG)
+beside naive per-cell Laplace (LPA), at the paper's epsilon 0.3, l = 30, delta 2e-6.
+
+    uv run --all-extras python benchmarks/bench_utility.py --quick   # < 1 minute, no DPMR
+    uv run --all-extras python benchmarks/bench_utility.py           # the recorded figures
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import privmob as pm
+import utility_metrics as um
+from bench_report import install_dpmr, run
+from city_synth import TAXI_ZONES, CityConfig, CityFiles, write_city
+
+OUT = Path(__file__).resolve().parent / "out"
+FIGURES = Path(__file__).resolve().parents[1] / "docs" / "figures"
+TRUTH_EPSILON = 1e9
+#: report analyses that are one count vector: (key columns, value column)
+COUNT_ANALYSES = {
+    "trips_over_time": (["bin_start"], "trips"),
+    "trips_per_weekday": (["weekday"], "trips"),
+    "trips_per_hour": (["end", "day_type", "hour"], "trips"),
+    "visits_per_tile": (["tile_id"], "visits"),
+    "visits_per_time_tile": (["tile_id", "day_type", "time_window"], "visits"),
+}
+DISTRIBUTIONS = (
+    "travel_time",
+    "jump_length",
+    "time_between_trips",
+    "trips_per_user",
+    "radius_of_gyration",
+    "user_tile_count",
+    "mobility_entropy",
+)
+RAW_QUARTILES = ("travel_time", "jump_length", "trips_per_user")
+
+Row = dict[str, Any]
+
+
+# -- the truth ---------------------------------------------------------------------------------
+def raw_truth(city: CityFiles) -> dict[str, Any]:
+    """Counted from the files: the OD matrix, origin x hour counts, raw quartiles, max trips."""
+    trips = pd.read_parquet(city.trips)
+    off = trips[trips.origin != trips.destination]
+    od = off.groupby(["origin", "destination"]).size().rename("count").reset_index()
+    hour = trips.start_time.dt.tz_convert("UTC").dt.hour
+    counts = trips.assign(hour=hour).groupby(["origin", "hour"]).size()
+    points = pd.read_parquet(city.points).sort_values(["uid", "tid", "datetime"])
+    ends = points.groupby(["uid", "tid"]).agg(
+        t0=("datetime", "first"),
+        t1=("datetime", "last"),
+        lat0=("lat", "first"),
+        lat1=("lat", "last"),
+        lng0=("lng", "first"),
+        lng1=("lng", "last"),
+    )
+    minutes = (ends.t1 - ends.t0).dt.total_seconds() / 60
+    km = haversine_km(ends.lat0, ends.lng0, ends.lat1, ends.lng1)
+    per_user = trips.groupby("uid").size()
+    return {
+        "od": od,
+        "counts": counts.rename("count").reset_index(),
+        "quartiles": {
+            "travel_time": um.quartiles_of(minutes.to_numpy()),
+            "jump_length": um.quartiles_of(km),
+            "trips_per_user": um.quartiles_of(per_user.to_numpy()),
+        },
+        "max_trips": int(per_user.max()),
+    }
+
+
+def haversine_km(lat0: Any, lng0: Any, lat1: Any, lng1: Any) -> np.ndarray:
+    p0, p1 = np.radians(np.asarray(lat0)), np.radians(np.asarray(lat1))
+    dlng = np.radians(np.asarray(lng1) - np.asarray(lng0))
+    a = np.sin((p1 - p0) / 2) ** 2 + np.cos(p0) * np.cos(p1) * np.sin(dlng / 2) ** 2
+    return 2 * 6371.0088 * np.arcsin(np.sqrt(a))
+
+
+def period(cfg: CityConfig) -> pm.Period:
+    start = pd.Timestamp(cfg.start)
+    return pm.Period(str(start.date()), str((start + pd.Timedelta(days=cfg.days)).date()))
+
+
+# -- privmob's releases ------------------------------------------------------------------------
+def session(path: Path, seed: int) -> pm.Session:
+    return pm.Session(str(path), tessellation=str(TAXI_ZONES), budget=pm.PureDP(1e12), seed=seed)
+
+
+def od_rows(est: pd.DataFrame, truth: pd.DataFrame, key: tuple[str, str], value: str) -> Row:
+    """TV, top-50 recall and large-flow error over the ordered pairs of distinct zones."""
+    o, d = key
+    est = est[(est[o].astype(str) != "outliers") & (est[o].astype(str) != est[d].astype(str))]
+    e = est.assign(origin=est[o].astype(int), destination=est[d].astype(int))
+    t, x = um.aligned(truth, e.rename(columns={value: "count"}), ["origin", "destination"], "count")
+    mre, n_large = um.large_cell_error(t, x)
+    return {
+        "tv": um.tv_distance(t, x),
+        "top50_recall": um.top_k_recall(t, x),
+        "large_rel_err": mre,
+        "large_cells": n_large,
+    }
+
+
+def vector_rows(t: np.ndarray, x: np.ndarray) -> Row:
+    mre, n_large = um.large_cell_error(t, x)
+    return {"tv": um.tv_distance(t, x), "large_rel_err": mre, "large_cells": n_large}
+
+
+def report_analyses(rel: pm.ReleaseResult) -> dict[str, Any]:
+    return dict(rel.release.metadata()["analyses"])
+
+
+def five_quartiles(doc: dict[str, Any]) -> dict[str, float]:
+    five = doc["five_number_summary"]
+    return {"q1": five["q25"], "median": five["median"], "q3": five["q75"]}
+
+
+def score_report(
+    rel: pm.ReleaseResult, truth_rel: pm.ReleaseResult, raw: dict[str, Any]
+) -> dict[str, Row]:
+    """Every analysis of a privmob report against the exact report and the raw quartiles."""
+    est, tru = rel.tables, truth_rel.tables
+    docs, true_docs = report_analyses(rel), report_analyses(truth_rel)
+    out: dict[str, Row] = {}
+    stats_t = tru["dataset_statistics"].set_index("statistic")["value"]
+    stats_e = est["dataset_statistics"].set_index("statistic")["value"]
+    errs = um.relative_errors(
+        {k: float(stats_t[k]) for k in ("users", "trips")},
+        {k: float(stats_e[k]) for k in ("users", "trips")},
+    )
+    out["dataset_statistics"] = {f"{k}_rel_err": v for k, v in errs.items()}
+    for name, (keys, value) in COUNT_ANALYSES.items():
+        t_tab, e_tab = (x.fillna({k: "" for k in keys}) for x in (tru[name], est[name]))
+        out[name] = vector_rows(*um.aligned(t_tab, e_tab, keys, value))
+    out["od_flows"] = od_rows(est["od_flows"], raw["od"], ("origin", "destination"), "trips")
+    for name in DISTRIBUTIONS:
+        row: Row = {"tv": um.tv_distance(*um.folded_histogram(tru[name], est[name]))}
+        true_q = raw["quartiles"].get(name) or five_quartiles(true_docs[name])
+        row |= quartile_row(true_q, five_quartiles(docs[name]))
+        row["quartile_truth"] = "raw" if name in RAW_QUARTILES else "exact report"
+        out[name] = row
+    return out
+
+
+def quartile_row(truth: dict[str, float], estimate: dict[str, float]) -> Row:
+    errs = um.relative_errors(truth, estimate)
+    return {
+        "median_rel_err": errs["median"],
+        "quartile_rel_err": float(np.nanmean(list(errs.values()))),
+    }
+
+
+def privmob_runs(
+    city: CityFiles, cfg: CityConfig, raw: dict[str, Any], args: argparse.Namespace
+) -> list[Row]:
+    rows: list[Row] = []
+    points = session(city.points, seed=7)
+    truth_report = points.report(
+        epsilon=TRUTH_EPSILON, max_trips=raw["max_trips"], period=period(cfg)
+    )
+    truth_pop = points.population(epsilon=TRUTH_EPSILON).to_pandas()
+    points.close()
+    for rep in range(args.repetitions):
+        trips, points = session(city.trips, seed=100 + rep), session(city.points, seed=200 + rep)
+        for eps in args.epsilons:
+            t0 = time.perf_counter()
+            base = {"tool": "privmob", "epsilon": eps, "repetition": rep}
+            od = trips.od(epsilon=eps, max_trips=args.max_trips).to_pandas()
+            rows.append(
+                base
+                | {"release": "od", "analysis": "od"}
+                | od_rows(od, raw["od"], ("origin", "destination"), "count")
+            )
+            counts = trips.counts(epsilon=eps, by=["origin", "hour"], max_records=args.max_trips)
+            t, x = um.aligned(raw["counts"], counts.to_pandas(), ["origin", "hour"], "count")
+            rows.append(
+                base | {"release": "counts", "analysis": "origin x hour"} | vector_rows(t, x)
+            )
+            pop = points.population(epsilon=eps).to_pandas()
+            t, x = um.aligned(truth_pop, pop, ["zone"], "count")
+            rows.append(base | {"release": "population", "analysis": "homes"} | vector_rows(t, x))
+            rel = points.report(epsilon=eps, max_trips=args.max_trips, period=period(cfg))
+            for name, row in score_report(rel, truth_report, raw).items():
+                rows.append(base | {"release": "report", "analysis": name} | row)
+            print(
+                f"privmob epsilon={eps} repetition {rep}: {time.perf_counter() - t0:.1f}s",
+                flush=True,
+            )
+        trips.close()
+        points.close()
+    return rows
+
+
+# -- dp_mobility_report ------------------------------------------------------------------------
+DPMR_CHILD = """
+import json, sys, time, warnings
+warnings.filterwarnings("ignore")
+import geopandas as gpd, pandas as pd
+from dp_mobility_report import DpMobilityReport
+data, tess_path, m, out, *epsilons = sys.argv[1:]
+df = pd.read_parquet(data)
+df["datetime"] = pd.to_datetime(df["datetime"], utc=True).dt.tz_localize(None)
+tess = gpd.read_file(tess_path).rename(columns={"LocationID": "tile_id", "zone": "tile_name"})
+tess["tile_id"] = tess["tile_id"].astype(str)
+runs, t0 = {}, time.perf_counter()
+for eps in epsilons:
+    rep = DpMobilityReport(df, tess, privacy_budget=float(eps), user_privacy=True,
+                           max_trips_per_user=int(m), disable_progress_bar=True).report
+    stats = rep["ds_statistics"].data
+    tot = rep["trips_over_time"].data
+    hours = rep["trips_per_hour"].data
+    vtt = rep["visits_per_time_tile"].data.stack([0, 1]).rename("visits").reset_index()
+    q = {n: rep[n].quartiles for n in ("travel_time", "jump_length", "trips_per_user")}
+    runs[eps] = {
+        "users": float(stats["n_users"]), "trips": float(stats["n_trips"]),
+        "trips_over_time": dict(zip(tot["datetime"].astype(str).str[:10], tot["trip_count"])),
+        "trips_per_weekday": rep["trips_per_weekday"].data.to_dict(),
+        "trips_per_hour": [[c, int(h), p] for h, c, p in hours[["hour", "time category", "perc"]]
+                           .itertuples(index=False)],
+        "visits_per_tile": dict(zip(rep["visits_per_tile"].data["tile_id"],
+                                    rep["visits_per_tile"].data["visits"])),
+        "visits_per_time_tile": vtt.astype(str).values.tolist(),
+        "od_flows": rep["od_flows"].data[["origin", "destination", "flow"]].values.tolist(),
+        "quartiles": {n: {"q1": float(v["25%"]), "median": float(v["50%"]),
+                          "q3": float(v["75%"])} for n, v in q.items()},
+    }
+json.dump(runs, open(out, "w"), default=float)
+print(json.dumps({"wall_s": time.perf_counter() - t0}))
+"""
+
+
+def dpmr_runs(
+    city: CityFiles,
+    truth_report: dict[str, pd.DataFrame],
+    raw: dict[str, Any],
+    args: argparse.Namespace,
+) -> list[Row]:
+    """DPMR at ``--dpmr-epsilons`` on the same trip points, scored against the same truth."""
+    python = install_dpmr()
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for rep in range(args.repetitions):
+            out = Path(tmp) / f"dpmr{rep}.json"
+            eps_args = [str(e) for e in args.dpmr_epsilons]
+            res = run(
+                str(python),
+                DPMR_CHILD,
+                str(city.points),
+                str(TAXI_ZONES),
+                str(args.max_trips),
+                str(out),
+                *eps_args,
+                timeout=3600,
+            )
+            print(f"DPMR repetition {rep}: {res['wall_s']:.1f}s", flush=True)
+            for eps, doc in json.loads(out.read_text()).items():
+                base = {"tool": "DPMR", "epsilon": float(eps), "repetition": rep}
+                for name, row in score_dpmr(doc, truth_report, raw).items():
+                    rows.append(base | {"release": "report", "analysis": name} | row)
+    return rows
+
+
+def score_dpmr(
+    doc: dict[str, Any], tru: dict[str, pd.DataFrame], raw: dict[str, Any]
+) -> dict[str, Row]:
+    """DPMR's analyses that count the same things as privmob's, against privmob's truth."""
+    stats = tru["dataset_statistics"].set_index("statistic")["value"]
+    errs = um.relative_errors(
+        {k: float(stats[k]) for k in ("users", "trips")}, {k: doc[k] for k in ("users", "trips")}
+    )
+    out: dict[str, Row] = {"dataset_statistics": {f"{k}_rel_err": v for k, v in errs.items()}}
+
+    def keyed(name: str, keys: list[str], value: str, est: pd.DataFrame) -> Row:
+        t_tab = tru[name].fillna({k: "" for k in keys})
+        t_tab = t_tab[t_tab[keys[0]].astype(str) != "outliers"]
+        t_tab = t_tab[~t_tab[keys[0]].astype(str).str.startswith("outside")]
+        return vector_rows(*um.aligned(t_tab, est.rename(columns={"v": value}), keys, value))
+
+    days = doc["trips_over_time"]
+    out["trips_over_time"] = keyed(
+        "trips_over_time",
+        ["bin_start"],
+        "trips",
+        pd.DataFrame({"bin_start": list(days), "v": list(days.values())}),
+    )
+    wd = doc["trips_per_weekday"]
+    out["trips_per_weekday"] = keyed(
+        "trips_per_weekday",
+        ["weekday"],
+        "trips",
+        pd.DataFrame({"weekday": list(wd), "v": list(wd.values())}),
+    )
+    hours = pd.DataFrame(doc["trips_per_hour"], columns=["category", "hour", "v"])
+    hours[["day_type", "end"]] = hours.category.str.split(" ", expand=True)
+    out["trips_per_hour"] = keyed("trips_per_hour", ["end", "day_type", "hour"], "trips", hours)
+    tiles = doc["visits_per_tile"]
+    out["visits_per_tile"] = keyed(
+        "visits_per_tile",
+        ["tile_id"],
+        "visits",
+        pd.DataFrame({"tile_id": list(tiles), "v": list(tiles.values())}),
+    )
+    vtt = pd.DataFrame(doc["visits_per_time_tile"], columns=["tile_id", "day_type", "w", "v"])
+    vtt["time_window"] = vtt.w.map(window_label)
+    vtt["v"] = vtt.v.astype(float)
+    out["visits_per_time_tile"] = keyed(
+        "visits_per_time_tile", ["tile_id", "day_type", "time_window"], "visits", vtt
+    )
+    od = pd.DataFrame(doc["od_flows"], columns=["origin", "destination", "trips"])
+    out["od_flows"] = od_rows(od, raw["od"], ("origin", "destination"), "trips")
+    for name, q in doc["quartiles"].items():
+        out[name] = quartile_row(raw["quartiles"][name], q)
+    return out
+
+
+def window_label(dpmr: str) -> str:
+    """DPMR's time window ``"1: 2-6"`` as privmob's ``"02-06"``."""
+    lo, hi = dpmr.split(": ")[1].split("-")
+    return f"{int(lo):02d}-{int(hi):02d}"
+
+
+# -- item 6: the density scheme against per-cell Laplace ---------------------------------------
+def density_rows(args: argparse.Namespace) -> list[Row]:
+    """``privmob density-eval`` on its synthetic phone-record city at the paper's settings."""
+    with tempfile.TemporaryDirectory() as tmp:
+        argv = [
+            sys.executable,
+            "-m",
+            "privmob",
+            "density-eval",
+            "--synthetic",
+            str(args.density_users),
+            "--grid",
+            str(args.density_grid),
+            "--towers",
+            str(args.density_towers),
+            "--epsilons",
+            ",".join(map(str, args.density_epsilons)),
+            "-r",
+            str(args.repetitions),
+            "-T",
+            "30",
+            "--delta",
+            "2e-6",
+            "--emd-hours",
+            "",
+            "-o",
+            tmp,
+            "-q",
+        ]
+        t0 = time.perf_counter()
+        subprocess.run(argv, check=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+        print(f"density-eval: {time.perf_counter() - t0:.1f}s", flush=True)
+        summary = pd.read_csv(Path(tmp) / "summary.csv")
+    return [
+        {
+            "tool": "privmob",
+            "release": "density",
+            "analysis": r.method,
+            "epsilon": r.epsilon,
+            "repetition": -1,
+            "mre": r.mre_mean,
+            "pearson": r.pearson_mean,
+        }
+        for r in summary.itertuples()
+    ]
+
+
+# -- output ------------------------------------------------------------------------------------
+MEASURES = (
+    "tv",
+    "top50_recall",
+    "large_rel_err",
+    "median_rel_err",
+    "quartile_rel_err",
+    "users_rel_err",
+    "trips_rel_err",
+    "mre",
+    "pearson",
+)
+
+
+def table(rows: list[Row]) -> pd.DataFrame:
+    """Mean over repetitions: one row per (release, analysis, measure), one column per
+    (tool, epsilon)."""
+    df = pd.DataFrame(rows)
+    long = df.melt(
+        id_vars=["tool", "release", "analysis", "epsilon", "repetition"],
+        value_vars=[m for m in MEASURES if m in df],
+        var_name="measure",
+    ).dropna(subset=["value"])
+    long["value"] = long.value.astype(float)
+    wide = long.pivot_table(
+        index=["release", "analysis", "measure"],
+        columns=["tool", "epsilon"],
+        values="value",
+        aggfunc="mean",
+        sort=False,
+    )
+    return wide
+
+
+def markdown(wide: pd.DataFrame) -> str:
+    cols = [f"{tool} ε={eps:g}" for tool, eps in wide.columns]
+    lines = [
+        "| release | analysis | measure | " + " | ".join(cols) + " |",
+        "|---|---|---|" + "---:|" * len(cols),
+    ]
+    for (release, analysis, measure), vals in wide.iterrows():
+        cells = ["–" if math.isnan(v) else f"{v:.3f}" for v in vals]
+        lines.append(f"| {release} | {analysis} | {measure} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def plot(wide: pd.DataFrame, path: Path) -> Path:
+    """Error versus epsilon: report TVs, OD measures, quartile errors; DPMR as crosses."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = [
+        (
+            "report: TV of shares",
+            lambda r, a, m: r == "report" and m == "tv" and a not in DISTRIBUTIONS,
+        ),
+        (
+            "report: TV of histograms",
+            lambda r, a, m: r == "report" and m == "tv" and a in DISTRIBUTIONS,
+        ),
+        (
+            "report: median's relative error",
+            lambda r, a, m: r == "report" and m == "median_rel_err",
+        ),
+        ("OD flows", lambda r, a, m: a in ("od", "od_flows") and m != "large_cells"),
+        (
+            "od, counts, population: TV and large cells",
+            lambda r, a, m: r in ("od", "counts", "population") and m in ("tv", "large_rel_err"),
+        ),
+    ]
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.2))
+    for ax, (title, keep) in zip(axes, panels, strict=True):
+        for (release, analysis, measure), vals in wide.iterrows():
+            if not keep(release, analysis, measure):
+                continue
+            label = f"{analysis} {measure}" if title.startswith(("OD", "od")) else analysis
+            pm_vals = vals.get("privmob")
+            if pm_vals is not None and pm_vals.notna().any():
+                (line,) = ax.plot(pm_vals.index, pm_vals.to_numpy(), "o-", label=label)
+                dp = vals.get("DPMR")
+                if dp is not None and dp.notna().any():
+                    ax.plot(dp.index, dp.to_numpy(), "x", ms=9, color=line.get_color())
+        ax.set_xscale("log")
+        ax.set_xlabel("epsilon (per user)")
+        ax.set_title(title, fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=6)
+    fig.suptitle("privmob (lines) and dp_mobility_report 0.2.11 (crosses): error vs epsilon")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def parse_args() -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--users", type=int, default=20_000)
+    ap.add_argument("--days", type=int, default=28)
+    ap.add_argument("--seed", type=int, default=1, help="the city's seed")
+    ap.add_argument("--epsilons", type=float, nargs="+", default=[0.5, 1.0, 2.0, 5.0])
+    ap.add_argument("--max-trips", "-T", type=int, default=10)
+    ap.add_argument("--repetitions", "-r", type=int, default=1)
+    ap.add_argument(
+        "--dpmr-epsilons",
+        type=float,
+        nargs="*",
+        default=[1.0],
+        help="DPMR's epsilons (none: no DPMR)",
+    )
+    ap.add_argument("--density-users", type=int, default=200_000)
+    ap.add_argument("--density-grid", type=int, default=10, help="grid x grid zones")
+    ap.add_argument("--density-towers", type=int, default=300)
+    ap.add_argument("--density-epsilons", type=float, nargs="*", default=[0.3])
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="2,000 users, epsilon 1, no DPMR, no density (< 1 minute)",
+    )
+    ap.add_argument(
+        "--figure",
+        type=Path,
+        default=None,
+        help="the plot (default docs/figures/utility.png; --quick: benchmarks/out)",
+    )
+    args = ap.parse_args()
+    if args.quick:
+        args.users, args.epsilons, args.dpmr_epsilons, args.density_epsilons = 2_000, [1.0], [], []
+    if args.figure is None:
+        args.figure = (OUT if args.quick else FIGURES) / "utility.png"
+    return args
+
+
+def main() -> None:
+    args = parse_args()
+    cfg = CityConfig(users=args.users, days=args.days, seed=args.seed)
+    t0 = time.perf_counter()
+    city = write_city(OUT / f"utility_city_{cfg.users}_{cfg.days}_{cfg.seed}", cfg)
+    raw = raw_truth(city)
+    print(
+        f"city: {city.n_users:,} users, {city.n_trips:,} trips, busiest user "
+        f"{raw['max_trips']} trips ({time.perf_counter() - t0:.1f}s)",
+        flush=True,
+    )
+    rows = privmob_runs(city, cfg, raw, args)
+    if args.dpmr_epsilons:
+        points = session(city.points, seed=7)
+        truth = points.report(
+            epsilon=TRUTH_EPSILON, max_trips=raw["max_trips"], period=period(cfg)
+        ).tables
+        points.close()
+        rows += dpmr_runs(city, truth, raw, args)
+    if args.density_epsilons:
+        rows += density_rows(args)
+    wide = table(rows)
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    print(
+        f"\nRun of {stamp}: {city.n_users:,} users, {city.n_trips:,} trips, "
+        f"{cfg.days} days, M = {args.max_trips}, {args.repetitions} repetition(s); "
+        f"mean over repetitions\n"
+    )
+    print(markdown(wide))
+    OUT.mkdir(exist_ok=True)
+    pd.DataFrame(rows).to_csv(OUT / "utility_rows.csv", index=False)
+    print(
+        f"\nrows: {OUT / 'utility_rows.csv'}; plot: {plot(wide, args.figure)}; "
+        f"total {time.perf_counter() - t0:.0f}s"
+    )
+
+
+if __name__ == "__main__":
+    main()
