@@ -37,8 +37,6 @@ import argparse
 import datetime as dt
 import json
 import math
-import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -53,6 +51,7 @@ import privmob as pm
 import utility_metrics as um
 from bench_report import install_dpmr, run
 from city_synth import TAXI_ZONES, CityConfig, CityFiles, write_city
+from privmob.evaluate.density_metrics import pearson
 
 OUT = Path(__file__).resolve().parent / "out"
 FIGURES = Path(__file__).resolve().parents[1] / "docs" / "figures"
@@ -65,6 +64,7 @@ COUNT_ANALYSES = {
     "visits_per_tile": (["tile_id"], "visits"),
     "visits_per_time_tile": (["tile_id", "day_type", "time_window"], "visits"),
 }
+COUNTS = (*COUNT_ANALYSES, "od_flows")
 DISTRIBUTIONS = (
     "travel_time",
     "jump_length",
@@ -316,7 +316,9 @@ def score_dpmr(
         t_tab = tru[name].fillna({k: "" for k in keys})
         t_tab = t_tab[t_tab[keys[0]].astype(str) != "outliers"]
         t_tab = t_tab[~t_tab[keys[0]].astype(str).str.startswith("outside")]
-        return vector_rows(*um.aligned(t_tab, est.rename(columns={"v": value}), keys, value))
+        row = vector_rows(*um.aligned(t_tab, est.rename(columns={"v": value}), keys, value))
+        # DPMR publishes weekdays and hours as percentages: only their shares compare
+        return {"tv": row["tv"]} if name in ("trips_per_weekday", "trips_per_hour") else row
 
     days = doc["trips_over_time"]
     out["trips_over_time"] = keyed(
@@ -362,50 +364,109 @@ def window_label(dpmr: str) -> str:
 
 
 # -- item 6: the density scheme against per-cell Laplace ---------------------------------------
-def density_rows(args: argparse.Namespace) -> list[Row]:
-    """``privmob density-eval`` on its synthetic phone-record city at the paper's settings."""
+#: seed 004's settings: l = 30 visits per user and week; EFPAG with delta 2e-6
+DENSITY_METHODS: dict[str, dict[str, Any]] = {
+    "EFPAG": {"delta": 2e-6},
+    "EFPA": {},
+    "LPA (per-cell Laplace)": {"method": "lpa"},
+}
+
+
+def density_files(folder: Path, args: argparse.Namespace) -> tuple[dict[str, Path], str]:
+    """privmob's synthetic phone-record city (privmob.data.density_synth) written as files."""
+    from privmob.data.density_synth import synthetic_city
+
+    city = synthetic_city(args.density_users, args.density_towers, args.density_grid, seed=1)
+    files = {n: folder / n for n in ("events.parquet", "cells.csv", "zones.geojson")}
+    events = city.events.rename(columns={"time": "datetime"})[["uid", "datetime", "cell_id"]]
+    events.to_parquet(files["events.parquet"])
+    city.towers.to_csv(files["cells.csv"], index=False)
+    city.zones.to_file(files["zones.geojson"])
+    return files, str(pd.Timestamp(city.week_start).date())
+
+
+def zone_hours(rel: pm.ReleaseResult) -> np.ndarray:
+    table = rel.tables["density"].pivot(index="zone", columns="hour", values="count")
+    return table.sort_index().to_numpy(dtype=np.float64)
+
+
+def density_rows(args: argparse.Namespace) -> tuple[list[Row], dict[str, np.ndarray]]:
+    """The scheme (EFPAG, EFPA) and LPA at seed 004's settings through ``Session.density``,
+    against the exact hourly counts (LPA at epsilon 1e9 with l = 168: nothing cut, no noise).
+    Returns the rows (MRE and Pearson averaged over zones, as the paper) and each method's
+    relative error by hour of the week averaged over zones (the paper's Figure 9a)."""
+    rows: list[Row] = []
+    by_hour: dict[str, list[np.ndarray]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        argv = [
-            sys.executable,
-            "-m",
-            "privmob",
-            "density-eval",
-            "--synthetic",
-            str(args.density_users),
-            "--grid",
-            str(args.density_grid),
-            "--towers",
-            str(args.density_towers),
-            "--epsilons",
-            ",".join(map(str, args.density_epsilons)),
-            "-r",
-            str(args.repetitions),
-            "-T",
-            "30",
-            "--delta",
-            "2e-6",
-            "--emd-hours",
-            "",
-            "-o",
-            tmp,
-            "-q",
-        ]
         t0 = time.perf_counter()
-        subprocess.run(argv, check=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
-        print(f"density-eval: {time.perf_counter() - t0:.1f}s", flush=True)
-        summary = pd.read_csv(Path(tmp) / "summary.csv")
-    return [
-        {
-            "tool": "privmob",
-            "release": "density",
-            "analysis": r.method,
-            "epsilon": r.epsilon,
-            "repetition": -1,
-            "mre": r.mre_mean,
-            "pearson": r.pearson_mean,
-        }
-        for r in summary.itertuples()
-    ]
+        files, week = density_files(Path(tmp), args)
+
+        def open_session(seed: int) -> pm.Session:
+            return pm.Session(
+                str(files["events.parquet"]),
+                tessellation=str(files["zones.geojson"]),
+                tile_id="zone_id",
+                cells=str(files["cells.csv"]),
+                budget=pm.ApproxDP(1e12, 0.5),
+                dataset="density-city",
+                seed=seed,
+            )
+
+        with open_session(7) as s:
+            exact = s.density(epsilon=TRUTH_EPSILON, method="lpa", max_visits=168, week=week)
+        truth = zone_hours(exact)
+        for rep in range(args.repetitions):
+            with open_session(300 + rep) as s:
+                for eps in args.density_epsilons:
+                    for name, options in DENSITY_METHODS.items():
+                        if options.get("delta") and eps / 4 >= 1:
+                            continue  # EFPAG's Gaussian step needs epsilon / 4 < 1
+                        rel = s.density(epsilon=eps, max_visits=30, week=week, **options)
+                        est = zone_hours(rel)
+                        errors = um.density_relative_errors(truth, est)
+                        if eps == args.density_epsilons[0]:
+                            by_hour.setdefault(name, []).append(errors.mean(axis=0))
+                        rows.append(
+                            {
+                                "tool": "privmob",
+                                "release": "density",
+                                "analysis": name,
+                                "epsilon": eps,
+                                "repetition": rep,
+                                "mre": float(errors.mean()),
+                                "pearson": float(np.nanmean(pearson(truth, est))),
+                            }
+                        )
+        print(
+            f"density: {truth.shape[0]} zones, mean true count per zone-hour "
+            f"{truth.mean():.1f} ({time.perf_counter() - t0:.1f}s)",
+            flush=True,
+        )
+    return rows, {name: np.mean(v, axis=0) for name, v in by_hour.items()}
+
+
+def plot_density(by_hour: dict[str, np.ndarray], path: Path, epsilon: float) -> Path:
+    """Relative error by hour of the week, averaged over zones (seed 004's Figure 9a)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(11, 3.8))
+    for name, errors in by_hour.items():
+        ax.plot(np.arange(len(errors)), errors, label=f"{name} (mean {errors.mean():.2f})")
+    ax.set_yscale("log")
+    ax.set_xticks(np.arange(0, 168, 24), ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"])
+    ax.set_xlabel("hour of the week")
+    ax.set_ylabel("relative error, mean over zones")
+    ax.set_title(f"density at epsilon {epsilon:g}, l = 30: the scheme against per-cell Laplace")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 # -- output ------------------------------------------------------------------------------------
@@ -461,42 +522,42 @@ def plot(wide: pd.DataFrame, path: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    od_like = ("od", "od_flows")
     panels = [
+        ("report: TV of shares", lambda r, a, m: r == "report" and m == "tv" and a in COUNTS),
+        ("report: TV of histograms", lambda r, a, m: m == "tv" and a in DISTRIBUTIONS),
+        ("report: quartiles' mean relative error", lambda r, a, m: m == "quartile_rel_err"),
         (
-            "report: TV of shares",
-            lambda r, a, m: r == "report" and m == "tv" and a not in DISTRIBUTIONS,
+            "OD: TV of shares and top-50 recall",
+            lambda r, a, m: a in od_like and m != "large_cells" and m != "large_rel_err",
         ),
         (
-            "report: TV of histograms",
-            lambda r, a, m: r == "report" and m == "tv" and a in DISTRIBUTIONS,
+            "relative error of cells with >= 100 true records",
+            lambda r, a, m: m == "large_rel_err" and (a in od_like or r != "report"),
         ),
-        (
-            "report: median's relative error",
-            lambda r, a, m: r == "report" and m == "median_rel_err",
-        ),
-        ("OD flows", lambda r, a, m: a in ("od", "od_flows") and m != "large_cells"),
-        (
-            "od, counts, population: TV and large cells",
-            lambda r, a, m: r in ("od", "counts", "population") and m in ("tv", "large_rel_err"),
-        ),
+        ("population (homes): TV", lambda r, a, m: r == "population" and m == "tv"),
     ]
-    fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.2))
-    for ax, (title, keep) in zip(axes, panels, strict=True):
+    wide = wide.drop(index="density", level="release", errors="ignore").dropna(axis=1, how="all")
+    eps = sorted({e for _, e in wide.columns})
+    fig, axes = plt.subplots(2, 3, figsize=(15, 9))
+    for ax, (title, keep) in zip(axes.flat, panels, strict=True):
         for (release, analysis, measure), vals in wide.iterrows():
             if not keep(release, analysis, measure):
                 continue
-            label = f"{analysis} {measure}" if title.startswith(("OD", "od")) else analysis
+            label = analysis if "report:" in title else f"{release}: {analysis} {measure}"
             pm_vals = vals.get("privmob")
             if pm_vals is not None and pm_vals.notna().any():
                 (line,) = ax.plot(pm_vals.index, pm_vals.to_numpy(), "o-", label=label)
                 dp = vals.get("DPMR")
                 if dp is not None and dp.notna().any():
-                    ax.plot(dp.index, dp.to_numpy(), "x", ms=9, color=line.get_color())
+                    ax.plot(dp.index, dp.to_numpy(), "x", ms=10, mew=2, color=line.get_color())
         ax.set_xscale("log")
+        ax.set_xticks(eps, [f"{e:g}" for e in eps])
+        ax.minorticks_off()
         ax.set_xlabel("epsilon (per user)")
         ax.set_title(title, fontsize=10)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=6)
+        ax.legend(fontsize=7)
     fig.suptitle("privmob (lines) and dp_mobility_report 0.2.11 (crosses): error vs epsilon")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -520,6 +581,13 @@ def parse_args() -> argparse.Namespace:
         default=[1.0],
         help="DPMR's epsilons (none: no DPMR)",
     )
+    ap.add_argument(
+        "--parts",
+        nargs="+",
+        choices=("city", "density"),
+        default=["city", "density"],
+        help="city: item 1 (releases and report, DPMR); density: item 6",
+    )
     ap.add_argument("--density-users", type=int, default=200_000)
     ap.add_argument("--density-grid", type=int, default=10, help="grid x grid zones")
     ap.add_argument("--density-towers", type=int, default=300)
@@ -537,14 +605,14 @@ def parse_args() -> argparse.Namespace:
     )
     args = ap.parse_args()
     if args.quick:
-        args.users, args.epsilons, args.dpmr_epsilons, args.density_epsilons = 2_000, [1.0], [], []
+        args.users, args.epsilons, args.dpmr_epsilons, args.parts = 2_000, [1.0], [], ["city"]
     if args.figure is None:
         args.figure = (OUT if args.quick else FIGURES) / "utility.png"
     return args
 
 
-def main() -> None:
-    args = parse_args()
+def city_part(args: argparse.Namespace) -> tuple[list[Row], str]:
+    """Item 1: the city, its truth, privmob's releases and the report, DPMR beside them."""
     cfg = CityConfig(users=args.users, days=args.days, seed=args.seed)
     t0 = time.perf_counter()
     city = write_city(OUT / f"utility_city_{cfg.users}_{cfg.days}_{cfg.seed}", cfg)
@@ -562,22 +630,35 @@ def main() -> None:
         ).tables
         points.close()
         rows += dpmr_runs(city, truth, raw, args)
-    if args.density_epsilons:
-        rows += density_rows(args)
+    about = f"{city.n_users:,} users, {city.n_trips:,} trips, {cfg.days} days, M = {args.max_trips}"
+    return rows, about
+
+
+def main() -> None:
+    args = parse_args()
+    t0 = time.perf_counter()
+    rows: list[Row] = []
+    about, plots = [], []
+    if "city" in args.parts:
+        city_rows, city_about = city_part(args)
+        rows += city_rows
+        about.append(city_about)
+    if "density" in args.parts:
+        density, by_hour = density_rows(args)
+        rows += density
+        about.append(f"density city of {args.density_users:,} users")
+        path = args.figure.with_name(args.figure.stem + "-density.png")
+        plots.append(plot_density(by_hour, path, args.density_epsilons[0]))
     wide = table(rows)
+    if "city" in args.parts:
+        plots.append(plot(wide, args.figure))
     stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    print(
-        f"\nRun of {stamp}: {city.n_users:,} users, {city.n_trips:,} trips, "
-        f"{cfg.days} days, M = {args.max_trips}, {args.repetitions} repetition(s); "
-        f"mean over repetitions\n"
-    )
+    print(f"\nRun of {stamp}: {'; '.join(about)}; mean of {args.repetitions} repetition(s)\n")
     print(markdown(wide))
     OUT.mkdir(exist_ok=True)
     pd.DataFrame(rows).to_csv(OUT / "utility_rows.csv", index=False)
-    print(
-        f"\nrows: {OUT / 'utility_rows.csv'}; plot: {plot(wide, args.figure)}; "
-        f"total {time.perf_counter() - t0:.0f}s"
-    )
+    print(f"\nrows: {OUT / 'utility_rows.csv'}; plots: {', '.join(map(str, plots))}")
+    print(f"total {time.perf_counter() - t0:.0f}s")
 
 
 if __name__ == "__main__":

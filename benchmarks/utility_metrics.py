@@ -83,3 +83,15 @@ def folded_histogram(truth: pd.DataFrame, estimate: pd.DataFrame) -> tuple[np.nd
 def quartiles_of(values: np.ndarray) -> dict[str, float]:
     q = np.quantile(np.asarray(values, dtype=np.float64), [0.25, 0.5, 0.75])
     return dict(zip(QUARTILES, q.tolist(), strict=True))
+
+
+def density_relative_errors(
+    truth: np.ndarray, estimate: np.ndarray, gamma_share: float = 0.001
+) -> np.ndarray:
+    """|estimate - truth| / max(gamma, truth) per zone (rows) and hour (columns), gamma =
+    ``gamma_share`` of the zone's weekly total (seed 004's sanity bound). The mean over hours
+    is a zone's MRE (privmob.evaluate.density_metrics.mre); the mean over zones, an hour's."""
+    t = np.asarray(truth, dtype=np.float64)
+    denom = np.maximum(gamma_share * t.sum(axis=1, keepdims=True), t)
+    diff = np.abs(np.asarray(estimate, dtype=np.float64) - t)
+    return np.divide(diff, denom, out=np.zeros_like(t), where=denom > 0)
