@@ -59,12 +59,21 @@ def relative_errors(truth: dict[str, float], estimate: dict[str, float]) -> dict
 
 def aligned(
     truth: pd.DataFrame, estimate: pd.DataFrame, keys: list[str], value: str
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[pd.Series, pd.Series]:
     """The value column of both tables over the union of their keys (a missing cell is 0)."""
     t = truth.set_index(keys)[value].astype(np.float64)
     e = estimate.set_index(keys)[value].astype(np.float64)
     index = t.index.union(e.index)
-    return t.reindex(index, fill_value=0).to_numpy(), e.reindex(index, fill_value=0).to_numpy()
+    return t.reindex(index, fill_value=0), e.reindex(index, fill_value=0)
+
+
+def grouped_tv(truth: pd.Series, estimate: pd.Series, groups: pd.Index) -> float:
+    """TV of the shares after summing the cells by ``groups`` (one label per cell; the noisy
+    cells are summed as published, then clamped: post-processing of the release)."""
+    return tv_distance(
+        truth.groupby(groups.to_numpy()).sum().to_numpy(),
+        estimate.groupby(groups.to_numpy()).sum().to_numpy(),
+    )
 
 
 def folded_histogram(truth: pd.DataFrame, estimate: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:

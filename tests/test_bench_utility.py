@@ -53,6 +53,12 @@ def test_measures() -> None:
     assert um.top_k_recall(truth, est, 2) == 1.0
     assert um.top_k_recall(truth, np.array([600, 300, 0, 100]), 2) == 0.5  # {3, 1} vs {0, 1}
     assert um.large_cell_error(truth, est) == (pytest.approx(0.2), 3)  # 0.2, 0.2, 0.0
+    fine_t, fine_e = pd.Series([1.0, 1.0, 2.0]), pd.Series([2.0, 0.0, 2.0])
+    assert um.tv_distance(fine_t, fine_e) == 0.25
+    assert um.grouped_tv(fine_t, fine_e, pd.Index(["a", "a", "b"])) == 0  # a: 2 vs 2, b: 2 vs 2
+    # seed 004's sanity bound: gamma = 0.1% of the zone's weekly total (here 0.1)
+    rel = um.density_relative_errors(np.array([[100.0, 0.0]]), np.array([[90.0, 1.0]]))
+    assert rel.tolist() == [[pytest.approx(0.1), pytest.approx(10.0)]]
     t = pd.DataFrame(
         {"bin_lo": [1.0, 2.0, 3.0, np.nan], "count": [5, 3, 2, 0], "is_outliers": [0, 0, 0, 1]}
     ).astype({"is_outliers": bool})
@@ -72,4 +78,6 @@ def test_privmob_side_runs_on_a_tiny_city(city) -> None:
     assert {("od", "od"), ("counts", "origin x hour"), ("population", "homes")} <= releases
     assert {("report", a) for a in (*bu.COUNT_ANALYSES, "od_flows", *bu.DISTRIBUTIONS)} <= releases
     assert all(0 <= r["tv"] <= 1 for r in rows if "tv" in r)
+    od = next(r for r in rows if r["release"] == "od")
+    assert 0 <= od["borough_tv"] <= 1 and od["top50_recall"] >= 0
     assert bu.markdown(bu.table(rows)).count("\n") > 30
