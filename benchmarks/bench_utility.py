@@ -450,6 +450,7 @@ def density_rows(args: argparse.Namespace) -> tuple[list[Row], dict[str, np.ndar
                                 "repetition": rep,
                                 "mre": float(errors.mean()),
                                 "pearson": float(np.nanmean(pearson(truth, est))),
+                                "clusters": rel.metadata.params.get("signal", {}).get("clusters"),
                             }
                         )
         print(
@@ -496,6 +497,7 @@ MEASURES = (
     "trips_rel_err",
     "mre",
     "pearson",
+    "clusters",
 )
 
 
