@@ -450,7 +450,9 @@ def density_rows(args: argparse.Namespace) -> tuple[list[Row], dict[str, np.ndar
                                 "repetition": rep,
                                 "mre": float(errors.mean()),
                                 "pearson": float(np.nanmean(pearson(truth, est))),
-                                "clusters": rel.metadata.params.get("signal", {}).get("clusters"),
+                                "clusters": (rel.metadata.params.get("signal") or {}).get(
+                                    "clusters"
+                                ),
                             }
                         )
         print(
