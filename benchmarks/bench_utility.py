@@ -548,7 +548,7 @@ def plot(wide: pd.DataFrame, path: Path) -> Path:
         ("report: TV of histograms", lambda r, a, m: m == "tv" and a in DISTRIBUTIONS),
         ("report: quartiles' mean relative error", lambda r, a, m: m == "quartile_rel_err"),
         (
-            "OD: TV of shares and top-50 recall",
+            "OD: TV (zones, boroughs) and top-50 recall",
             lambda r, a, m: a in od_like and m != "large_cells" and m != "large_rel_err",
         ),
         (
