@@ -20,6 +20,7 @@ from privmob.errors import BudgetError, ConfigError
 from privmob.privacy.costs import Cost, Unit
 from privmob.privacy.ledger_accounts import Accounts, accounts
 from privmob.privacy.ledger_entries import Budget
+from privmob.privacy.ledger_spends import COST_COLUMNS, spend_problem
 from privmob.privacy.people import OVERLAP_THRESHOLD, PeopleSketch
 
 
@@ -40,22 +41,41 @@ def to_budget_unit(cost: Cost, unit: Unit, group_size: int | None) -> Cost:
 
 
 def dataset_accounts(
-    con: sqlite3.Connection, b: Budget, extra: list[Cost], members: list[str] | None = None
+    con: sqlite3.Connection,
+    b: Budget,
+    extra: list[Cost],
+    members: list[str] | None = None,
+    path: Path | str = "",
 ) -> Accounts:
     """The accounts of ``b`` (all its family's ``members``) from the stored rows, as they are
     (for display and early checks; a charge sums verified entries only)."""
     names = members or [b.dataset]
-    rows = con.execute(
-        f"SELECT epsilon, delta, rho FROM releases WHERE dataset IN ({', '.join('?' * len(names))})"
-        " ORDER BY id",
+    cur = con.execute(
+        f"SELECT id, {', '.join(COST_COLUMNS)} FROM releases "
+        f"WHERE dataset IN ({', '.join('?' * len(names))}) ORDER BY id",
         names,
-    ).fetchall()
+    )
+    columns = [d[0] for d in cur.description]
+    rows = [dict(zip(columns, r, strict=True)) for r in cur.fetchall()]
+    for row in rows:
+        refuse_invalid_spend(row, path)
     return accounts(
-        [(float(r[0]), float(r[1]), r[2]) for r in rows]
+        [(float(r["epsilon"]), float(r["delta"]), r["rho"]) for r in rows]
         + [(c.epsilon, c.delta, c.rho) for c in extra],
         b.epsilon,
         b.delta,
     )
+
+
+def refuse_invalid_spend(row: dict[str, Any], path: Path | str) -> None:
+    """A stored entry whose cost is not a spend (:mod:`privmob.privacy.ledger_spends`) is never
+    summed: what was spent cannot be told, so nothing is charged and no sum is shown."""
+    invalid = spend_problem(row)
+    if invalid:
+        raise BudgetError(
+            f"refused: the privacy ledger {path} does not verify ({invalid}); nothing was "
+            f"charged; see everything with: privmob ledger verify --ledger {path}"
+        )
 
 
 def refuse_if_over(b: Budget, after: Accounts, cost: Cost, path: Path | str) -> None:

@@ -17,10 +17,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from privmob.errors import BudgetError
 from privmob.privacy import ledger_chain as chain
 from privmob.privacy.costs import Cost, Unit
-from privmob.privacy.ledger_keys import Signer
-from privmob.privacy.ledger_trust import entry_message
+from privmob.privacy.ledger_keys import Signer, verified
+from privmob.privacy.ledger_spends import spend_problem
+from privmob.privacy.ledger_trust import (
+    ANALYST,
+    CUSTODIAN,
+    KeyRing,
+    Position,
+    entry_message,
+    message,
+)
 
 if TYPE_CHECKING:
     from privmob.privacy.ledger_store import Store
@@ -143,6 +152,9 @@ def insert_entries(
             "nonce": secrets.token_hex(16),
         }
         entry_id = store.next_id(con)
+        invalid = spend_problem({"id": entry_id, **values})
+        if invalid:  # Cost refuses these; an entry is never signed with one all the same
+            raise BudgetError(f"refused: {invalid}; nothing was charged")
         own = chain.digest(prev, chain.hashed({"id": entry_id, **values}))
         signature = signer.sign("entry", entry_message(ledger_id, own))
         store.append_entry(
@@ -180,6 +192,35 @@ def head_commitment(row_hash: str) -> str:
     """What a release publishes of the ledger head: a one-way hash of the head entry's hash,
     which covers a random nonce, so it cannot be used to test guesses of the input."""
     return hashlib.sha256(("privmob-release-head\n" + row_hash).encode()).hexdigest()
+
+
+def signed_head(signer: Signer, ledger_id: str, end: Position, root: str | None) -> dict[str, Any]:
+    """The head a charge returns (its release's metadata.json carries it): entry count, the
+    head's commitment (:func:`head_commitment`), the ledger's root key id, signed by the key
+    that charged, so that an auditor holding it sees a ledger behind it or forked from it and
+    nobody forges one for a ledger they rewound."""
+    body = {"count": end.count, "hash": head_commitment(end.head_hash), "root": root}
+    return {
+        **body,
+        "signer": signer.key_id,
+        "signature": signer.sign("head", message(ledger_id, {"head": body})),
+    }
+
+
+def head_signature_problem(ring: KeyRing, ledger_id: str, head: dict[str, Any]) -> str | None:
+    """Why a signed head is not signed by a key that could charge this ledger (None: it is,
+    or it carries no signature: a release made before heads were signed)."""
+    if "signature" not in head:
+        return None
+    body = {k: head.get(k) for k in ("count", "hash", "root")}
+    k = ring.keys.get(str(head.get("signer")))
+    if (
+        k is None
+        or k.role not in (CUSTODIAN, ANALYST)
+        or not verified(k.public, head.get("signature"), "head", message(ledger_id, {"head": body}))
+    ):
+        return "its ledger head is not signed by a key of this ledger (forged or edited)"
+    return None
 
 
 def provenance_dict(values: dict[str, Any]) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 
 from privmob.privacy.ledger_schema import SIGNED_TABLES
+from privmob.privacy.ledger_spends import sql_condition
 
 ANALYST = "privmob_analyst"
 AUDITOR = "privmob_auditor"
@@ -39,7 +40,9 @@ CREATE TABLE budgets (
     note        text,
     row_hash    text,
     signer      text,
-    signature   text
+    signature   text,
+    CONSTRAINT valid_budget CHECK (epsilon >= 0 AND epsilon < 'Infinity' AND delta >= 0
+                                   AND delta < 1)
 );
 CREATE TABLE releases (
     id              bigint PRIMARY KEY,
@@ -68,7 +71,8 @@ CREATE TABLE releases (
     row_hash        text,
     nonce           text,
     signer          text,
-    signature       text
+    signature       text,
+    CONSTRAINT valid_spend CHECK ({sql_condition()})
 );
 CREATE INDEX releases_fingerprint ON releases(input_fingerprint);
 CREATE INDEX releases_dataset ON releases(dataset);
@@ -163,6 +167,11 @@ BEGIN
     r := jsonb_populate_record(NULL::releases, p_row);
     IF r.row_hash IS NULL OR r.prev_hash IS NULL THEN
         RAISE EXCEPTION 'an entry must carry its chain hashes' USING ERRCODE = 'check_violation';
+    END IF;
+    IF NOT ({sql_condition("r")}) THEN
+        RAISE EXCEPTION 'entry %: its cost is not a valid spend (epsilon %, delta %, rho %, %)',
+            r.id, r.epsilon, r.delta, r.rho, 'each finite and >= 0, deltas below 1'
+            USING ERRCODE = 'check_violation';
     END IF;
     IF (head = '' AND n <> 0) OR (head <> '' AND r.prev_hash <> head) THEN
         RAISE EXCEPTION 'entry % does not continue the chain at the ledger head', r.id

@@ -50,6 +50,7 @@ from typing import Any
 
 from privmob.privacy import ledger_chain as chain
 from privmob.privacy.ledger_keys import Signer, keys_dir, verified
+from privmob.privacy.ledger_spends import budget_problem, spend_problem
 
 CUSTODIAN, ANALYST, AUDITOR = "custodian", "analyst", "auditor"
 ROLES = (CUSTODIAN, ANALYST, AUDITOR)
@@ -220,6 +221,9 @@ def budget_signature(signer: Signer, ledger_id: str, row_hash: str) -> str:
 
 
 def budget_row_problem(ring: KeyRing, ledger_id: str, row: dict[str, Any]) -> str | None:
+    invalid = budget_problem(row["dataset"], row.get("epsilon"), row.get("delta"))
+    if invalid:
+        return invalid
     if row.get("row_hash") != chain.budget_hash(ledger_id, budget_values(row)):
         return f"budget of '{row['dataset']}': does not match its hash (edited)"
     k = ring.keys.get(row.get("signer") or "")
@@ -494,7 +498,11 @@ def verify_after(
             problems.append(
                 f"entry {i}: not signed by a key the custodian registered (forged or edited)"
             )
-        add_to(totals, row["dataset"], float(row["epsilon"]), float(row["delta"]), row["rho"])
+        invalid = spend_problem(row)
+        if invalid:  # reported, never summed: a negative cost would refill the budget
+            problems.append(invalid)
+        else:
+            add_to(totals, row["dataset"], float(row["epsilon"]), float(row["delta"]), row["rho"])
         prev = row["row_hash"] or own
         expected = i + 1
         count += 1
