@@ -160,6 +160,9 @@ class Ledger(Custody, Audit):
         self.signer = keys.resolve(key)
         self._people_key = None
         self._created = False
+        #: the user's own key file, when this open made it (a new ledger opened without a key:
+        #: its custodian key), so that the command says so
+        self.made_key: Path | None = None
         #: set when this open added the chain to entries of an older ledger (a sentence)
         self.migrated: str | None = self.store.open(create=create, establish=self._establish)
         with self._connect() as con:
@@ -172,7 +175,10 @@ class Ledger(Custody, Audit):
     def _establish(self, con: Any, ledger_id: str) -> None:
         """A new ledger: the opener's key (the user's own, created if needed) is its custodian."""
         if self.signer is None:
+            existed = keys.default_key_path().exists()
             self.signer = keys.own_key()
+            if not existed:
+                self.made_key = self.signer.path
         establish(con, ledger_id, self.signer, "custodian")
         self._created = True
 
