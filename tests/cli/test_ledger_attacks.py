@@ -322,3 +322,41 @@ def test_an_infinite_spend_is_reported_by_entry_not_as_an_internal_error(spent, 
     _forge_entry(spent / "ledger.sqlite", key, float("inf"))
     text = _refused_and_unverified(spent, capsys, epsilon="0.5")
     assert "entry 5: epsilon=inf is not a valid spend" in text and "internal" not in text
+
+
+def test_a_revoked_analyst_replaying_her_grant_gets_nothing(spent, capsys, monkeypatch):
+    """Issue 39: her own grant row copied again after her revocation (a plain INSERT, no
+    trigger dropped). Before, her release succeeded and ``ledger keys`` showed her active."""
+    from privmob.privacy.ledger_keys import load_private
+
+    key = _analyst(spent)
+    kid = load_private(key).key_id
+    ledger = str(spent / "ledger.sqlite")
+    assert _run("ledger", "revoke", kid, "--ledger", ledger) == 0
+    _sqlite(
+        spent / "ledger.sqlite",
+        "INSERT INTO ledger_keys (key_id, action, role, name, public_key, at_count, created_at, "
+        "signer, signature) SELECT key_id, action, role, name, public_key, at_count, created_at, "
+        "signer, signature FROM ledger_keys WHERE name = 'ana' AND action = 'grant';\n",
+    )
+    monkeypatch.setenv("PRIVMOB_KEY", key)
+    text = _refused_and_unverified(spent, capsys, epsilon="0.5")
+    assert "replays key event" in text
+
+
+def test_a_deleted_family_link_does_not_double_the_budget(spent, capsys):
+    """Issue 39: 'trips-2' shares the budget of 'trips' (6, 5 spent); the link row deleted, it
+    was charged against a budget of its own (spent 3 of 2 in the issue's case)."""
+    from privmob.errors import BudgetError
+    from privmob.privacy.costs import Cost
+    from privmob.privacy.ledger import Ledger
+
+    ledger = spent / "ledger.sqlite"
+    assert _run("ledger", "link", "trips", "trips-2", "--ledger", str(ledger)) == 0
+    _sqlite(ledger, "DROP TRIGGER dataset_links_append_only_d;\nDELETE FROM dataset_links;\n")
+    with pytest.raises(BudgetError, match="custodian record"):
+        Ledger(ledger).charge("trips-2", Cost.pure(1.5), kind="od")
+    assert _entries(ledger) == 4
+    capsys.readouterr()
+    assert _run("ledger", "verify", "--ledger", str(ledger)) == 3
+    assert "a family link" in " ".join(capsys.readouterr().err.split())

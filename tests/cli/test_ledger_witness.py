@@ -9,7 +9,6 @@ own position cache, kept per key and only by charges, saw some of them)."""
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import sys
@@ -233,23 +232,25 @@ def test_a_ledger_adopted_by_an_analyst_key_is_refused(users, capsys):
     assert code == 3 and not (users.root / "late").exists(), text
 
 
-def test_the_release_carries_a_signed_head(users, capsys):
-    code, text = users.release("bob", capsys, "r")
-    assert code == 0, text
-    meta_path = users.root / "r" / "metadata.json"
-    meta = json.loads(meta_path.read_text())
-    head = meta["ledger"]["head"]
-    assert head["count"] == 5 and len(head["signature"]) == 128
-    code, text = users.cli(
-        "olga", capsys, "ledger", "verify", "--ledger", str(users.ledger), str(users.root / "r")
-    )
-    assert code == 0, text
-    head["signature"] = head["signature"][:-1] + ("0" if head["signature"][-1] != "0" else "1")
-    meta_path.write_text(json.dumps(meta))
-    code, text = users.cli(
-        "olga", capsys, "ledger", "verify", "--ledger", str(users.ledger), str(users.root / "r")
-    )
-    assert code == 3 and "not signed by a key of this ledger" in text, text
+def test_a_charge_returns_a_signed_head(users):
+    """The head a charge returns is signed by the charging key: whoever keeps it (with the
+    release) can show the ledger behind or forked from it; a forged one does not verify."""
+    users.be("bob")
+    led = Ledger(users.ledger)
+    entry = led.charge("trips", Cost.pure(0.25), kind="od")
+    assert entry.head["count"] == 5 and len(entry.head_signature["signature"]) == 128
+    block = {
+        "id": led.ledger_id,
+        "entry_ids": [entry.id],
+        "head": entry.head,
+        "head_signature": entry.head_signature,
+    }
+    assert led.verify_release({"ledger": block}) == []
+    forged = {**block, "head_signature": {**entry.head_signature, "signer": "0" * 32}}
+    assert "not signed by a key of this ledger" in led.verify_release({"ledger": forged})[0]
+    subprocess.run(["cp", str(users.root / "ledger.old"), str(users.ledger)], check=True)
+    users.be("olga")  # an auditor without a witness, holding the release's signed head
+    assert "entries [5] are missing" in Ledger(users.ledger).verify_release({"ledger": block})[0]
 
 
 def test_an_honest_ledger_passes_every_witness(users, capsys):

@@ -337,3 +337,24 @@ def test_a_negative_spend_is_refused_by_the_server(team, pg_cluster):
     with pytest.raises(BudgetError, match="cannot pay"):  # 0.75 spent of 1: 0.5 does not fit
         alice.charge("d", Cost.pure(0.5), kind="od", input_fingerprint=FP)
     assert len(alice.entries()) == 1 and Ledger(team.url).verify() == []
+
+
+def test_the_analyst_role_stores_a_people_sketch_only_with_a_charge(team, pg_cluster):
+    """Issue 39: ``store_people`` called by the analyst's role on its own switched the people
+    check off (an empty sketch) or broke every release (a 1-byte one)."""
+    for sketch in ("\\x00", "\\x"):
+        r = subprocess.run(
+            [
+                str(pg_cluster.bindir / "psql"),
+                _as(team.url, "alice"),
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-c",
+                f"SELECT privmob.store_people('d', '{sketch}'::bytea, 'now')",
+            ],
+            capture_output=True,
+            text=True,
+        )
+        assert r.returncode != 0 and "with a charge of its dataset only" in r.stderr, r.stderr
+    team.opened_as("alice").charge("d", Cost.pure(0.25), kind="od", input_fingerprint=FP)
+    assert Ledger(team.url).verify() == []

@@ -158,6 +158,8 @@ class Ledger(Custody, Audit):
         )
         self.timeout = timeout
         self.signer = keys.resolve(key)
+        #: a throw-away ledger (test mode: signed by a throw-away key) leaves no witness
+        self.witnessed = not (self.signer is not None and self.signer.throwaway)
         self._people_key = None
         self._created = False
         #: the user's own key file, when this open made it (a new ledger opened without a key:
@@ -167,7 +169,7 @@ class Ledger(Custody, Audit):
         self.migrated: str | None = self.store.open(create=create, establish=self._establish)
         with self._connect() as con:
             self.ledger_id = self.store.read_meta(con)["ledger_id"]
-        if self._created and self.signer is not None:  # its root, pinned at first contact
+        if self._created and self.signer is not None and self.witnessed:  # root pinned now
             witness.record(self.ledger_id, self.signer.key_id, witness.GENESIS, self.location)
         if self.migrated:
             warnings.warn(f"{self.path}: {self.migrated}", LedgerMigrated, stacklevel=2)
@@ -520,9 +522,8 @@ class Ledger(Custody, Audit):
                 self.store.set_head(con, end.count, end.head_hash)
                 if role == trust.CUSTODIAN and _due_checkpoint(con, end):
                     trust.add_checkpoint(con, self.ledger_id, signer, end, _now())
-                entries[-1] = replace(
-                    entries[-1], head=signed_head(signer, self.ledger_id, end, ring.root)
-                )
+                head_now, head_signature = signed_head(signer, self.ledger_id, end, ring.root)
+                entries[-1] = replace(entries[-1], head=head_now, head_signature=head_signature)
                 checks.store_people(self.store, con, dataset, people, _now())  # who it holds
                 if within is not None:
                     within(con, entries)
@@ -541,12 +542,13 @@ class Ledger(Custody, Audit):
                 raise
         if ring.root is not None:
             trust.cache_position(self.ledger_id, signer, end, ring.root)
-        witness.record(
-            self.ledger_id,
-            ring.root,
-            witness.Head(end.count, end.last_id, end.head_hash),
-            self.location,
-        )
+        if self.witnessed:
+            witness.record(
+                self.ledger_id,
+                ring.root,
+                witness.Head(end.count, end.last_id, end.head_hash),
+                self.location,
+            )
         return entries
 
     def _verified_family(

@@ -29,6 +29,7 @@ class Audit:
 
     path: Path | str  # the file, or a PostgreSQL URL without its password
     location: str  # as witnesses know it (privacy/ledger_witness.py)
+    witnessed: bool  # False: a throw-away ledger, which no witness keeps
     ledger_id: str
 
     def _connect(self) -> AbstractContextManager[Any]:
@@ -67,10 +68,13 @@ class Audit:
             return [f"{name}: its ledger entries {missing} are missing from this ledger"]
         head = block.get("head")
         if isinstance(head, dict) and "count" in head:
-            return self._check_head(head, name)
+            signature = block.get("head_signature")
+            return self._check_head(head, name, signature if isinstance(signature, dict) else None)
         return []
 
-    def _check_head(self, head: dict[str, Any], name: str) -> list[str]:
+    def _check_head(
+        self, head: dict[str, Any], name: str, signature: dict[str, Any] | None = None
+    ) -> list[str]:
         """A release's head (count, commitment, root key) against this ledger."""
         with self._connect() as con:
             count = int(schema.read_meta(con).get("head_count", "0"))
@@ -95,7 +99,9 @@ class Audit:
                 f"{name}: it was charged to a ledger whose custodian key was "
                 f"{head['root'][:12]}..., this ledger's is {str(root)[:12]}... (re-signed)"
             ]
-        forged = head_signature_problem(ring, self.ledger_id, head)
+        if signature is None:  # (a release that carries no signed head)
+            return []
+        forged = head_signature_problem(ring, self.ledger_id, head, signature)
         return [f"{name}: {forged}"] if forged else []
 
     def verify(self) -> list[str]:
@@ -118,7 +124,7 @@ class Audit:
                 behind = trust.behind(con, ring, *cached)
                 if behind and not seen:
                     found.append(behind)
-            if not found:
+            if not found and self.witnessed:
                 witness.record(self.ledger_id, ring.root, witness.current(con), self.location)
             return found
 

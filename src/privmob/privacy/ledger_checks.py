@@ -12,6 +12,7 @@ them inside its transaction.
 from __future__ import annotations
 
 import sqlite3
+import struct
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -163,7 +164,7 @@ def refuse_known_people(
     if people is None or stated:
         return
     known = {
-        str(r[0]): PeopleSketch.from_bytes(bytes(r[1]))
+        str(r[0]): _sketch(str(r[0]), r[1], path)
         for r in con.execute("SELECT dataset, sketch FROM dataset_people ORDER BY dataset")
     }
     own = known.pop(dataset, None)
@@ -183,11 +184,24 @@ def refuse_known_people(
         )
 
 
+def _sketch(dataset: str, stored: Any, path: Path | str) -> PeopleSketch:
+    """A stored people sketch; one that is not (damaged or forged) refuses the release, naming
+    the dataset, never an internal error."""
+    try:
+        return PeopleSketch.from_bytes(bytes(stored))
+    except (ValueError, struct.error):
+        raise BudgetError(
+            f"refused: the people sketch of dataset '{dataset}' in {path} is not a people "
+            "sketch (damaged or forged); nothing was charged",
+            hint=f"the custodian checks the ledger: privmob ledger verify --ledger {path}",
+        ) from None
+
+
 def store_people(store: Any, con: Any, dataset: str, people: PeopleSketch | None, now: str) -> None:
     """Merge ``people`` into the dataset's stored sketch (inside the charge's transaction; the
     store writes it: on PostgreSQL through a function, the analyst's role writes no table)."""
     if people is None:
         return
     row = con.execute("SELECT sketch FROM dataset_people WHERE dataset = ?", (dataset,)).fetchone()
-    merged = people if row is None else PeopleSketch.from_bytes(bytes(row[0])).merge(people)
+    merged = people if row is None else _sketch(dataset, row[0], store.location).merge(people)
     store.store_people(con, dataset, merged.to_bytes(), now)

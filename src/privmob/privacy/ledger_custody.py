@@ -38,6 +38,7 @@ class Custody:
 
     path: Path | str  # the file, or a PostgreSQL URL without its password
     location: str  # as witnesses know it (privacy/ledger_witness.py)
+    witnessed: bool  # False: a throw-away ledger, which no witness keeps
     ledger_id: str
     signer: Signer | None
     _people_key: bytes | None
@@ -217,8 +218,9 @@ class Custody:
         with self._write() as con:
             signer, ring = self._as_custodian(con, "sign a checkpoint")
             pos = self._sign_checkpoint(con, signer, ring)
-        head = witness.Head(pos.count, pos.last_id, pos.head_hash)
-        witness.record(self.ledger_id, ring.root, head, self.location)
+        if self.witnessed:
+            head = witness.Head(pos.count, pos.last_id, pos.head_hash)
+            witness.record(self.ledger_id, ring.root, head, self.location)
         return pos
 
     def _sign_checkpoint(
@@ -289,6 +291,8 @@ class Custody:
                     trust.budget_signature(signer, self.ledger_id, own),
                 ),
             )
+            # vouched for at once: deleting it later is seen (trust.vouched_missing)
+            self._sign_checkpoint(con, signer, trust.key_ring(con, self.ledger_id))
         return root
 
     def approve_same_data(self, dataset: str, note: str = "") -> None:
@@ -312,6 +316,7 @@ class Custody:
                     "created_at": now(),
                 },
             )
+            self._sign_checkpoint(con, signer, trust.key_ring(con, self.ledger_id))
 
     def adopt(self, name: str = "custodian") -> int:
         """Sign a ledger made before ledgers were signed, once: its chain must verify; the

@@ -64,6 +64,8 @@ class Entry:
     #: count, a one-way commitment to the head hash, the ledger's root key id; a release's
     #: metadata.json carries it so that an auditor sees entries deleted after it
     head: dict[str, Any] = field(default_factory=dict)
+    #: the signature of :attr:`head` by the key that charged (``signer``, ``signature``)
+    head_signature: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """What a release's metadata.json shows of its entry. Never the input's fingerprint,
@@ -194,30 +196,31 @@ def head_commitment(row_hash: str) -> str:
     return hashlib.sha256(("privmob-release-head\n" + row_hash).encode()).hexdigest()
 
 
-def signed_head(signer: Signer, ledger_id: str, end: Position, root: str | None) -> dict[str, Any]:
-    """The head a charge returns (its release's metadata.json carries it): entry count, the
-    head's commitment (:func:`head_commitment`), the ledger's root key id, signed by the key
-    that charged, so that an auditor holding it sees a ledger behind it or forked from it and
-    nobody forges one for a ledger they rewound."""
-    body = {"count": end.count, "hash": head_commitment(end.head_hash), "root": root}
-    return {
-        **body,
-        "signer": signer.key_id,
-        "signature": signer.sign("head", message(ledger_id, {"head": body})),
-    }
+def signed_head(
+    signer: Signer, ledger_id: str, end: Position, root: str | None
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The head a charge returns: entry count, the head's commitment (:func:`head_commitment`),
+    the ledger's root key id (a release's metadata.json carries it), and its signature by the
+    key that charged (:attr:`Entry.head_signature`), so that whoever keeps it can show a ledger
+    behind it or forked from it, and nobody forges one for a ledger they rewound."""
+    head = {"count": end.count, "hash": head_commitment(end.head_hash), "root": root}
+    signature = signer.sign("head", message(ledger_id, {"head": head}))
+    return head, {"signer": signer.key_id, "signature": signature}
 
 
-def head_signature_problem(ring: KeyRing, ledger_id: str, head: dict[str, Any]) -> str | None:
-    """Why a signed head is not signed by a key that could charge this ledger (None: it is,
-    or it carries no signature: a release made before heads were signed)."""
-    if "signature" not in head:
-        return None
+def head_signature_problem(
+    ring: KeyRing, ledger_id: str, head: dict[str, Any], signature: dict[str, Any]
+) -> str | None:
+    """Why ``signature`` is not the signature of ``head`` by a key that could charge this ledger
+    (None: it is)."""
     body = {k: head.get(k) for k in ("count", "hash", "root")}
-    k = ring.keys.get(str(head.get("signer")))
+    k = ring.keys.get(str(signature.get("signer")))
     if (
         k is None
         or k.role not in (CUSTODIAN, ANALYST)
-        or not verified(k.public, head.get("signature"), "head", message(ledger_id, {"head": body}))
+        or not verified(
+            k.public, signature.get("signature"), "head", message(ledger_id, {"head": body})
+        )
     ):
         return "its ledger head is not signed by a key of this ledger (forged or edited)"
     return None

@@ -23,6 +23,10 @@ import re
 
 from privmob.privacy.ledger_schema import SIGNED_TABLES
 from privmob.privacy.ledger_spends import sql_condition
+from privmob.privacy.people import _HEADER, _MAGIC
+
+_SKETCH_HEADER = _HEADER.size
+_SKETCH_MAGIC = _MAGIC
 
 ANALYST = "privmob_analyst"
 AUDITOR = "privmob_auditor"
@@ -181,6 +185,7 @@ BEGIN
         RAISE EXCEPTION 'entry id % was used before', r.id USING ERRCODE = 'unique_violation';
     END IF;
     INSERT INTO releases SELECT (r).*;
+    PERFORM set_config('privmob.charged', r.dataset, true);  -- for store_people, this transaction
     UPDATE ledger_meta SET value = r.row_hash WHERE key = 'head_hash';
     UPDATE ledger_meta SET value = (n + 1)::text WHERE key = 'head_count';
 END $$;
@@ -223,6 +228,24 @@ END $$;
 CREATE FUNCTION store_people(p_dataset text, p_sketch bytea, p_now text) RETURNS void
 {_DEFINER} AS $$
 BEGIN
+    -- an analyst stores the sketch of the dataset she charged in this transaction only
+    IF NOT pg_has_role(session_user,
+                       (SELECT nspowner FROM pg_namespace WHERE nspname = '{SCHEMA_NAME}'),
+                       'MEMBER')
+       AND current_setting('privmob.charged', true) IS DISTINCT FROM p_dataset THEN
+        RAISE EXCEPTION 'a people sketch is stored with a charge of its dataset only'
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF length(p_sketch) < {_SKETCH_HEADER} OR (length(p_sketch) - {_SKETCH_HEADER}) % 8 <> 0
+       OR substring(p_sketch from 1 for {len(_SKETCH_MAGIC)}) <> '\\x{_SKETCH_MAGIC.hex()}'::bytea
+    THEN
+        RAISE EXCEPTION 'not a people sketch' USING ERRCODE = 'check_violation';
+    END IF;
+    -- a merged bottom-k sketch never has fewer values than the one it merged into
+    IF EXISTS (SELECT 1 FROM dataset_people
+                WHERE dataset = p_dataset AND length(sketch) > length(p_sketch)) THEN
+        RAISE EXCEPTION 'a people sketch never shrinks' USING ERRCODE = 'check_violation';
+    END IF;
     INSERT INTO dataset_people (dataset, sketch, updated) VALUES (p_dataset, p_sketch, p_now)
     ON CONFLICT (dataset) DO UPDATE SET sketch = excluded.sketch, updated = excluded.updated;
 END $$;
