@@ -360,3 +360,27 @@ def test_a_deleted_family_link_does_not_double_the_budget(spent, capsys):
     capsys.readouterr()
     assert _run("ledger", "verify", "--ledger", str(ledger)) == 3
     assert "a family link" in " ".join(capsys.readouterr().err.split())
+
+
+def test_a_deleted_family_link_and_its_checkpoints_are_seen_by_a_witness(spent, capsys):
+    """The link and every checkpoint signed since deleted, so that no checkpoint in the file
+    vouches for it any more: the custodian, who verified the ledger after linking, witnessed
+    the checkpoint that did."""
+    from privmob.errors import BudgetError
+    from privmob.privacy.costs import Cost
+    from privmob.privacy.ledger import Ledger
+
+    ledger = spent / "ledger.sqlite"
+    assert _run("ledger", "link", "trips", "trips-2", "--ledger", str(ledger)) == 0
+    assert _run("ledger", "verify", "--ledger", str(ledger)) == 0  # the custodian looks
+    _sqlite(
+        ledger,
+        "DROP TRIGGER dataset_links_append_only_d;\nDELETE FROM dataset_links;\n"
+        "DROP TRIGGER checkpoints_append_only_d;\nDELETE FROM checkpoints;\n",
+    )
+    with pytest.raises(BudgetError, match="which you witnessed, is gone"):
+        Ledger(ledger).charge("trips-2", Cost.pure(1.5), kind="od")
+    assert _entries(ledger) == 4
+    capsys.readouterr()
+    assert _run("ledger", "verify", "--ledger", str(ledger)) == 3
+    assert "which you witnessed, is gone" in " ".join(capsys.readouterr().err.split())

@@ -527,6 +527,7 @@ class Ledger(Custody, Audit):
                 checks.store_people(self.store, con, dataset, people, _now())  # who it holds
                 if within is not None:
                     within(con, entries)
+                checkpoint_now = witness.latest_checkpoint(con)
                 try:
                     con.execute("COMMIT")
                 except LedgerUnavailable as exc:  # lost at the commit: made or not, unknown
@@ -548,6 +549,7 @@ class Ledger(Custody, Audit):
                 ring.root,
                 witness.Head(end.count, end.last_id, end.head_hash),
                 self.location,
+                checkpoint_now,
             )
         return entries
 

@@ -125,7 +125,13 @@ class Audit:
                 if behind and not seen:
                     found.append(behind)
             if not found and self.witnessed:
-                witness.record(self.ledger_id, ring.root, witness.current(con), self.location)
+                witness.record(
+                    self.ledger_id,
+                    ring.root,
+                    witness.current(con),
+                    self.location,
+                    witness.latest_checkpoint(con),
+                )
             return found
 
     def entries(self, dataset: str | None = None) -> list[Entry]:

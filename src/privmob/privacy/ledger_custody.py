@@ -218,9 +218,10 @@ class Custody:
         with self._write() as con:
             signer, ring = self._as_custodian(con, "sign a checkpoint")
             pos = self._sign_checkpoint(con, signer, ring)
+            signed = witness.latest_checkpoint(con)
         if self.witnessed:
             head = witness.Head(pos.count, pos.last_id, pos.head_hash)
-            witness.record(self.ledger_id, ring.root, head, self.location)
+            witness.record(self.ledger_id, ring.root, head, self.location, signed)
         return pos
 
     def _sign_checkpoint(

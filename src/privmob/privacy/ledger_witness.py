@@ -14,6 +14,8 @@ folder), holding:
   is *forked* (its history after the head was rewritten);
 * the **locations** (file paths, database URLs without a password) it was seen at: another
   ledger found at one of them was deleted and re-created, or replaced.
+* the latest **checkpoint** seen (number and signature): deleting it, with a custodian record
+  it vouched for (a family link, an approval), is seen.
 
 Every charge, ``ledger verify`` and ``ledger checkpoint`` compare the ledger with this user's
 witness (:func:`disagreement`) and refuse one that disagrees; each records the head it verified
@@ -54,6 +56,9 @@ class Witness:
     root: str | None
     head: Head
     locations: tuple[str, ...]
+    #: the latest checkpoint seen (its number and signature): deleting it, to hide a custodian
+    #: record it vouched for, is seen
+    checkpoint: tuple[int, str] | None = None
 
 
 #: the head of a new ledger (no entry yet)
@@ -83,11 +88,13 @@ def _read(path: Path) -> Witness | None:
     try:
         data = json.loads(path.read_text())
         head = data["head"]
+        cp = data.get("checkpoint")
         return Witness(
             str(data["ledger_id"]),
             data.get("root"),
             Head(int(head["count"]), int(head["last_id"]), str(head["hash"])),
             tuple(str(x) for x in data.get("locations", [])),
+            None if cp is None else (int(cp[0]), str(cp[1])),
         )
     except FileNotFoundError:
         return None
@@ -146,7 +153,22 @@ def disagreement(con: Any, ledger_id: str, root: str | None, location: str) -> s
                 f"its entry {seen.head.last_id} is not the one you witnessed as its head "
                 f"({seen.head.count} entries): its history was rewritten (forked)"
             )
+    if seen.checkpoint is not None:
+        row = con.execute(
+            "SELECT signature FROM checkpoints WHERE seq = ?", (seen.checkpoint[0],)
+        ).fetchone()
+        if row is None or row[0] != seen.checkpoint[1]:
+            return (
+                f"its checkpoint {seen.checkpoint[0]}, which you witnessed, is gone or replaced "
+                "(custodian records it vouched for may have been deleted with it)"
+            )
     return None
+
+
+def latest_checkpoint(con: Any) -> tuple[int, str] | None:
+    """The ledger's latest checkpoint (number, signature), to witness."""
+    row = con.execute("SELECT seq, signature FROM checkpoints ORDER BY seq DESC LIMIT 1").fetchone()
+    return None if row is None else (int(row[0]), str(row[1]))
 
 
 def current(con: Any) -> Head:
@@ -158,7 +180,13 @@ def current(con: Any) -> Head:
     return Head(int(row[0]) if row else 0, int(last[0]), str(last[1] or ""))
 
 
-def record(ledger_id: str, root: str | None, head: Head, location: str) -> None:
+def record(
+    ledger_id: str,
+    root: str | None,
+    head: Head,
+    location: str,
+    checkpoint: tuple[int, str] | None = None,
+) -> None:
     """Keep ``head`` (when it is later than the one witnessed), pin ``root`` at first contact
     and add ``location``. Best effort: a witness that cannot be written weakens only this
     user's next comparison, never a charge already made."""
@@ -170,12 +198,16 @@ def record(ledger_id: str, root: str | None, head: Head, location: str) -> None:
         if seen is not None and seen.head.count > head.count:
             head = seen.head
         pinned = seen.root if seen is not None and seen.root else root
+        kept = None if seen is None else seen.checkpoint
+        if kept is not None and (checkpoint is None or kept[0] > checkpoint[0]):
+            checkpoint = kept
         locations = sorted({*(seen.locations if seen else ()), location})
         data = {
             "ledger_id": ledger_id,
             "root": pinned,
             "head": {"count": head.count, "last_id": head.last_id, "hash": head.hash},
             "locations": locations,
+            "checkpoint": None if checkpoint is None else list(checkpoint),
         }
         if seen is not None and _same(seen, data):
             return
@@ -200,6 +232,7 @@ def _same(seen: Witness, data: dict[str, Any]) -> bool:
         and (seen.head.count, seen.head.last_id, seen.head.hash)
         == (h["count"], h["last_id"], h["hash"])
         and list(seen.locations) == data["locations"]
+        and (None if seen.checkpoint is None else list(seen.checkpoint)) == data["checkpoint"]
     )
 
 
