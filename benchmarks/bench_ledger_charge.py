@@ -6,9 +6,12 @@
    a charge right after a custodian checkpoint, one with ``CHECKPOINT_EVERY`` entries to verify
    after it, one with no checkpoint at all (everything verified: why checkpoints exist), and a
    full ``ledger verify``. Target: under 50 ms per charge.
+3. What the user's witness store adds to each charge (compare with the head witnessed, record
+   the new one).
 
     uv run python benchmarks/bench_ledger_charge.py            # 100,000 entries
     uv run python benchmarks/bench_ledger_charge.py --entries 20000 --charges 20
+    uv run python benchmarks/bench_ledger_charge.py --witness-only   # the witness store's cost
     # the same on PostgreSQL: a private cluster started for the run (tests/pg_cluster.py), or
     # a database given by URL that holds no privmob ledger yet (its user: the custodian)
     uv run --all-extras python benchmarks/bench_ledger_charge.py --postgres auto
@@ -212,11 +215,45 @@ def postgres(folder: Path, args: argparse.Namespace) -> None:
         cluster.remove()
 
 
+def witness_cost(folder: Path, repeats: int = 500) -> tuple[float, float]:
+    """What this user's witness adds to a charge (privacy/ledger_witness.py): the comparison
+    with the head witnessed and the record of the new head, timed directly (medians, seconds)
+    on a ledger of 100 entries."""
+    from privmob.privacy import ledger_witness as witness
+    from privmob.privacy.costs import Cost
+    from privmob.privacy.ledger import Ledger
+    from privmob.privacy.ledger_keys import generate
+
+    led = Ledger(folder / "witness.sqlite", key=generate(folder / "witness.pem"))
+    led.set_budget("d", 1e6)
+    for _ in range(100):
+        last = led.charge("d", Cost.pure(1e-6), kind="bench")
+    root = led.key_ring().root
+    real = witness.Head(100, last.id, last.row_hash)
+    compare, record = [], []
+    with led.store.connect() as con:
+        for i in range(repeats):
+            t0 = time.perf_counter()
+            assert witness.disagreement(con, led.ledger_id, root, led.location) is None
+            t1 = time.perf_counter()
+            witness.record(led.ledger_id, root, witness.Head(101 + i, 0, ""), led.location)
+            record.append(time.perf_counter() - t1)
+            compare.append(t1 - t0)
+            witness.witness_file(led.ledger_id).unlink()  # back to the real head
+            witness.record(led.ledger_id, root, real, led.location)
+    return statistics.median(compare), statistics.median(record)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--entries", type=int, default=100_000)
     ap.add_argument("--charges", type=int, default=30, help="charges per releaser")
     ap.add_argument("--releasers", default="1,8,32")
+    ap.add_argument(
+        "--witness-only",
+        action="store_true",
+        help="only what the witness store adds to a charge (compare and record)",
+    )
     ap.add_argument(
         "--postgres",
         metavar="auto|URL",
@@ -228,6 +265,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="privmob-bench-ledger-") as tmp:
         # the releasers' position notes go here, never to the user's own data directory
         os.environ["XDG_DATA_HOME"] = str(Path(tmp) / "data")
+        compare, record = witness_cost(Path(tmp))
+        print(
+            f"witness per charge: compare {compare * 1e3:.2f} ms, record {record * 1e3:.2f} ms "
+            "(medians of 500)"
+        )
+        if args.witness_only:
+            return
         if args.postgres:
             postgres(Path(tmp), args)
         else:

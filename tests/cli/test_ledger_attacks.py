@@ -245,3 +245,142 @@ def test_an_auditor_pins_the_custodian_key(spent, capsys, monkeypatch):
     capsys.readouterr()
     assert _run("ledger", "verify", "--ledger", ledger, "--custodian-key", str(pub)) == 3
     assert "root (custodian) key is not" in " ".join(capsys.readouterr().err.split())
+
+
+# -- issue 39: an insider who holds only an analyst key and can write the file ---------------
+FORGE_ENTRY = """
+import secrets, sqlite3, sys
+from privmob.privacy import ledger_chain as chain
+from privmob.privacy.ledger_keys import load_private
+from privmob.privacy.ledger_trust import entry_message
+path, key, epsilon = sys.argv[1], sys.argv[2], float(sys.argv[3])
+c = sqlite3.connect(path)
+meta = dict(c.execute("SELECT key, value FROM ledger_meta").fetchall())
+last = chain.entry_rows(c)[-1]
+row = {k: last[k] for k in chain.ROW_COLUMNS}
+row.update(id=last["id"] + 1, epsilon=epsilon, release_epsilon=epsilon,
+           nonce=secrets.token_hex(16), prev_hash=meta["head_hash"])
+own = chain.digest(row["prev_hash"], chain.hashed(row))
+signer = load_private(key)
+row.update(row_hash=own, signer=signer.key_id,
+           signature=signer.sign("entry", entry_message(meta["ledger_id"], own)))
+def literal(v):
+    if v is None:
+        return "NULL"
+    if isinstance(v, float) and abs(v) == float("inf"):
+        return "9e999" if v > 0 else "-9e999"
+    return repr(v) if isinstance(v, (int, float)) else "'" + str(v).replace("'", "''") + "'"
+print("DROP TRIGGER IF EXISTS releases_valid_spend;")
+print(f"INSERT INTO releases ({', '.join(row)}) VALUES ({', '.join(map(literal, row.values()))});")
+print(f"UPDATE ledger_meta SET value = '{int(meta['head_count']) + 1}' WHERE key = 'head_count';")
+print(f"UPDATE ledger_meta SET value = '{own}' WHERE key = 'head_hash';")
+"""
+
+
+def _analyst(tmp_path, name: str = "ana") -> str:
+    """A registered analyst's private key file (made and granted through the CLI)."""
+    key = tmp_path / f"{name}.pem"
+    assert _run("ledger", "keygen", str(key)) == 0
+    ledger = str(tmp_path / "ledger.sqlite")
+    code = _run(
+        "ledger", "grant", "analyst", name, "--public-key", f"{key}.pub", "--ledger", ledger
+    )
+    assert code == 0
+    return str(key)
+
+
+def _forge_entry(ledger, key: str, epsilon: float) -> None:
+    """An entry chained at the head and signed with ``key``, written by the sqlite3 command."""
+    script = subprocess.run(
+        [sys.executable, "-c", FORGE_ENTRY, str(ledger), key, str(epsilon)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    _sqlite(ledger, script)
+
+
+def test_a_negative_spend_signed_by_an_analyst_refills_nothing(spent, capsys, monkeypatch):
+    """Issue 39: an entry of epsilon -100, chained and signed with the analyst's own key, made
+    by a real sqlite3 edit. Before, the next release of 20 was charged ("80 left")."""
+    key = _analyst(spent)
+    _forge_entry(spent / "ledger.sqlite", key, -100.0)
+    monkeypatch.setenv("PRIVMOB_KEY", key)  # the analyst releases next
+    text = _refused_and_unverified(spent, capsys, epsilon="20")
+    assert "entry 5: epsilon=-100.0 is not a valid spend" in text
+    monkeypatch.delenv("PRIVMOB_KEY")
+    monkeypatch.setenv("XDG_DATA_HOME", str(spent / "auditor"))  # no key: an auditor
+    capsys.readouterr()
+    assert _run("ledger", "verify", "--ledger", str(spent / "ledger.sqlite")) == 3
+    assert "entry 5: epsilon=-100.0" in " ".join(capsys.readouterr().err.split())
+    assert _run("ledger", "show", "--ledger", str(spent / "ledger.sqlite")) == 3
+    assert "entry 5" in " ".join(capsys.readouterr().err.split())
+
+
+def test_an_infinite_spend_is_reported_by_entry_not_as_an_internal_error(spent, capsys):
+    key = _analyst(spent)
+    _forge_entry(spent / "ledger.sqlite", key, float("inf"))
+    text = _refused_and_unverified(spent, capsys, epsilon="0.5")
+    assert "entry 5: epsilon=inf is not a valid spend" in text and "internal" not in text
+
+
+def test_a_revoked_analyst_replaying_her_grant_gets_nothing(spent, capsys, monkeypatch):
+    """Issue 39: her own grant row copied again after her revocation (a plain INSERT, no
+    trigger dropped). Before, her release succeeded and ``ledger keys`` showed her active."""
+    from privmob.privacy.ledger_keys import load_private
+
+    key = _analyst(spent)
+    kid = load_private(key).key_id
+    ledger = str(spent / "ledger.sqlite")
+    assert _run("ledger", "revoke", kid, "--ledger", ledger) == 0
+    _sqlite(
+        spent / "ledger.sqlite",
+        "INSERT INTO ledger_keys (key_id, action, role, name, public_key, at_count, created_at, "
+        "signer, signature) SELECT key_id, action, role, name, public_key, at_count, created_at, "
+        "signer, signature FROM ledger_keys WHERE name = 'ana' AND action = 'grant';\n",
+    )
+    monkeypatch.setenv("PRIVMOB_KEY", key)
+    text = _refused_and_unverified(spent, capsys, epsilon="0.5")
+    assert "replays key event" in text
+
+
+def test_a_deleted_family_link_does_not_double_the_budget(spent, capsys):
+    """Issue 39: 'trips-2' shares the budget of 'trips' (6, 5 spent); the link row deleted, it
+    was charged against a budget of its own (spent 3 of 2 in the issue's case)."""
+    from privmob.errors import BudgetError
+    from privmob.privacy.costs import Cost
+    from privmob.privacy.ledger import Ledger
+
+    ledger = spent / "ledger.sqlite"
+    assert _run("ledger", "link", "trips", "trips-2", "--ledger", str(ledger)) == 0
+    _sqlite(ledger, "DROP TRIGGER dataset_links_append_only_d;\nDELETE FROM dataset_links;\n")
+    with pytest.raises(BudgetError, match="custodian record"):
+        Ledger(ledger).charge("trips-2", Cost.pure(1.5), kind="od")
+    assert _entries(ledger) == 4
+    capsys.readouterr()
+    assert _run("ledger", "verify", "--ledger", str(ledger)) == 3
+    assert "a family link" in " ".join(capsys.readouterr().err.split())
+
+
+def test_a_deleted_family_link_and_its_checkpoints_are_seen_by_a_witness(spent, capsys):
+    """The link and every checkpoint signed since deleted, so that no checkpoint in the file
+    vouches for it any more: the custodian, who verified the ledger after linking, witnessed
+    the checkpoint that did."""
+    from privmob.errors import BudgetError
+    from privmob.privacy.costs import Cost
+    from privmob.privacy.ledger import Ledger
+
+    ledger = spent / "ledger.sqlite"
+    assert _run("ledger", "link", "trips", "trips-2", "--ledger", str(ledger)) == 0
+    assert _run("ledger", "verify", "--ledger", str(ledger)) == 0  # the custodian looks
+    _sqlite(
+        ledger,
+        "DROP TRIGGER dataset_links_append_only_d;\nDELETE FROM dataset_links;\n"
+        "DROP TRIGGER checkpoints_append_only_d;\nDELETE FROM checkpoints;\n",
+    )
+    with pytest.raises(BudgetError, match="which you witnessed, is gone"):
+        Ledger(ledger).charge("trips-2", Cost.pure(1.5), kind="od")
+    assert _entries(ledger) == 4
+    capsys.readouterr()
+    assert _run("ledger", "verify", "--ledger", str(ledger)) == 3
+    assert "which you witnessed, is gone" in " ".join(capsys.readouterr().err.split())

@@ -257,8 +257,9 @@ def test_an_edited_export_is_not_imported(tmp_path, pg_url):
     exported.write_text(json.dumps(doc))
     r = _privmob("ledger", "import", str(exported), "--ledger", pg_url)
     assert r.returncode == 3 and "does not verify" in r.stderr
-    led = Ledger(pg_url, create=False)
-    assert led.entries() == [] and led.datasets() == []  # nothing was imported
+    with pytest.raises(ConfigError, match="no privmob ledger"):  # nothing, not an empty schema
+        Ledger(pg_url, create=False)
+    assert _schema_exists(pg_url) is False
     r = _cli("ledger", "import", str(tmp_path / "ledger.json"), "--ledger", str(tmp_path / "n.db"))
     assert r.returncode == 3 and not (tmp_path / "n.db").exists()
 
@@ -285,3 +286,75 @@ def test_env_and_session_take_a_url(pg_url, tmp_path, monkeypatch):
     assert od.written and [e.kind for e in led.entries("trips")] == ["od"]
     r = _privmob("ledger", "show", "trips", env={"PRIVMOB_LEDGER": pg_url})
     assert r.returncode == 0 and " od " in r.stdout
+
+
+def _schema_exists(url: str) -> bool:
+    import psycopg
+
+    with psycopg.connect(url) as con:
+        row = con.execute("SELECT 1 FROM pg_namespace WHERE nspname = 'privmob'").fetchone()
+    return row is not None
+
+
+def test_a_negative_spend_is_refused_by_the_server(team, pg_cluster):
+    """Issue 39: an entry of epsilon -100, chained at the head and signed with the analyst's own
+    key, sent by the analyst's role with psql (``SELECT privmob.append_entry(...)``). Before,
+    the server stored it and the next release was charged against a refilled budget."""
+    import secrets
+
+    from privmob.privacy import ledger_chain as chain
+    from privmob.privacy.ledger_keys import load_private
+    from privmob.privacy.ledger_trust import entry_message
+
+    alice = team.opened_as("alice")
+    alice.charge("d", Cost.pure(0.75), kind="od", input_fingerprint=FP)
+    with alice.store.connect() as con:
+        last = chain.entry_rows(con)[-1]
+        meta = alice.store.read_meta(con)
+    row = {k: last[k] for k in chain.ROW_COLUMNS}
+    row.update(
+        id=last["id"] + 1, epsilon=-100.0, release_epsilon=-100.0, nonce=secrets.token_hex(16)
+    )
+    row["prev_hash"] = meta["head_hash"]
+    row["row_hash"] = chain.digest(row["prev_hash"], chain.hashed(row))
+    signer = load_private(team.keys["alice"])
+    row["signer"] = signer.key_id
+    row["signature"] = signer.sign("entry", entry_message(alice.ledger_id, row["row_hash"]))
+    literal = json.dumps(row).replace("'", "''")
+    r = subprocess.run(
+        [
+            str(pg_cluster.bindir / "psql"),
+            _as(team.url, "alice"),
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-c",
+            f"SELECT privmob.append_entry('{literal}'::jsonb)",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode != 0 and "entry 2: its cost is not a valid spend" in r.stderr, r.stderr
+    with pytest.raises(BudgetError, match="cannot pay"):  # 0.75 spent of 1: 0.5 does not fit
+        alice.charge("d", Cost.pure(0.5), kind="od", input_fingerprint=FP)
+    assert len(alice.entries()) == 1 and Ledger(team.url).verify() == []
+
+
+def test_the_analyst_role_stores_a_people_sketch_only_with_a_charge(team, pg_cluster):
+    """Issue 39: ``store_people`` called by the analyst's role on its own switched the people
+    check off (an empty sketch) or broke every release (a 1-byte one)."""
+    for sketch in ("\\x00", "\\x"):
+        r = subprocess.run(
+            [
+                str(pg_cluster.bindir / "psql"),
+                _as(team.url, "alice"),
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-c",
+                f"SELECT privmob.store_people('d', '{sketch}'::bytea, 'now')",
+            ],
+            capture_output=True,
+            text=True,
+        )
+        assert r.returncode != 0 and "with a charge of its dataset only" in r.stderr, r.stderr
+    team.opened_as("alice").charge("d", Cost.pure(0.25), kind="od", input_fingerprint=FP)
+    assert Ledger(team.url).verify() == []

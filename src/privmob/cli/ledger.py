@@ -37,6 +37,13 @@ def init(
     ring = led.key_ring()
     root = f"custodian key {ring.root}" if ring.root else "not signed: privmob ledger adopt"
     console.print(f"ledger {led.path} (id {led.ledger_id}, {root})", highlight=False)
+    if led.made_key is not None:  # said, never a silent side effect
+        console.print(
+            f"made your private key {led.made_key} (mode 0600): it is this ledger's custodian "
+            "key; keep it secret and keep a copy offline (see docs/operations.md, Loss)",
+            highlight=False,
+            soft_wrap=True,
+        )
     if dataset is None:
         return
     if epsilon is None:
@@ -168,7 +175,7 @@ def recover(
     discard them; remove uncharged staging left by killed runs."""
     from privmob.releases.recover import recover_staged
 
-    led = Ledger(ledger)
+    led = Ledger(ledger, create=False)  # nothing to recover: no ledger, no key made
     lines = recover_staged(led.store, discard=discard)
     for line in lines or ["nothing staged: every charged release is in place"]:
         console.print(line, highlight=False, soft_wrap=True)

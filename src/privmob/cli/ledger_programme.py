@@ -34,7 +34,7 @@ def register_programme(ledger_app: typer.Typer) -> None:
         from privmob.privacy import programme_ledger as pl
         from privmob.privacy.ledger import Ledger
 
-        led = Ledger(ledger)
+        led = Ledger(ledger, create=False)
         plan = plan_programme(load_programme(schedule))
         pl.record(led, dataset, plan)
         console.print(
@@ -52,7 +52,7 @@ def register_programme(ledger_app: typer.Typer) -> None:
         t = Table(title=f"programme of '{dataset}'")
         for col in ("release", "planned", "released", "eps each (planned)", "eps spent"):
             t.add_column(col)
-        for p in pl.progress(Ledger(ledger), dataset):
+        for p in pl.progress(Ledger(ledger, create=False), dataset):
             t.add_row(
                 p.kind,
                 str(p.planned),
@@ -73,5 +73,5 @@ def register_programme(ledger_app: typer.Typer) -> None:
         from privmob.privacy import programme_ledger as pl
         from privmob.privacy.ledger import Ledger
 
-        pl.allow(Ledger(ledger), dataset, kind, reason)
+        pl.allow(Ledger(ledger, create=False), dataset, kind, reason)
         console.print(f"the next {kind} release of '{dataset}' may be outside the programme")

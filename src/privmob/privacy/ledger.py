@@ -47,6 +47,7 @@ from privmob.privacy import ledger_checks as checks
 from privmob.privacy import ledger_keys as keys
 from privmob.privacy import ledger_schema as schema
 from privmob.privacy import ledger_trust as trust
+from privmob.privacy import ledger_witness as witness
 from privmob.privacy.costs import Cost, Unit
 from privmob.privacy.ledger_accounts import Accounts, accounts
 from privmob.privacy.ledger_audit import Audit
@@ -63,8 +64,8 @@ from privmob.privacy.ledger_entries import (
     Entry,
     Spent,
     entry_provenance,
-    head_commitment,
     insert_entries,
+    signed_head,
 )
 from privmob.privacy.ledger_store import (
     ChargeOutcomeUnknown,
@@ -149,21 +150,39 @@ class Ledger(Custody, Audit):
         self.path: Path | str = (
             self.store.path if isinstance(self.store, SqliteStore) else self.store.location
         )
+        #: where this ledger is, as its witnesses know it (a resolved path; a URL)
+        self.location: str = (
+            os.path.realpath(self.store.path)
+            if isinstance(self.store, SqliteStore)
+            else self.store.location
+        )
         self.timeout = timeout
         self.signer = keys.resolve(key)
+        #: a throw-away ledger (test mode: signed by a throw-away key) leaves no witness
+        self.witnessed = not (self.signer is not None and self.signer.throwaway)
         self._people_key = None
+        self._created = False
+        #: the user's own key file, when this open made it (a new ledger opened without a key:
+        #: its custodian key), so that the command says so
+        self.made_key: Path | None = None
         #: set when this open added the chain to entries of an older ledger (a sentence)
         self.migrated: str | None = self.store.open(create=create, establish=self._establish)
         with self._connect() as con:
             self.ledger_id = self.store.read_meta(con)["ledger_id"]
+        if self._created and self.signer is not None and self.witnessed:  # root pinned now
+            witness.record(self.ledger_id, self.signer.key_id, witness.GENESIS, self.location)
         if self.migrated:
             warnings.warn(f"{self.path}: {self.migrated}", LedgerMigrated, stacklevel=2)
 
     def _establish(self, con: Any, ledger_id: str) -> None:
         """A new ledger: the opener's key (the user's own, created if needed) is its custodian."""
         if self.signer is None:
+            existed = keys.default_key_path().exists()
             self.signer = keys.own_key()
+            if not existed:
+                self.made_key = self.signer.path
         establish(con, ledger_id, self.signer, "custodian")
+        self._created = True
 
     def _connect(self) -> AbstractContextManager[Any]:
         return self.store.connect()
@@ -273,7 +292,7 @@ class Ledger(Custody, Audit):
         """What ``dataset`` has spent under the basic and the zCDP accounting."""
         b = self.budget(dataset)
         with self._connect() as con:
-            return checks.dataset_accounts(con, b, [], family_of(con, b.dataset)[1])
+            return checks.dataset_accounts(con, b, [], family_of(con, b.dataset)[1], self.path)
 
     def spent(self, dataset: str) -> Spent:
         """Spent (epsilon by the tighter valid accounting; delta by basic composition)."""
@@ -296,7 +315,7 @@ class Ledger(Custody, Audit):
         charged = checks.to_budget_unit(cost, b.unit, group_size)
         with self._connect() as con:
             members = family_of(con, b.dataset)[1]
-            after = checks.dataset_accounts(con, b, [charged], members)
+            after = checks.dataset_accounts(con, b, [charged], members, self.path)
             checks.refuse_if_over(b, after, charged, self.path)
 
     def check_input(
@@ -424,6 +443,9 @@ class Ledger(Custody, Audit):
                 # fail closed: the accounts come from a verified position and verified entries
                 try:
                     head = trust.start_of_charge(con, self.ledger_id, ring, signer)
+                    seen = witness.disagreement(con, self.ledger_id, ring.root, self.location)
+                    if seen:  # behind or forked from a head this user witnessed, or re-rooted
+                        raise trust.Untrusted(seen)
                     vouched = trust.vouched_now(con, self.ledger_id, ring)
                     root, members = self._verified_family(con, ring, dataset, vouched)
                     row = budget_row(con, root)
@@ -500,17 +522,12 @@ class Ledger(Custody, Audit):
                 self.store.set_head(con, end.count, end.head_hash)
                 if role == trust.CUSTODIAN and _due_checkpoint(con, end):
                     trust.add_checkpoint(con, self.ledger_id, signer, end, _now())
-                entries[-1] = replace(
-                    entries[-1],
-                    head={
-                        "count": end.count,
-                        "hash": head_commitment(end.head_hash),
-                        "root": ring.root,
-                    },
-                )
+                head_now, head_signature = signed_head(signer, self.ledger_id, end, ring.root)
+                entries[-1] = replace(entries[-1], head=head_now, head_signature=head_signature)
                 checks.store_people(self.store, con, dataset, people, _now())  # who it holds
                 if within is not None:
                     within(con, entries)
+                checkpoint_now = witness.latest_checkpoint(con)
                 try:
                     con.execute("COMMIT")
                 except LedgerUnavailable as exc:  # lost at the commit: made or not, unknown
@@ -526,6 +543,14 @@ class Ledger(Custody, Audit):
                 raise
         if ring.root is not None:
             trust.cache_position(self.ledger_id, signer, end, ring.root)
+        if self.witnessed:
+            witness.record(
+                self.ledger_id,
+                ring.root,
+                witness.Head(end.count, end.last_id, end.head_hash),
+                self.location,
+                checkpoint_now,
+            )
         return entries
 
     def _verified_family(

@@ -13,8 +13,14 @@ from typing import Any
 from privmob.privacy import ledger_chain as chain
 from privmob.privacy import ledger_schema as schema
 from privmob.privacy import ledger_trust as trust
+from privmob.privacy import ledger_witness as witness
 from privmob.privacy.costs import Cost, Unit
-from privmob.privacy.ledger_entries import Entry, head_commitment, provenance_dict
+from privmob.privacy.ledger_entries import (
+    Entry,
+    head_commitment,
+    head_signature_problem,
+    provenance_dict,
+)
 from privmob.privacy.ledger_keys import Signer
 
 
@@ -22,6 +28,8 @@ class Audit:
     """What an auditor reads of a ledger."""
 
     path: Path | str  # the file, or a PostgreSQL URL without its password
+    location: str  # as witnesses know it (privacy/ledger_witness.py)
+    witnessed: bool  # False: a throw-away ledger, which no witness keeps
     ledger_id: str
 
     def _connect(self) -> AbstractContextManager[Any]:
@@ -60,10 +68,13 @@ class Audit:
             return [f"{name}: its ledger entries {missing} are missing from this ledger"]
         head = block.get("head")
         if isinstance(head, dict) and "count" in head:
-            return self._check_head(head, name)
+            signature = block.get("head_signature")
+            return self._check_head(head, name, signature if isinstance(signature, dict) else None)
         return []
 
-    def _check_head(self, head: dict[str, Any], name: str) -> list[str]:
+    def _check_head(
+        self, head: dict[str, Any], name: str, signature: dict[str, Any] | None = None
+    ) -> list[str]:
         """A release's head (count, commitment, root key) against this ledger."""
         with self._connect() as con:
             count = int(schema.read_meta(con).get("head_count", "0"))
@@ -71,7 +82,8 @@ class Audit:
                 "SELECT row_hash FROM releases ORDER BY id LIMIT 1 OFFSET ?",
                 (int(head["count"]) - 1,),
             ).fetchone()
-            root = trust.key_ring(con, self.ledger_id).root
+            ring = trust.key_ring(con, self.ledger_id)
+            root = ring.root
         if int(head["count"]) > count:
             return [
                 f"{name}: the ledger held {head['count']} entries after its charge, this one "
@@ -87,22 +99,39 @@ class Audit:
                 f"{name}: it was charged to a ledger whose custodian key was "
                 f"{head['root'][:12]}..., this ledger's is {str(root)[:12]}... (re-signed)"
             ]
-        return []
+        if signature is None:  # (a release that carries no signed head)
+            return []
+        forged = head_signature_problem(ring, self.ledger_id, head, signature)
+        return [f"{name}: {forged}"] if forged else []
 
     def verify(self) -> list[str]:
         """Check everything: keys, the hash chain and every entry's signature, the recorded
-        head, checkpoints, budgets, family links and approvals; return the problems found
-        (empty when the ledger verifies). Needs no private key."""
+        head, checkpoints, budgets, family links and approvals, and that the ledger agrees with
+        the heads and root this OS user witnessed (:mod:`privmob.privacy.ledger_witness`);
+        return the problems found (empty when the ledger verifies, and then its head is
+        witnessed). Needs no private key."""
         from privmob.privacy.ledger_custody import all_problems
 
         with self._connect() as con:
             found = all_problems(con, self.ledger_id)
+            ring = trust.key_ring(con, self.ledger_id)
+            seen = witness.disagreement(con, self.ledger_id, ring.root, self.location)
+            if seen:
+                found.append(seen)
             signer = self._signer()
             cached = None if signer is None else trust.cached_position(self.ledger_id, signer)
-            if cached is not None:  # this user's own witness of where the ledger was
-                witness = trust.behind(con, trust.key_ring(con, self.ledger_id), *cached)
-                if witness:
-                    found.append(witness)
+            if cached is not None:  # this key's own position (a shortcut of its charges)
+                behind = trust.behind(con, ring, *cached)
+                if behind and not seen:
+                    found.append(behind)
+            if not found and self.witnessed:
+                witness.record(
+                    self.ledger_id,
+                    ring.root,
+                    witness.current(con),
+                    self.location,
+                    witness.latest_checkpoint(con),
+                )
             return found
 
     def entries(self, dataset: str | None = None) -> list[Entry]:

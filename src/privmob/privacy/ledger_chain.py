@@ -13,6 +13,8 @@ import json
 import sqlite3
 from typing import Any
 
+from privmob.privacy.ledger_spends import spend_problem
+
 #: provenance columns of an entry (besides its cost): the input, the output, who and where
 PROVENANCE = (
     "input_fingerprint",
@@ -142,6 +144,9 @@ def problems(con: sqlite3.Connection, ledger_id: str, head_count: int, head_hash
         own = entry_digest(row)
         if row["row_hash"] != own:
             found.append(f"entry {row['id']}: its content does not match its hash (edited)")
+        invalid = spend_problem(row)
+        if invalid:
+            found.append(invalid)
         prev = row["row_hash"] or own
     if len(rows) != head_count or (rows and prev != head_hash) or (not rows and head_hash):
         found.append(

@@ -12,6 +12,7 @@ them inside its transaction.
 from __future__ import annotations
 
 import sqlite3
+import struct
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from privmob.errors import BudgetError, ConfigError
 from privmob.privacy.costs import Cost, Unit
 from privmob.privacy.ledger_accounts import Accounts, accounts
 from privmob.privacy.ledger_entries import Budget
+from privmob.privacy.ledger_spends import COST_COLUMNS, spend_problem
 from privmob.privacy.people import OVERLAP_THRESHOLD, PeopleSketch
 
 
@@ -40,22 +42,41 @@ def to_budget_unit(cost: Cost, unit: Unit, group_size: int | None) -> Cost:
 
 
 def dataset_accounts(
-    con: sqlite3.Connection, b: Budget, extra: list[Cost], members: list[str] | None = None
+    con: sqlite3.Connection,
+    b: Budget,
+    extra: list[Cost],
+    members: list[str] | None = None,
+    path: Path | str = "",
 ) -> Accounts:
     """The accounts of ``b`` (all its family's ``members``) from the stored rows, as they are
     (for display and early checks; a charge sums verified entries only)."""
     names = members or [b.dataset]
-    rows = con.execute(
-        f"SELECT epsilon, delta, rho FROM releases WHERE dataset IN ({', '.join('?' * len(names))})"
-        " ORDER BY id",
+    cur = con.execute(
+        f"SELECT id, {', '.join(COST_COLUMNS)} FROM releases "
+        f"WHERE dataset IN ({', '.join('?' * len(names))}) ORDER BY id",
         names,
-    ).fetchall()
+    )
+    columns = [d[0] for d in cur.description]
+    rows = [dict(zip(columns, r, strict=True)) for r in cur.fetchall()]
+    for row in rows:
+        refuse_invalid_spend(row, path)
     return accounts(
-        [(float(r[0]), float(r[1]), r[2]) for r in rows]
+        [(float(r["epsilon"]), float(r["delta"]), r["rho"]) for r in rows]
         + [(c.epsilon, c.delta, c.rho) for c in extra],
         b.epsilon,
         b.delta,
     )
+
+
+def refuse_invalid_spend(row: dict[str, Any], path: Path | str) -> None:
+    """A stored entry whose cost is not a spend (:mod:`privmob.privacy.ledger_spends`) is never
+    summed: what was spent cannot be told, so nothing is charged and no sum is shown."""
+    invalid = spend_problem(row)
+    if invalid:
+        raise BudgetError(
+            f"refused: the privacy ledger {path} does not verify ({invalid}); nothing was "
+            f"charged; see everything with: privmob ledger verify --ledger {path}"
+        )
 
 
 def refuse_if_over(b: Budget, after: Accounts, cost: Cost, path: Path | str) -> None:
@@ -143,7 +164,7 @@ def refuse_known_people(
     if people is None or stated:
         return
     known = {
-        str(r[0]): PeopleSketch.from_bytes(bytes(r[1]))
+        str(r[0]): _sketch(str(r[0]), r[1], path)
         for r in con.execute("SELECT dataset, sketch FROM dataset_people ORDER BY dataset")
     }
     own = known.pop(dataset, None)
@@ -163,11 +184,24 @@ def refuse_known_people(
         )
 
 
+def _sketch(dataset: str, stored: Any, path: Path | str) -> PeopleSketch:
+    """A stored people sketch; one that is not (damaged or forged) refuses the release, naming
+    the dataset, never an internal error."""
+    try:
+        return PeopleSketch.from_bytes(bytes(stored))
+    except (ValueError, struct.error):
+        raise BudgetError(
+            f"refused: the people sketch of dataset '{dataset}' in {path} is not a people "
+            "sketch (damaged or forged); nothing was charged",
+            hint=f"the custodian checks the ledger: privmob ledger verify --ledger {path}",
+        ) from None
+
+
 def store_people(store: Any, con: Any, dataset: str, people: PeopleSketch | None, now: str) -> None:
     """Merge ``people`` into the dataset's stored sketch (inside the charge's transaction; the
     store writes it: on PostgreSQL through a function, the analyst's role writes no table)."""
     if people is None:
         return
     row = con.execute("SELECT sketch FROM dataset_people WHERE dataset = ?", (dataset,)).fetchone()
-    merged = people if row is None else PeopleSketch.from_bytes(bytes(row[0])).merge(people)
+    merged = people if row is None else _sketch(dataset, row[0], store.location).merge(people)
     store.store_people(con, dataset, merged.to_bytes(), now)

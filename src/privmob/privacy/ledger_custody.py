@@ -27,6 +27,7 @@ from privmob.errors import BudgetError, ConfigError
 from privmob.privacy import ledger_chain as chain
 from privmob.privacy import ledger_schema as schema
 from privmob.privacy import ledger_trust as trust
+from privmob.privacy import ledger_witness as witness
 from privmob.privacy.ledger_keys import Signer, key_id, keys_dir, own_key, resolve
 
 PEOPLE_KEY_ENV = "PRIVMOB_PEOPLE_KEY"
@@ -36,6 +37,8 @@ class Custody:
     """Roles and the custodian's signed records of a ledger."""
 
     path: Path | str  # the file, or a PostgreSQL URL without its password
+    location: str  # as witnesses know it (privacy/ledger_witness.py)
+    witnessed: bool  # False: a throw-away ledger, which no witness keeps
     ledger_id: str
     signer: Signer | None
     _people_key: bytes | None
@@ -214,7 +217,12 @@ class Custody:
         entry since the last checkpoint, as a charge does (``ledger verify`` checks all)."""
         with self._write() as con:
             signer, ring = self._as_custodian(con, "sign a checkpoint")
-            return self._sign_checkpoint(con, signer, ring)
+            pos = self._sign_checkpoint(con, signer, ring)
+            signed = witness.latest_checkpoint(con)
+        if self.witnessed:
+            head = witness.Head(pos.count, pos.last_id, pos.head_hash)
+            witness.record(self.ledger_id, ring.root, head, self.location, signed)
+        return pos
 
     def _sign_checkpoint(
         self, con: sqlite3.Connection, signer: Signer, ring: trust.KeyRing
@@ -228,6 +236,9 @@ class Custody:
         problems += more
         if pos.count != head_count(con):
             problems.append(f"it holds {pos.count} entries but recorded {head_count(con)}")
+        seen = witness.disagreement(con, self.ledger_id, ring.root, self.location)
+        if seen:  # never sign a ledger behind or forked from a head this user witnessed
+            problems.append(seen)
         if problems:
             raise BudgetError(
                 f"refused: the ledger {self.path} does not verify ({problems[0]}); no "
@@ -281,6 +292,8 @@ class Custody:
                     trust.budget_signature(signer, self.ledger_id, own),
                 ),
             )
+            # vouched for at once: deleting it later is seen (trust.vouched_missing)
+            self._sign_checkpoint(con, signer, trust.key_ring(con, self.ledger_id))
         return root
 
     def approve_same_data(self, dataset: str, note: str = "") -> None:
@@ -304,6 +317,7 @@ class Custody:
                     "created_at": now(),
                 },
             )
+            self._sign_checkpoint(con, signer, trust.key_ring(con, self.ledger_id))
 
     def adopt(self, name: str = "custodian") -> int:
         """Sign a ledger made before ledgers were signed, once: its chain must verify; the

@@ -17,10 +17,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from privmob.errors import BudgetError
 from privmob.privacy import ledger_chain as chain
 from privmob.privacy.costs import Cost, Unit
-from privmob.privacy.ledger_keys import Signer
-from privmob.privacy.ledger_trust import entry_message
+from privmob.privacy.ledger_keys import Signer, verified
+from privmob.privacy.ledger_spends import spend_problem
+from privmob.privacy.ledger_trust import (
+    ANALYST,
+    CUSTODIAN,
+    KeyRing,
+    Position,
+    entry_message,
+    message,
+)
 
 if TYPE_CHECKING:
     from privmob.privacy.ledger_store import Store
@@ -55,6 +64,8 @@ class Entry:
     #: count, a one-way commitment to the head hash, the ledger's root key id; a release's
     #: metadata.json carries it so that an auditor sees entries deleted after it
     head: dict[str, Any] = field(default_factory=dict)
+    #: the signature of :attr:`head` by the key that charged (``signer``, ``signature``)
+    head_signature: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """What a release's metadata.json shows of its entry. Never the input's fingerprint,
@@ -143,6 +154,9 @@ def insert_entries(
             "nonce": secrets.token_hex(16),
         }
         entry_id = store.next_id(con)
+        invalid = spend_problem({"id": entry_id, **values})
+        if invalid:  # Cost refuses these; an entry is never signed with one all the same
+            raise BudgetError(f"refused: {invalid}; nothing was charged")
         own = chain.digest(prev, chain.hashed({"id": entry_id, **values}))
         signature = signer.sign("entry", entry_message(ledger_id, own))
         store.append_entry(
@@ -180,6 +194,36 @@ def head_commitment(row_hash: str) -> str:
     """What a release publishes of the ledger head: a one-way hash of the head entry's hash,
     which covers a random nonce, so it cannot be used to test guesses of the input."""
     return hashlib.sha256(("privmob-release-head\n" + row_hash).encode()).hexdigest()
+
+
+def signed_head(
+    signer: Signer, ledger_id: str, end: Position, root: str | None
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The head a charge returns: entry count, the head's commitment (:func:`head_commitment`),
+    the ledger's root key id (a release's metadata.json carries it), and its signature by the
+    key that charged (:attr:`Entry.head_signature`), so that whoever keeps it can show a ledger
+    behind it or forked from it, and nobody forges one for a ledger they rewound."""
+    head = {"count": end.count, "hash": head_commitment(end.head_hash), "root": root}
+    signature = signer.sign("head", message(ledger_id, {"head": head}))
+    return head, {"signer": signer.key_id, "signature": signature}
+
+
+def head_signature_problem(
+    ring: KeyRing, ledger_id: str, head: dict[str, Any], signature: dict[str, Any]
+) -> str | None:
+    """Why ``signature`` is not the signature of ``head`` by a key that could charge this ledger
+    (None: it is)."""
+    body = {k: head.get(k) for k in ("count", "hash", "root")}
+    k = ring.keys.get(str(signature.get("signer")))
+    if (
+        k is None
+        or k.role not in (CUSTODIAN, ANALYST)
+        or not verified(
+            k.public, signature.get("signature"), "head", message(ledger_id, {"head": body})
+        )
+    ):
+        return "its ledger head is not signed by a key of this ledger (forged or edited)"
+    return None
 
 
 def provenance_dict(values: dict[str, Any]) -> dict[str, Any]:

@@ -53,6 +53,9 @@ class Signer:
 
     private: Ed25519PrivateKey
     path: Path | None = None
+    #: a key that lives as long as the process (:meth:`ephemeral`): its ledgers are throw-away
+    #: ones, which no witness keeps (privacy/ledger_witness.py)
+    throwaway: bool = False
 
     @property
     def public(self) -> bytes:
@@ -74,7 +77,7 @@ class Signer:
     @classmethod
     def ephemeral(cls) -> Signer:
         """A key that lives as long as the process (throw-away ledgers of test mode)."""
-        return cls(Ed25519PrivateKey.generate())
+        return cls(Ed25519PrivateKey.generate(), throwaway=True)
 
 
 def _framed(domain: str, message: bytes) -> bytes:

@@ -80,6 +80,10 @@ class PgCon:
                 hint="budgets, programmes and roles are set by the ledger's custodian; see "
                 "docs/operations.md",
             ) from exc
+        except psycopg.errors.CheckViolation as exc:
+            raise BudgetError(
+                f"the ledger {self.location} refused this: {_first_line(exc)}; nothing was written"
+            ) from exc
         except psycopg.errors.SerializationFailure as exc:
             raise BudgetError(
                 f"the ledger {self.location} refused an entry: {_first_line(exc)}; nothing was "
@@ -183,30 +187,38 @@ class PostgresStore:
     def create(self, con: PgCon, establish: Establish) -> None:
         """The schema, its functions and roles, and the ledger's identity, in one transaction
         (two custodians creating it at once: one does it, the other sees it done)."""
-        import uuid
-
         con.execute("BEGIN")
         try:
-            con.execute("SELECT pg_advisory_xact_lock(7243911)")
-            if self._exists(con):
+            if not self.create_within(con, establish):
                 con.execute("ROLLBACK")
                 return
-            con.execute(pg_schema.TABLES)
-            con.execute(pg_schema.SIGNED)
-            con.execute(pg_schema.FUNCTIONS)
-            con.execute(pg_schema.roles_sql())
-            ledger_id = uuid.uuid4().hex
-            con.execute(
-                "INSERT INTO ledger_meta VALUES ('ledger_id', ?), ('schema', '2'), "
-                "('head_count', '0'), ('head_hash', '')",
-                (ledger_id,),
-            )
-            establish(con, ledger_id)  # the custodian's key, signed in the same transaction
             con.execute("COMMIT")
         except BaseException:
             if con.in_transaction:
                 con.execute("ROLLBACK")
             raise
+
+    def create_within(self, con: PgCon, establish: Establish) -> bool:
+        """Inside the caller's transaction, create the schema, its functions and roles and the
+        ledger's identity, unless another custodian has (False): an import that is refused
+        later rolls all of it back and leaves nothing."""
+        import uuid
+
+        con.execute("SELECT pg_advisory_xact_lock(7243911)")
+        if self._exists(con):
+            return False
+        con.execute(pg_schema.TABLES)
+        con.execute(pg_schema.SIGNED)
+        con.execute(pg_schema.FUNCTIONS)
+        con.execute(pg_schema.roles_sql())
+        ledger_id = uuid.uuid4().hex
+        con.execute(
+            "INSERT INTO ledger_meta VALUES ('ledger_id', ?), ('schema', '2'), "
+            "('head_count', '0'), ('head_hash', '')",
+            (ledger_id,),
+        )
+        establish(con, ledger_id)  # the custodian's key, signed in the same transaction
+        return True
 
     def has_table(self, name: str) -> bool:
         with self.connect() as con:

@@ -22,6 +22,11 @@ from __future__ import annotations
 import re
 
 from privmob.privacy.ledger_schema import SIGNED_TABLES
+from privmob.privacy.ledger_spends import sql_condition
+from privmob.privacy.people import _HEADER, _MAGIC
+
+_SKETCH_HEADER = _HEADER.size
+_SKETCH_MAGIC = _MAGIC
 
 ANALYST = "privmob_analyst"
 AUDITOR = "privmob_auditor"
@@ -39,7 +44,9 @@ CREATE TABLE budgets (
     note        text,
     row_hash    text,
     signer      text,
-    signature   text
+    signature   text,
+    CONSTRAINT valid_budget CHECK (epsilon >= 0 AND epsilon < 'Infinity' AND delta >= 0
+                                   AND delta < 1)
 );
 CREATE TABLE releases (
     id              bigint PRIMARY KEY,
@@ -68,7 +75,8 @@ CREATE TABLE releases (
     row_hash        text,
     nonce           text,
     signer          text,
-    signature       text
+    signature       text,
+    CONSTRAINT valid_spend CHECK ({sql_condition()})
 );
 CREATE INDEX releases_fingerprint ON releases(input_fingerprint);
 CREATE INDEX releases_dataset ON releases(dataset);
@@ -164,6 +172,11 @@ BEGIN
     IF r.row_hash IS NULL OR r.prev_hash IS NULL THEN
         RAISE EXCEPTION 'an entry must carry its chain hashes' USING ERRCODE = 'check_violation';
     END IF;
+    IF NOT ({sql_condition("r")}) THEN
+        RAISE EXCEPTION 'entry %: its cost is not a valid spend (epsilon %, delta %, rho %, %)',
+            r.id, r.epsilon, r.delta, r.rho, 'each finite and >= 0, deltas below 1'
+            USING ERRCODE = 'check_violation';
+    END IF;
     IF (head = '' AND n <> 0) OR (head <> '' AND r.prev_hash <> head) THEN
         RAISE EXCEPTION 'entry % does not continue the chain at the ledger head', r.id
             USING ERRCODE = 'serialization_failure';
@@ -172,6 +185,7 @@ BEGIN
         RAISE EXCEPTION 'entry id % was used before', r.id USING ERRCODE = 'unique_violation';
     END IF;
     INSERT INTO releases SELECT (r).*;
+    PERFORM set_config('privmob.charged', r.dataset, true);  -- for store_people, this transaction
     UPDATE ledger_meta SET value = r.row_hash WHERE key = 'head_hash';
     UPDATE ledger_meta SET value = (n + 1)::text WHERE key = 'head_count';
 END $$;
@@ -214,6 +228,24 @@ END $$;
 CREATE FUNCTION store_people(p_dataset text, p_sketch bytea, p_now text) RETURNS void
 {_DEFINER} AS $$
 BEGIN
+    -- an analyst stores the sketch of the dataset she charged in this transaction only
+    IF NOT pg_has_role(session_user,
+                       (SELECT nspowner FROM pg_namespace WHERE nspname = '{SCHEMA_NAME}'),
+                       'MEMBER')
+       AND current_setting('privmob.charged', true) IS DISTINCT FROM p_dataset THEN
+        RAISE EXCEPTION 'a people sketch is stored with a charge of its dataset only'
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF length(p_sketch) < {_SKETCH_HEADER} OR (length(p_sketch) - {_SKETCH_HEADER}) % 8 <> 0
+       OR substring(p_sketch from 1 for {len(_SKETCH_MAGIC)}) <> '\\x{_SKETCH_MAGIC.hex()}'::bytea
+    THEN
+        RAISE EXCEPTION 'not a people sketch' USING ERRCODE = 'check_violation';
+    END IF;
+    -- a merged bottom-k sketch never has fewer values than the one it merged into
+    IF EXISTS (SELECT 1 FROM dataset_people
+                WHERE dataset = p_dataset AND length(sketch) > length(p_sketch)) THEN
+        RAISE EXCEPTION 'a people sketch never shrinks' USING ERRCODE = 'check_violation';
+    END IF;
     INSERT INTO dataset_people (dataset, sketch, updated) VALUES (p_dataset, p_sketch, p_now)
     ON CONFLICT (dataset) DO UPDATE SET sketch = excluded.sketch, updated = excluded.updated;
 END $$;

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from privmob.errors import BudgetError
 from privmob.privacy import ledger_chain as chain
+from privmob.privacy.ledger_spends import sql_condition
 
 RELEASES_U = """CREATE TRIGGER IF NOT EXISTS releases_append_only_u BEFORE UPDATE ON releases
 BEGIN SELECT RAISE(ABORT, 'the privacy ledger is append-only'); END"""
@@ -107,6 +108,14 @@ BEGIN SELECT RAISE(ABORT, 'a dataset budget is set once'); END;
 """
 
 
+#: entries of valid spends only (privacy/ledger_spends.py; whoever can write the file can drop
+#: it: every charge and ``ledger verify`` check each entry they read all the same)
+VALID_SPEND = f"""CREATE TRIGGER IF NOT EXISTS releases_valid_spend BEFORE INSERT ON releases
+WHEN NOT ({sql_condition("NEW", "9e999")})
+BEGIN SELECT RAISE(ABORT, 'an entry''s cost is not a valid spend'); END;
+"""
+
+
 def _tables(budgets: str, releases: str) -> str:
     return (
         f"CREATE TABLE IF NOT EXISTS budgets ({budgets}\n);\n"
@@ -137,6 +146,7 @@ CREATE TABLE IF NOT EXISTS dataset_people (
 );
 """
     + TRIGGERS
+    + VALID_SPEND
     + SIGNED_SCHEMA
 )
 

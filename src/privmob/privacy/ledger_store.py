@@ -29,6 +29,8 @@ from privmob.privacy.ledger_faults import (
     Establish,
     LedgerUnavailable,
     damaged,
+    disk_full,
+    is_disk_full,
 )
 
 __all__ = ["ChargeOutcomeUnknown", "LedgerUnavailable", "SqliteStore", "Store", "open_store"]
@@ -98,20 +100,30 @@ class SqliteStore:
 
     @contextmanager
     def connect(self) -> Iterator[sqlite3.Connection]:
-        """A connection; a file that is not an SQLite database is "ledger damaged"."""
+        """A connection; a full disk is a full disk, a file that is not an SQLite database
+        "ledger damaged"."""
         try:
             con = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
         except sqlite3.DatabaseError as exc:
-            raise damaged(self.path, exc) from None
+            raise self._fault(exc) from None
         try:
             con.execute("PRAGMA foreign_keys = ON")
             yield con
         except sqlite3.DatabaseError as exc:
             if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
                 raise
-            raise damaged(self.path, exc) from None
+            raise self._fault(exc) from None
+        except OSError as exc:
+            if is_disk_full(self.path, exc):
+                raise disk_full(self.path, exc) from None
+            raise
         finally:
             con.close()
+
+    def _fault(self, exc: sqlite3.DatabaseError) -> BudgetError:
+        if is_disk_full(self.path, exc):
+            return disk_full(self.path, exc)
+        return damaged(self.path, exc)
 
     def open(self, *, create: bool, establish: Establish) -> str | None:
         if not self.path.exists():
@@ -124,7 +136,12 @@ class SqliteStore:
             if self.path.parent and not self.path.parent.exists():
                 self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             # private from the start: the ledger names datasets, users, hosts and outputs
-            os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
+            try:
+                os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
+            except OSError as exc:
+                if is_disk_full(self.path, exc):
+                    raise disk_full(self.path, exc) from None
+                raise
         with self.connect() as con:
             con.execute("BEGIN")  # one consistent snapshot for the check
             try:

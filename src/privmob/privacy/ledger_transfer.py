@@ -18,14 +18,16 @@ import json
 import os
 import sqlite3
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from privmob.errors import BudgetError, ConfigError, InputError
 from privmob.privacy.ledger_schema import SIGNED_TABLES
+from privmob.privacy.ledger_spends import spend_problem
 from privmob.privacy.programme_ledger import SCHEMA as programme_schema
 
 if TYPE_CHECKING:
     from privmob.privacy.ledger import Ledger
+    from privmob.privacy.ledger_pg import PostgresStore
 
 FORMAT = "privmob-ledger-export"
 VERSION = 1
@@ -100,7 +102,7 @@ def _insert(con: Any, table: str, row: dict[str, Any]) -> None:
 
 def _holds_anything(store: Any) -> bool:
     """A database with a ledger that has keys, budgets or entries (an empty schema, left by
-    an import that did not verify, can take another)."""
+    an older privmob's import that did not verify, can take another)."""
     if not store.has_table("ledger_meta"):
         return False
     with store.connect() as con:
@@ -113,7 +115,8 @@ def _holds_anything(store: Any) -> bool:
 
 def import_ledger(location: str | os.PathLike[str], path: Path) -> Ledger:
     """Create the ledger at ``location`` from the export at ``path``; nothing is left behind
-    when it does not verify (a new file is removed; a database keeps an empty schema)."""
+    when it does not verify (a new file is removed; a database's new schema is created in the
+    import's transaction, so it is rolled back with it)."""
     from privmob.privacy.ledger import Ledger
     from privmob.privacy.ledger_custody import all_problems
     from privmob.privacy.ledger_store import SqliteStore, open_store
@@ -127,11 +130,20 @@ def import_ledger(location: str | os.PathLike[str], path: Path) -> Ledger:
             hint="import into a new file, or a database whose custodian has not run "
             "privmob ledger init",
         )
-    store.open(create=True, establish=lambda con, ledger_id: None)  # its keys come from the file
+
+    def no_key(con: Any, ledger_id: str) -> None:  # its keys come from the file
+        return None
+
+    if in_file:
+        store.open(create=True, establish=no_key)
     tables = doc.get("tables", {})
     try:
         with store.connect() as con:
-            store.begin_write(con, None)
+            if in_file:
+                store.begin_write(con, None)
+            else:  # the schema in the import's own transaction: a refusal leaves none
+                con.execute("BEGIN")
+                cast("PostgresStore", store).create_within(con, no_key)
             try:
                 con.execute(
                     "UPDATE ledger_meta SET value = ? WHERE key = 'ledger_id'", (doc["ledger_id"],)
@@ -140,6 +152,11 @@ def import_ledger(location: str | os.PathLike[str], path: Path) -> Ledger:
                     for row in tables.get(table, []):
                         _insert(con, table, row)
                 for row in tables.get("releases", []):
+                    invalid = spend_problem(row)
+                    if invalid:
+                        raise BudgetError(
+                            f"{path} does not verify ({invalid}); nothing was imported"
+                        )
                     store.append_entry(con, row)
                 if tables.get("releases"):
                     store.set_head(con, int(doc["head_count"]), str(doc["head_hash"]))

@@ -50,6 +50,7 @@ from typing import Any
 
 from privmob.privacy import ledger_chain as chain
 from privmob.privacy.ledger_keys import Signer, keys_dir, verified
+from privmob.privacy.ledger_spends import budget_problem, spend_problem
 
 CUSTODIAN, ANALYST, AUDITOR = "custodian", "analyst", "auditor"
 ROLES = (CUSTODIAN, ANALYST, AUDITOR)
@@ -126,9 +127,17 @@ def key_ring(con: sqlite3.Connection, ledger_id: str) -> KeyRing:
     rows = con.execute(
         f"SELECT seq, {', '.join(KEY_COLUMNS)}, signer, signature FROM ledger_keys ORDER BY seq"
     ).fetchall()
+    seen: dict[str, int] = {}  # signature -> the event that carried it first
     for r in rows:
         values = dict(zip(KEY_COLUMNS, r[1:-2], strict=True))
         signer, signature = r[-2], r[-1]
+        if signature in seen:  # Ed25519 signs one event once: a copy is a replay
+            ring.problems.append(
+                f"key event {r[0]} ({values['action']} {values['name']}) replays key event "
+                f"{seen[signature]}: a grant or revocation recorded again counts for nothing"
+            )
+            continue
+        seen[str(signature)] = int(r[0])
         msg = message(ledger_id, {"key_event": values})
         if ring.root is None:  # the first event: the custodian's key, signed by itself
             ok = (
@@ -220,6 +229,9 @@ def budget_signature(signer: Signer, ledger_id: str, row_hash: str) -> str:
 
 
 def budget_row_problem(ring: KeyRing, ledger_id: str, row: dict[str, Any]) -> str | None:
+    invalid = budget_problem(row["dataset"], row.get("epsilon"), row.get("delta"))
+    if invalid:
+        return invalid
     if row.get("row_hash") != chain.budget_hash(ledger_id, budget_values(row)):
         return f"budget of '{row['dataset']}': does not match its hash (edited)"
     k = ring.keys.get(row.get("signer") or "")
@@ -282,6 +294,21 @@ def is_vouched(
 ) -> bool:
     """A record signed by a key revoked since counts only if a checkpoint vouched for it."""
     return not retired(ring, signer) or record_digest(table, values) in vouched
+
+
+def vouched_missing(con: sqlite3.Connection, ledger_id: str, ring: KeyRing) -> str | None:
+    """Why custodian records the latest checkpoint vouched for are gone (a budget, a family
+    link or a same-data approval deleted since), or None."""
+    latest = checkpoints_latest(con, ledger_id, ring)
+    if latest is None or latest.problem or not latest.vouched:
+        return None
+    missing = latest.vouched - record_digests(con, ledger_id)
+    if not missing:
+        return None
+    return (
+        f"{len(missing)} custodian record(s) that checkpoint {latest.seq} vouched for are gone: "
+        "a family link, a same-data approval or a budget was deleted or changed"
+    )
 
 
 def vouched_now(con: sqlite3.Connection, ledger_id: str, ring: KeyRing) -> frozenset[str]:
@@ -494,7 +521,11 @@ def verify_after(
             problems.append(
                 f"entry {i}: not signed by a key the custodian registered (forged or edited)"
             )
-        add_to(totals, row["dataset"], float(row["epsilon"]), float(row["delta"]), row["rho"])
+        invalid = spend_problem(row)
+        if invalid:  # reported, never summed: a negative cost would refill the budget
+            problems.append(invalid)
+        else:
+            add_to(totals, row["dataset"], float(row["epsilon"]), float(row["delta"]), row["rho"])
         prev = row["row_hash"] or own
         expected = i + 1
         count += 1
@@ -514,6 +545,9 @@ def start_of_charge(
         )
     if ring.problems:
         raise Untrusted(ring.problems[0])
+    gone = vouched_missing(con, ledger_id, ring)
+    if gone:
+        raise Untrusted(gone)
     start = GENESIS
     latest = checkpoints_latest(con, ledger_id, ring)
     if latest is not None:
@@ -593,6 +627,9 @@ def all_problems(
             found.append(problem)
     for table in RECORD_COLUMNS:
         found += records(con, ledger_id, ring, table, vouched)[1]
+    gone = vouched_missing(con, ledger_id, ring)
+    if gone:
+        found.append(gone)
     return found
 
 
