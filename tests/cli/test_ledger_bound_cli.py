@@ -65,12 +65,22 @@ def test_metadata_carries_the_ledger_identity_and_entry_ids_only(files):
     assert _od(tmp_path, "trips.parquet", "a") == 0
     meta = json.loads((tmp_path / "a" / "metadata.json").read_text())
     led = Ledger(tmp_path / "ledger.sqlite")
+    signature = meta["ledger"].pop("head_signature")
     assert meta["ledger"] == {
         "id": led.ledger_id,
         "entry_ids": [e.id for e in led.entries()],
         # the head after its charge: a one-way commitment, never the entry's own hash
         "head": led.head(),
     }
+    # signed by the key that charged (issue 39: every release is a witness of its head), and
+    # checked: a forged signature is reported by verify
+    assert set(signature) == {"signer", "signature"}
+    assert (
+        led.verify_release({**meta, "ledger": {**meta["ledger"], "head_signature": signature}})
+        == []
+    )
+    forged = {**signature, "signature": signature["signature"][::-1]}
+    assert led.verify_release({**meta, "ledger": {**meta["ledger"], "head_signature": forged}})
     # nothing computed from the data itself is published: no fingerprint, rows or entry hash
     text = (tmp_path / "a" / "metadata.json").read_text()
     (entry,) = led.entries()

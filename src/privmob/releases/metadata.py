@@ -263,8 +263,8 @@ class Provenance:
 
     @property
     def ledger(self) -> dict[str, Json] | None:
-        """``metadata.json``'s ``ledger``: the ledger's id, the entry ids and the head after
-        the charge (truncation shows to whoever holds this)."""
+        """``metadata.json``'s ``ledger``: the ledger's id, the entry ids, the head after the
+        charge and its signature (a rollback or truncation shows to whoever holds this)."""
         if self.ledger_id is None:
             return None
         out: dict[str, Json] = {
@@ -273,6 +273,10 @@ class Provenance:
         }
         if self.ledger_entries and self.ledger_entries[-1].head:
             out["head"] = self.ledger_entries[-1].head
+        if self.ledger_entries and self.ledger_entries[-1].head_signature:
+            # the head signed by the key that charged: the release is a witness whoever
+            # holds it (privmob ledger verify RELEASE checks it)
+            out["head_signature"] = dict(self.ledger_entries[-1].head_signature)
         return out
 
 
