@@ -389,6 +389,31 @@ class CountSpec:
     #: what the measured dimensions counted (a trip distance's definition, from the input's
     #: layout; set by :meth:`run` from the records read, see :func:`measures`)
     measured: tuple[tuple[str, str], ...] = ()
+    #: the unit of privacy: ``user`` (each user keeps at most ``bound`` records) or ``trip``
+    #: (trips counted, each trip its own unit, once: rides without a rider id)
+    unit: PrivacyUnit | str = PrivacyUnit.USER
+
+    @property
+    def privacy_unit(self) -> PrivacyUnit:
+        """The unit, checked against the records and the bound (public parameters only)."""
+        unit = PrivacyUnit(self.unit)
+        if unit is PrivacyUnit.USER:
+            return unit
+        if unit is not PrivacyUnit.TRIP:
+            raise ConfigError(f"a count table protects a user or a trip, not a {unit}")
+        if self.records != "trips":
+            raise ConfigError(
+                f"a trip-level count table counts trips, each trip its own unit, not "
+                f"{self.records}",
+                hint="count trips (--records trips; Python: records='trips'), or release at "
+                "user level (--unit user)",
+            )
+        if self.bound != 1 or self.bound_per is not None:
+            raise ConfigError(
+                "trip-level releases count every trip once (T = 1)",
+                hint="drop --max-trips (Python: max_records=) or use --unit user",
+            )
+        return unit
 
     @cached_property
     def dimensions(self) -> tuple[Dimension, ...]:
@@ -424,7 +449,12 @@ class CountSpec:
             raise ConfigError(f"the bound per user must be a whole number >= 1, got {self.bound}")
         b = self.sensitivity
         return calibrate(
-            self.noise, self.epsilon, l1_sensitivity=b, l2_sensitivity=b, delta=self.delta
+            self.noise,
+            self.epsilon,
+            l1_sensitivity=b,
+            l2_sensitivity=b,
+            delta=self.delta,
+            unit=self.privacy_unit,
         )
 
     @property
@@ -472,7 +502,20 @@ class CountSpec:
         k = 0 if self.tessellation is None else self.tessellation.k
         return CountDomain(self.dimensions, time, k, self.period)
 
-    def per_user(self, group_size: int | None) -> PerUser:
+    def per_user(self, group_size: int | None) -> PerUser | None:
+        """``bound`` records per user; trip level: none (one record per trip), or the stated
+        group size enforced (a charge to a user budget by group privacy rests on a real
+        bound), as the OD matrix's."""
+        if self.privacy_unit is PrivacyUnit.TRIP:
+            if group_size is None:
+                return None
+            if int(group_size) != group_size or group_size < 1:
+                raise ConfigError(f"--group-size must be a whole number >= 1, got {group_size}")
+            return PerUser(int(group_size))
+        return self.user_bound()
+
+    def user_bound(self) -> PerUser:
+        """``bound`` records per user (per label of ``bound_per`` when given)."""
         partition = () if self.bound_per is None else (PER_LABEL,)
         return PerUser(int(self.bound), SOURCES[self.records][1], partition)
 
@@ -502,15 +545,22 @@ class CountSpec:
             if table[column].map(type).nunique() > 1:
                 table[column] = table[column].astype(str)
         table["count"] = noisy[:-1]
-        release = Release(
-            kind=self.kind,
-            cost=cost,
-            unit=PrivacyUnit.USER,
-            bounds={
+        unit = self.privacy_unit
+        if unit is PrivacyUnit.TRIP:
+            bounds: dict[str, Any] = {"max_records_per_trip": 1, "records": self.records}
+            if bound is not None:
+                bounds["group_size_enforced"] = bound.bound
+        else:
+            bounds = {
                 "max_records_per_user": int(self.bound),
                 "records": self.records,
                 **({"per": self.bound_per} if self.bound_per else {}),
-            },
+            }
+        release = Release(
+            kind=self.kind,
+            cost=cost,
+            unit=unit,
+            bounds=bounds,
             noise={
                 **noise.to_dict(),
                 "l1_sensitivity": self.sensitivity,
@@ -522,7 +572,7 @@ class CountSpec:
                 "by": list(self.by),
                 "period": self.period.to_dict(),
                 "post_processing": "noisy integers as drawn (unbiased; negative values kept)",
-                "signal": signal_check(noisy[:-1], margin, PrivacyUnit.USER).to_dict(),
+                "signal": signal_check(noisy[:-1], margin, unit).to_dict(),
                 **dict(self.measured),  # what a measured dimension was (the trip distance)
             },
             domain={
