@@ -137,7 +137,7 @@ def test_a_tiny_epsilon_is_refused_before_reading_unless_confirmed(
     data = phone_events(tmp_path)
     # Python: refused, nothing read (an unreadable input would fail at reading) or charged
     s = pm.Session(str(data), tessellation=box_grid(3).gdf, budget=5, dataset="ev")
-    with pytest.raises(ConfigError, match="epsilon 0.05 is below 0.1") as refused:
+    with pytest.raises(ConfigError, match=r"epsilon 0\.05 is below 0\.1") as refused:
         s.od_matrix(epsilon=0.05, max_trips=5)
     assert "confirm=True" in str(refused.value.hint) and "Nothing was read or charged" in str(
         refused.value
