@@ -74,6 +74,8 @@ def test_the_readme_releases_rides_per_trip_from_a_fresh_ledger(beside_data: Pat
     assert (budget.epsilon, str(budget.unit)) == (5.0, "trip")  # --budget with --unit trip
     assert ledger.spent("citibike-jc").epsilon == pytest.approx(2.0)
     assert "budget epsilon=5, delta=0 per trip" in done[-1].stdout
+    od_said = done[1].stdout  # no lead to --group-size for rides that name no rider
+    assert "Pass --group-size" not in od_said and "(bike share) stay per trip" in od_said
     for folder, kind in (("rides-od", "od"), ("rides-per-hour", "trips-per-hour"),
                          ("rides-by-origin", "counts")):  # fmt: skip
         meta = json.loads((beside_data / folder / "metadata.json").read_text())
