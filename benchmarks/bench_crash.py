@@ -1,16 +1,18 @@
 """Crash injection: ``privmob od`` killed with SIGKILL at random moments, N times (default 50).
 
 Every run must end in exactly one of: no charge and no output; a charge and a complete output;
-a charge and a staged release that ``privmob ledger recover`` completes. A torn file, a charge
-without output or an output without charge fails the run (tests/crash.py classifies).
+a charge and a sealed staged release that ``privmob ledger recover`` completes; a charge and an
+unsealed staged release (killed after the charge, before every file was written) that recover
+removes, the budget spent. A torn file, a charge without output or staged release, or an output
+without charge fails the run (tests/crash.py classifies).
 
 Run from the repository root::
 
     uv run python benchmarks/bench_crash.py --runs 50
 
 Half the kill moments are drawn uniformly over one measured run; the other half fall 0-250 ms
-after the release's staging directory appears (the window of writing, fsync, charge and rename,
-which a uniform draw rarely hits).
+after the release's staging directory appears (the window of writing, fsync, seal and rename
+after the charge, which a uniform draw rarely hits).
 """
 
 from __future__ import annotations

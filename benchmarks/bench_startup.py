@@ -6,6 +6,8 @@ that its wall time is nearly all fixed cost. From the command's own step lines o
 (``✓ step (0.42s)``) it prints:
 
 * ``--help``: ``privmob <command> --help`` (interpreter and the CLI's imports);
+* ``plan``: seconds from starting the process to its ``plan:`` line on stderr (issue 43: at
+  most 0.3 s; the minimum of the runs, the least disturbed by other processes);
 * ``wall``: the whole release (median of ``--repeat`` runs), and ``CPU``: its user + system
   seconds (all threads; a loaded machine inflates it far less than the wall time);
 * ``start-up``: wall minus the sum of the timed steps (interpreter, imports, engine start,
@@ -34,6 +36,7 @@ GeoJSON) and the 263-cell square grid.
 
     uv run python benchmarks/bench_startup.py
     uv run python benchmarks/bench_startup.py --tessellations grid --repeat 5 --breakdown
+    uv run python benchmarks/bench_startup.py --tessellations taxi-zones --commands od report
 """
 
 from __future__ import annotations
@@ -170,15 +173,35 @@ def inputs_for(kind: str, tessellation: str) -> tuple[Path, Path | None, Path]:
 
 def timed(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float, str]:
     """Run ``argv``: its wall seconds, its CPU seconds (user + system) and its stderr."""
+    seconds, cpu, err, _ = timed_plan(argv, env)
+    return seconds, cpu, err
+
+
+def timed_plan(
+    argv: list[str], env: dict[str, str] | None = None
+) -> tuple[float, float, str, float]:
+    """Run ``argv``: its wall seconds, its CPU seconds (user + system), its stderr and the
+    seconds from its start to its ``plan:`` line on stderr (NaN without one), read as the
+    line arrives."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    res = subprocess.run(argv, capture_output=True, text=True, env=env)
+    plan = float("nan")
+    lines = []
+    with subprocess.Popen(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env
+    ) as proc:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if plan != plan and line.startswith("plan:"):
+                plan = time.perf_counter() - t0
+            lines.append(line)
     seconds = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
-    if res.returncode != 0:
-        raise SystemExit(f"{' '.join(argv)} failed ({res.returncode}):\n{res.stderr}")
-    return seconds, cpu, res.stderr
+    err = "".join(lines)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}):\n{err}")
+    return seconds, cpu, err, plan
 
 
 def release_argv(argv: list[str], tmp: Path) -> list[str]:
@@ -199,7 +222,13 @@ def breakdown(argv: list[str]) -> str:
     imports = got["imports_outside"]
     top = ", ".join(f"{k} {v:.3f}" for k, v in list(imports.items())[:6])
     rest = sum(list(imports.values())[6:])
-    return (
+    plan = (
+        f"    plan line at {got['plan']:.2f} s, CPU {got['cpu_plan']:.2f} s; imported by then: "
+        f"{', '.join(got['plan_modules'])}\n"
+        if "plan" in got
+        else ""
+    )
+    return plan + (
         f"    CPU outside the steps {got['cpu_outside']:.2f} s = interpreter "
         f"{got['cpu_interpreter']:.2f} + imports {sum(imports.values()):.2f} ({top}, "
         f"{len(imports) - 6} more {rest:.3f}) + the rest {got['other_outside']:.2f}; "
@@ -213,6 +242,9 @@ def main() -> None:
     ap.add_argument("--tessellations", nargs="+", default=["taxi-zones", "grid"])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument(
+        "--commands", nargs="+", default=None, help="only these (e.g. od report; default: all)"
+    )
+    ap.add_argument(
         "--breakdown", action="store_true", help="where each command's fixed cost goes (CPU)"
     )
     args = ap.parse_args()
@@ -220,16 +252,20 @@ def main() -> None:
 
     script = Path(sys.executable).with_name("privmob")
     uv = shutil.which("uv")
-    print(f"privmob: {script}", flush=True)
+    load = os.getloadavg()
+    print(f"privmob: {script}; load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}",
+          flush=True)  # fmt: skip
     compile_bytecode(sys.executable, str(Path(privmob.__file__).parent))
     helps = [timed([str(script), "--help"])[0] for _ in range(args.repeat)]
     print(f"privmob --help: min {min(helps):.2f} s, median {statistics.median(helps):.2f} s")
     if uv:
         uvs = [timed([uv, "run", "--no-sync", "privmob", "--help"])[0] for _ in range(args.repeat)]
         print(f"uv run --no-sync privmob --help: min {min(uvs):.2f} s")
-    rows: list[tuple[str, str, float, float, float, float, float, float, float]] = []
+    rows: list[tuple[str, str, float, float, float, float, float, float, float, float]] = []
     for tessellation in args.tessellations:
         for name, (kind, _) in commands(Path()).items():
+            if args.commands and name not in args.commands:
+                continue
             if kind == SERIES and tessellation != args.tessellations[0]:
                 continue  # no tessellation: once
             data, cells, tess = inputs_for(kind, tessellation)
@@ -245,10 +281,11 @@ def main() -> None:
                     }
                     wall, cpu, _ = timed([str(script), *release_argv(argv, Path(tmp))], cold_env)
                 print(f"{name} --no-bytecode: wall {wall:.2f} s, CPU {cpu:.2f} s (one run)")
-            runs = []
+            runs, plans = [], []
             for _ in range(args.repeat):
                 with tempfile.TemporaryDirectory() as tmp:
-                    wall, cpu, err = timed([str(script), *release_argv(argv, Path(tmp))])
+                    wall, cpu, err, plan = timed_plan([str(script), *release_argv(argv, Path(tmp))])
+                plans.append(plan)
                 steps = {m[1]: float(m[2]) for m in STEP.finditer(err)}
                 tess_s = sum(
                     v for k, v in steps.items() if k.startswith("reading the tessellation")
@@ -259,9 +296,12 @@ def main() -> None:
                 statistics.median(r[i] for r in runs) for i in range(5)
             )
             shown = "none" if kind == SERIES else tessellation
-            rows.append((name, shown, help_s, wall, gap, tess_s, gap + tess_s, domain, cpu))
+            rows.append(
+                (name, shown, help_s, min(plans), wall, gap, tess_s, gap + tess_s, domain, cpu)
+            )
             print(
-                f"{name:<14} {shown:<10} --help {help_s:4.2f} s  wall {wall:4.2f} s  "
+                f"{name:<14} {shown:<10} --help {help_s:4.2f} s  plan {min(plans):4.2f} s  "
+                f"wall {wall:4.2f} s  "
                 f"CPU {cpu:4.2f} s  start-up {gap:4.2f} s  tessellation {tess_s:4.2f} s  "
                 f"sum {gap + tess_s:4.2f} s"
                 + (f"  domain steps {domain:4.2f} s" if domain else ""),
@@ -270,16 +310,19 @@ def main() -> None:
             if args.breakdown:
                 print(breakdown(argv), flush=True)
     print(
-        "\n| release | tessellation | `--help` | wall | CPU | start-up (wall - steps) "
-        "| tessellation | start-up + tessellation |\n|---|---|---:|---:|---:|---:|---:|---:|"
+        "\n| release | tessellation | `--help` | plan line (min) | wall | CPU "
+        "| start-up (wall - steps) | tessellation | start-up + tessellation |"
+        "\n|---|---|---:|---:|---:|---:|---:|---:|---:|"
     )
-    for name, tessellation, help_s, wall, gap, tess_s, total, _, cpu in rows:
+    for name, tessellation, help_s, plan, wall, gap, tess_s, total, _, cpu in rows:
         print(
-            f"| {name} | {tessellation} | {help_s:.2f} s | {wall:.2f} s | {cpu:.2f} s "
+            f"| {name} | {tessellation} | {help_s:.2f} s | {plan:.2f} s | {wall:.2f} s "
+            f"| {cpu:.2f} s "
             f"| {gap:.2f} s | {tess_s:.2f} s | {total:.2f} s |"
         )
     load = os.getloadavg()
-    print(f"(about {N:,} records of CSV; medians of {args.repeat} runs; steps from the command's "
+    print(f"(about {N:,} records of CSV; medians of {args.repeat} runs, the plan line their "
+          "minimum; steps from the command's "
           f"own step lines; load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} at the "
           "end)")  # fmt: skip
 

@@ -18,7 +18,7 @@ import pandas as pd
 from privmob.privacy.ledger import Ledger
 from privmob.privacy.ledger_keys import generate
 from privmob.privacy.staging import CHARGED, StagingTable, has_staging_table
-from privmob.releases.publish import REPLACED_MARK, STAGING_MARK
+from privmob.releases.publish import REPLACED_MARK, STAGING_MARK, seal_problem
 from privmob.releases.recover import recover_staged
 from tests.helpers import box_grid, random_trips
 
@@ -174,7 +174,9 @@ def complete_release(folder: Path, entry_ids: set[int]) -> None:
 
 def classify(work: Path, out: Path, entries_before: int, ledger: str | Path | None = None) -> str:
     """What a killed release left: ``nothing`` (no charge, no output), ``published`` (charge
-    and complete output) or ``staged`` (charge and a staged release that recover completes).
+    and complete output), ``staged`` (charge and a sealed staged release that recover
+    completes) or ``unsealed`` (charge and a staged release killed before its seal, which
+    recover removes: the budget stays spent).
     Anything else (a torn file, a charge without output, output without charge) fails.
     ``ledger``: default the file in ``work`` (a PostgreSQL URL for the team ledger)."""
     ledger = ledger or work / "ledger.sqlite"
@@ -192,10 +194,15 @@ def classify(work: Path, out: Path, entries_before: int, ledger: str | Path | No
         state = "published"
     elif staged:
         assert len(staged) == 1 and set(staged[0].entry_ids) == new
-        complete_release(staged[0].staging, new)
-        recover_staged(ledger)  # the crashed process is dead: recover moves it into place
-        complete_release(out, new)
-        state = "staged"
+        if seal_problem(staged[0].staging) is None:  # sealed: complete, recover publishes it
+            complete_release(staged[0].staging, new)
+            recover_staged(ledger)  # the crashed process is dead: recover moves it into place
+            complete_release(out, new)
+            state = "staged"
+        else:  # killed after the charge, before the seal: recover removes it, budget spent
+            recover_staged(ledger)
+            assert not out.exists() and not staged[0].staging.exists()
+            state = "unsealed"
     else:
         assert not new, f"charged {new} but no output, staged or published"
         state = "nothing"

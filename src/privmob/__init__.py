@@ -37,6 +37,7 @@ _LAZY = {
     "Categorical": "privmob.releases.dimensions",
     "Distance": "privmob.releases.dimensions",
     "Duration": "privmob.releases.dimensions",
+    "Mean": "privmob.releases.values",
     "TimeBins": "privmob.releases.dimensions",
     "Programme": "privmob.evaluate.programme",
     "ScheduleEntry": "privmob.evaluate.programme",

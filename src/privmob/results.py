@@ -11,13 +11,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
+from privmob.lazy_imports import lazy_module
 from privmob.releases.metadata import ReleaseMetadata as ReleaseMetadata
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from privmob.data.tessellation import Tessellation
     from privmob.releases.release import Release
+else:
+    pd = lazy_module("pandas")
 
 
 class ReleaseResult:

@@ -84,18 +84,19 @@ def test_a_gps_log_read_as_events_is_refused_before_the_charge(
     base = ["od", str(data), "-t", str(tiles), "-e", "1", "-T", "20", "--budget", "5"]
     base += ["--ledger", str(ledger), "--dataset", "cabs", "--quiet"]
     assert run_cli([*base, "-o", str(tmp_path / "a")]) == 2
-    err = capsys.readouterr().err
-    assert "look like a GPS log" in err and "--input-shape gps" in err
-    assert "Nothing was charged" in err
-    assert Ledger(ledger).spent("cabs").epsilon == 0 and not (tmp_path / "a").exists()
+    err = " ".join(capsys.readouterr().err.split())
+    assert "of a GPS log (trips between stays) alike" in err and "--input-shape gps" in err
+    assert "Nothing was read or charged" in err
+    # nothing created either (issue 42): not even the budget --budget asked for
+    assert not Ledger(ledger).has_budget("cabs") and not (tmp_path / "a").exists()
     # declared, either way, it runs (and charges)
     assert run_cli([*base, "--input-shape", "events", "-o", str(tmp_path / "b")]) == 0
     assert Ledger(ledger).spent("cabs").epsilon == pytest.approx(1)
     capsys.readouterr()
     s = pm.Session(str(data), tessellation=str(tiles), budget=5, dataset="cabs")
-    with pytest.raises(ConfigError, match="GPS log") as exc:
+    with pytest.raises(ConfigError, match="declare which") as exc:
         s.od_matrix(epsilon=1, max_trips=20)
-    assert exc.value.detail and "points per user" in exc.value.detail  # --verbose only
+    assert exc.value.detail is None  # no figure of the data, not even with --verbose
     assert s.ledger.spent() == 0
     s.close()
 
@@ -119,10 +120,15 @@ def phone_events(tmp_path: Path) -> Path:
     return path
 
 
-def test_sparse_events_are_read_as_events(tmp_path: Path) -> None:
-    """Phone-like events (a few per user and hour) are not taken for GPS."""
+def test_sparse_events_are_refused_alike_and_run_declared(tmp_path: Path) -> None:
+    """Phone-like events (a few per user and hour) told from their column names are refused as
+    a GPS log is (the rule reads no record); declared as events they run."""
     data = phone_events(tmp_path)
-    s = pm.Session(str(data), tessellation=box_grid(3).gdf, budget=5, dataset="ev")
+    with pm.Session(str(data), tessellation=box_grid(3).gdf, budget=5, dataset="ev") as s:
+        with pytest.raises(ConfigError, match="declare which"):
+            s.od_matrix(epsilon=1, max_trips=5)
+        assert s.ledger.spent() == 0
+    s = pm.Session(str(data), tessellation=box_grid(3).gdf, budget=5, dataset="ev", shape="events")
     od = s.od_matrix(epsilon=1, max_trips=5)
     assert od.metadata.cost.epsilon == 1 and "gps" not in str(od.metadata.params).lower()
     s.close()
@@ -136,7 +142,7 @@ def test_a_tiny_epsilon_is_refused_before_reading_unless_confirmed(
     ``--yes``); the plan line says the warning."""
     data = phone_events(tmp_path)
     # Python: refused, nothing read (an unreadable input would fail at reading) or charged
-    s = pm.Session(str(data), tessellation=box_grid(3).gdf, budget=5, dataset="ev")
+    s = pm.Session(str(data), tessellation=box_grid(3).gdf, budget=5, dataset="ev", shape="events")
     with pytest.raises(ConfigError, match=r"epsilon 0\.05 is below 0\.1") as refused:
         s.od_matrix(epsilon=0.05, max_trips=5)
     assert "confirm=True" in str(refused.value.hint) and "Nothing was read or charged" in str(
@@ -145,7 +151,14 @@ def test_a_tiny_epsilon_is_refused_before_reading_unless_confirmed(
     assert s.ledger.spent() == 0 and s._loaded == {}
     s.close()
     spent_when_warned: list[float] = []
-    s = pm.Session(str(data), tessellation=box_grid(3).gdf, budget=5, dataset="ev", confirm=True)
+    s = pm.Session(
+        str(data),
+        tessellation=box_grid(3).gdf,
+        budget=5,
+        dataset="ev",
+        confirm=True,
+        shape="events",
+    )
     s.warn.tell = lambda message: spent_when_warned.append(s.ledger.spent())  # type: ignore[attr-defined]
     s.od_matrix(epsilon=0.05, max_trips=5)
     assert spent_when_warned == [0]  # confirmed: warned once, before anything was charged
@@ -171,11 +184,12 @@ def test_a_tiny_epsilon_is_refused_before_reading_unless_confirmed(
     ledger = tmp_path / "cli.sqlite"
     argv = ["od", str(data), "-t", str(zones), "-e", "0.05", "-T", "5", "--budget", "5"]
     argv += ["--dataset", "cli", "--ledger", str(ledger), "-o", str(tmp_path / "od")]
+    argv += ["--input-shape", "events"]
     assert run_cli(argv) == 2
     err = capsys.readouterr().err
     plan_line = next(line for line in err.splitlines() if line.startswith("plan: "))
     assert "warning: epsilon 0.05 is below 0.1" in plan_line
     assert "--yes" in err and "reading and validating" not in err
-    assert Ledger(ledger).spent("cli").epsilon == 0 and not (tmp_path / "od").exists()
+    assert not Ledger(ledger).has_budget("cli") and not (tmp_path / "od").exists()
     assert run_cli([*argv, "--yes", "--quiet"]) == 0
     assert Ledger(ledger).spent("cli").epsilon == pytest.approx(0.05)

@@ -12,7 +12,7 @@ import shapely
 from tests.helpers import box_grid
 
 import privmob.data.tessellation_input as tessellation_input
-from privmob.data.tessellation_cache import cache_dir
+from privmob.data.tessellation_cache import ENTRY_SUFFIX, cache_dir, entry_bytes
 from privmob.errors import InputError
 
 
@@ -35,7 +35,7 @@ def _zones(path: Path, shift: float = 0.0) -> Path:
 
 def _entries() -> list[Path]:
     folder = cache_dir()
-    return sorted(folder.glob("*.parquet")) if folder and folder.exists() else []
+    return sorted(folder.glob(f"*{ENTRY_SUFFIX}")) if folder and folder.exists() else []
 
 
 def _same(a, b) -> None:
@@ -63,7 +63,7 @@ def test_a_second_load_reads_the_cache_and_gives_the_same_tessellation(
     def no_parsing(*args, **kwargs):
         raise AssertionError("the file was parsed again")
 
-    monkeypatch.setattr(tessellation_input, "read_geo_file", no_parsing)
+    monkeypatch.setattr(tessellation_input, "read_features", no_parsing)
     _same(tessellation_input.load_tessellation(path), first)
 
 
@@ -106,9 +106,9 @@ def test_a_broken_entry_is_read_around_and_replaced(tmp_path, cache):
     path = _zones(tmp_path / "zones.geojson")
     first = tessellation_input.load_tessellation(path)
     (entry,) = _entries()
-    entry.write_bytes(b"not parquet")
+    entry.write_bytes(b"not an entry")
     _same(tessellation_input.load_tessellation(path), first)
-    assert entry.read_bytes()[:4] == b"PAR1"  # rewritten whole
+    assert entry.read_bytes() == entry_bytes(first)  # rewritten whole
 
 
 def test_an_unusable_directory_or_off_means_no_cache(tmp_path, monkeypatch):
@@ -131,7 +131,7 @@ def test_a_directory_others_may_write_to_is_not_used(tmp_path, cache, monkeypatc
     with monkeypatch.context() as m:  # the planter's tiles, read without the cache
         m.setenv("PRIVMOB_CACHE_DIR", "off")
         planted = tessellation_input.load_tessellation(_zones(tmp_path / "p.geojson", 0.005))
-    planted.gdf.to_parquet(entry)  # under this file's key
+    entry.write_bytes(entry_bytes(planted))  # under this file's key
     assert not all(shapely.equals_exact(planted.gdf.geometry.values, first.gdf.geometry.values, 0))
     cache.chmod(0o777)
     _same(tessellation_input.load_tessellation(path), first)  # read anew, not the planted tiles

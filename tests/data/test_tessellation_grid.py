@@ -135,7 +135,7 @@ def test_not_a_grid_keeps_the_polygon_path(tmp_path: Path) -> None:
     from shapely.geometry import Polygon
 
     tri.loc[3, "geometry"] = Polygon([(1, 1), (2, 1), (2, 2), (1.5, 2.0), (1, 1)])
-    assert detect_grid(tri) is None
+    assert detect_grid(tri.geometry.values) is None
 
 
 def test_trip_points_tiles_same_with_grid_and_polygons(tmp_path: Path) -> None:

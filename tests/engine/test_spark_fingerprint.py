@@ -182,3 +182,69 @@ def test_instants_fingerprint_alike_at_utc_and_at_a_zone(spark_engine, tmp_path)
         assert fingerprints["UTC"] != fingerprints["America/New_York"]
     finally:
         duck.close()
+
+
+def test_one_id_whatever_its_type_on_both_engines(spark_engine, tmp_path) -> None:
+    """Issue 38 item 5 on Spark: each column type's canonical id text is the Python reference's
+    (``canonical_id``), and the same events with int64, float64 and "N.0" text ids (Parquet),
+    and as CSV (a DOUBLE on DuckDB, text on Spark) get one fingerprint and one people sketch on
+    both engines. Before, the float ids were the engines' texts "7.0": another fingerprint."""
+    from tests.data.test_canonical_ids import SPELLINGS, events, spellings_of
+    from tests.helpers import box_grid
+
+    from privmob.data.fingerprint import canonical_id, identity_text
+
+    for kind, values in SPELLINGS.items():
+        frame = pd.DataFrame({"x": [v for v, _ in values]})
+        if kind == "VARCHAR":
+            frame = frame.astype(str)
+        elif kind.startswith("DECIMAL"):
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            pq.write_table(pa.table({"x": pa.array(frame.x, pa.decimal128(18, 2))}),
+                           tmp_path / "ids.parquet")  # fmt: skip
+        if not kind.startswith("DECIMAL"):
+            frame.to_parquet(tmp_path / "ids.parquet", index=False)
+        spark_engine.read_parquet("spelled", str(tmp_path / "ids.parquet"))
+        got = spark_engine.fetch(f"SELECT {identity_text('x', kind)} AS c FROM spelled")
+        assert (
+            got["c"].tolist() == [canonical_id(v) for v, _ in values] == [t for _, t in values]
+        ), kind
+    frame, grid, key = events(), box_grid(3), os.urandom(32)
+    duck = make_engine("duckdb")
+    try:
+        seen = {
+            (eng.dialect.name, name): load_events(str(path), engine=eng, tessellation=grid)
+            for name, path in spellings_of(frame, tmp_path).items()
+            for eng in (duck, spark_engine)
+        }
+        assert len({each.fingerprint for each in seen.values()}) == 1
+        assert len({each.people_sketch(key) for each in seen.values()}) == 1
+    finally:
+        duck.close()
+
+
+def test_float_ids_on_spark_are_the_int_ids_released_on_duckdb(spark_engine, tmp_path, capsys):
+    """Through the CLI with a real ledger: int64 ids under A on DuckDB, the same events with
+    float64 ids under B on Spark: refused as the same data (exit 3, nothing charged)."""
+    from tests.data.test_canonical_ids import events, spellings_of
+    from tests.helpers import box_grid
+
+    box_grid(3).gdf.to_file(tmp_path / "grid.geojson", driver="GeoJSON")
+    paths = spellings_of(events(), tmp_path)
+
+    def population(path, dataset: str, out: str, *extra: str) -> int:
+        return run_cli([
+            "population", str(path), "-t", str(tmp_path / "grid.geojson"), "-e", "0.5",
+            "--budget", "10", "--dataset", dataset, "--ledger", str(tmp_path / "l.sqlite"),
+            "-o", str(tmp_path / out), "--quiet", *extra,
+        ])  # fmt: skip
+
+    assert population(paths["int64"], "A", "a") == 0
+    capsys.readouterr()
+    spark = ("--engine", "spark", "--spark-conf", "spark.sql.shuffle.partitions=2")
+    assert population(paths["float64"], "B", "b", *spark) == 3
+    err = " ".join(capsys.readouterr().err.split())
+    assert "already released under dataset 'A'" in err and "Traceback" not in err, err
+    assert Ledger(tmp_path / "l.sqlite").entries("B") == [] and not (tmp_path / "b").exists()

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from tests.helpers import settle_by_hand
 
 from privmob.errors import ConfigError
 from privmob.privacy.costs import Cost, PrivacyUnit
@@ -45,6 +46,15 @@ def test_a_kinds_noise_dict_round_trips_in_order(given):
     noise = NoiseDescription.of(given)
     assert list(noise.to_json().items()) == list(given.items())
     assert dict(noise) == given  # read like the dict it replaces
+
+
+def test_key_order_does_not_decide_whether_metadata_builds():
+    """Issue 41: the typed keys were read only when they came first; a kind that wrote its
+    own key before them failed to build its metadata ("may not repeat")."""
+    given = {"mechanism": "mine", "margin_of_error_95": 4, "kind": "laplace", "scale": 2.0}
+    noise = NoiseDescription.of(given)
+    assert (noise.kind, noise.scale, noise.margin_of_error_95) == ("laplace", 2.0, 4)
+    assert dict(noise) == given and noise.details == {"mechanism": "mine"}
 
 
 def test_noise_fields_are_typed():
@@ -164,7 +174,7 @@ def test_the_ledger_and_metadata_json_record_plain_json(tmp_path: Path):
     and metadata.json writes them as the kind gave them."""
     ledger = Ledger(tmp_path / "l.sqlite")
     acct = Accountant(ledger, "d", budget=2.0)
-    rel = acct.charge(_release())
+    rel = settle_by_hand(_release(), acct)
     entry = ledger.entries("d")[-1]
     assert entry.params["bounds"] == {"max_trips_per_user": 3}
     assert entry.params["noise"] == NOISE_DICTS[0]

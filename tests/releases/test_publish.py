@@ -102,19 +102,86 @@ main(sys.argv[1:])
 """
 
 
-def test_full_disk_while_writing_charges_nothing(tmp_path: Path) -> None:
-    """A disk that fills while the release is written (a file-size limit in the child): no
-    charge, no output, no staging left, one line and exit 4."""
+def test_full_disk_while_writing_is_charged_and_said(tmp_path: Path) -> None:
+    """A disk that fills while the release is written (a file-size limit in the child), after
+    the room was checked: the charge was committed before the noise existed (the one gate),
+    so the failed write costs its budget; one line says what was spent, exit 4, no output and
+    nothing staged left."""
     work = tmp_path / "w"
     make_inputs(work, users=3000, k=24)  # 331,776 OD cells: well above 150 kB of Parquet
     out = work / "out"
     res = run_od(work, out, script=FULL_DISK)
     assert res.returncode == 4, res.stderr
-    assert "Traceback" not in _flat(res.stderr) and "nothing was charged" in _flat(res.stderr), (
-        res.stderr
-    )
-    assert _spent(work) == 0 and not out.exists()
+    said = _flat(res.stderr)
+    assert "Traceback" not in said and "budget stays spent" in said, res.stderr
+    assert "charged epsilon=0.5" in said and "nothing was published" in said
+    assert _spent(work) == 1 and not out.exists()
     assert not [p for p in work.iterdir() if p.name.startswith(".out")]
+    assert StagingTable(work / "ledger.sqlite").pending() == []  # settled: discarded
+
+
+#: a child that dies (SIGKILL) after the charge, while its files are written (before the seal)
+KILL_BEFORE_SEAL = """
+import os, signal, sys
+from privmob.releases import publish
+publish.seal = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)
+from privmob.cli import main
+main(sys.argv[1:])
+"""
+
+
+def test_kill_before_the_seal_is_removed_by_recover(work: Path) -> None:
+    """SIGKILL after the charge, before the staged files were sealed: the release cannot be
+    finished (its noise died with the process): ``ledger recover`` removes it, says why, and
+    the budget stays spent; a staged release that was never sealed is never published."""
+    out = work / "unsealed"
+    before = _spent(work)
+    assert run_od(work, out, script=KILL_BEFORE_SEAL).returncode == -9
+    assert _spent(work) == before + 1 and not out.exists()
+    [staged] = [s for s in StagingTable(work / "ledger.sqlite").pending() if s.target == out]
+    assert staged.state == CHARGED and staged.staging.exists()
+    led = str(work / "ledger.sqlite")
+    show = subprocess.run(
+        [sys.executable, "-m", "privmob", "ledger", "show", "--ledger", led],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert "never written whole" in _flat(show.stdout), show.stdout
+    res = subprocess.run(
+        [sys.executable, "-m", "privmob", "ledger", "recover", "--ledger", led],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert res.returncode == 0, res.stderr
+    said = _flat(res.stdout)
+    assert "never sealed" in said and "stays spent" in said, said
+    assert not staged.staging.exists() and not out.exists()
+    assert _spent(work) == before + 1
+
+
+def test_a_sealed_release_changed_on_disk_is_not_published(work: Path) -> None:
+    out = work / "tampered"
+    assert run_od(work, out, script=KILL_BEFORE_RENAME).returncode == -9
+    [staged] = [s for s in StagingTable(work / "ledger.sqlite").pending() if s.target == out]
+    (staged.staging / "od.parquet").write_bytes(b"not the release")
+    led = str(work / "ledger.sqlite")
+    res = subprocess.run(
+        [sys.executable, "-m", "privmob", "ledger", "recover", "--ledger", led],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert res.returncode != 0 and "differ from its seal" in _flat(res.stderr), res.stderr
+    assert not out.exists()
+    discard = subprocess.run(
+        [sys.executable, "-m", "privmob", "ledger", "recover", "--discard", "--ledger", led],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert discard.returncode == 0 and not staged.staging.exists()
 
 
 def test_kill_between_charge_and_rename_is_recoverable(work: Path) -> None:
@@ -183,8 +250,9 @@ def test_overwrite_never_replaces_a_folder_that_is_not_a_release(work: Path) -> 
 
 def test_kill_at_random_points(work: Path) -> None:
     """kill -9 at random moments of a release (4 runs here; benchmarks/bench_crash.py runs
-    50+): each ends with no charge and no output, a charge and a complete output, or a charge
-    and a staged release that recover completes; never a torn file."""
+    50+): each ends with no charge and no output, a charge and a complete output, a charge
+    and a sealed staged release that recover completes, or a charge and an unsealed one that
+    recover removes; never a torn file."""
     rng = random.Random(14)
     for i in range(4):
         out = work / f"random-{i}"
@@ -193,4 +261,4 @@ def test_kill_at_random_points(work: Path) -> None:
             kill_od_in_publication(work, out, rng.uniform(0.0, 0.1))
         else:
             kill_od_at(work, out, rng.uniform(0.5, 6.0))
-        assert classify(work, out, before) in {"nothing", "published", "staged"}
+        assert classify(work, out, before) in {"nothing", "published", "staged", "unsealed"}

@@ -17,7 +17,7 @@ from tests.crash import DATASET, ROOT, child_env, classify, od_args
 from tests.helpers import box_grid, random_trips
 
 from privmob.privacy.ledger import Ledger
-from privmob.releases.publish import STAGING_MARK
+from privmob.privacy.staging import StagingTable
 
 #: a child whose ledger server dies inside the charge transaction, after the entries were
 #: written and before COMMIT: the charge is lost with the server; the client cannot know
@@ -79,14 +79,14 @@ def _after(pg_cluster, work: Path, out: Path, url: str, proc, err, before: int) 
 
 
 def test_server_dies_inside_the_charge(pg_cluster, pg_url, work):
-    """Lost before COMMIT: nothing charged; the release stays staged (the client cannot know
-    the outcome), and recover removes it: nothing published."""
+    """Lost before COMMIT: nothing charged, no noise drawn; the staged row stays (the client
+    cannot know the outcome), and recover settles it: nothing published."""
     out = work / "out-in-charge"
     proc, err = _start(
         work, out, pg_url, KILL_SERVER_IN_CHARGE, pg_cluster.stop_command("immediate")
     )
     assert _after(pg_cluster, work, out, pg_url, proc, err, 0) == "nothing"
-    assert "stays staged" in (work / f"{out.name}.err").read_text()
+    assert "no noise was drawn" in (work / f"{out.name}.err").read_text()
 
 
 def test_server_dies_after_the_charge(pg_cluster, pg_url, work):
@@ -109,11 +109,14 @@ def test_server_killed_at_moments_of_a_release(pg_cluster, pg_url, work):
         out = work / f"out{i}"
         before = len(Ledger(pg_url).entries(DATASET))
         proc, err = _start(work, out, pg_url, None, [])
-        pattern = f".{out.name}{STAGING_MARK}*"
-        while proc.poll() is None and not any(out.parent.glob(pattern)):
+        # the release's publication begins when its staging row is recorded, before the
+        # charge (its folder appears only after the charge: releases/gate.py)
+        while proc.poll() is None and not any(
+            s.target == out for s in StagingTable(pg_url).rows(("writing", "charged"))
+        ):
             time.sleep(0.002)
         time.sleep(after)
         pg_cluster.stop("immediate")
         states.append(_after(pg_cluster, work, out, pg_url, proc, err, before))
-    assert set(states) <= {"nothing", "published", "staged"}
+    assert set(states) <= {"nothing", "published", "staged", "unsealed"}
     assert "nothing" in states, states  # at least one kill fell inside the release

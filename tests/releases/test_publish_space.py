@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tests.helpers import settle_by_hand
 
 from privmob.releases.publish import BYTES_PER_CELL, Output, PublishError
 
@@ -40,7 +41,7 @@ def test_an_empty_folder_at_the_target_is_replaced_by_the_release(tmp_path: Path
     out = Output(tmp_path / "out").check()
     acct = Accountant(Ledger(tmp_path / "l.sqlite"), "d", budget=1.0, output=out)
     rel = Release(
-        "test",
+        "counts",
         Cost.pure(0.5, PrivacyUnit.USER),
         PrivacyUnit.USER,
         {},
@@ -49,6 +50,6 @@ def test_an_empty_folder_at_the_target_is_replaced_by_the_release(tmp_path: Path
         {},
         {"t": pd.DataFrame({"a": [1]})},
     )
-    acct.charge(rel)
+    settle_by_hand(rel, acct)
     assert {p.name for p in out.written} == {"t.parquet", "metadata.json"}
     assert Ledger(tmp_path / "l.sqlite").spent("d").epsilon == 0.5

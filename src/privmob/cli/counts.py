@@ -55,6 +55,15 @@ def counts(
     bin: Annotated[str, o.bin("the period dimension's bins: all, day or week")] = "all",
     start: Annotated[str | None, o.start()] = None,
     end: Annotated[str | None, o.end()] = None,
+    mean: Annotated[
+        str | None,
+        typer.Option(
+            "--mean",
+            help="also the mean of a value per cell, clamped to a declared range: VALUE:LO:HI "
+            "with VALUE duration (minutes), distance (km) or a numeric column of the input, "
+            "e.g. duration:0:180 (half the budget on the counts, half on the sums)",
+        ),
+    ] = None,
 ) -> None:
     """Release noisy counts of trips, trip points or events by public dimensions."""
     from privmob.cli.run import run_release
@@ -63,6 +72,7 @@ def counts(
     from privmob.releases.counts import CountSpec
     from privmob.releases.dimensions import split_dimensions
     from privmob.releases.kinds import kind as kind_named
+    from privmob.releases.values import Mean
     from privmob.session import Session
 
     kind = kind_named(ctx.info_name or "counts")
@@ -73,6 +83,7 @@ def counts(
         raise ConfigError("name the dimensions to count by", hint="e.g. --by origin,hour")
     dims = preset.by if preset else split_dimensions(str(by))
     what = preset.records if preset else (records or "trips")
+    value = None if mean is None else Mean.parse(mean)
     run_release(
         ctx,
         data=data,
@@ -88,8 +99,9 @@ def counts(
             period=Period.parse(bin, start, end),
             kind=kind.name,
             unit=unit,
+            value=value,
         ),
-        load=functools.partial(Session.load_counted, records=what, by=dims, unit=unit),
+        load=functools.partial(Session.load_counted, records=what, by=dims, value=value, unit=unit),
     )
 
 

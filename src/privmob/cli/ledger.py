@@ -120,17 +120,26 @@ def show_staged(led: Ledger) -> None:
     """Releases charged but not yet in place (a crash between charge and rename), and uncharged
     staging left by killed runs."""
     from privmob.privacy.staging import CHARGED, StagingTable, has_staging_table
+    from privmob.releases.publish import seal_problem
 
     path = led.path
     if not has_staging_table(led.store):
         return
     for s in StagingTable(led.store).pending():
-        if s.state == CHARGED:
+        if s.state == CHARGED and seal_problem(s.staging) is None:
             console.print(
                 f"[bold yellow]staged release[/] #{s.id} of '{s.dataset}': charged {s.spent}, "
                 f"not yet in {s.target}; it is complete in {s.staging}. Finish it with: "
                 f"privmob ledger recover --ledger {path} (or --discard to remove it; the "
                 "epsilon stays spent)",
+                highlight=False,
+                soft_wrap=True,
+            )
+        elif s.state == CHARGED:
+            console.print(
+                f"[bold yellow]staged release[/] #{s.id} of '{s.dataset}': charged {s.spent}, "
+                f"never written whole ({seal_problem(s.staging)}); privmob ledger recover "
+                f"--ledger {path} removes {s.staging} (the epsilon stays spent)",
                 highlight=False,
                 soft_wrap=True,
             )

@@ -123,7 +123,6 @@ def run_release(
     load: Load | None = None,
     shape: str | None = None,
     tile_id: str | None = None,
-    run: Callable[[Any, Any, Any, Any], Any] | None = None,
     output: Callable[[], Any] | None = None,
     layers: bool = True,
     writers: list[Callable[[Any, Path, Any], Any]] | None = None,
@@ -142,8 +141,7 @@ def run_release(
     the input, read and validated (default: by what the spec counts,
     :meth:`~privmob.session.base.SessionBase.load_for`; the session reads it as the
     command's input options say, :func:`input_options`; ``shape`` for a command that reads
-    one shape only); ``run``: (spec,
-    data, accountant, step) -> release, default ``spec.run``; ``output``: makes the
+    one shape only); ``output``: makes the
     :class:`~privmob.releases.publish.Output` when it is not the ``--output`` folder (the
     report's files); ``layers``: write the ``--format`` layers;
     ``writers``: more files staged with the tables (release, folder, tessellation) -> paths;
@@ -212,7 +210,6 @@ def run_release(
                 formats=formats,
                 writers=writers or (),
                 marks=marks or (),
-                execute=run,
                 engine=engine,
                 on_plan=None if opts.quiet else print_plan,
             )

@@ -4,11 +4,13 @@ validation pass (:func:`privmob.data.validation.validate`) on canonical values, 
 same content gets the same fingerprint on DuckDB and Spark, from CSV or Parquet, in any row
 order, whatever the file's and the columns' names.
 
-**Definition (v3, ``privmob-input-v3``).** A row's canonical values are its ids as text
-(:func:`identity_text`), its times as whole microseconds since 1970 (:func:`time_text`) and its
-coordinates as whole 1e-7 degrees rounded down (:func:`coordinate_text`); times and coordinates
-are the row's *canonical integers*. The fingerprint is SHA-256 of the version, the canonical
-names, and three aggregates over the input:
+**Definition (v3, ``privmob-input-v3``).** A row's canonical values are its ids as canonical
+id text (:func:`identity_text`: an integral number is its integer's text whatever its type, so
+``7``, ``7.0`` and the text ``"7.0"`` are one id), its times as whole microseconds since 1970
+(:func:`time_text`) and its coordinates as whole 1e-7 degrees rounded down
+(:func:`coordinate_text`); times and coordinates are the row's *canonical integers*. The
+fingerprint is SHA-256 of the version, the canonical names, and three aggregates over the
+input:
 
 1. the exact row count (every row);
 2. the exact sum of each canonical integer over every row (cheap integer sums);
@@ -43,6 +45,17 @@ records until the fingerprint differs, was never the fingerprint's defence (one 
 escapes v3, as one edited value escaped v2): the people sketch (:mod:`privmob.privacy.people`)
 binds the users whatever the edit.
 
+**One id whatever its column's type.** Before the canonical id text, an id was the engine's
+text of its value: a float64 user id (``7.0``: what pandas writes for an integer column with a
+missing value) was another id than the integer ``7``, so the same events with float ids got
+another fingerprint and another people sketch, a second budget. The canonical id text changed
+no id of an integer or a text column but a text of an integral number with a fraction of
+zeros (``"7.0"``), so v3 is kept: every fingerprint of an input with integer or (other) text
+ids is the same as before. An input with float or decimal ids (or ``"N.0"`` texts) fingerprinted
+before the change has another v3 value now, and its stored people sketch holds the keyed hashes
+of the older texts: the same people released again from such a dataset under a new name are not
+recognised (a dataset family links them; docs/operations.md).
+
 **Earlier definitions.** ``privmob-input-v2`` (untagged in the ledger) summed the row hash of
 every row; it costs an MD5 per row (up to 63% of a population release at 10M rows). A ledger
 that holds v2 entries of another dataset still refuses the same input: the release computes
@@ -55,10 +68,13 @@ both, never recording the v2 value.
 from __future__ import annotations
 
 import hashlib
+import numbers
+import re
 from collections.abc import Iterable, Mapping, Sequence
+from decimal import Decimal
 from typing import Any
 
-from privmob.data.reading import ident
+from privmob.data.reading import INTEGER_TYPES, ident
 from privmob.engine.base import Engine
 
 #: the version of the fingerprint's definition (a new one never matches an older one)
@@ -88,10 +104,72 @@ class Canonical(str):
         return made
 
 
-def identity_text(col: str) -> str:
-    """An identifier column as canonical text, so that 7 read as an integer from CSV and "7"
-    from Parquet fingerprint alike (an id is text: it is no canonical integer)."""
-    return f"CAST({ident(col)} AS VARCHAR)"
+#: the column types whose values are numbers with a fraction (an integral one is an id)
+FRACTIONAL_TYPES = ("DOUBLE", "FLOAT", "REAL", "DECIMAL", "NUMERIC")
+#: the text of an integral number written with a fraction of zeros: its sign, its digits
+#: without leading zeros (SQL regular expression, the same on DuckDB and Spark; ``[.]``, not
+#: a backslash, which Spark's string literals would unescape)
+_ZERO_FRACTION = "^(-?)0*([0-9]+)[.]0+$"
+#: below this magnitude a float is converted to a BIGINT exactly (2^63)
+_INT64_LIMIT = "9.223372036854775807E18"
+
+
+def identity_text(col: str, column_type: str | None = None, *, table: str | None = None) -> str:
+    """An identifier column as its *canonical id text*, so that one person (one trip, one cell)
+    is one id whatever the column's type and the engine:
+
+    * an integer: its decimal text (``7``, ``-3``);
+    * a float or a decimal (``column_type`` one of :data:`FRACTIONAL_TYPES`) with an integral
+      value below 2^63 in magnitude: the same integer's text (``7.0`` -> ``7``, ``-0.0`` ->
+      ``0``); any other float (``7.5``, NaN, infinite) keeps the engine's text;
+    * a text (or a value of any other type, as its text): as it is (``"007"``, ``" 7"`` and
+      ``"u7"`` are ids of their own), except the
+      decimal text of an integral number with a fraction of zeros, which is that integer's
+      text (``"7.0"`` and ``"007.00"`` -> ``7``, ``"-0.0"`` -> ``0``): what DuckDB reads as a
+      float from a CSV, Spark reads as text.
+
+    An id is text: it is no canonical integer. :func:`canonical_id` is the reference.
+    ``table``: the alias the column is read through (``e`` for ``e.cell_id``)."""
+    c = ident(col) if table is None else f"{table}.{ident(col)}"
+    kind = (column_type or "").upper()
+    if kind.startswith(FRACTIONAL_TYPES):
+        return (
+            f"CASE WHEN {c} = floor({c}) AND abs({c}) < {_INT64_LIMIT} "
+            f"THEN CAST(CAST({c} AS BIGINT) AS VARCHAR) ELSE CAST({c} AS VARCHAR) END"
+        )
+    text = f"CAST({c} AS VARCHAR)"
+    if kind in INTEGER_TYPES:
+        return text  # its decimal text, as before
+    # any other type (VARCHAR, STRING, CHAR(n), an ENUM, unknown): the text rule, a no-op on
+    # a text without a point (a UUID, a date, a boolean)
+    # a text without a point is itself (one cheap test per row before the pattern)
+    digits = f"regexp_extract({text}, '{_ZERO_FRACTION}', 2)"
+    sign = f"regexp_extract({text}, '{_ZERO_FRACTION}', 1)"
+    return (
+        f"CASE WHEN instr({text}, '.') = 0 THEN {text} WHEN {digits} = '' THEN {text} "
+        f"WHEN {digits} = '0' THEN '0' "
+        f"ELSE concat({sign}, {digits}) END"
+    )
+
+
+def canonical_id(value: object) -> str:
+    """The reference of :func:`identity_text`: a Python value's canonical id text (an int, a
+    float or a ``Decimal``, a text)."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, numbers.Integral):
+        return str(int(value))
+    if isinstance(value, Decimal | numbers.Real):
+        number = value if isinstance(value, Decimal) else Decimal(float(value))  # exact
+        if number.is_finite() and number == int(number) and abs(number) < 2**63:
+            return str(int(number))
+        return str(value)
+    text = str(value)
+    matched = re.fullmatch(r"(-?)0*([0-9]+)[.]0+", text)
+    if matched is None:
+        return text
+    sign, digits = matched.groups()
+    return "0" if digits == "0" else sign + digits
 
 
 def time_text(engine: Engine, expr: str, micros: str | None = None) -> Canonical:

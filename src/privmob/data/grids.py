@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import geopandas as gpd
 import numpy as np
 import shapely
 
@@ -17,8 +16,9 @@ from privmob.data.tessellation import Tessellation
 from privmob.errors import ConfigError
 
 
-def detect_grid(gdf: gpd.GeoDataFrame) -> GridSpec | None:
-    """The :class:`GridSpec` of valid tiles that are exactly the cells of a lng/lat grid.
+def detect_grid(geometries: Sequence[shapely.Geometry] | np.ndarray) -> GridSpec | None:
+    """The :class:`GridSpec` of valid tiles (their polygons in index order) that are exactly
+    the cells of a lng/lat grid.
 
     Decided from the geometry alone: every tile (in index order) must be an axis-aligned
     rectangle (a polygon with 4 vertices, all corners of its bounding box, no holes) and tile
@@ -28,7 +28,7 @@ def detect_grid(gdf: gpd.GeoDataFrame) -> GridSpec | None:
     row / lower column, so :meth:`GridSpec.assign` gives what the polygon path gives, point
     by point (borders and corners included). Otherwise None (the polygon path is used).
     """
-    geoms = np.asarray(gdf.geometry.values, dtype=object)
+    geoms = np.asarray(geometries, dtype=object)
     k = len(geoms)
     if k == 0 or not np.all(shapely.get_type_id(geoms) == 3):
         return None

@@ -9,13 +9,18 @@ import hashlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from privmob.domain import time_grid
 from privmob.errors import ConfigError, InputError
+from privmob.lazy_imports import lazy_module
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy_module("pandas")
 
 #: printed (by the caller's ``warn``) when a series' time domain is its own rows
 DOMAIN_FROM_ROWS_WARNING = (

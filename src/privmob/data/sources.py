@@ -159,11 +159,11 @@ def load_events(
         parsed |= {"lat": float_expr(cols["lat"]), "lng": float_expr(cols["lng"])}
         checks += coord_checks("lat", "lng")
     content = {
-        "uid": identity_text(cols["uid"]),
+        "uid": identity_text(cols["uid"], types[cols["uid"]]),
         "time": canonical_time(engine, "datetime", types[cols["datetime"]], timezone),
     }
     content |= (
-        {"cell_id": identity_text(cols["cell_id"])}
+        {"cell_id": identity_text(cols["cell_id"], types[cols["cell_id"]])}
         if use_cells
         else {"lat": coordinate_text("_p_lat"), "lng": coordinate_text("_p_lng")}
     )
@@ -181,7 +181,8 @@ def load_events(
             cell_view, int_keys = cells.view, cells.int_keys
         else:
             cell_view, int_keys = _cells_table(cells, engine, tessellation, cell_columns)
-        cid = f"CAST(e.{ident(cols['cell_id'])} AS VARCHAR)"
+        # the cell's canonical id text on both sides (7, 7.0 and "7.0" are one cell)
+        cid = identity_text(cols["cell_id"], types[cols["cell_id"]], table="e")
         on = f"{cid} = c.cell_key"
         if types[cols["cell_id"]] in INT64_SAFE_TYPES and int_keys:
             # integer ids on both sides: the same match as on their text, on integers
@@ -357,9 +358,10 @@ def _cells_table(
     relabel(checks, cols)
     validate(engine, raw, pview, display, checks)
     # integer ids also get an integer key: events join on it, much faster than on text
-    int_key = column_types(engine, raw)[cols["cell_id"]] in INT64_SAFE_TYPES
+    id_type = column_types(engine, raw)[cols["cell_id"]]
+    int_key = id_type in INT64_SAFE_TYPES
     cell_int = f"CAST({ident(cols['cell_id'])} AS BIGINT)" if int_key else "CAST(NULL AS BIGINT)"
-    key = f"CAST({ident(cols['cell_id'])} AS VARCHAR)"
+    key = identity_text(cols["cell_id"], id_type)  # the events' cell ids are read alike
     df = engine.fetch(
         f"SELECT {key} AS cell_key, _p_lat AS lat, _p_lng AS lng, {cell_int} AS cell_int "
         f"FROM {pview}"
@@ -426,14 +428,14 @@ def load_trip_points(
     ]
     _check_input_zone(parsed, checks, "datetime", cols, types, timezone)
     content = {
-        "uid": identity_text(cols["uid"]),
-        "tid": identity_text(cols["tid"]),
+        "uid": identity_text(cols["uid"], types[cols["uid"]]),
+        "tid": identity_text(cols["tid"], types[cols["tid"]]),
         "time": canonical_time(engine, "datetime", types[cols["datetime"]], timezone),
         "lat": coordinate_text("_p_lat"),
         "lng": coordinate_text("_p_lng"),
     }
     if "tile_id" in cols:
-        content["tile_id"] = identity_text(cols["tile_id"])
+        content["tile_id"] = identity_text(cols["tile_id"], types[cols["tile_id"]])
     checked = _validated_input(
         engine, source, raw, display, cols=cols, types=types, parsed=parsed, checks=checks,
         content=content, times={"datetime": cols["datetime"]}, timezone=timezone,
@@ -727,16 +729,18 @@ def load_trips(
             )
             for e in ends
         ]
-    content = {} if uid_per_trip else {"uid": identity_text(cols["uid"])}
+    content = {} if uid_per_trip else {"uid": identity_text(cols["uid"], types[cols["uid"]])}
     content["start_time"] = canonical_time(
         engine, "start_time", types[cols["start_time"]], timezone
     )
     if "end_time" in cols:
         content["end_time"] = canonical_time(engine, "end_time", types[cols["end_time"]], timezone)
     if "tid" in cols:
-        content["tid"] = identity_text(cols["tid"])
+        content["tid"] = identity_text(cols["tid"], types[cols["tid"]])
     for e in ends:
-        content[e] = coordinate_text(f"_p_{e}") if by_coords else identity_text(cols[e])
+        content[e] = (
+            coordinate_text(f"_p_{e}") if by_coords else identity_text(cols[e], types[cols[e]])
+        )
     times: dict[str, str] = {k: cols[k] for k in ("start_time", "end_time") if k in cols}
     # the user id's column (the trip id's, each trip its own unit), where the trips of a part
     # of the input are those of whole users: not where the trip id is the row's number

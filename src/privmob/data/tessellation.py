@@ -19,14 +19,14 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-import geopandas as gpd
 import numpy as np
-import pandas as pd
 import shapely
 
 from privmob.errors import ConfigError, InputError
 
 if TYPE_CHECKING:
+    import geopandas as gpd
+
     from privmob.data.grid_spec import GridSpec
 
 _CHUNK = 4_000_000  # points per sweep (bounds the memory of one pass)
@@ -43,6 +43,8 @@ def _mostly_repeated(x: np.ndarray, y: np.ndarray, sample: int = 100_000) -> boo
     """True when a prefix sample has < 50% distinct coordinates (then deduplicate first)."""
     if len(x) < 2 * sample:
         return False
+    import pandas as pd
+
     xy = np.column_stack([x[:sample], y[:sample]]).view(np.complex128).ravel()
     return len(pd.unique(xy)) < sample // 2
 
@@ -71,28 +73,66 @@ class Tiling(Protocol):
 class Tessellation:
     """Tiles (polygons in EPSG:4326) with ids, in a deterministic index order.
 
-    Build one with :func:`~privmob.data.tessellation_input.load_tessellation` (validates) or
-    :func:`~privmob.data.grids.square_grid`. The constructor itself only normalises: sorts by
-    ``tile_id``, resets the index, sets the CRS.
+    Build one with :func:`~privmob.data.tessellation_input.load_tessellation` (validates),
+    :func:`~privmob.data.grids.square_grid` or :meth:`from_tiles`. The constructor takes a
+    GeoDataFrame and only normalises it: reprojects it to EPSG:4326 and sorts it by
+    ``tile_id``.
+
+    The tiles are held as arrays (ids, shapely polygons, names), not as a GeoDataFrame: reading
+    and using a tessellation needs neither pandas nor GeoPandas (which would add about a
+    second to every command's start-up); :attr:`gdf` builds the GeoDataFrame on first use.
     """
 
     def __init__(self, gdf: gpd.GeoDataFrame, *, grid: GridSpec | None = None) -> None:
         if "tile_id" not in gdf.columns:
             raise ConfigError("a Tessellation needs a 'tile_id' column")
-        gdf = gdf.copy()
-        if gdf.crs is None:
-            gdf = gdf.set_crs(4326)
-        elif not gdf.crs.equals("EPSG:4326"):
+        if gdf.crs is not None and not gdf.crs.equals("EPSG:4326"):
             gdf = gdf.to_crs(4326)
-        if grid is None:
-            gdf = gdf.sort_values("tile_id", kind="stable")
-        gdf = gdf.reset_index(drop=True)
-        cols = ["tile_id"] + (["tile_name"] if "tile_name" in gdf.columns else [])
-        self._gdf = gpd.GeoDataFrame(gdf[cols], geometry=gdf.geometry.values, crs=4326)
+        names = gdf["tile_name"].astype(str).tolist() if "tile_name" in gdf.columns else None
+        self._set(gdf["tile_id"].to_numpy(), gdf.geometry.to_numpy(), names, grid)
+
+    @classmethod
+    def from_tiles(
+        cls,
+        tile_ids: np.ndarray | Sequence[Any],
+        geometries: np.ndarray | Sequence[Any],
+        names: Sequence[str] | None = None,
+        *,
+        grid: GridSpec | None = None,
+    ) -> Tessellation:
+        """The tessellation of ``tile_ids`` (ints or strs), their polygons (shapely, EPSG:4326)
+        and optional ``names``, as they are (no check; sorted by id unless ``grid``)."""
+        tess = cls.__new__(cls)
+        ids = np.asarray(tile_ids)
+        if ids.dtype.kind not in "iu":
+            ids = np.asarray(tile_ids, dtype=object)
+        tess._set(ids, np.asarray(geometries, dtype=object), names, grid)
+        return tess
+
+    def _set(
+        self,
+        ids: np.ndarray,
+        geoms: np.ndarray,
+        names: Sequence[str] | None,
+        grid: GridSpec | None,
+    ) -> None:
+        """Hold the tiles in index order: as given for a grid, else sorted by tile id."""
+        if len(ids) != len(geoms) or (names is not None and len(names) != len(ids)):
+            raise ConfigError("a Tessellation needs one id, polygon (and name) per tile")
+        order = np.arange(len(ids)) if grid is not None else np.argsort(ids, kind="stable")
+        self._ids = ids[order]
+        self._geoms = np.asarray(geoms, dtype=object)[order]
+        self._names = None if names is None else [str(names[i]) for i in order]
         self._grid = grid
+        self._gdf: gpd.GeoDataFrame | None = None
         self._prepared: tuple[np.ndarray, np.ndarray] | None = None
         self._index: dict[Any, int] | None = None
         self._fingerprint: str | None = None
+
+    def with_grid(self, grid: GridSpec) -> Tessellation:
+        """The same tiles with the arithmetic assignment of ``grid`` (tile ``i`` is its cell
+        ``i``: :func:`privmob.data.grids.detect_grid`)."""
+        return Tessellation.from_tiles(self._ids, self._geoms, self._names, grid=grid)
 
     # -- basic properties -------------------------------------------------------------------
     @classmethod
@@ -102,25 +142,35 @@ class Tessellation:
         lat0, lat1 = spec.lat_edges[:-1], spec.lat_edges[1:]
         rows, cols = np.divmod(np.arange(spec.nrows * spec.ncols), spec.ncols)
         geoms = shapely.box(lng0[cols], lat0[rows], lng1[cols], lat1[rows])
-        gdf = gpd.GeoDataFrame(
-            {"tile_id": np.arange(len(geoms), dtype=np.int64)}, geometry=geoms, crs=4326
-        )
-        return cls(gdf, grid=spec)
+        return cls.from_tiles(np.arange(len(geoms), dtype=np.int64), geoms, grid=spec)
 
     @property
     def gdf(self) -> gpd.GeoDataFrame:
-        """Columns tile_id [, tile_name], geometry; row i is tile index i."""
+        """Columns tile_id [, tile_name], geometry; row i is tile index i (a GeoDataFrame,
+        built on first use)."""
+        if self._gdf is None:
+            import geopandas as gpd
+
+            cols: dict[str, Any] = {"tile_id": self._ids}
+            if self._names is not None:
+                cols["tile_name"] = self._names
+            self._gdf = gpd.GeoDataFrame(cols, geometry=self._geoms, crs=4326)
         return self._gdf
+
+    @property
+    def geometries(self) -> np.ndarray:
+        """The tiles' polygons (shapely, EPSG:4326) in index order."""
+        return self._geoms
 
     @property
     def k(self) -> int:
         """Number of tiles."""
-        return len(self._gdf)
+        return len(self._ids)
 
     @property
     def tile_ids(self) -> list[Any]:
         """Tile ids in index order (Python ints or strs)."""
-        return self._gdf["tile_id"].tolist()
+        return self._ids.tolist()
 
     @property
     def fingerprint(self) -> str:
@@ -130,7 +180,7 @@ class Tessellation:
             import hashlib
 
             h = hashlib.sha256()
-            for tid, geom in zip(self.tile_ids, self._gdf.geometry.to_wkb(), strict=True):
+            for tid, geom in zip(self.tile_ids, shapely.to_wkb(self._geoms), strict=True):
                 h.update(repr(tid).encode())
                 h.update(geom)
             self._fingerprint = h.hexdigest()[:16]
@@ -138,7 +188,7 @@ class Tessellation:
 
     @property
     def tile_names(self) -> list[str] | None:
-        return self._gdf["tile_name"].astype(str).tolist() if "tile_name" in self._gdf else None
+        return None if self._names is None else list(self._names)
 
     @property
     def grid(self) -> GridSpec | None:
@@ -148,7 +198,7 @@ class Tessellation:
     @property
     def bounds(self) -> tuple[float, float, float, float]:
         """(min_lng, min_lat, max_lng, max_lat) of all tiles."""
-        b = self._gdf.total_bounds
+        b = shapely.total_bounds(self._geoms)
         return (float(b[0]), float(b[1]), float(b[2]), float(b[3]))
 
     def index_of(self, tile_id: Any) -> int:
@@ -167,26 +217,28 @@ class Tessellation:
 
     def indexes_of(self, tile_ids: Sequence[Any] | np.ndarray) -> np.ndarray:
         """Vectorised :meth:`index_of`: int32 indexes, -1 for ids not in the tessellation."""
-        ids = pd.Index(self._gdf["tile_id"])
+        import pandas as pd
+
+        ids = pd.Index(self._ids)
         return ids.get_indexer(pd.Index(np.asarray(tile_ids))).astype(np.int32)
 
     # -- geometry ---------------------------------------------------------------------------
     def centroids(self) -> np.ndarray:
         """(k, 2) array of tile centroids as lng, lat (computed in a local metric projection)."""
-        local = self._gdf.geometry.to_crs(self._local_crs())
+        local = self.gdf.geometry.to_crs(self._local_crs())
         c = local.centroid.to_crs(4326)
         return np.column_stack([c.x.to_numpy(), c.y.to_numpy()])
 
     def areas_m2(self) -> np.ndarray:
         """Tile areas in square metres (Lambert azimuthal equal-area centred on the tiles)."""
-        return self._gdf.geometry.to_crs(self._local_crs()).area.to_numpy()
+        return self.gdf.geometry.to_crs(self._local_crs()).area.to_numpy()
 
     def _local_crs(self) -> str:
         return local_metric_crs(self.bounds)
 
     def to_geojson_dict(self) -> dict[str, Any]:
         """A GeoJSON FeatureCollection with properties tile_id, tile_index [, tile_name]."""
-        g = self._gdf.copy()
+        g = self.gdf.copy()
         g.insert(1, "tile_index", np.arange(self.k))
         return json.loads(g.to_json(drop_id=True))
 
@@ -215,6 +267,8 @@ class Tessellation:
         x, y = lng[ok], lat[ok]
         inverse = None
         if _mostly_repeated(x, y):  # stops, towers, centroids: query each place once
+            import pandas as pd
+
             codes, uniq = pd.factorize(np.column_stack([x, y]).view(np.complex128).ravel())
             u = np.asarray(uniq, dtype=np.complex128)
             x, y, inverse = u.real.copy(), u.imag.copy(), codes
@@ -266,7 +320,7 @@ class Tessellation:
     def _query(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Point-in-polygon by one STRtree query (few points per tile): the same rule as
         :meth:`_sweep`, borders inside and the smallest tile index for a shared border."""
-        tree = shapely.STRtree(self._gdf.geometry.values)
+        tree = shapely.STRtree(self._geoms)
         point, tile = tree.query(shapely.points(x, y), predicate="intersects")
         none = np.iinfo(np.int32).max
         res = np.full(len(x), none, dtype=np.int32)
@@ -309,7 +363,7 @@ class Tessellation:
         """The tile polygons prepared for repeated point tests, and their bounds (made once);
         ``copy``: a new prepared copy (new GEOS objects, the same coordinates), not kept."""
         if self._prepared is None or copy:
-            geoms = np.asarray(self._gdf.geometry.values, dtype=object)
+            geoms = self._geoms
             geoms = shapely.from_wkb(shapely.to_wkb(geoms)) if copy else geoms.copy()
             shapely.prepare(geoms)
             if copy:

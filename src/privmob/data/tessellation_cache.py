@@ -3,7 +3,9 @@
 Reading and checking a detailed tessellation costs more than the rest of a small release's
 start-up: the 263 NYC taxi zones (4 MB of GeoJSON) take 0.3-0.4 s to parse, reproject and check
 for overlaps, the same file every night in a cron job. After the first load the validated tiles
-are kept as GeoParquet and read back in about 0.05 s.
+are kept (:func:`entry_bytes`: their ids and names as JSON, their polygons as WKB) and read
+back in a few milliseconds, with neither GeoPandas nor PyArrow (whose imports alone would cost
+more than the parsing they save).
 
 * **Key**: SHA-256 of the file's bytes, with privmob's version and the loading options (id and
   name columns, ``repair``): an edited file, another privmob or other options never hit an
@@ -32,7 +34,10 @@ import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from privmob.data.tessellation import Tessellation
 
 #: Formats cached: one file holds the whole tessellation.
 CACHED_SUFFIXES = (".geojson", ".json", ".parquet", ".geoparquet", ".gpkg", ".zip")
@@ -69,20 +74,48 @@ def entry_key(path: Path, options: tuple[Any, ...]) -> str | None:
     return digest.hexdigest()
 
 
-def read_entry(key: str) -> Any | None:
-    """The validated tiles (a GeoDataFrame) of entry ``key``, or None."""
-
-    def load(path: Path) -> Any:
-        import geopandas as gpd
-
-        return gpd.read_parquet(path)
-
-    return _read(f"{key}.parquet", load)
+#: the suffix of an entry's file, and the first line of its content
+ENTRY_SUFFIX = ".tiles"
+_MAGIC = b"privmob tiles 1\n"
 
 
-def write_entry(key: str, gdf: Any) -> None:
+def entry_bytes(tess: Tessellation) -> bytes:
+    """An entry's content: a first line naming the format, a line of JSON (the tile ids, the
+    names, the length of each polygon's WKB) and the polygons' WKB, in index order."""
+    import shapely
+
+    wkb = shapely.to_wkb(tess.geometries).tolist()
+    head = {"ids": tess.tile_ids, "names": tess.tile_names, "wkb": [len(w) for w in wkb]}
+    return _MAGIC + json.dumps(head).encode() + b"\n" + b"".join(wkb)
+
+
+def tiles_of(content: bytes) -> Tessellation:
+    """The tessellation of an entry's content (:func:`entry_bytes`); ValueError when it is
+    not one."""
+    import numpy as np
+    import shapely
+
+    from privmob.data.tessellation import Tessellation
+
+    if not content.startswith(_MAGIC):
+        raise ValueError("not a tessellation entry")
+    line, _, body = content[len(_MAGIC) :].partition(b"\n")
+    head = json.loads(line)
+    ends = np.cumsum(head["wkb"]).tolist()
+    if len(ends) != len(head["ids"]) or (ends and ends[-1] != len(body)):
+        raise ValueError("a truncated tessellation entry")
+    wkb = [body[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)]
+    return Tessellation.from_tiles(head["ids"], shapely.from_wkb(wkb), head["names"])
+
+
+def read_entry(key: str) -> Tessellation | None:
+    """The validated tiles of entry ``key``, or None."""
+    return _read(key + ENTRY_SUFFIX, lambda path: tiles_of(path.read_bytes()))
+
+
+def write_entry(key: str, tess: Tessellation) -> None:
     """Keep the validated tiles under ``key``; silently nothing when that is not possible."""
-    _write(f"{key}.parquet", gdf.to_parquet)
+    _write(key + ENTRY_SUFFIX, lambda partial: Path(partial).write_bytes(entry_bytes(tess)))
 
 
 def derived_key(*parts: Any) -> str:

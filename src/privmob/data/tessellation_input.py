@@ -6,18 +6,23 @@ refuses empty files, null or duplicate ids, missing, non-polygon or invalid geom
 overlapping tiles, each with one :class:`~privmob.errors.InputError` naming the file, the
 column and an example tile. A tessellation whose tiles are exactly the cells of a lng/lat grid
 gets the arithmetic assignment (:func:`privmob.data.grids.detect_grid`).
+
+A plain GeoJSON file (and a cached tessellation, :mod:`privmob.data.tessellation_cache`) is
+read with ``json`` and shapely alone: pandas and GeoPandas (about a second of imports on a
+small machine) are imported only for the other formats, for a GeoDataFrame given as the
+source, or when a GeoJSON file is not plain (a legacy CRS, unusual geometry).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import math
+from collections import Counter
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
-import geopandas as gpd
 import numpy as np
-import pandas as pd
 import shapely
 
 from privmob.data import tessellation_cache
@@ -42,14 +47,29 @@ ID_CANDIDATES = (
     "GEOID",
     "id",
 )
-#: Columns tried, in order, as the human-readable tile name (case-insensitive).
-#: what a tessellation can be given as (:func:`load_tessellation` reads it): a file's path, a
-#: GeoDataFrame or a :class:`Tessellation`
-TessellationSource: TypeAlias = str | Path | gpd.GeoDataFrame | Tessellation
+if TYPE_CHECKING:
+    import geopandas as gpd
 
+    #: what a tessellation can be given as (:func:`load_tessellation` reads it): a file's
+    #: path, a GeoDataFrame or a :class:`Tessellation`
+    TessellationSource: TypeAlias = str | Path | gpd.GeoDataFrame | Tessellation
+else:
+    TessellationSource: TypeAlias = Any
+
+#: Columns tried, in order, as the human-readable tile name (case-insensitive).
 NAME_CANDIDATES = ("tile_name", "zone", "name", "nhood", "neighborhood", "label")
 
 _SUFFIXES = (".geojson", ".json", ".parquet", ".geoparquet", ".shp", ".zip", ".gpkg")
+
+
+class Features(NamedTuple):
+    """A file's features as read, unchecked: attribute columns (name -> one value per
+    feature, None where missing), the geometries (shapely, EPSG:4326) and the name of the
+    geometry column (for messages)."""
+
+    columns: dict[str, list[Any]]
+    geometries: np.ndarray
+    geometry_name: str = "geometry"
 
 
 def load_tessellation(
@@ -86,49 +106,34 @@ def load_tessellation(
     if isinstance(source, Tessellation):
         return source
     key = None
-    if isinstance(source, gpd.GeoDataFrame):
-        gdf, label = source.copy(), "tessellation (GeoDataFrame)"
-    else:
+    if isinstance(source, str | Path):
         key = tessellation_cache.entry_key(Path(source), (id_column, name_column, repair))
         cached = None if key is None else tessellation_cache.read_entry(key)
         if cached is not None:  # this very file, read and checked by an earlier run
-            _require_lonlat(cached, str(source), declared=True)  # an entry of an older check
-            return _with_grid(Tessellation(cached))
-        gdf, label = read_geo_file(Path(source)), str(source)
-    if len(gdf) == 0:
-        raise InputError(
-            "the tessellation has no features",
-            source=label,
-            hint="give a file with at least one polygon",
-        )
-    if gdf.crs is None or gdf.crs.is_geographic:
-        # no CRS, or a geographic one (GeoJSON is read as EPSG:4326 whatever its numbers):
-        # refused, before any data is read, when the numbers cannot be degrees
-        _require_lonlat(gdf, label, declared=gdf.crs is not None)
-        if gdf.crs is None:
-            gdf = gdf.set_crs(4326)  # longitude/latitude values: WGS84, as GeoJSON is
-    if not gdf.crs.equals("EPSG:4326"):
-        gdf = gdf.to_crs(4326)
-
-    id_col = _pick_id_column(gdf, id_column, label)
-    ids = _normalise_ids(gdf[id_col], id_col, label)
-    name_col = _pick_name_column(gdf, name_column, id_col, label)
-    geoms = _check_geometries(gdf, ids, id_col, label, repair)
-    out = gpd.GeoDataFrame({"tile_id": ids}, geometry=geoms, crs=4326)
-    if name_col is not None:
-        out["tile_name"] = gdf[name_col].astype(str).to_numpy()
-    _check_overlaps(out, id_col, label)
-    tess = Tessellation(out)
+            _require_lonlat(cached.bounds, str(source), declared=True)  # an older check's
+            return _with_grid(cached)
+        features, label = read_features(Path(source)), str(source)
+    else:  # a GeoDataFrame
+        label = "tessellation (GeoDataFrame)"
+        features = _features_of(source.copy(), label)
+    id_col = _pick_id_column(features, id_column, label)
+    ids = _normalise_ids(features.columns[id_col], id_col, label)
+    name_col = _pick_name_column(features, name_column, id_col, label)
+    geoms = _check_geometries(features, ids, id_col, label, repair)
+    names = None if name_col is None else [str(v) for v in features.columns[name_col]]
+    _check_overlaps(geoms, ids, id_col, label)
+    tess = Tessellation.from_tiles(ids, geoms, names)
     if key is not None:
-        tessellation_cache.write_entry(key, tess.gdf)
+        tessellation_cache.write_entry(key, tess)
     return _with_grid(tess)
 
 
-def _require_lonlat(gdf: gpd.GeoDataFrame, label: str, *, declared: bool) -> None:
+def _require_lonlat(bounds: Sequence[float] | np.ndarray, label: str, *, declared: bool) -> None:
     """Refuse tiles whose coordinates cannot be longitude/latitude (metres of a projected CRS
     read as degrees would make every record an outlier, and the release would still be
-    charged). ``declared``: the file names a geographic CRS (GeoJSON: EPSG:4326 by default)."""
-    min_x, min_y, max_x, max_y = (float(v) for v in gdf.total_bounds)
+    charged). ``bounds``: the tiles' (min x, min y, max x, max y); ``declared``: the file
+    names a geographic CRS (GeoJSON: EPSG:4326 by default)."""
+    min_x, min_y, max_x, max_y = (float(v) for v in bounds)
     if -180 <= min_x <= max_x <= 180 and -90 <= min_y <= max_y <= 90:
         return
     said = (
@@ -149,13 +154,54 @@ def _require_lonlat(gdf: gpd.GeoDataFrame, label: str, *, declared: bool) -> Non
 
 def _with_grid(tess: Tessellation) -> Tessellation:
     """``tess``, with the arithmetic assignment when its tiles are the cells of a grid."""
-    spec = detect_grid(tess.gdf)
-    return tess if spec is None else Tessellation(tess.gdf, grid=spec)
+    spec = detect_grid(tess.geometries)
+    return tess if spec is None else tess.with_grid(spec)
 
 
-def read_geo_file(path: Path) -> gpd.GeoDataFrame:
-    """A file of features (GeoJSON, GeoParquet, Shapefile, GeoPackage) as it is, unchecked;
-    an InputError when it is missing, empty, of another format or unreadable."""
+def _no_features(label: str) -> InputError:
+    return InputError(
+        "the tessellation has no features",
+        source=label,
+        hint="give a file with at least one polygon",
+    )
+
+
+def read_features(path: Path) -> Features:
+    """The features of a tessellation file, unchecked, in EPSG:4326: a plain GeoJSON file
+    with ``json`` and shapely (:func:`_plain_features`), any other through GeoPandas
+    (:func:`read_geo_file`); an InputError when the file is missing, empty, of another
+    format, unreadable or has no features, or when its coordinates cannot be lng/lat."""
+    _check_file(path)
+    if path.suffix.lower() in (".geojson", ".json"):
+        plain = _plain_features(_plain_geojson(path))
+        if plain is not None:  # EPSG:4326, as GeoJSON is
+            _require_lonlat(shapely.total_bounds(plain.geometries), str(path), declared=True)
+            return plain
+    return _features_of(read_geo_file(path), str(path))
+
+
+def _features_of(gdf: gpd.GeoDataFrame, label: str) -> Features:
+    """The features of a GeoDataFrame, in EPSG:4326 (reprojected when it declares another
+    CRS, refused when it declares none or a geographic one and its numbers are not lng/lat)."""
+    if len(gdf) == 0:
+        raise _no_features(label)
+    if gdf.crs is None or gdf.crs.is_geographic:
+        # no CRS, or a geographic one (GeoJSON is read as EPSG:4326 whatever its numbers):
+        # refused, before any data is read, when the numbers cannot be degrees
+        _require_lonlat(gdf.total_bounds, label, declared=gdf.crs is not None)
+    if gdf.crs is not None and not gdf.crs.equals("EPSG:4326"):
+        gdf = gdf.to_crs(4326)
+    name = gdf.geometry.name
+    columns = {
+        str(c): gdf[c].astype(object).where(gdf[c].notna(), None).tolist()
+        for c in gdf.columns
+        if c != name
+    }
+    return Features(columns, np.asarray(gdf.geometry.values, dtype=object), str(name))
+
+
+def _check_file(path: Path) -> None:
+    """An InputError when ``path`` is missing, of a format not read, or empty."""
     if not path.exists():
         raise InputError(
             "file not found", source=str(path), hint="check the path of the tessellation file"
@@ -169,13 +215,25 @@ def read_geo_file(path: Path) -> gpd.GeoDataFrame:
         )
     if path.stat().st_size == 0:
         raise InputError("the file is empty", source=str(path), hint="give a non-empty file")
+
+
+def read_geo_file(path: Path) -> gpd.GeoDataFrame:
+    """A file of features (GeoJSON, GeoParquet, Shapefile, GeoPackage) as it is, unchecked;
+    an InputError when it is missing, empty, of another format or unreadable."""
+    import geopandas as gpd
+
+    _check_file(path)
+    suffix = path.suffix.lower()
     try:
         if suffix in (".parquet", ".geoparquet"):
             return gpd.read_parquet(path)
         if suffix in (".geojson", ".json"):
-            plain = _read_plain_geojson(path)
-            if plain is not None:
-                return plain
+            feats = _plain_geojson(path)
+            if feats is not None:
+                try:
+                    return gpd.GeoDataFrame.from_features(feats, crs=4326)
+                except Exception:  # unusual geometry or properties: let GDAL read (report) it
+                    pass
         return gpd.read_file(path)
     except Exception as exc:  # pyogrio / pyarrow errors: report the reader's message
         raise InputError(
@@ -185,9 +243,10 @@ def read_geo_file(path: Path) -> gpd.GeoDataFrame:
         ) from None
 
 
-def _read_plain_geojson(path: Path) -> gpd.GeoDataFrame | None:
-    """A plain RFC 7946 FeatureCollection (WGS84, no legacy ``crs`` member) read without GDAL
-    (less memory and start-up time); None for anything else, which GDAL then reads."""
+def _plain_geojson(path: Path) -> list[dict[str, Any]] | None:
+    """The features of a plain RFC 7946 FeatureCollection (WGS84, no legacy ``crs`` member
+    but lng/lat WGS84, at least one feature, properties objects); None for anything else,
+    which GDAL then reads (less memory and start-up time than GDAL for the plain ones)."""
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError):
@@ -206,14 +265,37 @@ def _read_plain_geojson(path: Path) -> gpd.GeoDataFrame | None:
         isinstance(f, dict) and isinstance(f.get("properties", {}), dict | None) for f in feats
     ):
         return None
-    try:
-        return gpd.GeoDataFrame.from_features(feats, crs=4326)
-    except Exception:  # unusual geometry or properties: let GDAL read (and report) it
+    return feats
+
+
+def _plain_features(feats: list[dict[str, Any]] | None) -> Features | None:
+    """The features of a plain FeatureCollection's ``feats`` as GeoPandas' ``from_features``
+    reads them (a missing geometry is None, a property missing from a feature is None), with
+    shapely alone; None when a geometry is not one shapely reads (GDAL then reads the file)."""
+    if feats is None:
         return None
+    from shapely.geometry import shape
+
+    columns: dict[str, list[Any]] = {}
+    geoms: list[Any] = []
+    for i, feat in enumerate(feats):
+        geometry = feat.get("geometry")
+        try:
+            geoms.append(shape(geometry) if geometry else None)
+        except Exception:  # unusual geometry: let GDAL read (and report) it
+            return None
+        for k, v in (feat.get("properties") or {}).items():
+            if k == "geometry":  # from_features would take it for the geometry
+                return None
+            columns.setdefault(k, [None] * i).append(v)
+        for values in columns.values():
+            if len(values) == i:  # not in this feature's properties
+                values.append(None)
+    return Features(columns, np.asarray(geoms, dtype=object))
 
 
 def _named_column(
-    gdf: gpd.GeoDataFrame,
+    features: Features,
     column: str,
     role: str,
     label: str,
@@ -223,18 +305,18 @@ def _named_column(
 ) -> str:
     """The column the user named for the tiles' ``role`` (id, name), refused with the columns
     ``seen`` unless the tessellation has it."""
-    if column not in gdf.columns:
+    if column not in features.columns:
         raise InputError(
             f"{role} column not found; columns seen: {seen}", source=label, column=column, hint=hint
         )
     return column
 
 
-def _pick_id_column(gdf: gpd.GeoDataFrame, id_column: str | None, label: str) -> str:
-    attrs = [c for c in gdf.columns if c != gdf.geometry.name]
+def _pick_id_column(features: Features, id_column: str | None, label: str) -> str:
+    attrs = list(features.columns)
     if id_column is not None:
         hint = "pass --tile-id with one of the columns above"
-        return _named_column(gdf, id_column, "id", label, seen=attrs, hint=hint)
+        return _named_column(features, id_column, "id", label, seen=attrs, hint=hint)
     lower = {c.lower(): c for c in attrs}
     for cand in ID_CANDIDATES:
         if cand.lower() in lower:
@@ -250,38 +332,51 @@ def _pick_id_column(gdf: gpd.GeoDataFrame, id_column: str | None, label: str) ->
 
 
 def _pick_name_column(
-    gdf: gpd.GeoDataFrame, name_column: str | None, id_col: str, label: str
+    features: Features, name_column: str | None, id_col: str, label: str
 ) -> str | None:
     if name_column is not None:
-        return _named_column(gdf, name_column, "name", label, seen=list(gdf.columns))
-    lower = {c.lower(): c for c in gdf.columns if c not in (id_col, gdf.geometry.name)}
+        seen = [*features.columns, features.geometry_name]
+        return _named_column(features, name_column, "name", label, seen=seen)
+    lower = {c.lower(): c for c in features.columns if c != id_col}
     return next((lower[c.lower()] for c in NAME_CANDIDATES if c.lower() in lower), None)
 
 
-def _normalise_ids(col: pd.Series, name: str, label: str) -> np.ndarray:
-    null = col.isna().to_numpy()
-    if null.any():
-        i = int(np.flatnonzero(null)[0])
+def _is_null(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def _id_values(values: list[Any]) -> np.ndarray:
+    """Ids as a column of a table types them: integers (int64) when every id is an integer
+    or an integral float, else strings (non-integral numbers as floats: ``2.5``, ``1.0``)."""
+    numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
+    if numbers and all(float(v).is_integer() for v in values):
+        try:
+            return np.array([int(v) for v in values], dtype=np.int64)
+        except OverflowError:
+            pass
+    strs = [str(float(v)) for v in values] if numbers else [str(v) for v in values]
+    return np.array(strs, dtype=object)
+
+
+def _normalise_ids(col: list[Any], name: str, label: str) -> np.ndarray:
+    null = [i for i, v in enumerate(col) if _is_null(v)]
+    if null:
         raise InputError(
-            f"{int(null.sum())} tile(s) have no id",
+            f"{len(null)} tile(s) have no id",
             source=label,
             column=name,
-            example=f"feature #{i}",
+            example=f"feature #{null[0]}",
             hint="every tile needs a unique id",
         )
-    values = col.to_numpy()
-    integral = pd.api.types.is_float_dtype(col) and bool(np.all(np.mod(values, 1) == 0))
-    if integral or pd.api.types.is_integer_dtype(col):
-        values = values.astype(np.int64)
-    else:
-        values = col.astype(str).to_numpy(dtype=object)
-    dup = pd.Series(values).duplicated(keep=False).to_numpy()
-    if dup.any():
-        first = _py(values[np.flatnonzero(dup)[0]])
+    values = _id_values([_py(v) for v in col])
+    counts = Counter(values.tolist())
+    dup = [i for i, v in enumerate(values.tolist()) if counts[v] > 1]
+    if dup:
+        first = _py(values[dup[0]])
         where = np.flatnonzero(values == first)[:2].tolist()
         raise InputError(
             f"duplicate tile id {first!r} (features #{where[0]} and #{where[1]}); "
-            f"{int(pd.Series(values[dup]).nunique())} id(s) are duplicated",
+            f"{sum(1 for n in counts.values() if n > 1)} id(s) are duplicated",
             source=label,
             column=name,
             example=first,
@@ -291,9 +386,9 @@ def _normalise_ids(col: pd.Series, name: str, label: str) -> np.ndarray:
 
 
 def _check_geometries(
-    gdf: gpd.GeoDataFrame, ids: np.ndarray, id_col: str, label: str, repair: bool
+    features: Features, ids: np.ndarray, id_col: str, label: str, repair: bool
 ) -> np.ndarray:
-    geoms = np.asarray(gdf.geometry.values, dtype=object)
+    geoms = features.geometries
 
     def refuse(bad: np.ndarray, message: Callable[[int, Any], str], hint: str) -> None:
         """An InputError naming the first tile of ``bad``: ``message(how many, its geometry)``."""
@@ -302,7 +397,7 @@ def _check_geometries(
             raise InputError(
                 message(int(bad.sum()), geoms[i]),
                 source=label,
-                column=gdf.geometry.name,
+                column=features.geometry_name,
                 example=f"{id_col}={_py(ids[i])!r}",
                 hint=hint,
             )
@@ -340,8 +435,7 @@ def _is_poly(g: shapely.Geometry) -> np.ndarray:
     return np.isin(shapely.get_type_id(shapely.get_parts(g)), (3, 6))
 
 
-def _check_overlaps(gdf: gpd.GeoDataFrame, id_col: str, label: str) -> None:
-    geoms = gdf.geometry.values
+def _check_overlaps(geoms: np.ndarray, tile_ids: np.ndarray, id_col: str, label: str) -> None:
     tree = shapely.STRtree(geoms)
     a, b = tree.query(geoms, predicate="intersects")
     keep = a < b
@@ -361,7 +455,7 @@ def _check_overlaps(gdf: gpd.GeoDataFrame, id_col: str, label: str) -> None:
     over = rel > OVERLAP_TOLERANCE
     if over.any():
         j = int(np.argmax(np.where(over, rel, -1)))
-        ids = gdf["tile_id"].tolist()
+        ids = tile_ids.tolist()
         raise InputError(
             f"{int(over.sum())} pair(s) of tiles overlap; e.g. tiles {ids[a[j]]!r} and "
             f"{ids[b[j]]!r} share {rel[j]:.2%} of the smaller tile's area "

@@ -9,10 +9,9 @@ import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from privmob.data import diagnose
 from privmob.data.fingerprint import (
@@ -26,7 +25,13 @@ from privmob.engine.base import Engine
 from privmob.engine.buckets import bucket_expr, make_private, parquet_view
 from privmob.engine.relation import UserParts, new_name
 from privmob.errors import EngineError, InputError
+from privmob.lazy_imports import lazy_module
 from privmob.privacy.people import HASH_DIGITS, SKETCH_SIZE, PeopleSketch, key_halves
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy_module("pandas")
 
 
 @dataclass
@@ -155,9 +160,10 @@ def _older_source(
 
 
 def people_source(engine: Engine, relation: str, uid: str) -> Callable[[bytes], PeopleSketch]:
-    """The people sketch of ``relation``'s distinct user ids (``uid``: their canonical text, as
-    in the fingerprint) under a key: one query over the distinct ids, the same keyed hash on
-    both engines (:func:`privmob.privacy.people.keyed_hash` is the reference), the
+    """The people sketch of ``relation``'s distinct user ids (``uid``: the SQL of their
+    canonical id text, as in the fingerprint: :func:`privmob.data.fingerprint.identity_text`,
+    one id whatever the column's type) under a key: one query over the distinct ids, the same
+    keyed hash on both engines (:func:`privmob.privacy.people.keyed_hash` is the reference), the
     :data:`~privmob.privacy.people.SKETCH_SIZE` smallest kept. Nothing of it is printed."""
 
     def sketch(key: bytes) -> PeopleSketch:

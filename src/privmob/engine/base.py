@@ -7,13 +7,18 @@ domains to the driver. The driver (mechanisms, accountant, renderers) never sees
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
-import pandas as pd
 
 from privmob.engine.dialect import Dialect
 from privmob.errors import EngineError
+from privmob.lazy_imports import lazy_module
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy_module("pandas")
 
 
 @dataclass(frozen=True)
@@ -91,8 +96,11 @@ def scatter_counts(
     return dense
 
 
-def dense_counts(engine: Engine, sql: str, shape: tuple[int, ...]) -> np.ndarray:
-    """Run ``sql`` returning columns ``i0, i1, ..., n`` and scatter into a dense array.
+def dense_counts(
+    engine: Engine, sql: str, shape: tuple[int, ...], values: tuple[str, ...] = ("n",)
+) -> np.ndarray:
+    """Run ``sql`` returning columns ``i0, i1, ..., n`` and scatter into a dense array; with
+    more ``values`` columns (integers), one dense array each, stacked first.
 
     An engine failure (input changed or unreadable since validation, out of memory or disk)
     becomes an :class:`~privmob.errors.EngineError`: one message, no traceback, and since
@@ -109,4 +117,6 @@ def dense_counts(engine: Engine, sql: str, shape: tuple[int, ...]) -> np.ndarray
             "pass --memory-limit or use a machine with more memory",
         ) from exc
     index_cols = [df[f"i{a}"].to_numpy() for a in range(len(shape))]
-    return scatter_counts(index_cols, df["n"].to_numpy(), shape)
+    if values == ("n",):
+        return scatter_counts(index_cols, df["n"].to_numpy(), shape)
+    return np.stack([scatter_counts(index_cols, df[v].to_numpy(), shape) for v in values])

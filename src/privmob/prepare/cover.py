@@ -24,11 +24,17 @@ so it keeps the sensitivity of the tower counts.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 
 from privmob.errors import ConfigError
+from privmob.lazy_imports import lazy_module
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+else:
+    sp = lazy_module("scipy.sparse")
 
 SHARE_TOLERANCE = 1e-9  # overlap shares below this are numerical slivers, not overlaps
 

@@ -7,12 +7,18 @@ zones, which are public, so it costs no privacy.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import geopandas as gpd
 import numpy as np
 
+from privmob.lazy_imports import lazy_module
 from privmob.prepare.cover import CoverMap, cover_map, minimum_cover
 from privmob.prepare.voronoi import VoronoiMap, voronoi_map
+
+if TYPE_CHECKING:
+    import geopandas as gpd
+else:
+    gpd = lazy_module("geopandas")
 
 
 @dataclass(frozen=True)

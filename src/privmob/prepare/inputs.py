@@ -63,12 +63,12 @@ def load_trips_any(
     GPS traces (``gps``: ``uid, datetime, lat, lng``) by stay points (prepare.staypoints).
     ``uid_per_trip``: one-row trips without a uid column (bike-share rides) make each trip its
     own unit; only for trip-level releases. ``shape_detected``: the shape was told from the
-    column names (not declared), so located events as dense as a GPS log are refused
-    (:func:`refuse_likely_gps`). ``reading``: the column mapping, time zone and delimiter
-    (:class:`~privmob.data.reading.Reading`). ``keep_coordinates`` and ``carry`` (more input
-    columns, kept under their own names): one-row trips only
-    (:func:`privmob.data.sources.load_trips`);
-    trips built from points or events have no value of their own in another column."""
+    column names (not declared), so located events without cells are refused before they are
+    read: they may be a GPS log (:func:`refuse_undeclared_located_events`). ``reading``: the
+    column mapping, time zone and delimiter (:class:`~privmob.data.reading.Reading`).
+    ``keep_coordinates`` and ``carry`` (more input columns, kept under their own names):
+    one-row trips only (:func:`privmob.data.sources.load_trips`); trips built from points or
+    events have no value of their own in another column."""
     from privmob.prepare.trips import events_to_trips
 
     refuse_unknown_reading(reading)
@@ -103,39 +103,29 @@ def load_trips_any(
         from privmob.prepare.staypoints import gps_trips
 
         return gps_trips(load_gps_points(source, stay_distance, stay_minutes, **common))
-    events = load_events(source, cells=cells, **common)
     if shape_detected and cells is None:
-        refuse_likely_gps(events)
+        refuse_undeclared_located_events(source)
+    events = load_events(source, cells=cells, **common)
     return events_to_trips(events, trip_rule)
 
 
-#: Located events with more than this many records per user and active hour, on average, are
-#: taken for a GPS log (a fix every few minutes or seconds: Cabspotting ~60, GeoLife hundreds)
-#: rather than events (calls, check-ins: a few an hour at most).
-GPS_FIXES_PER_HOUR = 12
+def refuse_undeclared_located_events(source: Any) -> None:
+    """Refuse, before a record is read, trips from located events whose shape was told from
+    the column names alone: ``uid, datetime, lat, lng`` are the columns of phone events and
+    check-ins (a trip per move between two tiles) and of a GPS log (trips between stays)
+    alike, and the two readings give different trips. Only the declared shape decides.
 
+    The rule reads nothing but the column names, so no record, and no one person, can flip
+    it (issue 38). It replaces a check of the records' density (more than 12 points per user
+    and active hour on average), which one user with many fixes in an hour turned from a
+    release into a refusal."""
+    from privmob.data.reading import describe_source
 
-def refuse_likely_gps(events: Loaded) -> None:
-    """Refuse, before anything is charged, events whose shape was told from the column names
-    (``uid, datetime, lat, lng``) when they are as dense as a GPS log: read as events, each
-    move between two consecutive fixes in different tiles is a trip, which is not what a trip
-    of a GPS trace is (``--input-shape gps``: trips between stays).
-
-    The check runs here, on the operator's side, on the validated input; its figure goes to
-    the error's ``detail`` (shown with ``--verbose``), never into a release, its metadata or
-    the ledger: a release that passes it records nothing about it."""
-    rate = events.engine.fetch(
-        "SELECT AVG(CAST(k AS DOUBLE)) AS rate FROM (SELECT COUNT(*) AS k "
-        f"FROM {events.view} GROUP BY uid, date_trunc('hour', time)) AS per_hour"
-    )["rate"].iloc[0]
-    if rate is None or not rate > GPS_FIXES_PER_HOUR:  # NULL or NaN: no events
-        return
     raise ConfigError(
-        f"{events.source}: these located events look like a GPS log (more than "
-        f"{GPS_FIXES_PER_HOUR} points per user and active hour on average); read as events, "
-        "every move between two points in different tiles would be counted as a trip. "
-        "Nothing was charged",
-        hint="for trips between stays give --input-shape gps (Python: shape='gps'); to count "
-        "them as events all the same, declare --input-shape events",
-        detail=f"{rate:.1f} points per user and active hour on average",
+        f"{describe_source(source)}: the columns uid, datetime, lat, lng are those of located "
+        "events (calls, check-ins: a trip per move between two tiles) and of a GPS log (trips "
+        "between stays) alike, and the two give different trips; declare which. Nothing was "
+        "read or charged",
+        hint="--input-shape events or --input-shape gps (Python: shape='events' or "
+        "shape='gps'); a cells table (--cells) or a trip id column (tid) also tells",
     )

@@ -13,14 +13,21 @@ one cell; each of them is mapped with that cell's shares.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import geopandas as gpd
 import numpy as np
-import scipy.sparse as sp
 import shapely
 
 from privmob.data.tessellation import local_metric_crs
 from privmob.errors import InputError
+from privmob.lazy_imports import lazy_module
+
+if TYPE_CHECKING:
+    import geopandas as gpd
+    import scipy.sparse as sp
+else:
+    gpd = lazy_module("geopandas")
+    sp = lazy_module("scipy.sparse")
 
 
 @dataclass(frozen=True)

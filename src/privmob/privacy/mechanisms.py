@@ -21,6 +21,7 @@ from privmob.errors import ConfigError
 from privmob.privacy import samplers
 from privmob.privacy.costs import Cost, PrivacyUnit, gaussian_rho, zcdp_to_epsilon
 from privmob.privacy.discrete_gaussian import discrete_gaussian_sigma, scale_up, sigma_for_rho
+from privmob.privacy.payment import require_paid
 from privmob.privacy.samplers import Randomness, resolve
 
 
@@ -52,6 +53,7 @@ class Noise:
 
     def add(self, values: np.ndarray, rng: Randomness | int | None = None) -> np.ndarray:
         """Return ``values`` plus independent noise on every entry (integers out)."""
+        require_paid()
         r = resolve(rng)
         values = np.asarray(values)
         if self.kind is NoiseKind.DISCRETE_LAPLACE:
@@ -84,6 +86,7 @@ class Noise:
         Nothing is released here: the caller still adds the noise after counting and charges
         the ledger before anything is written.
         """
+        require_paid()  # here: the secure draw runs on a thread of its own
         r = resolve(rng)
         size = int(size)
         if not r.for_publication:
@@ -109,6 +112,7 @@ class Noise:
 
     def add_float(self, values: np.ndarray, rng: Randomness | int | None = None) -> np.ndarray:
         """Continuous noise on real values (Laplace kinds only); no rounding."""
+        require_paid()
         r = resolve(rng)
         if self.kind is NoiseKind.DISCRETE_GAUSSIAN:
             raise ConfigError("real-valued noise is offered for the Laplace kinds only")
@@ -227,6 +231,7 @@ def noisy_max(
             f"the utility's sensitivity must be a finite number > 0, got {sensitivity}"
         )
     scale = scale_up(2.0 * sensitivity, epsilon)
+    require_paid("a noisy selection")
     r = resolve(rng)
     if not r.for_publication:
         # exponential mechanism by Gumbel-max (tests only)

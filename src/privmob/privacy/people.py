@@ -9,7 +9,10 @@ budget or the custodian approved it), see :func:`privmob.privacy.ledger_checks.r
 
 What it is:
 
-* each distinct user id's canonical text ``u`` (as in the content fingerprint) is hashed with a
+* each distinct user id's canonical text ``u`` (as in the content fingerprint,
+  :func:`privmob.data.fingerprint.identity_text`: an integral number is its integer's text
+  whatever the column's type, so the ids ``7``, ``7.0`` and ``"7.0"`` are one person, and the
+  same events with int64 or float64 ids have one sketch) is hashed with a
   secret ``key`` of this ledger (:func:`people_key`) as ``SHA-256(k2 || hex(SHA-256(k1 || u)))``
   (``k1``, ``k2``: the key's halves, in hex; a nested keyed hash, so neither length extension nor
   a dictionary of ids helps anyone without the key), and the first 64 bits are kept;
@@ -124,7 +127,8 @@ def key_halves(key: bytes) -> tuple[str, str]:
 
 def keyed_hash(key: bytes, uid: str) -> int:
     """The reference of one user's keyed hash (what the engines compute in SQL):
-    the first 64 bits of ``SHA-256(k2 || hex(SHA-256(k1 || uid)))``."""
+    the first 64 bits of ``SHA-256(k2 || hex(SHA-256(k1 || uid)))``; ``uid`` is the id's
+    canonical text (:func:`privmob.data.fingerprint.canonical_id`)."""
     k1, k2 = key_halves(key)
     inner = hashlib.sha256((k1 + uid).encode()).hexdigest()
     return int(hashlib.sha256((k2 + inner).encode()).hexdigest()[:HASH_DIGITS], 16)

@@ -25,6 +25,7 @@ import numpy as np
 
 from privmob.cores import usable_cores
 from privmob.privacy import exact_noise
+from privmob.privacy.payment import require_paid
 
 Backend = Literal["numpy", "opendp"]
 
@@ -136,6 +137,7 @@ def _chunked(
 def _secure_integer_noise(
     kind: str, values: np.ndarray, scale: float, backend: Backend
 ) -> np.ndarray:
+    require_paid()
     flat = np.ascontiguousarray(values, dtype=np.int64).ravel()
     if flat.size == 0:
         return flat.reshape(np.shape(values))
@@ -171,6 +173,7 @@ def secure_discrete_gaussian(
 
 def secure_laplace(values: np.ndarray, scale: float) -> np.ndarray:
     """values + continuous Laplace(scale) noise, from OpenDP's floating-point-safe sampler."""
+    require_paid()
     flat = np.ascontiguousarray(values, dtype=np.float64).ravel()
     if flat.size == 0:
         return flat.reshape(np.shape(values))
@@ -179,6 +182,7 @@ def secure_laplace(values: np.ndarray, scale: float) -> np.ndarray:
 
 def secure_gaussian(values: np.ndarray, sigma: float) -> np.ndarray:
     """values + continuous Gaussian(sigma) noise, from OpenDP's floating-point-safe sampler."""
+    require_paid()
     flat = np.ascontiguousarray(values, dtype=np.float64).ravel()
     if flat.size == 0:
         return flat.reshape(np.shape(values))
@@ -187,6 +191,7 @@ def secure_gaussian(values: np.ndarray, sigma: float) -> np.ndarray:
 
 def gaussian(values: np.ndarray, sigma: float, rng: Randomness | int | None = None) -> np.ndarray:
     """values + continuous Gaussian(sigma) noise: secure by default, numpy's when seeded."""
+    require_paid()
     r = resolve(rng)
     values = np.asarray(values, dtype=np.float64)
     if r.for_publication:
@@ -199,12 +204,14 @@ def gaussian(values: np.ndarray, sigma: float, rng: Randomness | int | None = No
 
 def seeded_discrete_laplace(gen: np.random.Generator, size: int, scale: float) -> np.ndarray:
     """Two-sided geometric noise: difference of two geometric variables, p = 1 - e^{-1/b}."""
+    require_paid()
     p = -math.expm1(-1.0 / scale)
     return (gen.geometric(p, size) - gen.geometric(p, size)).astype(np.int64)
 
 
 def seeded_discrete_gaussian(gen: np.random.Generator, size: int, sigma: float) -> np.ndarray:
     """Discrete Gaussian by rejection from discrete Laplace (Canonne, Kamath, Steinke 2020)."""
+    require_paid()
     t = math.floor(sigma) + 1
     out = np.empty(size, dtype=np.int64)
     filled = 0

@@ -2,16 +2,18 @@
 or its PostgreSQL database, where an analyst's role writes through functions,
 :mod:`privmob.privacy.ledger_pg_schema`).
 
-A release is written into a private staging directory beside its target before the ledger is
-charged (``releases/publish.py``). This table records each staging directory and its state:
+A release is recorded here before the ledger is charged, and written into a private staging
+directory beside its target once the charge is committed and its noise drawn
+(``releases/gate.py``, ``releases/publish.py``). This table records each staging directory and
+its state:
 
-* ``writing``: files are being written, nothing is charged. If the process dies here, the
-  directory holds an uncharged noisy release: it is removed by the next publication or by
-  ``privmob ledger recover`` (state ``abandoned``).
-* ``charged``: set in the same transaction as the ledger entries. The complete release is in
-  the staging directory; if the process dies before the rename, ``privmob ledger show`` lists it
-  and ``privmob ledger recover`` moves it into place (``published``) or, with ``--discard``,
-  removes it (``discarded``; the epsilon stays spent in the ledger).
+* ``writing``: nothing is charged and no noise exists yet. If the process dies here, the row is
+  settled by the next publication or by ``privmob ledger recover`` (state ``abandoned``).
+* ``charged``: set in the same transaction as the ledger entries; the noise is drawn and the
+  files written after it, then sealed (a seal file beside the staging directory). If the
+  process dies before the rename, ``privmob ledger show`` lists it and ``privmob ledger
+  recover`` moves a sealed release into place (``published``), or removes an unsealed one or,
+  with ``--discard``, any (``discarded``; the budget stays spent in the ledger).
 * ``published``: renamed into place.
 """
 

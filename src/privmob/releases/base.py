@@ -1,10 +1,11 @@
-"""Who pays for a release and how it is written: the end of every release's path.
+"""Who pays for a release: the dataset's budget in a ledger, checked before the data is read.
 
-The one path every release takes at its end lives here: :class:`Accountant` checks the budget
-before the data is read (so a refused release costs no work); with an ``output``
-(:class:`~privmob.releases.publish.Output`) its ``charge`` publishes the release by the atomic
-protocol of ``releases/publish.py`` (stage, fsync, charge, rename). :func:`write_release`
-writes a release charged before, by the same staging and rename, and refuses an uncharged one.
+:class:`Accountant` checks the budget before the data is read (so a refused release costs no
+work), binds the budget to the input's content, and commits the charge when the one gate
+(:mod:`privmob.releases.gate`) asks it to, before any noise is drawn; with an ``output``
+(:class:`~privmob.releases.publish.Output`) the gate then publishes the release by the atomic
+protocol of ``releases/publish.py``. :func:`write_release` writes a release charged before, by
+the same staging and rename, and refuses an uncharged one.
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from privmob.errors import ConfigError
-from privmob.privacy.costs import Cost, PrivacyUnit
+from privmob.privacy import ledger_checks as checks
+from privmob.privacy.costs import Cost, PrivacyUnit, Unit
 from privmob.privacy.ledger import Ledger
-from privmob.privacy.ledger_entries import Entry, Spent
+from privmob.privacy.ledger_accounts import accounts
+from privmob.privacy.ledger_entries import Budget, Entry, Spent
 from privmob.privacy.people import PeopleSketch, people_key
 from privmob.releases.loaded import LoadedInput
 from privmob.releases.release import Release
@@ -43,10 +46,10 @@ class Accountant:
     budget_delta: float = 0.0
     #: what ``budget`` protects (user by default; landmark or event for landmark series)
     budget_unit: PrivacyUnit | str = PrivacyUnit.USER
-    #: where the release is published; set, :meth:`charge` stages, charges and renames
+    #: where the release is published (the gate stages, seals and renames it there)
     output: Output | None = None
-    #: applied to every release before it is charged and written (test mode, a domain read
-    #: from the data: both mark the release not for publication, in its files too)
+    #: applied to every release before it is charged, and again once drawn (test mode, a
+    #: domain read from the data: both mark the release not for publication, in its files too)
     annotate: list[Callable[[Release], None]] = field(default_factory=list)
     #: the user stated that this dataset is a separate budget for content another dataset
     #: already released (``--new-dataset-for-same-data``); recorded in the ledger
@@ -66,12 +69,24 @@ class Accountant:
     #: the cost the budget was last checked for (:meth:`precheck`), until the charge
     prechecked: Cost | None = field(default=None, repr=False)
 
+    #: a budget asked for (``budget``) that the dataset does not have yet: written with the
+    #: first charge, so that a release refused on the way creates nothing
+    pending_budget: Budget | None = field(default=None, repr=False)
+
     def __post_init__(self) -> None:
         if not self.dataset:
             raise ConfigError("a dataset name is needed to charge the ledger")
-        if self.budget is not None:
-            # set once; the same budget again is a no-op, a different one a BudgetError
+        if self.budget is None:
+            return
+        Cost(self.budget, self.budget_delta)  # validates, now
+        if self.ledger.has_budget(self.dataset):
+            # set once; the same budget again is a no-op, a different one a BudgetError, now
             self.ledger.set_budget(self.dataset, self.budget, self.budget_delta, self.budget_unit)
+        elif self.pending_budget is None:
+            self.pending_budget = Budget(
+                self.dataset, float(self.budget), float(self.budget_delta),
+                Unit(self.budget_unit), "",
+            )  # fmt: skip
 
     @property
     def closing_step(self) -> str:
@@ -89,12 +104,30 @@ class Accountant:
         itself refuses atomically whatever was spent in between)."""
         if self.prechecked == cost:
             return
-        self.ledger.check(self.dataset, cost, self.group_size)
+        b = self.pending_budget
+        if b is not None and not self.ledger.has_budget(self.dataset):
+            # the budget asked for, not written yet: the cost must fit it alone
+            charged = checks.to_budget_unit(cost, b.unit, self.group_size)
+            after = accounts([(charged.epsilon, charged.delta, charged.rho)], b.epsilon, b.delta)
+            checks.refuse_if_over(b, after, charged, self.ledger.path)
+        else:
+            self.ledger.check(self.dataset, cost, self.group_size)
         self.prechecked = cost
 
     def remaining(self) -> Spent:
         """What is left of the dataset's budget (in its unit)."""
+        b = self.pending_budget
+        if b is not None and not self.ledger.has_budget(self.dataset):
+            return Spent(b.epsilon, b.delta)
         return self.ledger.remaining(self.dataset)
+
+    def write_budget(self) -> None:
+        """Write the budget asked for, if the dataset has none yet (the gate does, just before
+        the first charge; ``privmob ledger init`` is the other way)."""
+        b = self.pending_budget
+        if b is not None:
+            self.ledger.set_budget(self.dataset, b.epsilon, b.delta, b.unit)
+            self.pending_budget = None
 
     def bind_input(self, loaded: LoadedInput) -> None:
         """Tie this accountant's charges to the input's content and refuse now, before any
@@ -131,57 +164,44 @@ class Accountant:
 
     def charged_cost(self, cost: Cost) -> Cost:
         """``cost`` as charged to the dataset's budget (converted by group privacy if needed)."""
+        b = self.pending_budget
+        if b is not None and not self.ledger.has_budget(self.dataset):
+            return checks.to_budget_unit(cost, b.unit, self.group_size)
         return self.ledger.in_budget_unit(self.dataset, cost, self.group_size)
 
-    def charge(
+    def commit(
         self,
-        release: Release,
+        header: Release,
         description: str = "",
         *,
-        output_dir: str | Path | None = None,
-        output_hashes: dict[str, str] | None = None,
-    ) -> Release:
-        """Charge the ledger for ``release`` (atomically: all its parts or nothing) and attach
-        the entries to it. ``output_dir``/``output_hashes`` (file name -> SHA-256) record the
-        output when it is known at charge time (staged before the charge)."""
-        if release.ledger_entry is not None:
-            raise ConfigError("this release was already charged")
+        within: Callable[[Any, list[Entry]], None] | None = None,
+    ) -> list[Entry]:
+        """Charge the ledger for the release ``header`` describes (atomically: all its parts or
+        nothing) and return the committed entries. Called by the one gate only
+        (:func:`privmob.releases.gate.settle`), before any noise is drawn; ``within`` runs
+        inside the ledger's transaction (the staged release is marked paid there)."""
         self.prechecked = None  # the next release on this accountant is checked again
-        for mark in self.annotate:
-            mark(release)
-        parts = release.cost_parts or [(description, release.cost)]
-
-        def charge(within: Callable[[Any, list[Entry]], None] | None = None) -> list[Entry]:
-            staged = self.output
-            return self.ledger.charge_parts(
-                self.dataset,
-                parts,
-                kind=release.kind,
-                params={
-                    "params": release.params,
-                    "bounds": release.bounds.to_json(),
-                    "noise": release.noise.to_json(),
-                },
-                group_size=self.group_size,
-                for_publication=release.for_publication,
-                input_fingerprint=self.input_fingerprint,
-                input_rows=self.input_rows,
-                older_fingerprints=self.input_older,
-                people=self.input_people,
-                output_dir=output_dir or (staged.target if staged else None),
-                output_hashes=output_hashes or (staged.staged_hashes if staged else None),
-                new_dataset_for_same_data=self.new_dataset_for_same_data,
-                within=within,
-            )
-
-        release.ledger_id = self.ledger.ledger_id  # metadata.json names it, inside the charge
-        if self.output is not None:  # stage -> charge -> rename (releases/publish.py)
-            self.output.publish(release, charge, self.ledger, self.dataset, self.progress)
-            return release
-        entries = charge()
-        release.ledger_entries = entries
-        release.ledger_entry = entries[-1]
-        return release
+        self.write_budget()  # a new dataset's budget, with its first charge
+        parts = header.cost_parts or [(description, header.cost)]
+        return self.ledger.charge_parts(
+            self.dataset,
+            parts,
+            kind=header.kind,
+            params={
+                "params": header.params,
+                "bounds": header.bounds.to_json(),
+                "noise": header.noise.to_json(),
+            },
+            group_size=self.group_size,
+            for_publication=header.for_publication,
+            input_fingerprint=self.input_fingerprint,
+            input_rows=self.input_rows,
+            older_fingerprints=self.input_older,
+            people=self.input_people,
+            output_dir=self.output.target if self.output is not None else None,
+            new_dataset_for_same_data=self.new_dataset_for_same_data,
+            within=within,
+        )
 
 
 def write_release(release: Release, outdir: str | Path, *, overwrite: bool = False) -> list[Path]:

@@ -11,9 +11,9 @@ the noisy cells (tables, post-processing, metadata). :class:`CountSpec` (``privm
 
 public domain -> cost and precheck before any data is read -> each user keeps at most
 ``bound`` records (keyed random sample in the engine, per user bucket under a memory limit)
--> exact counts in the engine -> the noise step -> the kind's tables -> charge, of every part
-of the cost (the session's lifecycle binds the input first and publishes after: stage,
-charge, rename, stamp).
+-> exact counts in the engine -> a :class:`~privmob.releases.gate.Draft` -> (the one gate:
+the charge of every part of the cost, committed) -> the noise step -> the kind's tables
+(the session's lifecycle binds the input first and publishes after: stage, seal, rename).
 
 The noise step is, by default, :class:`CellNoise`: noise on every released cell, in flat
 order (discrete Laplace or Gaussian, scale from the enforced bound). A kind may calibrate its
@@ -44,12 +44,12 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 import numpy as np
-import pandas as pd
 
 from privmob.domain import Period
 from privmob.engine.base import dense_counts
 from privmob.engine.buckets import counts_by_user_buckets
 from privmob.errors import ConfigError
+from privmob.lazy_imports import lazy_module
 from privmob.prepare.bounding import bound_per_user, fresh_key
 from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.mechanisms import Noise, NoiseKind, calibrate
@@ -57,11 +57,17 @@ from privmob.privacy.samplers import Randomness, resolve
 from privmob.privacy.signal import signal_check
 from privmob.releases.base import Accountant
 from privmob.releases.dimensions import SOURCES, Dimension, dimension, measures
+from privmob.releases.gate import Draft
 from privmob.releases.release import Release
+from privmob.releases.values import PARTS_PER_UNIT, Mean, means, sum_noise
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from privmob.data.tessellation import Tessellation
     from privmob.engine.relation import Loaded
+else:
+    pd = lazy_module("pandas")
 
 #: told each step of a release as it starts
 Step = Callable[[str], None]
@@ -242,6 +248,41 @@ class CellNoise:
         return finish
 
 
+@dataclass(frozen=True)
+class NoisyMeans:
+    """What :class:`MeanCells` drew: the noisy counts (flat, integers) and the noisy centred
+    sums (flat, in the value's units)."""
+
+    counts: np.ndarray
+    sums: np.ndarray
+
+
+@dataclass(frozen=True)
+class MeanCells:
+    """The noise step of a count with a value (:mod:`privmob.releases.values`): ``counts``
+    noise on every released count, then ``sums`` noise (continuous Laplace) on every
+    released centred sum."""
+
+    counts: Noise
+    sums: Noise
+
+    @property
+    def kind(self) -> str:
+        return f"{self.counts.kind} (counts) and laplace (sums)"
+
+    def start(self, domain: CountDomain, r: Randomness) -> Callable[[np.ndarray], NoisyMeans]:
+        mask = domain.released_mask()
+
+        def finish(exact: np.ndarray) -> NoisyMeans:
+            counts = CellNoise(self.counts).start(domain, r)(exact[0])
+            centred = exact[1][mask].astype(np.float64) / PARTS_PER_UNIT
+            sums = np.zeros(domain.size, dtype=np.float64)
+            sums[mask] = self.sums.add_float(centred, r)
+            return NoisyMeans(counts, sums)
+
+        return finish
+
+
 class CountKind(Rows, Protocol):
     """What a kind of the count template supplies, all from public parameters: its name, its
     noise and cost, its domain, its per-user bound, the records it counts (and how they are
@@ -268,12 +309,19 @@ class CountKind(Rows, Protocol):
         """The relation counted, from the release's input (checked against the kind)."""
         ...
 
+    @property
+    def value(self) -> Mean | None:
+        """The value summed beside the count (``None``: a count alone)."""
+        ...
+
     def publish(
         self, noisy: Any, noise: Any, cost: Cost, r: Randomness, bound: PerUser | None
     ) -> tuple[Release, str]:
         """The release made from the noisy cells (what the noise step gave: the flat integer
         vector of :class:`CellNoise`) and the kind's calibrated ``noise``: post-processing,
-        tables, metadata; and the ledger description."""
+        tables, metadata; and the ledger description. With ``noisy`` ``None``: the release's
+        header, what the gate charges before any noise is drawn (no tables, nothing computed
+        from the data or the noise)."""
         ...
 
 
@@ -287,10 +335,13 @@ def exact_cells(
     buckets: int | None = None,
     step: Callable[[str], None] | None = None,
     key: int | None = None,
+    value: Mean | None = None,
 ) -> np.ndarray:
     """Exact counts over ``domain``'s flat cells, each user keeping at most ``bound`` records
     (a fresh key from ``r`` per user bucket, or ``key`` in every bucket, drawn here with
-    ``bound.one_key``: then the summed bucket counts equal one pass's). Never publish these."""
+    ``bound.one_key``: then the summed bucket counts equal one pass's). With ``value``: shape
+    (2, cells), the counts and the exact sums of the records' centred values in thousandths
+    (:mod:`privmob.releases.values`). Never publish these."""
     columns, per_row = rows.bucket_columns(counted)
     if key is None and bound is not None and bound.one_key:
         key = fresh_key(r)
@@ -308,6 +359,13 @@ def exact_cells(
                 partition=bound.partition,
             )
             relation = f"({limited})"
+        if value is not None:  # the counts and the centred sums, one pass
+            both = (
+                f"SELECT cell AS i0, count(*) AS n, CAST(sum(v) AS BIGINT) AS s FROM (SELECT "
+                f"{domain.cell_sql(d)} AS cell, {value.centred_sql(d)} AS v FROM {relation} "
+                "AS r_) AS c_ WHERE cell >= 0 GROUP BY cell"
+            )
+            return dense_counts(part.engine, both, (domain.size,), ("n", "s"))
         sql = (
             f"SELECT cell AS i0, count(*) AS n FROM (SELECT {domain.cell_sql(d)} AS cell "
             f"FROM {relation} AS r_) AS c_ WHERE cell >= 0 GROUP BY cell"
@@ -334,33 +392,53 @@ def count_release(
     step: Callable[[str], None] | None = None,
     buckets: int | None = None,
 ) -> Release:
-    """Run the template (see the module's docstring) on loaded ``data``.
+    """Run the template on loaded ``data`` through the one gate: :func:`count_draft`, then
+    the charge, then the noise (:func:`privmob.releases.gate.run`)."""
+    from privmob.releases.gate import run
+
+    return run(
+        lambda: count_draft(data, spec, accountant, rng=rng, step=step, buckets=buckets),
+        accountant,
+    )
+
+
+def count_draft(
+    data: Any,
+    spec: CountKind,
+    accountant: Accountant,
+    *,
+    rng: Randomness | int | None = None,
+    step: Callable[[str], None] | None = None,
+    buckets: int | None = None,
+) -> Draft:
+    """The template's draft (see the module's docstring) on loaded ``data``: the exact counts
+    and the kind's mechanism, no noise.
 
     The budget is checked before any data is read (:meth:`Accountant.precheck`); users are
     split into ``buckets`` hash buckets (default: as many as the engine's memory limit
-    needs); the noise step draws after the per-user key (with a seed, the key then the
-    noise, in this order); then the kind publishes and the accountant charges every part of
-    the cost (and, with an output, stages and renames)."""
+    needs); the per-user key is drawn before counting. The draft's ``draw`` (run by the gate
+    once the charge is committed) adds the noise and lets the kind publish (with a seed: the
+    key, then the noise, in this order)."""
     step = step or _quiet
     r = resolve(rng)
     noise, cost = spec.calibrated
     counted = spec.counted(data)  # the input checked against the kind (nothing read)
     accountant.precheck(cost)  # before any data is read
-    try:
-        domain = spec.count_domain()
-        bound = spec.per_user(accountant.group_size)
-        noising = CellNoise(noise) if isinstance(noise, Noise) else noise
-        finish = noising.start(domain, r)  # draws nothing from a seed (the key comes first)
-        step(f"counting {spec.records} over {domain.released_cells:,} public cells")
-        exact = exact_cells(counted, spec, domain, bound, r, buckets=buckets, step=step)
+    domain = spec.count_domain()
+    bound = spec.per_user(accountant.group_size)
+    noising = CellNoise(noise) if isinstance(noise, Noise) else noise
+    header, description = spec.publish(None, noise, cost, r, bound)
+    step(f"counting {spec.records} over {domain.released_cells:,} public cells")
+    exact = exact_cells(
+        counted, spec, domain, bound, r, buckets=buckets, step=step, value=spec.value
+    )
+
+    def draw() -> Release:
         step(f"adding {noising.kind} noise to {domain.released_cells:,} cells")
-        noisy = finish(exact)
-        release, description = spec.publish(noisy, noise, cost, r, bound)
-        step(accountant.closing_step)
-        accountant.charge(release, description=description)
-    finally:  # a release that failed on the way: the next one is checked again
-        accountant.prechecked = None
-    return release
+        noisy = noising.start(domain, r)(exact)
+        return spec.publish(noisy, noise, cost, r, bound)[0]
+
+    return Draft(header, description, draw)
 
 
 def _quiet(_message: str) -> None:
@@ -415,6 +493,9 @@ class CountSpec:
             )
         return unit
 
+    #: a value summed beside the count, and its mean (:mod:`privmob.releases.values`)
+    value: Mean | None = None
+
     @cached_property
     def dimensions(self) -> tuple[Dimension, ...]:
         if self.records not in SOURCES:
@@ -444,18 +525,36 @@ class CountSpec:
         return tuple(len(d.labels) for d in self.dimensions)
 
     @cached_property
-    def calibrated(self) -> tuple[Noise, Cost]:
+    def calibrated(self) -> tuple[Noise | MeanCells, Cost]:
         if int(self.bound) != self.bound or self.bound < 1:
             raise ConfigError(f"the bound per user must be a whole number >= 1, got {self.bound}")
         b = self.sensitivity
-        return calibrate(
-            self.noise,
-            self.epsilon,
-            l1_sensitivity=b,
-            l2_sensitivity=b,
-            delta=self.delta,
-            unit=self.privacy_unit,
+        if self.value is None:
+            return calibrate(
+                self.noise,
+                self.epsilon,
+                l1_sensitivity=b,
+                l2_sensitivity=b,
+                delta=self.delta,
+                unit=self.privacy_unit,
+            )
+        if NoiseKind(self.noise) is not NoiseKind.DISCRETE_LAPLACE or self.delta:
+            raise ConfigError(
+                "a mean is released with Laplace noise (discrete on the counts, continuous on "
+                "the sums)",
+                hint="leave out noise= and delta= (--noise, --delta) with a mean",
+            )
+        half = self.epsilon / 2
+        counts, cost = calibrate(
+            self.noise, half, l1_sensitivity=b, l2_sensitivity=b, unit=self.privacy_unit
         )
+        return MeanCells(counts, sum_noise(self.value, b, half)), cost + cost
+
+    @property
+    def count_noise(self) -> Noise:
+        """The noise on the counts (with a value: the counts' half of the budget)."""
+        noise, _ = self.calibrated
+        return noise.counts if isinstance(noise, MeanCells) else noise
 
     @property
     def sensitivity(self) -> int:
@@ -477,24 +576,26 @@ class CountSpec:
     def plan(self) -> Any:
         from privmob.releases.plan import Plan, domain_memory
 
-        noise, cost = self.calibrated
+        _, cost = self.calibrated
+        noise = self.count_noise
         cells = int(np.prod(self.shape)) + 1
         return Plan(
             kind=self.kind,
             cost=cost,
             cells=cells,
-            memory_bytes=domain_memory(cells, cells),
+            memory_bytes=domain_memory(cells * (2 if self.value else 1), cells),
             output_rows=cells - 1,
             margin_of_error_95=float(noise.margin_of_error(0.95)),
             noise=str(noise.kind),
+            parts=2 if self.value else 1,
         )
 
-    def run(
+    def draft(
         self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Step
-    ) -> Release:
+    ) -> Draft:
         # what a measured dimension was (the trip distance) follows the records' layout
         spec = replace(self, measured=tuple(measures(self.dimensions, data).items()))
-        return count_release(data, spec, accountant, rng=rng, step=progress)
+        return count_draft(data, spec, accountant, rng=rng, step=progress)
 
     # -- what the count template asks of its kinds (CountKind) ---------------------------------
     def count_domain(self) -> CountDomain:
@@ -536,15 +637,43 @@ class CountSpec:
         return None, None
 
     def publish(
-        self, noisy: np.ndarray, noise: Noise, cost: Cost, r: Randomness, bound: PerUser | None
+        self,
+        noisy: np.ndarray | NoisyMeans | None,
+        noise: Noise | MeanCells,
+        cost: Cost,
+        r: Randomness,
+        bound: PerUser | None,
     ) -> tuple[Release, str]:
-        margin = noise.margin_of_error(0.95)
+        counts_noise = noise.counts if isinstance(noise, MeanCells) else noise
+        margin = counts_noise.margin_of_error(0.95)
         domain = self.count_domain()
-        table = domain.index()
-        for column in table.columns:  # one type a column (Parquet): zone's tiles and "outside"
-            if table[column].map(type).nunique() > 1:
-                table[column] = table[column].astype(str)
-        table["count"] = noisy[:-1]
+        described: dict[str, Any] = {
+            **counts_noise.to_dict(),
+            "l1_sensitivity": self.sensitivity,
+            "margin_of_error_95": margin,
+        }
+        params: dict[str, Any] = {
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "by": list(self.by),
+            "period": self.period.to_dict(),
+            "post_processing": "noisy integers as drawn (unbiased; negative values kept)",
+            **dict(self.measured),  # what a measured dimension was (the trip distance)
+        }
+        parts: list[tuple[str, Cost]] = []
+        if isinstance(noise, MeanCells) and self.value is not None:
+            half = Cost.pure(self.epsilon / 2, self.privacy_unit)
+            parts = [
+                (f"{self.kind}: counts by {', '.join(self.by)}", half),
+                (f"{self.kind}: sums of {self.value.column}", half),
+            ]
+            described["sums"] = {
+                **noise.sums.to_dict(),
+                "kind": "laplace",
+                "l1_sensitivity": self.value.sensitivity(self.sensitivity),
+            }
+            params["value"] = self.value.to_dict(self.sensitivity)
+            params["epsilon_split"] = {"counts": self.epsilon / 2, "sums": self.epsilon / 2}
         unit = self.privacy_unit
         if unit is PrivacyUnit.TRIP:
             bounds: dict[str, Any] = {"max_records_per_trip": 1, "records": self.records}
@@ -556,38 +685,41 @@ class CountSpec:
                 "records": self.records,
                 **({"per": self.bound_per} if self.bound_per else {}),
             }
+        if self.value is not None:
+            bounds["value_clamp"] = [float(self.value.lo), float(self.value.hi)]
         release = Release(
             kind=self.kind,
             cost=cost,
             unit=unit,
             bounds=bounds,
-            noise={
-                **noise.to_dict(),
-                "l1_sensitivity": self.sensitivity,
-                "margin_of_error_95": margin,
-            },
-            params={
-                "epsilon": self.epsilon,
-                "delta": self.delta,
-                "by": list(self.by),
-                "period": self.period.to_dict(),
-                "post_processing": "noisy integers as drawn (unbiased; negative values kept)",
-                "signal": signal_check(noisy[:-1], margin, unit).to_dict(),
-                **dict(self.measured),  # what a measured dimension was (the trip distance)
-            },
+            noise=described,
+            params=params,
             domain={
                 "dimensions": {d_.column: len(d_.labels) for d_ in self.dimensions},
                 "cells": domain.cells,
                 "outlier_cells": 1,
             },
-            tables={
-                "counts": table,
-                "outliers": pd.DataFrame(
-                    {"cell": ["outside the period or a dimension"], "count": noisy[-1:]}
-                ),
-            },
+            tables={},
             for_publication=r.for_publication,
+            cost_parts=parts,
         )
+        if noisy is not None:
+            counts = noisy.counts if isinstance(noisy, NoisyMeans) else noisy
+            table = domain.index()
+            for column in table.columns:  # one type a column (Parquet): tiles and "outside"
+                if table[column].map(type).nunique() > 1:
+                    table[column] = table[column].astype(str)
+            table["count"] = counts[:-1]
+            outliers = pd.DataFrame(
+                {"cell": ["outside the period or a dimension"], "count": counts[-1:]}
+            )
+            if isinstance(noisy, NoisyMeans) and isinstance(noise, MeanCells):
+                assert self.value is not None
+                mean, mean_margin = means(counts, noisy.sums, self.value, noise.counts, noise.sums)
+                table["mean"] = mean[:-1]
+                table["mean_margin_95"] = mean_margin[:-1]
+            release.params["signal"] = signal_check(counts[:-1], margin, unit).to_dict()
+            release.tables = {"counts": table, "outliers": outliers}
         return release, f"{self.kind}: {self.records} by {', '.join(self.by)}"
 
 

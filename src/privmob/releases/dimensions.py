@@ -37,15 +37,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-
 from privmob.errors import ConfigError
+from privmob.lazy_imports import lazy_module
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from privmob.data.tessellation import Tessellation
     from privmob.domain import Period
     from privmob.engine.dialect import Dialect
     from privmob.engine.relation import Loaded
+else:
+    pa = lazy_module("pyarrow")
 
 #: what a count release counts: its records' time column and the columns that tell two
 #: records of one user apart (for the per-user bound)
@@ -213,6 +216,8 @@ def _categorical(column: str, values: Sequence[str]) -> CellSql:
 
 
 def _time_bins(length: str, period: Period, spec: str) -> Dimension:
+    import pandas as pd
+
     from privmob.domain import time_grid
 
     if period.start is None or period.end is None:
@@ -221,12 +226,15 @@ def _time_bins(length: str, period: Period, spec: str) -> Dimension:
             hint="e.g. --start 2024-01-01 --end 2024-01-08 (Python: period=pm.Period(...))",
         )
     grid = time_grid(period.start.isoformat(sep=" "), period.end.isoformat(sep=" "), length)
-    width = int((grid[1] - grid[0]).total_seconds())
+    width = (grid[1] - grid[0]) // pd.Timedelta(microseconds=1)
     start, end = (f"TIMESTAMP '{t.isoformat(sep=' ')}'" for t in (period.start, period.end))
+    last = len(grid) - 1
 
     def sql(time: str, d: Dialect, _k: int) -> str:
-        since = f"{d.epoch_seconds(time)} - {d.epoch_seconds(start)}"
-        index = f"CAST(floor(({since}) / {width}) AS BIGINT)"
+        # whole microseconds, not seconds: a declared start with a fraction of a second must
+        # not move a time into the next bin; clamped to the public bins as Period.bin_sql is
+        since = f"{d.epoch_micros(time)} - {d.epoch_micros(start)}"
+        index = f"LEAST(GREATEST(CAST(floor(({since}) / {width}) AS BIGINT), 0), {last})"
         return f"CASE WHEN {time} >= {start} AND {time} < {end} THEN {index} ELSE -1 END"
 
     return Dimension("bin", tuple(grid), sql)

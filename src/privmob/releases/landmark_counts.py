@@ -28,24 +28,40 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
-import pandas as pd
-from pandas.tseries.frequencies import to_offset
 
 from privmob.domain import Period, time_grid
 from privmob.engine.relation import Loaded
 from privmob.errors import ConfigError
+from privmob.lazy_imports import lazy_module
 from privmob.privacy.costs import Cost
 from privmob.privacy.mechanisms import NoiseKind, calibrate
 from privmob.privacy.samplers import Randomness, resolve
 from privmob.releases.base import Accountant
-from privmob.releases.counts import CountDomain, CountSpec, PerUser, count_release, exact_cells
+from privmob.releases.counts import (
+    CountDomain,
+    CountSpec,
+    PerUser,
+    count_draft,
+    count_release,
+    exact_cells,
+)
+from privmob.releases.gate import Draft
 from privmob.releases.landmark import AdaptiveRule, Scheme, scheme_budgets
-from privmob.releases.landmark.release import LandmarkNoise, NoisySeries, series_release
+from privmob.releases.landmark.release import (
+    LandmarkNoise,
+    NoisySeries,
+    series_header,
+    series_release,
+)
 from privmob.releases.release import Release
 from privmob.releases.specs import Plan, Progress
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from privmob.data.tessellation import Tessellation
+else:
+    pd = lazy_module("pandas")
 
 OUTSIDE = "outside"
 OUTLIERS_SHARE = 0.1  # default budget of the outliers cell, as a share of epsilon
@@ -74,6 +90,8 @@ def zone_counts_spec(
         raise ConfigError("a series needs at least two time bins")
     width = grid[1] - grid[0]
     period = Period(grid[0].to_pydatetime(), (grid[-1] + width).to_pydatetime())
+    from pandas.tseries.frequencies import to_offset
+
     length = to_offset(width).freqstr
     return CountSpec(
         cast(Any, _Zones(list(tile_ids))),
@@ -159,6 +177,11 @@ class ZoneSeries:
     def per_user(self, group_size: int | None) -> PerUser:
         return dataclasses.replace(self.counts.user_bound(), one_key=True)
 
+    @property
+    def value(self) -> None:
+        """No value is summed beside this kind's counts."""
+        return None
+
     def counted(self, data: Any) -> Loaded:
         return cast("Loaded", data)
 
@@ -170,26 +193,39 @@ class ZoneSeries:
 
     def publish(
         self,
-        noisy: NoisySeries,
+        noisy: NoisySeries | None,
         noise: _LandmarkCells,
         cost: Cost,
         r: Randomness,
         bound: PerUser | None,
     ) -> tuple[Release, str]:
         m = self.max_per_bin
-        release = series_release(
-            noisy,
-            noise.mechanism,
-            r,
-            timestamps=list(self.grid),
-            zones=[*(str(t) for t in self.tile_ids), OUTSIDE],  # one type for Parquet
-            kind=self.kind,
-            sensitivity_note=(
-                f"each user keeps at most {m} event(s) per time bin (keyed-hash sample), "
-                f"enforced by the engine before counting; at most {m} event(s) per user "
-                "outside the period in all (outliers cell)"
-            ),
+        note = (
+            f"each user keeps at most {m} event(s) per time bin (keyed-hash sample), "
+            f"enforced by the engine before counting; at most {m} event(s) per user "
+            "outside the period in all (outliers cell)"
         )
+        zones = [*(str(t) for t in self.tile_ids), OUTSIDE]  # one type for Parquet
+        if noisy is None:  # integer counts: discrete Laplace (the mechanism's integer=True)
+            release = series_header(
+                noise.mechanism,
+                r,
+                NoiseKind.DISCRETE_LAPLACE,
+                len(self.grid),
+                len(zones),
+                sensitivity_note=note,
+                kind=self.kind,
+            )
+        else:
+            release = series_release(
+                noisy,
+                noise.mechanism,
+                r,
+                timestamps=list(self.grid),
+                zones=zones,
+                kind=self.kind,
+                sensitivity_note=note,
+            )
         return release, noise.mechanism.description
 
 
@@ -328,13 +364,13 @@ class ZoneSeriesSpec:
             parts=2,
         )
 
-    def run(
+    def draft(
         self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Progress
-    ) -> Release:
+    ) -> Draft:
         from privmob.releases.tiles import check_tessellation
 
         check_tessellation(data, self.tessellation)
-        return count_release(data, self.zone_series(), accountant, rng=rng, step=progress)
+        return count_draft(data, self.zone_series(), accountant, rng=rng, step=progress)
 
 
 def landmark_positions(

@@ -136,17 +136,15 @@ class NoiseDescription(_JsonMapping):
 
     @classmethod
     def of(cls, value: NoiseDescription | Mapping[str, Json]) -> NoiseDescription:
-        """The typed description of ``value`` (a kind's dict: ``{**noise.to_dict(), ...}``).
-        The typed keys are read when they come first, in :attr:`_TYPED`'s order and not
-        ``None`` (so the JSON keeps its order); everything else stays in ``details``."""
+        """The typed description of ``value`` (a kind's dict: ``{**noise.to_dict(), ...}``):
+        the typed keys wherever they are in the dict (the JSON writes them first, in
+        :attr:`_TYPED`'s order; a ``None`` one is left out), everything else in ``details``
+        in its order."""
         if isinstance(value, NoiseDescription):
             return value
-        items = list(value.items())
-        typed: dict[str, Json] = {}
-        for name in cls._TYPED:
-            if items and items[0][0] == name and items[0][1] is not None:
-                typed[name] = items.pop(0)[1]
-        return cls(**typed, details=dict(items))
+        typed = {k: v for k, v in value.items() if k in cls._TYPED and v is not None}
+        details = {k: v for k, v in value.items() if k not in cls._TYPED}
+        return cls(**typed, details=details)
 
     def to_json(self) -> dict[str, Json]:
         out: dict[str, Json] = {}
@@ -236,7 +234,7 @@ class Definitions(_JsonMapping):
         return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Provenance:
     """Where a release comes from: the software, when it was made, the ledger charged (its
     random id, the entries and the head after the charge) and whether it may be published
@@ -252,6 +250,16 @@ class Provenance:
     def __post_init__(self) -> None:
         if not self.for_publication and not self.warning:
             object.__setattr__(self, "warning", NOT_FOR_PUBLICATION)
+
+    def __repr__(self) -> str:
+        """What ``metadata.json`` shows: the entries as published (:meth:`Entry.to_dict`),
+        never their input fingerprint, input row count or row hash, which the ledger keeps."""
+        entries = [e.to_dict() for e in self.ledger_entries]
+        return (
+            f"Provenance(software_version={self.software_version!r}, "
+            f"created_at={self.created_at!r}, for_publication={self.for_publication!r}, "
+            f"warning={self.warning!r}, ledger={self.ledger!r}, ledger_entries={entries!r})"
+        )
 
     @property
     def ledger(self) -> dict[str, Json] | None:

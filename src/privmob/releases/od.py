@@ -18,12 +18,12 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
-import pandas as pd
 
 from privmob.domain import Period
 from privmob.engine.buckets import root
 from privmob.engine.relation import Loaded
 from privmob.errors import ConfigError
+from privmob.lazy_imports import lazy_module
 from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.mechanisms import Noise, NoiseKind, calibrate
 from privmob.privacy.postprocess import check_tau, suppress
@@ -31,15 +31,20 @@ from privmob.privacy.postprocess import describe as describe_post
 from privmob.privacy.samplers import Randomness, resolve
 from privmob.privacy.signal import expected_signal, signal_check
 from privmob.releases.base import Accountant
-from privmob.releases.counts import CountDomain, PerUser, count_release, exact_cells
+from privmob.releases.counts import CountDomain, PerUser, count_draft, count_release, exact_cells
 from privmob.releases.dimensions import dimension
+from privmob.releases.gate import Draft
 from privmob.releases.kinds import SAME_TILE_RULES, same_tile_flag
 from privmob.releases.plan import Plan, PlannedOnce, domain_memory
 from privmob.releases.release import Release
 from privmob.releases.tiles import check_input
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from privmob.data.tessellation import Tessellation
+else:
+    pd = lazy_module("pandas")
 
 Step = Callable[[str], None]
 
@@ -154,10 +159,10 @@ class OdSpec(PlannedOnce):
             parts=len(p.parts),
         )
 
-    def run(
+    def draft(
         self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Step
-    ) -> Release:
-        return count_release(data, self, accountant, rng=rng, step=progress)
+    ) -> Draft:
+        return count_draft(data, self, accountant, rng=rng, step=progress)
 
     # -- what the count template asks of its kinds (releases/counts.py: CountKind) -------------
     @property
@@ -178,6 +183,11 @@ class OdSpec(PlannedOnce):
             return PerUser(int(group_size))
         partition = ("period",) if self.bound_per == "period" else ()
         return PerUser(self.od_plan.t_bound, partition=partition)
+
+    @property
+    def value(self) -> None:
+        """No value is summed beside this kind's counts."""
+        return None
 
     def counted(self, data: Any) -> Loaded:
         check_input(
@@ -201,24 +211,17 @@ class OdSpec(PlannedOnce):
         return TripRows(self.period).bucket_columns(data)
 
     def publish(
-        self, noisy: np.ndarray, noise: Noise, cost: Cost, r: Randomness, bound: PerUser | None
+        self,
+        noisy: np.ndarray | None,
+        noise: Noise,
+        cost: Cost,
+        r: Randomness,
+        bound: PerUser | None,
     ) -> tuple[Release, str]:
         p, domain, tau = self.od_plan, self.domain, self.tau
         unit, t_bound = p.unit, p.t_bound
         group = bound.bound if bound is not None and unit is PrivacyUnit.TRIP else None
-        mask = self.count_domain().released_mask()
-        published = suppress(noisy, tau) * mask
         margin = noise.margin_of_error(0.95)
-        # from the published (noisy) OD cells and the public margin only: post-processing
-        signal = signal_check(
-            published[: domain.od_size][mask[: domain.od_size]], margin, unit, noise
-        )
-        labels = self.period.labels()
-        od = published[: domain.od_size].reshape(domain.n_periods, domain.k, domain.k)
-        tables = {
-            "od": od_table(od, self.tessellation.tile_ids, labels, same_tile=domain.same_tile),
-            "outliers": outliers_table(published[domain.od_size :], labels),
-        }
         release = Release(
             kind="od",
             cost=cost,
@@ -235,7 +238,6 @@ class OdSpec(PlannedOnce):
                 "tau": tau,
                 "post_processing": describe_post(noise, tau, domain.od_cells),
                 "expected_signal": expected_signal(noise).to_dict(),
-                "signal": signal.to_dict(),
                 "period": self.period.to_dict(),
                 "epsilon_per_part": p.cost_each.epsilon,
             },
@@ -246,10 +248,24 @@ class OdSpec(PlannedOnce):
                 "outlier_cells": domain.n_periods + 1,
                 "diagonal": "released" if domain.same_tile else "not released",
             },
-            tables=tables,
+            tables={},
             for_publication=r.for_publication,
             cost_parts=p.parts,
         )
+        if noisy is not None:
+            mask = self.count_domain().released_mask()
+            published = suppress(noisy, tau) * mask
+            # from the published (noisy) OD cells and the public margin only: post-processing
+            signal = signal_check(
+                published[: domain.od_size][mask[: domain.od_size]], margin, unit, noise
+            )
+            labels = self.period.labels()
+            od = published[: domain.od_size].reshape(domain.n_periods, domain.k, domain.k)
+            release.params["signal"] = signal.to_dict()
+            release.tables = {
+                "od": od_table(od, self.tessellation.tile_ids, labels, same_tile=domain.same_tile),
+                "outliers": outliers_table(published[domain.od_size :], labels),
+            }
         return release, f"OD matrix, {domain.n_periods} period(s)"
 
 

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
-import pandas as pd
 
 from privmob.domain import Period
 from privmob.engine.relation import Loaded
 from privmob.errors import ConfigError
+from privmob.lazy_imports import lazy_module
 from privmob.prepare.homes import homes_sql
 from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.mechanisms import Noise, NoiseKind, calibrate
@@ -31,16 +31,22 @@ from privmob.releases.counts import (
     CountDomain,
     PerUser,
     Step,
+    count_draft,
     count_release,
     exact_cells,
 )
 from privmob.releases.dimensions import Dimension
+from privmob.releases.gate import Draft
 from privmob.releases.plan import Plan, PlannedOnce, domain_memory
 from privmob.releases.release import Release
 from privmob.releases.tiles import check_input
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from privmob.data.tessellation import Tessellation
+else:
+    pd = lazy_module("pandas")
 
 #: Engine memory per input event of the home step (for the user buckets). Homes are an
 #: aggregate per (user, tile), which DuckDB spills, and a window over those aggregates, not
@@ -181,14 +187,14 @@ class PopulationSpec(CountsHomes, PlannedOnce):
             noise=str(dist.kind),
         )
 
-    def run(
+    def draft(
         self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Step
-    ) -> Release:
+    ) -> Draft:
         kind: PopulationSpec | TowerHomes = self
         if self.zone_mapping == "voronoi":  # the towers (public) read on the input's engine
             self._towers_given()
             kind = TowerHomes.read(self, data, progress)
-        return count_release(data, kind, accountant, rng=rng, step=progress)
+        return count_draft(data, kind, accountant, rng=rng, step=progress)
 
     def _towers_given(self) -> None:
         if self.zone_mapping == "voronoi" and self.cells is None:
@@ -205,6 +211,11 @@ class PopulationSpec(CountsHomes, PlannedOnce):
     def count_domain(self) -> CountDomain:
         return self.rows.domain([str(t) for t in self.tessellation.tile_ids])
 
+    @property
+    def value(self) -> None:
+        """No value is summed beside this kind's counts."""
+        return None
+
     def counted(self, data: Any) -> Loaded:
         check_input(
             data,
@@ -217,17 +228,20 @@ class PopulationSpec(CountsHomes, PlannedOnce):
         return cast("Loaded", data)
 
     def publish(
-        self, noisy: np.ndarray, noise: Noise, cost: Cost, r: Randomness, bound: PerUser | None
+        self,
+        noisy: np.ndarray | None,
+        noise: Noise,
+        cost: Cost,
+        r: Randomness,
+        bound: PerUser | None,
     ) -> tuple[Release, str]:
         k = self.tessellation.k
-        counts = np.maximum(noisy, 0)  # post-processing
-        return self._release(counts.astype(np.int64), noise, cost, r, {}, {}), (
-            f"population counts over {k} zones"
-        )
+        counts = None if noisy is None else np.maximum(noisy, 0).astype(np.int64)  # post-proc.
+        return self._release(counts, noise, cost, r, {}, {}), f"population counts over {k} zones"
 
     def _release(
         self,
-        counts: np.ndarray,
+        counts: np.ndarray | None,
         noise: Noise,
         cost: Cost,
         r: Randomness,
@@ -235,15 +249,17 @@ class PopulationSpec(CountsHomes, PlannedOnce):
         domain: dict[str, Any],
     ) -> Release:
         k = self.tessellation.k
-        ids = [str(t) for t in self.tessellation.tile_ids]
-        table = pd.DataFrame(
-            {
-                "zone": [*ids, OUTSIDE, UNKNOWN],
-                "tile_id": typed_tile_ids(self.tessellation.tile_ids, extra=2),
-                "kind": ["zone"] * k + ["outliers", "outliers"],
-                "count": counts,
-            }
-        )
+        tables = {}
+        if counts is not None:  # None: the header (the gate charges it before the noise)
+            ids = [str(t) for t in self.tessellation.tile_ids]
+            tables["population"] = pd.DataFrame(
+                {
+                    "zone": [*ids, OUTSIDE, UNKNOWN],
+                    "tile_id": typed_tile_ids(self.tessellation.tile_ids, extra=2),
+                    "kind": ["zone"] * k + ["outliers", "outliers"],
+                    "count": counts,
+                }
+            )
         return Release(
             kind="population",
             cost=cost,
@@ -262,7 +278,7 @@ class PopulationSpec(CountsHomes, PlannedOnce):
                 **(params or {"post_processing": "negative counts set to 0"}),
             },
             domain={**domain, "zones": k, "outlier_cells": [OUTSIDE, UNKNOWN]},
-            tables={"population": table},
+            tables=tables,
             for_publication=r.for_publication,
         )
 
@@ -318,6 +334,11 @@ class TowerHomes(CountsHomes):
     def count_domain(self) -> CountDomain:
         return self.rows.domain(self.towers["cell_key"].astype(str).tolist())
 
+    @property
+    def value(self) -> None:
+        """No value is summed beside this kind's counts."""
+        return None
+
     def counted(self, data: Any) -> Loaded:
         """The events with the index of their tower as ``tile`` (-1: no known tower)."""
         import pyarrow as pa
@@ -350,21 +371,27 @@ class TowerHomes(CountsHomes):
         return Loaded(view, events.source, "events", eng, ["uid", "time", "tile"])
 
     def publish(
-        self, noisy: np.ndarray, noise: Noise, cost: Cost, r: Randomness, bound: PerUser | None
+        self,
+        noisy: np.ndarray | None,
+        noise: Noise,
+        cost: Cost,
+        r: Randomness,
+        bound: PerUser | None,
     ) -> tuple[Release, str]:
         from privmob.prepare.voronoi import apply_shares
 
         n, k = len(self.towers), self.spec.tessellation.k
-        counts = np.maximum(noisy, 0)
-        zones = apply_shares(counts[:n], self.shares)  # k zones + outside
-        zones[k] += counts[n]  # homes at no known tower (unknown cell ids): outside the zones
         params = {
             "zone_mapping": "voronoi area shares of noisy tower counts",
             "post_processing": "negative tower counts set to 0, then split by area shares",
         }
-        release = self.spec._release(
-            np.append(zones, float(counts[n + 1])), noise, cost, r, params, {"towers": n}
-        )
+        values = None
+        if noisy is not None:
+            counts = np.maximum(noisy, 0)
+            zones = apply_shares(counts[:n], self.shares)  # k zones + outside
+            zones[k] += counts[n]  # homes at no known tower (unknown cell ids): outside
+            values = np.append(zones, float(counts[n + 1]))
+        release = self.spec._release(values, noise, cost, r, params, {"towers": n})
         return release, f"population over {k} zones via {n} towers"
 
 

@@ -2,23 +2,26 @@
 
 ::
 
-    check the target (before any data is read)
-      -> write every file into a private staging directory beside the target (0700), fsync
-      -> charge the ledger; the staged release is recorded in the same transaction, and the
-         files that name the ledger entries (metadata.json) are written inside it
+    check the target and its room (before any data is read)
+      -> record the staging directory in the ledger (state writing)
+      -> charge the ledger; the staged release is marked charged in the same transaction
+         (releases/gate.py: only then is the noise drawn)
+      -> write every file into a private staging directory beside the target (0700): the
+         tables, the map layers, metadata.json naming the ledger entries; fsync
+      -> seal: the files' SHA-256 written atomically beside the staging directory
       -> rename the staging directory into place (with --overwrite the old output is moved
-         aside first and removed after), fsync the parent directory
+         aside first and removed after), fsync the parent directory, remove the seal
 
-A crash leaves one of: nothing charged and no output; a charged, complete output; a charged
-release, complete in its staging directory, that ``privmob ledger show`` lists and
-``privmob ledger recover`` moves into place (or discards, the epsilon staying spent). A file is
-never torn: readers see the folder only after its rename. An uncharged staging directory left by
-a killed process is removed by the next publication to the same ledger.
+A crash leaves one of: nothing charged and no output; a charged, complete output; a charged,
+sealed release in its staging directory, that ``privmob ledger show`` lists and
+``privmob ledger recover`` moves into place (or discards, the budget staying spent); a charged
+release that was never sealed, which ``privmob ledger recover`` removes (its budget stays
+spent). A write that fails in the process removes what was staged and says what was charged.
+A file is never torn: readers see the folder only after its rename.
 
-:class:`Output` is what a release command publishes to; :class:`~privmob.releases.base.
-Accountant` carries it and runs the protocol in its ``charge``, so each release function keeps
-charging once. :func:`publish_charged` writes a release that was charged before (same staging
-and rename, no charge).
+:class:`Output` is what a release command publishes to; the one gate
+(:func:`privmob.releases.gate.settle`) runs the protocol with it. :func:`publish_charged`
+writes a release that was charged before (same staging, seal and rename, no charge).
 """
 
 from __future__ import annotations
@@ -138,127 +141,92 @@ class Output:
                 f"about {need / 2**20:.1f} MiB"
             )
 
-    # -- 2-4. stage, charge, rename ----------------------------------------------------------
-    def publish(
-        self,
-        release: Release,
-        charge: Callable[[Callable[[Any, list[Entry]], None]], list[Entry]] | None,
-        ledger: Ledger | None = None,
-        dataset: str = "",
-        progress: Callable[[str], None] | None = None,
-    ) -> list[Path]:
-        """Stage ``release``'s files, charge (``charge(within)`` runs the ledger transaction; None
-        for a release charged before), rename into place. Returns the published paths.
-        ``progress`` is told the charge and the move as such (the writers name their files)."""
-        step = progress or (lambda _message: None)
-        from privmob.privacy.ledger_store import ChargeOutcomeUnknown, LedgerUnavailable
-        from privmob.privacy.staging import ABANDONED, PUBLISHED, StagingTable
-
+    # -- 2-5. stage, charge, draw, seal, rename ------------------------------------------------
+    def begin(self, ledger: Ledger | None = None, dataset: str = "") -> Staging:
+        """Choose the private staging directory beside the target and, with a ``ledger``,
+        record it (state ``writing``) before anything is charged or written; the uncharged
+        staging of dead processes is removed first."""
         if not self.checked:
             self.check()
+        from privmob.privacy.staging import StagingTable
+
         token = secrets.token_hex(6)
         staging = self.parent / f".{self.target.name}{STAGING_MARK}{token}"
         moves = self._moves(staging)
         # with --overwrite: where the old outputs are moved aside (recorded: recover replays it)
         replaced = [_replaced_path(final, token) for _, final in moves] if self.overwrite else []
-        table = None
-        row = 0
-        ledger_at = ledger.path if ledger is not None else ""
-        if ledger is not None and charge is not None:
-            try:
-                table = StagingTable(ledger.store)
-                cleanup_abandoned(table)
-                row = table.begin(dataset, staging, moves, replaced)
-            except sqlite3.Error as exc:
-                raise PublishError(
-                    f"cannot record the release in the ledger {ledger.path}: {exc}; nothing "
-                    "was charged or published",
-                    hint="check the room and permissions of the ledger's disk",
-                ) from exc
-        charged = False
+        handle = Staging(staging, moves, replaced, ledger, dataset)
+        if ledger is None:
+            return handle
         try:
-            try:
-                self.parent.mkdir(parents=True, exist_ok=True)
-                os.mkdir(staging, 0o700)
-                assert self.data is not None and self.meta is not None
-                for writer in [self.data, *self.extra]:
-                    for path in writer(release, staging):
-                        if path.is_file():
-                            name = str(path.relative_to(staging))
-                            self.staged_hashes[name] = _sha256(path)
-                if charge is None:
-                    self.meta(release, staging)
-                _fsync_tree(staging)
-            except OSError as exc:
-                raise PublishError(
-                    f"cannot write the release beside {self.target}: {_reason(exc)}; nothing was "
-                    "charged or published",
-                    hint="free some room or choose another --output",
-                ) from exc
-            if charge is not None:
-                assert table is not None
+            handle.table = StagingTable(ledger.store)
+            cleanup_abandoned(handle.table)
+            handle.row = handle.table.begin(dataset, staging, moves, replaced)
+        except sqlite3.Error as exc:
+            raise PublishError(
+                f"cannot record the release in the ledger {ledger.path}: {exc}; nothing "
+                "was charged or published",
+                hint="check the room and permissions of the ledger's disk",
+            ) from exc
+        return handle
 
-                def within(con: Any, entries: list[Entry]) -> None:
-                    release.ledger_entries = entries
-                    release.ledger_entry = entries[-1]
-                    try:
-                        assert self.meta is not None
-                        self.meta(release, staging)
-                        _fsync_tree(staging)
-                    except BaseException:
-                        release.ledger_entries = []
-                        release.ledger_entry = None
-                        raise
-                    spent = _spent_text(entries)
-                    table.mark_charged(con, row, [e.id for e in entries], spent)
+    def write(self, release: Release, handle: Staging) -> None:
+        """Write every file of ``release`` (its tables, the ``extra`` writers' files such as
+        map layers, then ``metadata.json``) into the staging directory, fsync them, and seal
+        the staged release (:func:`seal`): from then on ``ledger recover`` can finish it."""
+        staging = handle.staging
+        self.parent.mkdir(parents=True, exist_ok=True)
+        os.mkdir(staging, 0o700)
+        assert self.data is not None and self.meta is not None
+        for writer in [self.data, *self.extra]:
+            writer(release, staging)
+        self.meta(release, staging)
+        _fsync_tree(staging)
+        self.staged_hashes = seal(staging)
 
-                step("charging the privacy ledger")
-                try:
-                    charge(within)
-                except (OSError, sqlite3.Error) as exc:  # rolled back: nothing charged
-                    raise PublishError(
-                        f"cannot write the release beside {self.target}: {_reason(exc)}; "
-                        "nothing was charged or published",
-                        hint="free some room or choose another --output",
-                    ) from exc
-                charged = True
-        except BaseException as exc:
-            if not charged and isinstance(exc, ChargeOutcomeUnknown):
-                # the server went away while committing: the charge may or may not be made;
-                # the staged release stays for `ledger recover` (published if charged, else
-                # removed), never published now and never removed while it may be paid for
-                raise PublishError(
-                    f"{exc.message}; the release stays staged in {staging}",
-                    hint=f"when the ledger is back: privmob ledger recover --ledger {ledger_at}",
-                ) from exc
-            if not charged:
-                shutil.rmtree(staging, ignore_errors=True)
-                if table is not None:
-                    # the ledger may be what failed: the row is settled by the next release
-                    # or `ledger recover` (its process is dead by then)
-                    with contextlib.suppress(LedgerUnavailable, sqlite3.Error):
-                        table.set_state(row, ABANDONED)
-            raise
-        step("moving the release into place")
+    def place(self, release: Release, handle: Staging) -> list[Path]:
+        """Rename the sealed release into place (the last step), mark it published."""
+        from privmob.privacy.ledger_store import LedgerUnavailable
+        from privmob.privacy.staging import PUBLISHED
+
         try:
-            place(moves, replaced)
+            place(handle.moves, handle.replaced)
         except OSError as exc:
             entries = release.ledger_entries
-            spent = _spent_text(entries) if entries else "nothing"
-            where = f" to '{dataset}' in {ledger.path}" if ledger is not None else ""
+            spent = spent_text(entries) if entries else "nothing"
+            ledger = handle.ledger
+            where = f" to '{handle.dataset}' in {ledger.path}" if ledger is not None else ""
             raise PublishError(
                 f"charged {spent}{where} but could not move the release into {self.target}: "
-                f"{_why(exc)}; the complete release is staged in {staging}",
+                f"{_why(exc)}; the complete release is staged in {handle.staging}",
                 hint="finish it with: privmob ledger recover"
                 + (f" --ledger {ledger.path}" if ledger is not None else ""),
             ) from exc
-        if table is not None:
+        unseal(handle.staging)
+        if handle.table is not None:
             # published and charged; if the ledger is unreachable now, the row is settled
             # later (`ledger recover`, the next release: renames done, process dead)
             with contextlib.suppress(LedgerUnavailable, sqlite3.Error):
-                table.set_state(row, PUBLISHED)
+                handle.table.set_state(handle.row, PUBLISHED)
         self.written = self._published(release)
         return self.written
+
+    def publish(self, release: Release) -> list[Path]:
+        """Stage, seal and rename a release charged before (no ledger involved)."""
+        handle = self.begin()
+        try:
+            self.write(release, handle)
+        except OSError as exc:
+            handle.remove()
+            raise PublishError(
+                f"cannot write the release beside {self.target}: {_reason(exc)}; nothing was "
+                "published",
+                hint="free some room or choose another --output",
+            ) from exc
+        except BaseException:
+            handle.remove()
+            raise
+        return self.place(release, handle)
 
     def _moves(self, staging: Path) -> list[tuple[Path, Path]]:
         if self.items is None:
@@ -269,6 +237,107 @@ class Output:
         if self.items is None:
             return sorted(p for p in self.target.iterdir())
         return self.finals()
+
+
+@dataclass
+class Staging:
+    """One release being published: its private staging directory, the renames that publish
+    it, where replaced outputs go, and its row in the ledger's staging table (with a ledger)."""
+
+    staging: Path
+    moves: list[tuple[Path, Path]]
+    replaced: list[Path]
+    ledger: Ledger | None = None
+    dataset: str = ""
+    table: StagingTable | None = None
+    row: int = 0
+
+    def mark_charged(self, con: Any, entries: list[Entry]) -> None:
+        """Inside the charge's transaction: the release is paid for (state ``charged``)."""
+        if self.table is not None:
+            ids = [e.id for e in entries]
+            self.table.mark_charged(con, self.row, ids, spent_text(entries))
+
+    def remove(self) -> None:
+        """Remove the staged files and their seal."""
+        shutil.rmtree(self.staging, ignore_errors=True)
+        unseal(self.staging)
+
+    def settle(self, state: str) -> None:
+        """Remove the staged files and record ``state`` (``abandoned``: never charged;
+        ``discarded``: charged, never published). The ledger may be what failed: then the row
+        is settled by the next release or ``ledger recover``."""
+        from privmob.privacy.ledger_store import LedgerUnavailable
+
+        self.remove()
+        if self.table is not None:
+            with contextlib.suppress(LedgerUnavailable, sqlite3.Error):
+                self.table.set_state(self.row, state)
+
+
+#: the seal of a staged release: a file beside its staging directory, written once every file
+#: is fsync'd, naming each file's SHA-256 (``ledger recover`` publishes only a sealed release
+#: whose files still match it)
+SEAL_SUFFIX = ".sealed"
+
+
+def seal_path(staging: Path) -> Path:
+    return staging.parent / f"{staging.name}{SEAL_SUFFIX}"
+
+
+def staged_files(staging: Path) -> dict[str, str]:
+    """SHA-256 of every file under ``staging`` (relative name -> hex)."""
+    return {
+        str(p.relative_to(staging)): _sha256(p)
+        for p in sorted(staging.rglob("*"))
+        if p.is_file() and not p.is_symlink()
+    }
+
+
+def seal(staging: Path) -> dict[str, str]:
+    """Seal a complete, fsync'd staged release: its files' hashes, written atomically beside
+    it. Returns the hashes."""
+    import json
+
+    hashes = staged_files(staging)
+    final = seal_path(staging)
+    tmp = final.with_name(final.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW, 0o600)
+    try:
+        os.write(fd, json.dumps(hashes, sort_keys=True).encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.rename(tmp, final)
+    _fsync_dir(final.parent)
+    return hashes
+
+
+def seal_problem(staging: Path) -> str | None:
+    """Why the staged release in ``staging`` cannot be published (``None``: it is sealed and
+    its files match the seal)."""
+    import json
+
+    path = seal_path(staging)
+    if not path.is_file():
+        return (
+            "it was never sealed (the process stopped after the charge, before every file "
+            "was written)"
+        )
+    try:
+        sealed = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return f"its seal cannot be read ({exc})"
+    if staged_files(staging) != sealed:
+        return "its files differ from its seal"
+    return None
+
+
+def unseal(staging: Path) -> None:
+    """Remove the seal of ``staging`` (published or removed)."""
+    for p in (seal_path(staging), seal_path(staging).with_name(seal_path(staging).name + ".tmp")):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(p)
 
 
 def _sha256(path: Path) -> str:
@@ -287,7 +356,7 @@ def publish_charged(release: Release, output: Output) -> list[Path]:
 
     if release.ledger_entry is None:
         raise ConfigError("a release must be charged to the ledger before it is written")
-    return output.publish(release, None)
+    return output.publish(release)
 
 
 def place(moves: list[tuple[Path, Path]], replaced: list[Path]) -> None:
@@ -429,7 +498,7 @@ def _open_up(path: Path, mask: int) -> None:
         os.chmod(p, (0o777 if p.is_dir() else 0o666) & ~mask)
 
 
-def _spent_text(entries: list[Entry]) -> str:
+def spent_text(entries: list[Entry]) -> str:
     eps = sum(e.cost.epsilon for e in entries)
     delta = sum(e.cost.delta for e in entries)
     unit = entries[0].cost.unit if entries else ""

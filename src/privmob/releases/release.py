@@ -8,11 +8,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from privmob import __version__
+from privmob.lazy_imports import lazy_module
 from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.ledger_entries import Entry
 from privmob.releases.metadata import (
@@ -23,6 +22,11 @@ from privmob.releases.metadata import (
     PublicDomain,
     ReleaseMetadata,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy_module("pandas")
 
 
 @dataclass(init=False)
@@ -98,6 +102,35 @@ class Release:
         self.created_at = datetime.now(UTC).isoformat() if created_at is None else created_at
         self.software_version = software_version
         self.definitions = definitions
+
+    def drawn(
+        self,
+        tables: dict[str, pd.DataFrame],
+        *,
+        params: Mapping[str, Any] | None = None,
+        noise: Mapping[str, Any] | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> Release:
+        """This header (:class:`~privmob.releases.gate.Draft`) completed by its noise step: a
+        copy with the noisy ``tables``, and what the noise step adds to its ``params``,
+        ``noise`` description and ``extra`` keys."""
+        return Release(
+            kind=self.kind,
+            cost=self.cost,
+            unit=self.unit,
+            bounds=self.bounds,
+            noise={**self.noise.to_json(), **(noise or {})},
+            params={**self.params, **(params or {})},
+            domain=self.domain,
+            tables=tables,
+            for_publication=self.for_publication,
+            publication_note=self.publication_note,
+            extra={**self.extra, **(extra or {})},
+            cost_parts=list(self.cost_parts),
+            created_at=self.created_at,
+            software_version=self.software_version,
+            definitions=self.definitions,
+        )
 
     @property
     def table(self) -> pd.DataFrame:

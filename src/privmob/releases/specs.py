@@ -1,6 +1,7 @@
 """Release specifications: the public parameters of one release, its :class:`Plan` (from those
 parameters only, before any data is read) and the one release signature of the library,
-:func:`release` ``(data, spec, accountant, *, rng, progress)``.
+:func:`release` ``(data, spec, accountant, *, rng, progress)``: every spec's ``draft``
+goes through the one gate (:mod:`privmob.releases.gate`).
 
 The count kinds' specs live with their kind and run on the count template
 (:mod:`privmob.releases.counts`): :class:`~privmob.releases.od.OdSpec`,
@@ -21,7 +22,9 @@ from privmob.errors import BudgetError, ConfigError
 from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.mechanisms import NoiseKind, calibrate
 from privmob.privacy.samplers import Randomness
+from privmob.releases import gate
 from privmob.releases.base import Accountant
+from privmob.releases.gate import Draft
 from privmob.releases.od import OdSpec as OdSpec  # the count kinds' specs, with their kinds
 from privmob.releases.plan import Plan as Plan
 from privmob.releases.plan import PlannedOnce
@@ -38,14 +41,17 @@ Progress = Callable[[str], None]
 
 
 class Spec(Protocol):
+    """A release kind's spec: its public parameters, its plan, and its draft (exact values
+    and the mechanism; the lifecycle charges it, then draws the noise: ``releases/gate.py``)."""
+
     @property
     def kind(self) -> str: ...
 
     def plan(self) -> Plan: ...
 
-    def run(
+    def draft(
         self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Progress
-    ) -> Release: ...
+    ) -> Draft: ...
 
 
 @dataclass(frozen=True)
@@ -81,13 +87,13 @@ class DensitySpec(PlannedOnce):
             parts=2,
         )
 
-    def run(
+    def draft(
         self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Progress
-    ) -> Release:
-        from privmob.releases.density import density_release
+    ) -> Draft:
+        from privmob.releases.density.release import density_draft
 
-        progress("pre-sampling, noise and post-processing")
-        return density_release(
+        progress("pre-sampling")
+        return density_draft(
             data.engine, data.loaded, data.geometry, self.config, data.week_start, accountant,
             rng, progress,
         )  # fmt: skip
@@ -258,16 +264,15 @@ class SeriesSpec(PlannedOnce):
         warnings and steps."""
         return lambda session: self.load(source, warn=session.tell, progress=session.progress)
 
-    def run(
+    def draft(
         self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Progress
-    ) -> Release:
+    ) -> Draft:
         from privmob.data.series_input import SeriesInput
-        from privmob.releases.landmark import publish_series
+        from privmob.releases.landmark.release import series_draft
 
         series = data if isinstance(data, SeriesInput) else self.load(data)
         values, labels, zone_labels = series
-        progress("adding noise and charging the ledger")
-        return publish_series(
+        return series_draft(
             values,
             self.positions(labels),
             self.epsilon,
@@ -345,11 +350,12 @@ def release(
 ) -> Release:
     """Run ``spec`` on ``data``: plan (public parameters only), refuse a plan over
     ``memory_limit`` or over the budget before any data is read, bind the budget to the
-    input's content (refused if another dataset holds it), then count, add noise and charge
-    the ledger (by the release function the spec wraps). :class:`privmob.Session` runs the
-    same steps and publishes the release (``output=``)."""
+    input's content (refused if another dataset holds it), then the spec's draft (exact
+    values), the charge and the noise (the one gate, :func:`privmob.releases.gate.run`).
+    :class:`privmob.Session` runs the same steps and publishes the release (``output=``)."""
     plan = spec.plan()
     plan.check_memory(memory_limit)
     before_reading(plan, accountant)
     accountant.bind_input(data)  # as the session does: the budget is bound to the data
-    return spec.run(data, accountant, rng=rng, progress=progress or (lambda _m: None))
+    step = progress or (lambda _m: None)
+    return gate.run(lambda: spec.draft(data, accountant, rng=rng, progress=step), accountant)

@@ -21,12 +21,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
+from privmob.lazy_imports import lazy_module
 
 if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     from privmob.releases.release import Release
+else:
+    pd = lazy_module("pandas")
+    pa = lazy_module("pyarrow")
+    pq = lazy_module("pyarrow.parquet")
 
 FOR_PUBLICATION_KEY = "privmob.for_publication"
 WARNING_KEY = "privmob.warning"

@@ -34,18 +34,24 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import geopandas as gpd
 import numpy as np
-import pandas as pd
 import shapely
 
 from privmob.data.csv_cells import write_csv
 from privmob.data.tessellation import Tessellation
 from privmob.errors import ConfigError
+from privmob.lazy_imports import lazy_module
 from privmob.releases.kinds import BY_ANY_NAME, COUNT_SPEC, Layer
 from privmob.releases.stamp import json_stamp, restamp_parquet, stamp
+
+if TYPE_CHECKING:
+    import geopandas as gpd
+    import pandas as pd
+else:
+    gpd = lazy_module("geopandas")
+    pd = lazy_module("pandas")
 
 #: Output formats of ``--format``: ``parquet`` is the release's own tables (always written).
 FORMATS = ("parquet", "geoparquet", "geojson", "csv")
@@ -338,8 +344,11 @@ def write_layers(
     :func:`~privmob.releases.base.write_release`).
 
     ``keep_all``: an OD layer keeps every non-zero cell, not only the flows above the noise
-    floor. Each file's size is estimated before it is written and refused above
-    ``max_bytes`` (default :data:`MAX_LAYER_BYTES`); ``progress`` is told each file written.
+    floor. Each file's size is estimated before it is written; a layer above ``max_bytes``
+    (default :data:`MAX_LAYER_BYTES`) is cut to the features with the largest values that fit
+    (:func:`cut_to_fit`: post-processing of a charged release, stated in its metadata),
+    never refused: a refusal here would come after the noise. ``progress`` is told each file
+    written.
     """
     wanted = [f for f in parse_formats(formats) if f != "parquet"]
     if not wanted:
@@ -347,7 +356,8 @@ def write_layers(
     layer = release_layer(release, tess, keep_all=keep_all)
     kind = layer_of(release.kind, release.params.get("by"))
     assert kind is not None  # release_layer refused a release without one
-    sizes = check_layer_size(kind, len(layer), tess, wanted, max_bytes)
+    layer = cut_to_fit(release, layer, kind, tess, wanted, max_bytes)
+    sizes = {f: layer_size(kind, tess, len(layer), f) for f in wanted}
     paths = layer_paths(kind, outdir, wanted)
     for fmt, path in zip(wanted, paths, strict=True):
         if progress is not None:
@@ -368,6 +378,40 @@ def write_layers(
                 plain[key.replace(".", "_")] = value
             write_csv(plain, path)
     return paths
+
+
+def cut_to_fit(
+    release: Any,
+    layer: gpd.GeoDataFrame,
+    kind: Layer,
+    tess: Tessellation,
+    formats: Iterable[str],
+    max_bytes: int | None,
+) -> gpd.GeoDataFrame:
+    """``layer``, or, when its largest file would be above ``max_bytes``, its features with the
+    largest values that fit (ties in table order), the cut stated in ``release.extra``'s
+    ``map_layer``. Post-processing of noisy values: called only once the release is charged."""
+    limit = MAX_LAYER_BYTES if max_bytes is None else int(max_bytes)
+    n = len(layer)
+    biggest = max((layer_size(kind, tess, n, f) for f in formats), default=0)
+    if n == 0 or biggest <= limit:
+        return layer
+    fits = max(int(limit // (biggest / n)), 0)
+    column = next((c for c in ("count", "value", "mean") if c in layer.columns), None)
+    order = (
+        np.argsort(-layer[column].to_numpy(dtype=np.float64), kind="stable")
+        if column is not None
+        else np.arange(n)
+    )
+    kept = layer.iloc[np.sort(order[:fits])]
+    release.extra["map_layer"] = {
+        "features": int(fits),
+        "left_out": int(n - fits),
+        "max_layer_size_bytes": limit,
+        "rule": f"the {fits:,} features with the largest {column or 'table order'} kept to fit "
+        "the layer size limit; the Parquet tables hold every cell",
+    }
+    return kept
 
 
 def _json_value(obj: Any) -> Any:

@@ -12,8 +12,10 @@ published before it is charged):
    the memory limit;
 4. the input is read and validated (once per session and shape) and the budget bound to its
    content;
-5. the release runs: bounds, counts, noise, then stage -> charge -> rename when it has an
-   output (``releases/publish.py``), or the charge alone (write it later with ``write``).
+5. the kind computes its exact values and declares its mechanism (a draft: no noise can be
+   drawn yet); the one gate (``releases/gate.py``) commits the charge, then draws the noise,
+   then stages, seals and renames the release when it has an output
+   (``releases/publish.py``) (write one without an output later with ``write``).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from privmob.dp import Budget, PrivacyUnit, budget_cost
 from privmob.errors import ConfigError
+from privmob.releases import gate
 from privmob.releases.specs import Plan, Spec, before_reading
 from privmob.results import ReleaseResult
 from privmob.session.ledger_view import SessionLedger
@@ -42,8 +45,6 @@ if TYPE_CHECKING:
 Progress = Callable[[str], None]
 #: reads the input of a release from the session (e.g. ``Session.load_trips``) -> loaded data
 Load = Callable[[Any], "LoadedInput"]
-#: runs a spec on loaded data: (spec, data, accountant, progress) -> release
-Execute = Callable[[Any, Any, Any, Progress], Any]
 #: a file written beside the tables: (release, folder, tessellation) -> paths
 Writer = Callable[[Any, Path, Any], Any]
 
@@ -265,7 +266,7 @@ class SessionBase:
             annotate=[test_mode_mark(seed)] if test_mode else [],
             new_dataset_for_same_data=new_dataset_for_same_data,
         )
-        self.ledger = SessionLedger(led, dataset)
+        self.ledger = SessionLedger(led, dataset, self._accountant)
         self._engine_arg = engine
         self._engine: Any = None
         self._loaded: dict[str, Any] = {}
@@ -317,7 +318,6 @@ class SessionBase:
         formats: Sequence[str] | None = None,
         writers: Sequence[Writer] = (),
         marks: Sequence[Callable[[Any], None]] = (),
-        execute: Execute | None = None,
         engine: bool = True,
         on_plan: Callable[[Plan], None] | None = None,
     ) -> ReleaseResult:
@@ -331,7 +331,7 @@ class SessionBase:
         published atomically once charged; ``formats``: map layers written beside the tables
         (``geoparquet``, ``geojson``, ``csv``); ``writers``: more files staged with them;
         ``marks``: applied to the release before it is charged (e.g. not for publication);
-        ``execute``: runs the spec on the data (default ``spec.run``); ``engine``: ``False``
+        ``engine``: ``False``
         for an input read without one; ``on_plan``: shown the plan before anything is read.
         """
         from privmob.releases.publish import Output
@@ -398,18 +398,19 @@ class SessionBase:
             plan.check_memory(guard.limit, baseline=guard.baseline, guard=True)
         data = self.load_for(spec) if load is None else load(self)
         acct.bind_input(data)  # the budget is bound to the data's content
-        if execute is None:
-            release = spec.run(data, acct, rng=self.seed, progress=self.progress)
-        else:
-            release = execute(spec, data, acct, self.progress)
+        # the one gate: the kind's draft (exact values), the charge, then the noise
+        release = gate.run(
+            lambda: spec.draft(data, acct, rng=self.seed, progress=self.progress), acct
+        )
         return ReleaseResult(release, self.tessellation, written=out.written if out else [])
 
     def _layer_plan(self, spec: Spec, plan: Plan, formats: Sequence[str] | None) -> list[str]:
         """The map layers' estimated sizes, said with the plan; a release without a layer
         (a count table by no tile) is refused here, before reading; a layer whose size is
         known before reading (tiles, or every OD cell with ``all_flows``) is refused here
-        above the limit. An OD layer of the flows above the noise floor is checked again, on
-        its real size, before it is written (still before the charge)."""
+        above the limit. An OD layer of the flows above the noise floor is never refused:
+        once the release is charged and drawn, it is cut to the largest flows that fit
+        (:func:`privmob.render.layers.cut_to_fit`, stated in the metadata)."""
         tess = self.tessellation
         if not formats or tess is None:
             return []
@@ -442,7 +443,10 @@ class SessionBase:
             f"{p.name} {what}~{s / 1e6:,.1f} MB" for p, s in zip(paths, sizes, strict=True)
         )
         if lines and not self.all_flows:
-            said += " (only the flows above the noise floor are drawn)"
+            said += (
+                " (only the flows above the noise floor are drawn, the largest that fit "
+                "the layer size limit)"
+            )
         return [f"map layers: {said}"] if said else []
 
     def _define(self, spec: Spec, release: Any) -> None:

@@ -22,10 +22,11 @@ from privmob.releases.dimensions import (
     spelling,
     with_trip_distance,
 )
-from privmob.releases.kinds import KINDS
+from privmob.releases.kinds import COUNT_SPEC, KINDS
 from privmob.releases.landmark import Scheme
 from privmob.releases.landmark_counts import ZoneSeriesSpec
 from privmob.releases.specs import Plan
+from privmob.releases.values import Mean
 from privmob.results import ReleaseResult
 from privmob.session.base import SessionBase
 from privmob.session.keywords import CountOptions, ZoneSeriesOptions, refuse_unknown
@@ -42,6 +43,13 @@ class SessionCounts(SessionBase):
         self, by: Sequence[DimensionLike], epsilon: float, options: CountOptions
     ) -> CountSpec:
         refuse_unknown("counts", options, CountOptions)
+        kind = options.get("kind", "counts")
+        count_kinds = [k.name for k in KINDS if k.spec == COUNT_SPEC]
+        if kind not in count_kinds:  # the ledger records registered kinds only
+            raise ConfigError(
+                f"{kind!r} is not a registered count kind",
+                hint=f"kind= one of {', '.join(count_kinds)} (privmob.releases.kinds)",
+            )
         return CountSpec(
             self.tessellation,
             epsilon,
@@ -51,7 +59,8 @@ class SessionCounts(SessionBase):
             options.get("noise", NoiseKind.DISCRETE_LAPLACE),
             options.get("delta", 0.0),
             as_period(options.get("period")),
-            options.get("kind", "counts"),
+            kind,
+            value=options.get("value"),
             unit=PrivacyUnit(options.get("unit", PrivacyUnit.USER)),
         )
 
@@ -66,14 +75,19 @@ class SessionCounts(SessionBase):
         self,
         records: str,
         by: Sequence[DimensionLike],
+        value: Mean | None = None,
         unit: PrivacyUnit | str = PrivacyUnit.USER,
     ) -> Loaded:
         """The ``records`` (``"trips"``, ``"trip-points"``, ``"events"``) a count ``by`` these
-        dimensions reads, read and validated once: with the categorical columns it names
-        carried from the input, and the trip distance where it reads one
-        (:func:`~privmob.releases.dimensions.with_trip_distance`). At ``unit="trip"`` without
-        a group size, trips without a rider id are each their own unit (as :meth:`load_for`)."""
+        dimensions reads, read and validated once: with the categorical columns it names (and
+        the column of its ``value``) carried from the input, and the trip distance where it
+        reads one (:func:`~privmob.releases.dimensions.with_trip_distance`). At ``unit="trip"``
+        without a group size, trips without a rider id are each their own unit (as
+        :meth:`load_for`)."""
         carry, distance = needs(by)
+        if value is not None:
+            carry = (*carry, *(c for c in value.carried if c not in carry))
+            distance = distance or value.distance
         if records == "trips":
             per_trip = PrivacyUnit(unit) is PrivacyUnit.TRIP and self.accountant.group_size is None
             trips: Loaded = self.load_trips(per_trip, carry=carry, coordinates=distance)
@@ -111,12 +125,19 @@ class SessionCounts(SessionBase):
         At trip level: one trip changes one cell by one, epsilon-DP per trip.
         ``output``/``formats`` as for :meth:`od`; ``options``
         (:class:`~privmob.session.keywords.CountOptions`, shared with :meth:`plan_counts`):
-        ``records``, ``max_records``, ``unit``, ``noise``, ``delta``, ``period``, ``kind``."""
+        ``records``, ``max_records``, ``unit``, ``noise``, ``delta``, ``period``, ``kind``,
+        ``value``: ``pm.Mean("duration", 0, 180)`` adds per cell the noisy mean of the value
+        clamped to ``[0, 180]`` and its 95% margin (half the budget on the counts, half on the
+        sums: :mod:`privmob.releases.values`)."""
         spec = self._count_spec(by, epsilon, options)
         return self.run(
             spec,
             functools.partial(
-                SessionCounts.load_counted, records=spec.records, by=spec.by, unit=spec.unit
+                SessionCounts.load_counted,
+                records=spec.records,
+                by=spec.by,
+                value=spec.value,
+                unit=spec.unit,
             ),
             output=output,
             overwrite=overwrite,

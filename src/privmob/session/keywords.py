@@ -13,6 +13,7 @@ from privmob.domain import Period
 from privmob.dp import MaxEventsPerBin, MaxVisitsPerHour, PrivacyUnit
 from privmob.privacy.mechanisms import NoiseKind
 from privmob.releases.landmark import Scheme
+from privmob.releases.values import Mean
 
 
 class OdOptions(TypedDict, total=False):
@@ -60,6 +61,7 @@ class CountOptions(TypedDict, total=False):
     delta: float  # 0.0
     period: Period | None  # None: the whole data as one period
     kind: str  # "counts"
+    value: Mean | None  # None: counts alone; pm.Mean("duration", 0, 180): and the mean
 
 
 class ZoneSeriesOptions(TypedDict, total=False):

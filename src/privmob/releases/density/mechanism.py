@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from privmob.errors import ConfigError
+from privmob.lazy_imports import lazy_module
 from privmob.prepare.cover import CoverMap
 from privmob.prepare.presample import (
     HOURS_PER_WEEK,
@@ -26,6 +26,11 @@ from privmob.privacy.signal import density_signal
 from privmob.releases.density.clustering import cluster_cells
 from privmob.releases.density.config import MAX_VISITS_PER_WEEK, OUT_OF_DOMAIN, DensityConfig
 from privmob.releases.density.smoothing import smooth_nights
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+else:
+    sp = lazy_module("scipy.sparse")
 
 
 @dataclass

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from privmob.engine.base import Engine
 from privmob.engine.relation import Loaded
 from privmob.errors import ConfigError
+from privmob.lazy_imports import lazy_module
 from privmob.prepare.bounding import fresh_key
 from privmob.prepare.density_geometry import DensityGeometry
 from privmob.prepare.presample import (
@@ -25,7 +25,13 @@ from privmob.privacy.samplers import Randomness, resolve
 from privmob.releases.base import Accountant
 from privmob.releases.density.config import OUT_OF_DOMAIN, DensityConfig
 from privmob.releases.density.mechanism import DensityResult, perturb_density
+from privmob.releases.gate import Draft
 from privmob.releases.release import Release
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy_module("pandas")
 
 
 def density_release(
@@ -38,6 +44,26 @@ def density_release(
     rng: Randomness | int | None = None,
     step: Callable[[str], None] | None = None,
 ) -> Release:
+    """Hourly users per zone over the week starting at ``week_start`` (:func:`density_draft`,
+    its guarantee) through the one gate: charged, then noised."""
+    from privmob.releases.gate import run
+
+    return run(
+        lambda: density_draft(engine, events, geometry, config, week_start, accountant, rng, step),
+        accountant,
+    )
+
+
+def density_draft(
+    engine: Engine,
+    events: str | Loaded,
+    geometry: DensityGeometry,
+    config: DensityConfig,
+    week_start: datetime,
+    accountant: Accountant,
+    rng: Randomness | int | None = None,
+    step: Callable[[str], None] | None = None,
+) -> Draft:
     """Hourly users per zone over the week starting at ``week_start`` (SPEC 4.3).
 
     ``events`` is a relation in ``engine`` (or the loaded input, which can be split into user
@@ -46,35 +72,20 @@ def density_release(
     Guarantee: ``config.cost()`` per user for the whole week and the visits outside it
     ((epsilon + epsilon_out)-DP with EFPA or LPA, (epsilon + epsilon_out, delta)-DP with
     EFPAG; the out-of-domain cell is the ``out_of_domain`` table); the accountant is checked
-    before the data is read and charged (two entries) before the release is returned.
+    before the data is read; the gate charges the two entries before the mechanism runs.
     """
     r = resolve(rng)
     if geometry.cmap.to_cover.shape[1] != geometry.n_towers:
         raise ConfigError("the cover map does not match the towers")
     cost = config.cost()
     accountant.precheck(cost)
-    key = fresh_key(r)
-    if isinstance(events, Loaded):
-        counts = bucketed_density_counts(
-            events, geometry.n_towers, week_start, config.max_visits, key, step=step
-        )
-    else:
-        counts = density_counts(
-            engine, events, geometry.n_towers, week_start, config.max_visits, key
-        )
-    res = perturb_density(
-        counts, geometry.cmap, geometry.centroids, config, r, first_hour=week_start.hour
-    )
-    release = Release(
+    noise_kind = "fourier-perturbation" if config.method == "scheme" else "laplace"
+    header = Release(
         kind="density",
         cost=cost,
         unit=PrivacyUnit.USER,
         bounds={"max_visits_per_hour": 1, "max_visits_per_week": config.max_visits},
-        noise={
-            "kind": "fourier-perturbation" if config.method == "scheme" else "laplace",
-            "mechanism": config.mechanism,
-            "steps": res.steps,
-        },
+        noise={"kind": noise_kind, "mechanism": config.mechanism},
         params={
             "epsilon": config.epsilon,
             "delta": config.delta,
@@ -87,7 +98,6 @@ def density_release(
             "smoothing": config.smoothing,
             "outliers_epsilon": config.epsilon_outliers,
             "week_start": week_start.isoformat(),
-            "signal": res.signal,
         },
         domain={
             "zones": len(geometry.zone_ids),
@@ -95,26 +105,46 @@ def density_release(
             "towers": geometry.n_towers,
             "cover_cells": geometry.cmap.size,
         },
-        tables={
-            "density": density_table(geometry.zone_ids, res.zones),
-            "outliers": density_table(np.array(["outside"]), _row(res.outliers)),
-            "out_of_domain": pd.DataFrame(
-                {
-                    "cell": [OUT_OF_DOMAIN],
-                    "count": [max(int(res.out_of_domain or 0), 0)],
-                    "epsilon": [config.epsilon_outliers],
-                    "noise_scale": [config.max_visits / config.epsilon_outliers],
-                }
-            ),
-        },
+        tables={},
         for_publication=r.for_publication,
-        extra={"accounting": accounting(config, res)},
         cost_parts=[
             (f"density {config.mechanism}", config.mechanism_cost()),
             (f"density outliers cell ({OUT_OF_DOMAIN})", config.outliers_cost()),
         ],
     )
-    return accountant.charge(release, description=f"density {config.mechanism}")
+    key = fresh_key(r)
+    if isinstance(events, Loaded):
+        counts = bucketed_density_counts(
+            events, geometry.n_towers, week_start, config.max_visits, key, step=step
+        )
+    else:
+        counts = density_counts(
+            engine, events, geometry.n_towers, week_start, config.max_visits, key
+        )
+
+    def draw() -> Release:
+        res = perturb_density(
+            counts, geometry.cmap, geometry.centroids, config, r, first_hour=week_start.hour
+        )
+        return header.drawn(
+            {
+                "density": density_table(geometry.zone_ids, res.zones),
+                "outliers": density_table(np.array(["outside"]), _row(res.outliers)),
+                "out_of_domain": pd.DataFrame(
+                    {
+                        "cell": [OUT_OF_DOMAIN],
+                        "count": [max(int(res.out_of_domain or 0), 0)],
+                        "epsilon": [config.epsilon_outliers],
+                        "noise_scale": [config.max_visits / config.epsilon_outliers],
+                    }
+                ),
+            },
+            noise={"steps": res.steps},
+            params={"signal": res.signal},
+            extra={"accounting": accounting(config, res)},
+        )
+
+    return Draft(header, f"density {config.mechanism}", draw)
 
 
 def _row(values: np.ndarray | None) -> np.ndarray:

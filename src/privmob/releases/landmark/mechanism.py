@@ -15,6 +15,7 @@ import numpy as np
 from privmob.errors import ConfigError, InputError
 from privmob.privacy.costs import PrivacyUnit
 from privmob.privacy.mechanisms import Noise, NoiseKind, calibrate
+from privmob.privacy.payment import require_paid
 from privmob.privacy.samplers import Randomness, resolve
 from privmob.releases.landmark.schemes import (
     AdaptiveRule,
@@ -41,6 +42,29 @@ class SeriesResult:
     noise_kind: NoiseKind
 
 
+def series_values(
+    values: np.ndarray, sensitivity: float, integer: bool | None = None
+) -> tuple[np.ndarray, NoiseKind]:
+    """The series as a zones x timestamps matrix and its noise kind (integers: discrete
+    Laplace), refused when it cannot be noised: checked before the charge."""
+    x = np.asarray(values)
+    if x.ndim == 1:
+        x = x[None, :]
+    if x.ndim != 2 or x.shape[1] == 0:
+        raise InputError("the series must be a non-empty vector or a zones x timestamps matrix")
+    if not np.issubdtype(x.dtype, np.number) or not np.all(np.isfinite(x)):
+        raise InputError("the series must hold finite numbers")
+    if not (sensitivity > 0 and math.isfinite(sensitivity)):
+        raise ConfigError(f"the sensitivity must be a finite number > 0, got {sensitivity}")
+    if integer is None:
+        integer = bool(np.issubdtype(x.dtype, np.integer))
+    if integer and not np.issubdtype(x.dtype, np.integer):
+        if not np.all(x == np.round(x)):
+            raise InputError("integer noise was asked for but the series has fractional values")
+        x = x.astype(np.int64)
+    return x, NoiseKind.DISCRETE_LAPLACE if integer else NoiseKind.LAPLACE_ROUNDED
+
+
 def perturb_series(
     values: np.ndarray,
     landmarks: Sequence[int] | np.ndarray,
@@ -61,22 +85,7 @@ def perturb_series(
     theorem before returning. Use :func:`publish_series` to release (it charges the ledger).
     """
     scheme = Scheme(scheme)
-    x = np.asarray(values)
-    if x.ndim == 1:
-        x = x[None, :]
-    if x.ndim != 2 or x.shape[1] == 0:
-        raise InputError("the series must be a non-empty vector or a zones x timestamps matrix")
-    if not np.issubdtype(x.dtype, np.number) or not np.all(np.isfinite(x)):
-        raise InputError("the series must hold finite numbers")
-    if not (sensitivity > 0 and math.isfinite(sensitivity)):
-        raise ConfigError(f"the sensitivity must be a finite number > 0, got {sensitivity}")
-    if integer is None:
-        integer = bool(np.issubdtype(x.dtype, np.integer))
-    if integer and not np.issubdtype(x.dtype, np.integer):
-        if not np.all(x == np.round(x)):
-            raise InputError("integer noise was asked for but the series has fractional values")
-        x = x.astype(np.int64)
-    kind = NoiseKind.DISCRETE_LAPLACE if integer else NoiseKind.LAPLACE_ROUNDED
+    x, kind = series_values(values, sensitivity, integer)
     length = x.shape[1]
     marks = landmark_indices(landmarks, length)
     r = resolve(rng)
@@ -135,6 +144,7 @@ def _carry_forward(out: np.ndarray, published: np.ndarray, fill_value: float) ->
 
 
 def _coin(r: Randomness) -> float:
+    require_paid("a sampling coin")
     if r.for_publication:
         return secrets.SystemRandom().random()
     return float(r.generator.random())

@@ -7,11 +7,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from privmob.errors import ConfigError
+from privmob.lazy_imports import lazy_module
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy_module("pandas")
 
 #: a landmark: a position in the grid (0-based) or one of its timestamps
 Landmark = int | str | datetime
@@ -42,18 +46,15 @@ def resolve_landmarks(landmarks: Sequence[Landmark], labels: Sequence[object]) -
     already; a text or a date is looked for among the labels, as they are written or as
     timestamps (a landmark that is no label is refused: the set is public and declared)."""
     as_text = {str(v): i for i, v in enumerate(labels)}
-    parsed: dict[object, int] = {}
-    try:
-        stamps = pd.to_datetime(pd.Series(list(labels)), format="mixed")
-        parsed = {ts: i for i, ts in enumerate(stamps)}
-    except (ValueError, TypeError):
-        pass
+    parsed: dict[object, int] | None = None  # the labels as timestamps, when one is needed
     out: list[int] = []
     for mark in landmarks:
         if isinstance(mark, int) and not isinstance(mark, bool):
             out.append(int(mark))
             continue
         idx = as_text.get(str(mark)) if isinstance(mark, str) else None
+        if idx is None:
+            parsed = _as_timestamps(labels) if parsed is None else parsed
         if idx is None and parsed:
             try:
                 idx = parsed.get(pd.Timestamp(mark))
@@ -67,6 +68,15 @@ def resolve_landmarks(landmarks: Sequence[Landmark], labels: Sequence[object]) -
             )
         out.append(idx)
     return out
+
+
+def _as_timestamps(labels: Sequence[object]) -> dict[object, int]:
+    """Timestamp -> position of time ``labels`` (empty when they are not timestamps)."""
+    try:
+        stamps = pd.to_datetime(pd.Series(list(labels)), format="mixed")
+    except (ValueError, TypeError):
+        return {}
+    return {ts: i for i, ts in enumerate(stamps)}
 
 
 def mark_domain_from_data(release: Any) -> None:

@@ -7,28 +7,44 @@ import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from privmob.errors import ConfigError, InputError
+from privmob.lazy_imports import lazy_module
 from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.mechanisms import NoiseKind
 from privmob.privacy.samplers import Randomness, resolve
 from privmob.releases.base import Accountant
+from privmob.releases.gate import Draft
 from privmob.releases.landmark.mechanism import (
     SKIP_WARNING,
     SeriesResult,
     add_noise,
     landmark_noise,
     perturb_series,
+    series_values,
 )
 from privmob.releases.landmark.schemes import SCHEME_UNIT, AdaptiveRule, Scheme
 from privmob.releases.landmark.theorem import landmark_indices, landmark_spend
 from privmob.releases.release import Release
 
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy_module("pandas")
 
-def publish_series(
+
+def publish_series(values: np.ndarray, *args: Any, accountant: Accountant, **kw: Any) -> Release:
+    """Publish a series under landmark epsilon-privacy (:func:`series_draft`, its guarantee)
+    through the one gate: charged, then noised (:func:`privmob.releases.gate.run`)."""
+    from privmob.releases.gate import run
+
+    return run(lambda: series_draft(values, *args, accountant=accountant, **kw), accountant)
+
+
+def series_draft(
     values: np.ndarray,
     landmarks: Sequence[int] | np.ndarray,
     epsilon: float,
@@ -46,8 +62,8 @@ def publish_series(
     sensitivity_note: str = "",
     outliers: tuple[float, float] | None = None,
     kind: str = "series",
-) -> Release:
-    """Publish a series under landmark epsilon-privacy with a public landmark set.
+) -> Draft:
+    """A series to publish under landmark epsilon-privacy with a public landmark set.
 
     Guarantee (schemes ``uniform``, ``skip``, ``adaptive``): landmark epsilon-privacy: for
     series that differ in the events at all landmarks plus one more timestamp, each changing
@@ -56,8 +72,8 @@ def publish_series(
     timestamp). ``user``: epsilon-DP for the whole series. ``value_bounds`` clamps the
     values first (an enforced range). The landmark set, the timestamps and the zones are
     public parameters. The cost (epsilon, in the scheme's unit) is prechecked before the
-    noise and charged after it; the tables hold only noisy or post-processed values plus the
-    per-timestamp budgets (``budgets`` table).
+    data is used and charged by the gate before the noise is drawn; the tables hold only
+    noisy or post-processed values plus the per-timestamp budgets (``budgets`` table).
 
     ``outliers = (exact value, outliers_epsilon)``: one more cell, the values outside the
     declared period (SPEC 1, invariant 1), which the caller bounds so that one unit changes
@@ -78,18 +94,32 @@ def publish_series(
     accountant.precheck(mechanism.cost)
     x = _clamped(np.asarray(values), value_bounds)
     r = resolve(rng)
-    noisy = mechanism.noised(x, None if outliers is None else outliers[0], r)
-    release = series_release(
-        noisy,
+    checked, noise_kind = series_values(x, sensitivity, integer)  # refused before the charge
+    header = series_header(
         mechanism,
         r,
-        timestamps=timestamps,
-        zones=zones,
+        noise_kind,
+        checked.shape[-1],
+        None if x.ndim == 1 else checked.shape[0],
         value_bounds=value_bounds,
         sensitivity_note=sensitivity_note,
         kind=kind,
     )
-    return accountant.charge(release, description=mechanism.description)
+
+    def draw() -> Release:
+        noisy = mechanism.noised(x, None if outliers is None else outliers[0], r)
+        return series_release(
+            noisy,
+            mechanism,
+            r,
+            timestamps=timestamps,
+            zones=zones,
+            value_bounds=value_bounds,
+            sensitivity_note=sensitivity_note,
+            kind=kind,
+        )
+
+    return Draft(header, mechanism.description, draw)
 
 
 @dataclass(frozen=True)
@@ -175,6 +205,50 @@ class LandmarkNoise:
         return NoisySeries(result, marks, notes, x.ndim == 1, cell)
 
 
+def series_header(
+    mechanism: LandmarkNoise,
+    r: Randomness,
+    noise_kind: NoiseKind,
+    length: int,
+    zones: int | None,
+    *,
+    value_bounds: tuple[float, float] | None = None,
+    sensitivity_note: str = "",
+    kind: str = "series",
+) -> Release:
+    """What the gate charges for a series of ``length`` timestamps (and ``zones`` zones;
+    ``None``: a single series) before its noise exists: no table, nothing from the values."""
+    scheme, sensitivity = mechanism.scheme, mechanism.sensitivity
+    marks = landmark_indices(mechanism.landmarks, length)
+    return Release(
+        kind=kind,
+        cost=mechanism.cost,
+        unit=mechanism.unit,
+        bounds={
+            "sensitivity_per_timestamp": float(sensitivity),
+            "sensitivity_source": sensitivity_note or "declared by the caller",
+            "value_bounds": list(value_bounds) if value_bounds is not None else None,
+        },
+        noise={
+            "kind": noise_kind.value,
+            "scale": "sensitivity / epsilon_t per timestamp (see the budgets table)",
+        },
+        params={
+            "scheme": scheme.value,
+            "epsilon": float(mechanism.epsilon),
+            "landmarks": marks.tolist(),
+            "adaptive_rule": asdict(mechanism.rule or AdaptiveRule())
+            if scheme is Scheme.ADAPTIVE
+            else None,
+            "fill_value": mechanism.fill_value if scheme is Scheme.SKIP else None,
+        },
+        domain={"timestamps": length, "zones": zones},
+        tables={},
+        for_publication=r.for_publication,
+        cost_parts=mechanism.parts,
+    )
+
+
 def series_release(
     noisy: NoisySeries,
     mechanism: LandmarkNoise,
@@ -188,8 +262,8 @@ def series_release(
 ) -> Release:
     """The release of a noisy series (post-processing only: tables, bounds, metadata and the
     cost's parts); not charged."""
-    result, marks, scheme = noisy.result, noisy.marks, mechanism.scheme
-    sensitivity, unit = mechanism.sensitivity, mechanism.unit
+    result, marks = noisy.result, noisy.marks
+    sensitivity = mechanism.sensitivity
     length = result.values.shape[-1]
     labels: list[object] = list(timestamps) if timestamps is not None else list(range(length))
     if len(labels) != length:
@@ -197,49 +271,33 @@ def series_release(
     zone_labels: list[object] = (
         list(zones) if zones is not None else list(range(result.values.shape[0]))
     )
-    tables = {
+    release = series_header(
+        mechanism,
+        r,
+        result.noise_kind,
+        length,
+        None if noisy.single else len(zone_labels),
+        value_bounds=value_bounds,
+        sensitivity_note=sensitivity_note,
+        kind=kind,
+    )
+    release.tables = {
         "series": series_table(result, labels, None if noisy.single else zone_labels),
         "budgets": budgets_table(result, labels, marks, sensitivity),
     }
     eps_out = mechanism.outliers_epsilon
     if noisy.outliers is not None and eps_out is not None:
-        tables["outliers"] = outliers_table(noisy.outliers, eps_out, sensitivity)
-    return Release(
-        kind=kind,
-        cost=mechanism.cost,
-        unit=unit,
-        bounds={
-            "sensitivity_per_timestamp": float(sensitivity),
-            "sensitivity_source": sensitivity_note or "declared by the caller",
-            "value_bounds": list(value_bounds) if value_bounds is not None else None,
-        },
-        noise={
-            "kind": result.noise_kind.value,
-            "scale": "sensitivity / epsilon_t per timestamp (see the budgets table)",
-        },
-        params={
-            "scheme": scheme.value,
-            "epsilon": float(mechanism.epsilon),
-            "landmarks": marks.tolist(),
-            "adaptive_rule": asdict(mechanism.rule or AdaptiveRule())
-            if scheme is Scheme.ADAPTIVE
-            else None,
-            "fill_value": mechanism.fill_value if scheme is Scheme.SKIP else None,
-        },
-        domain={"timestamps": length, "zones": None if noisy.single else len(zone_labels)},
-        tables=tables,
-        for_publication=r.for_publication,
-        extra={
-            "max_landmark_spend": float(landmark_spend(result.epsilons, marks).max()),
-            "sum_epsilon_t": float(result.epsilons.sum()),
-            "outliers_epsilon": float(eps_out) if eps_out is not None else None,
-            "composition": "series (landmark theorem) + outliers cell, sequential"
-            if eps_out is not None
-            else "series (landmark theorem)",
-            "warnings": noisy.notes,
-        },
-        cost_parts=mechanism.parts,
-    )
+        release.tables["outliers"] = outliers_table(noisy.outliers, eps_out, sensitivity)
+    release.extra = {
+        "max_landmark_spend": float(landmark_spend(result.epsilons, marks).max()),
+        "sum_epsilon_t": float(result.epsilons.sum()),
+        "outliers_epsilon": float(eps_out) if eps_out is not None else None,
+        "composition": "series (landmark theorem) + outliers cell, sequential"
+        if eps_out is not None
+        else "series (landmark theorem)",
+        "warnings": noisy.notes,
+    }
+    return release
 
 
 def _clamped(x: np.ndarray, value_bounds: tuple[float, float] | None) -> np.ndarray:

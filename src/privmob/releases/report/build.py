@@ -5,10 +5,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from privmob.engine import Engine
 from privmob.engine.buckets import (
@@ -18,18 +17,25 @@ from privmob.engine.buckets import (
     plan_buckets,
 )
 from privmob.engine.relation import Loaded
+from privmob.lazy_imports import lazy_module
 from privmob.prepare.bounding import fresh_key
 from privmob.privacy.costs import Cost
 from privmob.privacy.samplers import Randomness, resolve
 from privmob.releases.base import Accountant
 from privmob.releases.counts import count_vectors
 from privmob.releases.dimensions import WEEKDAYS
+from privmob.releases.gate import Draft
 from privmob.releases.release import Release
 
 from . import analyses as an
 from .config import MISSING_COLUMNS, ReportConfig
 from .inputs import Tiles
 from .sql import count_terms, ends_sql, queries, trips_sql, users_sql
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy_module("pandas")
 
 
 def time_bins(cfg: ReportConfig) -> list[datetime]:
@@ -169,14 +175,35 @@ def mobility_report(
     progress: Callable[[str], None] | None = None,
     buckets: int | None = None,
 ) -> Release:
-    """A differentially private mobility report of the trip points ``points`` (a table name,
-    or the :class:`~privmob.engine.relation.Loaded` input, which can be split out of core).
+    """A differentially private mobility report of the trip points ``points``
+    (:func:`report_draft`, its guarantee) through the one gate: charged, then noised."""
+    from privmob.releases.gate import run
+
+    return run(
+        lambda: report_draft(engine, points, tiles, config, accountant, rng, progress, buckets),
+        accountant,
+    )
+
+
+def report_draft(
+    engine: Engine,
+    points: str | Loaded,
+    tiles: Tiles,
+    config: ReportConfig,
+    accountant: Accountant,
+    rng: Randomness | int | None = None,
+    progress: Callable[[str], None] | None = None,
+    buckets: int | None = None,
+) -> Draft:
+    """The mobility report of the trip points ``points`` (a table name, or the
+    :class:`~privmob.engine.relation.Loaded` input, which can be split out of core), before
+    its noise.
 
     Guarantee: ``config.epsilon``-DP (pure) for the declared unit of privacy — a user with at
     most ``config.max_trips`` trips (enforced by sampling) or one trip. The budget is split
-    over the selected analyses by weight and charged once, before the release is returned;
-    every selected analysis is present in the output whatever the data holds, over domains
-    (tiles, tile pairs, time bins, histogram bins) built from public parameters only.
+    over the selected analyses by weight and charged once by the gate, before any noise is
+    drawn; every selected analysis is present in the output whatever the data holds, over
+    domains (tiles, tile pairs, time bins, histogram bins) built from public parameters only.
 
     Out of core: with a ``Loaded`` input, ``buckets`` (default: as many as the engine's memory
     limit needs, :func:`privmob.engine.buckets.plan_buckets`; 1 without a limit) splits the
@@ -186,17 +213,7 @@ def mobility_report(
     cost = report_cost(config)
     accountant.precheck(cost)
     step = progress or (lambda _msg: None)
-    step("aggregating in the engine")
-    key = fresh_key(r)
-    if isinstance(points, Loaded):
-        n = buckets or plan_buckets(points, report_memory(getattr(engine, "memory_limit", None)))
-        exact = bucketed_exact_counts(points, config, tiles, key, n, step)
-    else:
-        exact = exact_counts(engine, points, config, tiles, key)
-    step("adding noise")
-    results, tables = _release_all(exact, config, tiles, r)
-    signal = report_signal(results, config.unit.value)
-    release = Release(
+    header = Release(
         kind="report",
         cost=cost,
         unit=config.unit,
@@ -208,22 +225,37 @@ def mobility_report(
             "tile_ids": tiles.ids,
             "time_bins": [t.isoformat() for t in time_bins(config)],
         },
-        tables=tables,
+        tables={},
         for_publication=r.for_publication,
-        extra={
-            "analyses": {name: res.to_dict() for name, res in results.items()},
-            "signal": signal,
-            "tessellation": {
-                "ids": tiles.ids,
-                "names": tiles.names,
-                "lat": tiles.lat.tolist(),
-                "lng": tiles.lng.tolist(),
-                "outlines": tiles.outlines,
-            },
-        },
     )
-    step(accountant.closing_step)
-    return accountant.charge(release, description="DP mobility report")
+    step("aggregating in the engine")
+    key = fresh_key(r)
+    if isinstance(points, Loaded):
+        n = buckets or plan_buckets(points, report_memory(getattr(engine, "memory_limit", None)))
+        exact = bucketed_exact_counts(points, config, tiles, key, n, step)
+    else:
+        exact = exact_counts(engine, points, config, tiles, key)
+
+    def draw() -> Release:
+        step("adding noise")
+        results, tables = _release_all(exact, config, tiles, r)
+        signal = report_signal(results, config.unit.value)
+        return header.drawn(
+            tables,
+            extra={
+                "analyses": {name: res.to_dict() for name, res in results.items()},
+                "signal": signal,
+                "tessellation": {
+                    "ids": tiles.ids,
+                    "names": tiles.names,
+                    "lat": tiles.lat.tolist(),
+                    "lng": tiles.lng.tolist(),
+                    "outlines": tiles.outlines,
+                },
+            },
+        )
+
+    return Draft(header, "DP mobility report", draw)
 
 
 def report_signal(results: dict[str, an.AnalysisResult], unit: str) -> dict[str, Any]:

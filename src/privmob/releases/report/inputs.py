@@ -4,14 +4,19 @@ for maps) and, for check-in data, trip points built from consecutive check-ins."
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from privmob.data import tessellation_cache
 from privmob.data.tessellation import Tessellation, local_metric_crs
+from privmob.lazy_imports import lazy_module
 from privmob.privacy.costs import PrivacyUnit
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy_module("pandas")
 
 
 def load_report_input(unit: PrivacyUnit, session: Any) -> Any:

@@ -1,6 +1,6 @@
 """The report's release spec: its public parameters (:class:`~.config.ReportConfig`) and the
 public tessellation, with the plan computed from them alone and the run of
-:func:`~.build.mobility_report` (the one signature of :mod:`privmob.releases.specs`)."""
+:func:`~.build.report_draft` (the one signature of :mod:`privmob.releases.specs`)."""
 
 from __future__ import annotations
 
@@ -13,13 +13,13 @@ from privmob.engine.relation import Loaded
 from privmob.privacy.mechanisms import calibrate
 from privmob.privacy.samplers import Randomness
 from privmob.releases.base import Accountant
+from privmob.releases.gate import Draft
 from privmob.releases.kinds import SAME_TILE_RULES
-from privmob.releases.release import Release
 from privmob.releases.specs import Plan, Progress, domain_memory
 from privmob.releases.tiles import check_tessellation
 
 from .analyses import sensitivity
-from .build import mobility_report, report_cost, time_bins
+from .build import report_cost, report_draft, time_bins
 from .config import ReportConfig
 from .inputs import Tiles
 from .sql import queries
@@ -79,16 +79,16 @@ class ReportSpec:
         """``margin_of_error_95`` is the largest over the selected analyses."""
         return self._plan
 
-    def run(
+    def draft(
         self,
         data: Loaded,
         accountant: Accountant,
         *,
         rng: Randomness | int | None,
         progress: Progress,
-    ) -> Release:
+    ) -> Draft:
         check_tessellation(data, self.tessellation)
-        return mobility_report(
+        return report_draft(
             data.engine,
             data,
             Tiles.from_tessellation(self.tessellation),

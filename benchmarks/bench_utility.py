@@ -1,0 +1,685 @@
+"""Utility benchmark: how much signal each release keeps per epsilon (issue 40 items 1 and 6).
+
+A structured synthetic city (``city_synth.py``: Zipf home and work zones over the 263 NYC taxi
+zones, weekday commutes, heavy-tailed trips per user with median 6) is generated once into
+benchmarks/out/. The truth is every trip, unbounded. For each epsilon and repetition (fixed
+seeds, test-mode noise) it runs, through the public Python API (``privmob.Session``):
+
+* ``od`` (one-row trips, ``-T`` max trips): total-variation distance of the flow shares,
+  recall of the true top-50 flows, median relative error of the flows with >= 100 true trips;
+* ``counts`` by origin x hour of trips (``-T`` records): TV and large-cell error;
+* ``population`` (homes from the trip points): TV and large-cell error;
+* ``report`` (trip points, ``-T`` max trips, all 15 analyses): per analysis the TV of its
+  shares, its large cells, the OD top-50 recall, and for the seven distributions the TV of the
+  histogram and the relative error of the quartiles.
+
+Truths: od and counts are counted from the trips file here; population and the report are
+privmob's own release at epsilon 1e9 with no bound that cuts anything (the report's M is the
+busiest user's trips), whose noise is zero; the quartiles of travel time, jump length and trips
+per user are those of the raw values (every trip), the others privmob's exact bin midpoints.
+
+dp_mobility_report 0.2.11 (DPMR) runs on the same trip points in the same run (its virtual
+environment is made by ``bench_report.install_dpmr``), with the same epsilon and M, and is
+scored against the same truth where its analysis has the same definition (the count analyses,
+OD flows between distinct zones, and the three raw quartiles). Its noise is not seeded.
+
+Item 6: the density release (``Session.density``) on privmob's synthetic phone-record city
+(privmob.data.density_synth) at a density comparable to the Paris data of seed 004 (mean true
+count per zone-hour 150 with the defaults; Paris: 91): the scheme (EFPAG, EFPA) beside naive
+per-cell Laplace (LPA) at the paper's epsilon 0.3, l = 30, delta 2e-6; MRE and Pearson per zone
+averaged over zones, and the relative error by hour of the week (the paper's Figure 9a).
+
+    uv run --all-extras python benchmarks/bench_utility.py --quick   # < 1 minute, no DPMR
+    uv run --all-extras python benchmarks/bench_utility.py -r 2      # docs/utility.md figures
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import math
+import sys
+import tempfile
+import time
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import privmob as pm
+import utility_metrics as um
+from bench_report import install_dpmr, run
+from city_synth import TAXI_ZONES, CityConfig, CityFiles, write_city
+from privmob.evaluate.density_metrics import pearson
+
+OUT = Path(__file__).resolve().parent / "out"
+FIGURES = Path(__file__).resolve().parents[1] / "docs" / "figures"
+TRUTH_EPSILON = 1e9
+#: report analyses that are one count vector: (key columns, value column)
+COUNT_ANALYSES = {
+    "trips_over_time": (["bin_start"], "trips"),
+    "trips_per_weekday": (["weekday"], "trips"),
+    "trips_per_hour": (["end", "day_type", "hour"], "trips"),
+    "visits_per_tile": (["tile_id"], "visits"),
+    "visits_per_time_tile": (["tile_id", "day_type", "time_window"], "visits"),
+}
+COUNTS = (*COUNT_ANALYSES, "od_flows")
+DISTRIBUTIONS = (
+    "travel_time",
+    "jump_length",
+    "time_between_trips",
+    "trips_per_user",
+    "radius_of_gyration",
+    "user_tile_count",
+    "mobility_entropy",
+)
+RAW_QUARTILES = ("travel_time", "jump_length", "trips_per_user")
+
+Row = dict[str, Any]
+
+
+# -- the truth ---------------------------------------------------------------------------------
+def raw_truth(city: CityFiles) -> dict[str, Any]:
+    """Counted from the files: the OD matrix, origin x hour counts, raw quartiles, max trips."""
+    trips = pd.read_parquet(city.trips)
+    off = trips[trips.origin != trips.destination]
+    od = off.groupby(["origin", "destination"]).size().rename("count").reset_index()
+    hour = trips.start_time.dt.tz_convert("UTC").dt.hour
+    counts = trips.assign(hour=hour).groupby(["origin", "hour"]).size()
+    points = pd.read_parquet(city.points).sort_values(["uid", "tid", "datetime"])
+    ends = points.groupby(["uid", "tid"]).agg(
+        t0=("datetime", "first"),
+        t1=("datetime", "last"),
+        lat0=("lat", "first"),
+        lat1=("lat", "last"),
+        lng0=("lng", "first"),
+        lng1=("lng", "last"),
+    )
+    minutes = (ends.t1 - ends.t0).dt.total_seconds() / 60
+    km = haversine_km(ends.lat0, ends.lng0, ends.lat1, ends.lng1)
+    per_user = trips.groupby("uid").size()
+    return {
+        "od": od,
+        "counts": counts.rename("count").reset_index(),
+        "quartiles": {
+            "travel_time": um.quartiles_of(minutes.to_numpy()),
+            "jump_length": um.quartiles_of(km),
+            "trips_per_user": um.quartiles_of(per_user.to_numpy()),
+        },
+        "max_trips": int(per_user.max()),
+    }
+
+
+def haversine_km(lat0: Any, lng0: Any, lat1: Any, lng1: Any) -> np.ndarray:
+    p0, p1 = np.radians(np.asarray(lat0)), np.radians(np.asarray(lat1))
+    dlng = np.radians(np.asarray(lng1) - np.asarray(lng0))
+    a = np.sin((p1 - p0) / 2) ** 2 + np.cos(p0) * np.cos(p1) * np.sin(dlng / 2) ** 2
+    return 2 * 6371.0088 * np.arcsin(np.sqrt(a))
+
+
+def period(cfg: CityConfig) -> pm.Period:
+    start = pd.Timestamp(cfg.start)
+    return pm.Period(str(start.date()), str((start + pd.Timedelta(days=cfg.days)).date()))
+
+
+# -- privmob's releases ------------------------------------------------------------------------
+def session(path: Path, seed: int) -> pm.Session:
+    return pm.Session(str(path), tessellation=str(TAXI_ZONES), budget=pm.PureDP(1e12), seed=seed)
+
+
+def od_rows(est: pd.DataFrame, truth: pd.DataFrame, key: tuple[str, str], value: str) -> Row:
+    """TV, top-50 recall and large-flow error over the ordered pairs of distinct zones."""
+    o, d = key
+    est = est[(est[o].astype(str) != "outliers") & (est[o].astype(str) != est[d].astype(str))]
+    e = est.assign(origin=est[o].astype(int), destination=est[d].astype(int))
+    t, x = um.aligned(truth, e.rename(columns={value: "count"}), ["origin", "destination"], "count")
+    mre, n_large = um.large_cell_error(t, x)
+    borough = boroughs()
+    pairs = (
+        t.index.get_level_values(0).map(borough) + " -> " + t.index.get_level_values(1).map(borough)
+    )
+    return {
+        "tv": um.tv_distance(t, x),
+        "top50_recall": um.top_k_recall(t, x),
+        "large_rel_err": mre,
+        "large_cells": n_large,
+        "borough_tv": um.grouped_tv(t, x, pairs),
+    }
+
+
+@cache
+def boroughs() -> dict[int, str]:
+    """Taxi zone id -> borough (a public property of the tessellation)."""
+    zones = json.loads(TAXI_ZONES.read_text())["features"]
+    return {f["properties"]["LocationID"]: f["properties"]["borough"] for f in zones}
+
+
+def vector_rows(t: pd.Series, x: pd.Series) -> Row:
+    mre, n_large = um.large_cell_error(t, x)
+    return {"tv": um.tv_distance(t, x), "large_rel_err": mre, "large_cells": n_large}
+
+
+def report_analyses(rel: pm.ReleaseResult) -> dict[str, Any]:
+    return dict(rel.release.metadata()["analyses"])
+
+
+def five_quartiles(doc: dict[str, Any]) -> dict[str, float]:
+    five = doc["five_number_summary"]
+    return {"q1": five["q25"], "median": five["median"], "q3": five["q75"]}
+
+
+def score_report(
+    rel: pm.ReleaseResult, truth_rel: pm.ReleaseResult, raw: dict[str, Any]
+) -> dict[str, Row]:
+    """Every analysis of a privmob report against the exact report and the raw quartiles."""
+    est, tru = rel.tables, truth_rel.tables
+    docs, true_docs = report_analyses(rel), report_analyses(truth_rel)
+    out: dict[str, Row] = {}
+    stats_t = tru["dataset_statistics"].set_index("statistic")["value"]
+    stats_e = est["dataset_statistics"].set_index("statistic")["value"]
+    errs = um.relative_errors(
+        {k: float(stats_t[k]) for k in ("users", "trips")},
+        {k: float(stats_e[k]) for k in ("users", "trips")},
+    )
+    out["dataset_statistics"] = {f"{k}_rel_err": v for k, v in errs.items()}
+    for name, (keys, value) in COUNT_ANALYSES.items():
+        t_tab, e_tab = (x.fillna({k: "" for k in keys}) for x in (tru[name], est[name]))
+        out[name] = vector_rows(*um.aligned(t_tab, e_tab, keys, value))
+    out["od_flows"] = od_rows(est["od_flows"], raw["od"], ("origin", "destination"), "trips")
+    for name in DISTRIBUTIONS:
+        row: Row = {"tv": um.tv_distance(*um.folded_histogram(tru[name], est[name]))}
+        true_q = raw["quartiles"].get(name) or five_quartiles(true_docs[name])
+        row |= quartile_row(true_q, five_quartiles(docs[name]))
+        row["quartile_truth"] = "raw" if name in RAW_QUARTILES else "exact report"
+        out[name] = row
+    return out
+
+
+def quartile_row(truth: dict[str, float], estimate: dict[str, float]) -> Row:
+    errs = um.relative_errors(truth, estimate)
+    return {
+        "median_rel_err": errs["median"],
+        "quartile_rel_err": float(np.nanmean(list(errs.values()))),
+    }
+
+
+def privmob_runs(
+    city: CityFiles, cfg: CityConfig, raw: dict[str, Any], args: argparse.Namespace
+) -> list[Row]:
+    rows: list[Row] = []
+    points = session(city.points, seed=7)
+    truth_report = points.report(
+        epsilon=TRUTH_EPSILON, max_trips=raw["max_trips"], period=period(cfg)
+    )
+    truth_pop = points.population(epsilon=TRUTH_EPSILON).to_pandas()
+    points.close()
+    for rep in range(args.repetitions):
+        trips, points = session(city.trips, seed=100 + rep), session(city.points, seed=200 + rep)
+        for eps in args.epsilons:
+            t0 = time.perf_counter()
+            base = {"tool": "privmob", "epsilon": eps, "repetition": rep}
+            od = trips.od(epsilon=eps, max_trips=args.max_trips).to_pandas()
+            rows.append(
+                base
+                | {"release": "od", "analysis": "od"}
+                | od_rows(od, raw["od"], ("origin", "destination"), "count")
+            )
+            counts = trips.counts(epsilon=eps, by=["origin", "hour"], max_records=args.max_trips)
+            t, x = um.aligned(raw["counts"], counts.to_pandas(), ["origin", "hour"], "count")
+            rows.append(
+                base | {"release": "counts", "analysis": "origin x hour"} | vector_rows(t, x)
+            )
+            pop = points.population(epsilon=eps).to_pandas()
+            t, x = um.aligned(truth_pop, pop, ["zone"], "count")
+            rows.append(base | {"release": "population", "analysis": "homes"} | vector_rows(t, x))
+            rel = points.report(epsilon=eps, max_trips=args.max_trips, period=period(cfg))
+            for name, row in score_report(rel, truth_report, raw).items():
+                rows.append(base | {"release": "report", "analysis": name} | row)
+            print(
+                f"privmob epsilon={eps} repetition {rep}: {time.perf_counter() - t0:.1f}s",
+                flush=True,
+            )
+        trips.close()
+        points.close()
+    return rows
+
+
+# -- dp_mobility_report ------------------------------------------------------------------------
+DPMR_CHILD = """
+import json, sys, time, warnings
+warnings.filterwarnings("ignore")
+import geopandas as gpd, pandas as pd
+from dp_mobility_report import DpMobilityReport
+data, tess_path, m, out, *epsilons = sys.argv[1:]
+df = pd.read_parquet(data)
+df["datetime"] = pd.to_datetime(df["datetime"], utc=True).dt.tz_localize(None)
+tess = gpd.read_file(tess_path).rename(columns={"LocationID": "tile_id", "zone": "tile_name"})
+tess["tile_id"] = tess["tile_id"].astype(str)
+runs, t0 = {}, time.perf_counter()
+for eps in epsilons:
+    rep = DpMobilityReport(df, tess, privacy_budget=float(eps), user_privacy=True,
+                           max_trips_per_user=int(m), disable_progress_bar=True).report
+    stats = rep["ds_statistics"].data
+    tot = rep["trips_over_time"].data
+    hours = rep["trips_per_hour"].data
+    vtt = rep["visits_per_time_tile"].data.stack([0, 1]).rename("visits").reset_index()
+    q = {n: rep[n].quartiles for n in ("travel_time", "jump_length", "trips_per_user")}
+    runs[eps] = {
+        "users": float(stats["n_users"]), "trips": float(stats["n_trips"]),
+        "trips_over_time": dict(zip(tot["datetime"].astype(str).str[:10], tot["trip_count"])),
+        "trips_per_weekday": rep["trips_per_weekday"].data.to_dict(),
+        "trips_per_hour": [[c, int(h), p] for h, c, p in hours[["hour", "time category", "perc"]]
+                           .itertuples(index=False)],
+        "visits_per_tile": dict(zip(rep["visits_per_tile"].data["tile_id"],
+                                    rep["visits_per_tile"].data["visits"])),
+        "visits_per_time_tile": vtt.astype(str).values.tolist(),
+        "od_flows": rep["od_flows"].data[["origin", "destination", "flow"]].values.tolist(),
+        "quartiles": {n: {"q1": float(v["25%"]), "median": float(v["50%"]),
+                          "q3": float(v["75%"])} for n, v in q.items()},
+    }
+json.dump(runs, open(out, "w"), default=float)
+print(json.dumps({"wall_s": time.perf_counter() - t0}))
+"""
+
+
+def dpmr_runs(
+    city: CityFiles,
+    truth_report: dict[str, pd.DataFrame],
+    raw: dict[str, Any],
+    args: argparse.Namespace,
+) -> list[Row]:
+    """DPMR at ``--dpmr-epsilons`` on the same trip points, scored against the same truth."""
+    python = install_dpmr()
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for rep in range(args.repetitions):
+            out = Path(tmp) / f"dpmr{rep}.json"
+            eps_args = [str(e) for e in args.dpmr_epsilons]
+            res = run(
+                str(python),
+                DPMR_CHILD,
+                str(city.points),
+                str(TAXI_ZONES),
+                str(args.max_trips),
+                str(out),
+                *eps_args,
+                timeout=3600,
+            )
+            print(f"DPMR repetition {rep}: {res['wall_s']:.1f}s", flush=True)
+            for eps, doc in json.loads(out.read_text()).items():
+                base = {"tool": "DPMR", "epsilon": float(eps), "repetition": rep}
+                for name, row in score_dpmr(doc, truth_report, raw).items():
+                    rows.append(base | {"release": "report", "analysis": name} | row)
+    return rows
+
+
+def score_dpmr(
+    doc: dict[str, Any], tru: dict[str, pd.DataFrame], raw: dict[str, Any]
+) -> dict[str, Row]:
+    """DPMR's analyses that count the same things as privmob's, against privmob's truth."""
+    stats = tru["dataset_statistics"].set_index("statistic")["value"]
+    errs = um.relative_errors(
+        {k: float(stats[k]) for k in ("users", "trips")}, {k: doc[k] for k in ("users", "trips")}
+    )
+    out: dict[str, Row] = {"dataset_statistics": {f"{k}_rel_err": v for k, v in errs.items()}}
+
+    def keyed(name: str, keys: list[str], value: str, est: pd.DataFrame) -> Row:
+        t_tab = tru[name].fillna({k: "" for k in keys})
+        t_tab = t_tab[t_tab[keys[0]].astype(str) != "outliers"]
+        t_tab = t_tab[~t_tab[keys[0]].astype(str).str.startswith("outside")]
+        row = vector_rows(*um.aligned(t_tab, est.rename(columns={"v": value}), keys, value))
+        # DPMR publishes weekdays and hours as percentages: only their shares compare
+        return {"tv": row["tv"]} if name in ("trips_per_weekday", "trips_per_hour") else row
+
+    days = doc["trips_over_time"]
+    out["trips_over_time"] = keyed(
+        "trips_over_time",
+        ["bin_start"],
+        "trips",
+        pd.DataFrame({"bin_start": list(days), "v": list(days.values())}),
+    )
+    wd = doc["trips_per_weekday"]
+    out["trips_per_weekday"] = keyed(
+        "trips_per_weekday",
+        ["weekday"],
+        "trips",
+        pd.DataFrame({"weekday": list(wd), "v": list(wd.values())}),
+    )
+    hours = pd.DataFrame(doc["trips_per_hour"], columns=["category", "hour", "v"])
+    hours[["day_type", "end"]] = hours.category.str.split(" ", expand=True)
+    out["trips_per_hour"] = keyed("trips_per_hour", ["end", "day_type", "hour"], "trips", hours)
+    tiles = doc["visits_per_tile"]
+    out["visits_per_tile"] = keyed(
+        "visits_per_tile",
+        ["tile_id"],
+        "visits",
+        pd.DataFrame({"tile_id": list(tiles), "v": list(tiles.values())}),
+    )
+    vtt = pd.DataFrame(doc["visits_per_time_tile"], columns=["tile_id", "day_type", "w", "v"])
+    vtt["time_window"] = vtt.w.map(window_label)
+    vtt["v"] = vtt.v.astype(float)
+    out["visits_per_time_tile"] = keyed(
+        "visits_per_time_tile", ["tile_id", "day_type", "time_window"], "visits", vtt
+    )
+    od = pd.DataFrame(doc["od_flows"], columns=["origin", "destination", "trips"])
+    out["od_flows"] = od_rows(od, raw["od"], ("origin", "destination"), "trips")
+    for name, q in doc["quartiles"].items():
+        out[name] = quartile_row(raw["quartiles"][name], q)
+    return out
+
+
+def window_label(dpmr: str) -> str:
+    """DPMR's time window ``"1: 2-6"`` as privmob's ``"02-06"``."""
+    lo, hi = dpmr.split(": ")[1].split("-")
+    return f"{int(lo):02d}-{int(hi):02d}"
+
+
+# -- item 6: the density scheme against per-cell Laplace ---------------------------------------
+#: seed 004's settings: l = 30 visits per user and week; EFPAG with delta 2e-6
+DENSITY_METHODS: dict[str, dict[str, Any]] = {
+    "EFPAG": {"delta": 2e-6},
+    "EFPA": {},
+    "LPA (per-cell Laplace)": {"method": "lpa"},
+}
+
+
+def density_files(folder: Path, args: argparse.Namespace) -> tuple[dict[str, Path], str]:
+    """privmob's synthetic phone-record city (privmob.data.density_synth) written as files."""
+    from privmob.data.density_synth import synthetic_city
+
+    city = synthetic_city(args.density_users, args.density_towers, args.density_grid, seed=1)
+    files = {n: folder / n for n in ("events.parquet", "cells.csv", "zones.geojson")}
+    events = city.events.rename(columns={"time": "datetime"})[["uid", "datetime", "cell_id"]]
+    events.to_parquet(files["events.parquet"])
+    city.towers.to_csv(files["cells.csv"], index=False)
+    city.zones.to_file(files["zones.geojson"])
+    return files, str(pd.Timestamp(city.week_start).date())
+
+
+def zone_hours(rel: pm.ReleaseResult) -> np.ndarray:
+    table = rel.tables["density"].pivot(index="zone", columns="hour", values="count")
+    return table.sort_index().to_numpy(dtype=np.float64)
+
+
+def density_rows(args: argparse.Namespace) -> tuple[list[Row], dict[str, np.ndarray]]:
+    """The scheme (EFPAG, EFPA) and LPA at seed 004's settings through ``Session.density``,
+    against the exact hourly counts (LPA at epsilon 1e9 with l = 168: nothing cut, no noise).
+    Returns the rows (MRE and Pearson averaged over zones, as the paper) and each method's
+    relative error by hour of the week averaged over zones (the paper's Figure 9a)."""
+    rows: list[Row] = []
+    by_hour: dict[str, list[np.ndarray]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.perf_counter()
+        files, week = density_files(Path(tmp), args)
+
+        def open_session(seed: int) -> pm.Session:
+            return pm.Session(
+                str(files["events.parquet"]),
+                tessellation=str(files["zones.geojson"]),
+                tile_id="zone_id",
+                cells=str(files["cells.csv"]),
+                budget=pm.ApproxDP(1e12, 0.5),
+                dataset="density-city",
+                seed=seed,
+            )
+
+        with open_session(7) as s:
+            exact = s.density(epsilon=TRUTH_EPSILON, method="lpa", max_visits=168, week=week)
+        truth = zone_hours(exact)
+        for rep in range(args.repetitions):
+            with open_session(300 + rep) as s:
+                for eps in args.density_epsilons:
+                    for name, options in DENSITY_METHODS.items():
+                        if options.get("delta") and eps / 4 >= 1:
+                            continue  # EFPAG's Gaussian step needs epsilon / 4 < 1
+                        rel = s.density(epsilon=eps, max_visits=30, week=week, **options)
+                        est = zone_hours(rel)
+                        errors = um.density_relative_errors(truth, est)
+                        if eps == args.density_epsilons[0]:
+                            by_hour.setdefault(name, []).append(errors.mean(axis=0))
+                        rows.append(
+                            {
+                                "tool": "privmob",
+                                "release": "density",
+                                "analysis": name,
+                                "epsilon": eps,
+                                "repetition": rep,
+                                "mre": float(errors.mean()),
+                                "pearson": float(np.nanmean(pearson(truth, est))),
+                                "clusters": (rel.metadata.params.get("signal") or {}).get(
+                                    "clusters"
+                                ),
+                            }
+                        )
+        print(
+            f"density: {truth.shape[0]} zones, mean true count per zone-hour "
+            f"{truth.mean():.1f} ({time.perf_counter() - t0:.1f}s)",
+            flush=True,
+        )
+    return rows, {name: np.mean(v, axis=0) for name, v in by_hour.items()}
+
+
+def plot_density(by_hour: dict[str, np.ndarray], path: Path, epsilon: float) -> Path:
+    """Relative error by hour of the week, averaged over zones (seed 004's Figure 9a)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(11, 3.8))
+    for name, errors in by_hour.items():
+        ax.plot(np.arange(len(errors)), errors, label=f"{name} (mean {errors.mean():.2f})")
+    ax.set_yscale("log")
+    ax.set_xticks(np.arange(0, 168, 24), ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"])
+    ax.set_xlabel("hour of the week")
+    ax.set_ylabel("relative error, mean over zones")
+    ax.set_title(f"density at epsilon {epsilon:g}, l = 30: the scheme against per-cell Laplace")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+# -- output ------------------------------------------------------------------------------------
+MEASURES = (
+    "tv",
+    "top50_recall",
+    "borough_tv",
+    "large_rel_err",
+    "median_rel_err",
+    "quartile_rel_err",
+    "users_rel_err",
+    "trips_rel_err",
+    "mre",
+    "pearson",
+    "clusters",
+)
+
+
+def table(rows: list[Row]) -> pd.DataFrame:
+    """Mean over repetitions: one row per (release, analysis, measure), one column per
+    (tool, epsilon)."""
+    df = pd.DataFrame(rows)
+    long = df.melt(
+        id_vars=["tool", "release", "analysis", "epsilon", "repetition"],
+        value_vars=[m for m in MEASURES if m in df],
+        var_name="measure",
+    ).dropna(subset=["value"])
+    long["value"] = long.value.astype(float)
+    wide = long.pivot_table(
+        index=["release", "analysis", "measure"],
+        columns=["tool", "epsilon"],
+        values="value",
+        aggfunc="mean",
+        sort=False,
+    )
+    return wide
+
+
+def markdown(wide: pd.DataFrame) -> str:
+    cols = [f"{tool} ε={eps:g}" for tool, eps in wide.columns]
+    lines = [
+        "| release | analysis | measure | " + " | ".join(cols) + " |",
+        "|---|---|---|" + "---:|" * len(cols),
+    ]
+    for (release, analysis, measure), vals in wide.iterrows():
+        cells = ["–" if math.isnan(v) else f"{v:.3f}" for v in vals]
+        lines.append(f"| {release} | {analysis} | {measure} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def plot(wide: pd.DataFrame, path: Path) -> Path:
+    """Error versus epsilon: report TVs, OD measures, quartile errors; DPMR as crosses."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    od_like = ("od", "od_flows")
+    panels = [
+        ("report: TV of shares", lambda r, a, m: r == "report" and m == "tv" and a in COUNTS),
+        ("report: TV of histograms", lambda r, a, m: m == "tv" and a in DISTRIBUTIONS),
+        ("report: quartiles' mean relative error", lambda r, a, m: m == "quartile_rel_err"),
+        (
+            "OD: TV (zones, boroughs) and top-50 recall",
+            lambda r, a, m: a in od_like and m != "large_cells" and m != "large_rel_err",
+        ),
+        (
+            "relative error of cells with >= 100 true records",
+            lambda r, a, m: m == "large_rel_err" and (a in od_like or r != "report"),
+        ),
+        ("population (homes): TV", lambda r, a, m: r == "population" and m == "tv"),
+    ]
+    wide = wide.drop(index="density", level="release", errors="ignore").dropna(axis=1, how="all")
+    eps = sorted({e for _, e in wide.columns})
+    fig, axes = plt.subplots(2, 3, figsize=(15, 9))
+    for ax, (title, keep) in zip(axes.flat, panels, strict=True):
+        for (release, analysis, measure), vals in wide.iterrows():
+            if not keep(release, analysis, measure):
+                continue
+            label = analysis if "report:" in title else f"{release}: {analysis} {measure}"
+            pm_vals = vals.get("privmob")
+            if pm_vals is not None and pm_vals.notna().any():
+                (line,) = ax.plot(pm_vals.index, pm_vals.to_numpy(), "o-", label=label)
+                dp = vals.get("DPMR")
+                if dp is not None and dp.notna().any():
+                    ax.plot(dp.index, dp.to_numpy(), "x", ms=10, mew=2, color=line.get_color())
+        ax.set_xscale("log")
+        ax.set_xticks(eps, [f"{e:g}" for e in eps])
+        ax.minorticks_off()
+        ax.set_xlabel("epsilon (per user)")
+        ax.set_title(title, fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle("privmob (lines) and dp_mobility_report 0.2.11 (crosses): error vs epsilon")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def parse_args() -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--users", type=int, default=20_000)
+    ap.add_argument("--days", type=int, default=28)
+    ap.add_argument("--seed", type=int, default=1, help="the city's seed")
+    ap.add_argument("--epsilons", type=float, nargs="+", default=[0.5, 1.0, 2.0, 5.0])
+    ap.add_argument("--max-trips", "-T", type=int, default=10)
+    ap.add_argument("--repetitions", "-r", type=int, default=1)
+    ap.add_argument(
+        "--dpmr-epsilons",
+        type=float,
+        nargs="*",
+        default=[1.0],
+        help="DPMR's epsilons (none: no DPMR)",
+    )
+    ap.add_argument(
+        "--parts",
+        nargs="+",
+        choices=("city", "density"),
+        default=["city", "density"],
+        help="city: item 1 (releases and report, DPMR); density: item 6",
+    )
+    ap.add_argument("--density-users", type=int, default=200_000)
+    ap.add_argument("--density-grid", type=int, default=10, help="grid x grid zones")
+    ap.add_argument("--density-towers", type=int, default=300)
+    ap.add_argument("--density-epsilons", type=float, nargs="*", default=[0.3])
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="2,000 users, epsilon 1, no DPMR, no density (< 1 minute)",
+    )
+    ap.add_argument(
+        "--figure",
+        type=Path,
+        default=None,
+        help="the plot (default docs/figures/utility.png; --quick: benchmarks/out)",
+    )
+    args = ap.parse_args()
+    if args.quick:
+        args.users, args.epsilons, args.dpmr_epsilons, args.parts = 2_000, [1.0], [], ["city"]
+    if args.figure is None:
+        args.figure = (OUT if args.quick else FIGURES) / "utility.png"
+    return args
+
+
+def city_part(args: argparse.Namespace) -> tuple[list[Row], str]:
+    """Item 1: the city, its truth, privmob's releases and the report, DPMR beside them."""
+    cfg = CityConfig(users=args.users, days=args.days, seed=args.seed)
+    t0 = time.perf_counter()
+    city = write_city(OUT / f"utility_city_{cfg.users}_{cfg.days}_{cfg.seed}", cfg)
+    raw = raw_truth(city)
+    print(
+        f"city: {city.n_users:,} users, {city.n_trips:,} trips, busiest user "
+        f"{raw['max_trips']} trips ({time.perf_counter() - t0:.1f}s)",
+        flush=True,
+    )
+    rows = privmob_runs(city, cfg, raw, args)
+    if args.dpmr_epsilons:
+        points = session(city.points, seed=7)
+        truth = points.report(
+            epsilon=TRUTH_EPSILON, max_trips=raw["max_trips"], period=period(cfg)
+        ).tables
+        points.close()
+        rows += dpmr_runs(city, truth, raw, args)
+    about = f"{city.n_users:,} users, {city.n_trips:,} trips, {cfg.days} days, M = {args.max_trips}"
+    return rows, about
+
+
+def main() -> None:
+    args = parse_args()
+    t0 = time.perf_counter()
+    rows: list[Row] = []
+    about, plots = [], []
+    if "city" in args.parts:
+        city_rows, city_about = city_part(args)
+        rows += city_rows
+        about.append(city_about)
+    if "density" in args.parts:
+        density, by_hour = density_rows(args)
+        rows += density
+        about.append(f"density city of {args.density_users:,} users")
+        path = args.figure.with_name(args.figure.stem + "-density.png")
+        plots.append(plot_density(by_hour, path, args.density_epsilons[0]))
+    wide = table(rows)
+    if "city" in args.parts:
+        plots.append(plot(wide, args.figure))
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    print(f"\nRun of {stamp}: {'; '.join(about)}; mean of {args.repetitions} repetition(s)\n")
+    print(markdown(wide))
+    OUT.mkdir(exist_ok=True)
+    pd.DataFrame(rows).to_csv(OUT / "utility_rows.csv", index=False)
+    print(f"\nrows: {OUT / 'utility_rows.csv'}; plots: {', '.join(map(str, plots))}")
+    print(f"total {time.perf_counter() - t0:.0f}s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,133 @@
+"""A release prints its plan before it imports pandas, GeoPandas, PyArrow or pyproj (issue 43).
+
+Those imports cost about 1.5 CPU seconds on a small machine, five times what the plan line may
+take. Each test runs a real ``python -X importtime -m privmob <release>`` and reads its stderr
+in order: the interpreter writes a line for every module when it is imported, the release its
+``plan:`` line, both unbuffered on the same stream; no forbidden module may come before the
+plan. The tessellation is a GeoJSON file of irregular polygons, read once from the file and
+once from the tessellation cache (``PRIVMOB_CACHE_DIR``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from tests.helpers import random_trips
+
+#: imported by the data path, never before the plan line
+FORBIDDEN = ("pandas", "geopandas", "pyarrow", "pyproj")
+N = 3  # tiles per side
+
+
+def _zones(path: Path) -> Path:
+    """N x N quadrilaterals whose inner corners are moved (no grid: the polygon path), tile
+    ids in the property ``zone_id``, names in ``zone``."""
+    rng = np.random.default_rng(7)
+    x = np.add.outer(np.zeros(N + 1), np.arange(N + 1) * 0.01) + 13.0
+    y = np.add.outer(np.arange(N + 1) * 0.01, np.zeros(N + 1)) + 52.0
+    x[1:-1, 1:-1] += rng.uniform(-0.003, 0.003, (N - 1, N - 1))
+    y[1:-1, 1:-1] += rng.uniform(-0.003, 0.003, (N - 1, N - 1))
+    feats = []
+    for r in range(N):
+        for c in range(N):
+            ring = [(r, c), (r, c + 1), (r + 1, c + 1), (r + 1, c), (r, c)]
+            coords = [[float(x[i, j]), float(y[i, j])] for i, j in ring]
+            feats.append(
+                {
+                    "type": "Feature",
+                    "properties": {"zone_id": r * N + c, "zone": f"zone {r * N + c}"},
+                    "geometry": {"type": "Polygon", "coordinates": [coords]},
+                }
+            )
+    path.write_text(json.dumps({"type": "FeatureCollection", "features": feats}))
+    return path
+
+
+def _imported_before_plan(args: list[str], cwd: Path) -> list[str]:
+    """Run ``privmob args`` under ``-X importtime``: the top-level packages imported before
+    its ``plan:`` line."""
+    env = {**os.environ, "PRIVMOB_CACHE_DIR": str(cwd / "cache"), "COLUMNS": "200"}
+    run = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "privmob", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    lines = run.stderr.splitlines()
+    plan = next(i for i, line in enumerate(lines) if line.startswith("plan:"))
+    tops = [
+        line.rsplit("|", 1)[1].strip().split(".")[0]
+        for line in lines[:plan]
+        if line.startswith("import time:") and "|" in line
+    ]
+    return tops
+
+
+@pytest.fixture
+def inputs(tmp_path: Path) -> dict[str, Path]:
+    trips = random_trips(n_users=40, k=N * N, seed=3)
+    trips.to_csv(tmp_path / "trips.csv", index=False)
+    trips.to_parquet(tmp_path / "trips.parquet", index=False)
+    rng = np.random.default_rng(5)  # trip points: 30 users x 4 trips x 2 points, coordinates
+    n = 240
+    points = pd.DataFrame(
+        {
+            "uid": np.repeat(np.arange(30), 8),
+            "tid": np.repeat(np.arange(120), 2),
+            "datetime": pd.Timestamp("2024-01-02") + pd.to_timedelta(np.arange(n) * 7, "min"),
+            "lat": rng.uniform(52.0, 52.0 + N * 0.01, n),
+            "lng": rng.uniform(13.0, 13.0 + N * 0.01, n),
+        }
+    )
+    points.to_csv(tmp_path / "points.csv", index=False)
+    return {
+        "zones": _zones(tmp_path / "zones.geojson"),
+        "csv": tmp_path / "trips.csv",
+        "parquet": tmp_path / "trips.parquet",
+        "points": tmp_path / "points.csv",
+    }
+
+
+def _od(data: Path, zones: Path, out: str) -> list[str]:
+    return [
+        "od", str(data), "-t", str(zones), "-e", "1", "-T", "4", "-o", out,
+        "--ledger", "ledger.sqlite", "--budget", "10",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_the_plan_comes_before_pandas_geopandas_pyarrow(
+    inputs: dict[str, Path], tmp_path: Path, fmt: str
+) -> None:
+    # first run: the GeoJSON file is parsed and checked; second: read from the cache
+    for run in ("parsed", "cached"):
+        tops = _imported_before_plan(_od(inputs[fmt], inputs["zones"], run), tmp_path)
+        assert "privmob" in tops and "shapely" in tops  # the trace is read as meant
+        early = sorted(set(FORBIDDEN) & set(tops))
+        assert early == [], f"{run}: imported before the plan line: {early}"
+        assert (tmp_path / run / "od.parquet").exists()
+    assert list((tmp_path / "cache").iterdir())  # the second run had an entry to read
+
+
+def test_the_report_plan_comes_before_pandas_geopandas_pyarrow(
+    inputs: dict[str, Path], tmp_path: Path
+) -> None:
+    args = [
+        "report", str(inputs["points"]), "-t", str(inputs["zones"]), "-e", "1", "-T", "4",
+        "--start", "2024-01-01", "--end", "2024-01-08", "-o", "report.html",
+        "--ledger", "ledger.sqlite", "--budget", "10",
+    ]  # fmt: skip
+    tops = _imported_before_plan(args, tmp_path)
+    assert "privmob" in tops and "shapely" in tops
+    assert sorted(set(FORBIDDEN) & set(tops)) == []
+    assert (tmp_path / "report.html").exists()
