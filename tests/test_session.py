@@ -200,7 +200,7 @@ def test_mismatched_tessellation_in_library(accountant) -> None:
         population_counts(loaded, tessellation=small, epsilon=1, accountant=accountant)
     with pytest.raises(ConfigError, match="as a tessellation"):
         od_matrix(loaded, tessellation=zones(3), epsilon=1, accountant=accountant, max_trips=3)
-    assert accountant.ledger.spent(accountant.dataset).epsilon == 0
+    assert accountant.remaining().epsilon == 1e6  # nothing charged (the budget still pending)
     eng.close()
 
 
@@ -352,7 +352,7 @@ def test_od_matrix_refuses_trip_points_with_a_hint(shared_data: Path, accountant
     with pytest.raises(ConfigError, match="counts trips, but was given trip points") as err:
         od_matrix(points, tessellation=tess, epsilon=1, accountant=accountant, max_trips=3)
     assert "load_trips_any" in str(err.value.hint)
-    assert accountant.ledger.spent(accountant.dataset).epsilon == 0
+    assert accountant.remaining().epsilon == 1e6  # nothing charged (the budget still pending)
     eng.close()
 
 

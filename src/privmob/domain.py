@@ -9,7 +9,7 @@ A ground module: it imports nothing of privmob but :mod:`privmob.errors`, so tha
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, time, timedelta
 from typing import TYPE_CHECKING
 
 from privmob.errors import ConfigError
@@ -65,8 +65,8 @@ class Period:
                 hint="pass --start 2024-01-01 --end 2024-02-01 (public dates, never read from "
                 "the data)",
             )
-        if self.start is not None and self.end is not None and self.end <= self.start:
-            raise ConfigError("the study period must end after it starts")
+        if self.start is not None and self.end is not None:
+            check_order(self.start, self.end)
 
     @classmethod
     def parse(cls, granularity: str, start: str | date | None, end: str | date | None) -> Period:
@@ -125,6 +125,30 @@ class Period:
 StudyPeriod = Period
 
 
+def check_order(start: datetime, end: datetime) -> None:
+    """Refuse a declared period ``[start, end)`` that does not end after it starts, with what
+    to write instead (the dates are public parameters: they may be shown)."""
+    if end > start:
+        return
+    said = f"--start {_text(start)} --end {_text(end)} (Python: Period(start, end))"
+    if end == start:
+        raise ConfigError(
+            f"the study period is empty: {said}; the end is excluded",
+            hint=f"end it after it starts: for the one day {_text(start)}, --end "
+            f"{_text(start + timedelta(days=1))}",
+        )
+    raise ConfigError(
+        f"the study period ends before it starts: {said}",
+        hint=f"swap them: --start {_text(end)} --end {_text(start)} (the start is included, "
+        "the end excluded)",
+    )
+
+
+def _text(moment: datetime) -> str:
+    """A declared date as the user would write it: the date alone at midnight."""
+    return moment.date().isoformat() if moment.time() == time() else moment.isoformat(sep=" ")
+
+
 def parse_date(value: str | date | None) -> datetime | None:
     """A declared (public) date or datetime as a naive local datetime; None stays None."""
     if value is None or value == "":
@@ -149,7 +173,11 @@ def time_grid(start: str, end: str, freq: str) -> pd.DatetimeIndex:
     except (ValueError, TypeError) as exc:
         raise ConfigError(f"cannot build the time bins: {exc}", hint="e.g. --bin 1h") from exc
     if len(grid) < 2:
-        raise ConfigError("the period holds fewer than two time bins", hint="check --start < --end")
+        check_order(pd.Timestamp(start).to_pydatetime(), pd.Timestamp(end).to_pydatetime())
+        raise ConfigError(
+            f"the period [{start}, {end}) holds fewer than two time bins of {freq}",
+            hint="declare a longer period or a shorter --bin",
+        )
     if np.unique(np.diff(grid.asi8)).size != 1:
         raise ConfigError("time bins must have a fixed length (use h, min, D or a multiple)")
     # the last bin must end exactly at the declared end: otherwise events after --end would be

@@ -1,6 +1,7 @@
 """Traps that used to spend budget silently (issue 29): a tessellation in metres without a CRS,
-a GPS log read as events, a tiny epsilon warned about only after the charge. Each is refused or
-warned about before anything is charged, on real files."""
+a GPS log read as events, a tiny epsilon warned about only after the charge (then, issue 42,
+charged after its warning: now refused unless confirmed). Each is refused or warned about
+before anything is charged, on real files."""
 
 from __future__ import annotations
 
@@ -86,7 +87,8 @@ def test_a_gps_log_read_as_events_is_refused_before_the_charge(
     err = " ".join(capsys.readouterr().err.split())
     assert "of a GPS log (trips between stays) alike" in err and "--input-shape gps" in err
     assert "Nothing was read or charged" in err
-    assert Ledger(ledger).spent("cabs").epsilon == 0 and not (tmp_path / "a").exists()
+    # nothing created either (issue 42): not even the budget --budget asked for
+    assert not Ledger(ledger).has_budget("cabs") and not (tmp_path / "a").exists()
     # declared, either way, it runs (and charges)
     assert run_cli([*base, "--input-shape", "events", "-o", str(tmp_path / "b")]) == 0
     assert Ledger(ledger).spent("cabs").epsilon == pytest.approx(1)
@@ -132,28 +134,62 @@ def test_sparse_events_are_refused_alike_and_run_declared(tmp_path: Path) -> Non
     s.close()
 
 
-def test_a_tiny_epsilon_is_warned_about_before_the_charge(
+def test_a_tiny_epsilon_is_refused_before_reading_unless_confirmed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Issue 42: a warned release used to be charged all the same. Now the warning refuses it
+    before anything is read or charged unless the operator confirmed it (``confirm=True``,
+    ``--yes``); the plan line says the warning."""
     data = phone_events(tmp_path)
-    spent_when_warned: list[float] = []
+    # Python: refused, nothing read (an unreadable input would fail at reading) or charged
     s = pm.Session(str(data), tessellation=box_grid(3).gdf, budget=5, dataset="ev", shape="events")
-    s.warn = lambda message: spent_when_warned.append(s.ledger.spent())
+    with pytest.raises(ConfigError, match=r"epsilon 0\.05 is below 0\.1") as refused:
+        s.od_matrix(epsilon=0.05, max_trips=5)
+    assert "confirm=True" in str(refused.value.hint) and "Nothing was read or charged" in str(
+        refused.value
+    )
+    assert s.ledger.spent() == 0 and s._loaded == {}
+    s.close()
+    spent_when_warned: list[float] = []
+    s = pm.Session(
+        str(data),
+        tessellation=box_grid(3).gdf,
+        budget=5,
+        dataset="ev",
+        confirm=True,
+        shape="events",
+    )
+    s.warn.tell = lambda message: spent_when_warned.append(s.ledger.spent())  # type: ignore[attr-defined]
     s.od_matrix(epsilon=0.05, max_trips=5)
-    assert spent_when_warned == [0]  # warned once, before anything was charged
+    assert spent_when_warned == [0]  # confirmed: warned once, before anything was charged
     assert s.ledger.spent() == pytest.approx(0.05)
     with warnings.catch_warnings(record=True) as caught:  # Python: a PrivmobWarning
         warnings.simplefilter("always")
-        s.warn = pm.Session(str(data), tessellation=box_grid(3).gdf, budget=5, dataset="x").warn
+        s.warn.tell = pm.Session(
+            str(data), tessellation=box_grid(3).gdf, budget=5, dataset="x"
+        ).tell  # type: ignore[attr-defined]
         s.od_matrix(epsilon=0.2, max_trips=5)  # at or above the level: no warning
         s.od_matrix(epsilon=0.01, max_trips=5)
     texts = [str(w.message) for w in caught if issubclass(w.category, PrivmobWarning)]
     assert len(texts) == 1 and "epsilon 0.01 is below 0.1" in texts[0]
     s.close()
-    # the command line: a warning line on stderr, and the plan shows it without spending
+    # the command line: the plan shows it without spending
     assert run_cli(["plan", "od", "-t", str(tmp_path / "none.geojson"), "-e", "0.05"]) == 2
     capsys.readouterr()
     zones = tmp_path / "zones.geojson"
     box_grid(3).gdf.to_file(zones, driver="GeoJSON")
     assert run_cli(["plan", "od", "-t", str(zones), "-e", "0.05", "-T", "5"]) == 0
     assert "warning: epsilon 0.05 is below 0.1" in capsys.readouterr().err
+    # a release: the plan line says it, then the refusal; nothing read, charged or written
+    ledger = tmp_path / "cli.sqlite"
+    argv = ["od", str(data), "-t", str(zones), "-e", "0.05", "-T", "5", "--budget", "5"]
+    argv += ["--dataset", "cli", "--ledger", str(ledger), "-o", str(tmp_path / "od")]
+    argv += ["--input-shape", "events"]
+    assert run_cli(argv) == 2
+    err = capsys.readouterr().err
+    plan_line = next(line for line in err.splitlines() if line.startswith("plan: "))
+    assert "warning: epsilon 0.05 is below 0.1" in plan_line
+    assert "--yes" in err and "reading and validating" not in err
+    assert not Ledger(ledger).has_budget("cli") and not (tmp_path / "od").exists()
+    assert run_cli([*argv, "--yes", "--quiet"]) == 0
+    assert Ledger(ledger).spent("cli").epsilon == pytest.approx(0.05)

@@ -156,7 +156,7 @@ LOADERS = [
 
 
 @pytest.mark.parametrize(("loader", "table"), LOADERS, ids=["trip points", "events", "trips"])
-@pytest.mark.parametrize("zone", ["UTC", clock("America/New_York", "UTC")], ids=repr)
+@pytest.mark.parametrize("zone", ["UTC"], ids=repr)
 def test_a_csv_whose_times_all_convert_is_read_through_the_scanner(
     tmp_path, grid, loader, table, zone
 ):
@@ -187,11 +187,17 @@ def test_where_the_scanner_stops_the_text_is_read_and_the_attempt_leaves_no_file
     assert scanned.fingerprint == text.fingerprint and scanned.rows == len(times)
 
 
-def test_naive_times_read_in_another_zone_are_not_scanned(tmp_path, grid):
-    _points(ACCEPTED).to_csv(tmp_path / "in.csv", index=False)
-    eng, _, _ = _load(
-        tmp_path / "in.csv", load_trip_points, grid, timezone=clock("UTC", "Asia/Tokyo")
-    )
+@pytest.mark.parametrize(
+    "zone", [clock("UTC", "Asia/Tokyo"), clock("America/New_York", "UTC")], ids=repr
+)
+def test_naive_times_read_in_another_zone_are_not_scanned(tmp_path, grid, zone):
+    """Naive times in a zone of their own (``--input-timezone``) are read from the text, where
+    a time that carries its own offset is refused (issue 42: the zone would go unused), so
+    every time here is naive."""
+    naive = [t for t in ACCEPTED if t.strip().count(":") == 2 and t[-1].isdigit()][:2]
+    assert naive == ["2024-01-01 08:30:00", "2024-1-2 9:05:00"]
+    _points(naive).to_csv(tmp_path / "in.csv", index=False)
+    eng, _, _ = _load(tmp_path / "in.csv", load_trip_points, grid, timezone=zone)
     assert _copies(eng) == [False]
     with DuckDBEngine() as eng:
         eng.read_csv("raw", str(tmp_path / "in.csv"))

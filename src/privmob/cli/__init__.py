@@ -80,11 +80,11 @@ for _name in COMMAND_MODULES:
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app; errors become one message and their exit code
     (``cli/failure.py``); SIGTERM / SIGINT exit 128 + signal with the run directory removed."""
-    from privmob.cli.common import operator_warnings, wide_help_when_piped
+    from privmob.cli.common import help_width_when_piped, operator_warnings
     from privmob.cli.failure import charged_here, run
     from privmob.engine.rundir import exit_on_signal
 
-    wide_help_when_piped()
+    help_width_when_piped()
 
     with exit_on_signal(charged=charged_here), operator_warnings():
         run(app, argv)

@@ -19,9 +19,13 @@ from privmob.cli import options as o
 from privmob.data.reading import dataset_name as dataset_name  # the commands' name for it
 
 #: the width of output that is not a terminal (cron and CI logs, ``| less``, a file): wide
-#: enough that no table cell, option name or help text is cut at 80 columns; ``COLUMNS`` (rich)
-#: and ``TERMINAL_WIDTH`` (typer's help) win when set
+#: enough that no table cell is cut at 80 columns; ``COLUMNS`` (rich) wins when set
 PIPE_WIDTH = 250
+#: the width of ``--help`` that is not a terminal (``privmob od --help | less``, a file): wide
+#: enough that no option name or help word is cut (every command's help at this width is
+#: checked by tests/cli/test_piped_output.py), narrow enough to read; ``TERMINAL_WIDTH``
+#: (typer's help) wins when set
+HELP_WIDTH = 120
 
 
 def output_width(stream: Any) -> int | None:
@@ -34,12 +38,11 @@ def output_width(stream: Any) -> int | None:
         return PIPE_WIDTH
 
 
-def wide_help_when_piped() -> None:
-    """typer's help at :data:`PIPE_WIDTH` when stdout is not a terminal (read by typer when it
+def help_width_when_piped() -> None:
+    """typer's help at :data:`HELP_WIDTH` when stdout is not a terminal (read by typer when it
     renders help, unless ``TERMINAL_WIDTH`` is set)."""
-    width = output_width(sys.stdout)
-    if width is not None and not os.environ.get("TERMINAL_WIDTH"):
-        os.environ["TERMINAL_WIDTH"] = str(width)
+    if output_width(sys.stdout) is not None and not os.environ.get("TERMINAL_WIDTH"):
+        os.environ["TERMINAL_WIDTH"] = str(HELP_WIDTH)
 
 
 # soft wrap: a line is never broken by privmob (a terminal wraps it; a log keeps it whole, so a
@@ -52,8 +55,8 @@ LedgerOpt = Annotated[
     typer.Option(
         "--ledger",
         help="privacy ledger: an SQLite file or a postgresql://user@host/db URL (a team "
-        "ledger); default $PRIVMOB_LEDGER, else "
-        "$XDG_DATA_HOME/privmob/ledger.sqlite (~/.local/share/privmob/ledger.sqlite)",
+        "ledger); default $PRIVMOB_LEDGER, else ledger.sqlite in $XDG_DATA_HOME/privmob "
+        "(~/.local/share/privmob)",
     ),
 ]
 DatasetOpt = Annotated[
@@ -91,8 +94,17 @@ MaxMarginOpt = Annotated[
     float | None,
     typer.Option(
         "--max-margin",
-        help="refuse, before reading any data, a release whose 95%% margin of error per cell "
+        help="refuse, before reading any data, a release whose 95% margin of error per cell "
         "is above this (the count you expect per cell)",
+    ),
+]
+YesOpt = Annotated[
+    bool,
+    typer.Option(
+        "--yes",
+        "-y",
+        help="release it even if its plan warns (e.g. epsilon below 0.1: cells mostly noise); "
+        "without it such a release is refused before reading or charging anything",
     ),
 ]
 OverwriteOpt = Annotated[bool, typer.Option("--overwrite", help="replace existing output files")]

@@ -13,6 +13,7 @@ import typer
 from privmob.cli import common as c
 from privmob.cli import options as o
 from privmob.cli.run_options import with_run_options
+from privmob.privacy.costs import PrivacyUnit
 from privmob.privacy.mechanisms import NoiseKind
 from privmob.releases.kinds import KINDS
 
@@ -39,6 +40,13 @@ def counts(
     records: Annotated[
         str | None, typer.Option("--records", help="what is counted: trips, trip-points, events")
     ] = None,
+    unit: Annotated[
+        PrivacyUnit,
+        o.unit(
+            "user, or trip: each trip counted once, its own unit (rides without a rider id; "
+            "trips only)"
+        ),
+    ] = PrivacyUnit.USER,
     max_trips: Annotated[
         int, o.max_trips("records per user: the most records counted per user (a random sample)")
     ] = 1,
@@ -90,9 +98,10 @@ def counts(
             delta=delta,
             period=Period.parse(bin, start, end),
             kind=kind.name,
+            unit=unit,
             value=value,
         ),
-        load=functools.partial(Session.load_counted, records=what, by=dims, value=value),
+        load=functools.partial(Session.load_counted, records=what, by=dims, value=value, unit=unit),
     )
 
 

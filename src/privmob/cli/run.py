@@ -52,6 +52,7 @@ class RunOptions:
     quiet: bool = False
     group_size: int | None = None
     max_margin: float | None = None
+    yes: bool = False
     max_layer_size: str | None = None
     all_flows: bool = False
 
@@ -108,6 +109,8 @@ def print_plan(plan: Any) -> None:
             f"{plan.kind}: cost {plan.cost.describe()}; the domain is read from the file "
             "(its size is unknown before reading)"
         )
+    if plan.warning:  # said with the plan, before anything is read (refused without --yes)
+        text += f"; warning: {plan.warning}"
     c.console_err.print(f"plan: {text}", markup=False, highlight=False)
 
 
@@ -124,7 +127,7 @@ def run_release(
     layers: bool = True,
     writers: list[Callable[[Any, Path, Any], Any]] | None = None,
     budget_delta: float = 0.0,
-    budget_unit: PrivacyUnit | str = PrivacyUnit.USER,
+    budget_unit: PrivacyUnit | str | None = None,
     marks: list[Callable[[Any], None]] | None = None,
     summary: Callable[[Any, list[Path], Any], None] | None = None,
     engine: bool = True,
@@ -143,7 +146,8 @@ def run_release(
     report's files); ``layers``: write the ``--format`` layers;
     ``writers``: more files staged with the tables (release, folder, tessellation) -> paths;
     ``summary``: what is printed at the end (default: the files and the cost); ``engine``:
-    ``False`` for an input read without an engine.
+    ``False`` for an input read without an engine; ``budget_unit``: the unit of a budget set
+    by ``--budget`` (default: the release's own, :func:`release_unit`).
     """
     from privmob.cli.test_mode import check_test_mode
     from privmob.dp import ApproxDP, PureDP
@@ -168,12 +172,19 @@ def run_release(
     if opts.budget is not None and not opts.test_mode:
         budget = ApproxDP(opts.budget, budget_delta) if budget_delta else PureDP(opts.budget)
     with c.Steps(opts.quiet) as step:
+        tiles: Any = tessellation
+        if isinstance(tessellation, str | Path):  # public: read before the spec needs it
+            from privmob.data.tessellation_input import load_tessellation
+
+            step("reading the tessellation")
+            tiles = load_tessellation(tessellation, id_column=tile_id)
+        the_spec = spec(tiles)
         session = Session(
             data,
-            tessellation=tessellation,
+            tessellation=tiles,
             tile_id=tile_id,
             budget=budget,
-            unit=budget_unit,
+            unit=budget_unit or release_unit(the_spec, opts.group_size),
             ledger=None if opts.test_mode else (opts.ledger or default_ledger_location()),
             dataset=c.dataset_name(opts.dataset, data),
             engine=opts.engine_options(),
@@ -186,10 +197,10 @@ def run_release(
             max_layer_size=opts.max_layer_size,
             all_flows=opts.all_flows,
             warn=c.print_warning,
+            confirm=opts.yes,
             **input_options(ctx.params, shape),
         )
         with session:
-            the_spec = spec(session.tessellation)
             if opts.test_mode:  # the throw-away ledger pays what this release costs
                 test_mode_budget(session, the_spec.plan().cost, opts.budget, budget_delta)
             result = session.run(
@@ -204,6 +215,15 @@ def run_release(
             )
             (summary or c.print_release_summary)(result.release, result.written, session.accountant)
     return result.release
+
+
+def release_unit(spec: Any, group_size: int | None) -> PrivacyUnit:
+    """The unit of privacy a budget set for ``spec``'s release protects: the release's own
+    (rides without a rider id released per trip get a trip-level budget), or the user when a
+    group size converts a finer release to users (``--group-size``)."""
+    if group_size is not None:
+        return PrivacyUnit.USER
+    return PrivacyUnit(spec.plan().cost.unit)
 
 
 def test_mode_budget(session: Any, cost: Any, epsilon: float | None, delta: float) -> None:
@@ -227,7 +247,7 @@ RUN_ONLY = frozenset(
         "spark_master", "spark_conf", "seed", "test_mode", "overwrite", "output_format",
         "quiet", "columns", "delimiter", "names", "cells", "input_shape", "stay_distance",
         "stay_minutes", "trip_rule", "unique", "zone_mapping", "input_timezone", "group_size",
-        "max_layer_size", "all_flows",
+        "max_layer_size", "all_flows", "yes",
         "no_header", "uid_from_filename",
     }
 )  # fmt: skip

@@ -1,8 +1,9 @@
 """The options of running a release, the same in every release command: where its cost is
 charged (``--ledger``, ``--dataset``, ``--budget``, ``--new-dataset-for-same-data``), the
 engine (``--engine``, ``--memory-limit``, ``--spill-dir``, ``--spark-master``,
-``--spark-conf``), test mode (``--seed``, ``--test-mode``) and the output's handling
-(``--overwrite``, ``--format``, ``--quiet``).
+``--spark-conf``), test mode (``--seed``, ``--test-mode``), the output's handling
+(``--overwrite``, ``--format``, ``--quiet``) and what the plan must meet before anything is
+read (``--max-margin``; ``--yes`` for a plan that warns).
 
 They are declared once, here, and added to a command by :func:`with_run_options`; the command's
 function does not list them, and reads those it needs from ``ctx.params``.
@@ -39,6 +40,7 @@ RUN_OPTIONS: dict[str, tuple[Any, Any]] = {
     "max_layer_size": (MaxLayerSizeOpt, None),
     "all_flows": (AllFlowsOpt, False),
     "max_margin": (c.MaxMarginOpt, None),
+    "yes": (c.YesOpt, False),
     "quiet": (c.QuietOpt, False),
 }
 #: the options of the map layers: a command without ``--format`` has none of them

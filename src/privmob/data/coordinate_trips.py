@@ -43,7 +43,9 @@ ALIASES: dict[str, tuple[str, ...]] = {
 #: the hint when a coordinate-trips file has no person id
 NO_UID_HINT = (
     "bike-share files have no rider id (bikeid is a bicycle, not a person): release per trip "
-    "with --unit trip, or map a person id with --columns uid=<column>"
+    "with --unit trip and no --group-size (od, counts, trips-per-hour, report; Python: "
+    "unit='trip'), charged to a trip-level budget (--budget with --unit trip, or privmob ledger "
+    "init NAME --epsilon 5 --unit trip); or map a person id with --columns uid=<column>"
 )
 
 

@@ -54,6 +54,7 @@ from privmob.data.tile_assignment import (
 from privmob.data.times import (
     canonical_time,
     check_timezone,
+    input_zone_checks,
     native_time,
     scanned_times,
     time_checks,
@@ -106,6 +107,21 @@ def _opened(
     return Opened(raw, display, reading.get("columns"), timezone)
 
 
+def _check_input_zone(
+    parsed: dict[str, str],
+    checks: list[Check],
+    name: str,
+    cols: Mapping[str, str],
+    types: Mapping[str, str],
+    timezone: str,
+) -> None:
+    """Add what ``--input-timezone`` asks of the time column ``name`` to the parsed columns and
+    the checks of a loader (:func:`privmob.data.times.input_zone_checks`)."""
+    zoned, zone_checks = input_zone_checks(name, cols[name], types[cols[name]], timezone)
+    parsed |= zoned
+    checks += zone_checks
+
+
 def load_events(
     source: Any,
     *,
@@ -138,6 +154,7 @@ def load_events(
         "datetime_raw": ident(cols["datetime"]),
     }
     checks = [uid_check(cols["uid"]), *time_checks("datetime", types[cols["datetime"]])]
+    _check_input_zone(parsed, checks, "datetime", cols, types, timezone)
     if not use_cells:
         parsed |= {"lat": float_expr(cols["lat"]), "lng": float_expr(cols["lng"])}
         checks += coord_checks("lat", "lng")
@@ -409,6 +426,7 @@ def load_trip_points(
         *time_checks("datetime", types[cols["datetime"]]),
         *coord_checks("lat", "lng"),
     ]
+    _check_input_zone(parsed, checks, "datetime", cols, types, timezone)
     content = {
         "uid": identity_text(cols["uid"], types[cols["uid"]]),
         "tid": identity_text(cols["tid"], types[cols["tid"]]),
@@ -675,6 +693,9 @@ def load_trips(
         "start_time_raw": ident(cols["start_time"]),
     }
     checks = [*time_checks("start_time", types[cols["start_time"]])]
+    for name in ("start_time", "end_time"):
+        if name in cols:
+            _check_input_zone(parsed, checks, name, cols, types, timezone)
     if not uid_per_trip:
         checks.insert(0, uid_check(cols["uid"]))
     if "end_time" in cols:

@@ -167,8 +167,8 @@ def scanned_times(
     retyped = getattr(engine, "retyped_csv", None)
     if retyped is None or not getattr(engine, "scans_times", False):
         return None
-    if naive_zone(timezone) != "UTC":
-        return None
+    if naive_zone(timezone) != "UTC" or str(timezone) != "UTC":
+        return None  # naive times read as UTC in a UTC release only (input_zone_checks)
     if any(types[c] != "VARCHAR" for c in times.values()) or set(times.values()) & set(keep):
         return None
     scanned_raw = retyped(raw, {c: SCANNED_TIME_TYPE for c in times.values()})
@@ -204,6 +204,45 @@ def canonical_time(engine: Engine, name: str, coltype: str, timezone: str) -> Ca
 def native_time(coltype: str) -> bool:
     """A column already of a time type: :func:`time_expr` casts or shifts it, never to NULL."""
     return coltype.startswith("TIMESTAMP") or coltype == "DATE"
+
+
+def input_zone_checks(
+    name: str, col: str, coltype: str, timezone: str
+) -> tuple[dict[str, str], list[Check]]:
+    """What ``--input-timezone`` (a :class:`Clock` whose naive zone is not its binning zone)
+    asks of the time column ``col`` (canonical ``name``, of ``coltype``): that its timestamps
+    are written without an offset, the only ones that zone is for. Timestamps that carry their
+    own zone would be read by it, the given zone unused while the release records it; so they
+    are refused: a column of instants or epoch numbers at once, from its type; a text column
+    by a check of the validation pass (the parsed column ``_p_<name>_zoned``: an offset, a zone
+    name or epoch seconds), which names the first such row. Returns (parsed columns, checks);
+    nothing without such a clock."""
+    naive = naive_zone(timezone)
+    if naive == str(timezone):
+        return {}, []
+    said = f"--input-timezone {naive}"
+    hint = (
+        f"leave out --input-timezone (Python: input_timezone=): timestamps with an offset are "
+        f"converted to --timezone {timezone} by their own; it is for timestamps without one"
+    )
+    numeric = coltype in INTEGER_TYPES | NUMERIC_TIME_TYPES or coltype.startswith("DECIMAL")
+    if instant_type(coltype) or numeric:
+        raise ConfigError(
+            f"column '{col}' holds instants ({coltype}), which carry their own zone: {said} "
+            "applies to timestamps written without an offset only",
+            hint=hint,
+        )
+    if native_time(coltype):  # TIMESTAMP or DATE without a zone: read in the given zone
+        return {}, []
+    text = f"trim(CAST({ident(col)} AS VARCHAR))"
+    zoned = f"regexp_matches({text}, '({OFFSET_RE})|({ZONE_NAME_RE})|({EPOCH_RE})')"
+    check = Check(
+        name,
+        f"_p_{name}_zoned",
+        f"a timestamp with its own offset or zone, where {said} says they have none",
+        hint,
+    )
+    return {f"{name}_zoned": zoned}, [check]
 
 
 def time_checks(col: str, coltype: str = "") -> list[Check]:

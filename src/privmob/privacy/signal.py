@@ -194,16 +194,17 @@ def density_signal(
     }
 
 
-#: A release whose whole epsilon is below this is warned about before it is charged: a cell's
+#: A release whose whole epsilon is below this is warned about before it is read: a cell's
 #: noise then has a scale of more than 10 times the contribution bound, so a cell needs
 #: hundreds of users per unit of the bound before its count reads as more than noise.
 LOW_EPSILON = 0.1
 
 
 def low_epsilon_warning(epsilon: float, margin: float) -> str | None:
-    """The warning shown before a release of ``epsilon`` (its whole cost) is charged, when
-    it is below :data:`LOW_EPSILON`; from public parameters only (``margin``: the plan's 95%
-    margin of one cell). None at or above the level."""
+    """The warning of a plan of ``epsilon`` (its whole cost) below :data:`LOW_EPSILON`, said
+    before anything is read (a release refuses it unless confirmed:
+    :class:`privmob.session.base.PlanWarning`); from public parameters only (``margin``: the
+    plan's 95% margin of one cell). None at or above the level."""
     if not 0 < epsilon < LOW_EPSILON:
         return None
     scale = (
@@ -212,7 +213,4 @@ def low_epsilon_warning(epsilon: float, margin: float) -> str | None:
         if math.isfinite(margin)
         else "each cell's noise is more than 10 times the bound"
     )
-    return (
-        f"epsilon {epsilon:g} is below {LOW_EPSILON:g}: {scale} (a plan shows this warning "
-        "without reading or spending anything)."
-    )
+    return f"epsilon {epsilon:g} is below {LOW_EPSILON:g}: {scale}."

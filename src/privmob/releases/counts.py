@@ -467,6 +467,32 @@ class CountSpec:
     #: what the measured dimensions counted (a trip distance's definition, from the input's
     #: layout; set by :meth:`run` from the records read, see :func:`measures`)
     measured: tuple[tuple[str, str], ...] = ()
+    #: the unit of privacy: ``user`` (each user keeps at most ``bound`` records) or ``trip``
+    #: (trips counted, each trip its own unit, once: rides without a rider id)
+    unit: PrivacyUnit | str = PrivacyUnit.USER
+
+    @property
+    def privacy_unit(self) -> PrivacyUnit:
+        """The unit, checked against the records and the bound (public parameters only)."""
+        unit = PrivacyUnit(self.unit)
+        if unit is PrivacyUnit.USER:
+            return unit
+        if unit is not PrivacyUnit.TRIP:
+            raise ConfigError(f"a count table protects a user or a trip, not a {unit}")
+        if self.records != "trips":
+            raise ConfigError(
+                f"a trip-level count table counts trips, each trip its own unit, not "
+                f"{self.records}",
+                hint="count trips (--records trips; Python: records='trips'), or release at "
+                "user level (--unit user)",
+            )
+        if self.bound != 1 or self.bound_per is not None:
+            raise ConfigError(
+                "trip-level releases count every trip once (T = 1)",
+                hint="drop --max-trips (Python: max_records=) or use --unit user",
+            )
+        return unit
+
     #: a value summed beside the count, and its mean (:mod:`privmob.releases.values`)
     value: Mean | None = None
 
@@ -505,7 +531,12 @@ class CountSpec:
         b = self.sensitivity
         if self.value is None:
             return calibrate(
-                self.noise, self.epsilon, l1_sensitivity=b, l2_sensitivity=b, delta=self.delta
+                self.noise,
+                self.epsilon,
+                l1_sensitivity=b,
+                l2_sensitivity=b,
+                delta=self.delta,
+                unit=self.privacy_unit,
             )
         if NoiseKind(self.noise) is not NoiseKind.DISCRETE_LAPLACE or self.delta:
             raise ConfigError(
@@ -514,7 +545,9 @@ class CountSpec:
                 hint="leave out noise= and delta= (--noise, --delta) with a mean",
             )
         half = self.epsilon / 2
-        counts, cost = calibrate(self.noise, half, l1_sensitivity=b, l2_sensitivity=b)
+        counts, cost = calibrate(
+            self.noise, half, l1_sensitivity=b, l2_sensitivity=b, unit=self.privacy_unit
+        )
         return MeanCells(counts, sum_noise(self.value, b, half)), cost + cost
 
     @property
@@ -570,7 +603,20 @@ class CountSpec:
         k = 0 if self.tessellation is None else self.tessellation.k
         return CountDomain(self.dimensions, time, k, self.period)
 
-    def per_user(self, group_size: int | None) -> PerUser:
+    def per_user(self, group_size: int | None) -> PerUser | None:
+        """``bound`` records per user; trip level: none (one record per trip), or the stated
+        group size enforced (a charge to a user budget by group privacy rests on a real
+        bound), as the OD matrix's."""
+        if self.privacy_unit is PrivacyUnit.TRIP:
+            if group_size is None:
+                return None
+            if int(group_size) != group_size or group_size < 1:
+                raise ConfigError(f"--group-size must be a whole number >= 1, got {group_size}")
+            return PerUser(int(group_size))
+        return self.user_bound()
+
+    def user_bound(self) -> PerUser:
+        """``bound`` records per user (per label of ``bound_per`` when given)."""
         partition = () if self.bound_per is None else (PER_LABEL,)
         return PerUser(int(self.bound), SOURCES[self.records][1], partition)
 
@@ -616,7 +662,7 @@ class CountSpec:
         }
         parts: list[tuple[str, Cost]] = []
         if isinstance(noise, MeanCells) and self.value is not None:
-            half = Cost.pure(self.epsilon / 2, PrivacyUnit.USER)
+            half = Cost.pure(self.epsilon / 2, self.privacy_unit)
             parts = [
                 (f"{self.kind}: counts by {', '.join(self.by)}", half),
                 (f"{self.kind}: sums of {self.value.column}", half),
@@ -628,20 +674,24 @@ class CountSpec:
             }
             params["value"] = self.value.to_dict(self.sensitivity)
             params["epsilon_split"] = {"counts": self.epsilon / 2, "sums": self.epsilon / 2}
-        release = Release(
-            kind=self.kind,
-            cost=cost,
-            unit=PrivacyUnit.USER,
-            bounds={
+        unit = self.privacy_unit
+        if unit is PrivacyUnit.TRIP:
+            bounds: dict[str, Any] = {"max_records_per_trip": 1, "records": self.records}
+            if bound is not None:
+                bounds["group_size_enforced"] = bound.bound
+        else:
+            bounds = {
                 "max_records_per_user": int(self.bound),
                 "records": self.records,
                 **({"per": self.bound_per} if self.bound_per else {}),
-                **(
-                    {"value_clamp": [float(self.value.lo), float(self.value.hi)]}
-                    if self.value is not None
-                    else {}
-                ),
-            },
+            }
+        if self.value is not None:
+            bounds["value_clamp"] = [float(self.value.lo), float(self.value.hi)]
+        release = Release(
+            kind=self.kind,
+            cost=cost,
+            unit=unit,
+            bounds=bounds,
             noise=described,
             params=params,
             domain={
@@ -668,7 +718,7 @@ class CountSpec:
                 mean, mean_margin = means(counts, noisy.sums, self.value, noise.counts, noise.sums)
                 table["mean"] = mean[:-1]
                 table["mean_margin_95"] = mean_margin[:-1]
-            release.params["signal"] = signal_check(counts[:-1], margin, PrivacyUnit.USER).to_dict()
+            release.params["signal"] = signal_check(counts[:-1], margin, unit).to_dict()
             release.tables = {"counts": table, "outliers": outliers}
         return release, f"{self.kind}: {self.records} by {', '.join(self.by)}"
 

@@ -175,7 +175,7 @@ class ZoneSeries:
         return self.counts.count_domain()
 
     def per_user(self, group_size: int | None) -> PerUser:
-        return dataclasses.replace(self.counts.per_user(group_size), one_key=True)
+        return dataclasses.replace(self.counts.user_bound(), one_key=True)
 
     @property
     def value(self) -> None:

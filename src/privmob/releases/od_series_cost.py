@@ -46,6 +46,7 @@ def series_cost_lines(release: Any, group_size: int | None = None) -> list[str]:
             examples = ", ".join(f"{g} trips -> {g * eps:g}" for g in (1, 14, 100))
             lines.append(
                 f"trip level: epsilon={eps:g} per trip; a user with g trips loses g x {eps:g} "
-                f"(group privacy; {examples}). Pass --group-size to charge a user-level budget."
+                f"(group privacy; {examples}). With rider ids, --group-size N charges a "
+                "user-level budget instead; rides without them (bike share) stay per trip."
             )
     return lines

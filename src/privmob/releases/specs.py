@@ -18,8 +18,8 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol
 
 from privmob.domain import Period
-from privmob.errors import ConfigError
-from privmob.privacy.costs import Cost
+from privmob.errors import BudgetError, ConfigError
+from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.mechanisms import NoiseKind, calibrate
 from privmob.privacy.samplers import Randomness
 from privmob.releases import gate
@@ -262,7 +262,7 @@ class SeriesSpec(PlannedOnce):
     def loader(self, source: Any) -> Callable[[Any], SeriesInput]:
         """The lifecycle's load step for the file ``source``: read with the session's
         warnings and steps."""
-        return lambda session: self.load(source, warn=session.warn, progress=session.progress)
+        return lambda session: self.load(source, warn=session.tell, progress=session.progress)
 
     def draft(
         self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Progress
@@ -302,7 +302,41 @@ def before_reading(
     plan.check_margin(max_margin)  # the expected signal
     if plan.warning and warn is not None:
         warn(plan.warning)
+    check_unit(plan.cost, accountant)
     accountant.precheck(plan.cost)
+
+
+def check_unit(cost: Cost, accountant: Accountant) -> None:
+    """Refuse, before any data is read and with the command that leads on, a release whose
+    unit of privacy the dataset's budget does not take: a trip-level release on a budget per
+    user without a group size (rides without a rider id need a trip-level budget of their
+    own), a user-level release on a budget per trip. Other pairs are left to the ledger's
+    own check (:meth:`Accountant.precheck`), as is a dataset without a budget."""
+    ledger, dataset = accountant.ledger, accountant.dataset
+    if not ledger.has_budget(dataset):
+        return
+    unit, released = PrivacyUnit(ledger.budget(dataset).unit), PrivacyUnit(cost.unit)
+    if released is PrivacyUnit.TRIP and unit is PrivacyUnit.USER:
+        if accountant.group_size is not None:
+            return  # charged by group privacy, the group size enforced
+        raise BudgetError(
+            f"dataset '{dataset}' has a budget per user in {ledger.path}: a trip-level release "
+            "is charged to it only by group privacy, with the most trips one user can have",
+            hint=f"rides without a rider id (bike-share files) need a trip-level budget of "
+            f"their own, under another dataset name: privmob ledger init {dataset}-trips "
+            f"--epsilon 5 --unit trip, then --dataset {dataset}-trips (Python: "
+            "pm.Session(..., unit='trip')); with a rider id: --group-size N (the most trips "
+            "of one user), or --unit user -T N",
+        )
+    if released is PrivacyUnit.USER and unit is PrivacyUnit.TRIP:
+        raise ConfigError(
+            f"dataset '{dataset}' has a budget per trip in {ledger.path} (each trip its own "
+            "unit, as for rides without a rider id): a user-level release cannot be charged "
+            "to it",
+            hint="release per trip: --unit trip (Python: unit='trip'; od, counts, "
+            "trips-per-hour, report); a user-level release needs rider ids and a dataset "
+            "whose budget is per user",
+        )
 
 
 def release(

@@ -61,6 +61,27 @@ def _python_warning(message: str) -> None:
     warnings.warn(message, PrivmobWarning, stacklevel=4)
 
 
+class PlanWarning:
+    """What the lifecycle does with a plan's warning (from public parameters, e.g. an epsilon
+    below 0.1: :attr:`~privmob.releases.plan.Plan.warning`), which it is given before anything
+    is read or charged: a release the operator has confirmed (``confirm=True``, the CLI's
+    ``--yes``) goes on, the warning told to ``tell``; any other is refused there, so a warning
+    is never followed by a charge nobody agreed to. The session's ``warn`` attribute."""
+
+    def __init__(self, tell: Callable[[str], None], confirm: bool) -> None:
+        self.tell = tell
+        self.confirm = confirm
+
+    def __call__(self, message: str) -> None:
+        if not self.confirm:
+            raise ConfigError(
+                f"refused before reading: {message} Nothing was read or charged.",
+                hint="release it all the same with --yes (Python: confirm=True), or raise "
+                "--epsilon (the plan says what a cell then needs)",
+            )
+        self.tell(message)
+
+
 def _with_tiles(writer: Writer, tess: Tessellation | None, release: Any, folder: Path) -> Any:
     return writer(release, folder, tess)
 
@@ -131,6 +152,7 @@ class SessionBase:
         all_flows: bool = False,
         input: Any = None,
         warn: Callable[[str], None] | None = None,
+        confirm: bool = False,
     ) -> None:
         from privmob.session.options import GROUPS, spread
 
@@ -180,9 +202,12 @@ class SessionBase:
         )
         #: OD layers keep every non-zero cell, not only the flows above the noise floor
         self.all_flows = all_flows
-        #: how the operator is warned before a charge (Python: a PrivmobWarning; the CLI: a line
-        #: on stderr); never recorded in a release
-        self.warn: Callable[[str], None] = warn or _python_warning
+        #: how the operator is told things before a charge (Python: a PrivmobWarning; the CLI:
+        #: a line on stderr); never recorded in a release
+        self.tell: Callable[[str], None] = warn or _python_warning
+        #: what a plan's warning does before anything is read: refuse the release unless the
+        #: operator confirmed it (``confirm``; :class:`PlanWarning`)
+        self.warn: Callable[[str], None] = PlanWarning(self.tell, confirm)
         self.tessellation = None
         if tessellation is not None:
             from privmob.data.tessellation_input import load_tessellation
@@ -229,17 +254,19 @@ class SessionBase:
         # a throw-away ledger is signed by a throw-away key (never the user's own)
         led = Ledger(ledger, key=Signer.ephemeral() if self._tmpdir else None)
         cost = budget_cost(budget)
-        if cost is not None:
-            # set once in the budget's unit; a different budget already there is refused
-            led.set_budget(dataset, cost.epsilon, cost.delta, PrivacyUnit(unit))
+        # the budget, set once in its unit (a different budget already there is refused), is
+        # the accountant's: releases/base.py says when it is written to the ledger
         self._accountant = Accountant(
             led,
             dataset,
+            budget=None if cost is None else cost.epsilon,
+            budget_delta=0.0 if cost is None else cost.delta,
+            budget_unit=PrivacyUnit(unit),
             group_size=group_size,
             annotate=[test_mode_mark(seed)] if test_mode else [],
             new_dataset_for_same_data=new_dataset_for_same_data,
         )
-        self.ledger = SessionLedger(led, dataset)
+        self.ledger = SessionLedger(led, dataset, self._accountant)
         self._engine_arg = engine
         self._engine: Any = None
         self._loaded: dict[str, Any] = {}

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
 
 from privmob.domain import Period
-from privmob.dp import MaxEventsPerBin, MaxVisitsPerHour, as_period, bound_value
+from privmob.dp import MaxEventsPerBin, MaxVisitsPerHour, PrivacyUnit, as_period, bound_value
 from privmob.errors import ConfigError
 from privmob.privacy.mechanisms import NoiseKind
 from privmob.releases.counts import CountSpec
@@ -61,6 +61,7 @@ class SessionCounts(SessionBase):
             as_period(options.get("period")),
             kind,
             value=options.get("value"),
+            unit=PrivacyUnit(options.get("unit", PrivacyUnit.USER)),
         )
 
     def plan_counts(
@@ -71,18 +72,25 @@ class SessionCounts(SessionBase):
         return plan
 
     def load_counted(
-        self, records: str, by: Sequence[DimensionLike], value: Mean | None = None
+        self,
+        records: str,
+        by: Sequence[DimensionLike],
+        value: Mean | None = None,
+        unit: PrivacyUnit | str = PrivacyUnit.USER,
     ) -> Loaded:
         """The ``records`` (``"trips"``, ``"trip-points"``, ``"events"``) a count ``by`` these
         dimensions reads, read and validated once: with the categorical columns it names (and
         the column of its ``value``) carried from the input, and the trip distance where it
-        reads one (:func:`~privmob.releases.dimensions.with_trip_distance`)."""
+        reads one (:func:`~privmob.releases.dimensions.with_trip_distance`). At ``unit="trip"``
+        without a group size, trips without a rider id are each their own unit (as
+        :meth:`load_for`)."""
         carry, distance = needs(by)
         if value is not None:
             carry = (*carry, *(c for c in value.carried if c not in carry))
             distance = distance or value.distance
         if records == "trips":
-            trips: Loaded = self.load_trips(carry=carry, coordinates=distance)
+            per_trip = PrivacyUnit(unit) is PrivacyUnit.TRIP and self.accountant.group_size is None
+            trips: Loaded = self.load_trips(per_trip, carry=carry, coordinates=distance)
             return with_trip_distance(trips, self._tiles()) if distance else trips
         if records == "trip-points":
             points: Loaded = self.load_trip_points(carry=carry)
@@ -106,24 +114,30 @@ class SessionCounts(SessionBase):
         ``duration:0,5,15,60`` or ``pm.Duration([...])`` (minutes), ``distance:0,1,2,5`` or
         ``pm.Distance([...])`` (km), a categorical column ``"usertype:Subscriber,Customer"``
         or ``pm.Categorical("usertype", [...])``; see :mod:`privmob.releases.dimensions`),
-        each user keeping at most ``max_records`` records.
+        each user keeping at most ``max_records`` records; or, with ``unit="trip"``, trips
+        counted once each, every trip its own unit (rides without a rider id).
 
         Guarantee: one user changes at most ``max_records`` cells by one each (L1 and L2
         sensitivity ``max_records``, enforced by a keyed sample in the engine); every cell of
         the declared domain gets noise: epsilon-DP per user (discrete Laplace) or (epsilon,
         delta)-DP (discrete Gaussian). The labels of every dimension are declared, never read
         from the data: a value outside them is counted in the outliers cell.
+        At trip level: one trip changes one cell by one, epsilon-DP per trip.
         ``output``/``formats`` as for :meth:`od`; ``options``
         (:class:`~privmob.session.keywords.CountOptions`, shared with :meth:`plan_counts`):
-        ``records``, ``max_records``, ``noise``, ``delta``, ``period``, ``kind``, ``value``:
-        ``pm.Mean("duration", 0, 180)`` adds per cell the noisy mean of the value clamped to
-        ``[0, 180]`` and its 95% margin (half the budget on the counts, half on the sums:
-        :mod:`privmob.releases.values`)."""
+        ``records``, ``max_records``, ``unit``, ``noise``, ``delta``, ``period``, ``kind``,
+        ``value``: ``pm.Mean("duration", 0, 180)`` adds per cell the noisy mean of the value
+        clamped to ``[0, 180]`` and its 95% margin (half the budget on the counts, half on the
+        sums: :mod:`privmob.releases.values`)."""
         spec = self._count_spec(by, epsilon, options)
         return self.run(
             spec,
             functools.partial(
-                SessionCounts.load_counted, records=spec.records, by=spec.by, value=spec.value
+                SessionCounts.load_counted,
+                records=spec.records,
+                by=spec.by,
+                value=spec.value,
+                unit=spec.unit,
             ),
             output=output,
             overwrite=overwrite,

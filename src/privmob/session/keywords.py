@@ -56,6 +56,7 @@ class CountOptions(TypedDict, total=False):
 
     records: str  # "trips"
     max_records: int  # 1
+    unit: PrivacyUnit | str  # "user"; "trip": each trip once (trips only)
     noise: NoiseKind | str  # discrete Laplace
     delta: float  # 0.0
     period: Period | None  # None: the whole data as one period

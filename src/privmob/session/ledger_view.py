@@ -16,9 +16,19 @@ else:
 class SessionLedger:
     """What was spent on the session's dataset, what remains, entry by entry."""
 
-    def __init__(self, ledger: Any, dataset: str) -> None:
+    def __init__(self, ledger: Any, dataset: str, accountant: Any = None) -> None:
         self._ledger = ledger
         self.dataset = dataset
+        #: the session's accountant: a budget given to the session is pending there until the
+        #: first release is charged (a refused release creates none: releases/base.py)
+        self._accountant = accountant
+
+    def _pending(self) -> Any:
+        """The budget the session was given and the ledger does not hold yet, else None."""
+        pending = getattr(self._accountant, "pending_budget", None)
+        if pending is None or self._ledger.has_budget(self.dataset):
+            return None
+        return pending
 
     @property
     def path(self) -> Path | str:
@@ -27,15 +37,20 @@ class SessionLedger:
         return path if isinstance(path, str) else Path(path)
 
     def remaining(self) -> float:
+        pending = self._pending()
+        if pending is not None:
+            return float(pending.epsilon)
         return float(self._ledger.remaining(self.dataset).epsilon)
 
     def spent(self) -> float:
+        if self._pending() is not None:
+            return 0.0
         return float(self._ledger.spent(self.dataset).epsilon)
 
     def to_pandas(self) -> pd.DataFrame:
         """One row per ledger entry of the dataset (kind, description, epsilon, delta) with the
         epsilon spent so far and what remains of the budget after it."""
-        budget = self._ledger.budget(self.dataset)
+        budget = self._pending() or self._ledger.budget(self.dataset)
         rows = []
         spent = 0.0
         for e in self._ledger.entries(self.dataset):

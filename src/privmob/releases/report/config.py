@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 
-from privmob.domain import parse_date
+from privmob.domain import check_order, parse_date
 from privmob.errors import ConfigError
 from privmob.privacy.costs import PrivacyUnit
 from privmob.privacy.mechanisms import NoiseKind
@@ -180,8 +180,7 @@ class ReportConfig:
             )
         if self.unit not in (PrivacyUnit.USER, PrivacyUnit.TRIP):
             raise ConfigError(f"a mobility report protects a user or a trip, not {self.unit}")
-        if not self.period[0] < self.period[1]:
-            raise ConfigError("the study period needs start < end")
+        check_order(*self.period)
         unknown = [a for a in self.analyses if a not in ANALYSES]
         if unknown or not self.analyses:
             raise ConfigError(
