@@ -14,7 +14,9 @@ def test_same_budget_again_is_accepted(ledger):
 
 
 def test_a_different_budget_is_refused_not_ignored(ledger):
-    Accountant(ledger, "d", budget=10.0)
+    first = Accountant(ledger, "d", budget=10.0)
+    assert not ledger.has_budget("d")  # pending: written with the first charge (issue 42)
+    first.write_budget()
     with pytest.raises(BudgetError, match="already has a budget"):
         Accountant(ledger, "d", budget=1.0)
     with pytest.raises(BudgetError, match="already has a budget"):
@@ -45,3 +47,13 @@ def test_release_extras_cannot_overwrite_the_stamp_or_cost():
     for key in ("for_publication", "privacy", "warning"):
         with pytest.raises(ConfigError, match="may not replace"):
             rel({key: True}).metadata()
+
+
+def test_a_pending_budget_is_checked_before_reading_and_written_with_the_charge(ledger):
+    """A budget asked for is not in the ledger until the first charge, so a refused release
+    leaves none behind; the precheck still refuses a cost it cannot pay, before reading."""
+    acct = Accountant(ledger, "p", budget=1.0)
+    with pytest.raises(BudgetError, match="cannot pay"):
+        acct.precheck(Cost.pure(2.0))
+    acct.precheck(Cost.pure(0.5))
+    assert not ledger.has_budget("p") and acct.remaining().epsilon == 1.0
