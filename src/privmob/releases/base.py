@@ -88,14 +88,6 @@ class Accountant:
                 Unit(self.budget_unit), "",
             )  # fmt: skip
 
-    @property
-    def closing_step(self) -> str:
-        """The name of a release's last step: with an output, its tables are written (staged)
-        first and the publication names its next steps; without one, the charge alone."""
-        if self.output is not None:
-            return "writing the release's tables"
-        return "charging the privacy ledger"
-
     def precheck(self, cost: Cost) -> None:
         """Refuse early, before any data is read, if ``cost`` cannot fit: the one budget
         check of every release's lifecycle (:func:`privmob.releases.specs.before_reading`,

@@ -89,6 +89,8 @@ def settle(draft: object, accountant: Accountant) -> Release:
         mark(header)
     out = accountant.output
     if out is None:
+        if accountant.progress is not None:
+            accountant.progress("charging the privacy ledger")
         entries = accountant.commit(header, draft.description)
         return _drawn(draft, accountant, entries)
     return _publish(draft, accountant, out)
@@ -145,6 +147,7 @@ def _publish(draft: Draft, accountant: Accountant, out: Output) -> Release:
     spent = spent_text(entries)
     try:
         release = _drawn(draft, accountant, entries)
+        step("writing the release's tables")
         out.write(release, handle)
     except BaseException as exc:
         handle.settle(DISCARDED)
