@@ -97,10 +97,12 @@ def test_events_csv_times_and_coordinates_parse_alike(engines, tmp_path) -> None
 
 
 def test_naive_times_read_in_the_input_zone_alike(engines, tmp_path) -> None:
-    """``--input-timezone UTC --timezone Asia/Tokyo``: naive times are UTC, every row 17:15."""
+    """``--input-timezone UTC --timezone Asia/Tokyo``: naive times are UTC, every row 17:15
+    (the naive spellings: a timestamp with its own offset is refused under --input-timezone,
+    on both engines, issue 42)."""
     from privmob.data.times import clock
 
-    texts = list(TIME_FORMATS)
+    texts = [t for t, naive in TIME_FORMATS.items() if naive]
     frame = pd.DataFrame(
         {"uid": [f"u{i}" for i in range(len(texts))], "datetime": texts,
          "lat": [52.005] * len(texts), "lng": [13.005] * len(texts)}
@@ -114,6 +116,14 @@ def test_naive_times_read_in_the_input_zone_alike(engines, tmp_path) -> None:
         ),
     )
     assert set(out["time"].dt.strftime("%Y-%m-%d %H:%M")) == {"2024-01-31 17:15"}
+    mixed = tmp_path / "mixed.csv"
+    frame.assign(datetime=["2024-01-31T08:15:00Z", texts[1]]).to_csv(mixed, index=False)
+    for eng in engines.values():
+        with pytest.raises(InputError, match="its own offset"):
+            load_events(
+                str(mixed), engine=eng, tessellation=box_grid(3),
+                timezone=clock("Asia/Tokyo", "UTC"),
+            )  # fmt: skip
 
 
 def test_trips_and_trip_points_csv_parse_alike(engines, tmp_path) -> None:

@@ -64,7 +64,7 @@ SPARK_CASES = {
 CASES.update(SPARK_CASES)
 
 #: metadata keys that change from run to run (or name the throw-away ledger: its head's hash is a
-#: commitment with a random nonce, its root the ledger's own custodian key)
+#: commitment with a random nonce, its root and the head's signature the ledger's own keys)
 VOLATILE = (
     "created_at",
     "software",
@@ -73,6 +73,7 @@ VOLATILE = (
     "ledger_head",
     "ledger.head.hash",
     "ledger.head.root",
+    "ledger.head_signature",  # signed by the run's throw-away key
 )
 VOLATILE_ENTRY_KEYS = ("id", "created_at", "time", "user", "host", "output_dir", "hash")
 
