@@ -293,3 +293,31 @@ def test_a_layer_over_its_size_limit_is_cut_after_the_charge(
         counts = [f["properties"]["count"] for f in layer["features"]]
         assert min(counts, default=0) >= 0
     assert (folder / "od_flows.geojson").stat().st_size <= 2000 * 1.5
+
+
+def test_cut_to_fit_keeps_the_largest_features_and_says_so() -> None:
+    """The cut itself (the CLI test above may draw too few flows to need one): a layer over
+    the limit keeps exactly the features that fit, those with the largest counts, in table
+    order, and states the cut; one under the limit is left as it is."""
+    import geopandas as gpd
+    import pandas as pd
+    from shapely.geometry import Point
+    from tests.helpers import box_grid
+
+    from privmob.releases.kinds import Layer
+    from privmob.render.layers import cut_to_fit, layer_size
+
+    tess = box_grid(3)
+    kind = Layer("od", None, "od_flows")
+    counts = [5, 40, 12, 33, 7, 21]
+    layer = gpd.GeoDataFrame(pd.DataFrame({"count": counts}), geometry=[Point(0, 0)] * 6, crs=4326)
+    per = layer_size(kind, tess, 1, "geojson")
+
+    from types import SimpleNamespace
+
+    rel = SimpleNamespace(extra={})
+    kept = cut_to_fit(rel, layer, kind, tess, ["geojson"], 3 * per)
+    assert list(kept["count"]) == [40, 33, 21]  # the three largest, in table order
+    assert rel.extra["map_layer"]["features"] == 3 and rel.extra["map_layer"]["left_out"] == 3
+    rel = SimpleNamespace(extra={})
+    assert len(cut_to_fit(rel, layer, kind, tess, ["geojson"], 6 * per)) == 6 and rel.extra == {}
