@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from privmob.engine.dialect import DUCKDB
 from privmob.engine.relation import Loaded
+from privmob.privacy.costs import PrivacyUnit
 from privmob.privacy.mechanisms import calibrate
 from privmob.privacy.samplers import Randomness
 from privmob.releases.base import Accountant
@@ -36,6 +37,12 @@ class ReportSpec:
     tessellation: Tessellation
     config: ReportConfig
     kind: str = "report"
+    records: ClassVar[str] = "trips"
+
+    @property
+    def unit(self) -> PrivacyUnit:
+        """The report's unit of privacy (its config's)."""
+        return self.config.unit
 
     def public_period(self) -> dict[str, object]:
         """The declared period (public)."""
