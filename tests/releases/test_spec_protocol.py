@@ -65,9 +65,9 @@ def test_a_spec_without_a_session_loader_is_refused_not_read_as_events() -> None
     """A series is read by its own loader: the session's default has none for it, and says so
     (before, a spec without ``records`` was read as located events without a word)."""
     spec = SeriesSpec(1.0, 1.0, "2024-01-01", "2024-01-02", "1h")
-    with pm.Session(_trips(), budget=pm.PureDP(5), dataset="spec-protocol") as s:
-        with pytest.raises(ConfigError, match="no default loader"):
-            s.load_for(spec)
+    session = pm.Session(_trips(), budget=pm.PureDP(5), dataset="spec-protocol")
+    with session as s, pytest.raises(ConfigError, match="no default loader"):
+        s.load_for(spec)
 
 
 def test_the_series_unit_is_its_schemes() -> None:
