@@ -23,6 +23,7 @@ from .analyses import sensitivity
 from .build import report_cost, report_draft, time_bins
 from .config import ReportConfig
 from .inputs import Tiles
+from .split import target_notes
 from .sql import queries
 
 if TYPE_CHECKING:
@@ -80,6 +81,7 @@ class ReportSpec:
             margin_of_error_95=max(margins, default=0.0),
             noise=str(cfg.noise_kind),
             parts=len(cfg.selected),
+            notes=tuple(target_notes(cfg)) if cfg.target_margins else (),
         )
 
     def plan(self) -> Plan:
