@@ -415,7 +415,7 @@ def cumulative(
         )
     if not signal_mask(list(counts), floor).any():
         return _no_curve("bin", floor, width)
-    curve, low, high = share_band(counts, floor)
+    curve, low, high = share_band(list(counts), floor)
     return line_chart(
         labels,
         {name: curve.tolist()},
@@ -442,7 +442,7 @@ def cumulative_ranking(
         c = -np.sort(-np.clip(v, 0, None))
         curve, low, high = np.cumsum(c) / (c.sum() or 1.0), None, None
     else:
-        curve, low, high = share_band(v, floor, ranked=True)
+        curve, low, high = share_band(v.tolist(), floor, ranked=True)
     n = len(curve)
     pts = np.unique(np.linspace(0, n - 1, min(n, 60)).astype(int))
     name = f"cumulative share by {what} rank"
@@ -597,9 +597,9 @@ def choropleth(
                     proj.width - 36,
                 )
             else:
-                words = f"at or below the 95% margin ±{_fmt(margin)}: cannot be told from empty"
+                words = f"at or below the 95% margin ±{_fmt(limit)}: cannot be told from empty"
                 if len(words) * CHAR_PX > proj.width - 36:
-                    words = f"≤ margin ±{_fmt(margin)}"
+                    words = f"≤ margin ±{_fmt(limit)}"
             parts.append(
                 f"<g class='pm-legend-below'><rect x='0' y='{y - 4}' width='{proj.width}' "
                 f"height='14' fill='#fff'/><rect x='8' y='{y - 2}' width='16' height='9' "
