@@ -304,11 +304,12 @@ def test_population_display_names_zones_and_hatches_noise() -> None:
     pop = s.population(epsilon=2)
     html = pop._repr_html_()
     elements = parse(html)
-    margin = pop.metadata.margin_of_error_95
+    n = pop.metadata.noise
+    floor = noise_floor({"kind": n["kind"], "scale": n["scale"]}, 9)  # the 9 zones shown
     tiles = fills(elements, None, "path")
     assert len(tiles) == 9
     for value, fill, _cls in tiles:
-        assert (value <= margin) == fill.startswith("url(#pm-hatch-")
+        assert (value <= floor) == fill.startswith("url(#pm-hatch-")
     # the first rows carry the zone names beside the ids
     cells = [e["text"] for e in elements if e["tag"] == "td"]
     assert "ZoneA" in cells and "zone_name" in html
