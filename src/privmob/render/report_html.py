@@ -254,8 +254,8 @@ def _section(name: str, a: dict[str, Any], doc: dict[str, Any]) -> str:
                 top = f"max {_f(max(np.asarray(vals)[here]))}" if here.any() else "none above"
                 cells.append(f"<div>{dname} {labels[w]} ({top}){m}</div>")
         scale = (
-            f"one colour scale for all {maps} maps: 8 classes of equal width from 0 to "
-            f"{_f(vmax)} visits"
+            f"one colour scale for all {maps} maps: 8 classes of equal width from the floor "
+            f"{_f(floor)} to {_f(vmax)} visits"
             if vmax > 0
             else "no map colours a tile"
         )

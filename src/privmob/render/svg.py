@@ -506,10 +506,11 @@ class TileOutlines:
         self.paths = [_path(self.proj, rings) for rings in self.outlines]
 
 
-def _color(v: float, vmax: float) -> str:
-    if vmax <= 0 or v <= 0:
+def _color(v: float, vmax: float, lo: float = 0.0) -> str:
+    """The palette colour of ``v`` among classes of equal width from ``lo`` to ``vmax``."""
+    if vmax <= lo or v <= lo:
         return PALETTE[0]
-    i = min(int(len(PALETTE) * v / vmax), len(PALETTE) - 1)
+    i = min(int(len(PALETTE) * (v - lo) / (vmax - lo)), len(PALETTE) - 1)
     return PALETTE[max(i, 1)]
 
 
@@ -529,7 +530,8 @@ def choropleth(
     legend_label: str | None = None,
 ) -> str:
     """Tiles coloured by value (8 classes of equal width up to the largest value that is
-    signal); each tile's name and value on hover; a legend with the class breaks and ``unit``.
+    signal, from ``floor`` when it is given); each tile's name and value on hover; a legend
+    with the class breaks and ``unit``.
 
     Only signal is coloured (:func:`privmob.privacy.signal.is_signal`): ``floor`` is the noise
     floor of the tiles the caption talks about (without it, ``margin``, the 95% margin of
@@ -546,6 +548,8 @@ def choropleth(
     signal = signal_mask(list(values), limit)
     if vmax is None:
         vmax = max([0.0, *(float(v) for v, s in zip(values, signal, strict=True) if s)])
+    # the classes span the signal only: from the floor (nothing at or below it is coloured)
+    low = float(floor) if floor is not None and 0 < floor < vmax else 0.0
     legend_h = (40 if limit is None else 54) if legend else 0
     hatch = f"pm-hatch-{zlib.crc32(f'{title}{width}x{height}'.encode()):08x}"
     parts = [_map_open(proj, legend_h, title)]
@@ -558,7 +562,7 @@ def choropleth(
     for i, path in enumerate(tiles.paths):
         v = values[i]
         below = not signal[i]
-        fill = f"url(#{hatch})" if below else _color(v, vmax)
+        fill = f"url(#{hatch})" if below else _color(v, vmax, low)
         note = ""
         if below and floor is not None:
             pm = "" if margin is None else f" ± {_fmt(margin)}"
@@ -574,7 +578,7 @@ def choropleth(
     parts.append("</g></g>")
     if legend:
         if vmax > 0 or limit is None:
-            parts.append(_legend(vmax, proj.height + 4, proj.width, unit, legend_label))
+            parts.append(_legend(vmax, proj.height + 4, proj.width, unit, legend_label, low))
         else:  # nothing is signal: no colour class to explain
             y = proj.height + 4
             level = "the 95% margin" if floor is None else "the noise floor"
@@ -610,15 +614,17 @@ def choropleth(
     return "".join(parts)
 
 
-def class_breaks(vmax: float, n: int = len(PALETTE)) -> list[float]:
-    """The n + 1 edges of the equal-width classes of :func:`_color` (0 .. vmax)."""
-    return [vmax * i / n for i in range(n + 1)]
+def class_breaks(vmax: float, n: int = len(PALETTE), lo: float = 0.0) -> list[float]:
+    """The n + 1 edges of the equal-width classes of :func:`_color` (lo .. vmax)."""
+    return [lo + (vmax - lo) * i / n for i in range(n + 1)]
 
 
-def _legend(vmax: float, y: float, width: int, unit: str, label: str | None = None) -> str:
+def _legend(
+    vmax: float, y: float, width: int, unit: str, label: str | None = None, lo: float = 0.0
+) -> str:
     """Colour classes with their breaks (labels thinned so they do not overlap) and the unit."""
     n = len(PALETTE)
-    breaks = [_fmt(round(b)) if vmax >= n else _fmt(b) for b in class_breaks(vmax)]
+    breaks = [_fmt(round(b)) if vmax - lo >= n else _fmt(b) for b in class_breaks(vmax, n, lo)]
     half = max(len(b) for b in breaks) * CHAR_PX / 2  # the end labels stay inside the map
     x0 = max(8.0, half + 2)
     cell = max(min(56.0, (width - 2 * x0) / n), 6.0)
