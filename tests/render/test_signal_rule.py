@@ -279,3 +279,37 @@ def test_a_zone_display_colours_only_the_zones_above_the_floor_its_note_states()
             assert (cls == "pm-below") == (value <= stated), (value, stated, fill)
             assert (fill in FULL_COLOUR) == (value > stated), (value, stated, fill)
     s.close()
+
+
+def test_every_primitive_given_a_floor_shows_only_what_clears_it() -> None:
+    """Bars, lines, tiles and flows between one cell's margin (10) and the family's floor (30)
+    are drawn neutral; only values above the floor get a colour or a line."""
+    tess = {
+        "outlines": [[[(0, 0), (1, 0), (1, 1), (0, 1)]], [[(1, 0), (2, 0), (2, 1), (1, 1)]]],
+        "names": ["West", "East"],
+        "lng": [0.5, 1.5],
+        "lat": [0.5, 0.5],
+    }
+    page = parse(
+        "<body>"
+        + svg.bar_chart(["a", "b"], [20, 40], margin=10, floor=30)
+        + svg.line_chart(
+            ["0", "1"], {"noise": [20.0, 25.0], "signal": [20.0, 45.0]}, margin=10, floor=30
+        )
+        + svg.choropleth(tess, [20, 40], margin=10, floor=30, title="m")
+        + svg.flow_map(tess, [(0, 1, 20.0), (1, 0, 40.0)], floor=30)
+        + "</body>"
+    )
+    bars = fills(page, None, "rect")
+    assert [(v, c) for v, _, c in bars] == [(20, "pm-below"), (40, "pm-bar")]
+    lines = {
+        t["text"].split(" (")[0]: t["parent"]["attrs"]["class"]
+        for t in page
+        if t["tag"] == "title" and t["parent"]["tag"] == "polyline"
+    }
+    assert lines == {"noise": "pm-below", "signal": "pm-line"}
+    tiles = [(v, c) for v, _, c in fills(page, None, "path") if c in ("pm-below", "pm-tile")]
+    assert tiles == [(20, "pm-below"), (40, "pm-tile")]
+    flows = [e for e in page if e["attrs"].get("class") == "pm-flow"]
+    assert len(flows) == 1
+    assert [t["text"] for t in page if t["parent"] is flows[0]] == ["East → West: 40 trips"]
