@@ -13,6 +13,7 @@ import privmob as pm
 from privmob.errors import ConfigError
 from privmob.releases.report import ReportConfig
 from privmob.releases.report.split import (
+    build_config,
     expected_margin,
     needed_epsilon,
     target_notes,
@@ -24,7 +25,7 @@ PERIOD = ("2020-12-01", "2021-01-01")
 
 
 def _cfg(**options) -> ReportConfig:
-    return ReportConfig.build(epsilon=1.0, max_trips=10, period=PERIOD, **options)
+    return build_config(epsilon=1.0, max_trips=10, period=PERIOD, **options)
 
 
 def test_met_targets_get_the_least_epsilon_that_meets_them() -> None:

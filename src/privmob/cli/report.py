@@ -166,14 +166,15 @@ def report(
 ) -> None:
     """A differentially private mobility report: 15 analyses, one offline HTML + JSON."""
     from privmob.cli.run import run_release
-    from privmob.releases.report import ReportConfig, ReportSpec, load_report_input
+    from privmob.releases.report import ReportSpec, load_report_input
+    from privmob.releases.report.split import build_config
 
     if input_shape not in ("auto", "trip-points", "trips", "gps"):
         raise ConfigError(
             f"unknown input shape '{input_shape}' for the report",
             hint="use auto, trip-points, trips or gps",
         )
-    cfg = ReportConfig.build(
+    cfg = build_config(
         epsilon=epsilon,
         max_trips=max_trips,
         period=study_period(start, end, period),

@@ -203,11 +203,11 @@ class Session(SessionCounts):
         max_trips: MaxTripsPerUser | int | None,
         options: ReportOptions,
     ) -> ReportSpec:
-        from privmob.releases.report import ReportConfig
+        from privmob.releases.report.split import build_config
 
         refuse_unknown("report", options, ReportOptions)
         study = as_period(period)
-        cfg = ReportConfig.build(
+        cfg = build_config(
             epsilon=epsilon,
             max_trips=bound_value(max_trips, MaxTripsPerUser),
             period=(study.start, study.end),

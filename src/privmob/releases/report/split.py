@@ -18,21 +18,46 @@ epsilon that would meet them all.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import Any
 
 from privmob.errors import ConfigError
 from privmob.privacy.mechanisms import calibrate
 
 from .analyses import is_distribution, sensitivity
-
-if TYPE_CHECKING:
-    from .config import ReportConfig
+from .config import ReportConfig
 
 #: what an analysis without a target keeps, as a share of an equal split, when targets do not fit
 FLOOR_SHARE = 0.1
 #: bisection bounds and steps of :func:`needed_epsilon` (to about 1e-9), and the slack added
 _LOW, _HIGH, _STEPS, _SLACK = 1e-9, 1e9, 80, 1e-6
+
+
+def build_config(
+    *, target_margins: Mapping[str, float] | None = None, **options: Any
+) -> ReportConfig:
+    """:meth:`ReportConfig.build` of ``options``, its weights solved from ``target_margins``
+    (95% margins per analysis, in its counts' units; not with ``weights``) when given."""
+    if target_margins and options.get("weights"):
+        raise ConfigError(
+            "give the budget split as weights or as target margins, not both",
+            hint="drop --budget-split (Python: weights=) or --target-margin (target_margins=)",
+        )
+    cfg = ReportConfig.build(**options)
+    if not target_margins:
+        return cfg
+    targets = {str(a): _margin(a, t) for a, t in target_margins.items()}
+    return dataclasses.replace(
+        cfg, weights=weights_for_targets(cfg, targets), target_margins=targets
+    )
+
+
+def _margin(name: object, value: object) -> float:
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"the target margin of {name} must be a number, got {value!r}") from exc
 
 
 def expected_margin(name: str, epsilon: float, cfg: ReportConfig) -> int:
