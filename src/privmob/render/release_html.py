@@ -296,8 +296,8 @@ def series_display(release: Any) -> str:
     """A series (one value per time bin) as a line with its band of +-margin (the largest
     margin of its bins: the scheme may spend a different epsilon on each)."""
     t = release.tables["series"]
-    col = "timestamp" if "timestamp" in t else "t"
-    labels = [str(x) for x in t[col]]
+    labels, day = _time_labels(t["timestamp"]) if "timestamp" in t else ([], "")
+    labels = labels or [str(x) for x in t["t"]]
     margins = _series_margins(release)
     margin = max(margins) if margins else None
     chart = svg.line_chart(
@@ -314,7 +314,21 @@ def series_display(release: Any) -> str:
         if varies
         else ""
     )
-    return chart + (f"<p class='meta'>{escape(note)}</p>" if note else "")
+    notes = [n for n in (day, note) if n]
+    return chart + "".join(f"<p class='meta'>{escape(n)}</p>" for n in notes)
+
+
+def _time_labels(stamps: pd.Series) -> tuple[list[str], str]:
+    """Short axis labels of a series' time bins (hours and minutes within one day, else month,
+    day and time) and the sentence naming the day; no labels when they are not times."""
+    try:
+        times = pd.to_datetime(stamps)
+    except (TypeError, ValueError):
+        return [], ""
+    days = times.dt.normalize().unique()
+    if len(days) == 1:
+        return times.dt.strftime("%H:%M").tolist(), f"on {pd.Timestamp(days[0]).date()}"
+    return times.dt.strftime("%m-%d %H:%M").tolist(), ""
 
 
 def zone_series_display(release: Any, tess: Tessellation, period: Any = None) -> str:
