@@ -325,9 +325,9 @@ def _time_labels(stamps: pd.Series) -> tuple[list[str], str]:
         times = pd.to_datetime(stamps)
     except (TypeError, ValueError):
         return [], ""
-    days = times.dt.normalize().unique()
+    days = times.dt.strftime("%Y-%m-%d").unique()
     if len(days) == 1:
-        return times.dt.strftime("%H:%M").tolist(), f"on {pd.Timestamp(days[0]).date()}"
+        return times.dt.strftime("%H:%M").tolist(), f"on {days[0]}"
     return times.dt.strftime("%m-%d %H:%M").tolist(), ""
 
 
