@@ -120,6 +120,24 @@ def test_the_zone_series_map_shows_the_values_of_its_table() -> None:
     s.close()
 
 
+def floor_of(result: Any, cells: int) -> float:
+    """The noise floor of ``cells`` cells of the release's noise (the one rule of signal)."""
+    from privmob.privacy.mechanisms import Noise, NoiseKind
+    from privmob.privacy.signal import noise_floor
+
+    noise = result.release.noise
+    return float(noise_floor(Noise(NoiseKind(noise["kind"]), float(noise["scale"])), cells))
+
+
+def coloured_only_above(elements: list[dict], floor: float, tag: str) -> None:
+    """Every drawn value is coloured exactly when it clears the floor the caption states."""
+    drawn = fills(elements, None, tag)
+    assert drawn
+    for value, _fill, cls in drawn:
+        assert (cls == "pm-below") == (value <= floor), (value, floor, cls)
+    assert f"noise floor {floor:,.0f}" in "".join(e["text"] for e in elements)
+
+
 def reads_only_the_published_release(result: Any) -> None:
     """As tests/render/test_uncertainty.py's OD display: a display reads only the published
     tables and public parameters (and, for a report, its published ``metadata.json``)."""
@@ -140,6 +158,7 @@ def test_counts_by_tile_are_a_map_of_one_slice(trips_session) -> None:
     first = table[table["hour"] == table["hour"].iat[0]]
     assert tile_values(elements) == names_of(first[["origin", "count"]], "origin")
     assert "1 of 24" in cnt._repr_html_()  # one hour at a time, never their sum
+    coloured_only_above(elements, floor_of(cnt, 9), "path")
     other = parse(cnt.html(period="7"))
     assert tile_values(other) == names_of(table[table["hour"] == 7][["origin", "count"]], "origin")
     rows = settings(elements)
@@ -161,6 +180,7 @@ def test_counts_without_tiles_and_trips_per_hour_are_bars_with_margins(trips_ses
     assert bar_values(elements) == {str(h): float(v) for h, v in hours}
     whiskers = [e for e in elements if e["attrs"].get("class") == "pm-margin"]
     assert len(whiskers) == 24
+    coloured_only_above(elements, floor_of(tph, 24), "rect")
     assert settings(elements)["95% margin of error"].endswith("per cell")
 
 

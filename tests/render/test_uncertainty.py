@@ -304,11 +304,16 @@ def test_population_display_names_zones_and_hatches_noise() -> None:
     pop = s.population(epsilon=2)
     html = pop._repr_html_()
     elements = parse(html)
-    margin = pop.metadata.margin_of_error_95
+    from privmob.privacy.mechanisms import Noise, NoiseKind
+    from privmob.privacy.signal import noise_floor
+
+    # the one rule of signal: a zone is coloured only when it clears the noise floor
+    noise = pop.release.noise
+    floor = noise_floor(Noise(NoiseKind(noise["kind"]), float(noise["scale"])), 9)
     tiles = fills(elements, None, "path")
     assert len(tiles) == 9
     for value, fill, _cls in tiles:
-        assert (value <= margin) == fill.startswith("url(#pm-hatch-")
+        assert (value <= floor) == fill.startswith("url(#pm-hatch-")
     # the first rows carry the zone names beside the ids
     cells = [e["text"] for e in elements if e["tag"] == "td"]
     assert "ZoneA" in cells and "zone_name" in html

@@ -181,11 +181,14 @@ def zone_display(
     for z, v in table.groupby(table[key].astype(str), sort=False)[value].sum().items():
         if z in index:
             values[index[z]] = float(v)
-    picture = svg.choropleth(tiles, values, title=release.kind, unit=value, margin=margin)
     noise = _noise(release)
+    floor = None if noise is None or margin is None else noise_floor(noise, len(values))
+    # the one rule: a zone is coloured (and ranked) only when it clears the noise floor
+    picture = svg.choropleth(
+        tiles, values, title=release.kind, unit=value, margin=margin, floor=floor
+    )
     ranking, note = "", ""
-    if noise is not None and margin is not None:
-        floor = noise_floor(noise, len(values))
+    if floor is not None and margin is not None:
         v = np.asarray(values)
         order = [int(j) for j in np.argsort(-v, kind="stable") if v[j] > floor][:10]
         if order:
@@ -272,7 +275,9 @@ def count_display(release: Any, tess: Tessellation | None, period: Any = None) -
     labels = [str(x) for x in part[drawn]]
     values = [float(v) for v in part["count"]]
     floor = _floor_of(release, len(values))
-    chart = svg.bar_chart(labels, values, title=f"{release.kind} by {drawn}", margin=margin)
+    chart = svg.bar_chart(
+        labels, values, title=f"{release.kind} by {drawn}", margin=margin, floor=floor
+    )
     return f"<p class='meta'>{which}</p>{chart}" + _signal_note(values, floor, drawn)
 
 

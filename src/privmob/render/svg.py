@@ -99,12 +99,15 @@ def bar_chart(
     label_every: int = 1,
     title: str = "",
     margin: float | Sequence[float] | None = None,
+    floor: float | None = None,
 ) -> str:
     """Vertical bars; negative noisy values are drawn at zero and shown in the tooltip.
 
     With ``margin`` (the 95% margin of error, one figure or one per bar): whiskers of
     +-margin on every bar, bars at or below the margin in grey (``class='pm-below'``), and a
-    line above the plot that says so."""
+    line above the plot that says so. With ``floor`` (the family's noise floor,
+    :func:`privmob.privacy.signal.noise_floor`), the bars at or below the floor are the grey
+    ones instead: a bar is coloured only when it clears it, as the caption says."""
     n = max(len(values), 1)
     margins = _margins(margin, len(values))
     left, bottom, top = 48, 36, 12 if margins is None else 26
@@ -123,12 +126,16 @@ def bar_chart(
         h = ph * max(v, 0) / vmax
         x = left + i * bw
         m = margins[i] if margins else None
-        below = within_margin(v, m)
+        below = within_margin(v, m if floor is None else floor)
         color = BELOW if below else "#bbb" if highlight_last and i == n - 1 else "#4292c6"
         cls = " class='pm-below'" if below else " class='pm-bar'"
         tip = f"{escape(str(lab))}: {_fmt(v)}" + ("" if m is None else f" ± {_fmt(m)}")
         if below:
-            tip += " (below the margin: cannot be told from empty)"
+            tip += (
+                " (below the margin: cannot be told from empty)"
+                if floor is None
+                else f" (at or below the noise floor {_fmt(floor)})"
+            )
         parts.append(
             f"<rect{cls} x='{x + 0.5:.1f}' y='{top + ph - h:.1f}' width='{max(bw - 1, 0.5):.1f}' "
             f"height='{h:.1f}' fill='{color}'><title>{tip}</title></rect>"
@@ -146,7 +153,11 @@ def bar_chart(
                 f"<text class='pm-xlabel' x='{x + bw / 2:.1f}' y='{height - bottom + 14}' "
                 f"text-anchor='middle' {FONT}>{escape(str(lab))}</text>"
             )
-    if margins:
+    if margins and floor is not None:
+        most = _fmt(max(margins))
+        words = f"whiskers: 95% margin (±{most}); grey: at or below the noise floor {_fmt(floor)}"
+        parts.append(f"<text class='pm-uncertainty' x='{left}' y='14' {FONT}>{words}</text>")
+    elif margins:
         most = _fmt(max(margins))
         words = next(
             (
@@ -368,6 +379,7 @@ def choropleth(
     unit: str = "",
     margin: float | None = None,
     tiles: TileOutlines | None = None,
+    floor: float | None = None,
 ) -> str:
     """Tiles coloured by value (8 classes of equal width up to the largest noisy value); each
     tile's name and value on hover; a legend with the class breaks and ``unit``.
@@ -375,15 +387,20 @@ def choropleth(
     With ``margin`` (the 95% margin of error of a tile), a tile whose value is at or below the
     margin (:func:`within_margin`) is hatched grey (``class='pm-below'``), never given a
     palette colour, and the legend shows the hatch as "at or below the 95% margin".
-    ``tiles``: the outlines of ``tess`` fitted to this size already (:class:`TileOutlines`)."""
+    ``tiles``: the outlines of ``tess`` fitted to this size already (:class:`TileOutlines`).
+    ``floor`` (the family's noise floor, :func:`privmob.privacy.signal.noise_floor`): the
+    hatched tiles are those at or below it instead, so a tile is coloured only when it clears
+    the floor that the caption states."""
+    cut = margin if floor is None else floor
+    said = f"noise floor {_fmt(floor)}" if floor is not None else f"95% margin ±{_fmt(margin or 0)}"
     if tiles is None or tiles.outlines is not tess["outlines"] or tiles.size != (width, height):
         tiles = TileOutlines(tess, width, height)
     proj = tiles.proj
     vmax = max([0, *values])
-    legend_h = (40 if margin is None else 54) if legend else 0
+    legend_h = (40 if margin is None and floor is None else 54) if legend else 0
     hatch = f"pm-hatch-{zlib.crc32(f'{title}{width}x{height}'.encode()):08x}"
     parts = [_map_open(proj, legend_h, title)]
-    if margin is not None:
+    if cut is not None:
         parts.append(
             f"<defs><pattern id='{hatch}' patternUnits='userSpaceOnUse' width='6' height='6' "
             f"patternTransform='rotate(45)'><rect width='6' height='6' fill='{BELOW}'/>"
@@ -391,9 +408,13 @@ def choropleth(
         )
     for i, path in enumerate(tiles.paths):
         v = values[i]
-        below = within_margin(v, margin)
+        below = within_margin(v, cut)
         fill = f"url(#{hatch})" if below else _color(v, vmax)
-        note = f" ± {_fmt(margin)}, below the margin" if below and margin is not None else ""
+        note = ""
+        if below and floor is not None:
+            note = f", at or below the noise floor {_fmt(floor)}"
+        elif below and margin is not None:
+            note = f" ± {_fmt(margin)}, below the margin"
         cls = "pm-below" if below else "pm-tile"
         parts.append(
             f"<path class='{cls}' d='{path}' fill='{fill}' stroke='#888' "
@@ -403,11 +424,11 @@ def choropleth(
     parts.append("</g></g>")
     if legend:
         parts.append(_legend(vmax, proj.height + 4, proj.width, unit))
-        if margin is not None:
+        if cut is not None:
             y = proj.height + 44
-            words = f"at or below the 95% margin ±{_fmt(margin)}: cannot be told from empty"
+            words = f"at or below the {said}: cannot be told from empty"
             if len(words) * CHAR_PX > proj.width - 36:
-                words = f"≤ margin ±{_fmt(margin)}"
+                words = f"≤ margin ±{_fmt(cut)}" if floor is None else f"≤ floor {_fmt(cut)}"
             parts.append(
                 f"<g class='pm-legend-below'><rect x='0' y='{y - 4}' width='{proj.width}' "
                 f"height='14' fill='#fff'/><rect x='8' y='{y - 2}' width='16' height='9' "
