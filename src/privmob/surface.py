@@ -4,7 +4,7 @@ of a hint and the line a warning points at.
 - :func:`option` names an option as that surface spells it: ``--overwrite`` on the command
   line, ``overwrite=True`` in Python (the :class:`~privmob.session.Session` API). The command
   line says so once, around the whole command (:func:`command_line`, from
-  ``privmob.cli.main``); anything else is Python. One table, :data:`OPTIONS`, holds both
+  ``privmob.cli.failure.run``); anything else is Python. One table, :data:`OPTIONS`, holds both
   spellings: a message is written once.
 - :func:`warn_caller` issues a warning at the caller's line: the first frame outside the
   privmob package (a notebook cell, the user's script), whatever the depth of the call.
@@ -33,6 +33,8 @@ OPTIONS: dict[str, tuple[str, str]] = {
     "new_dataset_for_same_data": ("--new-dataset-for-same-data", "new_dataset_for_same_data=True"),
     "yes": ("--yes", "confirm=True"),
     "epsilon": ("--epsilon", "epsilon="),
+    "memory_limit": ("--memory-limit", "memory_limit="),
+    "spill_dir": ("--spill-dir", "spill_dir="),
 }
 
 

@@ -83,9 +83,8 @@ def main(argv: list[str] | None = None) -> None:
     from privmob.cli.common import help_width_when_piped, operator_warnings
     from privmob.cli.failure import charged_here, run
     from privmob.engine.rundir import exit_on_signal
-    from privmob.surface import command_line
 
     help_width_when_piped()
 
-    with exit_on_signal(charged=charged_here), operator_warnings(), command_line():
-        run(app, argv)  # hints name command-line options (privmob.surface)
+    with exit_on_signal(charged=charged_here), operator_warnings():
+        run(app, argv)
