@@ -131,6 +131,14 @@ def report(
         str | None,
         typer.Option("--budget-split", help="weights, e.g. od_flows=3,visits_per_tile=2"),
     ] = None,
+    target_margin: Annotated[
+        str | None,
+        typer.Option(
+            "--target-margin",
+            help="95% margins asked per analysis, solved into the budget split before "
+            "reading (the plan says which are met), e.g. od_flows=50,visits_per_tile=100",
+        ),
+    ] = None,
     ranges: Annotated[
         str | None,
         typer.Option("--range", help="histogram ranges lo:hi:width, e.g. travel_time=0:120:5"),
@@ -172,6 +180,9 @@ def report(
         unit=unit,
         analyses=[a.strip() for a in analyses.split(",")] if analyses else None,
         weights={k: _float(v, "budget weight") for k, v in _pairs(budget_split, "weight").items()},
+        target_margins={
+            k: _float(v, "target margin") for k, v in _pairs(target_margin, "margin").items()
+        },
         ranges={k: _range(v) for k, v in _pairs(ranges, "range").items()},
         time_windows=[_hour(h) for h in time_windows.split(",")],
         same_tile=same_tile,

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from privmob.data import diagnose
 from privmob.engine.relation import new_name
@@ -398,7 +398,7 @@ def column_types(engine: Engine, view: str) -> dict[str, str]:
 def require_engine(engine: Any) -> Engine:
     if engine is None:
         raise EngineError("no engine given")
-    return engine
+    return cast(Engine, engine)
 
 
 #: bytes of a CSV file sampled for its mean line length (:func:`csv_rows_estimate`)

@@ -9,8 +9,9 @@ the public domain and the public tessellation):
   are; density's 168 hours of the week are shown as a **stated aggregate** (their sum);
 - OD flows: only flows above the noise floor of the period's cells are drawn and ranked (the
   level that the noise of none of them reaches with 95% probability), with tile names;
-- zone maps hatch the zones within their 95% margin of 0 and say so in the legend; their
-  ranking lists only zones above the noise floor, name beside id;
+- zone maps colour and rank only the zones above the noise floor of the zones shown (one rule,
+  :func:`privmob.privacy.signal.is_signal`; the caption states the same floor), hatch the
+  others and say so in the legend; the ranking gives each zone's name beside its id;
 - count tables (``counts``, ``trips-per-hour`` and the other kinds of the count template) are
   drawn along one dimension, a map when they are counted by tile, else bars with their margin
   whiskers, **one slice** of their other dimensions at a time (never their sum);
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from privmob.privacy.signal import signal_mask
 from privmob.render import svg
 
 if TYPE_CHECKING:
@@ -129,7 +131,7 @@ def od_display(release: Any, tess: Tessellation, period: Any = None) -> str:
     index = {str(t): i for i, t in enumerate(tiles["ids"])}
     counts = part["count"].to_numpy(dtype=float)
     order = np.argsort(-counts, kind="stable")
-    top = [j for j in order if counts[j] > floor][:10]
+    top = [int(j) for j in order[signal_mask(counts[order], floor)]][:10]
     flows = [
         (index[str(part["origin"].iat[j])], index[str(part["destination"].iat[j])], counts[j])
         for j in top
@@ -152,6 +154,7 @@ def od_display(release: Any, tess: Tessellation, period: Any = None) -> str:
         flows,
         title=f"largest flows above the noise floor {_fmt(floor)}",
         note="" if flows else note,
+        floor=floor,
     )
     return (
         f"<p class='meta'>{which}</p><div style='display:flex;gap:16px;flex-wrap:wrap'>"
@@ -170,9 +173,12 @@ def zone_display(
     margin: float | None,
     caption: str,
     table: pd.DataFrame,
+    noise: Any = None,
 ) -> str:
-    """A zone table (one value per zone) as a choropleth, zones within ``margin`` of 0
-    hatched, and a ranking of the zones above the noise floor with their names."""
+    """A zone table (one value per zone) as a choropleth and a ranking with the zones' names:
+    both show only the zones above the noise floor of the zones shown (the floor the note
+    states), the others hatched. ``noise``: the noise of these values (default: the
+    release's); without a noise or a ``margin`` nothing is hatched or ranked."""
     from privmob.privacy.signal import noise_floor
 
     tiles = _tiles(tess)
@@ -181,16 +187,16 @@ def zone_display(
     for z, v in table.groupby(table[key].astype(str), sort=False)[value].sum().items():
         if z in index:
             values[index[z]] = float(v)
-    noise = _noise(release)
-    floor = None if noise is None or margin is None else noise_floor(noise, len(values))
-    # the one rule: a zone is coloured (and ranked) only when it clears the noise floor
+    noise = _noise(release) if noise is None else noise
+    floor = noise_floor(noise, len(values)) if noise is not None and margin is not None else None
     picture = svg.choropleth(
         tiles, values, title=release.kind, unit=value, margin=margin, floor=floor
     )
     ranking, note = "", ""
     if floor is not None and margin is not None:
         v = np.asarray(values)
-        order = [int(j) for j in np.argsort(-v, kind="stable") if v[j] > floor][:10]
+        by_size = np.argsort(-v, kind="stable")
+        order = [int(j) for j in by_size[signal_mask(v[by_size], floor)]][:10]
         if order:
             ranking = _rows(
                 ["rank", "zone", value],
@@ -208,9 +214,8 @@ def zone_display(
     )
 
 
-def _series_margin(release: Any, t: Any) -> float | None:
-    """The 95% margin of one time bin ``t`` of a (zone) series: its noise scale is in the
-    published budgets table (the scheme spends a different epsilon on each bin)."""
+def _series_noise(release: Any, t: Any) -> Any:
+    """The noise of one period of a series (its public scale in the budgets table)."""
     from privmob.privacy.mechanisms import Noise, NoiseKind
 
     budgets = release.tables.get("budgets")
@@ -219,7 +224,14 @@ def _series_margin(release: Any, t: Any) -> float | None:
     scale = float(budgets.set_index("t")["noise_scale"].get(t, np.nan))
     if not (np.isfinite(scale) and scale > 0):
         return None
-    return float(Noise(NoiseKind(release.noise["kind"]), scale).margin_of_error())
+    return Noise(NoiseKind(release.noise["kind"]), scale)
+
+
+def _series_margin(release: Any, t: Any) -> float | None:
+    """The 95% margin of one time bin ``t`` of a (zone) series (the scheme spends a different
+    epsilon on each bin)."""
+    noise = _series_noise(release, t)
+    return None if noise is None else float(noise.margin_of_error())
 
 
 def _series_margins(release: Any) -> list[float]:
@@ -229,6 +241,17 @@ def _series_margins(release: Any) -> list[float]:
         return []
     margins = (_series_margin(release, t) for t in budgets["t"])
     return [m for m in margins if m is not None]
+
+
+def _series_floor(release: Any, cells: int) -> float | None:
+    """The noise floor of a series' ``cells`` values: that of its noisiest bin (the scheme
+    spends a different epsilon on each bin; the largest scale bounds every bin's noise)."""
+    from privmob.privacy.signal import noise_floor
+
+    budgets = release.tables.get("budgets")
+    noises = [] if budgets is None else [_series_noise(release, t) for t in budgets["t"]]
+    known = [n for n in noises if n is not None]
+    return float(noise_floor(max(known, key=lambda n: n.scale), cells)) if known else None
 
 
 def _floor_of(release: Any, cells: int) -> float | None:
@@ -305,11 +328,13 @@ def series_display(release: Any) -> str:
     labels = labels or [str(x) for x in t["t"]]
     margins = _series_margins(release)
     margin = max(margins) if margins else None
+    values = [float(v) for v in t["value"]]
     chart = svg.line_chart(
         labels,
-        {"noisy value": [float(v) for v in t["value"]]},
+        {"noisy value": values},
         title=f"{release.kind} per time bin",
         margin=margin,
+        floor=_series_floor(release, len(values)),
         width=640,
     )
     varies = margins and min(margins) != max(margins)
@@ -355,6 +380,7 @@ def zone_series_display(release: Any, tess: Tessellation, period: Any = None) ->
         margin=_series_margin(release, tcode),
         caption=which,
         table=part,
+        noise=_series_noise(release, tcode),
     )
 
 

@@ -461,9 +461,8 @@ class SessionBase:
         from privmob.data.times import naive_zone
         from privmob.releases.kinds import BY_ANY_NAME
 
-        kind = BY_ANY_NAME.get(str(getattr(spec, "kind", "")))
-        period = getattr(spec, "public_period", None)
-        out: dict[str, Any] = {"period": period() if period is not None else None}
+        kind = BY_ANY_NAME.get(spec.kind)
+        out: dict[str, Any] = {"period": spec.public_period()}
         if kind is None:
             return out
         shape = self.shape if self.shape != "auto" or len(kind.shapes) != 1 else kind.shapes[0]
@@ -473,9 +472,9 @@ class SessionBase:
             "input_timezone": naive_zone(self.timezone),
             "trip_rule": trip_definition(shape, self.trip_rule),
             "stay_points": stay_definition(shape, self.stay_distance, self.stay_minutes),
-            "same_tile_trips": getattr(spec, "same_tile_rule", None),
+            "same_tile_trips": spec.same_tile_rule,
         }
-        if getattr(spec, "records", "trips") != "trips":  # a count of points or events
+        if spec.records != "trips":  # a count of points or events
             values["trip_rule"] = values["same_tile_trips"] = None
         out.update({key: values[key] for key in kind.definitions})
         return out
@@ -500,13 +499,17 @@ class SessionBase:
         """The input of a release of ``spec``, read as what it counts (its ``records``):
         ``trips`` (one-row trips without a rider id are each their own unit in a trip-level
         release that states no group size), ``trip-points``, else located events (homes, ...)."""
-        records = getattr(spec, "records", "events")
-        if records == "trips":
-            trip_level = PrivacyUnit(getattr(spec, "unit", "user")) is PrivacyUnit.TRIP
+        if spec.records == "trips":
+            trip_level = PrivacyUnit(spec.unit) is PrivacyUnit.TRIP
             return self.load_trips(trip_level and self._accountant.group_size is None)
-        if records == "trip-points":
+        if spec.records == "trip-points":
             return self.load_trip_points()
-        return self.load_events()
+        if spec.records in ("events", "homes"):
+            return self.load_events()
+        raise ConfigError(
+            f"a release of {spec.records} has no default loader",
+            hint="pass load= (session -> its input), e.g. the spec's own loader",
+        )
 
     def load_trips(
         self, uid_per_trip: bool = False, *, carry: Sequence[str] = (), coordinates: bool = False

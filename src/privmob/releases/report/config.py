@@ -5,6 +5,7 @@ windows, the contribution bound M, the unit of privacy and the budget split.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -130,6 +131,8 @@ class ReportConfig:
     confidence: float = 0.95
     #: trips within one tile in od_flows: the rule of ``od`` (privmob.releases.kinds)
     same_tile: str = "exclude"
+    #: 95% margins asked per analysis, solved into ``weights`` (:mod:`.split`)
+    target_margins: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -146,14 +149,22 @@ class ReportConfig:
         noise_kind: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE,
         quantile_share: float = 0.5,
         same_tile: str = "exclude",
+        target_margins: Mapping[str, float] | None = None,
     ) -> ReportConfig:
         """The config from plain values (the Session's keywords and the command's options):
         ``max_trips`` None is 1 at trip level and refused at user level; ``period`` is
         ``(start, end)``; ``weights`` per analysis (missing: 1); ``ranges`` per histogram
-        ``(lo, hi, width)``; ``time_windows`` the hours that start the windows."""
+        ``(lo, hi, width)``; ``time_windows`` the hours that start the windows;
+        ``target_margins`` per analysis (95%, in its counts' units), solved into the weights
+        (:func:`~.split.weights_for_targets`; not with ``weights``)."""
         start, end = period if period is not None else (None, None)
         unit = PrivacyUnit(unit)
-        return cls(
+        if target_margins and weights:
+            raise ConfigError(
+                "give the budget split as weights or as target margins, not both",
+                hint="drop --budget-split (Python: weights=) or --target-margin (target_margins=)",
+            )
+        cfg = cls(
             epsilon=float(epsilon),
             max_trips=report_bound(max_trips, unit),
             period=(_to_datetime(start), _to_datetime(end)),
@@ -167,6 +178,14 @@ class ReportConfig:
             noise_kind=NoiseKind(noise_kind),
             quantile_share=float(quantile_share),
             same_tile=same_tile,
+        )
+        if not target_margins:
+            return cfg
+        from .split import weights_for_targets
+
+        targets = {str(a): _number(t, f"target margin of {a}") for a, t in target_margins.items()}
+        return dataclasses.replace(
+            cfg, weights=weights_for_targets(cfg, targets), target_margins=targets
         )
 
     def __post_init__(self) -> None:
@@ -247,4 +266,5 @@ class ReportConfig:
             "time_resolution": self.time_resolution,
             "ranges": {a: self.bins(a).to_dict() for a in DISTRIBUTIONS},
             "same_tile": self.same_tile,
+            **({"target_margins": dict(self.target_margins)} if self.target_margins else {}),
         }
