@@ -103,3 +103,24 @@ def test_every_warning_of_the_session_points_at_the_callers_line(tmp_path: Path)
     assert planned and skipped and renamed, [str(w.message)[:60] for w in caught]
     for w in planned + skipped + renamed:
         assert w.filename == __file__, (str(w.message)[:60], w.filename, w.lineno)
+
+
+def test_an_old_ledger_opened_by_the_session_warns_at_the_callers_line(tmp_path: Path) -> None:
+    import sqlite3
+
+    from privmob.privacy.ledger import LedgerMigrated
+    from tests.privacy.test_ledger_bound import FIRST_SCHEMA
+
+    path = tmp_path / "old.sqlite"
+    con = sqlite3.connect(path, isolation_level=None)
+    con.executescript(FIRST_SCHEMA)
+    con.execute("INSERT INTO budgets VALUES ('d', 2.0, 0.0, 'user', '2026-01-01', '')")
+    con.close()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        s = pm.Session(random_trips(10, 9, seed=1), tessellation=zones(), ledger=str(path),
+                       dataset="d")  # fmt: skip
+        s.close()
+    migrated = [w for w in caught if issubclass(w.category, LedgerMigrated)]
+    assert migrated, [str(w.message)[:60] for w in caught]
+    assert all(w.filename == __file__ for w in migrated), [(w.filename, w.lineno) for w in migrated]
