@@ -36,6 +36,7 @@ from privmob.releases import gate
 from privmob.releases.specs import Plan, Spec, before_reading
 from privmob.results import ReleaseResult
 from privmob.session.ledger_view import SessionLedger
+from privmob.surface import option
 
 if TYPE_CHECKING:
     from privmob.data.tessellation import Tessellation
@@ -54,11 +55,10 @@ def _quiet(_message: str) -> None:
 
 
 def _python_warning(message: str) -> None:
-    import warnings
-
     from privmob.errors import PrivmobWarning
+    from privmob.surface import warn_caller
 
-    warnings.warn(message, PrivmobWarning, stacklevel=4)
+    warn_caller(message, PrivmobWarning)  # at the caller's line (the cell), not privmob's
 
 
 class PlanWarning:
@@ -76,8 +76,8 @@ class PlanWarning:
         if not self.confirm:
             raise ConfigError(
                 f"refused before reading: {message} Nothing was read or charged.",
-                hint="release it all the same with --yes (Python: confirm=True), or raise "
-                "--epsilon (the plan says what a cell then needs)",
+                hint=f"release it all the same with {option('yes')}, or raise "
+                f"{option('epsilon')} (the plan says what a cell then needs)",
             )
         self.tell(message)
 
