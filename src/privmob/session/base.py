@@ -63,10 +63,10 @@ def _python_warning(message: str) -> None:
 
 class PlanWarning:
     """What the lifecycle does with a plan's warning (from public parameters, e.g. an epsilon
-    below 0.1: :attr:`~privmob.releases.plan.Plan.warning`), which it is given before anything
-    is read or charged: a release the operator has confirmed (``confirm=True``, the CLI's
-    ``--yes``) goes on, the warning told to ``tell``; any other is refused there, so a warning
-    is never followed by a charge nobody agreed to. The session's ``warn`` attribute."""
+    below 0.1 or more than 10 million cells: :attr:`~privmob.releases.plan.Plan.warning`),
+    which it is given before anything is read or charged: a release the operator has
+    confirmed (``confirm=True``, the CLI's ``--yes``) goes on, the warning told to ``tell``; any
+    other is refused there, so a warning is never followed by a charge nobody agreed to. The session's ``warn`` attribute."""
 
     def __init__(self, tell: Callable[[str], None], confirm: bool) -> None:
         self.tell = tell
@@ -76,8 +76,8 @@ class PlanWarning:
         if not self.confirm:
             raise ConfigError(
                 f"refused before reading: {message} Nothing was read or charged.",
-                hint="release it all the same with --yes (Python: confirm=True), or raise "
-                "--epsilon (the plan says what a cell then needs)",
+                hint="release it all the same with --yes (Python: confirm=True), or change "
+                "what the warning names (the plan says what a cell needs)",
             )
         self.tell(message)
 

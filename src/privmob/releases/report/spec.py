@@ -28,6 +28,18 @@ if TYPE_CHECKING:
     from privmob.data.tessellation import Tessellation
 
 
+def omitted_note(cfg: ReportConfig) -> tuple[str, ...]:
+    """The plan's line on the analyses a report leaves out (none: no line)."""
+    if not cfg.omitted:
+        return ()
+    left = ", ".join(a.replace("_", " ") for a in cfg.omitted)
+    reason = next(iter(cfg.omitted.values()))
+    return (
+        f"left out: {left} ({reason}), before the budget is split: epsilon "
+        f"{cfg.epsilon:g} goes to the {len(cfg.selected)} other analyses",
+    )
+
+
 @dataclass(frozen=True)
 class ReportSpec:
     """A mobility report (see :func:`~.build.mobility_report`); ``config`` is a
@@ -73,6 +85,7 @@ class ReportSpec:
             margin_of_error_95=max(margins, default=0.0),
             noise=str(cfg.noise_kind),
             parts=len(cfg.selected),
+            notes=omitted_note(cfg),
         )
 
     def plan(self) -> Plan:
