@@ -66,7 +66,8 @@ class PlanWarning:
     below 0.1 or more than 10 million cells: :attr:`~privmob.releases.plan.Plan.warning`),
     which it is given before anything is read or charged: a release the operator has
     confirmed (``confirm=True``, the CLI's ``--yes``) goes on, the warning told to ``tell``; any
-    other is refused there, so a warning is never followed by a charge nobody agreed to. The session's ``warn`` attribute."""
+    other is refused there, so a warning is never followed by a charge nobody agreed to. The
+    session's ``warn`` attribute."""
 
     def __init__(self, tell: Callable[[str], None], confirm: bool) -> None:
         self.tell = tell
