@@ -78,3 +78,32 @@ def test_gps_trips_are_measured_between_the_stays_coordinates(tmp_path: Path) ->
         str(gps_traces(tmp_path)), tessellation=box_grid(3).gdf, shape="gps", seed=1
     ) as s:
         assert distances(s) == pytest.approx([OUTSIDE], rel=1e-9)
+
+
+def test_a_tile_outside_the_tessellation_has_no_distance_even_in_an_open_last_bin(
+    tmp_path: Path,
+) -> None:
+    """Trips given by tile ids: a trip from a tile id not in the tessellation has no centroid,
+    so no distance, and is counted in the outliers cell, whatever the bins: before, its
+    distance was half the Earth's circumference (20,015 km; SQL's LEAST skips a NULL) and a
+    last bin of [3, 25000) km counted it."""
+    rows = [("u1", 1, "2024-01-01 08:00:00", 0, 8), ("u2", 2, "2024-01-01 09:00:00", 99, 8)]
+    path = tmp_path / "trips.csv"
+    columns = ["uid", "tid", "start_time", "origin", "destination"]
+    pd.DataFrame(rows, columns=columns).to_csv(path, index=False)
+    with pm.Session(str(path), tessellation=box_grid(3).gdf, seed=1, budget=1000) as s:
+        trips = s.load_counted("trips", ["distance:0,3,25000"])
+        got = trips.engine.fetch(f"SELECT tid, distance_km FROM {trips.view} ORDER BY tid")
+        # tile 0 to tile 8: centroids (52.005, 13.005) and (52.025, 13.025), to 1e-6 (the
+        # tessellation computes its centroids as areas' centres)
+        assert got["distance_km"].iloc[0] == pytest.approx(
+            2 * R_KM * math.asin(math.sqrt(
+                math.sin(math.radians(0.01)) ** 2
+                + math.cos(math.radians(52.005)) * math.cos(math.radians(52.025))
+                * math.sin(math.radians(0.01)) ** 2
+            )), rel=1e-6,
+        )  # fmt: skip
+        assert pd.isna(got["distance_km"].iloc[1])
+        rel = s.counts(epsilon=100, by=["distance:0,3,25000"], max_records=1).release
+        assert rel.tables["counts"]["count"].tolist() == [1, 0]
+        assert int(rel.tables["outliers"]["count"].iloc[0]) == 1

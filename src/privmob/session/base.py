@@ -516,7 +516,8 @@ class SessionBase:
         the session's ``trip_rule``, GPS traces between stay points), read and validated once.
         ``uid_per_trip``: one-row trips without a uid column make each trip its own unit (for
         trip-level releases only). ``carry``: more input columns kept (one-row trips only);
-        ``coordinates``: keep the ends' coordinates when one-row trips give them."""
+        ``coordinates``: keep the ends' coordinates where the input gives them (one-row trips with
+        coordinates, trip points, GPS traces)."""
         key = f"trips {uid_per_trip} {tuple(carry)} {coordinates}"
         if key not in self._loaded:
             from privmob.prepare.inputs import load_trips_any
