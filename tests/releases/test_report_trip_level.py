@@ -17,6 +17,7 @@ import privmob as pm
 from privmob.errors import ConfigError
 from privmob.releases.report import ANALYSES, ReportConfig
 from privmob.releases.report.config import NEEDS_A_RIDER, PER_USER_ANALYSES
+from privmob.releases.report.spec import ReportSpec
 
 JANUARY = ("2024-01-01", "2024-02-01")
 
@@ -50,6 +51,14 @@ def test_the_per_user_analyses_are_left_out_before_the_budget_is_split() -> None
     # the whole epsilon goes to the 10 others (weights 1): 0.1 each, none to the left-out
     assert [trip.epsilon_for(a) for a in kept] == pytest.approx([1.0 / len(kept)] * len(kept))
     assert trip.to_dict()["omitted_analyses"] == trip.omitted
+    # the plan counts the cells of the released analyses only: as if the 10 had been asked for
+    asked = ReportConfig.build(
+        epsilon=1.0, max_trips=None, period=JANUARY, unit="trip", analyses=kept
+    )
+    grid = box_grid(3)
+    assert asked.omitted == {}
+    assert ReportSpec(grid, trip).plan().cells == ReportSpec(grid, asked).plan().cells
+    assert ReportSpec(grid, trip).plan().parts == 10
     # user level: all 15, and its parameters say nothing new (the golden values stay)
     user = ReportConfig.build(epsilon=1.0, max_trips=3, period=JANUARY)
     assert user.selected == ANALYSES and user.omitted == {}

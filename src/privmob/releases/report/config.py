@@ -265,7 +265,8 @@ class ReportConfig:
         omitted: dict[str, object] = (
             {
                 "omitted_analyses": dict(self.omitted),
-                "budget_split": "over the released analyses only: the left-out ones take none",
+                "budget_split": "the budget is split over the released analyses only; the left-out "
+                "ones take none of it",
             }
             if self.omitted
             else {}

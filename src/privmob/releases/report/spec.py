@@ -28,6 +28,13 @@ if TYPE_CHECKING:
     from privmob.data.tessellation import Tessellation
 
 
+def _released(counted: str, cfg: ReportConfig) -> bool:
+    """Whether the count vector ``counted`` is noised: its analysis is selected (dataset
+    statistics are the users and the trip kinds)."""
+    statistics = counted in ("users", "trip_kinds")
+    return (statistics and "dataset_statistics" in cfg.selected) or counted in cfg.selected
+
+
 def omitted_note(cfg: ReportConfig) -> tuple[str, ...]:
     """The plan's line on the analyses a report leaves out (none: no line)."""
     if not cfg.omitted:
@@ -62,12 +69,8 @@ class ReportSpec:
     @cached_property
     def _plan(self) -> Plan:
         cfg = self.config
-        cells = sum(
-            size
-            for _sql, size in queries(
-                cfg, self.tessellation.k, len(time_bins(cfg)), DUCKDB
-            ).values()
-        )
+        counted = queries(cfg, self.tessellation.k, len(time_bins(cfg)), DUCKDB)
+        cells = sum(size for name, (_sql, size) in counted.items() if _released(name, cfg))
         margins = []
         for name in cfg.selected:
             eps = cfg.epsilon_for(name)
