@@ -12,7 +12,7 @@ import pytest
 from tests.helpers import box_grid, run_cli
 
 import privmob as pm
-from privmob.errors import ConfigError, InputError
+from privmob.errors import ConfigError, InputError, PrivmobWarning
 from privmob.privacy.costs import Cost
 from privmob.privacy.ledger import Ledger
 from privmob.privacy.signal import LARGE_PLAN_CELLS
@@ -52,11 +52,14 @@ def test_a_python_release_of_48_million_cells_is_refused_before_reading(tmp_path
     assert "Nothing was read or charged" in str(no.value) and "confirm=True" in str(no.value.hint)
     assert s._loaded == {} and s.ledger.spent() == 0
     s.close()
-    # confirmed: it goes on to read the input (which fails here), not refused by its size
+    # confirmed: told once, then on to read the input (which fails here), not refused by size
     s = pm.Session(
         str(data), tessellation=box_grid(**GRID).gdf, budget=5, dataset="big", confirm=True
     )
-    with pytest.raises((InputError, ConfigError)) as read:
+    with (
+        pytest.warns(PrivmobWarning, match="more than the 10,000,000"),
+        pytest.raises((InputError, ConfigError)) as read,
+    ):
         s.od(epsilon=1, max_trips=5, period=period)
     assert "more than the 10,000,000" not in str(read.value)
     s.close()
