@@ -60,3 +60,37 @@ def test_new_dimensions_count_the_same_on_both_engines(spark_engine: object) -> 
             )
     finally:
         duck.close()
+
+
+def test_trip_points_distance_from_their_ends_is_the_same_on_both_engines(
+    spark_engine: object,
+) -> None:
+    """Trip points: the distance between each trip's first and last point (some ends outside
+    the grid, which keep their distance) counts the same on DuckDB and Spark."""
+    rng = np.random.default_rng(5)
+    n = 40
+    start = pd.Timestamp("2024-01-01 06:00") + pd.to_timedelta(rng.integers(0, 2 * 86_400, n), "s")
+    ends = [
+        pd.DataFrame(
+            {
+                "uid": np.arange(n) % 7,
+                "tid": np.arange(n),
+                "datetime": start + pd.Timedelta(minutes=minutes),
+                "lat": 52.0 + rng.random(n) * 0.05,  # the grid spans 0.03 degree
+                "lng": 13.0 + rng.random(n) * 0.05,
+            }
+        )
+        for minutes in (0, 10, 25)
+    ]
+    points = pd.concat(ends, ignore_index=True)
+    by: list[object] = [pm.Distance([0, 1, 2, 4, 8])]
+    duck = DuckDBEngine()
+    try:
+        a = _counts(duck, points, by, "trips")
+        b = _counts(spark_engine, points, by, "trips")
+    finally:
+        duck.close()
+    assert a["count"].sum() == n and a["count"].iloc[:-1].sum() == n  # none without a distance
+    pd.testing.assert_frame_equal(
+        a.reset_index(drop=True).astype(str), b.reset_index(drop=True).astype(str)
+    )

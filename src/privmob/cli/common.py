@@ -103,7 +103,7 @@ YesOpt = Annotated[
     typer.Option(
         "--yes",
         "-y",
-        help="release it even if its plan warns (e.g. epsilon below 0.1: cells mostly noise); "
+        help="release it even if its plan warns (epsilon below 0.1, more than 10 million cells); "
         "without it such a release is refused before reading or charging anything",
     ),
 ]

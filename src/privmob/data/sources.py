@@ -583,18 +583,31 @@ def _grid_tiled_points(untiled: Loaded, grid: Any, carry: tuple[str, ...] = ()) 
     return untiled.derived(view, "trip_points", lambda b: _grid_tiled_points(b, grid, carry))
 
 
-def trips_from_points(points: Loaded) -> Loaded:
-    """One row per trip from trip points: first point = origin, last point = destination."""
+def end_coordinates(order: str) -> str:
+    """SQL columns of a trip's first and last point's coordinates (``origin_lat, origin_lng,
+    destination_lat, destination_lng``), the points ordered by ``order``: the ends a trip
+    distance is measured between (:func:`privmob.releases.dimensions.with_trip_distance`)."""
+    return (
+        f", arg_min(lat, {order}) AS origin_lat, arg_min(lng, {order}) AS origin_lng, "
+        f"arg_max(lat, {order}) AS destination_lat, arg_max(lng, {order}) AS destination_lng"
+    )
+
+
+def trips_from_points(points: Loaded, coordinates: bool = False) -> Loaded:
+    """One row per trip from trip points: first point = origin, last point = destination;
+    with ``coordinates``, also their coordinates (:func:`end_coordinates`), known also for an
+    end outside the tessellation."""
     view = new_name("trips")
+    ends = end_coordinates("time") if coordinates else ""
     points.engine.create_view(
         view,
         (
             "SELECT uid, tid, min(time) AS start_time, max(time) AS end_time, "
-            "arg_min(tile, time) AS origin, arg_max(tile, time) AS destination "
+            f"arg_min(tile, time) AS origin, arg_max(tile, time) AS destination{ends} "
             f"FROM {points.view} GROUP BY uid, tid"
         ),
     )
-    return points.derived(view, "trips", trips_from_points)
+    return points.derived(view, "trips", lambda p: trips_from_points(p, coordinates))
 
 
 def trip_points_from_trips(trips: Loaded) -> Loaded:

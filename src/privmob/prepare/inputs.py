@@ -66,9 +66,11 @@ def load_trips_any(
     column names (not declared), so located events without cells are refused before they are
     read: they may be a GPS log (:func:`refuse_undeclared_located_events`). ``reading``: the
     column mapping, time zone and delimiter (:class:`~privmob.data.reading.Reading`).
-    ``keep_coordinates`` and ``carry`` (more input columns, kept under their own names):
-    one-row trips only (:func:`privmob.data.sources.load_trips`); trips built from points or
-    events have no value of their own in another column."""
+    ``keep_coordinates``: keep the coordinates of the trips' ends where the input has them
+    (one-row trips with coordinates, trip points and GPS traces: their first and last point);
+    ``carry`` (more input columns, kept under their own names): one-row trips only
+    (:func:`privmob.data.sources.load_trips`); trips built from points or events have no value
+    of their own in another column."""
     from privmob.prepare.trips import events_to_trips
 
     refuse_unknown_reading(reading)
@@ -98,11 +100,12 @@ def load_trips_any(
             **common,
         )
     if shape == "trip-points":
-        return trips_from_points(load_trip_points(source, **common))
+        return trips_from_points(load_trip_points(source, **common), keep_coordinates)
     if shape == "gps":
         from privmob.prepare.staypoints import gps_trips
 
-        return gps_trips(load_gps_points(source, stay_distance, stay_minutes, **common))
+        points = load_gps_points(source, stay_distance, stay_minutes, **common)
+        return gps_trips(points, keep_coordinates)
     if shape_detected and cells is None:
         refuse_undeclared_located_events(source)
     events = load_events(source, cells=cells, **common)

@@ -157,16 +157,22 @@ def gps_trip_points(
     )
 
 
-def gps_trips(points: Loaded) -> Loaded:
+def gps_trips(points: Loaded, coordinates: bool = False) -> Loaded:
     """One row per trip from :func:`gps_trip_points`: origin = tile of the first point,
-    destination = tile of the last (by the points' rank, so ties in time cannot swap them)."""
+    destination = tile of the last (by the points' rank, so ties in time cannot swap them);
+    with ``coordinates``, also their coordinates
+    (:func:`~privmob.data.sources.end_coordinates`), known also for an end outside the
+    tessellation."""
+    from privmob.data.sources import end_coordinates
+
     view = new_name("trips")
+    ends = end_coordinates("seq") if coordinates else ""
     points.engine.create_view(
         view,
         (
             "SELECT uid, tid, min(time) AS start_time, max(time) AS end_time, "
-            "arg_min(tile, seq) AS origin, arg_max(tile, seq) AS destination "
+            f"arg_min(tile, seq) AS origin, arg_max(tile, seq) AS destination{ends} "
             f"FROM {points.view} GROUP BY uid, tid"
         ),
     )
-    return points.derived(view, "trips", gps_trips)
+    return points.derived(view, "trips", lambda p: gps_trips(p, coordinates))

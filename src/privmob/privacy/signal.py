@@ -20,7 +20,9 @@ small multiples); everything else is drawn as "cannot be told from noise".
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -109,6 +111,23 @@ def signal_check(
             "small), not drowned by the noise"
         )
     return SignalCheck(cells, below, int(margin), text, share_above, note, clear)
+
+
+def beside_signal(check: SignalCheck, held: Sequence[str]) -> SignalCheck:
+    """``check`` read beside the analyses of the same release that clear their noise floor
+    (``held``, named): the release then has units enough, so cells all within their margin
+    count something small or absent (no missing values, say), and calling them noise from
+    "too few units" would be wrong. The warning becomes a note saying so; without ``held``,
+    or without a warning, ``check`` as it is (noisy values and public margins only)."""
+    if check.warning is None or not held:
+        return check
+    note = (
+        f"{check.share:.0%} of the {check.cells:,} cells are within their 95% margin "
+        f"(±{check.margin:,}) of 0 while {', '.join(held)} clear their noise floor: these "
+        "counts are small or zero (a value within the margin cannot be told from 0), not a "
+        "sign of too few units"
+    )
+    return dataclasses.replace(check, warning=None, note=note)
 
 
 def noise_floor(noise: Noise, cells: int, confidence: float = 0.95) -> int:
@@ -234,3 +253,33 @@ def low_epsilon_warning(epsilon: float, margin: float) -> str | None:
         else "each cell's noise is more than 10 times the bound"
     )
     return f"epsilon {epsilon:g} is below {LOW_EPSILON:g}: {scale}."
+
+
+#: A release with more noisy cells than this is refused before it is read unless the operator
+#: confirms it (``--yes``, Python ``confirm=True``; :class:`privmob.session.base.PlanWarning`):
+#: 10 million cells take minutes and gigabytes (a 1 km grid's OD pairs by day over 92 days,
+#: 48.7 M cells, ran 142 s with 96% of its cells indistinguishable from 0), and every cell must
+#: clear the noise floor of them all to be shown.
+LARGE_PLAN_CELLS = 10_000_000
+
+
+def large_plan_warning(cells: int, margin: float) -> str | None:
+    """The warning of a plan of more than :data:`LARGE_PLAN_CELLS` cells, said before anything
+    is read, with what its cells need: the noise floor of that many cells (from the plan's 95%
+    margin of one cell, Laplace tails: :func:`signal_check`'s rule) and the records the input
+    would need for most cells to reach it. Public parameters only; None up to the level."""
+    if cells <= LARGE_PLAN_CELLS:
+        return None
+    need = ""
+    if math.isfinite(margin) and margin > 0:
+        floor = margin * math.log(20 * cells) / math.log(20)
+        need = (
+            f"; a cell is shown only above the noise floor of them all (about {floor:,.0f}), "
+            "so most cells stay below it unless the input holds more than "
+            f"{cells * floor / 2:,.0f} counted records"
+        )
+    return (
+        f"this plan has {cells:,} cells, more than the {LARGE_PLAN_CELLS:,} released without "
+        f"asking{need}. Coarser zones or periods (a longer bin, a shorter study period) make "
+        "fewer, fuller cells."
+    )

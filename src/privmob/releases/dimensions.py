@@ -17,9 +17,11 @@ are fixed before any data is read and never taken from the data. The vocabulary
   great-circle distance (haversine, Earth radius 6371.0088 km, as the report's
   ``jump_length``) between the trip's start and end coordinates when the input gives them
   (one-row trips with ``origin_lat, origin_lng, destination_lat, destination_lng`` or the
-  bike-share names), else between the centroids of its origin and destination tiles (a
-  public point per tile; a trip within one tile is then 0 km). A trip outside every tile has
-  no centroid: its distance is unknown and it is counted in the outliers cell;
+  bike-share names; trip points and GPS traces: the trip's first and last point), also for a
+  trip with an end outside the tessellation (outside for the tile dimensions only); else (tile
+  ids, events) between the centroids of its origin and destination tiles (a public point per
+  tile; a trip within one tile is then 0 km), where a trip outside every tile has no centroid:
+  its distance is unknown and it is counted in the outliers cell;
 - ``COLUMN:v1,v2,...`` (any other name): a categorical column of the input, carried through
   the loader, with its declared values (compared as text). A value not declared, or a missing
   value, is counted in the outliers cell: the declared values are the public domain and the
@@ -363,9 +365,14 @@ def with_trip_distance(trips: Loaded, tessellation: Tessellation) -> Loaded:
                 }
             ),
         )
+        # no centroid, no distance: NULL (the outliers cell). The check is needed: LEAST
+        # skips a NULL in DuckDB and Spark, so the haversine of a missing end is half the
+        # Earth's circumference (20,015 km), which an open last bin would count
         km = haversine_km("o_.lat", "o_.lng", "d_.lat", "d_.lng")
+        known = "o_.tile IS NOT NULL AND d_.tile IS NOT NULL"
         sql = (
-            f"SELECT t_.*, {km} AS {DISTANCE_COLUMN} FROM {trips.view} AS t_ "
+            f"SELECT t_.*, CASE WHEN {known} THEN {km} END AS {DISTANCE_COLUMN} "
+            f"FROM {trips.view} AS t_ "
             f"LEFT JOIN {points} AS o_ ON t_.origin = o_.tile "
             f"LEFT JOIN {points} AS d_ ON t_.destination = d_.tile"
         )

@@ -43,7 +43,7 @@ def series_cost_lines(release: Any, group_size: int | None = None) -> list[str]:
                 f"over the series loses epsilon={user.epsilon:g} (group privacy)"
             )
         else:
-            examples = ", ".join(f"{g} trips -> {g * eps:g}" for g in (1, 14, 100))
+            examples = ", ".join(f"{g} trip{'s' * (g > 1)} -> {g * eps:g}" for g in (1, 14, 100))
             lines.append(
                 f"trip level: epsilon={eps:g} per trip; a user with g trips loses g x {eps:g} "
                 f"(group privacy; {examples}). With rider ids, --group-size N charges a "

@@ -121,11 +121,18 @@ class Plan:
 
     @property
     def warning(self) -> str | None:
-        """A warning from public parameters, shown before anything is read or charged
-        (:func:`privmob.privacy.signal.low_epsilon_warning`)."""
-        from privmob.privacy.signal import low_epsilon_warning
+        """A warning from public parameters, shown before anything is read or charged, and
+        refused there unless confirmed: an epsilon below 0.1, more cells than
+        :data:`~privmob.privacy.signal.LARGE_PLAN_CELLS`
+        (:func:`privmob.privacy.signal.low_epsilon_warning`, :func:`~privmob.privacy.signal.
+        large_plan_warning`)."""
+        from privmob.privacy.signal import large_plan_warning, low_epsilon_warning
 
-        return low_epsilon_warning(self.cost.epsilon, self.margin_of_error_95)
+        said = (
+            low_epsilon_warning(self.cost.epsilon, self.margin_of_error_95),
+            large_plan_warning(self.cells, self.margin_of_error_95),
+        )
+        return " ".join(w for w in said if w) or None
 
     def _repr_html_(self) -> str:
         """The plan as a table in a notebook (what :meth:`summary` says, one row a figure)."""

@@ -404,7 +404,7 @@ def render_report_html(doc: dict[str, Any]) -> str:
         ],
     )
     nav = "".join(f"<a href='#{n}'>{TITLES[n]}</a>" for n in p["analyses"])
-    sections = "".join(_section(n, an[n], doc) for n in p["analyses"])
+    sections = _left_out(p) + "".join(_section(n, an[n], doc) for n in p["analyses"])
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width,initial-scale=1'>"
@@ -420,6 +420,22 @@ def render_report_html(doc: dict[str, Any]) -> str:
         f"{sections}</main>"
         f"<script type='application/json' id='report-data'>{_embed(doc)}</script>"
         "</body></html>"
+    )
+
+
+def _left_out(params: dict[str, Any]) -> str:
+    """One line per analysis the report left out, with the reason (a trip-level report's
+    per-user analyses); nothing when none was."""
+    lines = "".join(
+        f"<li class='pm-omitted' data-analysis='{escape(n)}'><b>{TITLES[n]}</b>: left out "
+        f"({escape(reason)})</li>"
+        for n, reason in (params.get("omitted_analyses") or {}).items()
+    )
+    if not lines:
+        return ""
+    return (
+        f"<section id='left-out'><h2>Left out</h2><ul>{lines}</ul><p class='meta'>"
+        f"{escape(params.get('budget_split', ''))}</p></section>"
     )
 
 

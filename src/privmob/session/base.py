@@ -63,10 +63,11 @@ def _python_warning(message: str) -> None:
 
 class PlanWarning:
     """What the lifecycle does with a plan's warning (from public parameters, e.g. an epsilon
-    below 0.1: :attr:`~privmob.releases.plan.Plan.warning`), which it is given before anything
-    is read or charged: a release the operator has confirmed (``confirm=True``, the CLI's
-    ``--yes``) goes on, the warning told to ``tell``; any other is refused there, so a warning
-    is never followed by a charge nobody agreed to. The session's ``warn`` attribute."""
+    below 0.1 or more than 10 million cells: :attr:`~privmob.releases.plan.Plan.warning`),
+    which it is given before anything is read or charged: a release the operator has
+    confirmed (``confirm=True``, the CLI's ``--yes``) goes on, the warning told to ``tell``; any
+    other is refused there, so a warning is never followed by a charge nobody agreed to. The
+    session's ``warn`` attribute."""
 
     def __init__(self, tell: Callable[[str], None], confirm: bool) -> None:
         self.tell = tell
@@ -76,8 +77,8 @@ class PlanWarning:
         if not self.confirm:
             raise ConfigError(
                 f"refused before reading: {message} Nothing was read or charged.",
-                hint=f"release it all the same with {option('yes')}, or raise "
-                f"{option('epsilon')} (the plan says what a cell then needs)",
+                hint=f"release it all the same with {option('yes')}, or change what the warning "
+                "names (the plan says what a cell needs)",
             )
         self.tell(message)
 
@@ -518,7 +519,8 @@ class SessionBase:
         the session's ``trip_rule``, GPS traces between stay points), read and validated once.
         ``uid_per_trip``: one-row trips without a uid column make each trip its own unit (for
         trip-level releases only). ``carry``: more input columns kept (one-row trips only);
-        ``coordinates``: keep the ends' coordinates when one-row trips give them."""
+        ``coordinates``: keep the ends' coordinates where the input gives them (one-row trips with
+        coordinates, trip points, GPS traces)."""
         key = f"trips {uid_per_trip} {tuple(carry)} {coordinates}"
         if key not in self._loaded:
             from privmob.prepare.inputs import load_trips_any

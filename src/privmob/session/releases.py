@@ -69,8 +69,8 @@ class Session(SessionCounts):
     ``warn``: how warnings for the operator before a charge are given (default: a
     :class:`~privmob.errors.PrivmobWarning`); never recorded in a release.
     ``confirm``: release all the same what a plan warns about (an epsilon below 0.1: its
-    cells are mostly noise); without it such a release is refused before anything is read or
-    charged (the CLI's ``--yes``).
+    cells are mostly noise; more than 10 million cells); without it such a release is refused
+    before anything is read or charged (the CLI's ``--yes``).
     ``seed``: TESTS ONLY, fixed noise, outputs stamped "not for publication".
     ``max_margin``: refuse, before any data is read, a release whose 95% margin of error per
     cell is above it (the count you expect per cell: a larger margin makes the cells noise).

@@ -260,16 +260,25 @@ def report_draft(
 
 def report_signal(results: dict[str, an.AnalysisResult], unit: str) -> dict[str, Any]:
     """Per count analysis, the share of noisy cells within their 95% margin of 0, and one
-    warning naming the analyses where most are (noisy values and public margins only)."""
-    from privmob.privacy.signal import signal_check
+    warning naming the analyses where most are and no cell clears the noise floor, unless
+    another analysis of the report clears its own: then the report has units enough and those
+    cells are small or zero, said in a note (:func:`~privmob.privacy.signal.beside_signal`;
+    noisy values and public margins only)."""
+    from privmob.privacy.signal import SignalCheck, beside_signal, signal_check
 
-    per: dict[str, Any] = {}
+    checks: dict[str, SignalCheck] = {}
     for name, res in results.items():
         values, margin = res.values.get("counts"), res.margin_of_error.get("counts")
         if values is None or margin is None:
             continue
         noise = _noise_of(res.noise.get("counts"))
-        per[name] = signal_check(np.asarray(values), int(margin), unit, noise).to_dict()
+        checks[name] = signal_check(np.asarray(values), int(margin), unit, noise)
+    # an analysis without signal beside others with it counts something small or absent
+    held = [name for name, c in checks.items() if c.above_noise_floor > 0]
+    per: dict[str, Any] = {
+        name: beside_signal(c, [h for h in held if h != name]).to_dict()
+        for name, c in checks.items()
+    }
     noisy = [name for name, s in per.items() if s["warning"]]
     warning = (
         f"most cells of {', '.join(noisy)} are within their 95% margin of 0: too few {unit}s "

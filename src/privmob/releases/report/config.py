@@ -60,6 +60,19 @@ UNITS: dict[str, str] = {
     "user_tile_count": "tiles",
 }
 
+#: analyses of a person's own trips (their number, the gaps between them, where and how widely
+#: the person moves): a trip-level report leaves them out before the budget is split, from the
+#: public unit alone (nothing about the data), and says why (:attr:`ReportConfig.omitted`)
+PER_USER_ANALYSES: tuple[str, ...] = (
+    "trips_per_user",
+    "time_between_trips",
+    "radius_of_gyration",
+    "user_tile_count",
+    "mobility_entropy",
+)
+#: why a trip-level report leaves out :data:`PER_USER_ANALYSES`
+NEEDS_A_RIDER = "needs a rider id; this report's unit is the trip"
+
 DEFAULT_TIME_WINDOWS: tuple[int, ...] = (2, 6, 10, 14, 18, 22)
 MISSING_COLUMNS: tuple[str, ...] = ("datetime", "lat", "lng")
 
@@ -113,7 +126,9 @@ class ReportConfig:
     ``period`` is [start, end): trips starting outside it go to the outliers cell of
     *trips over time* and are left out of the other analyses. ``max_trips`` (M) is enforced by
     sampling before aggregation; there is no data-dependent default. ``weights`` split epsilon
-    over the selected analyses (missing weights count 1). ``quantile_share`` is the share of a
+    over the selected analyses (missing weights count 1); at trip level the per-user analyses
+    (:data:`PER_USER_ANALYSES`) are left out first (:attr:`omitted`), so the whole epsilon goes
+    to the others. ``quantile_share`` is the share of a
     distribution analysis' epsilon spent on its five-number summary.
     """
 
@@ -189,6 +204,11 @@ class ReportConfig:
             raise ConfigError(
                 f"unknown analyses: {unknown}", hint="choose from: " + ", ".join(ANALYSES)
             )
+        if not self.selected:
+            raise ConfigError(
+                f"every analysis asked for ({', '.join(self.analyses)}) {NEEDS_A_RIDER}",
+                hint="choose from: " + ", ".join(a for a in ANALYSES if a not in PER_USER_ANALYSES),
+            )
         bad_w = [a for a, w in self.weights.items() if a not in ANALYSES or not w > 0]
         if bad_w:
             raise ConfigError(f"budget weights must name analyses and be > 0: {bad_w}")
@@ -206,7 +226,16 @@ class ReportConfig:
     # -- derived public parameters ----------------------------------------------------
     @property
     def selected(self) -> tuple[str, ...]:
-        return tuple(a for a in ANALYSES if a in self.analyses)
+        """The analyses released, in report order: those asked for, less :attr:`omitted`."""
+        return tuple(a for a in ANALYSES if a in self.analyses and a not in self.omitted)
+
+    @property
+    def omitted(self) -> dict[str, str]:
+        """The analyses asked for but left out, with the reason: at trip level the per-user
+        ones (:data:`PER_USER_ANALYSES`), decided from the public unit alone."""
+        if self.unit is not PrivacyUnit.TRIP:
+            return {}
+        return {a: NEEDS_A_RIDER for a in ANALYSES if a in self.analyses and a in PER_USER_ANALYSES}
 
     def epsilon_for(self, analysis: str) -> float:
         total = sum(self.weights.get(a, 1.0) for a in self.selected)
@@ -236,6 +265,15 @@ class ReportConfig:
         return [f"{tw[i]:02d}-{tw[(i + 1) % len(tw)]:02d}" for i in range(len(tw))]
 
     def to_dict(self) -> dict[str, object]:
+        omitted: dict[str, object] = (
+            {
+                "omitted_analyses": dict(self.omitted),
+                "budget_split": "the budget is split over the released analyses only; the left-out "
+                "ones take none of it",
+            }
+            if self.omitted
+            else {}
+        )
         return {
             "epsilon": self.epsilon,
             "max_trips_per_user": self.max_trips,
@@ -251,4 +289,5 @@ class ReportConfig:
             "ranges": {a: self.bins(a).to_dict() for a in DISTRIBUTIONS},
             "same_tile": self.same_tile,
             **({"target_margins": dict(self.target_margins)} if self.target_margins else {}),
+            **omitted,
         }

@@ -30,6 +30,25 @@ if TYPE_CHECKING:
     from privmob.data.tessellation import Tessellation
 
 
+def _released(counted: str, cfg: ReportConfig) -> bool:
+    """Whether the count vector ``counted`` is noised: its analysis is selected (dataset
+    statistics are the users and the trip kinds)."""
+    statistics = counted in ("users", "trip_kinds")
+    return (statistics and "dataset_statistics" in cfg.selected) or counted in cfg.selected
+
+
+def omitted_note(cfg: ReportConfig) -> tuple[str, ...]:
+    """The plan's line on the analyses a report leaves out (none: no line)."""
+    if not cfg.omitted:
+        return ()
+    left = ", ".join(a.replace("_", " ") for a in cfg.omitted)
+    reason = next(iter(cfg.omitted.values()))
+    return (
+        f"left out: {left} ({reason}), before the budget is split: epsilon "
+        f"{cfg.epsilon:g} goes to the {len(cfg.selected)} other analyses",
+    )
+
+
 @dataclass(frozen=True)
 class ReportSpec:
     """A mobility report (see :func:`~.build.mobility_report`); ``config`` is a
@@ -58,12 +77,8 @@ class ReportSpec:
     @cached_property
     def _plan(self) -> Plan:
         cfg = self.config
-        cells = sum(
-            size
-            for _sql, size in queries(
-                cfg, self.tessellation.k, len(time_bins(cfg)), DUCKDB
-            ).values()
-        )
+        counted = queries(cfg, self.tessellation.k, len(time_bins(cfg)), DUCKDB)
+        cells = sum(size for name, (_sql, size) in counted.items() if _released(name, cfg))
         margins = []
         for name in cfg.selected:
             eps = cfg.epsilon_for(name)
@@ -81,7 +96,7 @@ class ReportSpec:
             margin_of_error_95=max(margins, default=0.0),
             noise=str(cfg.noise_kind),
             parts=len(cfg.selected),
-            notes=tuple(target_notes(cfg)) if cfg.target_margins else (),
+            notes=(*omitted_note(cfg), *(target_notes(cfg) if cfg.target_margins else ())),
         )
 
     def plan(self) -> Plan:
