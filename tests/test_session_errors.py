@@ -36,7 +36,9 @@ def _py_error(call: Callable[[], Any]) -> PrivmobError:
 
 
 def _same(cli: PrivmobError, py: PrivmobError) -> None:
-    """Same type, message and hint; a table is named by its type where a file by its path."""
+    """Same type, message and hint; a table is named by its type where a file by its path; a
+    hint names the options as its surface spells them (``--tile-id`` / ``tile_id=``:
+    :mod:`privmob.surface`), the rest of it the same."""
     assert type(py) is type(cli)
 
     def text(err: PrivmobError) -> str:
@@ -44,7 +46,9 @@ def _same(cli: PrivmobError, py: PrivmobError) -> None:
         return err.message.replace(source, "<input>") if source else err.message
 
     assert text(py) == text(cli)
-    assert py.hint == cli.hint
+    assert (py.hint is None) == (cli.hint is None)
+    if py.hint is not None and cli.hint is not None and py.hint != cli.hint:
+        assert "--" in cli.hint and "--" not in py.hint, (cli.hint, py.hint)
 
 
 @pytest.fixture
@@ -102,8 +106,10 @@ def test_trips_with_a_bad_timestamp(tmp_path: Path, zones: Path) -> None:
 def test_a_tessellation_id_column_that_does_not_exist(tmp_path: Path, zones: Path) -> None:
     data = _trips_csv(tmp_path, lambda df: df)
     cli = _od_cli(data, zones, tmp_path, "--tile-id", "nope")
-    _same(cli, _od_py(str(data), str(zones), tile_id="nope"))
+    py = _od_py(str(data), str(zones), tile_id="nope")
+    _same(cli, py)
     assert "--tile-id" in (cli.hint or "")
+    assert "tile_id=" in (py.hint or "") and "--tile-id" not in (py.hint or "")
 
 
 def test_a_table_missing_a_column_pandas_polars_arrow(tmp_path: Path, zones: Path) -> None:

@@ -13,6 +13,7 @@ from datetime import date, datetime, time, timedelta
 from typing import TYPE_CHECKING
 
 from privmob.errors import ConfigError
+from privmob.surface import spelled
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -130,7 +131,10 @@ def check_order(start: datetime, end: datetime) -> None:
     to write instead (the dates are public parameters: they may be shown)."""
     if end > start:
         return
-    said = f"--start {_text(start)} --end {_text(end)} (Python: Period(start, end))"
+    said = spelled(
+        f"--start {_text(start)} --end {_text(end)}",
+        f'Period("{_text(start)}", "{_text(end)}")',
+    )
     if end == start:
         raise ConfigError(
             f"the study period is empty: {said}; the end is excluded",

@@ -6,6 +6,8 @@ of a hint and the line a warning points at.
   line says so once, around the whole command (:func:`command_line`, from
   ``privmob.cli.failure.run``); anything else is Python. One table, :data:`OPTIONS`, holds both
   spellings: a message is written once.
+- :func:`spelled` picks between two whole phrases, where the surfaces differ in more than an
+  option's name (``leave out --format`` / ``formats=None``).
 - :func:`warn_caller` issues a warning at the caller's line: the first frame outside the
   privmob package (a notebook cell, the user's script), whatever the depth of the call.
 
@@ -33,6 +35,7 @@ OPTIONS: dict[str, tuple[str, str]] = {
     "new_dataset_for_same_data": ("--new-dataset-for-same-data", "new_dataset_for_same_data=True"),
     "yes": ("--yes", "confirm=True"),
     "epsilon": ("--epsilon", "epsilon="),
+    "unit": ("--unit", "unit="),
     "memory_limit": ("--memory-limit", "memory_limit="),
     "spill_dir": ("--spill-dir", "spill_dir="),
 }
@@ -61,6 +64,12 @@ def option(name: str, value: str | None = None) -> str:
     if on_command_line():
         return cli if value is None else f"{cli} {value}"
     return python if value is None else f'{python}"{value}"'
+
+
+def spelled(cli: str, python: str) -> str:
+    """A phrase as the current surface says it: ``cli`` on the command line, else ``python``
+    (for hints whose two spellings differ in more than one option's name)."""
+    return cli if on_command_line() else python
 
 
 #: the folder of the privmob package: frames in it are privmob's, not the caller's

@@ -91,7 +91,7 @@ def test_a_file_without_header_row(tmp_path: Path, zones: Path) -> None:
     # without the option: refused before any charge, naming the option
     with pytest.raises(InputError, match="no header row") as exc:
         pm.Session(str(data), tessellation=str(zones), budget=5).od_matrix(epsilon=1, max_trips=5)
-    assert "--no-header --names" in (exc.value.hint or "")
+    assert 'names=["uid", "datetime", "lat", "lng"]' in (exc.value.hint or "")  # Python words
     names = ",".join(rows.columns)
     assert run_cli([*base, "--no-header", "--names", names, "-o", str(tmp_path / "a")]) == 0
     assert Ledger(ledger).spent("t").epsilon == 1

@@ -37,6 +37,7 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _options(
+    ctx: typer.Context,
     version: Annotated[
         bool,
         typer.Option(
@@ -52,8 +53,12 @@ def _options(
 ) -> None:
     """Differentially private mobility statistics, with guarantees that hold per person."""
     from privmob.cli.failure import VERBOSE
+    from privmob.surface import command_line
 
     VERBOSE["on"] = VERBOSE["on"] or verbose
+    # every command's hints in the command line's words, however the app is invoked (the
+    # console script, or click's test runner), until the command's context closes
+    ctx.with_resource(command_line())
 
 
 # one module per command (or group of commands); each defines register(app); the release

@@ -14,6 +14,8 @@ import re
 import zlib
 from pathlib import Path
 
+from privmob.surface import spelled
+
 DELIMITERS = ";\t|,"
 #: a column name that reads like a value: a number, a date/time, or DuckDB's name for a
 #: column of a file read without header (column0, column1, ...)
@@ -63,8 +65,12 @@ def layout_hint(columns: list[str]) -> tuple[str, str] | None:
     if looks_headerless(columns):
         return (
             "the first row holds values, not column names: the file seems to have no header row",
-            "name its columns in order: --no-header --names uid,datetime,lat,lng (Python: "
-            "names=[...]), or add a header row as the file's first line",
+            "name its columns in order: "
+            + spelled(
+                "--no-header --names uid,datetime,lat,lng",
+                'names=["uid", "datetime", "lat", "lng"]',
+            )
+            + ", or add a header row as the file's first line",
         )
     return None
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypedDict, cast
 from privmob.data import diagnose
 from privmob.engine.relation import new_name
 from privmob.errors import ConfigError, EngineError, InputError
+from privmob.surface import spelled
 
 if TYPE_CHECKING:
     from privmob.engine.base import Engine
@@ -187,7 +188,7 @@ def _uid_from_file_name(engine: Engine, view: str, display: str) -> str:
         raise ConfigError(
             f"{display}: the files have a uid column already; the user id cannot also come "
             "from the file name",
-            hint="leave out --uid-from-filename (Python: uid_from_filename=False)",
+            hint=spelled("leave out --uid-from-filename", "pass uid_from_filename=False"),
         )
     name = f"regexp_extract({FILE_COLUMN}, '([^/]+)$', 1)"
     uid = f"regexp_replace({name}, '(?i)([.](csv|tsv|txt|gz))+$', '')"

@@ -29,6 +29,7 @@ from privmob.data import tessellation_cache
 from privmob.data.grids import detect_grid
 from privmob.data.tessellation import Tessellation
 from privmob.errors import InputError
+from privmob.surface import spelled
 
 #: Overlap tolerance: two tiles "overlap" when the area of their intersection exceeds this
 #: fraction of the smaller tile's area. Digitising slivers along shared borders are below it
@@ -315,7 +316,7 @@ def _named_column(
 def _pick_id_column(features: Features, id_column: str | None, label: str) -> str:
     attrs = list(features.columns)
     if id_column is not None:
-        hint = "pass --tile-id with one of the columns above"
+        hint = f"pass {spelled('--tile-id', 'tile_id=')} with one of the columns above"
         return _named_column(features, id_column, "id", label, seen=attrs, hint=hint)
     lower = {c.lower(): c for c in attrs}
     for cand in ID_CANDIDATES:
@@ -327,7 +328,7 @@ def _pick_id_column(features: Features, id_column: str | None, label: str) -> st
         f"no tile id column found (tried {list(ID_CANDIDATES)}); columns seen: {attrs}",
         source=label,
         column="tile_id",
-        hint="pass --tile-id (Python: Session(tile_id=...)) naming the column with the tile ids",
+        hint=f"pass {spelled('--tile-id', 'tile_id=')} naming the column with the tile ids",
     )
 
 
@@ -416,7 +417,7 @@ def _check_geometries(
             refuse(
                 ~valid,
                 lambda n, first: f"{n} invalid polygon(s): {shapely.is_valid_reason(first)}",
-                "fix the file, or pass --repair (Python: repair=True) to apply make_valid",
+                f"fix the file, or pass {spelled('--repair', 'repair=True')} to apply make_valid",
             )
         geoms = geoms.copy()
         fixed = shapely.make_valid(geoms[~valid])

@@ -14,6 +14,7 @@ from privmob.data.reading import INTEGER_TYPES, NUMERIC_TIME_TYPES, ident, quote
 from privmob.data.validation import Check, parsed_view
 from privmob.engine.base import Engine
 from privmob.errors import ConfigError
+from privmob.surface import spelled
 
 OFFSET_RE = r"[0-9]:[0-9]{2}(:[0-9]{2}([.,][0-9]+)?)?\s*([zZ]|[+-][0-9]{2}(:?[0-9]{2})?)$"
 
@@ -222,8 +223,9 @@ def input_zone_checks(
         return {}, []
     said = f"--input-timezone {naive}"
     hint = (
-        f"leave out --input-timezone (Python: input_timezone=): timestamps with an offset are "
-        f"converted to --timezone {timezone} by their own; it is for timestamps without one"
+        f"leave out {spelled('--input-timezone', 'input_timezone=')}: timestamps with an "
+        f"offset are converted to {spelled('--timezone', 'timezone=')} {timezone} by their "
+        "own; it is for timestamps without one"
     )
     numeric = coltype in INTEGER_TYPES | NUMERIC_TIME_TYPES or coltype.startswith("DECIMAL")
     if instant_type(coltype) or numeric:

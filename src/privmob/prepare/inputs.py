@@ -12,6 +12,7 @@ from privmob.data.shapes import SHAPES, detect_shape
 from privmob.data.sources import load_events, load_trip_points, load_trips, trips_from_points
 from privmob.engine.relation import Loaded
 from privmob.errors import ConfigError
+from privmob.surface import spelled
 
 if TYPE_CHECKING:
     from privmob.data.tessellation import Tiling
@@ -129,6 +130,7 @@ def refuse_undeclared_located_events(source: Any) -> None:
         "events (calls, check-ins: a trip per move between two tiles) and of a GPS log (trips "
         "between stays) alike, and the two give different trips; declare which. Nothing was "
         "read or charged",
-        hint="--input-shape events or --input-shape gps (Python: shape='events' or "
-        "shape='gps'); a cells table (--cells) or a trip id column (tid) also tells",
+        hint=spelled("--input-shape events or --input-shape gps", 'shape="events" or shape="gps"')
+        + f"; a cells table ({spelled('--cells', 'cells=')}) or a trip id column (tid) also "
+        "tells",
     )

@@ -60,6 +60,7 @@ from privmob.releases.dimensions import SOURCES, Dimension, dimension, measures
 from privmob.releases.gate import Draft
 from privmob.releases.release import Release
 from privmob.releases.values import PARTS_PER_UNIT, Mean, means, sum_noise
+from privmob.surface import spelled
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -489,7 +490,9 @@ class CountSpec:
         if self.bound != 1 or self.bound_per is not None:
             raise ConfigError(
                 "trip-level releases count every trip once (T = 1)",
-                hint="drop --max-trips (Python: max_records=) or use --unit user",
+                hint=spelled(
+                    "drop --max-trips or use --unit user", 'drop max_records= or use unit="user"'
+                ),
             )
         return unit
 

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from privmob.errors import ConfigError
 from privmob.lazy_imports import lazy_module
+from privmob.surface import spelled
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -225,7 +226,11 @@ def _time_bins(length: str, period: Period, spec: str) -> Dimension:
     if period.start is None or period.end is None:
         raise ConfigError(
             f"{spec!r} cuts the declared period: declare its start and end",
-            hint="e.g. --start 2024-01-01 --end 2024-01-08 (Python: period=pm.Period(...))",
+            hint="e.g. "
+            + spelled(
+                "--start 2024-01-01 --end 2024-01-08",
+                'period=pm.Period("2024-01-01", "2024-01-08")',
+            ),
         )
     grid = time_grid(period.start.isoformat(sep=" "), period.end.isoformat(sep=" "), length)
     width = (grid[1] - grid[0]) // pd.Timedelta(microseconds=1)

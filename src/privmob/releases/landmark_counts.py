@@ -55,6 +55,7 @@ from privmob.releases.landmark.release import (
 )
 from privmob.releases.release import Release
 from privmob.releases.specs import Plan, Progress
+from privmob.surface import spelled
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -401,7 +402,7 @@ def landmark_positions(
             raise ConfigError(
                 f"landmark '{mark}' is not a bin of the declared period",
                 hint="give the start of a bin (e.g. 2024-01-01 06:00), or positions with "
-                "--landmark-positions (Python: integers)",
+                + spelled("--landmark-positions", "integers in landmarks="),
             )
         out.append(i)
     return tuple(out)

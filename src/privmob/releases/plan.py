@@ -9,6 +9,7 @@ from functools import cached_property
 
 from privmob.errors import ConfigError
 from privmob.privacy.costs import Cost
+from privmob.surface import spelled
 
 #: bytes per cell of a dense count domain: exact counts, noisy values, published values (int64)
 #: and the released-cells mask
@@ -100,7 +101,8 @@ class Plan:
             raise ConfigError(
                 f"a {self.kind} release has no single 95% margin per cell to compare with "
                 "the maximum margin",
-                hint="leave out --max-margin (Python: max_margin=) for this release",
+                hint=spelled("leave out --max-margin", "leave out max_margin=")
+                + " for this release",
             )
         if m > max_margin:
             raise ConfigError(

@@ -40,6 +40,7 @@ from privmob.releases.gate import Draft
 from privmob.releases.plan import Plan, PlannedOnce, domain_memory
 from privmob.releases.release import Release
 from privmob.releases.tiles import check_input
+from privmob.surface import spelled
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -202,7 +203,7 @@ class PopulationSpec(CountsHomes, PlannedOnce):
         if self.zone_mapping == "voronoi" and self.cells is None:
             raise ConfigError(
                 "the Voronoi zone mapping needs the towers table",
-                hint="--cells towers.csv (Python: Session(..., cells=...))",
+                hint=spelled("pass --cells towers.csv", 'pass Session(..., cells="towers.csv")'),
             )
 
     # -- what the count template asks of its kinds (releases/counts.py: CountKind) -------------

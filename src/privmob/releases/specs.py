@@ -31,6 +31,7 @@ from privmob.releases.plan import PlannedOnce
 from privmob.releases.plan import domain_memory as domain_memory
 from privmob.releases.population import PopulationSpec as PopulationSpec
 from privmob.releases.release import Release
+from privmob.surface import option, spelled
 
 if TYPE_CHECKING:
     from privmob.data.series_input import SeriesInput
@@ -356,20 +357,26 @@ def check_unit(cost: Cost, accountant: Accountant) -> None:
         raise BudgetError(
             f"dataset '{dataset}' has a budget per user in {ledger.path}: a trip-level release "
             "is charged to it only by group privacy, with the most trips one user can have",
-            hint=f"rides without a rider id (bike-share files) need a trip-level budget of "
-            f"their own, under another dataset name: privmob ledger init {dataset}-trips "
-            f"--epsilon 5 --unit trip, then --dataset {dataset}-trips (Python: "
-            "pm.Session(..., unit='trip')); with a rider id: --group-size N (the most trips "
-            "of one user), or --unit user -T N",
+            hint="rides without a rider id (bike-share files) need a trip-level budget of "
+            "their own, under another dataset name: "
+            + spelled(
+                f"privmob ledger init {dataset}-trips --epsilon 5 --unit trip, then --dataset "
+                f"{dataset}-trips; with a rider id: --group-size N (the most trips of one "
+                "user), or --unit user -T N",
+                f'pm.Session(..., dataset="{dataset}-trips", budget=pm.PureDP(5)) and '
+                'unit="trip" on the release (the budget is made per trip); with a rider id: '
+                'pm.Session(..., group_size=N) (the most trips of one user), or unit="user" '
+                "with a bound",
+            ),
         )
     if released is PrivacyUnit.USER and unit is PrivacyUnit.TRIP:
         raise ConfigError(
             f"dataset '{dataset}' has a budget per trip in {ledger.path} (each trip its own "
             "unit, as for rides without a rider id): a user-level release cannot be charged "
             "to it",
-            hint="release per trip: --unit trip (Python: unit='trip'; od, counts, "
-            "trips-per-hour, report); a user-level release needs rider ids and a dataset "
-            "whose budget is per user",
+            hint=f"release per trip: {option('unit', 'trip')} (od, counts, trips-per-hour, "
+            "report); a user-level release needs rider ids and a dataset whose budget is per "
+            "user",
         )
 
 

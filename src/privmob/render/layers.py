@@ -45,6 +45,7 @@ from privmob.errors import ConfigError
 from privmob.lazy_imports import lazy_module
 from privmob.releases.kinds import BY_ANY_NAME, COUNT_SPEC, Layer
 from privmob.releases.stamp import json_stamp, restamp_parquet, stamp
+from privmob.surface import spelled
 
 if TYPE_CHECKING:
     import geopandas as gpd
@@ -81,12 +82,14 @@ def no_layer(kind: str, by: Sequence[str] | None = None) -> ConfigError:
             f"a {kind} release by {', '.join(by)} has no map layer: it counts by no tile",
             hint="a count table has a map layer when it counts by origin and destination "
             "(lines) or by one of origin, destination, tile or zone (polygons); leave out "
-            "--format (Python: formats=): the tables are written as Parquet",
+            + spelled("--format", "formats=")
+            + ": the tables are written as Parquet",
         )
     return ConfigError(
         f"a {kind} release has no map layer",
         hint=f"layers exist for {', '.join(with_layers)} and count tables by a tile; leave out "
-        "--format (Python: formats=): the tables are written as Parquet",
+        + spelled("--format", "formats=")
+        + ": the tables are written as Parquet",
     )
 
 
@@ -320,9 +323,9 @@ def check_layer_size(
         raise ConfigError(
             f"the {stem} layer would be about {size / 1e6:,.0f} MB as {fmt} ({features:,} "
             f"features), over the layer size limit of {limit / 1e6:,.0f} MB",
-            hint="leave out --format (the Parquet tables hold every cell), use a coarser "
-            "tessellation or fewer periods, or raise the limit with --max-layer-size "
-            "(Python: max_layer_size=)",
+            hint=f"leave out {spelled('--format', 'formats=')} (the Parquet tables hold every "
+            "cell), use a coarser tessellation or fewer periods, or raise the limit with "
+            + spelled("--max-layer-size", "max_layer_size="),
         )
     return sizes
 

@@ -78,7 +78,8 @@ class PlanWarning:
             raise ConfigError(
                 f"refused before reading: {message} Nothing was read or charged.",
                 hint=f"release it all the same with {option('yes')}, or change what the warning "
-                "names (the plan says what a cell needs)",
+                f"names ({option('epsilon')}, the bound or the tiles; the plan says what a cell "
+                "needs)",
             )
         self.tell(message)
 

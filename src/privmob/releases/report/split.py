@@ -24,6 +24,7 @@ from typing import Any
 
 from privmob.errors import ConfigError
 from privmob.privacy.mechanisms import calibrate
+from privmob.surface import spelled
 
 from .analyses import is_distribution, sensitivity
 from .config import ReportConfig
@@ -42,7 +43,9 @@ def build_config(
     if target_margins and options.get("weights"):
         raise ConfigError(
             "give the budget split as weights or as target margins, not both",
-            hint="drop --budget-split (Python: weights=) or --target-margin (target_margins=)",
+            hint=spelled(
+                "drop --budget-split or --target-margin", "drop weights= or target_margins="
+            ),
         )
     cfg = ReportConfig.build(**options)
     if not target_margins:
