@@ -27,10 +27,18 @@ class ReleaseResult:
     """A charged release and the public tessellation it was counted over."""
 
     def __init__(
-        self, release: Release, tessellation: Tessellation | None, written: list[Path] | None = None
+        self,
+        release: Release,
+        tessellation: Tessellation | None,
+        written: list[Path] | None = None,
+        *,
+        basemap: bool = True,
     ) -> None:
         self.release = release
         self.tessellation = tessellation
+        #: the maps of :meth:`html` / :meth:`write_html` draw a web basemap (fetched by the
+        #: browser that shows them); False (``Session(offline_maps=True)``): none, no request
+        self.basemap = basemap
         #: the files published with the release (when it was given an output)
         self.written: list[Path] = list(written or [])
 
@@ -71,22 +79,30 @@ class ReleaseResult:
 
         return write_release(self.release, folder, overwrite=overwrite)
 
-    def write_html(self, path: str | Path, *, overwrite: bool = False) -> dict[str, Path]:
-        """A mobility report as HTML (with ``report.json`` and its tables beside it)."""
+    def write_html(
+        self, path: str | Path, *, overwrite: bool = False, basemap: bool | None = None
+    ) -> dict[str, Path]:
+        """A mobility report as HTML (with ``report.json`` and its tables beside it);
+        ``basemap`` (default :attr:`basemap`): web tiles under its large maps, fetched by the
+        viewer's browser; ``False``: none, and the page names no external address."""
         if self.kind != "report":
             raise TypeError(f"a {self.kind} release has no HTML report; use write()")
         from privmob.render.report_files import write_report
 
-        return write_report(self.release, path, overwrite=overwrite)
+        on = self.basemap if basemap is None else basemap
+        return write_report(self.release, path, overwrite=overwrite, basemap=on)
 
-    def html(self, *, period: Any = None) -> str:
+    def html(self, *, period: Any = None, basemap: bool | None = None) -> str:
         """The display of the release (:mod:`privmob.render.release_html`): its settings, a
         picture of **one** period (``period``, default the first: an OD matrix of 306 days is
         never shown summed) with its uncertainty (flows and zones above the noise floor only,
-        zones within their margin hatched) and the first rows with zone names beside ids."""
+        zones within their margin hatched) and the first rows with zone names beside ids.
+        ``basemap`` (default :attr:`basemap`): web tiles under the maps, fetched by the
+        notebook's browser, with their attribution; ``False``: none, no external address."""
         from privmob.render.release_html import release_html
 
-        return release_html(self.release, self.tessellation, period=period)
+        on = self.basemap if basemap is None else basemap
+        return release_html(self.release, self.tessellation, period=period, basemap=on)
 
     def _repr_html_(self) -> str:
         return self.html()

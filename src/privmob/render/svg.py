@@ -1,4 +1,6 @@
-"""Inline SVG charts and maps for offline HTML reports (no CDN, no tile server).
+"""Inline SVG charts and maps for HTML reports and notebook displays (no CDN, no script
+from elsewhere; a map's optional web basemap is fetched by the viewer's browser only:
+:mod:`privmob.render.basemap`).
 
 Every function returns an SVG string drawn from released values and public geometry only.
 Maps are ``<svg class='pm-map'>`` with their drawing in a ``<g class='pm-zoom'>`` (the
@@ -21,6 +23,9 @@ from collections.abc import Sequence
 from html import escape
 
 import numpy as np
+
+from privmob.render.basemap import Basemap, attribution_svg, basemap_svg, resolve, tiles_group
+from privmob.render.map_labels import labels_svg, tile_labels, tile_names
 
 #: fill of a value within its 95% margin of 0 (cannot be told from empty): never a palette colour
 BELOW = "#d9d9d9"
@@ -368,6 +373,8 @@ def choropleth(
     unit: str = "",
     margin: float | None = None,
     tiles: TileOutlines | None = None,
+    labels: bool = True,
+    basemap: bool | Basemap | None = None,
 ) -> str:
     """Tiles coloured by value (8 classes of equal width up to the largest noisy value); each
     tile's name and value on hover; a legend with the class breaks and ``unit``.
@@ -375,7 +382,14 @@ def choropleth(
     With ``margin`` (the 95% margin of error of a tile), a tile whose value is at or below the
     margin (:func:`within_margin`) is hatched grey (``class='pm-below'``), never given a
     palette colour, and the legend shows the hatch as "at or below the 95% margin".
-    ``tiles``: the outlines of ``tess`` fitted to this size already (:class:`TileOutlines`)."""
+    ``tiles``: the outlines of ``tess`` fitted to this size already (:class:`TileOutlines`).
+
+    Every tile's tooltip names it (:func:`~privmob.render.map_labels.tile_names`: its own name,
+    else its id and centre); ``labels`` draws the names that fit inside their tiles
+    (:mod:`privmob.render.map_labels`). ``basemap`` (``True``: OpenStreetMap): web tiles under
+    the translucent tiles, fetched by the browser, with their attribution
+    (:mod:`privmob.render.basemap`); ``False``: none, no external address; ``None``: the
+    surrounding :func:`~privmob.render.basemap.drawing_basemap`'s (none outside one)."""
     if tiles is None or tiles.outlines is not tess["outlines"] or tiles.size != (width, height):
         tiles = TileOutlines(tess, width, height)
     proj = tiles.proj
@@ -383,12 +397,17 @@ def choropleth(
     legend_h = (40 if margin is None else 54) if legend else 0
     hatch = f"pm-hatch-{zlib.crc32(f'{title}{width}x{height}'.encode()):08x}"
     parts = [_map_open(proj, legend_h, title)]
+    bm = resolve(basemap)
+    names = tile_names(tess)
     if margin is not None:
         parts.append(
             f"<defs><pattern id='{hatch}' patternUnits='userSpaceOnUse' width='6' height='6' "
             f"patternTransform='rotate(45)'><rect width='6' height='6' fill='{BELOW}'/>"
             "<line x1='0' y1='0' x2='0' y2='6' stroke='#fff' stroke-width='2'/></pattern></defs>"
         )
+    parts.append(basemap_svg(proj, bm))
+    over, under = tiles_group(bm)
+    parts.append(over)
     for i, path in enumerate(tiles.paths):
         v = values[i]
         below = within_margin(v, margin)
@@ -398,9 +417,12 @@ def choropleth(
         parts.append(
             f"<path class='{cls}' d='{path}' fill='{fill}' stroke='#888' "
             f"stroke-width='0.5' vector-effect='non-scaling-stroke'>"
-            f"<title>{escape(tess['names'][i])}: {_fmt(v)} {escape(unit)}{note}</title></path>"
+            f"<title>{escape(names[i])}: {_fmt(v)} {escape(unit)}{note}</title></path>"
         )
-    parts.append("</g></g>")
+    parts.append(under)
+    if labels:
+        parts.append(labels_svg(proj, tiles.outlines, tile_labels(tess)))
+    parts.append("</g></g>" + attribution_svg(proj, bm))
     if legend:
         parts.append(_legend(vmax, proj.height + 4, proj.width, unit))
         if margin is not None:
@@ -476,12 +498,18 @@ def flow_map(
     title: str = "",
     unit: str = "trips",
     note: str = "",
+    labels: bool = True,
+    basemap: bool | Basemap | None = None,
 ) -> str:
     """OD flows as lines between tile centroids (width by value, arrow at the destination);
     self-flows as circles. Draws exactly ``flows`` (the caller keeps only flows that clear the
-    noise); ``note`` is printed on the map (e.g. why no flow is drawn). Tile names on hover;
-    a legend of line widths in ``unit``."""
+    noise); ``note`` is printed on the map (e.g. why no flow is drawn). Tile names on hover
+    (:func:`~privmob.render.map_labels.tile_names`), also on each flow ("origin → destination:
+    value"); ``labels`` and ``basemap`` as in :func:`choropleth`; a legend of line widths in
+    ``unit``."""
     proj = Projection(tess["outlines"], width, height)
+    bm = resolve(basemap)
+    names = tile_names(tess)
     parts = [_map_open(proj, 40, title)]
     parts.append(
         "<defs><marker id='arrow' viewBox='0 0 10 10' refX='9' refY='5' markerWidth='9' "
@@ -489,18 +517,24 @@ def flow_map(
         "<path d='M0,0L10,5L0,10z' "
         "fill='#d62728'/></marker></defs>"
     )
+    parts.append(basemap_svg(proj, bm))
+    over, under = tiles_group(bm, opacity=0.45)  # flows matter here, tiles are context
+    parts.append(over)
     for i, rings in enumerate(tess["outlines"]):
         parts.append(
             f"<path d='{_path(proj, rings)}' fill='#f4f4f4' stroke='#aaa' stroke-width='0.5' "
-            f"vector-effect='non-scaling-stroke'><title>{escape(tess['names'][i])}</title></path>"
+            f"vector-effect='non-scaling-stroke'><title>{escape(names[i])}</title></path>"
         )
+    parts.append(under)
+    if labels:
+        parts.append(labels_svg(proj, tess["outlines"], tile_labels(tess)))
     drawn = [f for f in flows if f[2] > 0]
     vmax = max([f[2] for f in drawn] + [1])
     for o, d, v in sorted(drawn, key=lambda f: f[2]):
         w = _flow_width(v, vmax)
         x1, y1 = proj(tess["lng"][o], tess["lat"][o])
         x2, y2 = proj(tess["lng"][d], tess["lat"][d])
-        label = f"{escape(tess['names'][o])} → {escape(tess['names'][d])}: {_fmt(v)} {unit}"
+        label = f"{escape(names[o])} → {escape(names[d])}: {_fmt(v)} {unit}"
         if o == d:
             parts.append(
                 f"<circle cx='{x1:.1f}' cy='{y1:.1f}' r='{2 + 3 * w:.1f}' fill='none' "
@@ -515,7 +549,7 @@ def flow_map(
             f"fill='none' stroke='#d62728' stroke-opacity='0.6' stroke-width='{w:.1f}' "
             f"marker-end='url(#arrow)'><title>{label}</title></path>"
         )
-    parts.append("</g></g>")
+    parts.append("</g></g>" + attribution_svg(proj, bm))
     y = proj.height + 4
     parts.append(
         f"<g class='pm-legend'><rect x='0' y='{y - 4}' width='{proj.width}' "
