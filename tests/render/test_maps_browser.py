@@ -22,7 +22,7 @@ from privmob.releases.base import Accountant
 from privmob.releases.report import ReportConfig, Tiles, mobility_report
 from privmob.render import svg
 from privmob.render.report_files import write_report
-from privmob.render.report_html import noise_floor
+from privmob.render.report_html import noise_floor, render_report_html
 
 ZONES = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "nyc_taxi_zones"
 
@@ -77,7 +77,7 @@ def taxi_report(tmp_path_factory) -> tuple[Path, dict]:
     cfg = ReportConfig.build(epsilon=5, max_trips=2, period=("2024-03-01", "2024-06-01"))
     acc = Accountant(Ledger(out / "ledger.sqlite"), "taxi", budget=100)
     rel = mobility_report(eng, view, Tiles.from_tessellation(tess), cfg, acc, rng=2)
-    paths = write_report(rel, out / "report.html")
+    paths = write_report(rel, out / "report.html", basemap=False)
     return paths["html"], json.loads(paths["json"].read_text())
 
 
@@ -158,3 +158,29 @@ def test_screenshot_of_the_taxi_report(taxi_report, tmp_path):
     tiles = np.any([np.all(np.abs(img - c) < 0.02, axis=-1) for c in classes], axis=0)
     assert tiles.mean() > 0.002, "no choropleth visible"
     assert red_flows.sum() > 50, "no OD flow line visible"
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_the_basemap_page_is_complete_without_a_network(taxi_report, tmp_path):
+    """The default page (web tiles under the maps) viewed where no tile server answers (every
+    host name unresolvable): the maps, their legends, names and labels are all there, no
+    script error, the attribution shown; only the tiles' requests fail."""
+    html, doc = taxi_report
+    online = tmp_path / "online.html"
+    online.write_text(render_report_html(doc))
+    page = tmp_path / "probed.html"
+    page.write_text(online.read_text().replace("</body>", PROBE + "</body>"))
+    res = _run(
+        ["--host-resolver-rules=MAP * ~NOTFOUND", "--dump-dom", "--virtual-time-budget=3000",
+         page.as_uri()]
+    )  # fmt: skip
+    m = re.search(r'data-probe="([^"]*)"', res.stdout)
+    assert m, "the page did not finish loading without a network"
+    seen = json.loads(m.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+    offline = _probe(html, tmp_path)
+    assert [(x["legend"], x["named"], x["flows"]) for x in seen["maps"]] == [
+        (x["legend"], x["named"], x["flows"]) for x in offline["maps"]
+    ]
+    assert re.search(r'<div id="js-errors">\s*</div>', res.stdout), "a JS error was caught"
+    assert res.stdout.count("© OpenStreetMap contributors") == 2
