@@ -46,18 +46,19 @@ def tile_titles(root: ET.Element) -> list[str]:
     ]
 
 
-def labels(root: ET.Element) -> list[tuple[str, float, float]]:
+def labels(root: ET.Element, level: int = 1) -> list[tuple[str, float, float]]:
+    """The labels shown at zoom ``level`` (those of lower levels included)."""
     return [
         (t.text or "", float(t.get("x", 0)), float(t.get("y", 0)))
         for t in root.iter(f"{NS}text")
-        if t.get("class") == "pm-label"
+        if t.get("class") == "pm-label" and int(t.get("data-zoom", "1")) <= level
     ]
 
 
-def label_box(text: str, x: float, y: float) -> shapely.Polygon:
-    w = len(text) * LABEL_CHAR_PX
-    cy = y - 3  # drawn 3 px below the centre (the baseline of a centred line)
-    return shapely.box(x - w / 2, cy - LABEL_HEIGHT_PX / 2, x + w / 2, cy + LABEL_HEIGHT_PX / 2)
+def label_box(text: str, x: float, y: float, level: int = 1) -> shapely.Polygon:
+    """A label's box in map pixels (centred at x, y; its size on screen kept at any zoom)."""
+    w, h = len(text) * LABEL_CHAR_PX / level, LABEL_HEIGHT_PX / level
+    return shapely.box(x - w / 2, y - h / 2, x + w / 2, y + h / 2)
 
 
 def projected(tiles: dict, width: int = 560, height: int = 420) -> list[shapely.Polygon]:
@@ -91,26 +92,32 @@ def test_a_name_that_does_not_fit_is_a_tooltip_only() -> None:
     assert any(t.startswith(names[1] + ":") for t in tile_titles(root))
 
 
-def test_labels_never_overlap_and_stay_inside_their_zone(shared_data) -> None:
+@pytest.mark.parametrize("size", [(560, 420), (1600, 1200)])
+def test_labels_never_overlap_and_stay_inside_their_zone(shared_data, size) -> None:
+    """On the 263 NYC taxi zones, at each zoom level a reader can reach (1, 2, 4, 8): the
+    labels shown do not overlap and each lies inside its zone."""
     from privmob.data.tessellation_input import load_tessellation
 
     tess = load_tessellation(shared_data / "nyc_taxi_zones" / "taxi_zones.geojson")
     tiles = tiles_of(tess)
-    # on a large map (at the report's 560 px no taxi zone is wide enough for its name)
-    root = ET.fromstring(
-        svg.choropleth(tiles, [0] * tess.k, unit="visits", width=1600, height=1200)
-    )
-    drawn = labels(root)
-    assert 10 <= len(drawn) < tess.k  # many zones are named on the map, not all fit
-    boxes = [label_box(*d) for d in drawn]
-    for i, a in enumerate(boxes):
-        assert not any(a.intersects(b) for b in boxes[i + 1 :]), drawn[i]
-    polys = projected(tiles, 1600, 1200)
-    index = {n: i for i, n in enumerate(tiles["names"])}
-    for (text, _, _), b in zip(drawn, boxes, strict=True):
-        assert polys[index[text]].buffer(0.5).contains(b), text
+    root = ET.fromstring(svg.choropleth(tiles, [0] * tess.k, unit="visits", width=size[0],
+                                        height=size[1]))  # fmt: skip
+    polys = projected(tiles, *size)
+    zones: dict[str, list[int]] = {}
+    for i, n in enumerate(tiles["names"]):
+        zones.setdefault(n, []).append(i)
+    shown = [len(labels(root, level)) for level in (1, 2, 4, 8)]
+    assert shown == sorted(shown) and 10 <= shown[-1] < tess.k  # more as one zooms in
+    for level in (1, 2, 4, 8):
+        drawn = labels(root, level)
+        boxes = [label_box(*d, level) for d in drawn]
+        for i, a in enumerate(boxes):
+            assert not any(a.intersects(b) for b in boxes[i + 1 :]), drawn[i]
+        for (text, _, _), b in zip(drawn, boxes, strict=True):
+            # (a name may be shared: two zones are named Corona)
+            assert any(polys[j].buffer(0.5).contains(b) for j in zones[text]), text
     # every one of the 263 zones is named on hover
-    assert all(t.split(":")[0] in index for t in tile_titles(root))
+    assert all(t.split(":")[0] in zones for t in tile_titles(root))
 
 
 def test_grid_tiles_get_readable_names_not_bare_numbers() -> None:

@@ -8,7 +8,8 @@ drawn on a map where they fit.
 - :func:`tile_labels` / :func:`labels_svg`: the short text drawn on the map (the name, or the
   id of an unnamed tile, which the tables use), placed at the tile's representative point only
   when its box lies inside the tile's projected outline and overlaps no label already placed
-  (larger tiles first).
+  (larger tiles first); labels that fit only once the reader zooms in (2, 4 or 8 times) appear
+  then (:data:`LABEL_JS`), at their size on screen.
 
 Public geometry and names only: no released value decides where a label goes.
 """
@@ -63,21 +64,20 @@ def tile_labels(tess: dict[str, Any]) -> list[str]:
     ]
 
 
+#: The zoom levels at which labels are placed: a label that does not fit at level 1 (the map
+#: as drawn) may fit once the reader zooms in 2, 4 or 8 times (labels keep their size on screen).
+LEVELS = (1, 2, 4, 8)
+
+Placement = tuple[int, float, float, int]  # tile index, x, y (map pixels), zoom level
+Box = tuple[float, float, float, float]
+
 #: Placements already computed, per projection (a report's small maps share one).
-_PLACED: weakref.WeakKeyDictionary[Any, dict[tuple[str, ...], list[tuple[int, float, float]]]]
+_PLACED: weakref.WeakKeyDictionary[Any, dict[tuple[str, ...], list[Placement]]]
 _PLACED = weakref.WeakKeyDictionary()
 
 
-def place_labels(
-    proj: Any, outlines: Sequence[Any], texts: Sequence[str]
-) -> list[tuple[int, float, float]]:
-    """(tile index, x, y) of each label that fits: its box (text width x one line), centred at
-    the tile's representative point in map pixels, lies inside the tile's projected outline
-    (its largest part) and overlaps no label placed before it; larger tiles are placed first."""
-    cache = _PLACED.setdefault(proj, {})
-    key = tuple(texts)
-    if key in cache:
-        return cache[key]
+def _projected(proj: Any, outlines: Sequence[Any]) -> list[tuple[shapely.Polygon, int]]:
+    """Each tile's largest part in map pixels, with its index, larger tiles first."""
     shapes = []
     for i, rings in enumerate(outlines):
         polys = []
@@ -91,21 +91,53 @@ def place_labels(
         if polys:
             shapes.append((max(polys, key=lambda p: p.area), i))
     shapes.sort(key=lambda s: -s[0].area)
-    placed: list[tuple[int, float, float]] = []
-    taken: dict[tuple[int, int], list[tuple[float, float, float, float]]] = {}
-    for poly, i in shapes:
-        text = texts[i]
-        w, h = len(text) * LABEL_CHAR_PX, LABEL_HEIGHT_PX
-        x0, y0, x1, y1 = poly.bounds
-        if not text or w > x1 - x0 or h > y1 - y0:
-            continue
-        pt = poly.representative_point()
-        box = (pt.x - w / 2, pt.y - h / 2, pt.x + w / 2, pt.y + h / 2)
-        if not poly.contains(shapely.box(*box)) or _overlaps(box, taken):
-            continue
-        for cell in _cells(box):
-            taken.setdefault(cell, []).append(box)
-        placed.append((i, pt.x, pt.y))
+    return shapes
+
+
+def label_box(text: str, x: float, y: float, level: float = 1) -> Box:
+    """The box of a label centred at (x, y) in map pixels, seen at zoom ``level`` (the text
+    keeps its size on screen, so its box in map pixels shrinks as 1 / level)."""
+    w, h = len(text) * LABEL_CHAR_PX / level, LABEL_HEIGHT_PX / level
+    return (x - w / 2, y - h / 2, x + w / 2, y + h / 2)
+
+
+def place_labels(
+    proj: Any, outlines: Sequence[Any], texts: Sequence[str], levels: Sequence[int] = LEVELS
+) -> list[Placement]:
+    """(tile index, x, y, level) of each label that fits: at the first zoom ``level`` where
+    its box (text width x one line, :func:`label_box`), centred at the tile's representative
+    point in map pixels, lies inside the tile's projected outline (its largest part) and
+    overlaps no label placed before it (those of lower levels, seen at this one); larger tiles
+    are placed first. A label of level 1 is drawn as the map is; the others appear when the
+    reader zooms in that far (:data:`LABEL_JS`)."""
+    cache = _PLACED.setdefault(proj, {})
+    key = (*texts, *map(str, levels))
+    if key in cache:
+        return cache[key]
+    shapes = _projected(proj, outlines)
+    points: dict[int, shapely.Point] = {}
+    placed: list[Placement] = []
+    done: set[int] = set()
+    for level in levels:
+        bucket = _BUCKET_PX / level
+        taken: dict[tuple[int, int], list[Box]] = {}
+        for i, x, y, _ in placed:
+            _take(label_box(texts[i], x, y, level), taken, bucket)
+        for poly, i in shapes:
+            text = texts[i]
+            if i in done or not text:
+                continue
+            x0, y0, x1, y1 = poly.bounds
+            w, h = len(text) * LABEL_CHAR_PX / level, LABEL_HEIGHT_PX / level
+            if w > x1 - x0 or h > y1 - y0:
+                continue
+            pt = points.get(i) or points.setdefault(i, poly.representative_point())
+            box = label_box(text, pt.x, pt.y, level)
+            if _overlaps(box, taken, bucket) or not poly.contains(shapely.box(*box)):
+                continue
+            _take(box, taken, bucket)
+            placed.append((i, pt.x, pt.y, level))
+            done.add(i)
     cache[key] = placed
     return placed
 
@@ -113,34 +145,54 @@ def place_labels(
 _BUCKET_PX = 32.0
 
 
-def _cells(box: tuple[float, float, float, float]) -> list[tuple[int, int]]:
-    """The buckets (squares of :data:`_BUCKET_PX`) a label box touches."""
-    x0, y0, x1, y1 = (int(v // _BUCKET_PX) for v in box)
+def _cells(box: Box, bucket: float) -> list[tuple[int, int]]:
+    """The buckets (squares of side ``bucket``) a label box touches."""
+    x0, y0, x1, y1 = (int(v // bucket) for v in box)
     return [(cx, cy) for cx in range(x0, x1 + 1) for cy in range(y0, y1 + 1)]
 
 
-def _overlaps(
-    box: tuple[float, float, float, float],
-    taken: dict[tuple[int, int], list[tuple[float, float, float, float]]],
-) -> bool:
+def _take(box: Box, taken: dict[tuple[int, int], list[Box]], bucket: float) -> None:
+    for cell in _cells(box, bucket):
+        taken.setdefault(cell, []).append(box)
+
+
+def _overlaps(box: Box, taken: dict[tuple[int, int], list[Box]], bucket: float) -> bool:
     """Does ``box`` overlap a label box placed before (looked up in the buckets it touches)?"""
     x0, y0, x1, y1 = box
     return any(
         x0 < b[2] and b[0] < x1 and y0 < b[3] and b[1] < y1
-        for cell in _cells(box)
+        for cell in _cells(box, bucket)
         for b in taken.get(cell, ())
     )
 
 
 def labels_svg(proj: Any, outlines: Sequence[Any], texts: Sequence[str]) -> str:
     """The labels that fit (:func:`place_labels`) as ``<text class='pm-label'>`` with a white
-    halo, in a group that lets the pointer through to the tiles (their tooltips)."""
+    halo, in a group that lets the pointer through to the tiles (their tooltips). A label of a
+    zoom level above 1 carries it (``data-zoom``) and is hidden until the reader zooms that far
+    (:data:`LABEL_JS`; without script, as in a notebook, only the level-1 labels show)."""
     out = [f"<g class='pm-labels' pointer-events='none' {LABEL_FONT}>"]
-    for i, x, y in place_labels(proj, outlines, texts):
+    for i, x, y, level in place_labels(proj, outlines, texts):
+        hidden = "" if level == 1 else f" data-zoom='{level}' display='none'"
         out.append(
-            f"<text class='pm-label' x='{x:.1f}' y='{y + 3:.1f}' text-anchor='middle' "
-            "fill='#222' stroke='#fff' stroke-width='2.5' stroke-opacity='0.85' "
-            f"paint-order='stroke'>{escape(texts[i])}</text>"
+            f"<text class='pm-label' x='{x:.1f}' y='{y:.1f}' text-anchor='middle' "
+            "dominant-baseline='central' fill='#222' stroke='#fff' stroke-width='2.5' "
+            f"stroke-opacity='0.85' paint-order='stroke'{hidden}>{escape(texts[i])}</text>"
         )
     out.append("</g>")
     return "".join(out)
+
+
+#: Keeps labels at their size on screen when a map is zoomed (svg.ZOOM_JS scales its g.pm-zoom)
+#: and shows those of the zoom levels reached; plain DOM, no external script.
+LABEL_JS = """
+document.addEventListener('DOMContentLoaded',function(){
+document.querySelectorAll('svg.pm-map g.pm-zoom').forEach(function(g){
+var ls=g.querySelectorAll('text.pm-label');if(!ls.length)return;
+function upd(){var m=/scale\\(([0-9.]+)\\)/.exec(g.getAttribute('transform')||'');
+var s=m?parseFloat(m[1]):1;ls.forEach(function(t){
+var z=parseFloat(t.getAttribute('data-zoom')||'1');
+t.setAttribute('display',s>=z?'inline':'none');
+t.setAttribute('font-size',(9/s).toFixed(3));t.setAttribute('stroke-width',(2.5/s).toFixed(3));});}
+new MutationObserver(upd).observe(g,{attributes:true,attributeFilter:['transform']});});});
+"""

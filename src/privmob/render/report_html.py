@@ -21,7 +21,7 @@ import numpy as np
 
 from privmob.render import svg
 from privmob.render.basemap import Basemap
-from privmob.render.map_labels import tile_names
+from privmob.render.map_labels import LABEL_JS, tile_names
 
 TITLES = {
     "dataset_statistics": "Dataset statistics",
@@ -402,7 +402,7 @@ def render_report_html(doc: dict[str, Any], *, basemap: bool | Basemap | None = 
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width,initial-scale=1'>"
         f"<title>privmob mobility report</title><style>{CSS}</style>"
-        f"<script>{JS}{svg.ZOOM_JS}</script>"
+        f"<script>{JS}{svg.ZOOM_JS}{LABEL_JS}</script>"
         f"</head><body>{banner}<div id='js-errors'></div>"
         f"<header><h1>Differentially private mobility report</h1><nav>{nav}</nav></header><main>"
         f"{warn}<section id='privacy'><h2>Privacy settings</h2><div class='row'>{settings}"
