@@ -68,6 +68,10 @@ def tile_labels(tess: dict[str, Any]) -> list[str]:
 #: as drawn) may fit once the reader zooms in 2, 4 or 8 times (labels keep their size on screen).
 LEVELS = (1, 2, 4, 8)
 
+#: The most labels on one map (larger tiles and lower zoom levels first): a 10,000-cell grid
+#: would otherwise carry 10,000 labels that no one reads.
+MAX_LABELS = 400
+
 Placement = tuple[int, float, float, int]  # tile index, x, y (map pixels), zoom level
 Box = tuple[float, float, float, float]
 
@@ -77,21 +81,25 @@ _PLACED = weakref.WeakKeyDictionary()
 
 
 def _projected(proj: Any, outlines: Sequence[Any]) -> list[tuple[shapely.Polygon, int]]:
-    """Each tile's largest part in map pixels, with its index, larger tiles first."""
-    shapes = []
-    for i, rings in enumerate(outlines):
-        polys = []
-        for ring in rings:
-            if len(ring) > 2:
-                xy = np.asarray(ring, dtype=float)
-                px, py = proj(xy[:, 0], xy[:, 1])
-                poly = shapely.Polygon(np.column_stack([px, py]))
-                polys.append(poly if poly.is_valid else poly.buffer(0))
-        polys = [p for p in polys if not p.is_empty]
-        if polys:
-            shapes.append((max(polys, key=lambda p: p.area), i))
-    shapes.sort(key=lambda s: -s[0].area)
-    return shapes
+    """Each tile's largest part in map pixels, with its index, larger tiles first (all rings
+    projected and built at once)."""
+    rings = [(i, ring) for i, parts in enumerate(outlines) for ring in parts if len(ring) > 3]
+    if not rings:
+        return []
+    xy = np.concatenate([np.asarray(r, dtype=float) for _, r in rings])
+    which = np.repeat(np.arange(len(rings)), [len(r) for _, r in rings])
+    px, py = proj(xy[:, 0], xy[:, 1])
+    polys = shapely.polygons(shapely.linearrings(np.column_stack([px, py]), indices=which))
+    bad = ~shapely.is_valid(polys)
+    if bad.any():
+        polys[bad] = shapely.make_valid(polys[bad])
+    areas = shapely.area(polys)
+    best: dict[int, int] = {}
+    for k, (i, _) in enumerate(rings):
+        if areas[k] > 0 and (i not in best or areas[k] > areas[best[i]]):
+            best[i] = k
+    order = sorted(best.items(), key=lambda kv: -areas[kv[1]])
+    return [(polys[k], i) for i, k in order]
 
 
 def label_box(text: str, x: float, y: float, level: float = 1) -> Box:
@@ -109,35 +117,40 @@ def place_labels(
     point in map pixels, lies inside the tile's projected outline (its largest part) and
     overlaps no label placed before it (those of lower levels, seen at this one); larger tiles
     are placed first. A label of level 1 is drawn as the map is; the others appear when the
-    reader zooms in that far (:data:`LABEL_JS`)."""
+    reader zooms in that far (:data:`LABEL_JS`). At most :data:`MAX_LABELS`."""
     cache = _PLACED.setdefault(proj, {})
     key = (*texts, *map(str, levels))
     if key in cache:
         return cache[key]
     shapes = _projected(proj, outlines)
+    polys = [poly for poly, _ in shapes]
+    tile = np.array([i for _, i in shapes], dtype=np.int64)
+    bounds = shapely.bounds(np.asarray(polys, dtype=object)) if polys else np.zeros((0, 4))
+    span_x, span_y = bounds[:, 2] - bounds[:, 0], bounds[:, 3] - bounds[:, 1]
+    chars = np.array([len(texts[i]) for i in tile], dtype=float)
     points: dict[int, shapely.Point] = {}
     placed: list[Placement] = []
-    done: set[int] = set()
+    open_ = chars > 0  # tiles (in size order) still without a label
     for level in levels:
+        if len(placed) >= MAX_LABELS:
+            break
         bucket = _BUCKET_PX / level
         taken: dict[tuple[int, int], list[Box]] = {}
         for i, x, y, _ in placed:
             _take(label_box(texts[i], x, y, level), taken, bucket)
-        for poly, i in shapes:
-            text = texts[i]
-            if i in done or not text:
-                continue
-            x0, y0, x1, y1 = poly.bounds
-            w, h = len(text) * LABEL_CHAR_PX / level, LABEL_HEIGHT_PX / level
-            if w > x1 - x0 or h > y1 - y0:
-                continue
+        wide = span_x >= chars * LABEL_CHAR_PX / level
+        fits = open_ & wide & (span_y >= LABEL_HEIGHT_PX / level)
+        for k in np.flatnonzero(fits):
+            i, poly = int(tile[k]), polys[k]
             pt = points.get(i) or points.setdefault(i, poly.representative_point())
-            box = label_box(text, pt.x, pt.y, level)
+            box = label_box(texts[i], pt.x, pt.y, level)
             if _overlaps(box, taken, bucket) or not poly.contains(shapely.box(*box)):
                 continue
             _take(box, taken, bucket)
             placed.append((i, pt.x, pt.y, level))
-            done.add(i)
+            open_[k] = False
+            if len(placed) >= MAX_LABELS:
+                break
     cache[key] = placed
     return placed
 
