@@ -173,3 +173,17 @@ def test_labels_can_be_left_out(labels_on: bool) -> None:
     tiles = tiles_of(named_grid([f"Z{i}" for i in range(9)]))
     out = svg.choropleth(tiles, [1] * 9, labels=labels_on)
     assert ("class='pm-label'" in out) is labels_on
+
+
+def test_layers_name_unnamed_tiles_as_the_maps_do() -> None:
+    import pandas as pd
+
+    from privmob.render.layers import od_flows_layer, tile_values_layer
+
+    grid = square_grid((-74.09, 40.70, -74.02, 40.75), 1500)
+    names = tile_names(tiles_of(grid))  # the maps' names
+    od = pd.DataFrame({"period": ["all"], "origin": [0], "destination": [5], "count": [12]})
+    flows = od_flows_layer(od, grid, margin=4)
+    assert (flows["origin_name"].iloc[0], flows["destination_name"].iloc[0]) == (names[0], names[5])
+    polys = tile_values_layer(pd.DataFrame({"zone": ["3"], "count": [7]}), grid, margin=4)
+    assert polys["tile_name"].tolist() == [names[3]] and names[3].startswith("tile 3 (40.7")

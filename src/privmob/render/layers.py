@@ -46,6 +46,7 @@ from privmob.errors import ConfigError
 from privmob.lazy_imports import lazy_module
 from privmob.releases.kinds import BY_ANY_NAME, COUNT_SPEC, Layer
 from privmob.releases.stamp import json_stamp, restamp_parquet, stamp
+from privmob.render.map_labels import tessellation_names
 from privmob.render.qml import style_path, write_style
 
 if TYPE_CHECKING:
@@ -115,8 +116,9 @@ def tile_indexes(keys: Sequence[Any] | pd.Series, tess: Tessellation) -> np.ndar
 
 
 def _names(tess: Tessellation) -> np.ndarray:
-    names = tess.tile_names
-    return np.asarray(names if names is not None else [str(t) for t in tess.tile_ids], object)
+    """Each tile's name: its own, else its id and centroid (``tile 18 (40.7181, -74.0431)``,
+    as on the maps: :func:`privmob.render.map_labels.tessellation_names`)."""
+    return np.asarray(tessellation_names(tess), object)
 
 
 def od_flows_layer(

@@ -19,10 +19,13 @@ from __future__ import annotations
 import weakref
 from collections.abc import Sequence
 from html import escape
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import shapely
+
+if TYPE_CHECKING:
+    from privmob.data.tessellation import Tessellation
 
 #: Font of the labels (smaller than the legend's); width of one character of it, generous.
 LABEL_FONT = "font-family='system-ui,sans-serif' font-size='9'"
@@ -54,6 +57,19 @@ def tile_names(tess: dict[str, Any]) -> list[str]:
         what = f"tile {tid}" if tid.lstrip("-").isdigit() else tid
         out.append(f"{what} ({float(tess['lat'][i]):.4f}, {float(tess['lng'][i]):.4f})")
     return out
+
+
+def tessellation_names(tess: Tessellation) -> list[str]:
+    """:func:`tile_names` of a :class:`~privmob.data.tessellation.Tessellation` (its own names,
+    else each tile's id and centroid): the names of the map layers' ``tile_name``,
+    ``origin_name`` and ``destination_name``."""
+    names = tess.tile_names
+    if names is not None:
+        return list(names)
+    ids = [str(t) for t in tess.tile_ids]
+    cents = tess.centroids()
+    tiles = {"ids": ids, "names": ids, "lat": cents[:, 1], "lng": cents[:, 0], "has_names": False}
+    return tile_names(tiles)
 
 
 def tile_labels(tess: dict[str, Any]) -> list[str]:
