@@ -20,7 +20,13 @@ _LAZY = {
     "Plan": "privmob.releases.specs",
     "OdSpec": "privmob.releases.specs",
     "PopulationSpec": "privmob.releases.specs",
-    "release": "privmob.releases.specs",
+    "PrivmobError": "privmob.errors",
+    "InputError": "privmob.errors",
+    "ConfigError": "privmob.errors",
+    "BudgetError": "privmob.errors",
+    "OutputError": "privmob.errors",
+    "EngineError": "privmob.errors",
+    "PrivmobWarning": "privmob.errors",
     "PureDP": "privmob.dp",
     "ApproxDP": "privmob.dp",
     "RhoZCDP": "privmob.dp",
@@ -44,15 +50,31 @@ _LAZY = {
     "plan_programme": "privmob.evaluate.programme",
 }
 
+#: old public names, still served for one minor version with a FutureWarning naming the new one
+_DEPRECATED = {
+    "release": (
+        "privmob.releases.specs",
+        "pm.release is deprecated and will be removed in the next minor version: run a spec "
+        "through a Session (Session.run(spec), or the kind's method such as Session.od) or "
+        "call privmob.releases.specs.release",
+    ),
+}
+
 __all__ = ["__version__", *_LAZY]
 
 
 def __getattr__(name: str) -> object:
+    import importlib
+
+    if name in _DEPRECATED:
+        import warnings
+
+        old, says = _DEPRECATED[name]
+        warnings.warn(says, FutureWarning, stacklevel=2)  # the caller's line, every time
+        return getattr(importlib.import_module(old), name)
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'privmob' has no attribute {name!r}")
-    import importlib
-
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value

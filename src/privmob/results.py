@@ -93,10 +93,13 @@ class ReleaseResult:
         return write_report(self.release, path, overwrite=overwrite, basemap=on)
 
     def html(self, *, period: Any = None, basemap: bool | None = None) -> str:
-        """The display of the release (:mod:`privmob.render.release_html`): its settings, a
-        picture of **one** period (``period``, default the first: an OD matrix of 306 days is
-        never shown summed) with its uncertainty (flows and zones above the noise floor only,
-        zones within their margin hatched) and the first rows with zone names beside ids.
+        """The display of the release (:mod:`privmob.render.release_html`): its settings (the
+        95% margin and the bounds, per trip at trip level), a picture of **one** period or
+        slice (``period``, default the first: an OD matrix of 306 days is never shown summed;
+        for a count table, the label of its other dimensions, e.g. ``"7"`` for hour 7) with
+        its uncertainty (only values above the noise floor coloured and ranked), and the first
+        rows with zone names beside ids. Every kind draws itself: flows, zone maps, bars by
+        hour or any dimension, a series' line with its band, a report's key sections.
         ``basemap`` (default :attr:`basemap`): web tiles under the maps, fetched by the
         notebook's browser, with their attribution; ``False``: none, no external address."""
         from privmob.render.release_html import release_html

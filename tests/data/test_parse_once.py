@@ -118,4 +118,5 @@ def test_failing_to_write_the_parsed_file_is_not_called_an_input_problem(tmp_pat
         eng.private_directory = lambda prefix: tmp_path / "gone"  # no such directory
         with pytest.raises(EngineError, match="writing the parsed input failed") as err:
             load_trip_points(tmp_path / "points.csv", engine=eng, tessellation=grid)
-    assert not isinstance(err.value, InputError) and "--spill-dir" in (err.value.hint or "")
+    # from Python, the hint names the Session's argument (privmob.surface)
+    assert not isinstance(err.value, InputError) and "spill_dir=" in (err.value.hint or "")

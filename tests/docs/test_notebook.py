@@ -129,4 +129,8 @@ def test_tutorial_runs_in_a_plain_jupyter_kernel(tmp_path: Path) -> None:
         # the release's settings: its kind, what it cost, its margin; then its table
         assert re.search(r"<th>cost</th><td>epsilon=", release), (kind, release[:300])
         assert "<th>privacy unit</th>" in release and "<table" in release, kind
+        # a picture of the kind (a map or a chart) and the summary rows filled, in a kernel
+        assert "<svg" in release, kind
+        for row in ("bounds", "95% margin of error"):
+            assert not re.search(rf"<th>{row}</th><td>\s*</td>", release), (kind, row)
         assert "privacy cost</th><td>epsilon=" in plan and "noisy cells" in plan, (kind, plan)

@@ -109,8 +109,9 @@ def test_the_domain_is_set_aside_before_the_engine_plans() -> None:
         with pytest.raises(ConfigError, match="below the minimum of") as err:
             eng.reserve(whole - ENGINE_FLOOR // 2)
         need = (eng.process_memory.baseline + whole - ENGINE_FLOOR // 2 + ENGINE_FLOOR) / MB
-        assert f"at least --memory-limit {int(need) + 1}MB" in str(err.value.hint) or (
-            f"at least --memory-limit {int(need)}MB" in str(err.value.hint)
+        # from Python, the hint names the Session's argument (privmob.surface)
+        assert f'at least memory_limit="{int(need) + 1}MB"' in str(err.value.hint) or (
+            f'at least memory_limit="{int(need)}MB"' in str(err.value.hint)
         )
 
 

@@ -198,9 +198,9 @@ def test_a_below_margin_cell_is_never_drawn_in_full_colour(report_doc) -> None:
                 assert fill not in full_colour and cls == "pm-below", (name, value, fill)
                 assert fill == svg.BELOW or fill.startswith("url(#pm-hatch-")
     assert checked > 50  # noise only: most cells are within their margin
-    # the maps' legends say what the hatch means
+    # the maps' legends say what the hatch means (the noise floor the captions state)
     legends = [e for e in elements if e["attrs"].get("class") == "pm-legend-below"]
-    assert legends and all("margin" in "".join(
+    assert legends and all("noise floor" in "".join(
         t["text"] for t in elements if t["parent"] is lg or (t["parent"] or {}).get("parent") is lg
     ) for lg in legends)  # fmt: skip
 
@@ -304,11 +304,12 @@ def test_population_display_names_zones_and_hatches_noise() -> None:
     pop = s.population(epsilon=2)
     html = pop._repr_html_()
     elements = parse(html)
-    margin = pop.metadata.margin_of_error_95
+    n = pop.metadata.noise
+    floor = noise_floor({"kind": n["kind"], "scale": n["scale"]}, 9)  # the 9 zones shown
     tiles = fills(elements, None, "path")
     assert len(tiles) == 9
     for value, fill, _cls in tiles:
-        assert (value <= margin) == fill.startswith("url(#pm-hatch-")
+        assert (value <= floor) == fill.startswith("url(#pm-hatch-")
     # the first rows carry the zone names beside the ids
     cells = [e["text"] for e in elements if e["tag"] == "td"]
     assert "ZoneA" in cells and "zone_name" in html

@@ -80,7 +80,7 @@ def _log_laplace_cdf(x: np.ndarray, b: float) -> np.ndarray:
     x = np.asarray(x, dtype=np.float64)
     neg = math.log(0.5) + np.minimum(x, 0.0) / b
     pos = np.log1p(-0.5 * np.exp(-np.maximum(x, 0.0) / b))
-    return np.where(x < 0, neg, pos)
+    return np.asarray(np.where(x < 0, neg, pos))
 
 
 def _log_discrete_laplace_cdf(m: np.ndarray, b: float) -> np.ndarray:
@@ -90,7 +90,7 @@ def _log_discrete_laplace_cdf(m: np.ndarray, b: float) -> np.ndarray:
     log1pq = math.log1p(math.exp(log_q))
     neg = -np.abs(np.minimum(m, 0.0)) / b - log1pq  # q^{-m} / (1+q) for m < 0
     pos = np.log1p(-np.exp((np.maximum(m, 0.0) + 1.0) * log_q - log1pq))
-    return np.where(m < 0, neg, pos)
+    return np.asarray(np.where(m < 0, neg, pos))
 
 
 def _log_laplace_interval(a: np.ndarray, b: float) -> np.ndarray:
@@ -112,11 +112,10 @@ def log_lr_released(
     y = np.asarray(y, dtype=np.float64)
     c = np.asarray(c, dtype=np.float64)
     if model is NoiseModel.LAPLACE_ROUNDED:
-        return _log_laplace_interval(y - 0.5 - (c + 1), scale) - _log_laplace_interval(
-            y - 0.5 - c, scale
-        )
+        upper = _log_laplace_interval(y - 0.5 - (c + 1), scale)
+        return np.asarray(upper - _log_laplace_interval(y - 0.5 - c, scale))
     # continuous density and discrete pmf have the same ratio exp(-|y-mu|/b)
-    return (np.abs(y - c) - np.abs(y - c - 1.0)) / scale
+    return np.asarray((np.abs(y - c) - np.abs(y - c - 1.0)) / scale)
 
 
 def log_lr_suppressed(
@@ -126,14 +125,15 @@ def log_lr_suppressed(
     model = NoiseModel(model)
     c = np.asarray(c, dtype=np.float64)
     if model is NoiseModel.LAPLACE:
-        return _log_laplace_cdf(tau - 1.0 - c, scale) - _log_laplace_cdf(tau - c, scale)
+        return np.asarray(_log_laplace_cdf(tau - 1.0 - c, scale) - _log_laplace_cdf(tau - c, scale))
     if model is NoiseModel.LAPLACE_ROUNDED:
         # round(mu + eta) <= tau - 1  <=>  eta < tau - 1/2 - mu
-        return _log_laplace_cdf(tau - 1.5 - c, scale) - _log_laplace_cdf(tau - 0.5 - c, scale)
+        return np.asarray(
+            _log_laplace_cdf(tau - 1.5 - c, scale) - _log_laplace_cdf(tau - 0.5 - c, scale)
+        )
     # integer output: suppressed <=> c + x + eta <= tau - 1
-    return _log_discrete_laplace_cdf(tau - 2.0 - c, scale) - _log_discrete_laplace_cdf(
-        tau - 1.0 - c, scale
-    )
+    below = _log_discrete_laplace_cdf(tau - 2.0 - c, scale)
+    return np.asarray(below - _log_discrete_laplace_cdf(tau - 1.0 - c, scale))
 
 
 def cell_log_lr(
@@ -261,7 +261,8 @@ class LRTResult:
 
     @property
     def accuracy(self) -> np.ndarray:
-        return 1.0 - (self.false_negatives + self.false_positives) / (self.n_in + self.n_out)
+        wrong = self.false_negatives + self.false_positives
+        return np.asarray(1.0 - wrong / (self.n_in + self.n_out))
 
     @property
     def bound(self) -> np.ndarray:

@@ -67,7 +67,7 @@ class MembershipData:
 
     def labels(self) -> np.ndarray:
         """(n_targets, periods) True where the target has a trip in the period."""
-        return self.targets.sum(axis=2) > 0
+        return np.asarray(self.targets.sum(axis=2) > 0)
 
 
 @dataclass(frozen=True)

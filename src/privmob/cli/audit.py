@@ -102,7 +102,7 @@ class Attack:
     def of(cls, ctx: typer.Context) -> Attack:
         return cls(**{name: ctx.params[name] for name in ATTACK_OPTIONS})
 
-    def load_trips(self) -> tuple:
+    def load_trips(self) -> tuple[pd.DataFrame, int]:
         """With ``--trips``: its frame and number of zones (``--tessellation`` is required)."""
         from privmob.audit.trips import load_trips_frame
 
@@ -223,7 +223,7 @@ def _read_counts(path: Path) -> np.ndarray:
     if not path.exists():
         raise InputError(f"file not found: {path}", source=str(path))
     if path.suffix == ".npy":
-        return np.load(path).ravel()
+        return np.asarray(np.load(path).ravel())
     df = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
     col = "count" if "count" in df.columns else df.columns[-1]
     vals = pd.to_numeric(df[col], errors="coerce")

@@ -102,9 +102,17 @@ def charged_here() -> bool:
 
 
 def run(app: object, argv: list[str] | None) -> None:
-    """Run the app, turning every failure into its exit code and one message. ``--verbose``
-    is accepted anywhere on the line (``privmob od ... --verbose`` as well as
-    ``privmob --verbose od ...``)."""
+    """Run the app, turning every failure into its exit code and one message, its hints in the
+    command line's words (:func:`privmob.surface.command_line`). ``--verbose`` is accepted
+    anywhere on the line (``privmob od ... --verbose`` as well as ``privmob --verbose od
+    ...``)."""
+    from privmob.surface import command_line
+
+    with command_line():
+        _run(app, argv)
+
+
+def _run(app: object, argv: list[str] | None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     if "--verbose" in args[1:]:
         VERBOSE["on"] = True

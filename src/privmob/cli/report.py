@@ -132,6 +132,14 @@ def report(
         str | None,
         typer.Option("--budget-split", help="weights, e.g. od_flows=3,visits_per_tile=2"),
     ] = None,
+    target_margin: Annotated[
+        str | None,
+        typer.Option(
+            "--target-margin",
+            help="95% margins asked per analysis, solved into the budget split before "
+            "reading (the plan says which are met), e.g. od_flows=50,visits_per_tile=100",
+        ),
+    ] = None,
     ranges: Annotated[
         str | None,
         typer.Option("--range", help="histogram ranges lo:hi:width, e.g. travel_time=0:120:5"),
@@ -167,20 +175,24 @@ def report(
 ) -> None:
     """A differentially private mobility report: 15 analyses, one offline HTML + JSON."""
     from privmob.cli.run import run_release
-    from privmob.releases.report import ReportConfig, ReportSpec, load_report_input
+    from privmob.releases.report import ReportSpec, load_report_input
+    from privmob.releases.report.split import build_config
 
     if input_shape not in ("auto", "trip-points", "trips", "gps"):
         raise ConfigError(
             f"unknown input shape '{input_shape}' for the report",
             hint="use auto, trip-points, trips or gps",
         )
-    cfg = ReportConfig.build(
+    cfg = build_config(
         epsilon=epsilon,
         max_trips=max_trips,
         period=study_period(start, end, period),
         unit=unit,
         analyses=[a.strip() for a in analyses.split(",")] if analyses else None,
         weights={k: _float(v, "budget weight") for k, v in _pairs(budget_split, "weight").items()},
+        target_margins={
+            k: _float(v, "target margin") for k, v in _pairs(target_margin, "margin").items()
+        },
         ranges={k: _range(v) for k, v in _pairs(ranges, "range").items()},
         time_windows=[_hour(h) for h in time_windows.split(",")],
         same_tile=same_tile,

@@ -34,14 +34,14 @@ def _profile(weekend: bool) -> np.ndarray:
     day = np.exp(-((h - 12.5) ** 2) / 18.0) + 0.8 * np.exp(-((h - 19.0) ** 2) / 6.0)
     night = 0.05 + 0.1 * np.exp(-((h - 0.0) ** 2) / 4.0)
     p = night + (0.6 if weekend else 1.0) * day
-    return p
+    return np.asarray(p)
 
 
 def hour_weights() -> np.ndarray:
     """Relative event rate for each of the 168 hours of a week starting Monday 0:00."""
     days = [_profile(weekend=d >= 5) for d in range(7)]
     w = np.concatenate(days)
-    return w / w.sum()
+    return np.asarray(w / w.sum())
 
 
 def synthetic_city(

@@ -34,7 +34,7 @@ class GridSpec:
         row = _edge_bin(self.lat_edges, lat)
         out = row.astype(np.int64) * self.ncols + col
         out[(col < 0) | (row < 0)] = -1
-        return out.astype(np.int32)
+        return np.asarray(out.astype(np.int32))
 
 
 def _edge_bin(edges: np.ndarray, x: np.ndarray) -> np.ndarray:

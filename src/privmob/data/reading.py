@@ -8,12 +8,11 @@ Reading never modifies an input; a source that cannot be read raises one
 from __future__ import annotations
 
 import re
-import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from privmob.data import diagnose
 from privmob.engine.relation import new_name
@@ -277,6 +276,7 @@ def _tell_skipped(folder: Path, read: list[str]) -> None:
     """Warn the operator (a :class:`~privmob.errors.PrivmobWarning`, never part of a release)
     of the files of an input folder that are not read as data."""
     from privmob.errors import PrivmobWarning
+    from privmob.surface import warn_caller
 
     kept = set(read)
     skipped = sorted(p.name for p in folder.iterdir() if str(p) not in kept)
@@ -284,12 +284,11 @@ def _tell_skipped(folder: Path, read: list[str]) -> None:
         shown = ", ".join(skipped[:10]) + (
             f" and {len(skipped) - 10} more" if len(skipped) > 10 else ""
         )
-        warnings.warn(
+        warn_caller(
             f"{folder}: {len(skipped)} file(s) that are not data were skipped ({shown}); data "
             f"files are .csv, .tsv, .txt or .gz, not hidden, not named {NOT_DATA_NAMES[0]}, "
             f"{NOT_DATA_NAMES[3]}, notes...",
             PrivmobWarning,
-            stacklevel=3,
         )
 
 
@@ -399,7 +398,7 @@ def column_types(engine: Engine, view: str) -> dict[str, str]:
 def require_engine(engine: Any) -> Engine:
     if engine is None:
         raise EngineError("no engine given")
-    return engine
+    return cast(Engine, engine)
 
 
 #: bytes of a CSV file sampled for its mean line length (:func:`csv_rows_estimate`)

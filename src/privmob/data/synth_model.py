@@ -117,7 +117,7 @@ class World:
             from scipy.spatial import cKDTree  # lazy: every `privmob` command imports this module
 
             self.tower_tree = cKDTree(self._tower_xy)
-        return self.tower_tree.query(self.to_km(lng, lat))[1].astype(np.int32)
+        return np.asarray(self.tower_tree.query(self.to_km(lng, lat))[1].astype(np.int32))
 
     def id_array(self, idx: np.ndarray) -> pa.Array:
         vals = self.tile_ids[idx]

@@ -27,6 +27,7 @@ from privmob.engine.relation import UserParts, new_name
 from privmob.errors import EngineError, InputError
 from privmob.lazy_imports import lazy_module
 from privmob.privacy.people import HASH_DIGITS, SKETCH_SIZE, PeopleSketch, key_halves
+from privmob.surface import option
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -265,7 +266,7 @@ def _write_parsed(
             first = text.strip().splitlines()[0]
             raise EngineError(
                 f"writing the parsed input failed: {diagnose.scrub_values(first)}",
-                hint="check the room in the private working directory (--spill-dir)",
+                hint=f"check the room in the private working directory ({option('spill_dir')})",
             ) from exc
         raise
     make_private(path)

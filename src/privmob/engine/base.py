@@ -14,6 +14,7 @@ import numpy as np
 from privmob.engine.dialect import Dialect
 from privmob.errors import EngineError
 from privmob.lazy_imports import lazy_module
+from privmob.surface import option
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -114,7 +115,7 @@ def dense_counts(
         raise EngineError(
             f"the {getattr(engine, 'name', 'query')} engine failed while counting: {first}",
             hint="check that the input files are unchanged and readable; for memory errors "
-            "pass --memory-limit or use a machine with more memory",
+            f"pass {option('memory_limit')} or use a machine with more memory",
         ) from exc
     index_cols = [df[f"i{a}"].to_numpy() for a in range(len(shape))]
     if values == ("n",):

@@ -38,6 +38,7 @@ import numpy as np
 from privmob.engine.base import Engine
 from privmob.engine.relation import Loaded, UserParts, new_name
 from privmob.errors import ConfigError, EngineError
+from privmob.surface import option
 
 #: Engine memory one input row needs in the window steps of a bucket (events -> trips ->
 #: bounding -> counts, or trips -> bounding -> counts). Measured on DuckDB 2.0 (docs/scale.md):
@@ -252,7 +253,8 @@ def spill_directory(parent: str | os.PathLike[str] | None = None) -> Iterator[Pa
     except OSError as exc:
         raise ConfigError(
             f"cannot create a spill directory under {base}: {exc.strerror or exc}",
-            hint="pass --spill-dir with a writable directory on a disk with room for the input",
+            hint=f"pass {option('spill_dir')} with a writable directory on a disk with room "
+            "for the input",
         ) from exc
     try:
         os.chmod(path, 0o700)
@@ -288,7 +290,8 @@ def spilled_buckets(
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise EngineError(
             f"writing the user buckets failed: {first}",
-            hint="check the input files and the room in the spill directory (--spill-dir)",
+            hint="check the input files and the room in the spill directory "
+            f"({option('spill_dir')})",
         ) from exc
     make_private(Path(target))
     for b in range(n_buckets):

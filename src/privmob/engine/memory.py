@@ -26,6 +26,7 @@ from pathlib import Path
 import psutil
 
 from privmob.errors import ConfigError
+from privmob.surface import option
 
 try:  # POSIX only (not on Windows)
     import resource
@@ -139,14 +140,14 @@ def memory_advice(limit_text: str | None) -> tuple[str, str]:
         except ConfigError:
             twice = "twice that"
         return (
-            f"the run ran out of memory under --memory-limit {limit_text}",
-            f"give it more memory, e.g. --memory-limit {twice}; the limit sizes the user "
+            f"the run ran out of memory under {option('memory_limit', limit_text)}",
+            f"give it more memory, e.g. {option('memory_limit', twice)}; the limit sizes the user "
             "buckets, so a larger limit also means fewer passes",
         )
     left = available_memory()
     return (
-        "the run ran out of memory (no --memory-limit was given)",
-        f"pass --memory-limit {max(1, int(0.8 * left / MB))}MB (80% of the "
+        f"the run ran out of memory (no {option('memory_limit')} was given)",
+        f"pass {option('memory_limit', f'{max(1, int(0.8 * left / MB))}MB')} (80% of the "
         f"{left / 1e9:.1f} GB this machine has available): privmob then counts in user "
         "buckets that fit",
     )
@@ -176,11 +177,12 @@ class ProcessMemory:
         if left < ENGINE_FLOOR:
             need = math.ceil((self.minimum + reserved) / MB)
             raise ConfigError(
-                f"--memory-limit {self.limit / MB:.0f}MB: the limit is below the minimum of "
+                f"{option('memory_limit', f'{self.limit / MB:.0f}MB')}: the limit is below the "
+                "minimum of "
                 f"{need} MB for this release",
                 hint=f"the limit caps the whole process: Python and the libraries use "
                 f"{self.baseline / MB:.0f} MB and the release's domain needs about "
-                f"{reserved / MB:.0f} MB; give at least --memory-limit {need}MB",
+                f"{reserved / MB:.0f} MB; give at least {option('memory_limit', f'{need}MB')}",
             )
         return left
 
@@ -194,10 +196,11 @@ def process_memory(
     if mem.available < ENGINE_FLOOR:
         need = math.ceil(mem.minimum / MB)
         raise ConfigError(
-            f"--memory-limit {text or f'{limit / MB:.0f}MB'}: the limit is below the minimum "
+            f"{option('memory_limit', text or f'{limit / MB:.0f}MB')}: the limit is below the "
+            "minimum "
             f"of {need} MB for this release",
             hint=f"the limit caps the whole process: Python and the libraries already use "
-            f"{mem.baseline / MB:.0f} MB; give at least --memory-limit {need}MB",
+            f"{mem.baseline / MB:.0f} MB; give at least {option('memory_limit', f'{need}MB')}",
         )
     return mem
 

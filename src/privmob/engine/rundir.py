@@ -33,6 +33,7 @@ from types import FrameType
 from typing import Any
 
 from privmob.errors import ConfigError
+from privmob.surface import option
 
 #: prefix of a run directory under the per-user base
 RUN_PREFIX = "run-"
@@ -57,17 +58,18 @@ def base_dir(parent: str | os.PathLike[str] | None = None) -> Path:
     except OSError as exc:
         raise ConfigError(
             f"cannot create the private working directory under {root}: {exc.strerror or exc}",
-            hint="pass --spill-dir with a writable directory on a disk with room for the input",
+            hint=f"pass {option('spill_dir')} with a writable directory on a disk with room "
+            "for the input",
         ) from exc
     if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
         raise ConfigError(
             f"{base} is not a directory (a symbolic link or a file); refusing to put records there",
-            hint="remove it, or pass --spill-dir with a private directory",
+            hint=f"remove it, or pass {option('spill_dir')} with a private directory",
         )
     if _POSIX and st.st_uid != os.geteuid():
         raise ConfigError(
             f"{base} belongs to another user (uid {st.st_uid}); refusing to put records there",
-            hint="remove it, or pass --spill-dir with a private directory",
+            hint=f"remove it, or pass {option('spill_dir')} with a private directory",
         )
     if _POSIX and st.st_mode & 0o077:
         os.chmod(base, 0o700)  # ours: close it

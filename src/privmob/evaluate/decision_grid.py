@@ -28,6 +28,7 @@ from privmob.evaluate.decisions import (
 from privmob.evaluate.notice import NOT_PRIVATE, write_notice
 from privmob.privacy.mechanisms import NoiseKind
 from privmob.privacy.samplers import Randomness
+from privmob.surface import option
 
 if TYPE_CHECKING:
     from privmob.data.tessellation import Tessellation
@@ -242,7 +243,7 @@ def write_grid(
     outdir.mkdir(parents=True, exist_ok=True)
     targets = [outdir / n for n in ("decisions_table2.csv", "aid_table3.csv")]
     if not overwrite and any(p.exists() for p in targets):
-        raise ConfigError(f"{outdir} already holds results", hint="pass --overwrite")
+        raise ConfigError(f"{outdir} already holds results", hint=f"pass {option('overwrite')}")
     write_csv(t2, targets[0])
     write_csv(t3, targets[1])
     md2, md3 = outdir / "decisions_table2.md", outdir / "aid_table3.md"

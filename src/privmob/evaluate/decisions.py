@@ -67,7 +67,7 @@ def privatize_counts(
 ) -> np.ndarray:
     """DP population counts (SPEC 4.4): sensitivity 1 (one home per user), clamped at 0."""
     noise, _ = calibrate(kind, epsilon, l1_sensitivity=1)
-    return np.maximum(noise.add(np.asarray(counts, dtype=np.int64), rng), 0)
+    return np.asarray(np.maximum(noise.add(np.asarray(counts, dtype=np.int64), rng), 0))
 
 
 # -- mobility SIR ---------------------------------------------------------------------------------
@@ -84,7 +84,7 @@ class Epidemic:
 
     @property
     def prevalence(self) -> np.ndarray:
-        return self.I / self.N
+        return np.asarray(self.I / self.N)
 
     def decisions(self, threshold: float = ACT_THRESHOLD) -> np.ndarray:
         """Boolean (days+1, k): region acts when I/N >= threshold."""

@@ -36,7 +36,7 @@ def mre(truth: np.ndarray, noisy: np.ndarray, gamma_share: float = 0.001) -> np.
     gamma = gamma_share * x.sum(axis=1, keepdims=True)
     denom = np.maximum(gamma, x)
     rel = np.divide(np.abs(y - x), denom, out=np.zeros_like(x), where=denom > 0)
-    return rel.mean(axis=1)
+    return np.asarray(rel.mean(axis=1))
 
 
 def pearson(truth: np.ndarray, noisy: np.ndarray) -> np.ndarray:
@@ -64,7 +64,7 @@ def haversine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         np.sin((lat2 - lat1) / 2) ** 2
         + np.cos(lat1) * np.cos(lat2) * np.sin((lng2 - lng1) / 2) ** 2
     )
-    return 2 * EARTH_RADIUS_M * np.arcsin(np.sqrt(np.clip(h, 0, 1)))
+    return np.asarray(2 * EARTH_RADIUS_M * np.arcsin(np.sqrt(np.clip(h, 0, 1))))
 
 
 def emd(p: np.ndarray, q: np.ndarray, dist: np.ndarray) -> float:

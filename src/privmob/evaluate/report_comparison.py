@@ -35,7 +35,9 @@ def _vec(a: dict[str, Any]) -> np.ndarray:
     return np.asarray(a["counts"], dtype=np.float64)
 
 
-def _measures(name: str, a: dict[str, Any], b: dict[str, Any], tess: dict[str, Any]):
+def _measures(
+    name: str, a: dict[str, Any], b: dict[str, Any], tess: dict[str, Any]
+) -> dict[str, float | None]:
     row: dict[str, float | None] = dict.fromkeys(MEASURES)
     if name == "dataset_statistics":
         row["smape"] = sim.smape([a[s] for s in STATS], [b[s] for s in STATS])

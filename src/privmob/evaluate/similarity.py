@@ -32,7 +32,7 @@ def to_distribution(weights: ArrayLike) -> np.ndarray:
         raise ConfigError("an empty distribution cannot be compared")
     if total <= 0:
         return np.full(w.size, 1.0 / w.size)
-    return w / total
+    return np.asarray(w / total)
 
 
 def smape(true: ArrayLike, estimate: ArrayLike) -> float:
@@ -91,7 +91,7 @@ def haversine_m(lat1: ArrayLike, lng1: ArrayLike, lat2: ArrayLike, lng2: ArrayLi
         np.radians(np.asarray(a, dtype=np.float64)) for a in (lat1, lng1, lat2, lng2)
     )
     h = np.sin((la2 - la1) / 2) ** 2 + np.cos(la1) * np.cos(la2) * np.sin((lo2 - lo1) / 2) ** 2
-    return 2 * EARTH_RADIUS_M * np.arcsin(np.sqrt(np.clip(h, 0.0, 1.0)))
+    return np.asarray(2 * EARTH_RADIUS_M * np.arcsin(np.sqrt(np.clip(h, 0.0, 1.0))))
 
 
 def emd_spatial(

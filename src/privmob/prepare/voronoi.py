@@ -142,7 +142,7 @@ def tower_zone_shares(lng: np.ndarray, lat: np.ndarray, zones: object) -> np.nda
     out = np.zeros((s.shape[0], s.shape[1] + 1), dtype=np.float64)
     out[:, :-1] = s
     out[:, -1] = np.clip(1.0 - s.sum(axis=1), 0.0, 1.0)
-    return out / out.sum(axis=1, keepdims=True)
+    return np.asarray(out / out.sum(axis=1, keepdims=True))
 
 
 def apply_shares(tower_counts: np.ndarray, shares: np.ndarray) -> np.ndarray:
@@ -152,4 +152,4 @@ def apply_shares(tower_counts: np.ndarray, shares: np.ndarray) -> np.ndarray:
         raise InputError(
             f"{x.shape[-1]} tower values but {shares.shape[0]} towers in the share matrix"
         )
-    return x @ shares
+    return np.asarray(x @ shares)

@@ -33,7 +33,6 @@ the records and how entries are written are :mod:`privmob.privacy.ledger_entries
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
@@ -76,6 +75,7 @@ from privmob.privacy.ledger_store import (
     open_store,
 )
 from privmob.privacy.people import PeopleSketch
+from privmob.surface import warn_caller
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack from Python 3.12
@@ -172,7 +172,7 @@ class Ledger(Custody, Audit):
         if self._created and self.signer is not None and self.witnessed:  # root pinned now
             witness.record(self.ledger_id, self.signer.key_id, witness.GENESIS, self.location)
         if self.migrated:
-            warnings.warn(f"{self.path}: {self.migrated}", LedgerMigrated, stacklevel=2)
+            warn_caller(f"{self.path}: {self.migrated}", LedgerMigrated)
 
     def _establish(self, con: Any, ledger_id: str) -> None:
         """A new ledger: the opener's key (the user's own, created if needed) is its custodian."""

@@ -23,6 +23,7 @@ from privmob.privacy.ledger_accounts import Accounts, accounts
 from privmob.privacy.ledger_entries import Budget
 from privmob.privacy.ledger_spends import COST_COLUMNS, spend_problem
 from privmob.privacy.people import OVERLAP_THRESHOLD, PeopleSketch
+from privmob.surface import option
 
 
 def to_budget_unit(cost: Cost, unit: Unit, group_size: int | None) -> Cost:
@@ -123,8 +124,9 @@ def refuse_foreign_input(
         f"refused: this input's content was already released under dataset '{owners[0]}' "
         f"in {path}; its budget is that dataset's, not "
         f"'{dataset}''s; nothing was charged",
-        hint=f"use --dataset {owners[0]}, or state --new-dataset-for-same-data if this is "
-        "deliberately a separate budget for the same records (it is recorded in the ledger)",
+        hint=f"use {option('dataset', owners[0])}, or state "
+        f"{option('new_dataset_for_same_data')} if this is deliberately a separate budget for "
+        "the same records (it is recorded in the ledger)",
     )
 
 
@@ -177,10 +179,10 @@ def refuse_known_people(
             f"refused: at least {OVERLAP_THRESHOLD:.0%} of this input's users (estimated from "
             f"keyed sketches) are users of dataset '{other}' in {path}; their budget is that "
             f"dataset's, not '{dataset}''s; nothing was charged",
-            hint=f"use --dataset {other} (the same people share one budget); if this is "
-            "deliberately a separate budget, state --new-dataset-for-same-data (it is recorded "
-            "in the ledger); pseudonyms relabelled per dataset are not detected: link such "
-            "datasets into one family",
+            hint=f"use {option('dataset', other)} (the same people share one budget); if this "
+            f"is deliberately a separate budget, state {option('new_dataset_for_same_data')} (it "
+            "is recorded in the ledger); pseudonyms relabelled per dataset are not detected: "
+            "link such datasets into one family",
         )
 
 

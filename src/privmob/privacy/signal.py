@@ -12,6 +12,10 @@ the check says the data are sparse and does not warn.
 
 :func:`noise_floor` is the level that the noise of none of N cells reaches with 95% probability
 (union bound): rankings, "top flows" and map layers show only values above it.
+:func:`is_signal` is the one rule every picture, ranking and caption applies: a noisy value is
+signal iff it is above the noise floor of its *family* (the cells its caption talks about: the
+tiles of a map, the bars of a chart, the bins of a histogram, the cells of all the panels of
+small multiples); everything else is drawn as "cannot be told from noise".
 """
 
 from __future__ import annotations
@@ -85,7 +89,7 @@ def signal_check(
         floor = float(noise_floor(noise, cells))
     else:
         floor = margin * math.log(20 * max(cells, 1)) / math.log(20)
-    clear = int(np.count_nonzero(v > floor))
+    clear = int(np.count_nonzero(signal_mask(v, floor)))
     positive = float(v[v > 0].sum())
     share_above = float(v[v > margin].sum()) / positive if positive > 0 else 0.0
     mostly = cells > 0 and below > MOSTLY * cells
@@ -114,11 +118,27 @@ def noise_floor(noise: Noise, cells: int, confidence: float = 0.95) -> int:
     return noise.margin_of_error(1 - (1 - confidence) / max(cells, 1))
 
 
+def is_signal(value: float, floor: float | None) -> bool:
+    """The one rule for signal: a noisy ``value`` is signal iff it is above ``floor``, the
+    noise floor of its family (:func:`noise_floor` of the noise and the number of cells the
+    caption talks about; the 95% margin of one cell is the floor of a family of one). Only
+    signal is coloured, ranked or labelled; the rest cannot be told from noise. Without a
+    floor (no noise scale is known) every value is shown as it is. Post-processing of the
+    noisy value and public parameters."""
+    return floor is None or float(value) > float(floor)
+
+
+def signal_mask(values: np.ndarray | list[float], floor: float | None) -> np.ndarray:
+    """:func:`is_signal` of each of ``values`` (a boolean array)."""
+    v = np.asarray(values, dtype=float)
+    return np.ones(v.shape, dtype=bool) if floor is None else v > float(floor)
+
+
 def above_noise_floor(values: np.ndarray, noise: Noise, cells: int | None = None) -> np.ndarray:
     """Mask of the noisy ``values`` above the noise floor of ``cells`` cells (default: as many
     as ``values``): the only ones a ranking or a "top flows" list may show (post-processing)."""
     v = np.asarray(values, dtype=float)
-    return v > noise_floor(noise, v.size if cells is None else cells)
+    return signal_mask(v, noise_floor(noise, v.size if cells is None else cells))
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 from privmob.errors import OutputError
 from privmob.privacy.payment import paid, unpaid
 from privmob.releases.release import Release
+from privmob.surface import option
 
 if TYPE_CHECKING:
     from privmob.privacy.ledger_entries import Entry
@@ -160,7 +161,8 @@ def _publish(draft: Draft, accountant: Accountant, out: Output) -> Release:
         if isinstance(exc, OSError | OutputError):
             raise PublishError(
                 said,
-                hint="free some room or choose another --output, then release again (a new charge)",
+                hint=f"free some room or choose another {option('output')}, then release again "
+                "(a new charge)",
             ) from exc
         exc.add_note(said)  # an interruption or a bug: raised as it is, the charge said
         raise

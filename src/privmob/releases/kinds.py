@@ -21,7 +21,6 @@ This module imports nothing heavy: ``privmob --help`` reads it.
 from __future__ import annotations
 
 import importlib
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -305,8 +304,6 @@ def names(**having: Any) -> tuple[str, ...]:
 
 def deprecated(old: str, new: str) -> None:
     """Warn once per call site that ``old`` is now spelt ``new``."""
-    warnings.warn(
-        f"{old} is deprecated: use {new} (the release kind's one name)",
-        DeprecationWarning,
-        stacklevel=3,
-    )
+    from privmob.surface import warn_caller
+
+    warn_caller(f"{old} is deprecated: use {new} (the release kind's one name)", DeprecationWarning)

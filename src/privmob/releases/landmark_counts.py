@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import numpy as np
 
@@ -308,6 +308,15 @@ class ZoneSeriesSpec:
     scheme: str = "uniform"
     outliers_epsilon: float | None = None
     kind: str = "series-counts"
+    records: ClassVar[str] = "events"
+    same_tile_rule: ClassVar[None] = None
+
+    @property
+    def unit(self) -> str:
+        """The unit of its scheme's guarantee (the user within the landmark scheme)."""
+        from privmob.releases.landmark import SCHEME_UNIT
+
+        return SCHEME_UNIT[Scheme(self.scheme)]
 
     @classmethod
     def declared(

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import numpy as np
 
@@ -126,7 +126,7 @@ class OdSpec(PlannedOnce):
     #: each (origin, destination) counted at most once per user and period
     unique: bool = False
 
-    records = "trips"
+    records: ClassVar[str] = "trips"
 
     def public_period(self) -> dict[str, object]:
         """The declared period and its bins (public; ``metadata.json`` ``definitions``)."""

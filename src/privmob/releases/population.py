@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import numpy as np
 
@@ -155,6 +155,8 @@ class PopulationSpec(CountsHomes, PlannedOnce):
     kind: str = "population"
     zone_mapping: str = "contain"
     cells: str | Path | None = None
+    unit: ClassVar[PrivacyUnit] = PrivacyUnit.USER  # one home per user
+    same_tile_rule: ClassVar[None] = None
 
     def public_period(self) -> dict[str, object]:
         """The declared period (public)."""

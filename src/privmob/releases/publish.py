@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from privmob.errors import OutputError
+from privmob.surface import option
 
 if TYPE_CHECKING:
     from privmob.privacy.ledger import Ledger
@@ -221,7 +222,7 @@ class Output:
             raise PublishError(
                 f"cannot write the release beside {self.target}: {_reason(exc)}; nothing was "
                 "published",
-                hint="free some room or choose another --output",
+                hint=f"free some room or choose another {option('output')}",
             ) from exc
         except BaseException:
             handle.remove()
@@ -407,7 +408,8 @@ def cleanup_abandoned(table: StagingTable) -> list[Path]:
 def _refuse(message: str) -> None:
     raise PublishError(
         f"{message}; nothing was read, charged or written",
-        hint="choose another --output (or pass --overwrite to replace an earlier release)",
+        hint=f"choose another {option('output')} (or pass {option('overwrite')} to replace an "
+        "earlier release)",
     )
 
 
@@ -436,7 +438,10 @@ def _check_final(final: Path, overwrite: bool, *, folder: bool) -> None:
     if not overwrite:
         _refuse(f"output {final} exists")
     if folder and not (final / "metadata.json").is_file():
-        _refuse(f"{final} is a folder that is not a privmob release; --overwrite replaces only one")
+        _refuse(
+            f"{final} is a folder that is not a privmob release; {option('overwrite')} replaces "
+            "only one"
+        )
 
 
 #: do not follow a symbolic link when creating the probe (POSIX; Windows has no such flag)

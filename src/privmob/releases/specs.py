@@ -15,7 +15,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from privmob.domain import Period
 from privmob.errors import BudgetError, ConfigError
@@ -39,13 +39,35 @@ if TYPE_CHECKING:
 
 Progress = Callable[[str], None]
 
+#: what a spec's ``records`` may say it counts: trips (one-row trips, or made from events or
+#: traces), trip points, located events, homes (one per user, from events), a published series
+RECORDS = ("trips", "trip-points", "events", "homes", "series")
+
 
 class Spec(Protocol):
     """A release kind's spec: its public parameters, its plan, and its draft (exact values
-    and the mechanism; the lifecycle charges it, then draws the noise: ``releases/gate.py``)."""
+    and the mechanism; the lifecycle charges it, then draws the noise: ``releases/gate.py``).
+
+    Everything the lifecycle reads of a spec is named here (no attribute is looked up by
+    name): ``records``, what it counts (:data:`RECORDS`: the session's default loader reads the
+    input as that); ``unit``, its unit of privacy; ``public_period()``, the declared period
+    (``metadata.json`` ``definitions``; ``None`` values when the input gives it);
+    ``same_tile_rule``, what happens to a trip within one tile (``None``: the kind counts no
+    trips)."""
 
     @property
     def kind(self) -> str: ...
+
+    @property
+    def records(self) -> str: ...
+
+    @property
+    def unit(self) -> PrivacyUnit | str: ...
+
+    @property
+    def same_tile_rule(self) -> str | None: ...
+
+    def public_period(self) -> dict[str, object]: ...
 
     def plan(self) -> Plan: ...
 
@@ -64,6 +86,9 @@ class DensitySpec(PlannedOnce):
     config: Any
     week: Any
     kind: str = "density"
+    records: ClassVar[str] = "events"
+    unit: ClassVar[PrivacyUnit] = PrivacyUnit.USER
+    same_tile_rule: ClassVar[None] = None
 
     def public_period(self) -> dict[str, object]:
         """The declared week (public): 168 hours from ``week``."""
@@ -127,6 +152,15 @@ class SeriesSpec(PlannedOnce):
     kind: str = "series"
     rule: AdaptiveRule | None = None
     fill_value: float = 0.0
+    records: ClassVar[str] = "series"
+    same_tile_rule: ClassVar[None] = None
+
+    @property
+    def unit(self) -> str:
+        """The unit of its scheme's guarantee (a landmark scheme's, or event-level)."""
+        from privmob.releases.landmark import SCHEME_UNIT, Scheme
+
+        return SCHEME_UNIT[Scheme(self.scheme)]
 
     @classmethod
     def over(

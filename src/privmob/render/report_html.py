@@ -4,11 +4,15 @@ viewer's browser fetches when online (``basemap=False``: none, and no external a
 page); everything else works offline.
 
 Uncertainty in every picture, from the noisy values and public parameters only (SPEC invariant
-6, post-processing): bars carry +-margin whiskers and are grey within the margin of 0, lines a
-+-margin band, maps hatch the tiles within the margin of 0; rankings list only values above the
-noise floor (the level no cell's noise reaches with 95% probability), as the OD map draws only
-flows above it; a five-number summary is marked unreliable when no bin of its histogram clears
-the histogram's margin."""
+6, post-processing): bars carry +-margin whiskers, lines a +-margin band. One rule says what is
+signal (:func:`privmob.privacy.signal.is_signal`): a value above the noise floor of its family
+(the cells its caption talks about: a chart's bars, a map's tiles, all the panels of the small
+maps, a histogram's bins; the level none of their noise reaches with 95% probability). Only
+signal is coloured (bars, tiles), drawn (flows) and ranked, and the caption states the same
+floor; the rest is grey or hatched. The small maps share one colour scale. Cumulative shares
+carry a band (the true curve if no cell's noise exceeds the floor) and are not drawn when no
+cell clears the floor; a five-number summary is marked unreliable when no bin of its histogram
+clears the histogram's floor."""
 
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from privmob.privacy.signal import is_signal, signal_mask
 from privmob.render import svg
 from privmob.render.basemap import Basemap
 from privmob.render.map_labels import LABEL_JS, tile_names
@@ -83,10 +88,15 @@ def _f(v: Any) -> str:
     return escape(str(v))
 
 
-def _below(v: Any, margin: Any) -> str:
-    """A noisy count, or "below the margin" when |value| is within its 95% margin (the count
-    cannot be told from 0). Display only: the JSON keeps every noisy value."""
-    if isinstance(margin, (int, float)) and isinstance(v, (int, float)) and abs(v) <= margin:
+def _below(v: Any, margin: Any, floor: float | None = None) -> str:
+    """A noisy count, or "below the margin" when it is not signal (:func:`is_signal`): at or
+    below ``floor``, the noise floor of its family, or without one its 95% margin (a family
+    of one). Display only: the JSON keeps every noisy value."""
+    if not isinstance(v, (int, float)):
+        return _f(v)
+    if floor is not None and not is_signal(v, floor):
+        return f"below the noise floor ({int(floor):,})"
+    if floor is None and isinstance(margin, (int, float)) and not is_signal(v, margin):
         return f"below the margin (±{int(margin):,})"
     return _f(v)
 
@@ -107,7 +117,7 @@ def _ranked(values: Sequence[float] | np.ndarray, floor: float, n: int = 10) -> 
     lists a value that noise alone could have produced."""
     v = np.asarray(values, dtype=float)
     order = np.argsort(-v, kind="stable")
-    return order[v[order] > floor][:n].tolist()
+    return order[signal_mask(v[order], floor)][:n].tolist()
 
 
 def _table(header: list[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -146,9 +156,10 @@ def _section(
     elif name == "missing_values":
         cols = ("datetime", "lat", "lng")
         m = _margin(a)
+        floor = _floor(a, len(cols)) if "noise" in a else None
         body = _table(
             ["column", "trips with a missing value"],
-            [[c, _below(v, m)] for c, v in zip(cols, a["counts"], strict=True)],
+            [[c, _below(v, m, floor)] for c, v in zip(cols, a["counts"], strict=True)],
         )
     elif name == "trips_over_time":
         labels = [t[:10] for t in doc["domain"]["time_bins"]]
@@ -160,13 +171,18 @@ def _section(
             width=760,
             title="trips per " + a["resolution"],
             margin=_margin(a),
+            floor=_floor(a, len(a["counts"])),
         )
         body += (
             f"<p class='meta'>per {a['resolution']}; trips outside the declared period: {out}</p>"
         )
     elif name == "trips_per_weekday":
         body = svg.bar_chart(
-            list(WEEKDAYS), a["counts"], title="trips per weekday", margin=_margin(a)
+            list(WEEKDAYS),
+            a["counts"],
+            title="trips per weekday",
+            margin=_margin(a),
+            floor=_floor(a, len(a["counts"])),
         )
     elif name == "trips_per_hour":
         c = np.asarray(a["counts"]).reshape(2, 2, 24)
@@ -183,6 +199,7 @@ def _section(
             label_every=2,
             title="trips per hour",
             margin=_margin(a),
+            floor=_floor(a, c.size),
         )
     elif name == "visits_per_tile":
         vals = a["counts"]
@@ -209,13 +226,14 @@ def _section(
                 title="visits per tile",
                 unit="visits",
                 margin=_margin(a),
+                floor=floor,
                 basemap=basemap,
             )
             + f"<div>{rank}<p class='meta pm-ranking-note'>ranking: {listed} (with 95% "
             f"probability the noise of none of the {len(vals):,} tiles reaches it)<br>"
             f"outside the tessellation: {out}</p></div></div>"
         )
-        body += _cum_ranking(vals, "tiles")
+        body += svg.cumulative_ranking(vals, "tiles", floor=floor)
     elif name == "visits_per_time_tile":
         nw = len(doc["params"]["time_windows"])
         k = len(tess["ids"])
@@ -224,6 +242,11 @@ def _section(
         labels = [f"{tw[i]:02d}-{tw[(i + 1) % nw]:02d}h" for i in range(nw)]
         cells = []
         small = svg.TileOutlines(tess, 190, 160)  # the same outlines on every small map
+        # one family (every cell of every small map), one floor, one colour scale
+        floor = _floor(a, c.size)
+        signal = signal_mask(c, floor)
+        vmax = float(c[signal].max()) if signal.any() else 0.0
+        maps = 2 * nw
         for dt, dname in ((0, "weekday"), (1, "weekend")):
             for w in range(nw):
                 vals = c[:, dt, w].tolist()
@@ -236,9 +259,23 @@ def _section(
                     unit="visits",
                     margin=_margin(a),
                     tiles=small,
+                    floor=floor,
+                    vmax=vmax,
+                    legend_label=f"one scale for all {maps} maps",
                 )
-                cells.append(f"<div>{dname} {labels[w]} (max {_f(max(vals))}){m}</div>")
+                here = signal[:, dt, w]
+                top = f"max {_f(max(np.asarray(vals)[here]))}" if here.any() else "none above"
+                cells.append(f"<div>{dname} {labels[w]} ({top}){m}</div>")
+        scale = (
+            f"one colour scale for all {maps} maps: 8 classes of equal width from the floor "
+            f"{_f(floor)} to {_f(vmax)} visits"
+            if vmax > 0
+            else "no map colours a tile"
+        )
         body = (
+            f"<p class='meta pm-ranking-note'>{scale}; coloured: the tiles above the noise "
+            f"floor {_f(floor)} of all the {c.size:,} cells (with 95% probability the noise of "
+            "none of them reaches it), hatched: the others</p>"
             f"<div class='small-maps'>{''.join(cells)}</div>"
             f"<p class='meta'>outside the tessellation or without time: {out}</p>"
         )
@@ -271,12 +308,13 @@ def _section(
                 drawn,
                 title="largest OD flows",
                 note="" if drawn else f"no flow clears the noise floor {_f(floor)}",
+                floor=floor,
                 basemap=basemap,
             )
             + f"<div>{rank}<p class='meta pm-ranking-note'>trips with an end outside the "
             f"tessellation: {out}<br>{caption} (with 95% probability the noise of none "
             f"of the {c.size:,} cells reaches it)</p></div></div>"
-            + _cum_ranking(list(map(float, c)), "OD pairs")
+            + svg.cumulative_ranking([float(x) for x in c.ravel()], "OD pairs", floor=floor)
         )
     else:
         edges, counts = a["edges"], a["counts"]
@@ -290,7 +328,7 @@ def _section(
         # describe noise (post-processing of noisy values and public parameters)
         bins = [float(v) for v in [*counts, a["outliers"]]]
         floor = noise_floor(a["noise"]["histogram"], len(bins))
-        unreliable = not any(v > floor for v in bins)
+        unreliable = not signal_mask(bins, floor).any()
         caveat = (
             "<p class='warn pm-unreliable' style='max-width:300px'>unreliable: no bin of the "
             f"histogram clears its noise floor {_f(floor)} (95% margin over its {len(bins)} "
@@ -308,13 +346,14 @@ def _section(
                 label_every=every,
                 title=f"histogram ({a['unit']})",
                 margin=m,
+                floor=floor,
             )
             + "</div><div>"
             + _table(header, [[k, v] for k, v in five.items()])
             + caveat
             + "</div></div>"
             + svg.box_plot(five, edges[0], edges[-1], a["unit"], unreliable=unreliable)
-            + svg.cumulative(edges, counts, a["unit"])
+            + svg.cumulative(edges, counts, a["unit"], floor=floor)
         )
         body += (
             f"<p class='meta'>bins of width {_f(a['bins']['width'])} {escape(a['unit'])} "
@@ -332,22 +371,6 @@ def noise_floor(noise: dict[str, Any], cells: int, confidence: float = 0.95) -> 
     from privmob.privacy.signal import noise_floor as floor_of
 
     return floor_of(Noise(NoiseKind(noise["kind"]), float(noise["scale"])), cells, confidence)
-
-
-def _cum_ranking(values: Sequence[float], what: str) -> str:
-    v = np.sort(np.clip(np.asarray(values, dtype=float), 0, None))[::-1]
-    total = v.sum() or 1.0
-    cum = (np.cumsum(v) / total).tolist()
-    n = len(cum)
-    pts = np.unique(np.linspace(0, n - 1, min(n, 60)).astype(int))
-    return svg.line_chart(
-        [str(i + 1) for i in pts],
-        {f"cumulative share by {what} rank": [cum[i] for i in pts]},
-        y_max=1.0,
-        label_every=max(1, len(pts) // 8),
-        height=170,
-        width=760,
-    )
 
 
 def render_report_html(doc: dict[str, Any], *, basemap: bool | Basemap | None = True) -> str:

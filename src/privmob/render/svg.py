@@ -9,10 +9,15 @@ report's few lines of inline JS zoom and pan it: :data:`ZOOM_JS`) and a fixed le
 that they never overlap, whatever the number of bins (e.g. a year of days).
 
 Uncertainty is drawn, never hidden: given the 95% margin of error of the noise (public), bar
-charts carry whiskers of +-margin and grey bars for values within the margin of 0, line charts
-a band of +-margin, and choropleths hatch (grey) the tiles within the margin of 0 and say so in
-their legend. This reads only the noisy values and the public margin (post-processing, SPEC
-invariant 6).
+charts carry whiskers of +-margin, line charts a band of +-margin. What is coloured follows one
+rule (:func:`privmob.privacy.signal.is_signal`): a value is signal iff it is above its
+family's noise floor (``floor``: the level the noise of none of the cells the caption talks
+about reaches with 95% probability; without it, the 95% margin of one cell, the floor of a
+family of one). Everything else is grey (bars) or hatched (tiles) in the ``pm-below`` style,
+and the caption states the same floor. Small multiples share one colour scale (``vmax``);
+cumulative-share curves carry a band that holds the true curve when no cell's noise exceeds
+the floor, and are not drawn when no cell clears it. This reads only the noisy values and
+public parameters (post-processing, SPEC invariant 6).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from html import escape
 
 import numpy as np
 
+from privmob.privacy.signal import is_signal, signal_mask
 from privmob.render.basemap import Basemap, attribution_svg, basemap_svg, resolve, tiles_group
 from privmob.render.map_labels import labels_svg, tile_labels, tile_names
 
@@ -80,10 +86,11 @@ def _nice_max(v: float) -> float:
 
 
 def within_margin(value: float, margin: float | None) -> bool:
-    """True when a noisy count is at or below its 95% margin (within the margin of 0, or
-    negative, which only noise makes): it cannot be told from an empty cell (post-processing
-    of the noisy value and the public margin). Never drawn in a full colour."""
-    return margin is not None and float(value) <= float(margin)
+    """True when a noisy count is at or below ``margin`` (its 95% margin, or its family's
+    noise floor), i.e. not signal by :func:`privmob.privacy.signal.is_signal`: it cannot be
+    told from noise (post-processing of the noisy value and public parameters). Never drawn
+    in a full colour."""
+    return margin is not None and not is_signal(value, margin)
 
 
 def _margins(margin: float | Sequence[float] | None, n: int) -> list[float] | None:
@@ -104,12 +111,14 @@ def bar_chart(
     label_every: int = 1,
     title: str = "",
     margin: float | Sequence[float] | None = None,
+    floor: float | None = None,
 ) -> str:
     """Vertical bars; negative noisy values are drawn at zero and shown in the tooltip.
 
     With ``margin`` (the 95% margin of error, one figure or one per bar): whiskers of
-    +-margin on every bar, bars at or below the margin in grey (``class='pm-below'``), and a
-    line above the plot that says so."""
+    +-margin on every bar. ``floor``: the noise floor of the bars (the family the caption
+    talks about); a bar at or below it is grey (``class='pm-below'``), and a line above the
+    plot says so. Without ``floor`` each bar's own margin is its floor (a family of one)."""
     n = max(len(values), 1)
     margins = _margins(margin, len(values))
     left, bottom, top = 48, 36, 12 if margins is None else 26
@@ -128,11 +137,13 @@ def bar_chart(
         h = ph * max(v, 0) / vmax
         x = left + i * bw
         m = margins[i] if margins else None
-        below = within_margin(v, m)
+        below = within_margin(v, m if floor is None else floor)
         color = BELOW if below else "#bbb" if highlight_last and i == n - 1 else "#4292c6"
         cls = " class='pm-below'" if below else " class='pm-bar'"
         tip = f"{escape(str(lab))}: {_fmt(v)}" + ("" if m is None else f" ± {_fmt(m)}")
-        if below:
+        if below and floor is not None:
+            tip += f" (at or below the noise floor {_fmt(floor)}: cannot be told from noise)"
+        elif below:
             tip += " (below the margin: cannot be told from empty)"
         parts.append(
             f"<rect{cls} x='{x + 0.5:.1f}' y='{top + ph - h:.1f}' width='{max(bw - 1, 0.5):.1f}' "
@@ -151,25 +162,38 @@ def bar_chart(
                 f"<text class='pm-xlabel' x='{x + bw / 2:.1f}' y='{height - bottom + 14}' "
                 f"text-anchor='middle' {FONT}>{escape(str(lab))}</text>"
             )
-    if margins:
-        most = _fmt(max(margins))
-        words = next(
+    if margins and floor is not None:
+        most, fl = _fmt(max(margins)), _fmt(floor)
+        words = _first_fitting(
             (
-                w
-                for w in (
-                    f"whiskers: 95% margin of error (±{most}); grey bars: at or below the margin, "
-                    "cannot be told from empty",
-                    f"whiskers: 95% margin (±{most}); grey: at or below it, cannot be told "
-                    "from empty",
-                    f"whiskers: 95% margin (±{most}); grey: at or below it",
-                )
-                if len(w) * CHAR_PX <= width - left
+                f"whiskers: 95% margin of error (±{most}); grey bars: at or below the noise "
+                f"floor {fl} of the {len(values)} bars, cannot be told from noise",
+                f"whiskers: 95% margin (±{most}); grey: at or below the noise floor {fl}",
+                f"±{most} (95%); grey: ≤ noise floor {fl}",
             ),
-            f"±{most} (95%)",
+            width - left,
+        )
+        parts.append(f"<text class='pm-uncertainty' x='{left}' y='14' {FONT}>{words}</text>")
+    elif margins:
+        most = _fmt(max(margins))
+        words = _first_fitting(
+            (
+                f"whiskers: 95% margin of error (±{most}); grey bars: at or below the margin, "
+                "cannot be told from empty",
+                f"whiskers: 95% margin (±{most}); grey: at or below it, cannot be told from empty",
+                f"whiskers: 95% margin (±{most}); grey: at or below it",
+                f"±{most} (95%)",
+            ),
+            width - left,
         )
         parts.append(f"<text class='pm-uncertainty' x='{left}' y='14' {FONT}>{words}</text>")
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _first_fitting(texts: Sequence[str], room: float) -> str:
+    """The first of ``texts`` whose width fits ``room`` px (the last one otherwise)."""
+    return next((t for t in texts if len(t) * CHAR_PX <= room), texts[-1])
 
 
 def _y_grid(left: float, top: float, width: int, ph: float, vmax: float) -> list[str]:
@@ -198,15 +222,23 @@ def line_chart(
     y_max: float | None = None,
     title: str = "",
     margin: float | None = None,
+    floor: float | None = None,
+    bands: dict[str, tuple[Sequence[float], Sequence[float]]] | None = None,
+    band_note: str = "",
 ) -> str:
     """One polyline per series over shared x labels, with a legend. With ``margin`` (the 95%
     margin of error of every value), each line carries a band of +-margin
-    (``class='pm-band'``) and a line under the legend says so."""
+    (``class='pm-band'``) and a line under the legend says so. ``floor``: the noise floor of
+    all the values drawn (their family); it is drawn as a dashed line (``pm-floor``), and a
+    series none of whose values clears it is drawn grey and dashed (``class='pm-below'``).
+    ``bands``: an explicit (low, high) band per series name, said by ``band_note``."""
     n = len(x_labels)
-    left, bottom, top = 48, 36, 24 if margin is None else 36
+    noted = margin or bands
+    left, bottom, top = 48, 36, 36 if noted else 24
     pw, ph = width - left - 8, height - bottom - top
     allv = [v + (margin or 0) for s in series.values() for v in s]
-    vmax = y_max if y_max is not None else _nice_max(max([0, *allv]))
+    allv += [v for _, hi in (bands or {}).values() for v in hi]
+    vmax = y_max if y_max is not None else _nice_max(max([0, *allv, floor or 0]))
     label_every = label_step(x_labels, pw / max(n - 1, 1), label_every)
     parts = [_svg_open(width, height, title)]
     parts += _y_grid(left, top, width, ph, vmax)
@@ -216,25 +248,49 @@ def line_chart(
         return x, top + ph - ph * max(min(v, vmax), 0) / vmax
 
     for j, (name, vals) in enumerate(series.items()):
-        color = SERIES[j % len(SERIES)]
-        if margin:
-            hi = [xy(i, v + margin) for i, v in enumerate(vals)]
-            lo = [xy(i, v - margin) for i, v in enumerate(vals)][::-1]
+        below = floor is not None and not signal_mask(list(vals), floor).any()
+        color = BELOW if below else SERIES[j % len(SERIES)]
+        edges = None
+        if bands and name in bands:
+            edges = (list(bands[name][0]), list(bands[name][1]))
+        elif margin:
+            edges = ([v - margin for v in vals], [v + margin for v in vals])
+        if edges is not None:
+            hi = [xy(i, v) for i, v in enumerate(edges[1])]
+            lo = [xy(i, v) for i, v in enumerate(edges[0])][::-1]
             band = " ".join(f"{x:.1f},{y:.1f}" for x, y in hi + lo)
             parts.append(
                 f"<polygon class='pm-band' points='{band}' fill='{color}' fill-opacity='0.13' "
                 "stroke='none'/>"
             )
         pts = " ".join(f"{x:.1f},{y:.1f}" for x, y in (xy(i, v) for i, v in enumerate(vals)))
-        parts.append(f"<polyline points='{pts}' fill='none' stroke='{color}' stroke-width='2'/>")
+        style = " class='pm-below' stroke-dasharray='4 3'" if below else " class='pm-line'"
+        parts.append(
+            f"<polyline{style} points='{pts}' fill='none' stroke='{color}' stroke-width='2'>"
+            f"<title>{escape(name)}{' (no value clears the noise floor)' if below else ''}"
+            "</title></polyline>"
+        )
         parts.append(
             f"<rect x='{left + 8 + j * 130}' y='6' width='10' height='10' fill='{color}'/>"
             f"<text x='{left + 22 + j * 130}' y='15' {FONT}>{escape(name)}</text>"
         )
-    if margin:
+    if floor is not None:
+        _, yf = xy(0, floor)
         parts.append(
-            f"<text class='pm-uncertainty' x='{left + 8}' y='29' {FONT}>bands: 95% margin of "
-            f"error (±{_fmt(margin)})</text>"
+            f"<line class='pm-floor' x1='{left}' x2='{width - 8}' y1='{yf:.1f}' y2='{yf:.1f}' "
+            "stroke='#999' stroke-dasharray='2 3'/>"
+        )
+    words = []
+    if bands:
+        words.append(band_note or "bands: 95% range")
+    elif margin:
+        words.append(f"bands: 95% margin of error (±{_fmt(margin)})")
+    if floor is not None:
+        words.append(f"dotted line: noise floor {_fmt(floor)}; grey lines: none above it")
+    if words:
+        text = _first_fitting(["; ".join(words), words[0]], width - left - 8)
+        parts.append(
+            f"<text class='pm-uncertainty' x='{left + 8}' y='29' {FONT}>{escape(text)}</text>"
         )
     for i, lab in enumerate(x_labels):
         x, _ = xy(i, 0)
@@ -294,19 +350,118 @@ def box_plot(
     )
 
 
-def cumulative(edges: Sequence[float], counts: Sequence[float], unit: str) -> str:
-    """Cumulative share over the declared bins (negative noisy counts clipped, post-processing)."""
-    c = np.clip(np.asarray(counts, dtype=float), 0, None)
-    total = c.sum() or 1.0
-    cum = np.cumsum(c) / total
+def _share(part: np.ndarray, rest: np.ndarray) -> np.ndarray:
+    total = part + rest
+    return np.divide(part, total, out=np.zeros_like(part), where=total > 0)
+
+
+def share_band(
+    values: Sequence[float], floor: float, *, ranked: bool = False
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The cumulative share of the noisy ``values`` (negatives clipped) and a band that holds
+    the true curve whenever no cell's noise exceeds ``floor`` (the noise floor of the
+    ``values``: with 95% probability, by its union bound). Each true count is then in
+    [max(v - floor, 0), max(v + floor, 0)], and the share of the first k cells (``ranked``:
+    of the k largest) is bounded by putting the low ends on one side and the high ends on the
+    other. Post-processing of the noisy values and the public floor; returns (curve, low,
+    high), one point per cell."""
+    v = np.asarray(values, dtype=float)
+    lo, hi = np.clip(v - floor, 0, None), np.clip(v + floor, 0, None)
+    c = np.clip(v, 0, None)
+    if ranked:  # the k largest: sums of the k largest ends vs the n - k smallest
+        c, lo, hi = (-np.sort(-x) for x in (c, lo, hi))
+    s_c, s_lo, s_hi = np.cumsum(c), np.cumsum(lo), np.cumsum(hi)
+    curve = _share(s_c, c.sum() - s_c)
+    low = _share(s_lo, hi.sum() - s_hi)
+    high = _share(s_hi, lo.sum() - s_lo)
+    high[(s_hi + lo.sum() - s_lo) <= 0] = 1.0  # nothing known: the band spans [0, 1]
+    return curve, low, high
+
+
+def _no_curve(what: str, floor: float, width: int) -> str:
+    """Said instead of a cumulative curve whose cells are all below their floor."""
+    text = (
+        f"no cumulative share drawn: no {what} clears the noise floor {_fmt(floor)}, so its "
+        "curve would be drawn from noise"
+    )
+    return (
+        f"<svg xmlns='http://www.w3.org/2000/svg' class='pm-no-curve' width='{width}' "
+        f"height='24' viewBox='0 0 {width} 24' role='img'><title>{escape(text)}</title>"
+        f"<text class='pm-uncertainty' x='8' y='16' {FONT}>{escape(text)}</text></svg>"
+    )
+
+
+def _band_note(floor: float) -> str:
+    return f"band: the true curve if no cell's noise exceeds the noise floor {_fmt(floor)} (95%)"
+
+
+def cumulative(
+    edges: Sequence[float],
+    counts: Sequence[float],
+    unit: str,
+    *,
+    floor: float | None = None,
+    width: int = 560,
+) -> str:
+    """Cumulative share over the declared bins (negative noisy counts clipped, post-processing).
+
+    ``floor``: the noise floor of the histogram's bins (the family its caption talks about):
+    the curve carries the band of :func:`share_band`, and when no bin clears the floor no
+    curve is drawn, a line says why (``svg.pm-no-curve``)."""
+    name = f"cumulative share (upper bin edge, {unit})"
     labels = [_fmt(e) for e in edges[1:]]
     every = max(1, len(labels) // 8)
+    if floor is None:
+        c = np.clip(np.asarray(counts, dtype=float), 0, None)
+        cum = np.cumsum(c) / (c.sum() or 1.0)
+        return line_chart(
+            labels, {name: cum.tolist()}, y_max=1.0, label_every=every, height=180, width=width
+        )
+    if not signal_mask(list(counts), floor).any():
+        return _no_curve("bin", floor, width)
+    curve, low, high = share_band(list(counts), floor)
     return line_chart(
         labels,
-        {f"cumulative share (upper bin edge, {unit})": cum.tolist()},
+        {name: curve.tolist()},
         y_max=1.0,
         label_every=every,
         height=180,
+        width=width,
+        bands={name: (low.tolist(), high.tolist())},
+        band_note=_band_note(floor),
+    )
+
+
+def cumulative_ranking(
+    values: Sequence[float], what: str, *, floor: float | None = None, width: int = 760
+) -> str:
+    """Cumulative share of the total held by the k largest ``values`` (k = 1 .. n, at most 60
+    points). ``floor``: the noise floor of the ``values`` (the ranking's family): the curve
+    carries the band of :func:`share_band`, and is not drawn (a line says why) when no value
+    clears it."""
+    if floor is not None and not signal_mask(list(values), floor).any():
+        return _no_curve(what[:-1] if what.endswith("s") else what, floor, width)
+    v = np.asarray(values, dtype=float)
+    if floor is None:
+        c = -np.sort(-np.clip(v, 0, None))
+        curve, low, high = np.cumsum(c) / (c.sum() or 1.0), None, None
+    else:
+        curve, low, high = share_band(v.tolist(), floor, ranked=True)
+    n = len(curve)
+    pts = np.unique(np.linspace(0, n - 1, min(n, 60)).astype(int))
+    name = f"cumulative share by {what} rank"
+    bands = None
+    if low is not None and high is not None:
+        bands = {name: (low[pts].tolist(), high[pts].tolist())}
+    return line_chart(
+        [str(i + 1) for i in pts],
+        {name: curve[pts].tolist()},
+        y_max=1.0,
+        label_every=max(1, len(pts) // 8),
+        height=170,
+        width=width,
+        bands=bands,
+        band_note=_band_note(floor) if floor is not None else "",
     )
 
 
@@ -355,10 +510,11 @@ class TileOutlines:
         self.paths = [_path(self.proj, rings) for rings in self.outlines]
 
 
-def _color(v: float, vmax: float) -> str:
-    if vmax <= 0 or v <= 0:
+def _color(v: float, vmax: float, lo: float = 0.0) -> str:
+    """The palette colour of ``v`` among classes of equal width from ``lo`` to ``vmax``."""
+    if vmax <= lo or v <= lo:
         return PALETTE[0]
-    i = min(int(len(PALETTE) * v / vmax), len(PALETTE) - 1)
+    i = min(int(len(PALETTE) * (v - lo) / (vmax - lo)), len(PALETTE) - 1)
     return PALETTE[max(i, 1)]
 
 
@@ -375,14 +531,22 @@ def choropleth(
     tiles: TileOutlines | None = None,
     labels: bool = True,
     basemap: bool | Basemap | None = None,
+    floor: float | None = None,
+    vmax: float | None = None,
+    legend_label: str | None = None,
 ) -> str:
-    """Tiles coloured by value (8 classes of equal width up to the largest noisy value); each
-    tile's name and value on hover; a legend with the class breaks and ``unit``.
+    """Tiles coloured by value (8 classes of equal width up to the largest value that is
+    signal, from ``floor`` when it is given); each tile's name and value on hover; a legend
+    with the class breaks and ``unit``.
 
-    With ``margin`` (the 95% margin of error of a tile), a tile whose value is at or below the
-    margin (:func:`within_margin`) is hatched grey (``class='pm-below'``), never given a
-    palette colour, and the legend shows the hatch as "at or below the 95% margin".
-    ``tiles``: the outlines of ``tess`` fitted to this size already (:class:`TileOutlines`).
+    Only signal is coloured (:func:`privmob.privacy.signal.is_signal`): ``floor`` is the noise
+    floor of the tiles the caption talks about (without it, ``margin``, the 95% margin of
+    error of a tile: a family of one). A tile at or below it is hatched grey
+    (``class='pm-below'``), never given a palette colour, and the legend shows the hatch and
+    the floor. ``vmax``: the top of the colour scale, shared by the small multiples of one
+    figure (default: the largest signal value here); ``legend_label`` replaces the legend's
+    words (e.g. "one scale for all 12 maps"). ``tiles``: the outlines of ``tess`` fitted to
+    this size already (:class:`TileOutlines`).
 
     Every tile's tooltip names it (:func:`~privmob.render.map_labels.tile_names`: its own name,
     else its id and centre); ``labels`` draws the names that fit inside their tiles
@@ -393,13 +557,18 @@ def choropleth(
     if tiles is None or tiles.outlines is not tess["outlines"] or tiles.size != (width, height):
         tiles = TileOutlines(tess, width, height)
     proj = tiles.proj
-    vmax = max([0, *values])
-    legend_h = (40 if margin is None else 54) if legend else 0
+    limit = margin if floor is None else floor  # the one rule's threshold for these tiles
+    signal = signal_mask(list(values), limit)
+    if vmax is None:
+        vmax = max([0.0, *(float(v) for v, s in zip(values, signal, strict=True) if s)])
+    # the classes span the signal only: from the floor (nothing at or below it is coloured)
+    low = float(floor) if floor is not None and 0 < floor < vmax else 0.0
+    legend_h = (40 if limit is None else 54) if legend else 0
     hatch = f"pm-hatch-{zlib.crc32(f'{title}{width}x{height}'.encode()):08x}"
     parts = [_map_open(proj, legend_h, title)]
     bm = resolve(basemap)
     names = tile_names(tess)
-    if margin is not None:
+    if limit is not None:
         parts.append(
             f"<defs><pattern id='{hatch}' patternUnits='userSpaceOnUse' width='6' height='6' "
             f"patternTransform='rotate(45)'><rect width='6' height='6' fill='{BELOW}'/>"
@@ -410,9 +579,14 @@ def choropleth(
     parts.append(over)
     for i, path in enumerate(tiles.paths):
         v = values[i]
-        below = within_margin(v, margin)
-        fill = f"url(#{hatch})" if below else _color(v, vmax)
-        note = f" ± {_fmt(margin)}, below the margin" if below and margin is not None else ""
+        below = not signal[i]
+        fill = f"url(#{hatch})" if below else _color(v, vmax, low)
+        note = ""
+        if below and floor is not None:
+            pm = "" if margin is None else f" ± {_fmt(margin)}"
+            note = f"{pm}, at or below the noise floor {_fmt(floor)}"
+        elif below and margin is not None:
+            note = f" ± {_fmt(margin)}, below the margin"
         cls = "pm-below" if below else "pm-tile"
         parts.append(
             f"<path class='{cls}' d='{path}' fill='{fill}' stroke='#888' "
@@ -424,12 +598,33 @@ def choropleth(
         parts.append(labels_svg(proj, tiles.outlines, tile_labels(tess)))
     parts.append("</g></g>" + attribution_svg(proj, bm))
     if legend:
-        parts.append(_legend(vmax, proj.height + 4, proj.width, unit))
-        if margin is not None:
+        if vmax > 0 or limit is None:
+            parts.append(_legend(vmax, proj.height + 4, proj.width, unit, legend_label, low))
+        else:  # nothing is signal: no colour class to explain
+            y = proj.height + 4
+            level = "the 95% margin" if floor is None else "the noise floor"
+            words = _first_fitting(
+                [f"no tile is above {level}: none is coloured", "none coloured"],
+                proj.width - 16,
+            )
+            parts.append(
+                f"<g class='pm-legend'><rect x='0' y='{y - 4}' width='{proj.width}' "
+                f"height='40' fill='#fff'/><text x='8' y='{y + 12}' {FONT}>{words}</text></g>"
+            )
+        if limit is not None:
             y = proj.height + 44
-            words = f"at or below the 95% margin ±{_fmt(margin)}: cannot be told from empty"
-            if len(words) * CHAR_PX > proj.width - 36:
-                words = f"≤ margin ±{_fmt(margin)}"
+            if floor is not None:
+                words = _first_fitting(
+                    [
+                        f"at or below the noise floor {_fmt(floor)}: cannot be told from noise",
+                        f"≤ noise floor {_fmt(floor)}",
+                    ],
+                    proj.width - 36,
+                )
+            else:
+                words = f"at or below the 95% margin ±{_fmt(limit)}: cannot be told from empty"
+                if len(words) * CHAR_PX > proj.width - 36:
+                    words = f"≤ margin ±{_fmt(limit)}"
             parts.append(
                 f"<g class='pm-legend-below'><rect x='0' y='{y - 4}' width='{proj.width}' "
                 f"height='14' fill='#fff'/><rect x='8' y='{y - 2}' width='16' height='9' "
@@ -440,15 +635,17 @@ def choropleth(
     return "".join(parts)
 
 
-def class_breaks(vmax: float, n: int = len(PALETTE)) -> list[float]:
-    """The n + 1 edges of the equal-width classes of :func:`_color` (0 .. vmax)."""
-    return [vmax * i / n for i in range(n + 1)]
+def class_breaks(vmax: float, n: int = len(PALETTE), lo: float = 0.0) -> list[float]:
+    """The n + 1 edges of the equal-width classes of :func:`_color` (lo .. vmax)."""
+    return [lo + (vmax - lo) * i / n for i in range(n + 1)]
 
 
-def _legend(vmax: float, y: float, width: int, unit: str) -> str:
+def _legend(
+    vmax: float, y: float, width: int, unit: str, label: str | None = None, lo: float = 0.0
+) -> str:
     """Colour classes with their breaks (labels thinned so they do not overlap) and the unit."""
     n = len(PALETTE)
-    breaks = [_fmt(round(b)) if vmax >= n else _fmt(b) for b in class_breaks(vmax)]
+    breaks = [_fmt(round(b)) if vmax - lo >= n else _fmt(b) for b in class_breaks(vmax, n, lo)]
     half = max(len(b) for b in breaks) * CHAR_PX / 2  # the end labels stay inside the map
     x0 = max(8.0, half + 2)
     cell = max(min(56.0, (width - 2 * x0) / n), 6.0)
@@ -468,9 +665,10 @@ def _legend(vmax: float, y: float, width: int, unit: str) -> str:
                 f"<text class='pm-break' x='{x0 + i * cell:.1f}' y='{y + 21}' "
                 f"text-anchor='middle' {FONT}>{b}</text>"
             )
-    label = f"{unit} (noisy; classes of equal width)" if unit else "noisy value"
-    if len(label) * CHAR_PX > width - 16:
-        label = f"{unit} (noisy)" if unit else "noisy"
+    if label is None:
+        label = f"{unit} (noisy; classes of equal width)" if unit else "noisy value"
+        if len(label) * CHAR_PX > width - 16:
+            label = f"{unit} (noisy)" if unit else "noisy"
     out.append(f"<text x='8' y='{y + 33}' {FONT}>{escape(label)}</text></g>")
     return "".join(out)
 
@@ -498,12 +696,15 @@ def flow_map(
     title: str = "",
     unit: str = "trips",
     note: str = "",
+    floor: float | None = None,
     labels: bool = True,
     basemap: bool | Basemap | None = None,
 ) -> str:
     """OD flows as lines between tile centroids (width by value, arrow at the destination);
-    self-flows as circles. Draws exactly ``flows`` (the caller keeps only flows that clear the
-    noise); ``note`` is printed on the map (e.g. why no flow is drawn). Tile names on hover
+    self-flows as circles. Draws ``flows`` that are signal
+    (:func:`privmob.privacy.signal.is_signal` with ``floor``, the noise floor of the cells the
+    caption talks about; the caller states the same floor); ``note`` is printed on the map
+    (e.g. why no flow is drawn). Tile names on hover
     (:func:`~privmob.render.map_labels.tile_names`), also on each flow ("origin → destination:
     value"); ``labels`` and ``basemap`` as in :func:`choropleth`; a legend of line widths in
     ``unit``."""
@@ -528,7 +729,7 @@ def flow_map(
     parts.append(under)
     if labels:
         parts.append(labels_svg(proj, tess["outlines"], tile_labels(tess)))
-    drawn = [f for f in flows if f[2] > 0]
+    drawn = [f for f in flows if f[2] > 0 and is_signal(f[2], floor)]
     vmax = max([f[2] for f in drawn] + [1])
     for o, d, v in sorted(drawn, key=lambda f: f[2]):
         w = _flow_width(v, vmax)

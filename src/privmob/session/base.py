@@ -36,6 +36,7 @@ from privmob.releases import gate
 from privmob.releases.specs import Plan, Spec, before_reading
 from privmob.results import ReleaseResult
 from privmob.session.ledger_view import SessionLedger
+from privmob.surface import option
 
 if TYPE_CHECKING:
     from privmob.data.tessellation import Tessellation
@@ -54,11 +55,10 @@ def _quiet(_message: str) -> None:
 
 
 def _python_warning(message: str) -> None:
-    import warnings
-
     from privmob.errors import PrivmobWarning
+    from privmob.surface import warn_caller
 
-    warnings.warn(message, PrivmobWarning, stacklevel=4)
+    warn_caller(message, PrivmobWarning)  # at the caller's line (the cell), not privmob's
 
 
 class PlanWarning:
@@ -76,8 +76,8 @@ class PlanWarning:
         if not self.confirm:
             raise ConfigError(
                 f"refused before reading: {message} Nothing was read or charged.",
-                hint="release it all the same with --yes (Python: confirm=True), or raise "
-                "--epsilon (the plan says what a cell then needs)",
+                hint=f"release it all the same with {option('yes')}, or raise "
+                f"{option('epsilon')} (the plan says what a cell then needs)",
             )
         self.tell(message)
 
@@ -465,9 +465,8 @@ class SessionBase:
         from privmob.data.times import naive_zone
         from privmob.releases.kinds import BY_ANY_NAME
 
-        kind = BY_ANY_NAME.get(str(getattr(spec, "kind", "")))
-        period = getattr(spec, "public_period", None)
-        out: dict[str, Any] = {"period": period() if period is not None else None}
+        kind = BY_ANY_NAME.get(spec.kind)
+        out: dict[str, Any] = {"period": spec.public_period()}
         if kind is None:
             return out
         shape = self.shape if self.shape != "auto" or len(kind.shapes) != 1 else kind.shapes[0]
@@ -477,9 +476,9 @@ class SessionBase:
             "input_timezone": naive_zone(self.timezone),
             "trip_rule": trip_definition(shape, self.trip_rule),
             "stay_points": stay_definition(shape, self.stay_distance, self.stay_minutes),
-            "same_tile_trips": getattr(spec, "same_tile_rule", None),
+            "same_tile_trips": spec.same_tile_rule,
         }
-        if getattr(spec, "records", "trips") != "trips":  # a count of points or events
+        if spec.records != "trips":  # a count of points or events
             values["trip_rule"] = values["same_tile_trips"] = None
         out.update({key: values[key] for key in kind.definitions})
         return out
@@ -504,13 +503,17 @@ class SessionBase:
         """The input of a release of ``spec``, read as what it counts (its ``records``):
         ``trips`` (one-row trips without a rider id are each their own unit in a trip-level
         release that states no group size), ``trip-points``, else located events (homes, ...)."""
-        records = getattr(spec, "records", "events")
-        if records == "trips":
-            trip_level = PrivacyUnit(getattr(spec, "unit", "user")) is PrivacyUnit.TRIP
+        if spec.records == "trips":
+            trip_level = PrivacyUnit(spec.unit) is PrivacyUnit.TRIP
             return self.load_trips(trip_level and self._accountant.group_size is None)
-        if records == "trip-points":
+        if spec.records == "trip-points":
             return self.load_trip_points()
-        return self.load_events()
+        if spec.records in ("events", "homes"):
+            return self.load_events()
+        raise ConfigError(
+            f"a release of {spec.records} has no default loader",
+            hint="pass load= (session -> its input), e.g. the spec's own loader",
+        )
 
     def load_trips(
         self, uid_per_trip: bool = False, *, carry: Sequence[str] = (), coordinates: bool = False

@@ -47,6 +47,7 @@ class ReportOptions(TypedDict, total=False):
     analyses: Sequence[str] | None  # None: all 15
     same_tile: str  # "exclude"
     weights: Mapping[str, float] | None  # None: every analysis weighs 1
+    target_margins: Mapping[str, float] | None  # 95% margins asked, solved into the weights
     ranges: Mapping[str, tuple[float, float, float]] | None  # None: the default ranges
     time_windows: Sequence[int] | None  # None: 2, 6, 10, 14, 18, 22
 

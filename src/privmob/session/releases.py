@@ -206,11 +206,11 @@ class Session(SessionCounts):
         max_trips: MaxTripsPerUser | int | None,
         options: ReportOptions,
     ) -> ReportSpec:
-        from privmob.releases.report import ReportConfig
+        from privmob.releases.report.split import build_config
 
         refuse_unknown("report", options, ReportOptions)
         study = as_period(period)
-        cfg = ReportConfig.build(
+        cfg = build_config(
             epsilon=epsilon,
             max_trips=bound_value(max_trips, MaxTripsPerUser),
             period=(study.start, study.end),
@@ -250,6 +250,9 @@ class Session(SessionCounts):
         :class:`~privmob.session.keywords.ReportOptions`, shared with :meth:`plan_report`):
         ``analyses`` (a subset, default all 15),
         ``weights`` (the budget split: ``{"od_flows": 3}``, missing analyses weigh 1),
+        ``target_margins`` (the split from what you need: 95% margins per analysis,
+        ``{"od_flows": 50}``, solved into weights before reading; the plan's notes say each
+        analysis's expected margin and which targets this epsilon cannot meet),
         ``ranges`` (histogram ranges ``{"travel_time": (0, 120, 5)}``: lo, hi, width),
         ``time_windows`` (the hours that start the windows, default 2, 6, 10, 14, 18, 22),
         ``same_tile`` (trips within one tile in ``od_flows``: ``"exclude"`` or ``"include"``).

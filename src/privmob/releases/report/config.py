@@ -130,6 +130,8 @@ class ReportConfig:
     confidence: float = 0.95
     #: trips within one tile in od_flows: the rule of ``od`` (privmob.releases.kinds)
     same_tile: str = "exclude"
+    #: 95% margins asked per analysis, solved into ``weights`` (:func:`.split.build_config`)
+    target_margins: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -150,7 +152,8 @@ class ReportConfig:
         """The config from plain values (the Session's keywords and the command's options):
         ``max_trips`` None is 1 at trip level and refused at user level; ``period`` is
         ``(start, end)``; ``weights`` per analysis (missing: 1); ``ranges`` per histogram
-        ``(lo, hi, width)``; ``time_windows`` the hours that start the windows."""
+        ``(lo, hi, width)``; ``time_windows`` the hours that start the windows (with target
+        margins: :func:`~.split.build_config`)."""
         start, end = period if period is not None else (None, None)
         unit = PrivacyUnit(unit)
         return cls(
@@ -247,4 +250,5 @@ class ReportConfig:
             "time_resolution": self.time_resolution,
             "ranges": {a: self.bins(a).to_dict() for a in DISTRIBUTIONS},
             "same_tile": self.same_tile,
+            **({"target_margins": dict(self.target_margins)} if self.target_margins else {}),
         }

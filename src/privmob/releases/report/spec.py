@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from privmob.engine.dialect import DUCKDB
 from privmob.engine.relation import Loaded
+from privmob.privacy.costs import PrivacyUnit
 from privmob.privacy.mechanisms import calibrate
 from privmob.privacy.samplers import Randomness
 from privmob.releases.base import Accountant
@@ -22,6 +23,7 @@ from .analyses import sensitivity
 from .build import report_cost, report_draft, time_bins
 from .config import ReportConfig
 from .inputs import Tiles
+from .split import target_notes
 from .sql import queries
 
 if TYPE_CHECKING:
@@ -36,6 +38,12 @@ class ReportSpec:
     tessellation: Tessellation
     config: ReportConfig
     kind: str = "report"
+    records: ClassVar[str] = "trips"
+
+    @property
+    def unit(self) -> PrivacyUnit:
+        """The report's unit of privacy (its config's)."""
+        return self.config.unit
 
     def public_period(self) -> dict[str, object]:
         """The declared period (public)."""
@@ -73,6 +81,7 @@ class ReportSpec:
             margin_of_error_95=max(margins, default=0.0),
             noise=str(cfg.noise_kind),
             parts=len(cfg.selected),
+            notes=tuple(target_notes(cfg)) if cfg.target_margins else (),
         )
 
     def plan(self) -> Plan:
