@@ -262,6 +262,7 @@ def _section(
                     floor=floor,
                     vmax=vmax,
                     legend_label=f"one scale for all {maps} maps",
+                    basemap=False,  # small multiples compare windows: no streets under them
                 )
                 here = signal[:, dt, w]
                 top = f"max {_f(max(np.asarray(vals)[here]))}" if here.any() else "none above"
