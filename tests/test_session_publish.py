@@ -43,7 +43,13 @@ def test_output_is_published_with_layers_and_recorded(tmp_path: Path) -> None:
     target = tmp_path / "out" / "od"
     od = s.od(epsilon=1, max_trips=5, period=PERIOD, output=target, formats=["geojson"])
     names = {p.name for p in od.written}
-    assert names == {"od.parquet", "outliers.parquet", "metadata.json", "od_flows.geojson"}
+    assert names == {
+        "od.parquet",
+        "outliers.parquet",
+        "metadata.json",
+        "od_flows.geojson",
+        "od_flows.qml",  # the layer's QGIS style, published with it
+    }
     assert all(p.parent == target for p in od.written)
     meta = json.loads((target / "metadata.json").read_text())
     assert meta["privacy"]["cost"]["epsilon"] == 1

@@ -27,10 +27,18 @@ class ReleaseResult:
     """A charged release and the public tessellation it was counted over."""
 
     def __init__(
-        self, release: Release, tessellation: Tessellation | None, written: list[Path] | None = None
+        self,
+        release: Release,
+        tessellation: Tessellation | None,
+        written: list[Path] | None = None,
+        *,
+        basemap: bool = True,
     ) -> None:
         self.release = release
         self.tessellation = tessellation
+        #: the maps of :meth:`html` / :meth:`write_html` draw a web basemap (fetched by the
+        #: browser that shows them); False (``Session(offline_maps=True)``): none, no request
+        self.basemap = basemap
         #: the files published with the release (when it was given an output)
         self.written: list[Path] = list(written or [])
 
@@ -71,25 +79,33 @@ class ReleaseResult:
 
         return write_release(self.release, folder, overwrite=overwrite)
 
-    def write_html(self, path: str | Path, *, overwrite: bool = False) -> dict[str, Path]:
-        """A mobility report as HTML (with ``report.json`` and its tables beside it)."""
+    def write_html(
+        self, path: str | Path, *, overwrite: bool = False, basemap: bool | None = None
+    ) -> dict[str, Path]:
+        """A mobility report as HTML (with ``report.json`` and its tables beside it);
+        ``basemap`` (default :attr:`basemap`): web tiles under its large maps, fetched by the
+        viewer's browser; ``False``: none, and the page names no external address."""
         if self.kind != "report":
             raise TypeError(f"a {self.kind} release has no HTML report; use write()")
         from privmob.render.report_files import write_report
 
-        return write_report(self.release, path, overwrite=overwrite)
+        on = self.basemap if basemap is None else basemap
+        return write_report(self.release, path, overwrite=overwrite, basemap=on)
 
-    def html(self, *, period: Any = None) -> str:
+    def html(self, *, period: Any = None, basemap: bool | None = None) -> str:
         """The display of the release (:mod:`privmob.render.release_html`): its settings (the
         95% margin and the bounds, per trip at trip level), a picture of **one** period or
         slice (``period``, default the first: an OD matrix of 306 days is never shown summed;
         for a count table, the label of its other dimensions, e.g. ``"7"`` for hour 7) with
         its uncertainty (only values above the noise floor coloured and ranked), and the first
         rows with zone names beside ids. Every kind draws itself: flows, zone maps, bars by
-        hour or any dimension, a series' line with its band, a report's key sections."""
+        hour or any dimension, a series' line with its band, a report's key sections.
+        ``basemap`` (default :attr:`basemap`): web tiles under the maps, fetched by the
+        notebook's browser, with their attribution; ``False``: none, no external address."""
         from privmob.render.release_html import release_html
 
-        return release_html(self.release, self.tessellation, period=period)
+        on = self.basemap if basemap is None else basemap
+        return release_html(self.release, self.tessellation, period=period, basemap=on)
 
     def _repr_html_(self) -> str:
         return self.html()

@@ -53,7 +53,8 @@ def test_report_and_compare_on_dpmr_fixture(tmp_path, fixture_dir):
         "10",
         "--quiet",
     ]
-    r1 = _run([*common, "--epsilon", "1", "-o", str(tmp_path / "a" / "report.html")])
+    a = ["-o", str(tmp_path / "a" / "report.html"), "--offline-maps"]  # no address in it
+    r1 = _run([*common, "--epsilon", "1", *a])
     assert r1.exit_code == 0, r1.output
     r2 = _run(
         [

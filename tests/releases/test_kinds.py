@@ -21,6 +21,7 @@ import re
 import shutil
 import typing
 import warnings
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -260,6 +261,15 @@ def _stamps(folder: Path) -> dict[str, dict[str, Any]]:
                 "for_publication": st["for_publication"],
                 "kind": st["kind"],
                 "version": st.get("version", st.get("software", {}).get("version")),
+                "warning": st.get("warning", ""),
+            }
+        elif suffix == ".qml":  # a layer's QGIS style: the stamp in its <privmob> element
+            st = ET.parse(path).getroot().find("privmob")
+            assert st is not None, path.name
+            out[path.name] = {
+                "for_publication": st.get("for_publication") == "true",
+                "kind": st.get("kind"),
+                "version": st.get("version"),
                 "warning": st.get("warning", ""),
             }
         elif suffix == ".html":

@@ -22,7 +22,7 @@ from privmob.releases.base import Accountant
 from privmob.releases.report import ReportConfig, Tiles, mobility_report
 from privmob.render import svg
 from privmob.render.report_files import write_report
-from privmob.render.report_html import noise_floor
+from privmob.render.report_html import noise_floor, render_report_html
 
 ZONES = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "nyc_taxi_zones"
 
@@ -77,7 +77,7 @@ def taxi_report(tmp_path_factory) -> tuple[Path, dict]:
     cfg = ReportConfig.build(epsilon=5, max_trips=2, period=("2024-03-01", "2024-06-01"))
     acc = Accountant(Ledger(out / "ledger.sqlite"), "taxi", budget=100)
     rel = mobility_report(eng, view, Tiles.from_tessellation(tess), cfg, acc, rng=2)
-    paths = write_report(rel, out / "report.html")
+    paths = write_report(rel, out / "report.html", basemap=False)
     return paths["html"], json.loads(paths["json"].read_text())
 
 
@@ -158,3 +158,66 @@ def test_screenshot_of_the_taxi_report(taxi_report, tmp_path):
     tiles = np.any([np.all(np.abs(img - c) < 0.02, axis=-1) for c in classes], axis=0)
     assert tiles.mean() > 0.002, "no choropleth visible"
     assert red_flows.sum() > 50, "no OD flow line visible"
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_the_basemap_page_is_complete_without_a_network(taxi_report, tmp_path):
+    """The default page (web tiles under the maps) viewed where no tile server answers (every
+    host name unresolvable): the maps, their legends, names and labels are all there, no
+    script error, the attribution shown; only the tiles' requests fail."""
+    html, doc = taxi_report
+    online = tmp_path / "online.html"
+    online.write_text(render_report_html(doc))
+    page = tmp_path / "probed.html"
+    page.write_text(online.read_text().replace("</body>", PROBE + "</body>"))
+    res = _run(
+        ["--host-resolver-rules=MAP * ~NOTFOUND", "--dump-dom", "--virtual-time-budget=3000",
+         page.as_uri()]
+    )  # fmt: skip
+    m = re.search(r'data-probe="([^"]*)"', res.stdout)
+    assert m, "the page did not finish loading without a network"
+    seen = json.loads(m.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+    offline = _probe(html, tmp_path)
+    assert [(x["legend"], x["named"], x["flows"]) for x in seen["maps"]] == [
+        (x["legend"], x["named"], x["flows"]) for x in offline["maps"]
+    ]
+    assert re.search(r'<div id="js-errors">\s*</div>', res.stdout), "a JS error was caught"
+    assert res.stdout.count("© OpenStreetMap contributors") == 2
+
+
+#: Zooms the first map 4 times (in steps of the page's own wheel handler) and measures, in the
+#: browser, the labels shown before and after: how many, and how many pairs of boxes overlap.
+ZOOM_PROBE = """<script>
+window.addEventListener('load',function(){
+var svg=document.querySelector('svg.pm-map');
+function shown(){var b=[].filter.call(svg.querySelectorAll('text.pm-label'),function(t){
+return t.getAttribute('display')!=='none';}).map(function(t){return t.getBoundingClientRect();})
+.filter(function(r){return r.width>0;});var n=0;for(var i=0;i<b.length;i++)
+for(var j=i+1;j<b.length;j++){var p=b[i],q=b[j];if(p.left<q.right-0.5&&q.left<p.right-0.5&&
+p.top<q.bottom-0.5&&q.top<p.bottom-0.5)n++;}
+return {n:b.length,overlaps:n,height:b.length?b[0].height:0};}
+var before=shown(),r=svg.getBoundingClientRect();
+for(var k=0;k<7;k++)svg.dispatchEvent(new WheelEvent('wheel',{deltaY:-100,
+clientX:r.left+r.width/2,clientY:r.top+r.height/2,bubbles:true,cancelable:true}));
+setTimeout(function(){document.body.setAttribute('data-zoom-probe',JSON.stringify(
+{before:before,after:shown(),transform:svg.querySelector('g.pm-zoom').getAttribute('transform')}));
+},50);});
+</script>"""
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_zooming_in_shows_more_zone_names_at_their_size(taxi_report, tmp_path):
+    html, _ = taxi_report
+    page = tmp_path / "zoomed.html"
+    page.write_text(html.read_text().replace("</body>", ZOOM_PROBE + "</body>"))
+    res = _run(["--dump-dom", "--virtual-time-budget=3000", page.as_uri()])
+    m = re.search(r'data-zoom-probe="([^"]*)"', res.stdout)
+    assert m, "the probe did not run"
+    seen = json.loads(m.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+    assert "scale(4.76" in seen["transform"]  # 1.25 ** 7
+    before, after = seen["before"], seen["after"]
+    assert after["n"] > before["n"] and after["overlaps"] == before["overlaps"] == 0
+    if before["n"]:
+        assert after["height"] == pytest.approx(before["height"], rel=0.1)  # size on screen kept

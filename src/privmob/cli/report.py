@@ -67,13 +67,14 @@ def study_period(
     return start, end
 
 
-def report_files(output: Path, overwrite: bool) -> Output:
-    """Where the report is published (``-o`` names its HTML; its JSON and tables beside)."""
+def report_files(output: Path, overwrite: bool, basemap: bool = True) -> Output:
+    """Where the report is published (``-o`` names its HTML; its JSON and tables beside);
+    ``basemap=False`` (``--offline-maps``): its maps draw no web tiles."""
     from privmob.render.report_files import report_output
 
     if not output.suffix.lower().startswith(".htm"):
         raise InputError(f"-o should name an .html file, got {output}")
-    return report_output(output, overwrite=overwrite)
+    return report_output(output, overwrite=overwrite, basemap=basemap)
 
 
 def print_report_summary(release: Release, paths: list[Path], _accountant: object) -> None:
@@ -163,6 +164,14 @@ def report(
             help="trip level only: most trips of one user, to charge a user-level budget",
         ),
     ] = None,
+    offline_maps: Annotated[
+        bool,
+        typer.Option(
+            "--offline-maps",
+            help="no web basemap under the maps: the HTML names no external address (by "
+            "default the viewer's browser fetches OpenStreetMap tiles when online)",
+        ),
+    ] = False,
 ) -> None:
     """A differentially private mobility report: 15 analyses, one offline HTML + JSON."""
     from privmob.cli.run import run_release
@@ -195,7 +204,9 @@ def report(
         spec=partial(ReportSpec, config=cfg),
         load=partial(load_report_input, cfg.unit),
         # a taken or unwritable output must not burn epsilon; stage -> charge -> rename
-        output=partial(report_files, output, bool(ctx.params.get("overwrite"))),
+        output=partial(
+            report_files, output, bool(ctx.params.get("overwrite")), basemap=not offline_maps
+        ),
         layers=False,
         summary=print_report_summary,
     )

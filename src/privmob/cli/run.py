@@ -247,7 +247,7 @@ RUN_ONLY = frozenset(
         "spark_master", "spark_conf", "seed", "test_mode", "overwrite", "output_format",
         "quiet", "columns", "delimiter", "names", "cells", "input_shape", "stay_distance",
         "stay_minutes", "trip_rule", "unique", "zone_mapping", "input_timezone", "group_size",
-        "max_layer_size", "all_flows", "yes",
+        "max_layer_size", "all_flows", "yes", "offline_maps",
         "no_header", "uid_from_filename",
     }
 )  # fmt: skip

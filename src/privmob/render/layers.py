@@ -22,7 +22,8 @@ kepler.gl open directly.
   :data:`MAX_LAYER_BYTES` (or the limit given) is refused with what to change.
 - :func:`write_layers` writes a release's layer as GeoParquet, GeoJSON and/or CSV (WKT), each
   file stamped as the release's tables are (:mod:`privmob.releases.stamp`): GeoParquet in its
-  key-value metadata, GeoJSON in a top-level ``privmob`` member, CSV in ``privmob_*`` columns.
+  key-value metadata, GeoJSON in a top-level ``privmob`` member, CSV in ``privmob_*`` columns;
+  beside them ``<stem>.qml``, their QGIS style (:mod:`privmob.render.qml`).
 
 Rows whose key is not a tile (the outliers cells) have no geometry and are left out of the
 layer; they stay in the release's Parquet tables. Everything here is post-processing of the
@@ -45,6 +46,8 @@ from privmob.errors import ConfigError
 from privmob.lazy_imports import lazy_module
 from privmob.releases.kinds import BY_ANY_NAME, COUNT_SPEC, Layer
 from privmob.releases.stamp import json_stamp, restamp_parquet, stamp
+from privmob.render.map_labels import tessellation_names
+from privmob.render.qml import style_path, write_style
 from privmob.surface import spelled
 
 if TYPE_CHECKING:
@@ -116,8 +119,9 @@ def tile_indexes(keys: Sequence[Any] | pd.Series, tess: Tessellation) -> np.ndar
 
 
 def _names(tess: Tessellation) -> np.ndarray:
-    names = tess.tile_names
-    return np.asarray(names if names is not None else [str(t) for t in tess.tile_ids], object)
+    """Each tile's name: its own, else its id and centroid (``tile 18 (40.7181, -74.0431)``,
+    as on the maps: :func:`privmob.render.map_labels.tessellation_names`)."""
+    return np.asarray(tessellation_names(tess), object)
 
 
 def od_flows_layer(
@@ -351,7 +355,9 @@ def write_layers(
     (default :data:`MAX_LAYER_BYTES`) is cut to the features with the largest values that fit
     (:func:`cut_to_fit`: post-processing of a charged release, stated in its metadata),
     never refused: a refusal here would come after the noise. ``progress`` is told each file
-    written.
+    written. Beside the layer files, ``<stem>.qml``: their QGIS style (:mod:`privmob.render.
+    qml`: the value's classes, ``below_margin`` hatched), which QGIS applies on opening them;
+    it is returned last.
     """
     wanted = [f for f in parse_formats(formats) if f != "parquet"]
     if not wanted:
@@ -380,7 +386,10 @@ def write_layers(
             for key, value in stamp(release).items():  # each row carries the stamp
                 plain[key.replace(".", "_")] = value
             write_csv(plain, path)
-    return paths
+    # the QGIS style beside the layer files (same stem): classes of the value, below_margin
+    # hatched; staged, sealed and published with them
+    style = write_style(layer, style_path(paths[0]), lines=kind.key is None, stamp=stamp(release))
+    return [*paths, style]
 
 
 def cut_to_fit(

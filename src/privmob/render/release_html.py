@@ -32,6 +32,8 @@ import pandas as pd
 
 from privmob.privacy.signal import signal_mask
 from privmob.render import svg
+from privmob.render.basemap import Basemap, drawing_basemap
+from privmob.render.map_labels import tile_names
 
 if TYPE_CHECKING:
     from privmob.data.tessellation import Tessellation
@@ -73,9 +75,12 @@ def _noise(release: Any) -> Any:
 
 
 def _label(tiles: dict[str, Any], i: int) -> str:
-    """A tile's name beside its id (the id alone when the tessellation has no names)."""
+    """A tile's name beside its id (when the tessellation has no names: its id and where it
+    is, :func:`~privmob.render.map_labels.tile_names`)."""
     tid, name = tiles["ids"][i], tiles["names"][i]
-    return f"{name} ({tid})" if tiles["has_names"] and str(name) != str(tid) else str(tid)
+    if tiles["has_names"] and str(name) != str(tid):
+        return f"{name} ({tid})"
+    return tile_names(tiles)[i]
 
 
 def _rows(header: list[str], rows: list[list[str]]) -> str:
@@ -399,7 +404,7 @@ def report_display(release: Any) -> str:
     """A mobility report's key pictures, drawn by the HTML report's own sections from the
     report's document (its published ``metadata.json``); ``write_html`` writes them all."""
     from privmob.render.report_files import report_document
-    from privmob.render.report_html import _section
+    from privmob.render.report_html import _left_out, _section
 
     doc = report_document(release)
     analyses = doc["analyses"]
@@ -413,7 +418,8 @@ def report_display(release: Any) -> str:
         if left
         else ""
     )
-    return head + "".join(_section(n, analyses[n], doc) for n in shown) + more
+    sections = "".join(_section(n, analyses[n], doc) for n in shown)
+    return head + sections + more + _left_out(doc["params"])  # a trip level's, with why
 
 
 def picture(release: Any, tess: Tessellation | None, period: Any = None) -> str:
@@ -520,8 +526,18 @@ def named_head(release: Any, tess: Tessellation | None, n: int = 10) -> pd.DataF
     return table
 
 
-def release_html(release: Any, tess: Tessellation | None, *, period: Any = None) -> str:
-    """The whole display: settings, the picture (one period), the first rows with names."""
+def release_html(
+    release: Any,
+    tess: Tessellation | None,
+    *,
+    period: Any = None,
+    basemap: bool | Basemap | None = True,
+) -> str:
+    """The whole display: settings, the picture (one period), the first rows with names.
+
+    ``basemap``: the maps draw web tiles under the zones, fetched by the notebook's browser,
+    with their attribution (:mod:`privmob.render.basemap`); ``False``: none, and the display
+    names no external address."""
     cost = release.cost
     noise = release.noise
     rows = [
@@ -535,7 +551,8 @@ def release_html(release: Any, tess: Tessellation | None, *, period: Any = None)
     settings = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in rows)
     warning = "" if release.for_publication else "<p><b>NOT FOR PUBLICATION</b> (fixed seed)</p>"
     try:
-        pic = picture(release, tess, period)
+        with drawing_basemap(basemap):
+            pic = picture(release, tess, period)
     except Exception as exc:  # a display never hides the release: say why there is no picture
         from privmob.errors import ConfigError
 

@@ -38,23 +38,28 @@ def report_paths(html_path: str | Path) -> dict[str, Path]:
 
 
 def write_report(
-    release: Release, html_path: str | Path, *, overwrite: bool = False
+    release: Release, html_path: str | Path, *, overwrite: bool = False, basemap: bool = True
 ) -> dict[str, Path]:
     """Write ``report.html``, ``report.json`` beside it and ``report_tables/*.parquet``.
 
-    Refuses an uncharged release and existing files unless ``overwrite``.
+    Refuses an uncharged release and existing files unless ``overwrite``. ``basemap=False``:
+    the maps draw no web tiles and the page names no external address
+    (:func:`~privmob.render.report_html.render_report_html`).
     """
     from privmob.releases.publish import publish_charged
 
     if release.ledger_entry is None:
         raise InputError("a release must be charged to the ledger before it is written")
-    publish_charged(release, report_output(html_path, overwrite=overwrite))
+    publish_charged(release, report_output(html_path, overwrite=overwrite, basemap=basemap))
     return report_paths(html_path)
 
 
-def report_output(html_path: str | Path, *, overwrite: bool = False) -> Output:
+def report_output(
+    html_path: str | Path, *, overwrite: bool = False, basemap: bool = True
+) -> Output:
     """Where a report is published (``releases/publish.py``): its three paths, staged together
-    beside the HTML and renamed into place after the charge."""
+    beside the HTML and renamed into place after the charge (``basemap``: as in
+    :func:`write_report`)."""
     from privmob.releases.publish import Output
 
     paths = report_paths(html_path)
@@ -73,7 +78,7 @@ def report_output(html_path: str | Path, *, overwrite: bool = False) -> Output:
 
         doc = report_document(release)  # names the ledger entries: written at the charge
         (staging / js.name).write_text(json.dumps(doc, indent=1) + "\n")
-        (staging / html.name).write_text(render_report_html(doc), encoding="utf-8")
+        (staging / html.name).write_text(render_report_html(doc, basemap=basemap), encoding="utf-8")
         return [staging / js.name, staging / html.name]
 
     return Output(

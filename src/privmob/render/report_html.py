@@ -1,5 +1,7 @@
-"""One self-contained, offline HTML file for a mobility report (inline CSS, SVG, a few lines
-of JS). Rendered from the report's JSON document only.
+"""One self-contained HTML file for a mobility report (inline CSS, SVG, a few lines of JS).
+Rendered from the report's JSON document only. Its two large maps draw a web basemap that the
+viewer's browser fetches when online (``basemap=False``: none, and no external address in the
+page); everything else works offline.
 
 Uncertainty in every picture, from the noisy values and public parameters only (SPEC invariant
 6, post-processing): bars carry +-margin whiskers, lines a +-margin band. One rule says what is
@@ -23,6 +25,8 @@ import numpy as np
 
 from privmob.privacy.signal import is_signal, signal_mask
 from privmob.render import svg
+from privmob.render.basemap import Basemap
+from privmob.render.map_labels import LABEL_JS, tile_names
 
 TITLES = {
     "dataset_statistics": "Dataset statistics",
@@ -131,8 +135,11 @@ def _meta(a: dict[str, Any]) -> str:
     )
 
 
-def _section(name: str, a: dict[str, Any], doc: dict[str, Any]) -> str:
+def _section(
+    name: str, a: dict[str, Any], doc: dict[str, Any], basemap: bool | Basemap | None = None
+) -> str:
     tess = doc["tessellation"]
+    names = tile_names(tess)  # readable: a tile without a name is its id and where it is
     body = ""
     out = _below(a.get("outliers"), _margin(a))  # the analysis' outliers cell, if any
     if name == "dataset_statistics":
@@ -201,7 +208,7 @@ def _section(name: str, a: dict[str, Any], doc: dict[str, Any]) -> str:
         rank = (
             _table(
                 ["rank", "tile", "visits"],
-                [[i + 1, tess["names"][j], vals[j]] for i, j in enumerate(ranked)],
+                [[i + 1, names[j], vals[j]] for i, j in enumerate(ranked)],
             )
             if ranked
             else ""
@@ -214,7 +221,13 @@ def _section(name: str, a: dict[str, Any], doc: dict[str, Any]) -> str:
         body = (
             "<div class='row'>"
             + svg.choropleth(
-                tess, vals, title="visits per tile", unit="visits", margin=_margin(a), floor=floor
+                tess,
+                vals,
+                title="visits per tile",
+                unit="visits",
+                margin=_margin(a),
+                floor=floor,
+                basemap=basemap,
             )
             + f"<div>{rank}<p class='meta pm-ranking-note'>ranking: {listed} (with 95% "
             f"probability the noise of none of the {len(vals):,} tiles reaches it)<br>"
@@ -249,6 +262,7 @@ def _section(name: str, a: dict[str, Any], doc: dict[str, Any]) -> str:
                     floor=floor,
                     vmax=vmax,
                     legend_label=f"one scale for all {maps} maps",
+                    basemap=False,  # small multiples compare windows: no streets under them
                 )
                 here = signal[:, dt, w]
                 top = f"max {_f(max(np.asarray(vals)[here]))}" if here.any() else "none above"
@@ -283,10 +297,7 @@ def _section(name: str, a: dict[str, Any], doc: dict[str, Any]) -> str:
         rank = (
             _table(
                 ["rank", "origin", "destination", "trips"],
-                [
-                    [r + 1, tess["names"][o], tess["names"][d], v]
-                    for r, (o, d, v) in enumerate(drawn)
-                ],
+                [[r + 1, names[o], names[d], v] for r, (o, d, v) in enumerate(drawn)],
             )
             if drawn
             else ""
@@ -299,6 +310,7 @@ def _section(name: str, a: dict[str, Any], doc: dict[str, Any]) -> str:
                 title="largest OD flows",
                 note="" if drawn else f"no flow clears the noise floor {_f(floor)}",
                 floor=floor,
+                basemap=basemap,
             )
             + f"<div>{rank}<p class='meta pm-ranking-note'>trips with an end outside the "
             f"tessellation: {out}<br>{caption} (with 95% probability the noise of none "
@@ -362,8 +374,13 @@ def noise_floor(noise: dict[str, Any], cells: int, confidence: float = 0.95) -> 
     return floor_of(Noise(NoiseKind(noise["kind"]), float(noise["scale"])), cells, confidence)
 
 
-def render_report_html(doc: dict[str, Any]) -> str:
-    """The HTML page of a report document (from :func:`report_document` or its JSON)."""
+def render_report_html(doc: dict[str, Any], *, basemap: bool | Basemap | None = True) -> str:
+    """The HTML page of a report document (from :func:`report_document` or its JSON).
+
+    ``basemap``: the large maps (visits per tile, OD flows) draw web tiles under the zones,
+    fetched by the viewer's browser when the page is viewed online, with their attribution
+    (:mod:`privmob.render.basemap`; offline the maps are complete without them). ``False``:
+    no basemap, and the page names no external address at all."""
     p = doc["params"]
     an = doc["analyses"]
     # a release not for publication says so on top of the page, before anything else
@@ -404,12 +421,12 @@ def render_report_html(doc: dict[str, Any]) -> str:
         ],
     )
     nav = "".join(f"<a href='#{n}'>{TITLES[n]}</a>" for n in p["analyses"])
-    sections = _left_out(p) + "".join(_section(n, an[n], doc) for n in p["analyses"])
+    sections = _left_out(p) + "".join(_section(n, an[n], doc, basemap) for n in p["analyses"])
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width,initial-scale=1'>"
         f"<title>privmob mobility report</title><style>{CSS}</style>"
-        f"<script>{JS}{svg.ZOOM_JS}</script>"
+        f"<script>{JS}{svg.ZOOM_JS}{LABEL_JS}</script>"
         f"</head><body>{banner}<div id='js-errors'></div>"
         f"<header><h1>Differentially private mobility report</h1><nav>{nav}</nav></header><main>"
         f"{warn}<section id='privacy'><h2>Privacy settings</h2><div class='row'>{settings}"

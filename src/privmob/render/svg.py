@@ -1,4 +1,6 @@
-"""Inline SVG charts and maps for offline HTML reports (no CDN, no tile server).
+"""Inline SVG charts and maps for HTML reports and notebook displays (no CDN, no script
+from elsewhere; a map's optional web basemap is fetched by the viewer's browser only:
+:mod:`privmob.render.basemap`).
 
 Every function returns an SVG string drawn from released values and public geometry only.
 Maps are ``<svg class='pm-map'>`` with their drawing in a ``<g class='pm-zoom'>`` (the
@@ -28,6 +30,8 @@ from html import escape
 import numpy as np
 
 from privmob.privacy.signal import is_signal, signal_mask
+from privmob.render.basemap import Basemap, attribution_svg, basemap_svg, resolve, tiles_group
+from privmob.render.map_labels import labels_svg, tile_labels, tile_names
 
 #: fill of a value within its 95% margin of 0 (cannot be told from empty): never a palette colour
 BELOW = "#d9d9d9"
@@ -525,6 +529,8 @@ def choropleth(
     unit: str = "",
     margin: float | None = None,
     tiles: TileOutlines | None = None,
+    labels: bool = True,
+    basemap: bool | Basemap | None = None,
     floor: float | None = None,
     vmax: float | None = None,
     legend_label: str | None = None,
@@ -540,7 +546,14 @@ def choropleth(
     the floor. ``vmax``: the top of the colour scale, shared by the small multiples of one
     figure (default: the largest signal value here); ``legend_label`` replaces the legend's
     words (e.g. "one scale for all 12 maps"). ``tiles``: the outlines of ``tess`` fitted to
-    this size already (:class:`TileOutlines`)."""
+    this size already (:class:`TileOutlines`).
+
+    Every tile's tooltip names it (:func:`~privmob.render.map_labels.tile_names`: its own name,
+    else its id and centre); ``labels`` draws the names that fit inside their tiles
+    (:mod:`privmob.render.map_labels`). ``basemap`` (``True``: OpenStreetMap): web tiles under
+    the translucent tiles, fetched by the browser, with their attribution
+    (:mod:`privmob.render.basemap`); ``False``: none, no external address; ``None``: the
+    surrounding :func:`~privmob.render.basemap.drawing_basemap`'s (none outside one)."""
     if tiles is None or tiles.outlines is not tess["outlines"] or tiles.size != (width, height):
         tiles = TileOutlines(tess, width, height)
     proj = tiles.proj
@@ -553,12 +566,17 @@ def choropleth(
     legend_h = (40 if limit is None else 54) if legend else 0
     hatch = f"pm-hatch-{zlib.crc32(f'{title}{width}x{height}'.encode()):08x}"
     parts = [_map_open(proj, legend_h, title)]
+    bm = resolve(basemap)
+    names = tile_names(tess)
     if limit is not None:
         parts.append(
             f"<defs><pattern id='{hatch}' patternUnits='userSpaceOnUse' width='6' height='6' "
             f"patternTransform='rotate(45)'><rect width='6' height='6' fill='{BELOW}'/>"
             "<line x1='0' y1='0' x2='0' y2='6' stroke='#fff' stroke-width='2'/></pattern></defs>"
         )
+    parts.append(basemap_svg(proj, bm))
+    over, under = tiles_group(bm)
+    parts.append(over)
     for i, path in enumerate(tiles.paths):
         v = values[i]
         below = not signal[i]
@@ -573,9 +591,12 @@ def choropleth(
         parts.append(
             f"<path class='{cls}' d='{path}' fill='{fill}' stroke='#888' "
             f"stroke-width='0.5' vector-effect='non-scaling-stroke'>"
-            f"<title>{escape(tess['names'][i])}: {_fmt(v)} {escape(unit)}{note}</title></path>"
+            f"<title>{escape(names[i])}: {_fmt(v)} {escape(unit)}{note}</title></path>"
         )
-    parts.append("</g></g>")
+    parts.append(under)
+    if labels:
+        parts.append(labels_svg(proj, tiles.outlines, tile_labels(tess)))
+    parts.append("</g></g>" + attribution_svg(proj, bm))
     if legend:
         if vmax > 0 or limit is None:
             parts.append(_legend(vmax, proj.height + 4, proj.width, unit, legend_label, low))
@@ -676,13 +697,20 @@ def flow_map(
     unit: str = "trips",
     note: str = "",
     floor: float | None = None,
+    labels: bool = True,
+    basemap: bool | Basemap | None = None,
 ) -> str:
     """OD flows as lines between tile centroids (width by value, arrow at the destination);
     self-flows as circles. Draws ``flows`` that are signal
     (:func:`privmob.privacy.signal.is_signal` with ``floor``, the noise floor of the cells the
     caption talks about; the caller states the same floor); ``note`` is printed on the map
-    (e.g. why no flow is drawn). Tile names on hover; a legend of line widths in ``unit``."""
+    (e.g. why no flow is drawn). Tile names on hover
+    (:func:`~privmob.render.map_labels.tile_names`), also on each flow ("origin → destination:
+    value"); ``labels`` and ``basemap`` as in :func:`choropleth`; a legend of line widths in
+    ``unit``."""
     proj = Projection(tess["outlines"], width, height)
+    bm = resolve(basemap)
+    names = tile_names(tess)
     parts = [_map_open(proj, 40, title)]
     parts.append(
         "<defs><marker id='arrow' viewBox='0 0 10 10' refX='9' refY='5' markerWidth='9' "
@@ -690,18 +718,24 @@ def flow_map(
         "<path d='M0,0L10,5L0,10z' "
         "fill='#d62728'/></marker></defs>"
     )
+    parts.append(basemap_svg(proj, bm))
+    over, under = tiles_group(bm, opacity=0.45)  # flows matter here, tiles are context
+    parts.append(over)
     for i, rings in enumerate(tess["outlines"]):
         parts.append(
             f"<path d='{_path(proj, rings)}' fill='#f4f4f4' stroke='#aaa' stroke-width='0.5' "
-            f"vector-effect='non-scaling-stroke'><title>{escape(tess['names'][i])}</title></path>"
+            f"vector-effect='non-scaling-stroke'><title>{escape(names[i])}</title></path>"
         )
+    parts.append(under)
+    if labels:
+        parts.append(labels_svg(proj, tess["outlines"], tile_labels(tess)))
     drawn = [f for f in flows if f[2] > 0 and is_signal(f[2], floor)]
     vmax = max([f[2] for f in drawn] + [1])
     for o, d, v in sorted(drawn, key=lambda f: f[2]):
         w = _flow_width(v, vmax)
         x1, y1 = proj(tess["lng"][o], tess["lat"][o])
         x2, y2 = proj(tess["lng"][d], tess["lat"][d])
-        label = f"{escape(tess['names'][o])} → {escape(tess['names'][d])}: {_fmt(v)} {unit}"
+        label = f"{escape(names[o])} → {escape(names[d])}: {_fmt(v)} {unit}"
         if o == d:
             parts.append(
                 f"<circle cx='{x1:.1f}' cy='{y1:.1f}' r='{2 + 3 * w:.1f}' fill='none' "
@@ -716,7 +750,7 @@ def flow_map(
             f"fill='none' stroke='#d62728' stroke-opacity='0.6' stroke-width='{w:.1f}' "
             f"marker-end='url(#arrow)'><title>{label}</title></path>"
         )
-    parts.append("</g></g>")
+    parts.append("</g></g>" + attribution_svg(proj, bm))
     y = proj.height + 4
     parts.append(
         f"<g class='pm-legend'><rect x='0' y='{y - 4}' width='{proj.width}' "

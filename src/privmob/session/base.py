@@ -152,6 +152,7 @@ class SessionBase:
         max_margin: float | None = None,
         max_layer_size: str | int | None = None,
         all_flows: bool = False,
+        offline_maps: bool = False,
         input: Any = None,
         warn: Callable[[str], None] | None = None,
         confirm: bool = False,
@@ -204,6 +205,8 @@ class SessionBase:
         )
         #: OD layers keep every non-zero cell, not only the flows above the noise floor
         self.all_flows = all_flows
+        #: maps (notebook displays, the report's HTML) draw no web basemap: no request leaves
+        self.offline_maps = offline_maps
         #: how the operator is told things before a charge (Python: a PrivmobWarning; the CLI:
         #: a line on stderr); never recorded in a release
         self.tell: Callable[[str], None] = warn or _python_warning
@@ -404,7 +407,8 @@ class SessionBase:
         release = gate.run(
             lambda: spec.draft(data, acct, rng=self.seed, progress=self.progress), acct
         )
-        return ReleaseResult(release, self.tessellation, written=out.written if out else [])
+        written = out.written if out else []
+        return ReleaseResult(release, self.tessellation, written, basemap=not self.offline_maps)
 
     def _layer_plan(self, spec: Spec, plan: Plan, formats: Sequence[str] | None) -> list[str]:
         """The map layers' estimated sizes, said with the plan; a release without a layer

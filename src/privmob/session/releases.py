@@ -77,6 +77,9 @@ class Session(SessionCounts):
     ``max_layer_size``: the largest map layer file written (e.g. ``"500MB"``; default 200 MB,
     ``privmob.render.layers.MAX_LAYER_BYTES``); ``all_flows``: OD layers keep every non-zero
     cell instead of the flows above the noise floor only.
+    ``offline_maps``: the maps of notebook displays and of the report's HTML draw no web
+    basemap (OpenStreetMap tiles fetched by the browser that shows them, by default): the
+    HTML then names no external address (:mod:`privmob.render.basemap`).
     The keywords come in three typed groups too (:mod:`privmob.session.options`):
     ``input=pm.Input(...)``, ``engine=pm.EngineOptions(...)``, ``ledger=pm.LedgerOptions(...)``.
     """
@@ -266,7 +269,7 @@ class Session(SessionCounts):
         if output is not None:
             from privmob.render.report_files import report_output
 
-            out = report_output(Path(output), overwrite=overwrite)
+            out = report_output(Path(output), overwrite=overwrite, basemap=not self.offline_maps)
         return self.run(spec, partial(load_report_input, spec.config.unit), output=out)
 
     # -- density -----------------------------------------------------------------------------
