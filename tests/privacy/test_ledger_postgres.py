@@ -55,7 +55,7 @@ def _as(url: str, user: str) -> str:
 def team(pg_cluster, pg_url, tmp_path):
     """A ledger created by the custodian (CLI, with the test's own key), with budget 'd', an
     analyst (alice: her key and database role) and an auditor (olga)."""
-    r = _cli("ledger", "init", "--ledger", pg_url)
+    r = _cli("ledger", "init", "--make-key", "--ledger", pg_url)
     assert r.returncode == 0, r.stderr
     r = _cli("ledger", "init", "d", "--epsilon", "1", "--ledger", pg_url)
     assert r.returncode == 0, r.stderr
@@ -273,7 +273,7 @@ def test_env_and_session_take_a_url(pg_url, tmp_path, monkeypatch):
 
     monkeypatch.setenv("PRIVMOB_LEDGER", pg_url)
     assert Ledger().path == pg_url
-    r = _cli("ledger", "init", "trips", "--epsilon", "10")  # from PRIVMOB_LEDGER
+    r = _cli("ledger", "init", "trips", "--epsilon", "10", "--make-key")  # from PRIVMOB_LEDGER
     assert r.returncode == 0, r.stderr
     with pm.Session(
         random_trips(300, 9, seed=3), tessellation=box_grid(3).gdf, ledger=pg_url, dataset="trips"

@@ -105,6 +105,13 @@ CREATE TABLE staged_releases (
     updated_at  text NOT NULL,
     owner       text NOT NULL DEFAULT session_user  -- the database role that staged it
 );
+-- what each dataset's entries without rho add up to (both accountings count them in full),
+-- kept by the write functions for the budget check of ``charge``
+CREATE TABLE charged_totals (
+    dataset text PRIMARY KEY,
+    epsilon double precision NOT NULL,
+    delta   double precision NOT NULL
+);
 CREATE TABLE programmes (
     dataset text PRIMARY KEY,
     recorded_at text NOT NULL,
@@ -167,6 +174,15 @@ BEGIN
     PERFORM 1 FROM budgets WHERE dataset = p_dataset FOR UPDATE;
     PERFORM 1 FROM ledger_meta WHERE key IN ('head_count', 'head_hash') FOR UPDATE;
 END $$;
+CREATE FUNCTION add_to_totals(r releases) RETURNS void {_DEFINER} AS $$
+BEGIN
+    IF r.rho IS NULL THEN
+        INSERT INTO charged_totals VALUES (r.dataset, r.epsilon, r.delta)
+        ON CONFLICT (dataset) DO UPDATE
+            SET epsilon = charged_totals.epsilon + excluded.epsilon,
+                delta = charged_totals.delta + excluded.delta;
+    END IF;
+END $$;
 CREATE FUNCTION append_entry(p_row jsonb) RETURNS void {_DEFINER} AS $$
 DECLARE
     r releases;
@@ -192,6 +208,7 @@ BEGIN
         RAISE EXCEPTION 'entry id % was used before', r.id USING ERRCODE = 'unique_violation';
     END IF;
     INSERT INTO releases SELECT (r).*;
+    PERFORM add_to_totals(r);
     PERFORM set_config('privmob.charged', r.dataset, true);  -- for store_people, this transaction
     UPDATE ledger_meta SET value = r.row_hash WHERE key = 'head_hash';
     UPDATE ledger_meta SET value = (n + 1)::text WHERE key = 'head_count';
@@ -269,15 +286,15 @@ BEGIN
                 r.signer USING ERRCODE = 'insufficient_privilege';
         END IF;
         INSERT INTO releases SELECT (r).*;
+        PERFORM add_to_totals(r);
         head := r.row_hash;
         n := n + 1;
         next_id := next_id + 1;
     END LOOP;
     -- what both accountings count in full (entries without rho) never exceeds the budget
     SELECT COALESCE(sum(epsilon), 0), COALESCE(sum(delta), 0) INTO rest_epsilon, rest_delta
-      FROM releases
-     WHERE rho IS NULL AND dataset IN (
-           SELECT root UNION SELECT dataset FROM dataset_links WHERE family = root);
+      FROM charged_totals
+     WHERE dataset IN (SELECT root UNION SELECT dataset FROM dataset_links WHERE family = root);
     IF rest_epsilon > b.epsilon * (1 + 1e-9) OR rest_delta > b.delta * (1 + 1e-9) + 1e-300 THEN
         RAISE EXCEPTION 'the budget of % cannot pay this charge', root
             USING ERRCODE = 'check_violation';
