@@ -16,6 +16,7 @@
     uv run python benchmarks/bench_ledger_charge.py            # 100,000 entries
     uv run python benchmarks/bench_ledger_charge.py --entries 20000 --charges 20
     uv run python benchmarks/bench_ledger_charge.py --witness-only   # the witness store's cost
+    uv run python benchmarks/bench_ledger_charge.py --checkpoint-only  # a checkpoint every N
     # the same on PostgreSQL: a private cluster started for the run (tests/pg_cluster.py)
     uv run --all-extras python benchmarks/bench_ledger_charge.py --postgres auto
 
@@ -84,11 +85,14 @@ def concurrent(
 
 
 def big_ledger(
-    folder: Path, entries: int, location: str | None = None
+    folder: Path, entries: int, location: str | None = None, *, checkpointed: bool = False
 ) -> tuple[Path | str, object, object]:
     """A ledger of ``entries`` signed entries (written in bulk by the same code a charge uses;
-    ``location``: a PostgreSQL URL, default a new file in ``folder``)."""
+    ``location``: a PostgreSQL URL, default a new file in ``folder``); ``checkpointed``: with
+    the custodian's checkpoint at its end, signed in the same bulk write (as where the
+    custodian checkpointed all along)."""
     from privmob.privacy import ledger_chain as chain
+    from privmob.privacy import ledger_trust as trust
     from privmob.privacy.costs import Cost
     from privmob.privacy.ledger import Ledger
     from privmob.privacy.ledger_entries import entry_provenance, insert_entries
@@ -105,6 +109,7 @@ def big_ledger(
         led.store.begin_write(con, "d")
         prev = chain.genesis(led.ledger_id)
         done = 0
+        totals: dict = {}
         while done < entries:
             n = min(1000, entries - done)
             parts = [("", Cost.pure(1e-6))] * n
@@ -126,7 +131,12 @@ def big_ledger(
             )
             prev = made[-1].row_hash
             done += n
+            for e in made:
+                trust.add_to(totals, "d", e.cost.epsilon, e.cost.delta, e.cost.rho)
         led.store.set_head(con, entries, prev)
+        if checkpointed:
+            pos = trust.Position(made[-1].id, entries, prev, totals)
+            trust.add_checkpoint(con, led.ledger_id, cus, pos, "2026-01-01T00:00:00")
         con.execute("COMMIT")
     return path, cus, ana
 
@@ -163,6 +173,34 @@ def verify_on_charge(path: Path | str, cus: object, ana: object) -> dict[str, fl
     )
     res["custodian_charge_s"] = timed(lambda: custodian.charge("d", Cost.pure(1e-6), kind="b"))
     res["full_verify_s"] = timed(lambda: analyst.verify())
+    return res
+
+
+def checkpoint_cost(folder: Path, entries: int, repeats: int = 3) -> dict[str, float]:
+    """On a checkpointed ledger of ``entries`` entries: the checkpoint signed every
+    ``CHECKPOINT_EVERY`` entries (after that many analyst charges: ``ledger checkpoint``), and
+    a custodian's charge that falls due and signs it (medians of ``repeats``)."""
+    from privmob.privacy import ledger_trust as trust
+    from privmob.privacy.costs import Cost
+    from privmob.privacy.ledger import Ledger
+
+    t0 = time.perf_counter()
+    path, cus, ana = big_ledger(folder, entries, checkpointed=True)
+    res = {"build_s": time.perf_counter() - t0}
+    analyst = Ledger(path, key=ana.path)  # type: ignore[attr-defined]
+    custodian = Ledger(path, key=cus)  # type: ignore[arg-type]
+    every, due, plain = [], [], []
+    for _ in range(repeats):
+        for _ in range(trust.CHECKPOINT_EVERY):
+            analyst.charge("d", Cost.pure(1e-6), kind="b")
+        every.append(timed(custodian.checkpoint))
+        for _ in range(trust.CHECKPOINT_EVERY - 1):
+            analyst.charge("d", Cost.pure(1e-6), kind="b")
+        due.append(timed(lambda: custodian.charge("d", Cost.pure(1e-6), kind="b")))
+        plain.append(timed(lambda: custodian.charge("d", Cost.pure(1e-6), kind="b")))
+    res["checkpoint_every_n_s"] = statistics.median(every)
+    res["custodian_charge_with_checkpoint_s"] = statistics.median(due)
+    res["custodian_charge_s"] = statistics.median(plain)
     return res
 
 
@@ -283,6 +321,12 @@ def main() -> None:
         help="only what the witness store adds to a charge (compare and record)",
     )
     ap.add_argument(
+        "--checkpoint-only",
+        action="store_true",
+        help="only what a checkpoint costs every N entries on a checkpointed ledger of "
+        "--entries entries (SQLite)",
+    )
+    ap.add_argument(
         "--postgres",
         metavar="auto",
         help="measure a PostgreSQL ledger instead of SQLite files: 'auto' (a private cluster "
@@ -299,6 +343,17 @@ def main() -> None:
             "(medians of 500)"
         )
         if args.witness_only:
+            return
+        if args.checkpoint_only:
+            from privmob.privacy import ledger_trust as trust
+
+            res = checkpoint_cost(Path(tmp), args.entries)
+            print(
+                f"SQLite: ledger of {args.entries:,} entries, checkpointed, built in "
+                f"{res.pop('build_s'):.1f} s (N = {trust.CHECKPOINT_EVERY})"
+            )
+            for k, v in res.items():
+                print(f"  {k[:-2].replace('_', ' '):<36} {1000 * v:9.1f} ms")
             return
         if args.postgres:
             postgres(Path(tmp), args)
