@@ -163,3 +163,16 @@ def test_a_release_outside_the_programme_uses_its_allowance_in_the_charge(
     assert len(led.entries()) == 1 and led.verify() == []
     r = _psql(pg_cluster, team.url, "SELECT count(*) FROM privmob.programme_allowances")
     assert r.stdout.strip() == "0"
+
+
+def test_a_ledger_made_by_an_earlier_privmob_is_charged_as_then(pg_url):
+    """A database ledger whose functions predate ``charge``: charged through its
+    ``append_entry``, as the privmob that made it did (no internal error)."""
+    import psycopg
+
+    Ledger(pg_url).set_budget("d", 1.0)
+    with psycopg.connect(pg_url, autocommit=True) as con:
+        con.execute("DROP FUNCTION privmob.charge(text, jsonb)")
+    led = Ledger(pg_url)
+    led.charge("d", Cost.pure(0.25), kind="od", input_fingerprint=FP)
+    assert len(led.entries()) == 1 and led.verify() == []

@@ -119,6 +119,7 @@ class PostgresStore:
         self.timeout = timeout
         self._raw: Any = None  # the open connection (psycopg), reused by each use in turn
         self._busy = False
+        self._has_charge: bool | None = None  # the server's charge function (None: not asked)
 
     def _open(self) -> Any:
         psycopg = _psycopg()
@@ -252,7 +253,15 @@ class PostgresStore:
 
     def charge_entries(self, con: PgCon, dataset: str, rows: list[dict[str, Any]]) -> None:
         """The entries of one charge, by the server's ``charge``, the analyst's only write of
-        entries: it checks their dataset, ids, chain, unit, costs, signer and the budget."""
+        entries: it checks their dataset, ids, chain, unit, costs, signer and the budget. A
+        ledger created by an earlier privmob has no ``charge``: its ``append_entry``, as then."""
+        if self._has_charge is None:
+            found = con.execute("SELECT to_regprocedure('charge(text, jsonb)')").fetchone()
+            self._has_charge = found[0] is not None
+        if not self._has_charge:
+            for row in rows:
+                self.append_entry(con, row)
+            return
         con.execute("SELECT charge(?, ?::jsonb)", (dataset, json.dumps(rows)))
 
     def store_people(self, con: PgCon, dataset: str, sketch: bytes, now: str) -> None:
