@@ -1,21 +1,24 @@
 """Benchmark: the latency of a signed, fail-closed ledger charge on SQLite (and PostgreSQL).
 
-1. Charge latency p50/p99 with 1, 8 and 32 concurrent releasers (real processes, each signing
-   with the analyst's key, ``--charges`` charges each, all at once on one ledger file).
+1. Charge latency p50/p99 with 1, 8 and 32 concurrent releasers on a ledger of ``--entries``
+   entries that the custodian checkpointed (real processes, each an analyst whose key is new to
+   the ledger, so its first charge verifies from the checkpoint; ``--charges`` charges each,
+   all at once; a copy of the big ledger for each count).
 2. The cost of verify-on-charge on a ledger of ``--entries`` entries (100,000 by default):
    a charge right after a custodian checkpoint, one with ``CHECKPOINT_EVERY`` entries to verify
    after it, one with no checkpoint at all (everything verified: why checkpoints exist), and a
-   full ``ledger verify``. Target: under 50 ms per charge.
+   full ``ledger verify``. Target: under 50 ms per charge. And what checkpoints cost there: the
+   first (all entries verified), one every ``CHECKPOINT_EVERY`` entries (``ledger
+   checkpoint``), and a custodian's charge with and without the checkpoint it signs when due.
 3. What the user's witness store adds to each charge (compare with the head witnessed, record
    the new one).
 
     uv run python benchmarks/bench_ledger_charge.py            # 100,000 entries
     uv run python benchmarks/bench_ledger_charge.py --entries 20000 --charges 20
     uv run python benchmarks/bench_ledger_charge.py --witness-only   # the witness store's cost
-    # the same on PostgreSQL: a private cluster started for the run (tests/pg_cluster.py), or
-    # a database given by URL that holds no privmob ledger yet (its user: the custodian)
+    uv run python benchmarks/bench_ledger_charge.py --checkpoint-only  # a checkpoint every N
+    # the same on PostgreSQL: a private cluster started for the run (tests/pg_cluster.py)
     uv run --all-extras python benchmarks/bench_ledger_charge.py --postgres auto
-    uv run --all-extras python benchmarks/bench_ledger_charge.py --postgres postgresql://u@h/db
 
 Times on a shared, loaded machine are indicative only; the ledger file goes to a temporary
 folder (removed at the end).
@@ -52,39 +55,44 @@ def _releaser(path: str, key: str, n: int, barrier: object, out: object) -> None
 
 
 def concurrent(
-    folder: Path, releasers: int, charges: int, location: str | None = None
+    folder: Path, releasers: int, charges: int, location: str | os.PathLike[str], custodian: object
 ) -> list[float]:
-    """``location``: a PostgreSQL ledger's URL (default: a new SQLite file in ``folder``)."""
+    """``releasers`` processes charging the ledger at ``location`` at once, each an analyst
+    whose key is new to it (so each one's first charge verifies from the custodian's latest
+    checkpoint: "any analyst charging first"); the times of all their charges."""
     from privmob.privacy.ledger import Ledger
     from privmob.privacy.ledger_keys import generate
 
-    cus = generate(folder / f"cus-{releasers}.pem")
-    ana = generate(folder / f"ana-{releasers}.pem")
-    path = location or folder / f"conc-{releasers}.sqlite"
-    led = Ledger(path, key=cus)
-    led.grant("analyst", "bench", ana.public_hex)
-    led.set_budget("d", 1e6)
+    led = Ledger(location, key=custodian)  # type: ignore[arg-type]
+    keys = []
+    for i in range(releasers):
+        ana = generate(folder / f"ana-{releasers}-{i}-{time.monotonic_ns()}.pem")
+        led.grant("analyst", f"bench{i}", ana.public_hex)
+        keys.append(ana)
+    led.checkpoint()  # where the custodian's cron leaves it
     ctx = mp.get_context("spawn")
     barrier, out = ctx.Barrier(releasers), ctx.Queue()
     procs = [
-        ctx.Process(target=_releaser, args=(str(path), str(ana.path), charges, barrier, out))
-        for _ in range(releasers)
+        ctx.Process(target=_releaser, args=(str(location), str(k.path), charges, barrier, out))
+        for k in keys
     ]
     for p in procs:
         p.start()
     times = [t for _ in procs for t in out.get(timeout=1800)]
     for p in procs:
         p.join()
-    assert not led.verify(), "the ledger must verify after the race"
     return times
 
 
 def big_ledger(
-    folder: Path, entries: int, location: str | None = None
+    folder: Path, entries: int, location: str | None = None, *, checkpointed: bool = False
 ) -> tuple[Path | str, object, object]:
     """A ledger of ``entries`` signed entries (written in bulk by the same code a charge uses;
-    ``location``: a PostgreSQL URL, default a new file in ``folder``)."""
+    ``location``: a PostgreSQL URL, default a new file in ``folder``); ``checkpointed``: with
+    the custodian's checkpoint at its end, signed in the same bulk write (as where the
+    custodian checkpointed all along)."""
     from privmob.privacy import ledger_chain as chain
+    from privmob.privacy import ledger_trust as trust
     from privmob.privacy.costs import Cost
     from privmob.privacy.ledger import Ledger
     from privmob.privacy.ledger_entries import entry_provenance, insert_entries
@@ -101,6 +109,7 @@ def big_ledger(
         led.store.begin_write(con, "d")
         prev = chain.genesis(led.ledger_id)
         done = 0
+        totals: dict = {}
         while done < entries:
             n = min(1000, entries - done)
             parts = [("", Cost.pure(1e-6))] * n
@@ -122,7 +131,12 @@ def big_ledger(
             )
             prev = made[-1].row_hash
             done += n
+            for e in made:
+                trust.add_to(totals, "d", e.cost.epsilon, e.cost.delta, e.cost.rho)
         led.store.set_head(con, entries, prev)
+        if checkpointed:
+            pos = trust.Position(made[-1].id, entries, prev, totals)
+            trust.add_checkpoint(con, led.ledger_id, cus, pos, "2026-01-01T00:00:00")
         con.execute("COMMIT")
     return path, cus, ana
 
@@ -133,17 +147,15 @@ def timed(fn: object) -> float:
     return time.perf_counter() - t0
 
 
-def verify_on_charge(folder: Path, entries: int, location: str | None = None) -> dict[str, float]:
+def verify_on_charge(path: Path | str, cus: object, ana: object) -> dict[str, float]:
+    """On the big ledger just built (no checkpoint yet)."""
     from privmob.privacy import ledger_trust as trust
     from privmob.privacy.costs import Cost
     from privmob.privacy.ledger import Ledger
 
-    t0 = time.perf_counter()
-    path, cus, ana = big_ledger(folder, entries, location)
-    built = time.perf_counter() - t0
     analyst = Ledger(path, key=ana.path)  # type: ignore[attr-defined]
     custodian = Ledger(path, key=cus)  # type: ignore[arg-type]
-    res = {"build_s": built}
+    res: dict[str, float] = {}
     res["charge_no_checkpoint_s"] = timed(lambda: analyst.charge("d", Cost.pure(1e-6), kind="b"))
     res["checkpoint_s"] = timed(custodian.checkpoint)
     after = [timed(lambda: analyst.charge("d", Cost.pure(1e-6), kind="b")) for _ in range(20)]
@@ -151,7 +163,44 @@ def verify_on_charge(folder: Path, entries: int, location: str | None = None) ->
     for _ in range(trust.CHECKPOINT_EVERY - 20):
         analyst.charge("d", Cost.pure(1e-6), kind="b")
     res["charge_64_behind_s"] = timed(lambda: analyst.charge("d", Cost.pure(1e-6), kind="b"))
+    # the checkpoint made every CHECKPOINT_EVERY entries: it verifies those since the last one
+    res["checkpoint_every_n_s"] = timed(custodian.checkpoint)
+    for _ in range(trust.CHECKPOINT_EVERY - 1):
+        analyst.charge("d", Cost.pure(1e-6), kind="b")
+    # the custodian's charge that falls due signs the checkpoint in its own transaction
+    res["custodian_charge_with_checkpoint_s"] = timed(
+        lambda: custodian.charge("d", Cost.pure(1e-6), kind="b")
+    )
+    res["custodian_charge_s"] = timed(lambda: custodian.charge("d", Cost.pure(1e-6), kind="b"))
     res["full_verify_s"] = timed(lambda: analyst.verify())
+    return res
+
+
+def checkpoint_cost(folder: Path, entries: int, repeats: int = 3) -> dict[str, float]:
+    """On a checkpointed ledger of ``entries`` entries: the checkpoint signed every
+    ``CHECKPOINT_EVERY`` entries (after that many analyst charges: ``ledger checkpoint``), and
+    a custodian's charge that falls due and signs it (medians of ``repeats``)."""
+    from privmob.privacy import ledger_trust as trust
+    from privmob.privacy.costs import Cost
+    from privmob.privacy.ledger import Ledger
+
+    t0 = time.perf_counter()
+    path, cus, ana = big_ledger(folder, entries, checkpointed=True)
+    res = {"build_s": time.perf_counter() - t0}
+    analyst = Ledger(path, key=ana.path)  # type: ignore[attr-defined]
+    custodian = Ledger(path, key=cus)  # type: ignore[arg-type]
+    every, due, plain = [], [], []
+    for _ in range(repeats):
+        for _ in range(trust.CHECKPOINT_EVERY):
+            analyst.charge("d", Cost.pure(1e-6), kind="b")
+        every.append(timed(custodian.checkpoint))
+        for _ in range(trust.CHECKPOINT_EVERY - 1):
+            analyst.charge("d", Cost.pure(1e-6), kind="b")
+        due.append(timed(lambda: custodian.charge("d", Cost.pure(1e-6), kind="b")))
+        plain.append(timed(lambda: custodian.charge("d", Cost.pure(1e-6), kind="b")))
+    res["checkpoint_every_n_s"] = statistics.median(every)
+    res["custodian_charge_with_checkpoint_s"] = statistics.median(due)
+    res["custodian_charge_s"] = statistics.median(plain)
     return res
 
 
@@ -162,27 +211,45 @@ def pct(xs: list[float], q: float) -> float:
 
 def report(folder: Path, args: argparse.Namespace, database: object = None) -> None:
     """Both measures on one store: SQLite files in ``folder``, or (``database``: a callable
-    giving a new database's URL) PostgreSQL."""
+    giving a new database's URL, or with a template a copy of that database) PostgreSQL."""
+    import shutil
+
     where = "PostgreSQL" if database else "SQLite"
-    for r in (int(x) for x in args.releasers.split(",")):
-        url = database() if database else None  # type: ignore[operator]
-        t = concurrent(folder, r, args.charges, url)
-        print(
-            f"{where}: {r:>3} concurrent releasers x {args.charges} charges: "
-            f"p50 {1000 * pct(t, 0.5):7.1f} ms  p99 {1000 * pct(t, 0.99):7.1f} ms  "
-            f"(wait for the {'row locks' if database else 'write lock'} included)"
-        )
     url = database() if database else None  # type: ignore[operator]
-    res = verify_on_charge(folder, args.entries, url)
-    print(f"{where}: ledger of {args.entries:,} signed entries built in {res['build_s']:.1f} s")
+    t0 = time.perf_counter()
+    path, cus, ana = big_ledger(folder, args.entries, url)
+    print(
+        f"{where}: ledger of {args.entries:,} signed entries built in "
+        f"{time.perf_counter() - t0:.1f} s"
+    )
+    res = verify_on_charge(path, cus, ana)
     for k in (
-        "charge_after_checkpoint_p50_s",
-        "charge_64_behind_s",
         "charge_no_checkpoint_s",
         "checkpoint_s",
+        "charge_after_checkpoint_p50_s",
+        "charge_64_behind_s",
+        "checkpoint_every_n_s",
+        "custodian_charge_s",
+        "custodian_charge_with_checkpoint_s",
         "full_verify_s",
     ):
-        print(f"  {k[:-2].replace('_', ' '):<32} {1000 * res[k]:9.1f} ms")
+        print(f"  {k[:-2].replace('_', ' '):<36} {1000 * res[k]:9.1f} ms", flush=True)
+    for r in (int(x) for x in args.releasers.split(",")):
+        # each copy is the same ledger: witnessed apart (a copy behind another is refused)
+        os.environ["XDG_DATA_HOME"] = str(folder / f"data-{r}")
+        if database:  # a copy of the big ledger's database for each count
+            copy: Path | str = database(template=url)  # type: ignore[operator]
+        else:
+            copy = folder / f"copy-{r}.sqlite"
+            shutil.copyfile(path, copy)
+        t = concurrent(folder, r, args.charges, copy, cus)
+        print(
+            f"{where}: {r:>3} concurrent releasers x {args.charges} charges on "
+            f"{args.entries:,} entries: p50 {1000 * pct(t, 0.5):7.1f} ms  "
+            f"p99 {1000 * pct(t, 0.99):7.1f} ms  (each a new analyst; the wait for the "
+            f"{'row locks' if database else 'write lock'} included)",
+            flush=True,
+        )
 
 
 def postgres(folder: Path, args: argparse.Namespace) -> None:
@@ -190,9 +257,7 @@ def postgres(folder: Path, args: argparse.Namespace) -> None:
     tests do) and stops it; ``--postgres URL`` uses that database (once: give one release count
     per run, e.g. --releasers 8)."""
     if args.postgres != "auto":
-        urls = iter([args.postgres])
-        report(folder, args, lambda: next(urls))
-        return
+        sys.exit("--postgres auto only (the copies of the big ledger are new databases)")
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from tests.pg_cluster import PgCluster, find_bindir
 
@@ -205,9 +270,10 @@ def postgres(folder: Path, args: argparse.Namespace) -> None:
         cluster.start()
         cluster.sql("CREATE ROLE custodian LOGIN CREATEDB CREATEROLE")
 
-        def database() -> str:
+        def database(template: str | None = None) -> str:
             made.append(f"bench_{len(made)}")
-            cluster.sql(f"CREATE DATABASE {made[-1]} OWNER custodian")
+            like = f" TEMPLATE {template.rsplit('/', 1)[1]}" if template else ""
+            cluster.sql(f"CREATE DATABASE {made[-1]} OWNER custodian{like}")
             return cluster.url("custodian", made[-1])
 
         report(folder, args, database)
@@ -255,10 +321,16 @@ def main() -> None:
         help="only what the witness store adds to a charge (compare and record)",
     )
     ap.add_argument(
+        "--checkpoint-only",
+        action="store_true",
+        help="only what a checkpoint costs every N entries on a checkpointed ledger of "
+        "--entries entries (SQLite)",
+    )
+    ap.add_argument(
         "--postgres",
-        metavar="auto|URL",
+        metavar="auto",
         help="measure a PostgreSQL ledger instead of SQLite files: 'auto' (a private cluster "
-        "for the run) or a database URL with no privmob ledger yet",
+        "for the run)",
     )
     args = ap.parse_args()
     print("timings on a shared machine are indicative only")
@@ -271,6 +343,17 @@ def main() -> None:
             "(medians of 500)"
         )
         if args.witness_only:
+            return
+        if args.checkpoint_only:
+            from privmob.privacy import ledger_trust as trust
+
+            res = checkpoint_cost(Path(tmp), args.entries)
+            print(
+                f"SQLite: ledger of {args.entries:,} entries, checkpointed, built in "
+                f"{res.pop('build_s'):.1f} s (N = {trust.CHECKPOINT_EVERY})"
+            )
+            for k, v in res.items():
+                print(f"  {k[:-2].replace('_', ' '):<36} {1000 * v:9.1f} ms")
             return
         if args.postgres:
             postgres(Path(tmp), args)

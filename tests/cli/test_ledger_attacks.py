@@ -57,7 +57,7 @@ def spent(tmp_path):
     random_trips(20, 9, seed=3).to_parquet(tmp_path / "trips.parquet")
     box_grid(3).gdf.to_file(tmp_path / "grid.geojson", driver="GeoJSON")
     ledger = str(tmp_path / "ledger.sqlite")
-    assert _run("ledger", "init", "trips", "--epsilon", "6", "--ledger", ledger) == 0
+    assert _run("ledger", "init", "trips", "--epsilon", "6", "--make-key", "--ledger", ledger) == 0
     for i in range(4):
         assert _od(tmp_path, f"r{i}", "1.25") == 0
     return tmp_path
@@ -241,7 +241,9 @@ def test_an_auditor_pins_the_custodian_key(spent, capsys, monkeypatch):
     (spent / "ledger.sqlite").unlink()
     other = generate(spent / "mallory.pem")
     monkeypatch.setenv("PRIVMOB_KEY", str(other.path))
-    assert _run("ledger", "init", "trips", "--epsilon", "1000", "--ledger", ledger) == 0
+    assert (
+        _run("ledger", "init", "trips", "--epsilon", "1000", "--make-key", "--ledger", ledger) == 0
+    )
     capsys.readouterr()
     assert _run("ledger", "verify", "--ledger", ledger, "--custodian-key", str(pub)) == 3
     assert "root (custodian) key is not" in " ".join(capsys.readouterr().err.split())

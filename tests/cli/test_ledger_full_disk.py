@@ -28,7 +28,7 @@ run() {  # name, then privmob's arguments: its exit status and both streams in $
     "$PY" -m privmob "$@" > "$OUT/$name.out" 2> "$OUT/$name.err"
     echo $? > "$OUT/$name.code"
 }
-run init ledger init more --epsilon 1 --ledger "$DISK/ledger.sqlite"
+run init ledger init more --epsilon 1 --make-key --ledger "$DISK/ledger.sqlite"
 run od od "$DATA/trips.parquet" -t "$DATA/grid.geojson" -e 0.5 -T 2 \
     --ledger "$DISK/ledger.sqlite" -o "$OUT/release" --quiet
 rm "$DISK/fill"

@@ -99,7 +99,10 @@ def users(tmp_path, monkeypatch, capsys):
     u = Users(tmp_path, monkeypatch)
     monkeypatch.setenv("PRIVMOB_PEOPLE_KEY", "ab" * 32)  # the custodian gave it to the analysts
     u.be("custodian")
-    assert _run("ledger", "init", "trips", "--epsilon", "6", "--ledger", str(u.ledger)) == 0
+    assert (
+        _run("ledger", "init", "trips", "--epsilon", "6", "--make-key", "--ledger", str(u.ledger))
+        == 0
+    )
     for name in ("ana", "bob"):
         key = u.be(name)
         assert _run("ledger", "keygen", str(key)) == 0
@@ -200,7 +203,19 @@ def test_a_re_created_file_for_a_known_location_is_refused(users, capsys):
     users.ledger.unlink()
     users.be("ana")
     users.mp.setenv("XDG_DATA_HOME", str(users.root / "home-ana-fresh"))
-    assert _run("ledger", "init", "trips", "--epsilon", "1000", "--ledger", str(users.ledger)) == 0
+    assert (
+        _run(
+            "ledger",
+            "init",
+            "trips",
+            "--epsilon",
+            "1000",
+            "--make-key",
+            "--ledger",
+            str(users.ledger),
+        )
+        == 0
+    )
     for name in ("bob", "custodian"):
         code, text = users.verify(name, capsys)
         assert code == 3 and "deleted and re-created, or replaced" in text, text

@@ -95,7 +95,18 @@ def test_od_cli_on_citibike(shared_data, tmp_path, capsys):
     data = str(shared_data / "citibike_jc" / "JC-201801-citibike-tripdata.csv")
     ledger = tmp_path / "l.sqlite"
     name = "citibike-jc"
-    init = ["ledger", "init", name, "--epsilon", "5", "--unit", "trip", "--ledger", str(ledger)]
+    init = [
+        "ledger",
+        "init",
+        name,
+        "--make-key",
+        "--epsilon",
+        "5",
+        "--unit",
+        "trip",
+        "--ledger",
+        str(ledger),
+    ]
     assert run_cli(init) == 0
     base = ["od", data, "-t", str(grid), "--epsilon", "1", "--ledger", str(ledger)]
     base += ["-q"]

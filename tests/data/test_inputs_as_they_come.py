@@ -179,7 +179,7 @@ def test_report_reads_one_row_trips_with_coordinates(
     err = capsys.readouterr().err
     assert "--unit trip" in err and "uid=bikeid" not in err and "not a person" in err
     ledger = str(tmp_path / "trip-ledger.sqlite")
-    assert run_cli(["ledger", "init", "rides", "--epsilon", "5", "--unit", "trip",
+    assert run_cli(["ledger", "init", "rides", "--make-key", "--epsilon", "5", "--unit", "trip",
                     "--ledger", ledger]) == 0  # fmt: skip
     trip = ["report", str(tmp_path / "rides.csv"), "-t", str(zones), "-e", "1", "--unit", "trip"]
     trip += ["--start", "2024-01-01", "--end", "2024-01-08", "--ledger", ledger, "--quiet"]

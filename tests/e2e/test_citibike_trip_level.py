@@ -101,7 +101,7 @@ def test_the_wrong_unit_on_either_side_leads_to_the_right_command(
                     "--cell-size", "1000"], beside_data)  # fmt: skip
     assert made.returncode == 0, made.stderr
     for name, unit in (("people", "user"), ("rides", "trip")):
-        assert privmob(["ledger", "init", name, "--epsilon", "5", "--unit", unit],
+        assert privmob(["ledger", "init", name, "--make-key", "--epsilon", "5", "--unit", unit],
                        beside_data).returncode == 0  # fmt: skip
     base = [rides, "-t", str(grid), "-e", "1", "-q"]
     # a release per trip on a budget per user: no lead to --group-size for rides

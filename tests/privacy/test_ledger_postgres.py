@@ -55,7 +55,7 @@ def _as(url: str, user: str) -> str:
 def team(pg_cluster, pg_url, tmp_path):
     """A ledger created by the custodian (CLI, with the test's own key), with budget 'd', an
     analyst (alice: her key and database role) and an auditor (olga)."""
-    r = _cli("ledger", "init", "--ledger", pg_url)
+    r = _cli("ledger", "init", "--make-key", "--ledger", pg_url)
     assert r.returncode == 0, r.stderr
     r = _cli("ledger", "init", "d", "--epsilon", "1", "--ledger", pg_url)
     assert r.returncode == 0, r.stderr
@@ -177,8 +177,8 @@ def test_the_owner_cannot_edit_history_either(team):
 
 
 def test_an_entry_off_the_chain_head_is_refused_by_the_server(team):
-    """append_entry refuses an entry that does not continue the chain (the analyst's only
-    write cannot splice history)."""
+    """``charge`` refuses an entry that does not continue the chain (the analyst's only write
+    of entries cannot splice history)."""
     import psycopg
 
     Ledger(team.url).charge("d", Cost.pure(0.1), kind="od")
@@ -201,7 +201,7 @@ def test_an_entry_off_the_chain_head_is_refused_by_the_server(team):
         psycopg.connect(_as(team.url, "alice"), options="-c search_path=privmob") as con,
         pytest.raises(psycopg.errors.SerializationFailure),
     ):
-        con.execute("SELECT append_entry(%s::jsonb)", (json.dumps(row),))
+        con.execute("SELECT charge('d', %s::jsonb)", (json.dumps([row]),))
     assert Ledger(team.url).verify() == []
 
 
@@ -273,7 +273,7 @@ def test_env_and_session_take_a_url(pg_url, tmp_path, monkeypatch):
 
     monkeypatch.setenv("PRIVMOB_LEDGER", pg_url)
     assert Ledger().path == pg_url
-    r = _cli("ledger", "init", "trips", "--epsilon", "10")  # from PRIVMOB_LEDGER
+    r = _cli("ledger", "init", "trips", "--epsilon", "10", "--make-key")  # from PRIVMOB_LEDGER
     assert r.returncode == 0, r.stderr
     with pm.Session(
         random_trips(300, 9, seed=3), tessellation=box_grid(3).gdf, ledger=pg_url, dataset="trips"
@@ -298,7 +298,7 @@ def _schema_exists(url: str) -> bool:
 
 def test_a_negative_spend_is_refused_by_the_server(team, pg_cluster):
     """Issue 39: an entry of epsilon -100, chained at the head and signed with the analyst's own
-    key, sent by the analyst's role with psql (``SELECT privmob.append_entry(...)``). Before,
+    key, sent by the analyst's role with psql (``SELECT privmob.charge(...)``). Before,
     the server stored it and the next release was charged against a refilled budget."""
     import secrets
 
@@ -328,7 +328,7 @@ def test_a_negative_spend_is_refused_by_the_server(team, pg_cluster):
             "-v",
             "ON_ERROR_STOP=1",
             "-c",
-            f"SELECT privmob.append_entry('{literal}'::jsonb)",
+            f"SELECT privmob.charge('d', '[{literal}]'::jsonb)",
         ],
         capture_output=True,
         text=True,

@@ -45,6 +45,38 @@ from privmob.cli import main
 main(sys.argv[1:])
 """
 
+#: a child whose ledger server dies after the charge's COMMIT reached it and was done, before
+#: the client read the acknowledgement: the COMMIT is sent without waiting for its answer, the
+#: entry is seen committed from another connection, the server is stopped (immediate) and the
+#: client's connection dropped unread: it cannot know the charge was made
+KILL_SERVER_BEFORE_THE_ACK = """
+import json, os, subprocess, sys, time
+import psycopg
+from privmob.privacy import ledger_pg
+execute = ledger_pg.PgCon.execute
+def pausing(self, sql, parameters=(), /):
+    if sql != "COMMIT" or not getattr(self.raw, "charged", False):
+        if str(sql).startswith("SELECT charge("):
+            self.raw.charged = True
+        return execute(self, sql, parameters)
+    self.raw.pgconn.send_query(b"COMMIT")
+    self.raw.pgconn.flush()
+    url = os.environ["LEDGER_URL"]
+    while True:  # until the charge is committed on the server
+        with psycopg.connect(url) as other:
+            if other.execute("SELECT count(*) FROM privmob.releases").fetchone()[0]:
+                break
+        time.sleep(0.01)
+    subprocess.run(json.loads(os.environ["STOP_SERVER"]), capture_output=True)
+    # its acknowledgement, if it came, is never read: the client's connection is gone with
+    # the server, and privmob's own COMMIT meets a lost connection
+    self.raw.pgconn.finish()
+    return execute(self, sql, parameters)
+ledger_pg.PgCon.execute = pausing
+from privmob.cli import main
+main(sys.argv[1:])
+"""
+
 
 @pytest.fixture
 def work(tmp_path: Path, pg_url: str) -> Path:
@@ -55,7 +87,7 @@ def work(tmp_path: Path, pg_url: str) -> Path:
 
 
 def _start(work: Path, out: Path, url: str, script: str | None, stop: list[str]):
-    env = {**child_env(work), "STOP_SERVER": json.dumps(stop)}
+    env = {**child_env(work), "STOP_SERVER": json.dumps(stop), "LEDGER_URL": url}
     head = [sys.executable, "-c", script] if script else [sys.executable, "-m", "privmob"]
     err = open(work / f"{out.name}.err", "w")  # noqa: SIM115 (closed by the caller's wait)
     proc = subprocess.Popen(
@@ -99,6 +131,51 @@ def test_server_dies_after_the_charge(pg_cluster, pg_url, work):
         work, out, pg_url, KILL_SERVER_BEFORE_RENAME, pg_cluster.stop_command("immediate")
     )
     assert _after(pg_cluster, work, out, pg_url, proc, err, 0) == "published"
+    assert len(Ledger(pg_url).entries(DATASET)) == 1
+
+
+def test_server_dies_between_the_commit_and_its_acknowledgement(pg_cluster, pg_url, work):
+    """Issue 39: the charge is made on the server, its acknowledgement lost with it. The
+    release says the outcome is unknown (one line, no noise drawn); once the server is back,
+    ``privmob ledger recover`` finds the staged release charged, reports it discarded with
+    what stays spent, and nothing is charged twice: recover again has nothing to do."""
+    out = work / "out-before-ack"
+    proc, err = _start(
+        work, out, pg_url, KILL_SERVER_BEFORE_THE_ACK, pg_cluster.stop_command("immediate")
+    )
+    rc = proc.wait(timeout=300)
+    err.close()
+    said = " ".join((work / f"{out.name}.err").read_text().split())
+    assert rc in (3, 4) and "Traceback" not in said, (rc, said)
+    assert "may or may not have been made" in said and "privmob ledger recover" in said, said
+    pg_cluster.start()
+    staged = StagingTable(pg_url).rows(("writing", "charged"))
+    assert [s.state for s in staged if s.target == out] == ["charged"]  # committed with it
+    [entry] = Ledger(pg_url).entries(DATASET)
+    r = subprocess.run(
+        [sys.executable, "-m", "privmob", "ledger", "recover", "--ledger", pg_url],
+        env=child_env(work),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    assert "discarded staged release" in r.stdout and "which stays spent" in r.stdout, r.stdout
+    assert not out.exists()  # no noise was drawn: nothing to publish
+    led = Ledger(pg_url)
+    assert [e.id for e in led.entries(DATASET)] == [entry.id] and led.verify() == []
+    assert led.spent(DATASET).epsilon == pytest.approx(entry.cost.epsilon)
+    assert StagingTable(pg_url).rows(("writing", "charged")) == []
+    r = subprocess.run(
+        [sys.executable, "-m", "privmob", "ledger", "recover", "--ledger", pg_url],
+        env=child_env(work),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0 and "discarded" not in r.stdout, r.stdout
     assert len(Ledger(pg_url).entries(DATASET)) == 1
 
 

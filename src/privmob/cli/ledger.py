@@ -27,12 +27,23 @@ def init(
     delta: Annotated[float, typer.Option("--delta", help="total delta budget")] = 0.0,
     unit: Annotated[PrivacyUnit, o.unit("unit of privacy of the budget")] = PrivacyUnit.USER,
     ledger: LedgerOpt = None,
+    make_key: Annotated[
+        bool,
+        typer.Option(
+            "--make-key",
+            help="when you have no key, make your own (0600, in your private data directory) "
+            "to sign a new ledger with as its custodian",
+        ),
+    ] = False,
 ) -> None:
-    """Create the ledger (its custodian: your key, $PRIVMOB_KEY or your own, made if needed; on
-    PostgreSQL also its schema, functions and roles, as the database role that will own them)
-    and with DATASET --epsilon E set a dataset's total privacy budget (once; custodian only)."""
+    """Create the ledger (its custodian: your key, $PRIVMOB_KEY, your own, or with --make-key
+    your own made now; on PostgreSQL also its schema, functions and roles, as the database role
+    that will own them) and with DATASET --epsilon E set a dataset's total privacy budget (once;
+    custodian only)."""
     from privmob.errors import ConfigError
 
+    if not make_key:
+        _refuse_new_ledger_without_key(ledger)
     led = Ledger(ledger)
     ring = led.key_ring()
     root = f"custodian key {ring.root}" if ring.root else "not signed: privmob ledger adopt"
@@ -54,6 +65,25 @@ def init(
     console.print(
         f"budget of '{b.dataset}': epsilon={b.epsilon:g}, delta={b.delta:g} per "
         f"{b.unit} in {led.path}"
+    )
+
+
+def _refuse_new_ledger_without_key(ledger: str | None) -> None:
+    """A new ledger is signed by its custodian's key: without one (and without --make-key),
+    refuse before anything is written, a key file included."""
+    from privmob.errors import ConfigError
+    from privmob.privacy.ledger import default_ledger_location
+    from privmob.privacy.ledger_keys import default_key_path, resolve
+    from privmob.privacy.ledger_store import open_store
+
+    location = ledger if ledger is not None else default_ledger_location()
+    if resolve(None) is not None or open_store(location).has_table("ledger_meta"):
+        return
+    raise ConfigError(
+        f"no key to sign the new ledger {location} with; nothing was written",
+        hint="a new ledger's custodian signs it: privmob ledger keygen FILE and "
+        "PRIVMOB_KEY=FILE, or let privmob make your own key "
+        f"({default_key_path()}): privmob ledger init --make-key",
     )
 
 

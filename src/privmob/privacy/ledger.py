@@ -419,9 +419,9 @@ class Ledger(Custody, Audit):
         if not parts:
             raise ConfigError("nothing to charge")
         # a recorded programme refuses releases outside it (privmob.privacy.programme_ledger)
-        from privmob.privacy.programme_ledger import check_release
+        from privmob.privacy.programme_ledger import check_release, use_allowance
 
-        check_release(self, dataset, kind, parts)
+        outside_programme = check_release(self, dataset, kind, parts)
         provenance = entry_provenance(
             input_fingerprint, input_rows, output_dir, output_hashes, new_dataset_for_same_data
         )
@@ -525,6 +525,8 @@ class Ledger(Custody, Audit):
                 head_now, head_signature = signed_head(signer, self.ledger_id, end, ring.root)
                 entries[-1] = replace(entries[-1], head=head_now, head_signature=head_signature)
                 checks.store_people(self.store, con, dataset, people, _now())  # who it holds
+                if outside_programme:
+                    use_allowance(con, dataset, kind)
                 if within is not None:
                     within(con, entries)
                 checkpoint_now = witness.latest_checkpoint(con)

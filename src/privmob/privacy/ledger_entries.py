@@ -132,6 +132,8 @@ def insert_entries(
     and signed by ``signer``; ``charged``: each part's cost in the budget's unit; ``created``:
     the entries' time."""
     entries = []
+    rows = []
+    entry_id = store.next_id(con)
     for (description, cost), ch in zip(parts, charged, strict=True):
         values: dict[str, Any] = {
             "dataset": dataset,
@@ -153,14 +155,12 @@ def insert_entries(
             **provenance,
             "nonce": secrets.token_hex(16),
         }
-        entry_id = store.next_id(con)
         invalid = spend_problem({"id": entry_id, **values})
         if invalid:  # Cost refuses these; an entry is never signed with one all the same
             raise BudgetError(f"refused: {invalid}; nothing was charged")
         own = chain.digest(prev, chain.hashed({"id": entry_id, **values}))
         signature = signer.sign("entry", entry_message(ledger_id, own))
-        store.append_entry(
-            con,
+        rows.append(
             {
                 "id": entry_id,
                 **values,
@@ -168,7 +168,7 @@ def insert_entries(
                 "row_hash": own,
                 "signer": signer.key_id,
                 "signature": signature,
-            },
+            }
         )
         prev = own
         entries.append(
@@ -187,6 +187,8 @@ def insert_entries(
                 own,
             )
         )
+        entry_id += 1
+    store.charge_entries(con, dataset, rows)
     return entries
 
 

@@ -4,9 +4,11 @@ The same ledger as the SQLite file (:mod:`privmob.privacy.ledger` holds its mean
 this store supplies the connection, the locks and the writes. A charge is one transaction:
 ``lock_for_charge`` takes ``SELECT ... FOR UPDATE`` on the dataset's budget row and on the
 ledger head (every charge extends one chain), privmob then reads what was spent and checks
-the release under those locks, and appends each entry through ``append_entry``, which refuses
-an entry that does not continue the chain at the head. Two releasers on two hosts racing for the
-last of a budget are serialized by the server; the second sees the first's entry.
+the release under those locks, and writes its entries through ``charge``, which refuses
+entries that do not continue the chain at the head, are not valid spends, are not signed by a
+key that may charge, or do not fit what both accountings count in full of the budget. Two
+releasers on two hosts racing for the last of a budget are serialized by the server; the second
+sees the first's entry.
 
 Roles are PostgreSQL roles (:mod:`privmob.privacy.ledger_pg_schema`): the custodian owns the
 schema, an analyst can only call the write functions, an auditor can only read.
@@ -117,6 +119,7 @@ class PostgresStore:
         self.timeout = timeout
         self._raw: Any = None  # the open connection (psycopg), reused by each use in turn
         self._busy = False
+        self._has_charge: bool | None = None  # the server's charge function (None: not asked)
 
     def _open(self) -> Any:
         psycopg = _psycopg()
@@ -245,13 +248,27 @@ class PostgresStore:
         return int(row[0]) + 1
 
     def append_entry(self, con: PgCon, row: dict[str, Any]) -> None:
+        """One raw entry (an import, by the custodian: the analyst's role may not)."""
         con.execute("SELECT append_entry(?::jsonb)", (json.dumps(row),))
+
+    def charge_entries(self, con: PgCon, dataset: str, rows: list[dict[str, Any]]) -> None:
+        """The entries of one charge, by the server's ``charge``, the analyst's only write of
+        entries: it checks their dataset, ids, chain, unit, costs, signer and the budget. A
+        ledger created by an earlier privmob has no ``charge``: its ``append_entry``, as then."""
+        if self._has_charge is None:
+            found = con.execute("SELECT to_regprocedure('charge(text, jsonb)')").fetchone()
+            self._has_charge = found[0] is not None
+        if not self._has_charge:
+            for row in rows:
+                self.append_entry(con, row)
+            return
+        con.execute("SELECT charge(?, ?::jsonb)", (dataset, json.dumps(rows)))
 
     def store_people(self, con: PgCon, dataset: str, sketch: bytes, now: str) -> None:
         con.execute("SELECT store_people(?, ?, ?)", (dataset, sketch, now))
 
     def set_head(self, con: PgCon, count: int, head: str) -> None:
-        """``append_entry`` moved the head with each entry; check it agrees."""
+        """``charge`` (or ``append_entry``) moved the head with each entry; check it agrees."""
         meta = self.read_meta(con)
         if (meta.get("head_count"), meta.get("head_hash")) != (str(count), head):
             raise BudgetError(

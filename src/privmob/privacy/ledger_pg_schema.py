@@ -8,10 +8,14 @@ updated, deleted or truncated (triggers, for the owner too).
 
 Two group roles, created once per cluster and granted per database:
 
-* ``privmob_analyst`` may read the tables and EXECUTE the ``SECURITY DEFINER`` functions below
-  (take a charge's locks, append one chained entry, record and settle a staged release, use a
-  programme allowance); it holds no INSERT, UPDATE or DELETE on any table, so it can neither
-  set a budget nor change or remove what was charged.
+* ``privmob_analyst`` may read the tables and EXECUTE the ``SECURITY DEFINER`` functions of
+  :data:`ANALYST_FUNCTIONS`: wait for a charge's locks, and ``charge``, its only write of
+  entries, which decides their dataset, ids, place in the chain and unit on the server and
+  refuses invalid costs, a signer that may not charge and what the budget cannot pay; in the
+  charge's transaction only, store the dataset's people sketch and use a programme allowance;
+  record its own staged release and settle it (not another's). It holds no INSERT, UPDATE or
+  DELETE on any table and cannot call ``append_entry`` (the custodian's import), so it can
+  neither set a budget nor change or remove what was charged.
 * ``privmob_auditor`` may only read (``ledger show``, ``verify``, ``export``).
 
 ``ledger grant ROLE --as analyst|auditor`` makes a login role a member of one of them.
@@ -23,6 +27,8 @@ import re
 
 from privmob.privacy.ledger_schema import SIGNED_TABLES
 from privmob.privacy.ledger_spends import sql_condition
+from privmob.privacy.ledger_trust import ANALYST as ANALYST_KEY
+from privmob.privacy.ledger_trust import CUSTODIAN as CUSTODIAN_KEY
 from privmob.privacy.people import _HEADER, _MAGIC
 
 _SKETCH_HEADER = _HEADER.size
@@ -96,7 +102,15 @@ CREATE TABLE staged_releases (
     entry_ids   text,
     spent       text,
     created_at  text NOT NULL,
-    updated_at  text NOT NULL
+    updated_at  text NOT NULL,
+    owner       text NOT NULL DEFAULT session_user  -- the database role that staged it
+);
+-- what each dataset's entries without rho add up to (both accountings count them in full),
+-- kept by the write functions for the budget check of ``charge``
+CREATE TABLE charged_totals (
+    dataset text PRIMARY KEY,
+    epsilon double precision NOT NULL,
+    delta   double precision NOT NULL
 );
 CREATE TABLE programmes (
     dataset text PRIMARY KEY,
@@ -160,6 +174,15 @@ BEGIN
     PERFORM 1 FROM budgets WHERE dataset = p_dataset FOR UPDATE;
     PERFORM 1 FROM ledger_meta WHERE key IN ('head_count', 'head_hash') FOR UPDATE;
 END $$;
+CREATE FUNCTION add_to_totals(r releases) RETURNS void {_DEFINER} AS $$
+BEGIN
+    IF r.rho IS NULL THEN
+        INSERT INTO charged_totals VALUES (r.dataset, r.epsilon, r.delta)
+        ON CONFLICT (dataset) DO UPDATE
+            SET epsilon = charged_totals.epsilon + excluded.epsilon,
+                delta = charged_totals.delta + excluded.delta;
+    END IF;
+END $$;
 CREATE FUNCTION append_entry(p_row jsonb) RETURNS void {_DEFINER} AS $$
 DECLARE
     r releases;
@@ -185,9 +208,101 @@ BEGIN
         RAISE EXCEPTION 'entry id % was used before', r.id USING ERRCODE = 'unique_violation';
     END IF;
     INSERT INTO releases SELECT (r).*;
+    PERFORM add_to_totals(r);
     PERFORM set_config('privmob.charged', r.dataset, true);  -- for store_people, this transaction
     UPDATE ledger_meta SET value = r.row_hash WHERE key = 'head_hash';
     UPDATE ledger_meta SET value = (n + 1)::text WHERE key = 'head_count';
+END $$;
+CREATE FUNCTION is_custodian() RETURNS boolean {_DEFINER} AS $$
+BEGIN
+    RETURN pg_has_role(session_user,
+                       (SELECT nspowner FROM pg_namespace WHERE nspname = '{SCHEMA_NAME}'),
+                       'MEMBER');
+END $$;
+CREATE FUNCTION charge(p_dataset text, p_entries jsonb) RETURNS bigint {_DEFINER} AS $$
+DECLARE
+    r releases;
+    b budgets;
+    e jsonb;
+    root text;
+    head text;
+    n bigint;
+    next_id bigint;
+    signer_ok boolean;
+    rest_epsilon double precision;
+    rest_delta double precision;
+BEGIN
+    -- the family's budget pays (links are the custodian's); its row and the head are locked
+    root := COALESCE((SELECT family FROM dataset_links WHERE dataset = p_dataset), p_dataset);
+    SELECT * INTO b FROM budgets WHERE dataset = root FOR UPDATE;
+    IF NOT FOUND OR NOT EXISTS (SELECT 1 FROM budgets WHERE dataset = p_dataset) THEN
+        RAISE EXCEPTION 'no privacy budget is set for dataset %', p_dataset
+            USING ERRCODE = 'check_violation';
+    END IF;
+    SELECT value INTO head FROM ledger_meta WHERE key = 'head_hash' FOR UPDATE;
+    SELECT value::bigint INTO n FROM ledger_meta WHERE key = 'head_count' FOR UPDATE;
+    IF head = '' THEN  -- the first entry continues the ledger's genesis
+        head := encode(sha256(convert_to('privmob-ledger:' ||
+            (SELECT value FROM ledger_meta WHERE key = 'ledger_id'), 'UTF8')), 'hex');
+    END IF;
+    next_id := COALESCE((SELECT max(id) FROM releases), 0) + 1;
+    IF jsonb_typeof(p_entries) IS DISTINCT FROM 'array' OR jsonb_array_length(p_entries) = 0
+    THEN
+        RAISE EXCEPTION 'a charge is a list of its entries' USING ERRCODE = 'check_violation';
+    END IF;
+    FOR e IN SELECT value FROM jsonb_array_elements(p_entries) LOOP
+        r := jsonb_populate_record(NULL::releases, e);
+        -- what the server decides of an entry: its dataset, id, place in the chain and unit
+        IF r.dataset IS DISTINCT FROM p_dataset THEN
+            RAISE EXCEPTION 'entry %: a charge of % cannot write an entry of %', r.id,
+                p_dataset, r.dataset USING ERRCODE = 'check_violation';
+        END IF;
+        IF r.id IS DISTINCT FROM next_id THEN
+            RAISE EXCEPTION 'entry %: the next entry is %', r.id, next_id
+                USING ERRCODE = 'serialization_failure';
+        END IF;
+        IF r.prev_hash IS DISTINCT FROM head THEN
+            RAISE EXCEPTION 'entry % does not continue the chain at the ledger head', r.id
+                USING ERRCODE = 'serialization_failure';
+        END IF;
+        IF r.unit IS DISTINCT FROM b.unit THEN
+            RAISE EXCEPTION 'entry %: its cost is not in the unit of the budget (%)', r.id,
+                b.unit USING ERRCODE = 'check_violation';
+        END IF;
+        IF NOT COALESCE({sql_condition("r")}, false) THEN
+            RAISE EXCEPTION 'entry %: its cost is not a valid spend (epsilon %, delta %, rho %, %)',
+                r.id, r.epsilon, r.delta, r.rho, 'each finite and >= 0, deltas below 1'
+                USING ERRCODE = 'check_violation';
+        END IF;
+        IF r.row_hash IS NULL OR r.nonce IS NULL OR r.signature IS NULL THEN
+            RAISE EXCEPTION 'entry %: an entry carries its hash, nonce and signature', r.id
+                USING ERRCODE = 'check_violation';
+        END IF;
+        -- signed by a key whose last event is a grant as analyst or custodian
+        SELECT action = 'grant' AND role IN ('{ANALYST_KEY}', '{CUSTODIAN_KEY}') INTO signer_ok
+          FROM ledger_keys WHERE key_id = r.signer ORDER BY seq DESC LIMIT 1;
+        IF NOT COALESCE(signer_ok, false) THEN
+            RAISE EXCEPTION 'entry %: signed by % which may not charge this ledger', r.id,
+                r.signer USING ERRCODE = 'insufficient_privilege';
+        END IF;
+        INSERT INTO releases SELECT (r).*;
+        PERFORM add_to_totals(r);
+        head := r.row_hash;
+        n := n + 1;
+        next_id := next_id + 1;
+    END LOOP;
+    -- what both accountings count in full (entries without rho) never exceeds the budget
+    SELECT COALESCE(sum(epsilon), 0), COALESCE(sum(delta), 0) INTO rest_epsilon, rest_delta
+      FROM charged_totals
+     WHERE dataset IN (SELECT root UNION SELECT dataset FROM dataset_links WHERE family = root);
+    IF rest_epsilon > b.epsilon * (1 + 1e-9) OR rest_delta > b.delta * (1 + 1e-9) + 1e-300 THEN
+        RAISE EXCEPTION 'the budget of % cannot pay this charge', root
+            USING ERRCODE = 'check_violation';
+    END IF;
+    UPDATE ledger_meta SET value = head WHERE key = 'head_hash';
+    UPDATE ledger_meta SET value = n::text WHERE key = 'head_count';
+    PERFORM set_config('privmob.charged', p_dataset, true);  -- this transaction's charge
+    RETURN n;
 END $$;
 CREATE FUNCTION stage_begin(p_row jsonb) RETURNS bigint {_DEFINER} AS $$
 DECLARE
@@ -196,9 +311,9 @@ DECLARE
 BEGIN
     r := jsonb_populate_record(NULL::staged_releases, p_row);
     INSERT INTO staged_releases (dataset, staging, moves, replaced, pid, host, state,
-                                 created_at, updated_at)
+                                 created_at, updated_at, owner)
     VALUES (r.dataset, r.staging, r.moves, r.replaced, r.pid, r.host, 'writing',
-            r.created_at, r.updated_at)
+            r.created_at, r.updated_at, session_user)
     RETURNING id INTO new_id;
     RETURN new_id;
 END $$;
@@ -207,6 +322,18 @@ CREATE FUNCTION stage_update(p_id bigint, p_state text, p_entry_ids text, p_spen
 BEGIN
     IF p_state NOT IN ('charged', 'published', 'discarded', 'abandoned') THEN
         RAISE EXCEPTION 'no staged state %', p_state USING ERRCODE = 'check_violation';
+    END IF;
+    -- a staged release is settled by whoever staged it, or the custodian
+    IF EXISTS (SELECT 1 FROM staged_releases WHERE id = p_id AND owner <> session_user)
+       AND NOT is_custodian() THEN
+        RAISE EXCEPTION 'staged release % is not yours', p_id
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF p_state = 'charged' AND NOT is_custodian()
+       AND current_setting('privmob.charged', true) IS DISTINCT FROM
+           (SELECT dataset FROM staged_releases WHERE id = p_id) THEN
+        RAISE EXCEPTION 'a staged release is marked charged by its charge only'
+            USING ERRCODE = 'insufficient_privilege';
     END IF;
     UPDATE staged_releases
        SET state = p_state, entry_ids = COALESCE(p_entry_ids, entry_ids),
@@ -218,6 +345,12 @@ CREATE FUNCTION use_allowance(p_dataset text, p_kind text, p_other text) RETURNS
 DECLARE
     used bigint;
 BEGIN
+    -- an allowance is used by the charge of its dataset, in the charge's transaction
+    IF NOT is_custodian()
+       AND current_setting('privmob.charged', true) IS DISTINCT FROM p_dataset THEN
+        RAISE EXCEPTION 'an allowance is used with a charge of its dataset only'
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
     DELETE FROM programme_allowances WHERE id = (
         SELECT id FROM programme_allowances
          WHERE dataset = p_dataset AND kind IN (p_kind, p_other) ORDER BY id LIMIT 1
@@ -229,9 +362,7 @@ CREATE FUNCTION store_people(p_dataset text, p_sketch bytea, p_now text) RETURNS
 {_DEFINER} AS $$
 BEGIN
     -- an analyst stores the sketch of the dataset she charged in this transaction only
-    IF NOT pg_has_role(session_user,
-                       (SELECT nspowner FROM pg_namespace WHERE nspname = '{SCHEMA_NAME}'),
-                       'MEMBER')
+    IF NOT is_custodian()
        AND current_setting('privmob.charged', true) IS DISTINCT FROM p_dataset THEN
         RAISE EXCEPTION 'a people sketch is stored with a charge of its dataset only'
             USING ERRCODE = 'insufficient_privilege';
@@ -251,9 +382,11 @@ BEGIN
 END $$;
 """
 
+#: what the analyst's role may EXECUTE: wait for a charge's locks, charge, stage and settle its
+#: own release; ``append_entry`` (a raw entry, for an import) is the custodian's only
 ANALYST_FUNCTIONS = (
     "lock_for_charge(text)",
-    "append_entry(jsonb)",
+    "charge(text, jsonb)",
     "stage_begin(jsonb)",
     "stage_update(bigint, text, text, text, text, text)",
     "use_allowance(text, text, text)",

@@ -81,6 +81,11 @@ class Store(Protocol):
         """Append one chained entry (all columns of ``releases``, hashes included)."""
         ...
 
+    def charge_entries(self, con: Any, dataset: str, rows: list[dict[str, Any]]) -> None:
+        """Append the chained entries of one charge of ``dataset`` (PostgreSQL: the server's
+        ``charge`` checks and writes them)."""
+        ...
+
     def set_head(self, con: Any, count: int, head: str) -> None: ...
 
     def store_people(self, con: Any, dataset: str, sketch: bytes, now: str) -> None:
@@ -178,6 +183,12 @@ class SqliteStore:
             f"INSERT INTO releases ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
             tuple(row.values()),
         )
+
+    def charge_entries(
+        self, con: sqlite3.Connection, dataset: str, rows: list[dict[str, Any]]
+    ) -> None:
+        for row in rows:
+            self.append_entry(con, row)
 
     def set_head(self, con: sqlite3.Connection, count: int, head: str) -> None:
         schema.set_head(con, count, head)

@@ -163,35 +163,56 @@ def allow(ledger: Ledger, dataset: str, kind: str, reason: str) -> None:
         )
 
 
-def _use_allowance(ledger: Ledger, dataset: str, kind: str) -> bool:
+def _allowance_left(ledger: Ledger, dataset: str, kind: str) -> bool:
     if not _has_tables(ledger):
         return False
     with _connect(ledger) as con:
-        if not isinstance(con, sqlite3.Connection):  # PostgreSQL: an analyst deletes no row
-            used = con.execute(
-                "SELECT use_allowance(?, ?, ?)", (dataset, kind, _schedule_kind(kind))
-            ).fetchone()
-            return bool(used[0])
+        row = con.execute(
+            "SELECT 1 FROM programme_allowances WHERE dataset = ? AND kind IN (?, ?) LIMIT 1",
+            (dataset, kind, _schedule_kind(kind)),
+        ).fetchone()
+    return row is not None
+
+
+def use_allowance(con: Any, dataset: str, kind: str) -> None:
+    """Inside the charge's transaction (``con``, after its entries): use one allowance of the
+    dataset for ``kind`` (PostgreSQL: the server's ``use_allowance``, which an analyst's role
+    can call only in a charge of that dataset), or refuse the charge when another release used
+    the last one meanwhile."""
+    if not isinstance(con, sqlite3.Connection):
+        used = con.execute(
+            "SELECT use_allowance(?, ?, ?)", (dataset, kind, _schedule_kind(kind))
+        ).fetchone()
+        found = bool(used[0])
+    else:
         row = con.execute(
             "SELECT id FROM programme_allowances WHERE dataset = ? AND kind IN (?, ?) "
             "ORDER BY id LIMIT 1",
             (dataset, kind, _schedule_kind(kind)),
         ).fetchone()
-        if row is None:
-            return False
-        con.execute("DELETE FROM programme_allowances WHERE id = ?", (row[0],))
-    return True
+        if row is not None:
+            con.execute("DELETE FROM programme_allowances WHERE id = ?", (row[0],))
+        found = row is not None
+    if not found:
+        raise BudgetError(
+            f"the allowance for a {kind} release of '{dataset}' outside its programme was used "
+            "by another release; nothing was charged or published",
+            hint=f"privmob ledger programme allow --dataset {dataset} "
+            f"--kind {_schedule_kind(kind)} --reason '...'",
+        )
 
 
 def _schedule_kind(ledger_kind: str) -> str:
     return next((k for k, v in LEDGER_KINDS.items() if ledger_kind in v), ledger_kind)
 
 
-def check_release(ledger: Ledger, dataset: str, kind: str, parts: list[tuple[str, Cost]]) -> None:
-    """Refuse a release outside the recorded programme (no programme: nothing to check)."""
+def check_release(ledger: Ledger, dataset: str, kind: str, parts: list[tuple[str, Cost]]) -> bool:
+    """Refuse a release outside the recorded programme (no programme: nothing to check) unless
+    an allowance lets it through; True when it needs that allowance, which the charge uses
+    (:func:`use_allowance`)."""
     rec = recorded(ledger, dataset)
     if rec is None:
-        return
+        return False
     planned = {k: r for r in rec[1]["releases"] for k in LEDGER_KINDS[r["kind"]]}
     reason = None
     entry = planned.get(kind)
@@ -207,9 +228,10 @@ def check_release(ledger: Ledger, dataset: str, kind: str, parts: list[tuple[str
                 f"epsilon {eps:g} exceeds the programme's {entry['epsilon_per_release']:.6g} "
                 f"per {kind} release"
             )
-    if reason is not None and not _use_allowance(ledger, dataset, kind):
+    if reason is not None and not _allowance_left(ledger, dataset, kind):
         raise BudgetError(
             f"{reason}; nothing was charged or published",
             hint=f"if it is intended: privmob ledger programme allow --dataset {dataset} "
             f"--kind {_schedule_kind(kind)} --reason '...'",
         )
+    return reason is not None

@@ -1,0 +1,178 @@
+"""Issue 39, item 4: a PostgreSQL ledger enforces what an SQLite file can only detect. The
+analyst's database role writes entries through one server function, ``charge``, which builds
+the entry's place (dataset, id, chain, unit) on the server and checks its costs, its signer and
+the budget; it cannot append a raw entry, settle another analyst's staged release, or use a
+programme allowance outside a charge of its dataset. Each attack is made with real psql as the
+analyst role, with an entry chained at the head and signed with the analyst's own key."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import subprocess
+
+import pytest
+from tests.privacy.test_ledger_postgres import FP, _as, _login, _role_exists, team  # noqa: F401
+
+from privmob.errors import BudgetError
+from privmob.privacy import ledger_chain as chain
+from privmob.privacy.costs import Cost
+from privmob.privacy.ledger import Ledger
+from privmob.privacy.ledger_keys import load_private
+from privmob.privacy.ledger_trust import entry_message
+
+
+def _psql(pg_cluster, url: str, statement: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(pg_cluster.bindir / "psql"), url, "-v", "ON_ERROR_STOP=1", "-At", "-c", statement],
+        capture_output=True,
+        text=True,
+    )
+
+
+def _forged(team, epsilon: float) -> dict:  # noqa: F811 (the fixture's type)
+    """An entry of ``epsilon`` on 'd' at the ledger's head, chained and signed with alice's
+    registered key: everything a client can make."""
+    alice = team.opened_as("alice")
+    with alice.store.connect() as con:
+        last = chain.entry_rows(con)[-1]
+        meta = alice.store.read_meta(con)
+    row = {k: last[k] for k in chain.ROW_COLUMNS}
+    row.update(
+        id=last["id"] + 1,
+        epsilon=epsilon,
+        release_epsilon=epsilon,
+        nonce=secrets.token_hex(16),
+        prev_hash=meta["head_hash"],
+    )
+    row["row_hash"] = chain.digest(row["prev_hash"], chain.hashed(row))
+    signer = load_private(team.keys["alice"])
+    row["signer"] = signer.key_id
+    row["signature"] = signer.sign("entry", entry_message(alice.ledger_id, row["row_hash"]))
+    return row
+
+
+def _literal(value: object) -> str:
+    return json.dumps(value).replace("'", "''")
+
+
+def test_the_analyst_role_cannot_append_a_raw_entry(team, pg_cluster):  # noqa: F811
+    """Before: ``SELECT privmob.append_entry(...)`` by the analyst's role stored any signed
+    entry at the head, one that overspends the budget (5 of 1) included."""
+    team.opened_as("alice").charge("d", Cost.pure(0.25), kind="od", input_fingerprint=FP)
+    row = _forged(team, 5.0)
+    alice_url = _as(team.url, "alice")
+    r = _psql(pg_cluster, alice_url, f"SELECT privmob.append_entry('{_literal(row)}'::jsonb)")
+    assert r.returncode != 0 and "permission denied for function append_entry" in r.stderr
+    # the one function she may call builds the entry's place and checks the budget
+    r = _psql(pg_cluster, alice_url, f"SELECT privmob.charge('d', '{_literal([row])}'::jsonb)")
+    assert r.returncode != 0 and "the budget of d cannot pay this charge" in r.stderr, r.stderr
+    led = Ledger(team.url)
+    assert len(led.entries()) == 1 and led.verify() == []
+    assert led.spent("d").epsilon == pytest.approx(0.25)
+
+
+def test_charge_builds_the_entry_place_on_the_server(team, pg_cluster):  # noqa: F811
+    """Another dataset's entry in a charge of 'd', an id off the sequence, a unit that is not
+    the budget's, or a signer that is not a key of the ledger: each refused."""
+    team.opened_as("alice").charge("d", Cost.pure(0.25), kind="od", input_fingerprint=FP)
+    alice_url = _as(team.url, "alice")
+    cases = {
+        "cannot write an entry of e": {"dataset": "e"},
+        "the next entry is 2": {"id": 7},
+        "not in the unit of the budget": {"unit": "trip"},
+        "may not charge this ledger": {"signer": "0" * 16},
+    }
+    for said, change in cases.items():
+        row = {**_forged(team, 0.01), **change}
+        r = _psql(pg_cluster, alice_url, f"SELECT privmob.charge('d', '{_literal([row])}'::jsonb)")
+        assert r.returncode != 0 and said in r.stderr, (said, r.stderr)
+    # the same entry unchanged is what a charge writes: accepted
+    r = _psql(
+        pg_cluster,
+        alice_url,
+        f"SELECT privmob.charge('d', '{_literal([_forged(team, 0.01)])}'::jsonb)",
+    )
+    assert r.returncode == 0, r.stderr
+    assert Ledger(team.url).verify() == []
+
+
+def test_a_staged_release_is_settled_by_its_owner_only(team, pg_cluster, tmp_path):  # noqa: F811
+    """Before: ``stage_update`` worked on any row: another analyst marked alice's staged
+    release abandoned (recover then removed her files) or charged without a charge."""
+    from privmob.privacy.staging import StagingTable
+
+    if not _role_exists(pg_cluster, "bob"):
+        _login(pg_cluster, "bob")
+    pg_cluster.sql("GRANT privmob_analyst TO bob")
+    row = StagingTable(_as(team.url, "alice")).begin("d", tmp_path / "stage", [], [])
+    bob_url = _as(team.url, "bob")
+    for state in ("abandoned", "charged"):
+        r = _psql(
+            pg_cluster,
+            bob_url,
+            f"SELECT privmob.stage_update({row}, '{state}', '[1]', 'x', NULL, 'now')",
+        )
+        assert r.returncode != 0 and f"staged release {row} is not yours" in r.stderr, r.stderr
+    # alice herself cannot mark it charged without a charge
+    r = _psql(
+        pg_cluster,
+        _as(team.url, "alice"),
+        f"SELECT privmob.stage_update({row}, 'charged', '[1]', 'x', NULL, 'now')",
+    )
+    assert r.returncode != 0 and "by its charge only" in r.stderr, r.stderr
+    assert [s.state for s in StagingTable(team.url).rows(("writing", "charged", "abandoned"))] == [
+        "writing"
+    ]
+    StagingTable(_as(team.url, "alice")).set_state(row, "abandoned")  # her own: yes
+
+
+def test_an_allowance_is_used_only_by_a_charge(team, pg_cluster):  # noqa: F811
+    """Before: the analyst's role burned the custodian's allowances with ``use_allowance``
+    without releasing anything; now only a charge of the dataset uses one, in its
+    transaction (the release outside the programme that it lets through)."""
+    from privmob.privacy import programme_ledger as programme
+
+    led = Ledger(team.url)
+    programme.allow(led, "d", "od", "a test")
+    r = _psql(pg_cluster, _as(team.url, "alice"), "SELECT privmob.use_allowance('d', 'od', 'od')")
+    assert r.returncode != 0 and "with a charge of its dataset only" in r.stderr, r.stderr
+    r = _psql(pg_cluster, team.url, "SELECT count(*) FROM privmob.programme_allowances")
+    assert r.stdout.strip() == "1"
+
+
+def test_a_release_outside_the_programme_uses_its_allowance_in_the_charge(
+    team,  # noqa: F811
+    pg_cluster,
+):
+    """The analyst's release the allowance lets through: charged, the allowance used in the
+    same transaction; the next one is refused and charges nothing."""
+    from privmob.privacy import programme_ledger as programme
+
+    led = Ledger(team.url)
+    plan = {"releases": [{"kind": "od", "count": 1, "epsilon_per_release": 0.1}]}
+    with led.store.connect() as con:  # the custodian's recorded programme: one od of 0.1
+        con.execute("INSERT INTO programmes VALUES ('d', 'now', 0, ?)", (json.dumps(plan),))
+    programme.allow(led, "d", "od", "one larger release")
+    alice = team.opened_as("alice")
+    alice.charge("d", Cost.pure(0.3), kind="od", input_fingerprint=FP)
+    with pytest.raises(
+        BudgetError, match=r"planned od releases of 'd' are done; nothing was charged"
+    ):
+        alice.charge("d", Cost.pure(0.3), kind="od", input_fingerprint=FP)
+    assert len(led.entries()) == 1 and led.verify() == []
+    r = _psql(pg_cluster, team.url, "SELECT count(*) FROM privmob.programme_allowances")
+    assert r.stdout.strip() == "0"
+
+
+def test_a_ledger_made_by_an_earlier_privmob_is_charged_as_then(pg_url):
+    """A database ledger whose functions predate ``charge``: charged through its
+    ``append_entry``, as the privmob that made it did (no internal error)."""
+    import psycopg
+
+    Ledger(pg_url).set_budget("d", 1.0)
+    with psycopg.connect(pg_url, autocommit=True) as con:
+        con.execute("DROP FUNCTION privmob.charge(text, jsonb)")
+    led = Ledger(pg_url)
+    led.charge("d", Cost.pure(0.25), kind="od", input_fingerprint=FP)
+    assert len(led.entries()) == 1 and led.verify() == []
