@@ -62,9 +62,13 @@ class Period:
             raise ConfigError("declare both the start and the end of the study period")
         if self.granularity != "all" and self.start is None:
             raise ConfigError(
-                f"--bin {self.granularity} needs a declared study period",
-                hint="pass --start 2024-01-01 --end 2024-02-01 (public dates, never read from "
-                "the data)",
+                f"{spelled('--bin', 'bin=')} {self.granularity} needs a declared study period",
+                hint="pass "
+                + spelled(
+                    "--start 2024-01-01 --end 2024-02-01",
+                    'Period("2024-01-01", "2024-02-01", bin=...)',
+                )
+                + " (public dates, never read from the data)",
             )
         if self.start is not None and self.end is not None:
             check_order(self.start, self.end)
@@ -138,13 +142,20 @@ def check_order(start: datetime, end: datetime) -> None:
     if end == start:
         raise ConfigError(
             f"the study period is empty: {said}; the end is excluded",
-            hint=f"end it after it starts: for the one day {_text(start)}, --end "
-            f"{_text(start + timedelta(days=1))}",
+            hint=f"end it after it starts: for the one day {_text(start)}, "
+            + spelled(
+                f"--end {_text(start + timedelta(days=1))}",
+                f'end="{_text(start + timedelta(days=1))}"',
+            ),
         )
     raise ConfigError(
         f"the study period ends before it starts: {said}",
-        hint=f"swap them: --start {_text(end)} --end {_text(start)} (the start is included, "
-        "the end excluded)",
+        hint="swap them: "
+        + spelled(
+            f"--start {_text(end)} --end {_text(start)}",
+            f'Period("{_text(end)}", "{_text(start)}")',
+        )
+        + " (the start is included, the end excluded)",
     )
 
 
@@ -175,12 +186,13 @@ def time_grid(start: str, end: str, freq: str) -> pd.DatetimeIndex:
     try:
         grid = pd.date_range(pd.Timestamp(start), pd.Timestamp(end), freq=freq, inclusive="left")
     except (ValueError, TypeError) as exc:
-        raise ConfigError(f"cannot build the time bins: {exc}", hint="e.g. --bin 1h") from exc
+        bins = spelled("--bin 1h", 'bin="1h"')
+        raise ConfigError(f"cannot build the time bins: {exc}", hint=f"e.g. {bins}") from exc
     if len(grid) < 2:
         check_order(pd.Timestamp(start).to_pydatetime(), pd.Timestamp(end).to_pydatetime())
         raise ConfigError(
             f"the period [{start}, {end}) holds fewer than two time bins of {freq}",
-            hint="declare a longer period or a shorter --bin",
+            hint=f"declare a longer period or a shorter {spelled('--bin', 'bin=')}",
         )
     if np.unique(np.diff(grid.asi8)).size != 1:
         raise ConfigError("time bins must have a fixed length (use h, min, D or a multiple)")
@@ -189,6 +201,9 @@ def time_grid(start: str, end: str, freq: str) -> pd.DatetimeIndex:
     if grid[-1] + (grid[1] - grid[0]) != pd.Timestamp(end):
         raise ConfigError(
             f"the period [{start}, {end}) is not a whole number of {freq} bins",
-            hint="choose --end so that --end - --start is a multiple of --bin",
+            hint=spelled(
+                "choose --end so that --end - --start is a multiple of --bin",
+                "choose the end so that end - start is a multiple of the bin",
+            ),
         )
     return grid

@@ -36,6 +36,7 @@ OPTIONS: dict[str, tuple[str, str]] = {
     "yes": ("--yes", "confirm=True"),
     "epsilon": ("--epsilon", "epsilon="),
     "unit": ("--unit", "unit="),
+    "records": ("--records", "records="),
     "memory_limit": ("--memory-limit", "memory_limit="),
     "spill_dir": ("--spill-dir", "spill_dir="),
 }

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypedDict, cast
 from privmob.data import diagnose
 from privmob.engine.relation import new_name
 from privmob.errors import ConfigError, EngineError, InputError
-from privmob.surface import spelled
+from privmob.surface import option, spelled
 
 if TYPE_CHECKING:
     from privmob.engine.base import Engine
@@ -319,10 +319,13 @@ def _engine_read(display: str, read: Callable[[], Any], path: str | None = None)
         if "out of memory" in str(exc).lower():
             raise EngineError(
                 f"{display}: the engine ran out of memory while reading the file",
-                hint="raise --memory-limit",
+                hint=f"raise {option('memory_limit')}",
             ) from exc
         raise unreadable(
-            display, path, first, hint="check the file format and delimiter (--delimiter)"
+            display,
+            path,
+            first,
+            hint=f"check the file format and delimiter ({spelled('--delimiter', 'delimiter=')})",
         ) from exc
 
 

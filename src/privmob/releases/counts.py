@@ -60,7 +60,7 @@ from privmob.releases.dimensions import SOURCES, Dimension, dimension, measures
 from privmob.releases.gate import Draft
 from privmob.releases.release import Release
 from privmob.releases.values import PARTS_PER_UNIT, Mean, means, sum_noise
-from privmob.surface import spelled
+from privmob.surface import option, spelled
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -484,8 +484,8 @@ class CountSpec:
             raise ConfigError(
                 f"a trip-level count table counts trips, each trip its own unit, not "
                 f"{self.records}",
-                hint="count trips (--records trips; Python: records='trips'), or release at "
-                "user level (--unit user)",
+                hint=f"count trips ({option('records', 'trips')}), or release at user level "
+                f"({option('unit', 'user')})",
             )
         if self.bound != 1 or self.bound_per is not None:
             raise ConfigError(
@@ -545,7 +545,8 @@ class CountSpec:
             raise ConfigError(
                 "a mean is released with Laplace noise (discrete on the counts, continuous on "
                 "the sums)",
-                hint="leave out noise= and delta= (--noise, --delta) with a mean",
+                hint=spelled("leave out --noise and --delta", "leave out noise= and delta=")
+                + " with a mean",
             )
         half = self.epsilon / 2
         counts, cost = calibrate(

@@ -38,6 +38,7 @@ from privmob.releases.kinds import SAME_TILE_RULES, same_tile_flag
 from privmob.releases.plan import Plan, PlannedOnce, domain_memory
 from privmob.releases.release import Release
 from privmob.releases.tiles import check_input
+from privmob.surface import spelled
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -357,7 +358,9 @@ def plan_od(spec: OdSpec) -> ODPlan:
         if max_trips not in (None, 1):
             raise ConfigError(
                 "trip-level releases count every trip once (T = 1)",
-                hint="drop --max-trips or use --unit user",
+                hint=spelled(
+                    "drop --max-trips or use --unit user", 'drop max_trips= or use unit="user"'
+                ),
             )
         t_bound = 1
     if bound_per not in ("release", "period"):

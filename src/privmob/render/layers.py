@@ -264,7 +264,9 @@ def parse_formats(values: Iterable[str] | None) -> list[str]:
                 if f not in FORMATS:
                     raise ConfigError(
                         f"unknown output format {f!r}",
-                        hint=f"use one or more of {', '.join(FORMATS)} (e.g. --format geojson)",
+                        hint=f"use one or more of {', '.join(FORMATS)} (e.g. "
+                        + spelled("--format geojson", 'formats=["geojson"]')
+                        + ")",
                     )
                 out.append(f)
     return out

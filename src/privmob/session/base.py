@@ -36,7 +36,7 @@ from privmob.releases import gate
 from privmob.releases.specs import Plan, Spec, before_reading
 from privmob.results import ReleaseResult
 from privmob.session.ledger_view import SessionLedger
-from privmob.surface import option
+from privmob.surface import option, spelled
 
 if TYPE_CHECKING:
     from privmob.data.tessellation import Tessellation
@@ -586,8 +586,8 @@ class SessionBase:
                     f"the mobility report needs trip points (uid, tid, datetime, lat, lng), "
                     f"raw GPS traces or one-row trips with coordinates; the session's input "
                     f"holds {shape}",
-                    hint="raw GPS traces (uid, datetime, lat, lng): shape='gps' (CLI "
-                    "--input-shape gps)",
+                    hint="raw GPS traces (uid, datetime, lat, lng): "
+                    + spelled("--input-shape gps", 'shape="gps"'),
                 )
             self.progress("reading and validating the trip points")
             common = self._reading()

@@ -16,6 +16,7 @@ from privmob.privacy.costs import PrivacyUnit
 from privmob.privacy.mechanisms import NoiseKind
 from privmob.privacy.quantiles import Bins
 from privmob.releases.kinds import same_tile_flag
+from privmob.surface import spelled
 
 # analyses that release a histogram over declared bins plus a DP five-number summary
 DISTRIBUTIONS: tuple[str, ...] = (
@@ -194,7 +195,8 @@ class ReportConfig:
         if self.max_trips < 1:
             raise ConfigError(
                 "max trips per user (M) must be declared and >= 1",
-                hint="there is no data-dependent default: pass --max-trips",
+                hint="there is no data-dependent default: pass "
+                + spelled("--max-trips", "max_trips="),
             )
         if self.unit not in (PrivacyUnit.USER, PrivacyUnit.TRIP):
             raise ConfigError(f"a mobility report protects a user or a trip, not {self.unit}")
