@@ -30,23 +30,30 @@ def test_the_readme_says_how_many_tiles_the_demo_makes() -> None:
 
 
 @pytest.mark.parametrize(
-    ("start", "end", "said", "hint"),
+    ("start", "end", "said", "hint", "python"),
     [
         (
             "2024-02-01",
             "2024-01-01",
             "ends before it starts",
             "--start 2024-01-01 --end 2024-02-01",
+            'Period("2024-01-01", "2024-02-01")',
         ),
-        ("2024-02-01", "2024-02-01", "is empty", "--end 2024-02-02"),
+        ("2024-02-01", "2024-02-01", "is empty", "--end 2024-02-02", 'end="2024-02-02"'),
     ],
 )
 def test_a_period_that_does_not_end_after_it_starts_says_what_to_write(
-    start: str, end: str, said: str, hint: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    start: str,
+    end: str,
+    said: str,
+    hint: str,
+    python: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     with pytest.raises(ConfigError, match=said) as refused:
         pm.Period(start, end, bin="day")
-    assert hint in str(refused.value.hint)
+    assert python in str(refused.value.hint) and "--" not in str(refused.value.hint)  # Python
     zones = _zones(tmp_path)
     for command in (
         ["plan", "od", "-t", str(zones), "-e", "1", "-T", "2", "--bin", "day"],
