@@ -151,3 +151,22 @@ def test_a_mean_from_python_and_a_numeric_column(tmp_path: Path) -> None:
     got = table.set_index(table["origin"].astype(int))["mean"].sort_index()
     assert np.allclose(got, truth.sort_index(), atol=0.05)
     assert r.release.params["value"]["column"] == "fare"
+
+
+def test_a_means_layer_names_each_margin_by_what_it_describes(tmp_path: Path) -> None:
+    """The count's margin was stamped on every feature beside the mean as if it were the
+    mean's (issue 41): it is named as the count's; the mean keeps its own."""
+    import geopandas as gpd
+
+    import privmob as pm
+
+    data, grid = _files(tmp_path, _trips(3))
+    out = tmp_path / "means"
+    with pm.Session(str(data), tessellation=str(grid), seed=2, budget=pm.PureDP(50)) as s:
+        s.counts(epsilon=20, by=["origin"], max_records=8, value=pm.Mean("duration", 0, 120),
+                 output=str(out), formats=["geojson"])  # fmt: skip
+    (path,) = out.glob("*.geojson")
+    layer = gpd.read_file(path)
+    assert "margin_of_error_95" not in layer.columns
+    assert {"count", "count_margin_of_error_95", "mean", "mean_margin_95"} <= set(layer.columns)
+    assert layer["below_margin"].equals(layer["count"] <= layer["count_margin_of_error_95"])

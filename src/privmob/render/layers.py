@@ -216,12 +216,21 @@ def release_layer(release: Any, tess: Tessellation, *, keep_all: bool = False) -
     if layer.key is None:
         floor = None if keep_all else flow_floor(release)
         keys = [c for c in table.columns if c not in ("origin", "destination", "count")]
-        return od_flows_layer(table, tess, margin=margin, floor=floor, keys=keys)
+        return _whose_margin(od_flows_layer(table, tess, margin=margin, floor=floor, keys=keys))
     if layer.margin == "budgets":
         if "zone" not in table.columns:
             raise ConfigError("a single (zone-less) series has no map layer")
         return tile_values_layer(table, tess, margin=_series_margins(release, table))
-    return tile_values_layer(table, tess, key=layer.key, margin=margin)
+    return _whose_margin(tile_values_layer(table, tess, key=layer.key, margin=margin))
+
+
+def _whose_margin(layer: gpd.GeoDataFrame) -> gpd.GeoDataFrame:
+    """Beside a mean, the count's 95% margin is named as the count's
+    (``count_margin_of_error_95``): it does not describe the mean, whose own margin is
+    ``mean_margin_95``; ``below_margin`` stays the count's (a mean is not shown there)."""
+    if "mean" in layer.columns and "margin_of_error_95" in layer.columns:
+        return layer.rename(columns={"margin_of_error_95": "count_margin_of_error_95"})
+    return layer
 
 
 def flow_floor(release: Any) -> float | None:
