@@ -243,3 +243,25 @@ def test_trip_level_releases_state_their_bounds_per_trip() -> None:
         assert "per_user" not in rows["bounds"]
         assert rows["95% margin of error"] == "±3.0 per cell"
     s.close()
+
+
+def test_a_count_table_with_a_mean_draws_its_means_with_their_margins(trips_session) -> None:
+    """``value=pm.Mean``: beside the counts, a bar per cell whose mean is shown, with whiskers
+    of the mean's own margin; the note says the value, its clamp and units, and how many cells
+    show no mean (before, only the counts were drawn)."""
+    cnt = trips_session.counts(
+        epsilon=40, by=["weekday"], max_records=5, value=pm.Mean("duration", 0, 120)
+    )
+    table = cnt.tables["counts"]
+    html = cnt._repr_html_()
+    assert "pm-means" in html, "no picture of the means"
+    means = parse(html[html.index("<p class='meta pm-means'>") :])
+    shown = table[table["mean"].notna()]
+    drawn = bar_values(means)
+    assert set(drawn) == {str(w) for w in shown["weekday"]}
+    for w, mean in zip(shown["weekday"], shown["mean"], strict=True):
+        assert drawn[str(w)] == pytest.approx(mean, rel=0.01)
+    whiskers = [e for e in means if e["attrs"].get("class") == "pm-margin"]
+    assert len(whiskers) == len(shown)
+    note = next(e["text"] for e in means if "clamped to [0, 120]" in e["text"])
+    assert "minutes" in note and f"{len(table) - len(shown)} of {len(table)}" in note

@@ -295,10 +295,14 @@ def count_display(release: Any, tess: Tessellation | None, period: Any = None) -
     part, which = _slice(table, [d for d in dims if d != drawn], period)
     margin = release.noise.get("margin_of_error_95")
     margin = None if margin is None else float(margin)
+    means = mean_display(release, part, drawn, tess) if "mean" in part.columns else ""
     if tiled and tess is not None:
         caption = f"{release.kind} by {drawn}" + (f"; {which}" if which else "")
-        return zone_display(
-            release, tess, key=drawn, value="count", margin=margin, caption=caption, table=part
+        return (
+            zone_display(
+                release, tess, key=drawn, value="count", margin=margin, caption=caption, table=part
+            )
+            + means
         )
     labels = [str(x) for x in part[drawn]]
     values = [float(v) for v in part["count"]]
@@ -306,7 +310,49 @@ def count_display(release: Any, tess: Tessellation | None, period: Any = None) -
     chart = svg.bar_chart(
         labels, values, title=f"{release.kind} by {drawn}", margin=margin, floor=floor
     )
-    return f"<p class='meta'>{which}</p>{chart}" + _signal_note(values, floor, drawn)
+    return f"<p class='meta'>{which}</p>{chart}" + _signal_note(values, floor, drawn) + means
+
+
+#: the most cells whose means one display draws (the largest noisy counts first)
+MEANS_DRAWN = 40
+
+
+def mean_display(release: Any, part: pd.DataFrame, drawn: str, tess: Tessellation | None) -> str:
+    """The noisy means of one slice of a count table with a value (``value=pm.Mean``): a bar
+    per cell whose mean is shown (its noisy count above the count's margin), whiskers of the
+    mean's own 95% margin (``mean_margin_95``), the largest noisy counts first; the note says
+    the value, its clamp and units, and how many cells have no mean shown. Post-processing of
+    the published table."""
+    value = release.params.get("value") or {}
+    shown = part[part["mean"].notna()]
+    shown = shown.sort_values("count", ascending=False, kind="stable").head(MEANS_DRAWN)
+    what = f"mean {value.get('column', 'value')}"
+    unit = value.get("units") or value.get("unit") or ""
+    clamp = value.get("clamp") or [value.get("lo"), value.get("hi")]
+    said = (
+        f"{what} by {drawn} ({unit}, clamped to [{_fmt(clamp[0])}, {_fmt(clamp[1])}]); "
+        if None not in clamp
+        else f"{what} by {drawn}; "
+    )
+    said += (
+        f"{len(part) - int(part['mean'].notna().sum()):,} of {len(part):,} cells show no mean "
+        "(their noisy count is within its 95% margin); whiskers: each mean's 95% margin"
+    )
+    if shown.empty:
+        return f"<p class='meta pm-means'>{escape(said)}</p>"
+    if tess is not None and drawn in TILE_DIMENSIONS:
+        tiles = _tiles(tess)
+        index = {str(t): i for i, t in enumerate(tiles["ids"])}
+        labels = [_label(tiles, index[str(x)]) if str(x) in index else str(x) for x in shown[drawn]]
+    else:
+        labels = [str(x) for x in shown[drawn]]
+    chart = svg.bar_chart(
+        labels,
+        [float(v) for v in shown["mean"]],
+        title=what,
+        margin=[float(m) for m in shown["mean_margin_95"]],
+    )
+    return f"<p class='meta pm-means'>{escape(said)}</p>{chart}"
 
 
 def _signal_note(values: list[float], floor: float | None, what: str) -> str:
