@@ -170,7 +170,8 @@ class Tessellation:
     @property
     def tile_ids(self) -> list[Any]:
         """Tile ids in index order (Python ints or strs)."""
-        return self._ids.tolist()
+        ids: list[Any] = self._ids.tolist()
+        return ids
 
     @property
     def fingerprint(self) -> str:
@@ -220,7 +221,7 @@ class Tessellation:
         import pandas as pd
 
         ids = pd.Index(self._ids)
-        return ids.get_indexer(pd.Index(np.asarray(tile_ids))).astype(np.int32)
+        return np.asarray(ids.get_indexer(pd.Index(np.asarray(tile_ids))), dtype=np.int32)
 
     # -- geometry ---------------------------------------------------------------------------
     def centroids(self) -> np.ndarray:
@@ -231,7 +232,7 @@ class Tessellation:
 
     def areas_m2(self) -> np.ndarray:
         """Tile areas in square metres (Lambert azimuthal equal-area centred on the tiles)."""
-        return self.gdf.geometry.to_crs(self._local_crs()).area.to_numpy()
+        return np.asarray(self.gdf.geometry.to_crs(self._local_crs()).area.to_numpy())
 
     def _local_crs(self) -> str:
         return local_metric_crs(self.bounds)
@@ -240,7 +241,8 @@ class Tessellation:
         """A GeoJSON FeatureCollection with properties tile_id, tile_index [, tile_name]."""
         g = self.gdf.copy()
         g.insert(1, "tile_index", np.arange(self.k))
-        return json.loads(g.to_json(drop_id=True))
+        collection: dict[str, Any] = json.loads(g.to_json(drop_id=True))
+        return collection
 
     # -- point assignment -------------------------------------------------------------------
     def assign(self, lng: np.ndarray, lat: np.ndarray) -> np.ndarray:

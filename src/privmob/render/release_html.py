@@ -561,7 +561,7 @@ def bounds_text(release: Any) -> str:
 def named_head(release: Any, tess: Tessellation | None, n: int = 10) -> pd.DataFrame:
     """The first rows of the main table with each zone's name beside its id (when the
     tessellation has names)."""
-    table = release.table.head(n).copy()
+    table: pd.DataFrame = release.table.head(n).copy()
     if tess is None or tess.tile_names is None:
         return table
     names = dict(zip(map(str, tess.tile_ids), tess.tile_names, strict=True))

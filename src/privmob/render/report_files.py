@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 def report_document(release: Release) -> dict[str, Any]:
     """The JSON-ready document of a charged mobility report release."""
     doc = release.metadata()
-    return json.loads(json.dumps(doc, default=json_default))
+    plain: dict[str, Any] = json.loads(json.dumps(doc, default=json_default))
+    return plain
 
 
 def report_paths(html_path: str | Path) -> dict[str, Path]:
@@ -94,7 +95,7 @@ def read_report(path: str | Path) -> dict[str, Any]:
     """Read a report JSON document written by :func:`write_report`."""
     p = Path(path)
     try:
-        doc = json.loads(p.read_text())
+        doc: dict[str, Any] = json.loads(p.read_text())
     except (OSError, ValueError) as exc:
         raise InputError(f"cannot read the report {p}: {exc}", source=str(p)) from exc
     if doc.get("kind") not in ("report", "mobility_report"):  # and older reports

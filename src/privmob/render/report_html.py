@@ -117,7 +117,7 @@ def _ranked(values: Sequence[float] | np.ndarray, floor: float, n: int = 10) -> 
     lists a value that noise alone could have produced."""
     v = np.asarray(values, dtype=float)
     order = np.argsort(-v, kind="stable")
-    return order[signal_mask(v[order], floor)][:n].tolist()
+    return [int(i) for i in order[signal_mask(v[order], floor)][:n]]
 
 
 def _table(header: list[str], rows: Sequence[Sequence[Any]]) -> str:

@@ -26,6 +26,7 @@ import math
 import zlib
 from collections.abc import Sequence
 from html import escape
+from typing import Any
 
 import numpy as np
 
@@ -78,11 +79,11 @@ def _fmt(v: float) -> str:
 def _nice_max(v: float) -> float:
     if v <= 0:
         return 1.0
-    mag = 10 ** math.floor(math.log10(v))
-    for m in (1, 2, 2.5, 5, 10):
+    mag = 10.0 ** math.floor(math.log10(v))
+    for m in (1.0, 2.0, 2.5, 5.0, 10.0):
         if v <= m * mag:
             return m * mag
-    return 10 * mag
+    return 10.0 * mag
 
 
 def within_margin(value: float, margin: float | None) -> bool:
@@ -352,7 +353,7 @@ def box_plot(
 
 def _share(part: np.ndarray, rest: np.ndarray) -> np.ndarray:
     total = part + rest
-    return np.divide(part, total, out=np.zeros_like(part), where=total > 0)
+    return np.asarray(np.divide(part, total, out=np.zeros_like(part), where=total > 0))
 
 
 def share_band(
@@ -471,7 +472,7 @@ def cumulative_ranking(
 class Projection:
     """Equirectangular projection scaled by cos(mean latitude), fitted to a box."""
 
-    def __init__(self, outlines: list, width: int, height: int, pad: int = 8) -> None:
+    def __init__(self, outlines: list[Any], width: int, height: int, pad: int = 8) -> None:
         xs = [p[0] for tile in outlines for ring in tile for p in ring]
         ys = [p[1] for tile in outlines for ring in tile for p in ring]
         self.x0, self.x1, self.y0, self.y1 = min(xs), max(xs), min(ys), max(ys)
@@ -490,7 +491,7 @@ class Projection:
         )
 
 
-def _path(proj: Projection, rings: list) -> str:
+def _path(proj: Projection, rings: list[Any]) -> str:
     d = []
     for ring in rings:
         pts = [proj(x, y) for x, y in ring]
@@ -503,7 +504,7 @@ class TileOutlines:
     projection and each tile's SVG path, computed once. Several maps of one size (a report's
     small maps, one per time window) pass the same one to :func:`choropleth`."""
 
-    def __init__(self, tess: dict, width: int, height: int) -> None:
+    def __init__(self, tess: dict[str, Any], width: int, height: int) -> None:
         self.outlines = tess["outlines"]
         self.size = (width, height)
         self.proj = Projection(self.outlines, width, height)
@@ -519,7 +520,7 @@ def _color(v: float, vmax: float, lo: float = 0.0) -> str:
 
 
 def choropleth(
-    tess: dict,
+    tess: dict[str, Any],
     values: Sequence[float],
     *,
     width: int = 560,
@@ -688,7 +689,7 @@ def _map_open(proj: Projection, extra_h: int, title: str) -> str:
 
 
 def flow_map(
-    tess: dict,
+    tess: dict[str, Any],
     flows: list[tuple[int, int, float]],
     *,
     width: int = 560,
