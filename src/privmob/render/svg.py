@@ -164,32 +164,39 @@ def bar_chart(
                 f"text-anchor='middle' {FONT}>{escape(str(lab))}</text>"
             )
     if margins and floor is not None:
-        most, fl = _fmt(max(margins)), _fmt(floor)
+        most, fl = _most(margins), _fmt(floor)
         words = _first_fitting(
             (
-                f"whiskers: 95% margin of error (±{most}); grey bars: at or below the noise "
+                f"whiskers: 95% margin of error ({most}); grey bars: at or below the noise "
                 f"floor {fl} of the {len(values)} bars, cannot be told from noise",
-                f"whiskers: 95% margin (±{most}); grey: at or below the noise floor {fl}",
-                f"±{most} (95%); grey: ≤ noise floor {fl}",
+                f"whiskers: 95% margin ({most}); grey: at or below the noise floor {fl}",
+                f"{most} (95%); grey: ≤ noise floor {fl}",
             ),
             width - left,
         )
         parts.append(f"<text class='pm-uncertainty' x='{left}' y='14' {FONT}>{words}</text>")
     elif margins:
-        most = _fmt(max(margins))
+        most = _most(margins)
         words = _first_fitting(
             (
-                f"whiskers: 95% margin of error (±{most}); grey bars: at or below the margin, "
+                f"whiskers: 95% margin of error ({most}); grey bars: at or below the margin, "
                 "cannot be told from empty",
-                f"whiskers: 95% margin (±{most}); grey: at or below it, cannot be told from empty",
-                f"whiskers: 95% margin (±{most}); grey: at or below it",
-                f"±{most} (95%)",
+                f"whiskers: 95% margin ({most}); grey: at or below it, cannot be told from empty",
+                f"whiskers: 95% margin ({most}); grey: at or below it",
+                f"{most} (95%)",
             ),
             width - left,
         )
         parts.append(f"<text class='pm-uncertainty' x='{left}' y='14' {FONT}>{words}</text>")
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _most(margins: Sequence[float]) -> str:
+    """The whiskers' margin as a header says it: one figure, or "up to" the largest when the
+    bars have margins of their own (a mean's, a series' bins)."""
+    most = _fmt(max(margins))
+    return f"±{most}" if len(set(margins)) == 1 else f"up to ±{most}"
 
 
 def _first_fitting(texts: Sequence[str], room: float) -> str:
