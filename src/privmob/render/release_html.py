@@ -161,10 +161,11 @@ def od_display(release: Any, tess: Tessellation, period: Any = None) -> str:
         note="" if flows else note,
         floor=floor,
     )
+    why = f"with 95% probability the noise of none of the period's {k * (k - 1):,} cells reaches it"
+    said = f"{note} ({why})" if flows else f"the noise floor {_fmt(floor)}: {why}"  # map says none
     return (
         f"<p class='meta'>{which}</p><div style='display:flex;gap:16px;flex-wrap:wrap'>"
-        f"{picture}<div>{ranking}<p class='meta pm-ranking-note'>{escape(note)} (with 95% "
-        f"probability the noise of none of the period's {k * (k - 1):,} cells reaches it)</p>"
+        f"{picture}<div>{ranking}<p class='meta pm-ranking-note'>{escape(said)}</p>"
         "</div></div>"
     )
 
