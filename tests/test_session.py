@@ -128,7 +128,9 @@ def test_memory_plan_refuses_with_hint() -> None:
     from tests.helpers import box_grid
 
     grid = box_grid(8).gdf  # 64 tiles, daily matrices over 200 years: ~38 GB of domain
-    s = pm.Session(Unreadable(), tessellation=grid, budget=10, dataset="x", memory_limit="2GB")
+    s = pm.Session(
+        Unreadable(), tessellation=grid, budget=10, dataset="x", memory_limit="2GB", confirm=True
+    )  # past the question a plan of 294 million cells asks first
     with pytest.raises(ConfigError, match="over the memory limit") as err:
         s.od(epsilon=1, max_trips=10, period=pm.Period("2024-01-01", "2224-01-01", bin="day"))
     assert "coarser tessellation" in str(err.value.hint)

@@ -45,7 +45,9 @@ def test_the_command_line_keeps_its_flags(tmp_path: Path, capsys: pytest.Capture
     tess = tmp_path / "zones.geojson"
     zones().to_file(tess, driver="GeoJSON")
     ledger = str(tmp_path / "l.sqlite")
-    assert run_cli(["ledger", "init", "t", "--epsilon", "10", "--ledger", ledger]) == 0
+    assert (
+        run_cli(["ledger", "init", "t", "--epsilon", "10", "--ledger", ledger, "--make-key"]) == 0
+    )
     argv = ["od", str(trips), "--tessellation", str(tess), "--epsilon", "1", "--max-trips", "3",
             "--ledger", ledger, "--dataset", "t", "--output", str(tmp_path / "od")]  # fmt: skip
     assert run_cli(argv) == 0

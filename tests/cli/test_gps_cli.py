@@ -44,6 +44,7 @@ def test_od_reads_raw_gps_traces(shared_data, beijing_grid, tmp_path):
         "-q",
         "-o",
         str(out),
+        "--yes",  # 3,958 tiles of 20 km: 15.7 million OD cells, a plan that asks first
     ]
     assert run_cli(argv) == 0
     assert not pd.read_parquet(out / "od.parquet").empty
@@ -72,6 +73,7 @@ def test_bad_stay_threshold_is_refused(beijing_grid, tmp_path, capsys):
             "5",
             "-o",
             str(tmp_path / "od"),
+            "--yes",  # past the question the 15.7-million-cell plan asks first
         ]
     )
     assert code != 0

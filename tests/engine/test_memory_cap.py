@@ -130,7 +130,8 @@ def test_without_a_limit_the_default_guard_refuses_a_plan_the_machine_cannot_hol
             raise AssertionError("the data was read")
 
     grid = box_grid(8).gdf
-    s = pm.Session(Unreadable(), tessellation=grid, budget=10, dataset="x")
+    # confirm: past the question a plan of 2.9 billion cells asks first
+    s = pm.Session(Unreadable(), tessellation=grid, budget=10, dataset="x", confirm=True)
     with pytest.raises(ConfigError, match="this machine has available") as err:
         s.od_matrix(
             epsilon=1, max_trips=10, period=pm.Period("2024-01-01", "4024-01-01", bin="day")
