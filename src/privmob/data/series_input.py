@@ -16,6 +16,7 @@ import numpy as np
 from privmob.domain import time_grid
 from privmob.errors import ConfigError, InputError
 from privmob.lazy_imports import lazy_module
+from privmob.surface import spelled
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -180,9 +181,11 @@ def load_series(
         return SeriesInput.of(df[value_column].to_numpy(), df[time_column].tolist(), None)
     if not zones:
         raise ConfigError(
-            "a series per zone needs the public list of zones (--zones)",
-            hint="pass --zones a,b,c or a file with one zone per line: the zones are never "
-            "taken from the data",
+            f"a series per zone needs the public list of zones ({spelled('--zones', 'zones=')})",
+            hint=spelled(
+                "pass --zones a,b,c or a file with one zone per line", 'pass zones=["a", "b", "c"]'
+            )
+            + ": the zones are never taken from the data",
         )
     if len(set(zones)) != len(zones):
         raise ConfigError("--zones lists a zone twice")

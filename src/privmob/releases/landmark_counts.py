@@ -74,7 +74,8 @@ def outliers_epsilon_for(epsilon: float, outliers_epsilon: float | None) -> floa
     if not (value > 0 and np.isfinite(value)):
         raise ConfigError(
             f"the outliers cell needs a budget > 0, got {value}",
-            hint="--outliers-epsilon must be a positive number (SPEC 1: it is always released)",
+            hint=f"{spelled('--outliers-epsilon', 'outliers_epsilon=')} must be a positive "
+            "number (SPEC 1: it is always released)",
         )
     return value
 

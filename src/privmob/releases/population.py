@@ -351,7 +351,8 @@ class TowerHomes(CountsHomes):
         events: Loaded = data
         if "cell_id" not in events.columns:
             raise ConfigError(
-                "Voronoi shares need events with cell ids", hint="load the events with --cells"
+                "Voronoi shares need events with cell ids",
+                hint=f"load the events with {spelled('--cells', 'cells=')}",
             )
         eng = events.engine
         mapping = new_name("towerindex")

@@ -242,8 +242,9 @@ class SeriesSpec(PlannedOnce):
         if (self.zone_column is None) != (self.zones is None):
             raise ConfigError(
                 "a series per zone needs both its zone column and the public zones",
-                hint="pass zone_column= and zones=[...] (--zone-column and --zones a,b): the "
-                "zones are declared, never taken from the file",
+                hint="pass "
+                + spelled("--zone-column and --zones a,b", "zone_column= and zones=[...]")
+                + ": the zones are declared, never taken from the file",
             )
         if not (self.sensitivity > 0 and math.isfinite(self.sensitivity)):
             raise ConfigError(

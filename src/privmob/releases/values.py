@@ -37,6 +37,7 @@ import numpy as np
 from privmob.engine.dialect import Dialect
 from privmob.errors import ConfigError
 from privmob.privacy.mechanisms import Noise, NoiseKind
+from privmob.surface import spelled
 
 #: the values a trip has of its own (any other name is a numeric column of the input)
 UNITS = {"duration": "minutes", "distance": "km"}
@@ -58,7 +59,11 @@ class Mean:
             raise ConfigError(
                 f"a mean needs a value: duration, distance or a numeric column, got "
                 f"{self.column!r}",
-                hint="e.g. --mean duration:0:180 (minutes) or --mean distance:0:30 (km)",
+                hint="e.g. "
+                + spelled(
+                    "--mean duration:0:180 (minutes) or --mean distance:0:30 (km)",
+                    'pm.Mean("duration", 0, 180) (minutes) or pm.Mean("distance", 0, 30) (km)',
+                ),
             )
         lo, hi = float(self.lo), float(self.hi)
         if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):

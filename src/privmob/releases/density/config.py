@@ -13,6 +13,7 @@ from privmob.prepare.presample import (
 )
 from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.efpa import gaussian_sigma
+from privmob.surface import spelled
 
 MAX_VISITS_PER_WEEK = HOURS_PER_WEEK  # after the one-visit-per-hour cap
 
@@ -77,7 +78,8 @@ class DensityConfig:
         ):
             raise ConfigError(
                 f"the out-of-domain cell needs a budget > 0, got {self.outliers_epsilon}",
-                hint="--outliers-epsilon must be a positive number (SPEC 1: it is always released)",
+                hint=f"{spelled('--outliers-epsilon', 'outliers_epsilon=')} must be a positive "
+                "number (SPEC 1: it is always released)",
             )
 
     @property
