@@ -68,9 +68,9 @@ def test_a_plan_over_the_memory_limit_is_refused_before_reading(
     code = run_cli(
         ["od", str(tmp_path / "no-such-input.csv"), "-t", str(tess), "-e", "1", "-T", "3",
          "--bin", "day", "--start", "2024-01-01", "--end", "2044-01-01", "--memory-limit", "2GB",
-         "--ledger", str(ledger), "--budget", "5", "-o", str(tmp_path / "out"),
-         "--yes"]  # past the question a plan of 29 million cells asks first
-    )  # fmt: skip
+         "--ledger", str(ledger), "--budget", "5", "-o", str(tmp_path / "out")]
+    )  # fmt: skip  (no --yes: a plan of 29 million cells over the memory limit is refused for
+    # its memory, not asked about its size first)
     err = capsys.readouterr().err
     assert code == 2, err
     assert "over the memory limit" in err and "not found" not in err

@@ -360,23 +360,8 @@ class SessionBase:
             annotate=[*self._accountant.annotate, *marks, define],
             progress=self.progress,
         )
-        # the margin, the warning and the budget, before anything is read or charged
-        before_reading(plan, acct, max_margin=self.max_margin, warn=self.warn)
-        if out is not None:
-            out.require_space(plan.output_rows)  # the public domain, before the data
-            tess = self.tessellation
-            for writer in writers:
-                out.extra.append(functools.partial(_with_tiles, writer, tess))
-            if formats is not None and tess is not None:
-                from privmob.render.layers import write_layers
-
-                wanted = list(formats)
-                keep, limit, step = self.all_flows, self.max_layer_bytes, self.progress
-                out.extra.append(
-                    lambda rel, d: write_layers(
-                        rel, tess, d, wanted, keep_all=keep, max_bytes=limit, progress=step
-                    )
-                )
+        # the memory first: a plan the limit cannot hold is refused whatever else it needs
+        # (a confirmation of its size, the budget)
         if engine and self._engine is None and self.memory_limit and self._engine_arg == "duckdb":
             # before the engine starts: a limit too small for this release (its domain
             # included) is refused naming the minimum that would do
@@ -401,6 +386,23 @@ class SessionBase:
 
             guard = default_guard()
             plan.check_memory(guard.limit, baseline=guard.baseline, guard=True)
+        # the margin, the warning and the budget, before anything is read or charged
+        before_reading(plan, acct, max_margin=self.max_margin, warn=self.warn)
+        if out is not None:
+            out.require_space(plan.output_rows)  # the public domain, before the data
+            tess = self.tessellation
+            for writer in writers:
+                out.extra.append(functools.partial(_with_tiles, writer, tess))
+            if formats is not None and tess is not None:
+                from privmob.render.layers import write_layers
+
+                wanted = list(formats)
+                keep, limit, step = self.all_flows, self.max_layer_bytes, self.progress
+                out.extra.append(
+                    lambda rel, d: write_layers(
+                        rel, tess, d, wanted, keep_all=keep, max_bytes=limit, progress=step
+                    )
+                )
         data = self.load_for(spec) if load is None else load(self)
         acct.bind_input(data)  # the budget is bound to the data's content
         # the one gate: the kind's draft (exact values), the charge, then the noise
