@@ -183,7 +183,7 @@ def test_trip_points_count_from_the_parts_and_events_are_one_file(trips_csv, tmp
 
 def test_the_parts_serve_every_release_s_buckets():
     # a count takes whole parts when its buckets, rounded up to a power of two, are at most
-    # the parts: the report plans with half the limit, every other release with all of it
+    # the parts: the report plans with a quarter of the limit, every other release with all of it
     from privmob.engine.buckets import buckets_for
     from privmob.releases.report.build import report_memory
 

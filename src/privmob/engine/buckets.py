@@ -54,9 +54,9 @@ BUCKET_SHARE = 0.6
 #: on 6.4M call records, 0.5 5% above it (benchmarks/bench_memory_limit.py).
 DUCKDB_SHARE = 0.5
 #: The user parts of an input (:func:`parts_for`) are planned for this share of the memory
-#: limit: the release needing the most buckets, the mobility report, plans with half of it
+#: limit: the release needing the most buckets, the mobility report, plans with a quarter of it
 #: (``REPORT_MEMORY_FACTOR``), and a row estimate from a file's size can be low.
-PARTS_MARGIN = 2
+PARTS_MARGIN = 4
 #: Below this much engine memory an input is parsed into one file, never into user parts: the
 #: partitioned write holds a row group per open part and thread, and at a 512 MB limit (DuckDB's
 #: share 113 MiB) 5M taxi-zone trips from CSV written in 4 parts ran out of memory where one

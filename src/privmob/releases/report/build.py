@@ -122,8 +122,12 @@ def exact_counts(
 
 #: The report's record-level work needs about this many times the engine memory per input row
 #: that :mod:`privmob.engine.buckets` plans for (a wide per-trip aggregate, the bounded trips
-#: table and the per-user tables; measured: ~150 B per trip point at 10M trips).
-REPORT_MEMORY_FACTOR = 2.0
+#: table and the per-user tables; measured: ~150 B per trip point at 10M trips). 2.0 ran out
+#: of memory at ``--memory-limit 512MB`` on 5M trip points over the 263 taxi-zone polygons
+#: (DuckDB's share 131 MiB against a bucket of 1M points); 4.0 runs it at a peak of 0.78x the
+#: limit (``benchmarks/bench_memory_cap.py --records 5000000 --csv-records 0 --limits 512MB
+#: --releases report --tessellation taxi-zones``, 2026-12-02).
+REPORT_MEMORY_FACTOR = 4.0
 
 
 def report_memory(memory_limit: str | int | None) -> int | None:
