@@ -143,9 +143,7 @@ def test_without_a_limit_the_default_guard_refuses_a_plan_the_machine_cannot_hol
     s.close()
 
 
-def test_the_report_on_real_polygons_stays_within_512mb(
-    tmp_path: Path, shared_data: Path
-) -> None:
+def test_the_report_on_real_polygons_stays_within_512mb(tmp_path: Path, shared_data: Path) -> None:
     """The mobility report of 2M trip points drawn inside the 263 NYC taxi-zone polygons
     (100,000 users, 10 trips each) at ``--memory-limit 512MB``: it runs, within 1.1 x the
     limit. With the report's user buckets planned at twice the per-row memory (before issue
