@@ -79,6 +79,42 @@ SPARK = set(RELEASES)  # every release runs on Spark through the Python API
 #: The real polygons of the suite's taxi-zone runs (``--tessellation taxi-zones``).
 TAXI_ZONES = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "nyc_taxi_zones"
 TAXI_ZONES = TAXI_ZONES / "taxi_zones.geojson"
+#: The real San Francisco neighbourhoods (117 polygons; ``--tessellation sf-neighbourhoods``).
+SF_NEIGHBOURHOODS = TAXI_ZONES.parents[1] / "sf_neighborhoods" / "sf_neighborhoods.geojson"
+#: Every polygon tessellation the suite can run on: its file (None: generated in the output
+#: folder by :func:`polygon_file`) and the prefix of the inputs drawn inside it.
+POLYGONS: dict[str, tuple[Path | None, str]] = {
+    "taxi-zones": (TAXI_ZONES, "taxi_"),
+    "sf-neighbourhoods": (SF_NEIGHBOURHOODS, "sf_"),
+    "voronoi-2000": (None, "voronoi2000_"),
+}
+TESSELLATIONS = ("grid", *POLYGONS)
+
+
+def polygon_file(name: str, out: Path) -> Path:
+    """The polygon file of tessellation ``name`` (:data:`POLYGONS`); ``voronoi-2000`` is 2,000
+    irregular Voronoi cells over New York's bounding box (seeded points), written once."""
+    path, _ = POLYGONS[name]
+    if path is not None:
+        if not path.exists():
+            raise SystemExit(f"{path} not found (the {name} benchmarks need it)")
+        return path
+    path = out / "voronoi2000.geojson"
+    if not path.exists():
+        import geopandas as gpd
+        import numpy as np
+        import shapely
+
+        rng = np.random.default_rng(0)
+        lo, hi = np.array([-74.26, 40.49]), np.array([-73.70, 40.92])
+        xy = lo + rng.random((2000, 2)) * (hi - lo)
+        frame = shapely.box(*lo, *hi)
+        cells = shapely.voronoi_polygons(shapely.multipoints(xy), extend_to=frame)
+        polygons = [shapely.intersection(c, frame) for c in shapely.get_parts(cells)]
+        gdf = gpd.GeoDataFrame({"tile_id": range(len(polygons))}, geometry=polygons, crs=4326)
+        gdf.to_file(path, driver="GeoJSON")
+    return path
+
 
 # -- data ---------------------------------------------------------------------------------------
 
@@ -88,9 +124,10 @@ def data_for(
 ) -> tuple[Path, Path | None, Path]:
     """Synthetic input with about ``n`` records (rows), cached in ``out``.
 
-    ``tessellation``: ``grid`` (263 square cells over New York, tile ids in the trips) or
-    ``taxi-zones`` (the 263 NYC taxi-zone polygons; the places drawn inside them; one-row trips
-    carry coordinates only, so every release assigns tiles by point in polygon). ``fmt``:
+    ``tessellation``: ``grid`` (263 square cells over New York, tile ids in the trips) or one of
+    :data:`POLYGONS` (the 263 NYC taxi-zone polygons, the SF neighbourhoods, 2,000 Voronoi
+    cells; the places drawn inside them; one-row trips carry coordinates only, so every release
+    assigns tiles by point in polygon). ``fmt``:
     ``parquet`` or ``csv`` (the main input written as CSV; a cells table stays Parquet).
 
     Trips and trip points of 1B rows and more are the 100M file repeated with disjoint user ids
@@ -100,10 +137,8 @@ def data_for(
     from privmob.data.synth import default_tessellation, synth_events, synth_trips
 
     out.mkdir(exist_ok=True)
-    if tessellation == "taxi-zones":
-        tess_path, prefix = TAXI_ZONES, "taxi_"
-        if not tess_path.exists():
-            raise SystemExit(f"{tess_path} not found (the taxi-zone benchmarks need it)")
+    if tessellation in POLYGONS:
+        tess_path, prefix = polygon_file(tessellation, out), POLYGONS[tessellation][1]
     else:
         tess_path, prefix = out / "grid263.geojson", ""
         if not tess_path.exists():
