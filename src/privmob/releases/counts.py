@@ -57,7 +57,7 @@ from privmob.privacy.samplers import Randomness, resolve
 from privmob.privacy.signal import signal_check
 from privmob.releases.base import Accountant
 from privmob.releases.dimensions import SOURCES, Dimension, dimension, measures
-from privmob.releases.gate import Draft
+from privmob.releases.gate import Draft, through_the_gate
 from privmob.releases.release import Release
 from privmob.releases.values import PARTS_PER_UNIT, Mean, means, sum_noise
 from privmob.surface import option, spelled
@@ -384,25 +384,6 @@ def exact_cells(
     )
 
 
-def count_release(
-    data: Any,
-    spec: CountKind,
-    accountant: Accountant,
-    *,
-    rng: Randomness | int | None = None,
-    step: Callable[[str], None] | None = None,
-    buckets: int | None = None,
-) -> Release:
-    """Run the template on loaded ``data`` through the one gate: :func:`count_draft`, then
-    the charge, then the noise (:func:`privmob.releases.gate.run`)."""
-    from privmob.releases.gate import run
-
-    return run(
-        lambda: count_draft(data, spec, accountant, rng=rng, step=step, buckets=buckets),
-        accountant,
-    )
-
-
 def count_draft(
     data: Any,
     spec: CountKind,
@@ -440,6 +421,8 @@ def count_draft(
         return spec.publish(noisy, noise, cost, r, bound)[0]
 
     return Draft(header, description, draw)
+
+count_release = through_the_gate(count_draft)
 
 
 def _quiet(_message: str) -> None:

@@ -22,9 +22,11 @@ the charge leaves a staged release that ``privmob ledger recover`` publishes if 
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ParamSpec
 
 from privmob.errors import OutputError
 from privmob.privacy.payment import paid, unpaid
@@ -65,6 +67,30 @@ def run(make: Callable[[], object], accountant: Accountant) -> Release:
     finally:  # a release that failed on the way: the next one is checked again
         accountant.prechecked = None
     return settle(draft, accountant)
+
+
+P = ParamSpec("P")
+
+
+def through_the_gate(draft: Callable[P, Draft]) -> Callable[P, Release]:
+    """The release function of a kind's draft function: the same arguments (among them the
+    ``accountant``) and the draft run through :func:`run`: charged, then noised. A kind's
+    module says ``kind_release = through_the_gate(kind_draft)``."""
+    signature = inspect.signature(draft)
+    if "accountant" not in signature.parameters:
+        raise TypeError(f"{draft.__name__} takes no accountant: the gate has nothing to charge")
+
+    @functools.wraps(draft)
+    def release(*args: P.args, **kwargs: P.kwargs) -> Release:
+        accountant: Accountant = signature.bind(*args, **kwargs).arguments["accountant"]
+        return run(lambda: draft(*args, **kwargs), accountant)
+
+    release.__name__ = release.__qualname__ = draft.__name__.replace("_draft", "_release")
+    release.__doc__ = (
+        f"{draft.__name__} (its guarantee) through the one gate: charged, then noised "
+        "(:func:`privmob.releases.gate.run`); returns the complete release."
+    )
+    return release
 
 
 def settle(draft: object, accountant: Accountant) -> Release:

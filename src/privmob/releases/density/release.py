@@ -25,33 +25,13 @@ from privmob.privacy.samplers import Randomness, resolve
 from privmob.releases.base import Accountant
 from privmob.releases.density.config import OUT_OF_DOMAIN, DensityConfig
 from privmob.releases.density.mechanism import DensityResult, perturb_density
-from privmob.releases.gate import Draft
+from privmob.releases.gate import Draft, through_the_gate
 from privmob.releases.release import Release
 
 if TYPE_CHECKING:
     import pandas as pd
 else:
     pd = lazy_module("pandas")
-
-
-def density_release(
-    engine: Engine,
-    events: str | Loaded,
-    geometry: DensityGeometry,
-    config: DensityConfig,
-    week_start: datetime,
-    accountant: Accountant,
-    rng: Randomness | int | None = None,
-    step: Callable[[str], None] | None = None,
-) -> Release:
-    """Hourly users per zone over the week starting at ``week_start`` (:func:`density_draft`,
-    its guarantee) through the one gate: charged, then noised."""
-    from privmob.releases.gate import run
-
-    return run(
-        lambda: density_draft(engine, events, geometry, config, week_start, accountant, rng, step),
-        accountant,
-    )
 
 
 def density_draft(
@@ -145,6 +125,8 @@ def density_draft(
         )
 
     return Draft(header, f"density {config.mechanism}", draw)
+
+density_release = through_the_gate(density_draft)
 
 
 def _row(values: np.ndarray | None) -> np.ndarray:

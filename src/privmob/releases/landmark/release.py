@@ -7,7 +7,7 @@ import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -17,7 +17,7 @@ from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.mechanisms import NoiseKind
 from privmob.privacy.samplers import Randomness, resolve
 from privmob.releases.base import Accountant
-from privmob.releases.gate import Draft
+from privmob.releases.gate import Draft, through_the_gate
 from privmob.releases.landmark.mechanism import (
     SKIP_WARNING,
     SeriesResult,
@@ -34,14 +34,6 @@ if TYPE_CHECKING:
     import pandas as pd
 else:
     pd = lazy_module("pandas")
-
-
-def publish_series(values: np.ndarray, *args: Any, accountant: Accountant, **kw: Any) -> Release:
-    """Publish a series under landmark epsilon-privacy (:func:`series_draft`, its guarantee)
-    through the one gate: charged, then noised (:func:`privmob.releases.gate.run`)."""
-    from privmob.releases.gate import run
-
-    return run(lambda: series_draft(values, *args, accountant=accountant, **kw), accountant)
 
 
 def series_draft(
@@ -120,6 +112,8 @@ def series_draft(
         )
 
     return Draft(header, mechanism.description, draw)
+
+publish_series = through_the_gate(series_draft)
 
 
 @dataclass(frozen=True)

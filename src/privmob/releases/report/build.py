@@ -24,7 +24,7 @@ from privmob.privacy.samplers import Randomness, resolve
 from privmob.releases.base import Accountant
 from privmob.releases.counts import count_vectors
 from privmob.releases.dimensions import WEEKDAYS
-from privmob.releases.gate import Draft
+from privmob.releases.gate import Draft, through_the_gate
 from privmob.releases.release import Release
 
 from . import analyses as an
@@ -169,26 +169,6 @@ def bucketed_exact_counts(
     return dict(zip(names, np.split(total, ends[:-1]), strict=True))
 
 
-def mobility_report(
-    engine: Engine,
-    points: str | Loaded,
-    tiles: Tiles,
-    config: ReportConfig,
-    accountant: Accountant,
-    rng: Randomness | int | None = None,
-    progress: Callable[[str], None] | None = None,
-    buckets: int | None = None,
-) -> Release:
-    """A differentially private mobility report of the trip points ``points``
-    (:func:`report_draft`, its guarantee) through the one gate: charged, then noised."""
-    from privmob.releases.gate import run
-
-    return run(
-        lambda: report_draft(engine, points, tiles, config, accountant, rng, progress, buckets),
-        accountant,
-    )
-
-
 def report_draft(
     engine: Engine,
     points: str | Loaded,
@@ -260,6 +240,8 @@ def report_draft(
         )
 
     return Draft(header, "DP mobility report", draw)
+
+mobility_report = through_the_gate(report_draft)
 
 
 def report_signal(results: dict[str, an.AnalysisResult], unit: str) -> dict[str, Any]:
