@@ -14,7 +14,7 @@ release's own thread).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 
 UNPAID, PAID = "unpaid", "paid"
@@ -42,20 +42,19 @@ def state() -> str | None:
 
 
 @contextmanager
-def unpaid() -> Iterator[None]:
+def _within(payment: str) -> Iterator[None]:
+    token = _STATE.set(payment)
+    try:
+        yield
+    finally:
+        _STATE.reset(token)
+
+
+def unpaid() -> AbstractContextManager[None]:
     """Run a release kind before its charge: no noise may be drawn."""
-    token = _STATE.set(UNPAID)
-    try:
-        yield
-    finally:
-        _STATE.reset(token)
+    return _within(UNPAID)
 
 
-@contextmanager
-def paid() -> Iterator[None]:
+def paid() -> AbstractContextManager[None]:
     """Run a release's noise step once its charge is committed."""
-    token = _STATE.set(PAID)
-    try:
-        yield
-    finally:
-        _STATE.reset(token)
+    return _within(PAID)
