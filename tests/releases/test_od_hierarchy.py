@@ -181,7 +181,8 @@ def test_noise_of_each_level_and_the_consistent_variance_are_as_stated(tess):
     15% band is 4.6 standard errors: false-failure rate below 1e-5 per check (the fine level:
     72,000 errors, far tighter). A noise scale off by 2x multiplies the variance by 4 (or
     0.25) and fails the same check (shown below)."""
-    spec = OdSpec(tess, 1.0, max_trips=5, hierarchy=("district",))
+    halves = (("district", 1.0), ("tile", 1.0))
+    spec = OdSpec(tess, 1.0, max_trips=5, hierarchy=("district",), hierarchy_weights=halves)
     step, _ = spec.calibrated
     noises = spec.od_plan.levels
     domain = spec.count_domain()

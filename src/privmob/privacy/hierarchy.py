@@ -174,19 +174,26 @@ def level_variances(tree: Tree, shares: Sequence[float], power: int) -> tuple[np
 
 def default_shares(tree: Tree, power: int) -> tuple[float, ...]:
     """The budget split chosen from public sizes alone: the shares (summing to 1, each a
-    multiple of 0.01 and at least 0.01) that minimise the sum, over the levels, of each level's
-    mean variance divided by the variance that level would have with the whole budget
-    spent on it alone: every level counts as much, whatever its number of cells. Two
-    levels of the 263 taxi zones under 6 boroughs: about half each."""
+    multiple of 0.01 and at least 0.01) that minimise the sum, over the levels, of each
+    level's mean variance relative to the variance it has without a hierarchy (the whole
+    budget on the finest level, a coarser cell the sum of the finest cells under it): every
+    level's gain or loss counts as much. Zone pairs of the 263 taxi zones under the 36
+    borough pairs: 8% for the boroughs (their variance falls to 0.30 of the zone sums' on
+    average over the pairs, far lower for the pairs of many zones; the zones' rises by
+    18%)."""
     levels = len(tree.sizes)
     if levels == 1:
         return (1.0,)
-    occupied = [tree.leaves_below(lv) > 0 for lv in range(levels)]
+    leaves = [tree.leaves_below(lv) for lv in range(levels)]
+    occupied = [n > 0 for n in leaves]
 
     def loss(shares: Sequence[float]) -> float:
         var = level_variances(tree, shares, power)
         return float(
-            sum(np.mean(v[o]) if o.any() else 0.0 for v, o in zip(var, occupied, strict=True))
+            sum(
+                np.mean(v[o] / n[o]) if o.any() else 0.0
+                for v, n, o in zip(var, leaves, occupied, strict=True)
+            )
         )
 
     grid = _simplex(levels, 100 if levels == 2 else 20)

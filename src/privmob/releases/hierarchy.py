@@ -275,11 +275,13 @@ class LevelsNoise:
 
 @dataclass(frozen=True)
 class Estimates:
-    """The consistent, non-negative estimates of every level (coarsest first) and their 95%
+    """The consistent, non-negative estimates of every level (coarsest first), the consistent
+    least-squares estimates before non-negativity (unbiased, may be negative) and their 95%
     margins."""
 
     values: tuple[np.ndarray, ...]
     margins: tuple[np.ndarray, ...]
+    least_squares: tuple[np.ndarray, ...]
 
 
 def estimate(noisy: LevelsNoisy, noises: Sequence[Noise], tree: OdTree) -> Estimates:
@@ -290,7 +292,8 @@ def estimate(noisy: LevelsNoisy, noises: Sequence[Noise], tree: OdTree) -> Estim
     fit = consistent(tree.tree, measured, variances)
     values = non_negative(tree.tree, fit.estimates, fit.variances)
     laplace = noises[-1].kind is not NoiseKind.DISCRETE_GAUSSIAN
-    return Estimates(values, tuple(margin_95(v, laplace) for v in fit.variances))
+    margins = tuple(margin_95(v, laplace) for v in fit.variances)
+    return Estimates(values, margins, fit.estimates)
 
 
 def level_tables(
@@ -299,7 +302,8 @@ def level_tables(
     labels: list[str],
 ) -> dict[str, pd.DataFrame]:
     """One table per coarser level, ``od_<level>``: period, origin, destination (group
-    labels), count (the consistent non-negative estimate) and margin_95."""
+    labels), count (the consistent non-negative estimate), margin_95 and least_squares (the
+    consistent estimate before non-negativity: unbiased, may be negative)."""
     tables = {}
     for lv, name in enumerate(levels.names):
         groups = np.array(levels.labels[lv], dtype=object)
@@ -312,6 +316,7 @@ def level_tables(
                 "destination": groups[d].astype(str),
                 "count": estimates.values[lv],
                 "margin_95": estimates.margins[lv],
+                "least_squares": estimates.least_squares[lv],
             }
         )
     return tables

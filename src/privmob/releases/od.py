@@ -336,6 +336,7 @@ class OdSpec(PlannedOnce):
         od = od_table(zeros, self.tessellation.tile_ids, labels, same_tile=domain.same_tile)
         od["count"] = est.values[-1]
         od["margin_95"] = est.margins[-1]
+        od["least_squares"] = est.least_squares[-1]
         margin = p.noise.margin_of_error(0.95)
         release.params["signal"] = signal_check(est.values[-1], margin, p.unit, p.noise).to_dict()
         release.tables = {
