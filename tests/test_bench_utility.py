@@ -72,9 +72,7 @@ def test_privmob_side_runs_on_a_tiny_city(city) -> None:
 
     cfg, files = city
     raw = bu.raw_truth(files)
-    args = argparse.Namespace(
-        epsilons=[1.0], repetitions=1, max_trips=5, od_hierarchy=["default"]
-    )
+    args = argparse.Namespace(epsilons=[1.0], repetitions=1, max_trips=5, od_hierarchy=["default"])
     rows = bu.privmob_runs(files, cfg, raw, args)
     releases = {(r["release"], r["analysis"]) for r in rows}
     assert {("od", "od"), ("counts", "origin x hour"), ("population", "homes")} <= releases
