@@ -142,7 +142,7 @@ def test_cli_writes_every_level_and_prints_the_top_flows(tmp_path, capsys):
     args = od_argv(tmp_path / "trips.parquet", tmp_path / "grid.geojson", "--dataset", "d",
                    "--ledger", str(tmp_path / "l.sqlite"), "-o", str(tmp_path / "out"),
                    "--hierarchy", "district", "--hierarchy-weights", "district=1,tile=3",
-                   "--top", "3", "-T", "5")  # fmt: skip
+                   "--top", "3", "-T", "5", "--format", "geojson")  # fmt: skip
     with pytest.raises(SystemExit) as exc:
         main(args)
     assert exc.value.code in (0, None)
@@ -150,6 +150,9 @@ def test_cli_writes_every_level_and_prints_the_top_flows(tmp_path, capsys):
     assert "largest flows between districts" in out and "±" in out
     district = pd.read_parquet(tmp_path / "out" / "od_district.parquet")
     assert len(district) == 16
+    # the coarser level's own map layer: a line per flow between two districts
+    layer = gpd.read_file(tmp_path / "out" / "od_district_flows.geojson")
+    assert len(layer) == 12 and {"count", "margin_95", "below_margin"} <= set(layer.columns)
     assert Ledger(tmp_path / "l.sqlite").spent("d").epsilon == pytest.approx(0.5)
 
 

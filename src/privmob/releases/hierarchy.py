@@ -389,3 +389,33 @@ def top_flows(table: pd.DataFrame, n: int, margin: float | None = None) -> pd.Da
     top["clear"] = top["count"] > top["margin_95"]
     top.insert(0, "rank", np.arange(1, len(top) + 1))
     return top.reset_index(drop=True)
+
+
+def level_layers(release: Any, tessellation: Tessellation) -> list[tuple[str, Any]]:
+    """The map layer of each coarser level of an OD release over a hierarchy (its
+    ``od_<level>`` table): flows as LineStrings between the representative points of the
+    groups (the union of their tiles), with count, margin_95, least_squares and below_margin;
+    a flow within one group has no line (the table keeps it). Stems ``od_<level>_flows``."""
+    import geopandas as gpd
+    import shapely
+
+    names = [lv["level"] for lv in release.params["hierarchy"]["levels"] if lv["level"] != FINEST]
+    levels = zone_levels(tessellation, names)
+    out = []
+    for lv, name in enumerate(levels.names):
+        table = release.tables[table_name(name)]
+        groups = levels.labels[lv]
+        shapes = [
+            shapely.union_all(tessellation.geometries[levels.of_tile[lv] == g])
+            for g in range(len(groups))
+        ]
+        points = shapely.get_coordinates(shapely.point_on_surface(np.asarray(shapes, object)))
+        index = {g: i for i, g in enumerate(groups)}
+        o = table["origin"].map(index).to_numpy()
+        d = table["destination"].map(index).to_numpy()
+        keep = o != d
+        df = table[keep].copy()
+        df["below_margin"] = df["count"] <= df["margin_95"]
+        lines = shapely.linestrings(np.stack([points[o[keep]], points[d[keep]]], axis=1))
+        out.append((f"{table_name(name)}_flows", gpd.GeoDataFrame(df, geometry=lines, crs=4326)))
+    return out
