@@ -117,6 +117,10 @@ def test_a_missing_or_unnested_column_is_one_message_before_anything_is_read(tes
         OdSpec(tess, 1.0, max_trips=5, hierarchy=("mixed", "district")).plan()
     with pytest.raises(ConfigError, match="no --tau"):
         OdSpec(tess, 1.0, max_trips=5, tau=0, hierarchy=("district",)).plan()
+    with pytest.raises(ConfigError, match="there are none"):
+        OdSpec(tess, 1.0, max_trips=5, hierarchy_weights=(("tile", 1.0),)).plan()
+    plan = OdSpec(tess, 1.0, max_trips=5, hierarchy=("district",)).plan()
+    assert "hierarchy: epsilon split across the levels, district" in plan.notes[0]
     with pytest.raises(ConfigError, match="weight"):
         OdSpec(tess, 1.0, max_trips=5, hierarchy=("district",),
                hierarchy_weights=(("district", 1.0),)).plan()  # fmt: skip
@@ -244,3 +248,23 @@ def test_h3_cells_are_grouped_by_their_parents():
     assert np.bincount(levels.of_tile[0]).tolist() == [7, 7]
     with pytest.raises(ConfigError, match="not finer"):
         zone_levels(Tessellation.from_tiles(cells, polys), ["h3:6"])
+
+
+def test_gaussian_noise_and_a_bound_per_period_over_a_hierarchy(engine, tess, ledger):
+    """Each period is a tree of its own; with a bound per period each period (and the
+    out-of-period cell) costs epsilon, as without a hierarchy."""
+    from privmob.domain import Period
+    from privmob.releases.base import Accountant
+
+    acct = Accountant(ledger, "g", budget=100.0, budget_delta=1e-3)
+    period = Period.parse("day", "2024-01-01", "2024-01-03")
+    rel = release(engine, tess, acct, hierarchy=("district",), period=period, bound_per="period",
+                  noise=NoiseKind.DISCRETE_GAUSSIAN, delta=1e-6)  # fmt: skip
+    district = rel.tables["od_district"]
+    assert sorted(district["period"].unique()) == ["2024-01-01", "2024-01-02"]
+    assert len(district) == 2 * 16 and len(ledger.entries("g")) == 3
+    od = rel.tables["od"]
+    for day in ("2024-01-01", "2024-01-02"):
+        assert od[od.period == day]["count"].sum() == pytest.approx(
+            district[district.period == day]["count"].sum()
+        )

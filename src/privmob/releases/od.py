@@ -174,6 +174,17 @@ class OdSpec(PlannedOnce):
     def make_plan(self) -> Plan:
         p, domain = self.od_plan, self.domain
         rows = domain.od_cells
+        notes: tuple[str, ...] = ()
+        if p.levels:
+            from privmob.releases.hierarchy import FINEST
+
+            assert self.zone_levels is not None
+            names = (*self.zone_levels.names, FINEST)
+            split = ", ".join(
+                f"{n} {s:.0%} (scale {noise.scale:.3g})"
+                for n, s, noise in zip(names, p.shares, p.levels, strict=True)
+            )
+            notes = (f"hierarchy: epsilon split across the levels, {split}; charged once",)
         return Plan(
             kind=self.kind,
             cost=p.total,
@@ -183,6 +194,7 @@ class OdSpec(PlannedOnce):
             margin_of_error_95=float(p.noise.margin_of_error(0.95)),
             noise=str(p.noise.kind),
             parts=len(p.parts),
+            notes=notes,
         )
 
     def draft(
@@ -456,6 +468,12 @@ def plan_od(spec: OdSpec) -> ODPlan:
     )
     levels: tuple[Noise, ...] = ()
     shares: tuple[float, ...] = ()
+    if spec.hierarchy_weights and not spec.hierarchy:
+        raise ConfigError(
+            "the hierarchy's weights split the budget across its levels: there are none",
+            hint=spelled("add --hierarchy borough", 'add hierarchy="borough"')
+            + " (a column of the tessellation), or leave out the weights",
+        )
     if spec.zone_levels is not None:
         from privmob.releases.hierarchy import level_noises, level_shares
 
