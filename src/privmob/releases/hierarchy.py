@@ -334,9 +334,11 @@ def describe(
     epsilon: float,
     tree: OdTree,
     weights_given: bool,
+    periods: int = 1,
 ) -> dict[str, Any]:
     """``params.hierarchy`` of the release: the levels, the split and why, each level's
-    noise and mean margin (public: the same for any data), the method."""
+    noise and mean margin (public: the same for any data), the method. ``tree``: one
+    period's (every period's is the same), ``periods`` of them."""
     var = consistent(
         tree.tree, [np.zeros(n) for n in tree.tree.sizes], [n.std**2 for n in noises]
     ).variances
@@ -349,7 +351,7 @@ def describe(
                 "level": name,
                 "table": "od" if name == FINEST else table_name(name),
                 "groups": len(levels.labels[lv]) if name != FINEST else None,
-                "cells": int(tree.tree.sizes[lv]),
+                "cells": int(tree.tree.sizes[lv]) * periods,
                 "share": round(float(shares[lv]), 6),
                 "epsilon": float(epsilon * shares[lv]),
                 "noise_scale": noises[lv].scale,

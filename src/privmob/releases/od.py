@@ -317,17 +317,18 @@ class OdSpec(PlannedOnce):
 
     def _describe_levels(self, release: Release) -> None:
         """The hierarchy's parameters and post-processing in the release's metadata."""
-        from privmob.releases.hierarchy import METHOD, describe
+        from privmob.releases.hierarchy import METHOD, describe, od_tree
 
         assert self.zone_levels is not None
-        p = self.od_plan
+        p, d = self.od_plan, self.domain
         release.params["hierarchy"] = describe(
             self.zone_levels,
             p.shares,
             p.levels,
             self.epsilon,
-            self.od_tree,
+            od_tree(self.zone_levels, d.k, 1, d.same_tile),  # every period's tree is the same
             bool(self.hierarchy_weights),
+            d.n_periods,
         )
         release.params["post_processing"] = {
             "rule": METHOD,
