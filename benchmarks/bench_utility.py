@@ -6,7 +6,10 @@ benchmarks/out/. The truth is every trip, unbounded. For each epsilon and repeti
 seeds, test-mode noise) it runs, through the public Python API (``privmob.Session``):
 
 * ``od`` (one-row trips, ``-T`` max trips): total-variation distance of the flow shares,
-  recall of the true top-50 flows, median relative error of the flows with >= 100 true trips;
+  recall of the true top-50 flows, median relative error of the flows with >= 100 true trips,
+  the TV of the borough-to-borough shares; and the same with ``hierarchy="borough"`` (the
+  zones' public boroughs released too and made consistent, ``--od-hierarchy``), scored on its
+  zone table and its own borough table, with the share of its top 50 flows within their margin;
 * ``counts`` by origin x hour of trips (``-T`` records): TV and large-cell error;
 * ``population`` (homes from the trip points): TV and large-cell error;
 * ``report`` (trip points, ``-T`` max trips, all 15 analyses): per analysis the TV of its
@@ -151,6 +154,43 @@ def od_rows(est: pd.DataFrame, truth: pd.DataFrame, key: tuple[str, str], value:
     }
 
 
+def hierarchy_row(
+    trips: pm.Session, eps: float, max_trips: int, weights: str, truth: pd.DataFrame
+) -> Row:
+    """``od`` with ``hierarchy="borough"`` (issue 40 item 5): ``weights`` ``default`` or
+    ``borough=1,tile=4``. The zone measures of the consistent zone table, the borough TV of its
+    own borough table (equal to the zone cells' sums: the levels are consistent), and the
+    share of the published top 50 zone flows whose true count lies within their margin."""
+    given = (
+        None
+        if weights == "default"
+        else dict((k, float(v)) for k, v in (w.split("=") for w in weights.split(",")))
+    )
+    rel = trips.od(epsilon=eps, max_trips=max_trips, hierarchy="borough", hierarchy_weights=given)
+    row = od_rows(rel.tables["od"], truth, ("origin", "destination"), "count")
+    b = rel.tables["od_borough"].rename(columns={"count": "est"})
+    borough = boroughs()
+    t = (
+        truth.assign(origin=truth.origin.map(borough), destination=truth.destination.map(borough))
+        .groupby(["origin", "destination"])["count"]
+        .sum()
+    )
+    t = t.reindex(pd.MultiIndex.from_frame(b[["origin", "destination"]]), fill_value=0)
+    row["borough_tv"] = um.tv_distance(t.to_numpy(), b["est"].to_numpy())
+    top = rel.top_flows(um.TOP_K)
+    true = truth.set_index(["origin", "destination"])["count"]
+    at = true.reindex(pd.MultiIndex.from_frame(top[["origin", "destination"]].astype(int)))
+    row["top50_covered"] = float(
+        np.mean(np.abs(top["count"].to_numpy() - at.fillna(0).to_numpy()) <= top["margin_95"])
+    )
+    shares = {lv["level"]: lv["share"] for lv in rel.release.params["hierarchy"]["levels"]}
+    label = ", ".join(f"{k} {v:g}" for k, v in shares.items())
+    ls = rel.tables["od"].drop(columns="count").rename(columns={"least_squares": "count"})
+    ls_row = od_rows(ls, truth, ("origin", "destination"), "count")
+    unclamped = {f"{k}_least_squares": ls_row[k] for k in ("tv", "top50_recall", "large_rel_err")}
+    return {"release": "od", "analysis": f"od + borough level ({label})"} | row | unclamped
+
+
 @cache
 def boroughs() -> dict[int, str]:
     """Taxi zone id -> borough (a public property of the tessellation)."""
@@ -228,6 +268,8 @@ def privmob_runs(
                 | {"release": "od", "analysis": "od"}
                 | od_rows(od, raw["od"], ("origin", "destination"), "count")
             )
+            for weights in args.od_hierarchy:
+                rows.append(base | hierarchy_row(trips, eps, args.max_trips, weights, raw["od"]))
             counts = trips.counts(epsilon=eps, by=["origin", "hour"], max_records=args.max_trips)
             t, x = um.aligned(raw["counts"], counts.to_pandas(), ["origin", "hour"], "count")
             rows.append(
@@ -492,7 +534,11 @@ MEASURES = (
     "tv",
     "top50_recall",
     "borough_tv",
+    "top50_covered",
     "large_rel_err",
+    "tv_least_squares",
+    "top50_recall_least_squares",
+    "large_rel_err_least_squares",
     "median_rel_err",
     "quartile_rel_err",
     "users_rel_err",
@@ -595,6 +641,13 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--max-trips", "-T", type=int, default=10)
     ap.add_argument("--repetitions", "-r", type=int, default=1)
     ap.add_argument(
+        "--od-hierarchy",
+        nargs="*",
+        default=["default", "borough=1,tile=4"],
+        help="od with hierarchy='borough': the budget weights of each run (default: the "
+        "release's own split); none: no such run",
+    )
+    ap.add_argument(
         "--dpmr-epsilons",
         type=float,
         nargs="*",
@@ -624,6 +677,7 @@ def parse_args() -> argparse.Namespace:
         help="the plot (default docs/figures/utility.png; --quick: benchmarks/out)",
     )
     args = ap.parse_args()
+    args.od_hierarchy = [w for w in args.od_hierarchy if w != "none"]
     if args.quick:
         args.users, args.epsilons, args.dpmr_epsilons, args.parts = 2_000, [1.0], [], ["city"]
     if args.figure is None:

@@ -72,7 +72,7 @@ def test_privmob_side_runs_on_a_tiny_city(city) -> None:
 
     cfg, files = city
     raw = bu.raw_truth(files)
-    args = argparse.Namespace(epsilons=[1.0], repetitions=1, max_trips=5)
+    args = argparse.Namespace(epsilons=[1.0], repetitions=1, max_trips=5, od_hierarchy=["default"])
     rows = bu.privmob_runs(files, cfg, raw, args)
     releases = {(r["release"], r["analysis"]) for r in rows}
     assert {("od", "od"), ("counts", "origin x hour"), ("population", "homes")} <= releases
@@ -80,6 +80,8 @@ def test_privmob_side_runs_on_a_tiny_city(city) -> None:
     assert all(0 <= r["tv"] <= 1 for r in rows if "tv" in r)
     od = next(r for r in rows if r["release"] == "od")
     assert 0 <= od["borough_tv"] <= 1 and od["top50_recall"] >= 0
+    (levels,) = (r for r in rows if r["analysis"].startswith("od + borough level"))
+    assert 0 <= levels["borough_tv"] <= 1 and 0 <= levels["top50_covered"] <= 1
     assert bu.markdown(bu.table(rows)).count("\n") > 30
 
 

@@ -59,6 +59,25 @@ class ReleaseResult:
         """The main table in long form (a copy)."""
         return self.release.table.copy()
 
+    def top_flows(self, n: int = 50, *, level: str | None = None) -> pd.DataFrame:
+        """The ``n`` largest flows of an OD release, largest first, each with its 95% margin
+        (``margin_95``), the interval ``low``..``high`` and ``clear`` (above its margin);
+        ``level``: a coarser level of a hierarchy (``"borough"``), default the tiles. Over
+        every period of the release (filter ``period`` to rank within one)."""
+        from privmob.releases.hierarchy import FINEST, table_name, top_flows
+
+        if self.kind != "od":
+            raise TypeError(f"a {self.kind} release has no flows; top_flows is for od")
+        name = "od" if level in (None, FINEST) else table_name(str(level))
+        if name not in self.release.tables:
+            levels = self.release.params.get("hierarchy", {}).get("levels", [])
+            raise KeyError(
+                f"no level {level!r} in this release (levels: "
+                f"{', '.join(lv['level'] for lv in levels) or FINEST})"
+            )
+        margin = self.release.noise.get("margin_of_error_95")
+        return top_flows(self.release.tables[name], n, margin)
+
     def to_geodataframe(self, *, all_flows: bool = False) -> Any:
         """The release as a map layer in EPSG:4326, the same as the CLI's ``--format`` layers
         (:func:`privmob.render.layers.release_layer`): OD flows as LineStrings between the

@@ -45,6 +45,7 @@ def _same(a, b) -> None:
         assert list(a.gdf["tile_name"]) == list(b.gdf["tile_name"])
     assert all(shapely.equals_exact(a.gdf.geometry.values, b.gdf.geometry.values, 0))
     assert a.fingerprint == b.fingerprint and a.gdf.crs == b.gdf.crs
+    assert a.attributes == b.attributes  # the public columns a hierarchy groups tiles by
 
 
 @pytest.fixture
@@ -59,6 +60,7 @@ def test_a_second_load_reads_the_cache_and_gives_the_same_tessellation(
     path = _zones(tmp_path / "zones.geojson")
     first = tessellation_input.load_tessellation(path)
     assert len(_entries()) == 1 and cache.stat().st_mode & 0o777 == 0o700
+    assert first.attributes == {"name": ["zone 0", "zone 1", "zone 2"]}
 
     def no_parsing(*args, **kwargs):
         raise AssertionError("the file was parsed again")

@@ -57,6 +57,29 @@ def od(
         ),
     ] = False,
     same_tile: o.SameTileOpt = "exclude",
+    hierarchy: Annotated[
+        str | None,
+        typer.Option(
+            "--hierarchy",
+            help="coarser public zones released too and made consistent: a column of the "
+            "tessellation (borough), or h3:<resolution> for H3 cells; several, coarsest "
+            "first: borough,district. The budget is split across the levels",
+        ),
+    ] = None,
+    hierarchy_weights: Annotated[
+        str | None,
+        typer.Option(
+            "--hierarchy-weights",
+            help="the split of the budget across the levels, e.g. borough=1,tile=3 (tile: "
+            "the tessellation's own tiles). Default: chosen from public sizes (metadata.json)",
+        ),
+    ] = None,
+    top: Annotated[
+        int,
+        typer.Option(
+            "--top", help="print the N largest flows of every level with their 95% margins"
+        ),
+    ] = 10,
     group_size: Annotated[
         int | None,
         typer.Option(
@@ -83,17 +106,63 @@ def od(
         bound_per=bound_per,
         same_tile=same_tile,
         unique=unique,
+        hierarchy=levels(hierarchy),
+        hierarchy_weights=weights(hierarchy_weights),
     )
-    run_release(ctx, data=data, tessellation=tessellation, spec=spec, summary=summary)
+    shown = functools.partial(summary, top=top if hierarchy else 0)
+    run_release(ctx, data=data, tessellation=tessellation, spec=spec, summary=shown)
 
 
-def summary(release: Any, paths: list[Path], accountant: Any) -> None:
-    """What was written and what it cost, and what a series of such releases would cost."""
+def levels(text: str | None) -> tuple[str, ...]:
+    """``--hierarchy borough,district`` as the spec holds it."""
+    return tuple(x.strip() for x in (text or "").split(",") if x.strip())
+
+
+def weights(text: str | None) -> tuple[tuple[str, float], ...]:
+    """``--hierarchy-weights borough=1,tile=3`` as the spec holds it."""
+    from privmob.errors import ConfigError
+
+    out = []
+    for item in levels(text):
+        name, eq, value = item.partition("=")
+        try:
+            out.append((name.strip(), float(value)))
+        except ValueError:
+            eq = ""
+        if not eq:
+            raise ConfigError(
+                f"--hierarchy-weights: {item!r} is not level=weight",
+                hint="e.g. --hierarchy-weights borough=1,tile=3",
+            )
+    return tuple(out)
+
+
+def summary(release: Any, paths: list[Path], accountant: Any, top: int = 0) -> None:
+    """What was written and what it cost, and what a series of such releases would cost;
+    with ``top``, the largest flows of every level with their margins."""
     from privmob.releases.od_series_cost import series_cost_lines
 
     c.print_release_summary(release, paths, accountant)
     for line in series_cost_lines(release, accountant.group_size):
         c.console.print(line)
+    if top > 0:
+        print_top_flows(release, top)
+
+
+def print_top_flows(release: Any, n: int) -> None:
+    """The ``n`` largest flows of every level of a hierarchy, with their 95% margins."""
+    from privmob.releases.hierarchy import FINEST, table_name, top_flows
+
+    for level in release.params["hierarchy"]["levels"]:
+        name = level["level"]
+        table = release.tables["od" if name == FINEST else table_name(name)]
+        c.console.print(f"largest flows between {name}s (count ± 95% margin):")
+        for row in top_flows(table, n).itertuples():
+            period = "" if row.period == "all" else f"{row.period}  "
+            c.console.print(
+                f"  {row.rank:>3}. {period}{row.origin} -> {row.destination}: "
+                f"{row.count:,.0f} ± {row.margin_95:,.0f}"
+            )
 
 
 def register(app: typer.Typer) -> None:

@@ -16,7 +16,7 @@ pure arithmetic, is built or recognised by :mod:`privmob.data.grids`.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -58,6 +58,17 @@ def local_metric_crs(bounds: tuple[float, float, float, float] | np.ndarray) -> 
     return f"+proj=laea +lat_0={(y0 + y1) / 2} +lon_0={(x0 + x1) / 2} +datum=WGS84 +units=m"
 
 
+def _plain(v: Any) -> Any:
+    """An attribute value as JSON holds it: None, bool, int, float or str."""
+    if v is None or isinstance(v, bool | int | str):
+        return v
+    if isinstance(v, float):
+        return None if v != v else v  # NaN: missing
+    if hasattr(v, "item"):  # a NumPy scalar
+        return _plain(v.item())
+    return str(v)
+
+
 class Tiling(Protocol):
     """What a loader assigns records to tile indexes with (its ``tessellation`` argument): a
     :class:`Tessellation`, or another public tiling such as the density release's tower sites.
@@ -89,7 +100,9 @@ class Tessellation:
         if gdf.crs is not None and not gdf.crs.equals("EPSG:4326"):
             gdf = gdf.to_crs(4326)
         names = gdf["tile_name"].astype(str).tolist() if "tile_name" in gdf.columns else None
-        self._set(gdf["tile_id"].to_numpy(), gdf.geometry.to_numpy(), names, grid)
+        skip = {"tile_id", "tile_name", gdf.geometry.name}
+        attrs = {str(c): gdf[c].tolist() for c in gdf.columns if c not in skip}
+        self._set(gdf["tile_id"].to_numpy(), gdf.geometry.to_numpy(), names, grid, attrs)
 
     @classmethod
     def from_tiles(
@@ -99,14 +112,17 @@ class Tessellation:
         names: Sequence[str] | None = None,
         *,
         grid: GridSpec | None = None,
+        attributes: Mapping[str, Sequence[Any]] | None = None,
     ) -> Tessellation:
         """The tessellation of ``tile_ids`` (ints or strs), their polygons (shapely, EPSG:4326)
-        and optional ``names``, as they are (no check; sorted by id unless ``grid``)."""
+        and optional ``names``, as they are (no check; sorted by id unless ``grid``);
+        ``attributes``: the file's other public columns (one value per tile, e.g. a zone's
+        ``borough``: :meth:`attribute`)."""
         tess = cls.__new__(cls)
         ids = np.asarray(tile_ids)
         if ids.dtype.kind not in "iu":
             ids = np.asarray(tile_ids, dtype=object)
-        tess._set(ids, np.asarray(geometries, dtype=object), names, grid)
+        tess._set(ids, np.asarray(geometries, dtype=object), names, grid, attributes)
         return tess
 
     def _set(
@@ -115,14 +131,20 @@ class Tessellation:
         geoms: np.ndarray,
         names: Sequence[str] | None,
         grid: GridSpec | None,
+        attributes: Mapping[str, Sequence[Any]] | None = None,
     ) -> None:
         """Hold the tiles in index order: as given for a grid, else sorted by tile id."""
         if len(ids) != len(geoms) or (names is not None and len(names) != len(ids)):
             raise ConfigError("a Tessellation needs one id, polygon (and name) per tile")
+        if any(len(v) != len(ids) for v in (attributes or {}).values()):
+            raise ConfigError("a Tessellation needs one value of each attribute per tile")
         order = np.arange(len(ids)) if grid is not None else np.argsort(ids, kind="stable")
         self._ids = ids[order]
         self._geoms = np.asarray(geoms, dtype=object)[order]
         self._names = None if names is None else [str(names[i]) for i in order]
+        self._attributes = {
+            str(c): [_plain(v[i]) for i in order] for c, v in (attributes or {}).items()
+        }
         self._grid = grid
         self._gdf: gpd.GeoDataFrame | None = None
         self._prepared: tuple[np.ndarray, np.ndarray] | None = None
@@ -132,7 +154,9 @@ class Tessellation:
     def with_grid(self, grid: GridSpec) -> Tessellation:
         """The same tiles with the arithmetic assignment of ``grid`` (tile ``i`` is its cell
         ``i``: :func:`privmob.data.grids.detect_grid`)."""
-        return Tessellation.from_tiles(self._ids, self._geoms, self._names, grid=grid)
+        return Tessellation.from_tiles(
+            self._ids, self._geoms, self._names, grid=grid, attributes=self._attributes
+        )
 
     # -- basic properties -------------------------------------------------------------------
     @classmethod
@@ -190,6 +214,13 @@ class Tessellation:
     @property
     def tile_names(self) -> list[str] | None:
         return None if self._names is None else list(self._names)
+
+    @property
+    def attributes(self) -> dict[str, list[Any]]:
+        """The tessellation file's other columns (public, one value per tile in index order;
+        None where a tile has none): what a hierarchy of zones groups the tiles by
+        (:mod:`privmob.releases.hierarchy`)."""
+        return {c: list(v) for c, v in self._attributes.items()}
 
     @property
     def grid(self) -> GridSpec | None:

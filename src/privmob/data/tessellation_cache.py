@@ -76,16 +76,22 @@ def entry_key(path: Path, options: tuple[Any, ...]) -> str | None:
 
 #: the suffix of an entry's file, and the first line of its content
 ENTRY_SUFFIX = ".tiles"
-_MAGIC = b"privmob tiles 1\n"
+_MAGIC = b"privmob tiles 2\n"
 
 
 def entry_bytes(tess: Tessellation) -> bytes:
     """An entry's content: a first line naming the format, a line of JSON (the tile ids, the
-    names, the length of each polygon's WKB) and the polygons' WKB, in index order."""
+    names, the other public columns, the length of each polygon's WKB) and the polygons' WKB,
+    in index order."""
     import shapely
 
     wkb = shapely.to_wkb(tess.geometries).tolist()
-    head = {"ids": tess.tile_ids, "names": tess.tile_names, "wkb": [len(w) for w in wkb]}
+    head = {
+        "ids": tess.tile_ids,
+        "names": tess.tile_names,
+        "attributes": tess.attributes,
+        "wkb": [len(w) for w in wkb],
+    }
     return _MAGIC + json.dumps(head).encode() + b"\n" + b"".join(wkb)
 
 
@@ -105,7 +111,9 @@ def tiles_of(content: bytes) -> Tessellation:
     if len(ends) != len(head["ids"]) or (ends and ends[-1] != len(body)):
         raise ValueError("a truncated tessellation entry")
     wkb = [body[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)]
-    return Tessellation.from_tiles(head["ids"], shapely.from_wkb(wkb), head["names"])
+    return Tessellation.from_tiles(
+        head["ids"], shapely.from_wkb(wkb), head["names"], attributes=head["attributes"]
+    )
 
 
 def read_entry(key: str) -> Tessellation | None:

@@ -123,7 +123,8 @@ def load_tessellation(
     geoms = _check_geometries(features, ids, id_col, label, repair)
     names = None if name_col is None else [str(v) for v in features.columns[name_col]]
     _check_overlaps(geoms, ids, id_col, label)
-    tess = Tessellation.from_tiles(ids, geoms, names)
+    others = {c: v for c, v in features.columns.items() if c != id_col}
+    tess = Tessellation.from_tiles(ids, geoms, names, attributes=others)
     if key is not None:
         tessellation_cache.write_entry(key, tess)
     return _with_grid(tess)

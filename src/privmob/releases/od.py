@@ -34,6 +34,7 @@ from privmob.releases.base import Accountant
 from privmob.releases.counts import CountDomain, PerUser, count_draft, count_release, exact_cells
 from privmob.releases.dimensions import dimension
 from privmob.releases.gate import Draft
+from privmob.releases.hierarchy import LevelsNoisy
 from privmob.releases.kinds import SAME_TILE_RULES, same_tile_flag
 from privmob.releases.plan import Plan, PlannedOnce, domain_memory
 from privmob.releases.release import Release
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from privmob.data.tessellation import Tessellation
+    from privmob.releases.hierarchy import LevelsNoise, OdTree, ZoneLevels
 else:
     pd = lazy_module("pandas")
 
@@ -126,6 +128,11 @@ class OdSpec(PlannedOnce):
     same_tile: str = "exclude"
     #: each (origin, destination) counted at most once per user and period
     unique: bool = False
+    #: coarser public levels of the tiles, coarsest first: columns of the tessellation (a
+    #: zone's ``borough``) or ``h3:<resolution>`` (:mod:`privmob.releases.hierarchy`)
+    hierarchy: tuple[str, ...] = ()
+    #: the budget's weight of each level (``tile``: the finest); empty: the default split
+    hierarchy_weights: tuple[tuple[str, float], ...] = ()
 
     records: ClassVar[str] = "trips"
 
@@ -143,12 +150,41 @@ class OdSpec(PlannedOnce):
         return plan_od(self)
 
     @cached_property
+    def zone_levels(self) -> ZoneLevels | None:
+        """The public groups of the tiles (``hierarchy``), from the tessellation alone."""
+        if not self.hierarchy:
+            return None
+        from privmob.releases.hierarchy import zone_levels
+
+        return zone_levels(self.tessellation, self.hierarchy)
+
+    @cached_property
+    def od_tree(self) -> OdTree:
+        """The public tree of the released cells over the levels (with ``hierarchy``)."""
+        from privmob.releases.hierarchy import od_tree
+
+        assert self.zone_levels is not None
+        d = self.domain
+        return od_tree(self.zone_levels, d.k, d.n_periods, d.same_tile)
+
+    @cached_property
     def domain(self) -> ODDomain:
         return ODDomain(self.tessellation.k, self.period.n_bins, same_tile_flag(self.same_tile))
 
     def make_plan(self) -> Plan:
         p, domain = self.od_plan, self.domain
         rows = domain.od_cells
+        notes: tuple[str, ...] = ()
+        if p.levels:
+            from privmob.releases.hierarchy import FINEST
+
+            assert self.zone_levels is not None
+            names = (*self.zone_levels.names, FINEST)
+            split = ", ".join(
+                f"{n} {s:.0%} (scale {noise.scale:.3g})"
+                for n, s, noise in zip(names, p.shares, p.levels, strict=True)
+            )
+            notes = (f"hierarchy: epsilon split across the levels, {split}; charged once",)
         return Plan(
             kind=self.kind,
             cost=p.total,
@@ -158,6 +194,7 @@ class OdSpec(PlannedOnce):
             margin_of_error_95=float(p.noise.margin_of_error(0.95)),
             noise=str(p.noise.kind),
             parts=len(p.parts),
+            notes=notes,
         )
 
     def draft(
@@ -167,7 +204,11 @@ class OdSpec(PlannedOnce):
 
     # -- what the count template asks of its kinds (releases/counts.py: CountKind) -------------
     @property
-    def calibrated(self) -> tuple[Noise, Cost]:
+    def calibrated(self) -> tuple[Noise | LevelsNoise, Cost]:
+        if self.od_plan.levels:
+            from privmob.releases.hierarchy import LevelsNoise
+
+            return LevelsNoise(self.od_plan.levels, self.od_tree), self.od_plan.total
         return self.od_plan.noise, self.od_plan.total
 
     def count_domain(self) -> CountDomain:
@@ -213,14 +254,15 @@ class OdSpec(PlannedOnce):
 
     def publish(
         self,
-        noisy: np.ndarray | None,
-        noise: Noise,
+        noisy: np.ndarray | LevelsNoisy | None,
+        noise: Noise | LevelsNoise,
         cost: Cost,
         r: Randomness,
         bound: PerUser | None,
     ) -> tuple[Release, str]:
         p, domain, tau = self.od_plan, self.domain, self.tau
         unit, t_bound = p.unit, p.t_bound
+        noise = p.noise  # the finest level's with a hierarchy
         group = bound.bound if bound is not None and unit is PrivacyUnit.TRIP else None
         margin = noise.margin_of_error(0.95)
         release = Release(
@@ -253,7 +295,11 @@ class OdSpec(PlannedOnce):
             for_publication=r.for_publication,
             cost_parts=p.parts,
         )
-        if noisy is not None:
+        if self.zone_levels is not None:
+            self._describe_levels(release)
+        if isinstance(noisy, LevelsNoisy):
+            self._levels_tables(release, noisy)
+        elif noisy is not None:
             mask = self.count_domain().released_mask()
             published = suppress(noisy, tau) * mask
             # from the published (noisy) OD cells and the public margin only: post-processing
@@ -268,6 +314,49 @@ class OdSpec(PlannedOnce):
                 "outliers": outliers_table(published[domain.od_size :], labels),
             }
         return release, f"OD matrix, {domain.n_periods} period(s)"
+
+    def _describe_levels(self, release: Release) -> None:
+        """The hierarchy's parameters and post-processing in the release's metadata."""
+        from privmob.releases.hierarchy import METHOD, describe, od_tree
+
+        assert self.zone_levels is not None
+        p, d = self.od_plan, self.domain
+        release.params["hierarchy"] = describe(
+            self.zone_levels,
+            p.shares,
+            p.levels,
+            self.epsilon,
+            od_tree(self.zone_levels, d.k, 1, d.same_tile),  # every period's tree is the same
+            bool(self.hierarchy_weights),
+            d.n_periods,
+        )
+        release.params["post_processing"] = {
+            "rule": METHOD,
+            "tau": None,
+            "note": "every level sums exactly to the level above; no value is negative",
+        }
+
+    def _levels_tables(self, release: Release, noisy: LevelsNoisy) -> None:
+        """The tables of a release over a hierarchy: every level's consistent non-negative
+        estimates with their margins (post-processing of the noisy levels)."""
+        from privmob.releases.hierarchy import estimate, level_tables
+
+        assert self.zone_levels is not None
+        p, domain = self.od_plan, self.domain
+        est = estimate(noisy, p.levels, self.od_tree)
+        labels = self.period.labels()
+        zeros = np.zeros((domain.n_periods, domain.k, domain.k), dtype=np.int64)
+        od = od_table(zeros, self.tessellation.tile_ids, labels, same_tile=domain.same_tile)
+        od["count"] = est.values[-1]
+        od["margin_95"] = est.margins[-1]
+        od["least_squares"] = est.least_squares[-1]
+        margin = p.noise.margin_of_error(0.95)
+        release.params["signal"] = signal_check(est.values[-1], margin, p.unit, p.noise).to_dict()
+        release.tables = {
+            "od": od,
+            **level_tables(est, self.zone_levels, labels),
+            "outliers": outliers_table(noisy.fine[domain.od_size :], labels),
+        }
 
 
 def od_matrix(
@@ -337,6 +426,10 @@ class ODPlan:
     cost_each: Cost
     parts: list[tuple[str, Cost]]
     total: Cost
+    #: with a hierarchy: each level's noise (coarsest first; ``noise`` is the finest's) and
+    #: its share of the budget
+    levels: tuple[Noise, ...] = ()
+    shares: tuple[float, ...] = ()
 
 
 def plan_od(spec: OdSpec) -> ODPlan:
@@ -374,6 +467,33 @@ def plan_od(spec: OdSpec) -> ODPlan:
         delta=spec.delta,
         unit=unit,
     )
+    levels: tuple[Noise, ...] = ()
+    shares: tuple[float, ...] = ()
+    if spec.hierarchy_weights and not spec.hierarchy:
+        raise ConfigError(
+            "the hierarchy's weights split the budget across its levels: there are none",
+            hint=spelled("add --hierarchy borough", 'add hierarchy="borough"')
+            + " (a column of the tessellation), or leave out the weights",
+        )
+    if spec.zone_levels is not None:
+        from privmob.releases.hierarchy import level_noises, level_shares
+
+        if spec.tau is not None:
+            raise ConfigError(
+                "a hierarchy's estimates are already non-negative and consistent: no --tau",
+                hint=spelled("leave out --tau", "leave out tau=") + " with a hierarchy",
+            )
+        shares = level_shares(
+            spec.zone_levels,
+            spec.tessellation.k,
+            same_tile_flag(spec.same_tile),
+            NoiseKind(spec.noise),
+            dict(spec.hierarchy_weights),
+        )
+        levels, cost_each = level_noises(
+            spec.noise, spec.epsilon, spec.delta, t_bound, shares, unit
+        )
+        noise_dist = levels[-1]
     if bound_per == "period" and unit is PrivacyUnit.USER:
         parts = [(f"period {lab}", cost_each) for lab in spec.period.labels()]
         if spec.period.declared:  # undeclared: no trip can be outside, that cell reads no data
@@ -383,7 +503,7 @@ def plan_od(spec: OdSpec) -> ODPlan:
     total = parts[0][1]
     for _, c in parts[1:]:
         total = total + c
-    return ODPlan(unit, t_bound, noise_dist, cost_each, parts, total)
+    return ODPlan(unit, t_bound, noise_dist, cost_each, parts, total, levels, shares)
 
 
 def exact_counts(

@@ -379,6 +379,30 @@ def write_layers(
     layer = cut_to_fit(release, layer, kind, tess, wanted, max_bytes)
     sizes = {f: layer_size(kind, tess, len(layer), f) for f in wanted}
     paths = layer_paths(kind, outdir, wanted)
+    write_layer_files(release, layer, paths, wanted, sizes, progress)
+    # the QGIS style beside the layer files (same stem): classes of the value, below_margin
+    # hatched; staged, sealed and published with them
+    style = write_style(layer, style_path(paths[0]), lines=kind.key is None, stamp=stamp(release))
+    if release.params.get("hierarchy"):  # an OD release's coarser levels (od --hierarchy)
+        from privmob.releases.hierarchy import level_layers
+
+        for stem, coarse in level_layers(release, tess):
+            coarse_paths = [Path(outdir) / f"{stem}{_SUFFIX[f]}" for f in wanted]
+            coarse_sizes = {f: layer_size(kind, tess, len(coarse), f) for f in wanted}
+            write_layer_files(release, coarse, coarse_paths, wanted, coarse_sizes, progress)
+            paths += coarse_paths
+    return [*paths, style]
+
+
+def write_layer_files(
+    release: Any,
+    layer: gpd.GeoDataFrame,
+    paths: list[Path],
+    wanted: list[str],
+    sizes: dict[str, int],
+    progress: Callable[[str], None] | None,
+) -> None:
+    """Write ``layer`` to ``paths`` (one per format of ``wanted``), each file stamped."""
     for fmt, path in zip(wanted, paths, strict=True):
         if progress is not None:
             size = sizes[fmt] / 1e6
@@ -397,10 +421,6 @@ def write_layers(
             for key, value in stamp(release).items():  # each row carries the stamp
                 plain[key.replace(".", "_")] = value
             write_csv(plain, path)
-    # the QGIS style beside the layer files (same stem): classes of the value, below_margin
-    # hatched; staged, sealed and published with them
-    style = write_style(layer, style_path(paths[0]), lines=kind.key is None, stamp=stamp(release))
-    return [*paths, style]
 
 
 def cut_to_fit(

@@ -27,6 +27,8 @@ class OdOptions(TypedDict, total=False):
     bound_per: str  # "release"
     same_tile: str  # "exclude"
     unique: bool  # False
+    hierarchy: str | Sequence[str]  # (): no coarser levels; "borough": a tessellation column
+    hierarchy_weights: Mapping[str, float] | None  # None: the default split across levels
 
 
 class PopulationOptions(TypedDict, total=False):

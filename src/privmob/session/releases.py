@@ -104,6 +104,8 @@ class Session(SessionCounts):
             bound_per=options.get("bound_per", "release"),
             same_tile=options.get("same_tile", "exclude"),
             unique=options.get("unique", False),
+            hierarchy=_levels(options.get("hierarchy", ())),
+            hierarchy_weights=tuple((options.get("hierarchy_weights") or {}).items()),
         )
 
     def plan_od(
@@ -436,6 +438,13 @@ class Session(SessionCounts):
             f"tiles={None if self.tessellation is None else self.tessellation.k}, "
             f"shape={self.shape!r}, ledger={str(self.ledger.path)!r})"
         )
+
+
+def _levels(hierarchy: str | Sequence[str]) -> tuple[str, ...]:
+    """``hierarchy=`` as the spec holds it: one level's name, or several, coarsest first."""
+    if isinstance(hierarchy, str):
+        return tuple(h.strip() for h in hierarchy.split(",") if h.strip())
+    return tuple(str(h) for h in hierarchy)
 
 
 def _earlier_name(old: str, new: str) -> Any:
