@@ -23,7 +23,8 @@ What the rescaled counts assume and what they cost is stated in the release: s c
 *total* (up to the cap C: records beyond C per user stay lost); a cell is unbiased only if the
 records cut fall in the cells as the records kept do (the users above M travel as the others);
 the noise of a cell grows by the factor s, and s itself has a standard deviation of about
-sqrt(2) b sqrt(1/K^2 + (K + L)^2 / K^4) with b = C / epsilon_rescale (delta method).
+sqrt(2) b sqrt(1/K^2 + L^2 / K^4) with b = C / epsilon_rescale (delta method; independent
+noise on K and L).
 """
 
 from __future__ import annotations
@@ -92,14 +93,15 @@ class BoundChoice:
         choice = epsilon * self.share if self.auto else 0.0
         rescale = epsilon * self.rescale_share if self.rescale else 0.0
         counts = epsilon - choice - rescale
-        for _ in range(64):  # the last ulp: (choice + rescale) + counts == epsilon
-            total = choice + rescale + counts
-            if total == epsilon:
-                break
-            counts = math.nextafter(counts, -math.inf if total > epsilon else math.inf)
-        if choice + rescale + counts != epsilon or counts <= 0:
-            raise ConfigError(f"cannot split epsilon {epsilon} into the bound's parts")
-        return choice, rescale, counts
+        # the last ulps: nudge the parts until (choice + rescale) + counts == epsilon exactly
+        for i in range(17):
+            c = _ulps(counts, i)
+            for j in range(17):
+                a = _ulps(choice, j) if self.auto else 0.0
+                b = rescale if self.auto or not self.rescale else _ulps(rescale, j)
+                if a + b + c == epsilon and c > 0 and (a > 0) == self.auto:
+                    return a, b, c
+        raise ConfigError(f"cannot split epsilon {epsilon} into the bound's parts")
 
     def parts(self, epsilon: float, counts_label: str, unit: PrivacyUnit) -> list[tuple[str, Cost]]:
         """The ledger parts (committed together by the one gate, before any noise)."""
@@ -134,6 +136,14 @@ class BoundChoice:
             "epsilon_rescale": rescale,
             "epsilon_counts": counts,
         }
+
+
+def _ulps(x: float, i: int) -> float:
+    """``x`` moved by the i-th of 0, +1, -1, +2, -2, ... units in the last place."""
+    step, toward = (i + 1) // 2, (math.inf if i % 2 else -math.inf)
+    for _ in range(step):
+        x = math.nextafter(x, toward)
+    return x
 
 
 def per_user_histogram_sql(rows: str, max_bound: int, user: str = "uid") -> str:
@@ -232,8 +242,8 @@ def rescale_factor(
         return Rescale(kept, lost, 1.0, math.inf, b, cap)
     lost_used = max(lost, 0)
     factor = (kept + lost_used) / kept
-    # delta method on (K + L) / K with independent noise of sd on each
-    factor_std = sd * math.sqrt(1.0 / kept**2 + (kept + lost_used) ** 2 / kept**4)
+    # delta method on 1 + L / K with independent noise of sd on K and on L
+    factor_std = sd * math.sqrt(1.0 / kept**2 + lost_used**2 / kept**4)
     return Rescale(kept, lost, factor, factor_std, b, cap)
 
 
