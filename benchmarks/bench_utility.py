@@ -212,7 +212,7 @@ def bound_variants(args: argparse.Namespace) -> list[tuple[str, dict[str, Any]]]
     chosen privately (``auto``: the DP ``--bound-quantile`` of trips per user, 10% of epsilon)
     and rescaled (``auto+rescale``: 5% more for the noisy kept and cut totals)."""
     out: list[tuple[str, dict[str, Any]]] = []
-    q = getattr(args, "bound_quantile", 0.95)
+    q = getattr(args, "bound_quantile", 0.9)
     for b in getattr(args, "bounds", ["fixed"]):
         if b == "fixed":
             out.append(("", {"bound": args.max_trips}))
@@ -630,7 +630,7 @@ def parse_args() -> argparse.Namespace:
         default=["fixed", "auto", "auto+rescale"],
         help="od and counts: the fixed -T, the bound chosen privately, and rescaled too",
     )
-    ap.add_argument("--bound-quantile", type=float, default=0.95, help="with auto")
+    ap.add_argument("--bound-quantile", type=float, default=0.9, help="with auto")
     ap.add_argument(
         "--dpmr-epsilons",
         type=float,

@@ -11,7 +11,7 @@ BoundQuantileOpt = Annotated[
     float | None,
     typer.Option(
         "--bound-quantile",
-        help="with -T auto: the quantile of records per user chosen as the bound (default 0.95)",
+        help="with -T auto: the quantile of records per user chosen as the bound (default 0.9)",
     ),
 ]
 BoundShareOpt = Annotated[

@@ -57,7 +57,7 @@ class BoundChoice:
     ``rescale_share`` of the epsilon. The rest of the epsilon goes to the counts."""
 
     auto: bool = True
-    quantile: float = 0.95
+    quantile: float = 0.9
     share: float = 0.1
     max_bound: int = DEFAULT_MAX_BOUND
     rescale: bool = False
@@ -67,7 +67,7 @@ class BoundChoice:
         if not 0.0 < self.quantile < 1.0:
             raise ConfigError(
                 f"the bound's quantile must be between 0 and 1, got {self.quantile}",
-                hint="e.g. " + spelled("--bound-quantile 0.95", "bound_quantile=0.95"),
+                hint="e.g. " + spelled("--bound-quantile 0.9", "bound_quantile=0.9"),
             )
         if int(self.max_bound) != self.max_bound or self.max_bound < 2:
             raise ConfigError(

@@ -234,6 +234,7 @@ def _describe(
     noise = release.noise.to_json()
     if bound is None and choice.auto:  # the header: nothing said at a bound not chosen yet
         release.params.pop("expected_signal", None)
+        release.params["post_processing"] = "stated in the release, at the bound chosen"
         noise["scale"] = f"M / {parts[-1][1].epsilon:g}, M the bound chosen"
         noise.pop("margin_of_error_95", None)
         noise.pop("l1_sensitivity", None)
@@ -241,10 +242,11 @@ def _describe(
     release.noise = type(release.noise).of(noise)
     if rescaled is not None:
         release.params["rescale"] = rescaled.to_dict()
+        note = "first every noisy cell times params.rescale.factor, rounded"
+        done = release.params.get("post_processing")
         release.params["post_processing"] = (
-            f"{release.params.get('post_processing', '')}; then every cell times the rescale "
-            "factor (params.rescale), rounded"
-        ).lstrip("; ")
+            {"rescale": note, **done} if isinstance(done, dict) else f"{note}; then {done}"
+        )
 
 
 def _total(parts: list[tuple[str, Cost]]) -> Cost:

@@ -27,7 +27,7 @@ class OdOptions(TypedDict, total=False):
     bound_per: str  # "release"
     same_tile: str  # "exclude"
     unique: bool  # False
-    bound_quantile: float  # with max_trips="auto": the quantile of trips per user (0.95)
+    bound_quantile: float  # with max_trips="auto": the quantile of trips per user (0.9)
     bound_share: float  # with max_trips="auto": the epsilon's share for the choice (0.1)
     bound_max: int  # the largest candidate bound and the rescale's cap (100)
     rescale: bool  # False; True: counts times a noisy (trips up to bound_max) / (trips kept)
@@ -62,7 +62,7 @@ class CountOptions(TypedDict, total=False):
 
     records: str  # "trips"
     max_records: int | str  # 1; "auto": chosen privately (bound_quantile, bound_share, ...)
-    bound_quantile: float  # with max_records="auto": the quantile of records per user (0.95)
+    bound_quantile: float  # with max_records="auto": the quantile of records per user (0.9)
     bound_share: float  # with max_records="auto": the epsilon's share for the choice (0.1)
     bound_max: int  # the largest candidate bound and the rescale's cap (100)
     rescale: bool  # False; True: counts times a noisy (records up to bound_max) / (records kept)

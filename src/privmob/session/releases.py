@@ -145,7 +145,7 @@ class Session(SessionCounts):
         ``period``, ``unit``, ``tau``, ``noise``, ``delta``, ``bound_per``, ``same_tile``,
         ``unique``.
 
-        ``max_trips="auto"``: the bound is chosen privately, the DP ``bound_quantile`` (0.95)
+        ``max_trips="auto"``: the bound is chosen privately, the DP ``bound_quantile`` (0.9)
         of trips per user over the public candidates 1..``bound_max`` (100), by the
         exponential mechanism from ``bound_share`` (0.1) of epsilon; the counts get the rest.
         ``rescale=True``: the cells are multiplied by a noisy (trips up to ``bound_max`` per
