@@ -247,6 +247,30 @@ def quartile_row(truth: dict[str, float], estimate: dict[str, float]) -> Row:
     }
 
 
+def bound_variants(args: argparse.Namespace) -> list[tuple[str, dict[str, Any]]]:
+    """The bounds of od and counts (issue 40 item 4): the fixed M, and with ``--bounds``
+    chosen privately (``auto``: the DP ``--bound-quantile`` of trips per user, 10% of epsilon)
+    and rescaled (``auto+rescale``: 5% more for the noisy kept and cut totals)."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    q = getattr(args, "bound_quantile", 0.9)
+    for b in getattr(args, "bounds", ["fixed"]):
+        if b == "fixed":
+            out.append(("", {"bound": args.max_trips}))
+        elif b == "auto":
+            out.append((f" (T auto q{q:g})", {"bound": "auto", "bound_quantile": q}))
+        else:
+            extra = {"bound_quantile": q, "rescale": True}
+            out.append((f" (T auto q{q:g}, rescaled)", {"bound": "auto", **extra}))
+    return out
+
+
+def bound_keywords(variant: dict[str, Any], name: str) -> dict[str, Any]:
+    """A variant of :func:`bound_variants` as the keywords of od (``max_trips``) or counts
+    (``max_records``)."""
+    rest = {k: v for k, v in variant.items() if k != "bound"}
+    return {name: variant["bound"], **rest}
+
+
 def privmob_runs(
     city: CityFiles, cfg: CityConfig, raw: dict[str, Any], args: argparse.Namespace
 ) -> list[Row]:
@@ -262,19 +286,24 @@ def privmob_runs(
         for eps in args.epsilons:
             t0 = time.perf_counter()
             base = {"tool": "privmob", "epsilon": eps, "repetition": rep}
-            od = trips.od(epsilon=eps, max_trips=args.max_trips).to_pandas()
-            rows.append(
-                base
-                | {"release": "od", "analysis": "od"}
-                | od_rows(od, raw["od"], ("origin", "destination"), "count")
-            )
+            for suffix, bound in bound_variants(args):
+                od = trips.od(epsilon=eps, **bound_keywords(bound, "max_trips")).to_pandas()
+                rows.append(
+                    base
+                    | {"release": "od", "analysis": "od" + suffix}
+                    | od_rows(od, raw["od"], ("origin", "destination"), "count")
+                )
+                counts = trips.counts(
+                    epsilon=eps, by=["origin", "hour"], **bound_keywords(bound, "max_records")
+                )
+                t, x = um.aligned(raw["counts"], counts.to_pandas(), ["origin", "hour"], "count")
+                rows.append(
+                    base
+                    | {"release": "counts", "analysis": "origin x hour" + suffix}
+                    | vector_rows(t, x)
+                )
             for weights in args.od_hierarchy:
                 rows.append(base | hierarchy_row(trips, eps, args.max_trips, weights, raw["od"]))
-            counts = trips.counts(epsilon=eps, by=["origin", "hour"], max_records=args.max_trips)
-            t, x = um.aligned(raw["counts"], counts.to_pandas(), ["origin", "hour"], "count")
-            rows.append(
-                base | {"release": "counts", "analysis": "origin x hour"} | vector_rows(t, x)
-            )
             pop = points.population(epsilon=eps).to_pandas()
             t, x = um.aligned(truth_pop, pop, ["zone"], "count")
             rows.append(base | {"release": "population", "analysis": "homes"} | vector_rows(t, x))
@@ -647,6 +676,14 @@ def parse_args() -> argparse.Namespace:
         help="od with hierarchy='borough': the budget weights of each run (default: the "
         "release's own split); none: no such run",
     )
+    ap.add_argument(
+        "--bounds",
+        nargs="+",
+        choices=("fixed", "auto", "auto+rescale"),
+        default=["fixed", "auto", "auto+rescale"],
+        help="od and counts: the fixed -T, the bound chosen privately, and rescaled too",
+    )
+    ap.add_argument("--bound-quantile", type=float, default=0.9, help="with auto")
     ap.add_argument(
         "--dpmr-epsilons",
         type=float,

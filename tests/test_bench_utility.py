@@ -72,10 +72,15 @@ def test_privmob_side_runs_on_a_tiny_city(city) -> None:
 
     cfg, files = city
     raw = bu.raw_truth(files)
-    args = argparse.Namespace(epsilons=[1.0], repetitions=1, max_trips=5, od_hierarchy=["default"])
+    args = argparse.Namespace(
+        epsilons=[1.0], repetitions=1, max_trips=5, bounds=["fixed", "auto", "auto+rescale"],
+        bound_quantile=0.9, od_hierarchy=["default"],
+    )  # fmt: skip
     rows = bu.privmob_runs(files, cfg, raw, args)
     releases = {(r["release"], r["analysis"]) for r in rows}
     assert {("od", "od"), ("counts", "origin x hour"), ("population", "homes")} <= releases
+    assert {("od", "od (T auto q0.9)"), ("od", "od (T auto q0.9, rescaled)")} <= releases
+    assert ("counts", "origin x hour (T auto q0.9, rescaled)") in releases
     assert {("report", a) for a in (*bu.COUNT_ANALYSES, "od_flows", *bu.DISTRIBUTIONS)} <= releases
     assert all(0 <= r["tv"] <= 1 for r in rows if "tv" in r)
     od = next(r for r in rows if r["release"] == "od")

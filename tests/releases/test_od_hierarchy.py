@@ -268,3 +268,16 @@ def test_gaussian_noise_and_a_bound_per_period_over_a_hierarchy(engine, tess, le
         assert od[od.period == day]["count"].sum() == pytest.approx(
             district[district.period == day]["count"].sum()
         )
+
+
+def test_a_chosen_bound_with_a_hierarchy_is_refused_from_the_plan(tess):
+    # each level's noise is calibrated to the bound before the charge; a bound chosen after it
+    # (or rescaled counts) would leave the levels' scales unknown: refused before reading
+    from privmob.privacy.bound_choice import BoundChoice
+
+    with pytest.raises(ConfigError, match="not offered with a hierarchy"):
+        OdSpec(tess, 1.0, max_trips="auto", hierarchy=("district",)).plan()
+    with pytest.raises(ConfigError, match="not offered with a hierarchy"):
+        OdSpec(
+            tess, 1.0, max_trips=5, hierarchy=("district",), bound_choice=BoundChoice(rescale=True)
+        ).plan()

@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from privmob.cli import bound_options as b
 from privmob.cli import common as c
 from privmob.cli import options as o
 from privmob.cli.run_options import with_run_options
@@ -48,13 +49,22 @@ def counts(
         ),
     ] = PrivacyUnit.USER,
     max_trips: Annotated[
-        int, o.max_trips("records per user: the most records counted per user (a random sample)")
+        int,
+        o.max_trips_or_auto(
+            "records per user: the most records counted per user (a random sample); auto: "
+            "chosen privately (--bound-quantile, --bound-share, --bound-max)"
+        ),
     ] = 1,
     noise: o.NoiseOpt = NoiseKind.DISCRETE_LAPLACE,
     delta: o.DeltaOpt = 0.0,
     bin: Annotated[str, o.bin("the period dimension's bins: all, day or week")] = "all",
     start: Annotated[str | None, o.start()] = None,
     end: Annotated[str | None, o.end()] = None,
+    bound_quantile: b.BoundQuantileOpt = None,
+    bound_share: b.BoundShareOpt = None,
+    bound_max: b.BoundMaxOpt = None,
+    rescale: b.RescaleOpt = False,
+    rescale_share: b.RescaleShareOpt = None,
     mean: Annotated[
         str | None,
         typer.Option(
@@ -94,6 +104,9 @@ def counts(
             records=what,
             by=dims,
             bound=max_trips,
+            bound_choice=b.choice_options(
+                bound_quantile, bound_share, bound_max, rescale, rescale_share
+            ),
             noise=noise,
             delta=delta,
             period=Period.parse(bin, start, end),

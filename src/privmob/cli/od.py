@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
+from privmob.cli import bound_options as b
 from privmob.cli import common as c
 from privmob.cli import options as o
 from privmob.cli.run_options import with_run_options
@@ -28,7 +29,10 @@ def od(
     unit: Annotated[PrivacyUnit, o.unit()] = PrivacyUnit.USER,
     max_trips: Annotated[
         int | None,
-        o.max_trips("trips per user: the most trips counted per user (a random sample of more)"),
+        o.max_trips_or_auto(
+            "trips per user: the most trips counted per user (a random sample of more); auto: "
+            "chosen privately (--bound-quantile, --bound-share, --bound-max)"
+        ),
     ] = None,
     tau: Annotated[
         int | None,
@@ -80,6 +84,11 @@ def od(
             "--top", help="print the N largest flows of every level with their 95% margins"
         ),
     ] = 10,
+    bound_quantile: b.BoundQuantileOpt = None,
+    bound_share: b.BoundShareOpt = None,
+    bound_max: b.BoundMaxOpt = None,
+    rescale: b.RescaleOpt = False,
+    rescale_share: b.RescaleShareOpt = None,
     group_size: Annotated[
         int | None,
         typer.Option(
@@ -99,6 +108,9 @@ def od(
         epsilon=epsilon,
         unit=unit,
         max_trips=max_trips,
+        bound_choice=b.choice_options(
+            bound_quantile, bound_share, bound_max, rescale, rescale_share
+        ),
         tau=tau,
         noise=noise,
         delta=delta,

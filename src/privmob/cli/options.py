@@ -146,3 +146,25 @@ SeriesBudgetOpt = Annotated[
         "none yet, refused if it already has a different one",
     ),
 ]
+
+
+def _bound_or_auto(value: Any) -> Any:
+    """A per-user bound: a whole number >= 1, or ``auto`` (chosen privately)."""
+    if value is None or isinstance(value, int) or value == "auto":
+        return value
+    text = str(value).strip().lower()
+    if text == "auto":
+        return "auto"
+    try:
+        number = int(text)
+    except ValueError:
+        raise typer.BadParameter(f"{value!r} is neither a whole number nor auto") from None
+    if number < 1:
+        raise typer.BadParameter(f"{value!r} is not a whole number >= 1")
+    return number
+
+
+def max_trips_or_auto(help: str) -> Any:
+    """``-T/--max-trips`` that also takes ``auto``: the bound chosen privately (the value is
+    then the text ``"auto"``; the annotation stays the shared option's type)."""
+    return typer.Option(*SHARED["max_trips"], help=help, parser=_bound_or_auto, metavar="N|auto")

@@ -51,6 +51,7 @@ from privmob.engine.buckets import counts_by_user_buckets
 from privmob.errors import ConfigError
 from privmob.lazy_imports import lazy_module
 from privmob.prepare.bounding import bound_per_user, fresh_key
+from privmob.privacy.bound_choice import BoundChoice
 from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.mechanisms import Noise, NoiseKind, calibrate
 from privmob.privacy.samplers import Randomness, resolve
@@ -440,7 +441,8 @@ class CountSpec:
     epsilon: float
     records: str
     by: tuple[str, ...]
-    bound: int
+    #: a whole number, or "auto": chosen privately (``bound_choice``)
+    bound: int | str
     noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE
     delta: float = 0.0
     period: Period = field(default_factory=Period)
@@ -470,7 +472,7 @@ class CountSpec:
                 hint=f"count trips ({option('records', 'trips')}), or release at user level "
                 f"({option('unit', 'user')})",
             )
-        if self.bound != 1 or self.bound_per is not None:
+        if self.bound != 1 or self.bound_per is not None or self.bound_choice is not None:
             raise ConfigError(
                 "trip-level releases count every trip once (T = 1)",
                 hint=spelled(
@@ -481,6 +483,33 @@ class CountSpec:
 
     #: a value summed beside the count, and its mean (:mod:`privmob.releases.values`)
     value: Mean | None = None
+    #: how ``bound="auto"`` is chosen, and the rescale (:mod:`privmob.releases.bound_choice`)
+    bound_choice: BoundChoice | None = None
+
+    @cached_property
+    def choice(self) -> BoundChoice | None:
+        """The bound's choice or rescale (``None``: a fixed bound, the template's own path)."""
+        from privmob.releases.bound_choice import check_choice, chosen
+
+        bc = chosen(self.bound, self.bound_choice)
+        if bc is not None:
+            check_choice(
+                bc,
+                unit=PrivacyUnit(self.unit),
+                noise=self.noise,
+                delta=self.delta,
+                per=self.bound_per,
+                value=self.value,
+            )
+        return bc
+
+    @property
+    def fixed_bound(self) -> int | None:
+        return None if isinstance(self.bound, str) else int(self.bound)
+
+    def concrete(self, bound: int, epsilon: float) -> CountSpec:
+        """This release with ``bound`` records per user and ``epsilon`` (no choice)."""
+        return replace(self, bound=bound, epsilon=epsilon, bound_choice=None)
 
     @cached_property
     def dimensions(self) -> tuple[Dimension, ...]:
@@ -512,6 +541,9 @@ class CountSpec:
 
     @cached_property
     def calibrated(self) -> tuple[Noise | MeanCells, Cost]:
+        if isinstance(self.bound, str):  # auto: planned and drawn by releases/bound_choice.py
+            self.choice  # noqa: B018 (refuses what a chosen bound does not support)
+            raise ConfigError(f"the bound per user is a whole number or auto, not {self.bound!r}")
         if int(self.bound) != self.bound or self.bound < 1:
             raise ConfigError(f"the bound per user must be a whole number >= 1, got {self.bound}")
         b = self.sensitivity
@@ -563,6 +595,11 @@ class CountSpec:
     def plan(self) -> Any:
         from privmob.releases.plan import Plan, domain_memory
 
+        if self.choice is not None:
+            from privmob.releases.bound_choice import chosen_plan
+
+            return chosen_plan(self, self.choice)
+
         _, cost = self.calibrated
         noise = self.count_noise
         cells = int(np.prod(self.shape)) + 1
@@ -582,6 +619,18 @@ class CountSpec:
     ) -> Draft:
         # what a measured dimension was (the trip distance) follows the records' layout
         spec = replace(self, measured=tuple(measures(self.dimensions, data).items()))
+        if spec.choice is not None:
+            from privmob.releases.bound_choice import chosen_draft
+
+            return chosen_draft(
+                data,
+                spec,
+                spec.choice,
+                accountant,
+                rng=rng,
+                step=progress,
+                template=(exact_cells, CellNoise),
+            )
         return count_draft(data, spec, accountant, rng=rng, step=progress)
 
     # -- what the count template asks of its kinds (CountKind) ---------------------------------

@@ -13,7 +13,7 @@ bound (per release, per period, or a trip-level group size) and its tables and m
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
@@ -24,6 +24,7 @@ from privmob.engine.buckets import root
 from privmob.engine.relation import Loaded
 from privmob.errors import ConfigError
 from privmob.lazy_imports import lazy_module
+from privmob.privacy.bound_choice import BoundChoice
 from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.mechanisms import Noise, NoiseKind, calibrate
 from privmob.privacy.postprocess import check_tau, suppress
@@ -31,7 +32,15 @@ from privmob.privacy.postprocess import describe as describe_post
 from privmob.privacy.samplers import Randomness, resolve
 from privmob.privacy.signal import expected_signal, signal_check
 from privmob.releases.base import Accountant
-from privmob.releases.counts import CountDomain, PerUser, count_draft, count_release, exact_cells
+from privmob.releases.bound_choice import check_choice, chosen, chosen_draft, chosen_plan
+from privmob.releases.counts import (
+    CellNoise,
+    CountDomain,
+    PerUser,
+    count_draft,
+    count_release,
+    exact_cells,
+)
 from privmob.releases.dimensions import dimension
 from privmob.releases.gate import Draft
 from privmob.releases.hierarchy import LevelsNoisy
@@ -118,7 +127,7 @@ class OdSpec(PlannedOnce):
     tessellation: Tessellation
     epsilon: float
     unit: PrivacyUnit = PrivacyUnit.USER
-    max_trips: int | None = None
+    max_trips: int | str | None = None
     tau: int | None = None
     noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE
     delta: float = 0.0
@@ -133,8 +142,42 @@ class OdSpec(PlannedOnce):
     hierarchy: tuple[str, ...] = ()
     #: the budget's weight of each level (``tile``: the finest); empty: the default split
     hierarchy_weights: tuple[tuple[str, float], ...] = ()
+    #: how ``max_trips="auto"`` is chosen, and the rescale (:mod:`privmob.releases.bound_choice`)
+    bound_choice: BoundChoice | None = None
 
     records: ClassVar[str] = "trips"
+
+    @cached_property
+    def choice(self) -> BoundChoice | None:
+        """The bound's choice or rescale (``None``: a fixed bound, as given)."""
+        bc = chosen(self.max_trips, self.bound_choice)
+        if bc is not None:
+            check_choice(
+                bc,
+                unit=PrivacyUnit(self.unit),
+                noise=self.noise,
+                delta=self.delta,
+                per=self.bound_per,
+                value=None,
+            )
+            if self.hierarchy:  # each level's noise is calibrated to the bound before the charge
+                raise ConfigError(
+                    "a bound chosen privately or rescaled counts are not offered with a "
+                    "hierarchy of zones yet",
+                    hint=spelled(
+                        "give a fixed --max-trips, or leave out --hierarchy",
+                        "give a fixed max_trips=, or leave out hierarchy=",
+                    ),
+                )
+        return bc
+
+    @property
+    def fixed_bound(self) -> int | None:
+        return None if self.max_trips in (None, "auto") else int(self.max_trips)
+
+    def concrete(self, bound: int, epsilon: float) -> OdSpec:
+        """This release with ``bound`` trips per user and ``epsilon`` (no choice)."""
+        return replace(self, max_trips=bound, epsilon=epsilon, bound_choice=None)
 
     def public_period(self) -> dict[str, object]:
         """The declared period and its bins (public; ``metadata.json`` ``definitions``)."""
@@ -172,6 +215,8 @@ class OdSpec(PlannedOnce):
         return ODDomain(self.tessellation.k, self.period.n_bins, same_tile_flag(self.same_tile))
 
     def make_plan(self) -> Plan:
+        if self.choice is not None:
+            return chosen_plan(self, self.choice)
         p, domain = self.od_plan, self.domain
         rows = domain.od_cells
         notes: tuple[str, ...] = ()
@@ -200,6 +245,16 @@ class OdSpec(PlannedOnce):
     def draft(
         self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Step
     ) -> Draft:
+        if self.choice is not None:
+            return chosen_draft(
+                data,
+                self,
+                self.choice,
+                accountant,
+                rng=rng,
+                step=progress,
+                template=(exact_cells, CellNoise),
+            )
         return count_draft(data, self, accountant, rng=rng, step=progress)
 
     # -- what the count template asks of its kinds (releases/counts.py: CountKind) -------------
@@ -438,6 +493,11 @@ def plan_od(spec: OdSpec) -> ODPlan:
     unit, max_trips, bound_per = PrivacyUnit(spec.unit), spec.max_trips, spec.bound_per
     if unit not in (PrivacyUnit.USER, PrivacyUnit.TRIP):
         raise ConfigError(f"the OD release protects a user or a trip, not a {unit}")
+    if max_trips == "auto" or isinstance(max_trips, str):
+        raise ConfigError(  # a chosen bound is planned by releases/bound_choice.py
+            f"--max-trips {max_trips}: a bound chosen privately needs user-level privacy",
+            hint=spelled("use --unit user", 'use unit="user"'),
+        )
     if unit is PrivacyUnit.USER:
         if max_trips is None:
             raise ConfigError(

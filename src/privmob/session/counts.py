@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 from privmob.domain import Period
 from privmob.dp import MaxEventsPerBin, MaxVisitsPerHour, PrivacyUnit, as_period, bound_value
 from privmob.errors import ConfigError
+from privmob.privacy.bound_choice import choice_of
 from privmob.privacy.mechanisms import NoiseKind
 from privmob.releases.counts import CountSpec
 from privmob.releases.dimensions import (
@@ -62,6 +63,7 @@ class SessionCounts(SessionBase):
             kind,
             value=options.get("value"),
             unit=PrivacyUnit(options.get("unit", PrivacyUnit.USER)),
+            bound_choice=choice_of(options),
         )
 
     def plan_counts(

@@ -29,6 +29,11 @@ class OdOptions(TypedDict, total=False):
     unique: bool  # False
     hierarchy: str | Sequence[str]  # (): no coarser levels; "borough": a tessellation column
     hierarchy_weights: Mapping[str, float] | None  # None: the default split across levels
+    bound_quantile: float  # with max_trips="auto": the quantile of trips per user (0.9)
+    bound_share: float  # with max_trips="auto": the epsilon's share for the choice (0.1)
+    bound_max: int  # the largest candidate bound and the rescale's cap (100)
+    rescale: bool  # False; True: counts times a noisy (trips up to bound_max) / (trips kept)
+    rescale_share: float  # with rescale: the epsilon's share for its totals (0.05)
 
 
 class PopulationOptions(TypedDict, total=False):
@@ -58,7 +63,12 @@ class CountOptions(TypedDict, total=False):
     """``Session.counts`` / ``Session.plan_counts`` besides ``epsilon`` and ``by``."""
 
     records: str  # "trips"
-    max_records: int  # 1
+    max_records: int | str  # 1; "auto": chosen privately (bound_quantile, bound_share, ...)
+    bound_quantile: float  # with max_records="auto": the quantile of records per user (0.9)
+    bound_share: float  # with max_records="auto": the epsilon's share for the choice (0.1)
+    bound_max: int  # the largest candidate bound and the rescale's cap (100)
+    rescale: bool  # False; True: counts times a noisy (records up to bound_max) / (records kept)
+    rescale_share: float  # with rescale: the epsilon's share for its totals (0.05)
     unit: PrivacyUnit | str  # "user"; "trip": each trip once (trips only)
     noise: NoiseKind | str  # discrete Laplace
     delta: float  # 0.0

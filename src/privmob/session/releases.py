@@ -17,6 +17,7 @@ from privmob.dp import (
     as_period,
     bound_value,
 )
+from privmob.privacy.bound_choice import choice_of
 from privmob.privacy.mechanisms import NoiseKind
 from privmob.releases.kinds import KINDS, deprecated
 from privmob.releases.report import ReportSpec
@@ -88,7 +89,7 @@ class Session(SessionCounts):
     def _od_spec(
         self,
         epsilon: float,
-        max_trips: MaxTripsPerUser | int | None,
+        max_trips: MaxTripsPerUser | int | str | None,
         options: OdOptions,
     ) -> OdSpec:
         refuse_unknown("od", options, OdOptions)
@@ -96,7 +97,9 @@ class Session(SessionCounts):
             self._tiles(),
             epsilon,
             unit=PrivacyUnit(options.get("unit", PrivacyUnit.USER)),
-            max_trips=bound_value(max_trips, MaxTripsPerUser),
+            max_trips=(
+                max_trips if isinstance(max_trips, str) else bound_value(max_trips, MaxTripsPerUser)
+            ),
             tau=options.get("tau"),
             noise=options.get("noise", NoiseKind.DISCRETE_LAPLACE),
             delta=options.get("delta", 0.0),
@@ -106,13 +109,14 @@ class Session(SessionCounts):
             unique=options.get("unique", False),
             hierarchy=_levels(options.get("hierarchy", ())),
             hierarchy_weights=tuple((options.get("hierarchy_weights") or {}).items()),
+            bound_choice=choice_of(options),
         )
 
     def plan_od(
         self,
         *,
         epsilon: float,
-        max_trips: MaxTripsPerUser | int | None = None,
+        max_trips: MaxTripsPerUser | int | str | None = None,
         **options: Unpack[OdOptions],
     ) -> Plan:
         """The plan of :meth:`od` with these parameters (reads no data, charges nothing)."""
@@ -122,7 +126,7 @@ class Session(SessionCounts):
         self,
         *,
         epsilon: float,
-        max_trips: MaxTripsPerUser | int | None = None,
+        max_trips: MaxTripsPerUser | int | str | None = None,
         output: str | Path | None = None,
         overwrite: bool = False,
         formats: Sequence[str] | None = None,
@@ -142,6 +146,14 @@ class Session(SessionCounts):
         (:class:`~privmob.session.keywords.OdOptions`, shared with :meth:`plan_od`):
         ``period``, ``unit``, ``tau``, ``noise``, ``delta``, ``bound_per``, ``same_tile``,
         ``unique``.
+
+        ``max_trips="auto"``: the bound is chosen privately, the DP ``bound_quantile`` (0.9)
+        of trips per user over the public candidates 1..``bound_max`` (100), by the
+        exponential mechanism from ``bound_share`` (0.1) of epsilon; the counts get the rest.
+        ``rescale=True``: the cells are multiplied by a noisy (trips up to ``bound_max`` per
+        user) / (trips kept), from ``rescale_share`` (0.05) of epsilon, its error stated in
+        ``params.rescale``. Every part is charged at once, before any noise; the parts add up
+        to ``epsilon`` (:mod:`privmob.releases.bound_choice`).
 
         ``output``: a folder where the release is published atomically (staged, charged,
         renamed into place; refused before anything is read if it cannot be written), with
