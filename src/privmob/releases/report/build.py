@@ -280,6 +280,7 @@ def report_draft(
 def _zcdp_description(plan: CompositionPlan) -> dict[str, Any]:
     """What the release's noise description says of its zCDP composition."""
     return {
+        **({"kind": "discrete-laplace and discrete-gaussian"} if plan.gaussian else {}),
         "composition": "zcdp" if plan.gaussian else "pure (zCDP asked, no part gains)",
         "delta": plan.delta if plan.gaussian else 0.0,
         "rho": plan.rho,

@@ -161,6 +161,8 @@ class Choice:
     margin: int
     laplace_margin: int
     gaussian_margin: int | None
+    #: the epsilon a Laplace part has (or a Gaussian part would have) at its pure share
+    laplace_epsilon: float
 
     @property
     def gaussian(self) -> bool:
@@ -168,7 +170,7 @@ class Choice:
 
     @property
     def why(self) -> str:
-        lap = f"Laplace at epsilon {self.part.share:.4g} x epsilon gives ±{self.laplace_margin:,}"
+        lap = f"Laplace at epsilon {self.laplace_epsilon:.4g} gives ±{self.laplace_margin:,}"
         if self.gaussian:
             return f"Gaussian ±{self.margin:,} < {lap}"
         if self.gaussian_margin is None:  # pure composition: not compared
@@ -329,7 +331,7 @@ def _gaussian_parts(
     for i in chosen:
         noise, rho = _gaussian(parts[i], rho_g, share_g)
         m = noise.margin_of_error(cfg.confidence)
-        picks[i] = Choice(parts[i], noise, None, rho, m, lap[i], m)
+        picks[i] = Choice(parts[i], noise, None, rho, m, lap[i], m, cfg.epsilon * parts[i].share)
     return rho_g, picks
 
 
@@ -362,7 +364,7 @@ def plan_composition(cfg: ReportConfig) -> CompositionPlan:
     laplace = [_laplace(p, cfg) for p in parts]
     lap_margin = [n.margin_of_error(cfg.confidence) for n, _e in laplace]
     pure = [
-        Choice(p, n, e, None, m, m, None)
+        Choice(p, n, e, None, m, m, None, e)
         for p, (n, e), m in zip(parts, laplace, lap_margin, strict=True)
     ]
     if how == "pure":
