@@ -199,6 +199,7 @@ def report(
     """A differentially private mobility report: 15 analyses, one offline HTML + JSON."""
     from privmob.cli.run import run_release
     from privmob.releases.report import ReportSpec, load_report_input
+    from privmob.releases.report.composition import resolved
     from privmob.releases.report.split import build_config
 
     if input_shape not in ("auto", "trip-points", "trips", "gps"):
@@ -234,6 +235,7 @@ def report(
         ),
         layers=False,
         summary=print_report_summary,
+        budget_delta=resolved(cfg)[1],  # --budget with a zCDP report: (epsilon, delta)
     )
 
 
