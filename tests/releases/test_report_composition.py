@@ -25,12 +25,12 @@ from privmob.releases.base import Accountant
 from privmob.releases.report import ReportConfig, ReportSpec, mobility_report
 from privmob.releases.report.build import _release_all
 from privmob.releases.report.composition import (
-    DEFAULT_DELTA,
     l2_squared,
     noise_parts,
     plan_composition,
     resolved,
 )
+from privmob.releases.report.compositions import DEFAULT_DELTA
 from privmob.releases.report.config import DEFAULT_RANGES
 
 PERIOD = ("2020-12-01", "2021-01-01")

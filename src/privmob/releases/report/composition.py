@@ -50,7 +50,6 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
-from privmob.errors import ConfigError
 from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.discrete_gaussian import sigma_for_rho
 from privmob.privacy.l2_bounds import capped_l2_squared, l2_of
@@ -58,13 +57,9 @@ from privmob.privacy.mechanisms import Noise, NoiseKind, calibrate
 from privmob.privacy.zcdp import rho_for_zcdp_epsilon, zcdp_epsilon
 
 from .analyses import is_distribution, sensitivity
+from .compositions import resolve_composition
 from .config import MISSING_COLUMNS, ReportConfig
 
-#: the compositions a report offers: ``auto`` is zCDP with a delta and pure without
-COMPOSITIONS: tuple[str, ...] = ("auto", "pure", "zcdp")
-#: the delta of ``composition="zcdp"`` when none is given: far below 1/n for any population a
-#: report describes (1e-9 < 1/10^8), the value docs/mobility-report.md recommends
-DEFAULT_DELTA = 1e-9
 CONVERSION = (
     "rho-zCDP to (epsilon, delta)-DP by Canonne, Kamath and Steinke 2020 (Prop. 12), as "
     "OpenDP's make_zCDP_to_approxDP; Gaussian and pure parts composed by basic composition"
@@ -72,29 +67,9 @@ CONVERSION = (
 
 
 def resolved(cfg: ReportConfig) -> tuple[str, float]:
-    """The composition and delta a config asks for: ``("pure", 0.0)`` or ``("zcdp", delta)``."""
-    how, delta = cfg.composition, cfg.delta
-    if how not in COMPOSITIONS:
-        raise ConfigError(
-            f"unknown composition {how!r}", hint="choose from: " + ", ".join(COMPOSITIONS)
-        )
-    if not (0 <= delta < 1):
-        raise ConfigError(f"delta must be in [0, 1), got {delta}")
-    if how == "pure":
-        if delta:
-            raise ConfigError(
-                "a pure-epsilon report has no delta",
-                hint="drop the delta, or ask for composition zcdp",
-            )
-        return "pure", 0.0
-    if how == "auto" and not delta:
-        return "pure", 0.0
-    if delta and delta > 1e-3:
-        raise ConfigError(
-            f"delta {delta:g} is too large to protect anyone",
-            hint="delta should be far below 1 / the number of people, e.g. 1e-9",
-        )
-    return "zcdp", delta or DEFAULT_DELTA
+    """The composition and delta a config asks for: ``("pure", 0.0)`` or ``("zcdp", delta)``
+    (:func:`~.compositions.resolve_composition`)."""
+    return resolve_composition(cfg.composition, cfg.delta)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,8 @@ from privmob.privacy.quantiles import Bins
 from privmob.releases.kinds import same_tile_flag
 from privmob.surface import spelled
 
+from .compositions import resolve_composition
+
 # analyses that release a histogram over declared bins plus a DP five-number summary
 DISTRIBUTIONS: tuple[str, ...] = (
     "travel_time",
@@ -231,9 +233,7 @@ class ReportConfig:
         for name in self.ranges:
             if name not in DEFAULT_RANGES:
                 raise ConfigError(f"no declared range for {name!r}")
-        from .composition import resolved
-
-        resolved(self)  # a known composition and a delta it can use
+        resolve_composition(self.composition, self.delta)  # known, with a delta it can use
 
     # -- derived public parameters ----------------------------------------------------
     @property
@@ -278,9 +278,7 @@ class ReportConfig:
 
     def _composition_dict(self) -> dict[str, object]:
         """zCDP only (a pure report's parameters are what they were before zCDP existed)."""
-        from .composition import resolved
-
-        how, delta = resolved(self)
+        how, delta = resolve_composition(self.composition, self.delta)
         return {"composition": how, "delta": delta} if how == "zcdp" else {}
 
     def to_dict(self) -> dict[str, object]:
