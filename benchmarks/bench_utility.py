@@ -130,8 +130,9 @@ def period(cfg: CityConfig) -> pm.Period:
 
 
 # -- privmob's releases ------------------------------------------------------------------------
-def session(path: Path, seed: int) -> pm.Session:
-    return pm.Session(str(path), tessellation=str(TAXI_ZONES), budget=pm.PureDP(1e12), seed=seed)
+def session(path: Path, seed: int, delta: float = 0.0) -> pm.Session:
+    budget = pm.ApproxDP(1e12, 0.5) if delta else pm.PureDP(1e12)
+    return pm.Session(str(path), tessellation=str(TAXI_ZONES), budget=budget, seed=seed)
 
 
 def od_rows(est: pd.DataFrame, truth: pd.DataFrame, key: tuple[str, str], value: str) -> Row:
@@ -310,6 +311,15 @@ def privmob_runs(
             rel = points.report(epsilon=eps, max_trips=args.max_trips, period=period(cfg))
             for name, row in score_report(rel, truth_report, raw).items():
                 rows.append(base | {"release": "report", "analysis": name} | row)
+            for delta in getattr(args, "report_deltas", []):  # zCDP composition (item 2)
+                z = session(city.points, seed=300 + rep, delta=delta)
+                rel = z.report(
+                    epsilon=eps, max_trips=args.max_trips, period=period(cfg), delta=delta
+                )
+                z.close()
+                tool = {"tool": f"privmob zCDP δ={delta:g}"}
+                for name, row in score_report(rel, truth_report, raw).items():
+                    rows.append(base | tool | {"release": "report", "analysis": name} | row)
             print(
                 f"privmob epsilon={eps} repetition {rep}: {time.perf_counter() - t0:.1f}s",
                 flush=True,
@@ -702,6 +712,13 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--density-grid", type=int, default=10, help="grid x grid zones")
     ap.add_argument("--density-towers", type=int, default=300)
     ap.add_argument("--density-epsilons", type=float, nargs="*", default=[0.3])
+    ap.add_argument(
+        "--report-deltas",
+        type=float,
+        nargs="*",
+        default=[],
+        help="also the report under zCDP composition at these deltas (a tool column each)",
+    )
     ap.add_argument(
         "--quick",
         action="store_true",

@@ -115,3 +115,42 @@ def test_report_and_compare_on_dpmr_fixture(tmp_path, fixture_dir):
     assert table.loc["travel_time", "note"].startswith("different declared bins")
     assert 0 <= table.loc["visits_per_tile", "js_divergence"] <= 1
     assert table.loc["od_flows", "top_n_coverage"] <= 1
+
+
+def test_report_with_a_delta_composes_by_zcdp(tmp_path, fixture_dir):
+    """``--delta``: the analyses compose by zCDP; two ledger entries (pure part, rho part),
+    the plan's choice in the JSON; ``--composition pure`` refuses a delta."""
+    ledger = tmp_path / "ledger.sqlite"
+    common = [
+        "report",
+        str(fixture_dir / "test_data.csv"),
+        "--tessellation",
+        str(fixture_dir / "test_tessellation.geojson"),
+        "--max-trips",
+        "10",
+        "--start",
+        "2020-12-01",
+        "--end",
+        "2021-01-01",
+        "--ledger",
+        str(ledger),
+        "--budget",
+        "10",
+        "--quiet",
+        "--epsilon",
+        "1",
+    ]
+    out = tmp_path / "z" / "report.html"  # delta 1e-5: every count part Gaussian
+    r = _run([*common, "--delta", "1e-5", "-o", str(out), "--offline-maps"])
+    assert r.exit_code == 0, r.output
+    assert "delta=1e-05" in r.output and "ledger entries" in r.output
+    doc = json.loads((tmp_path / "z" / "report.json").read_text())
+    rhos = [e["cost"]["rho"] for e in doc["ledger_entries"]]
+    assert rhos[0] is None and rhos[1] > 0
+    assert doc["analyses"]["od_flows"]["mechanisms"]["counts"]["mechanism"] == "discrete-gaussian"
+    assert doc["privacy"]["cost"]["delta"] == 1e-5
+    assert "ρ of the Gaussian parts" in out.read_text()
+    bad = _run(
+        [*common, "--delta", "1e-6", "--composition", "pure", "-o", str(tmp_path / "p.html")]
+    )
+    assert getattr(bad, "exit_code", 2) == 2 and "has no delta" in str(bad)

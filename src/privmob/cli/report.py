@@ -84,9 +84,15 @@ def print_report_summary(release: Release, paths: list[Path], _accountant: objec
     html, js, tables = report_paths(paths[0]).values()
     e = release.ledger_entry
     if e is not None:
+        # a zCDP report has two entries (its pure part and its rho part): their sum
+        entries = release.ledger_entries or [e]
+        eps = sum(x.cost.epsilon for x in entries)
+        delta = sum(x.cost.delta for x in entries)
+        ids = [f"#{x.id}" for x in entries]
         c.console.print(
             f"report written: {html} (+ {js.name}, {tables.name}/); charged epsilon="
-            f"{e.cost.epsilon:.6g} per {e.cost.unit} to '{e.dataset}' (ledger entry #{e.id})",
+            f"{eps:.6g}" + (f", delta={delta:.3g}" if delta else "") + f" per {e.cost.unit} to "
+            f"'{e.dataset}' (ledger entr{'ies' if len(ids) > 1 else 'y'} {', '.join(ids)})",
             markup=False,
             highlight=False,
         )
@@ -164,6 +170,23 @@ def report(
             help="trip level only: most trips of one user, to charge a user-level budget",
         ),
     ] = None,
+    composition: Annotated[
+        str,
+        typer.Option(
+            "--composition",
+            help="auto (zCDP with --delta, pure epsilon without), pure or zcdp: with zCDP each "
+            "analysis gets discrete Gaussian noise where that lowers its margin (the plan says "
+            "which and why)",
+        ),
+    ] = "auto",
+    delta: Annotated[
+        float | None,
+        typer.Option(
+            "--delta",
+            help="delta of the report's (epsilon, delta) under zCDP composition (zcdp without "
+            "it: 1e-9); far below 1 / the number of users",
+        ),
+    ] = None,
     offline_maps: Annotated[
         bool,
         typer.Option(
@@ -176,6 +199,7 @@ def report(
     """A differentially private mobility report: 15 analyses, one offline HTML + JSON."""
     from privmob.cli.run import run_release
     from privmob.releases.report import ReportSpec, load_report_input
+    from privmob.releases.report.composition import resolved
     from privmob.releases.report.split import build_config
 
     if input_shape not in ("auto", "trip-points", "trips", "gps"):
@@ -196,6 +220,8 @@ def report(
         ranges={k: _range(v) for k, v in _pairs(ranges, "range").items()},
         time_windows=[_hour(h) for h in time_windows.split(",")],
         same_tile=same_tile,
+        composition=composition,
+        delta=delta,
     )
     run_release(
         ctx,
@@ -209,6 +235,7 @@ def report(
         ),
         layers=False,
         summary=print_report_summary,
+        budget_delta=resolved(cfg)[1],  # --budget with a zCDP report: (epsilon, delta)
     )
 
 

@@ -161,16 +161,19 @@ def dp_histogram(
     kind: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE,
     rng: Randomness | int | None = None,
     unit: PrivacyUnit = PrivacyUnit.USER,
+    calibrated: tuple[Noise, Cost] | None = None,
 ) -> DPHistogram:
     """Noise on every declared bin and on the merged outliers cell.
 
     Guarantee: ``epsilon``-DP when one unit changes the dense counts by at most
     ``sensitivity`` in L1 (merging below/above into one cell cannot raise the L1 change).
+    With ``calibrated`` (noise and its cost, e.g. a discrete Gaussian calibrated by the caller
+    to an L2 bound that holds after the merge), that noise instead of Laplace at ``epsilon``.
     """
     c = np.asarray(dense_counts, dtype=np.int64)
     if c.shape != (bins.size,):
         raise ConfigError(f"expected {bins.size} dense counts, got shape {c.shape}")
     merged = np.concatenate([c[1:-1], [c[0] + c[-1]]])
-    noise, cost = calibrate(kind, epsilon, l1_sensitivity=sensitivity, unit=unit)
+    noise, cost = calibrated or calibrate(kind, epsilon, l1_sensitivity=sensitivity, unit=unit)
     noisy = noise.add(merged, rng)
     return DPHistogram(bins, noisy[:-1], int(noisy[-1]), noise, cost)

@@ -15,6 +15,7 @@ for the whole process), so the ledger computes the same bound here with scipy.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 from privmob.errors import ConfigError
 
@@ -48,3 +49,32 @@ def zcdp_epsilon(rho: float, delta: float) -> float:
     eps = float(res.fun)
     # never report more than the classical bound, never less than zero
     return max(0.0, min(eps, rho + 2.0 * math.sqrt(rho * log_inv)))
+
+
+#: bisection steps of :func:`rho_for_zcdp_epsilon` (to the float resolution of rho)
+_INVERSE_STEPS = 200
+
+
+@lru_cache(maxsize=256)
+def rho_for_zcdp_epsilon(epsilon: float, delta: float) -> float:
+    """The largest rho (to float resolution) whose tight conversion :func:`zcdp_epsilon` at
+    ``delta`` is at most ``epsilon``: the zCDP budget that an (epsilon, delta) budget buys.
+
+    Found by bisection on :func:`zcdp_epsilon` itself (increasing in rho), so the ledger, which
+    converts with the same function, finds the charge within the budget; the result is checked.
+    """
+    if not (epsilon > 0 and math.isfinite(epsilon)):
+        raise ConfigError(f"epsilon must be a finite number > 0, got {epsilon}")
+    lo, hi = 0.0, max(1.0, epsilon)
+    while zcdp_epsilon(hi, delta) <= epsilon:  # epsilon >= rho, so this ends
+        lo, hi = hi, 2.0 * hi
+    for _ in range(_INVERSE_STEPS):
+        mid = (lo + hi) / 2.0
+        if mid in (lo, hi):
+            break
+        if zcdp_epsilon(mid, delta) <= epsilon:
+            lo = mid
+        else:
+            hi = mid
+    assert zcdp_epsilon(lo, delta) <= epsilon
+    return lo

@@ -129,10 +129,21 @@ def _table(header: list[str], rows: Sequence[Sequence[Any]]) -> str:
 def _meta(a: dict[str, Any]) -> str:
     sens = ", ".join(f"{k} {v}" for k, v in a["sensitivity"].items())
     moe = ", ".join(f"{k} ±{v:,}" for k, v in a["margin_of_error_95"].items())
+    mech = "".join(  # zCDP composition only: each part's mechanism and why
+        f" · {escape(part)}: {escape(_mechanism(m))}" for part, m in a.get("mechanisms", {}).items()
+    )
     return (
         f"<div class='meta'>ε = {a['epsilon']:.4g} · L1 sensitivity: {escape(sens)} · "
-        f"95% margin of error: {escape(moe)}</div>"
+        f"95% margin of error: {escape(moe)}{mech}</div>"
     )
+
+
+def _mechanism(m: dict[str, Any]) -> str:
+    if m["mechanism"] == "discrete-gaussian":
+        said = f"discrete Gaussian σ = {m['sigma']:.4g}, ρ = {m['rho']:.4g}"
+    else:
+        said = f"discrete Laplace scale {m['scale']:.4g}"
+    return f"{said} ({m['why']})"
 
 
 def _section(
@@ -374,6 +385,18 @@ def noise_floor(noise: dict[str, Any], cells: int, confidence: float = 0.95) -> 
     return floor_of(Noise(NoiseKind(noise["kind"]), float(noise["scale"])), cells, confidence)
 
 
+def _composition_rows(doc: dict[str, Any]) -> list[list[Any]]:
+    """The settings rows of a zCDP report (none for a pure one)."""
+    noise = doc["privacy"].get("noise") or {}
+    if "composition" not in noise:
+        return []
+    return [
+        ["δ", doc["privacy"]["cost"]["delta"]],
+        ["composition", f"{noise['composition']}; ρ of the Gaussian parts {noise['rho']:.6g}"],
+        ["conversion", noise["conversion"]],
+    ]
+
+
 def render_report_html(doc: dict[str, Any], *, basemap: bool | Basemap | None = True) -> str:
     """The HTML page of a report document (from :func:`report_document` or its JSON).
 
@@ -406,6 +429,7 @@ def render_report_html(doc: dict[str, Any], *, basemap: bool | Basemap | None = 
         ["setting", "value"],
         [
             ["ε (total)", doc["privacy"]["cost"]["epsilon"]],
+            *_composition_rows(doc),
             ["unit of privacy", p["unit"]],
             ["max trips per user (M)", p["max_trips_per_user"]],
             ["study period", f"{p['period'][0]} to {p['period'][1]} (declared)"],

@@ -57,6 +57,8 @@ class ReportOptions(TypedDict, total=False):
     target_margins: Mapping[str, float] | None  # 95% margins asked, solved into the weights
     ranges: Mapping[str, tuple[float, float, float]] | None  # None: the default ranges
     time_windows: Sequence[int] | None  # None: 2, 6, 10, 14, 18, 22
+    composition: str  # "auto": zCDP with a delta, pure epsilon without
+    delta: float  # 0.0 (pure); with composition="zcdp" and none: 1e-9
 
 
 class CountOptions(TypedDict, total=False):

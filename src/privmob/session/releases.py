@@ -269,7 +269,12 @@ class Session(SessionCounts):
         analysis's expected margin and which targets this epsilon cannot meet),
         ``ranges`` (histogram ranges ``{"travel_time": (0, 120, 5)}``: lo, hi, width),
         ``time_windows`` (the hours that start the windows, default 2, 6, 10, 14, 18, 22),
-        ``same_tile`` (trips within one tile in ``od_flows``: ``"exclude"`` or ``"include"``).
+        ``same_tile`` (trips within one tile in ``od_flows``: ``"exclude"`` or ``"include"``),
+        ``delta`` and ``composition`` (``"auto"``: with a ``delta`` > 0 the analyses compose by
+        zCDP, each count vector getting discrete Gaussian noise where that lowers its margin
+        and no analysis's margin grows, and the report is ``(epsilon, delta)``-DP; without a
+        delta pure epsilon as before; ``"pure"`` or ``"zcdp"`` to insist, ``"zcdp"`` with no
+        delta takes 1e-9; the plan's notes say each part's mechanism and why).
         ``output``: the path of the HTML report, published atomically with ``report.json``
         and its tables beside it once charged; without it, ``ReleaseResult.write_html(path)``
         writes them later.

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from privmob.privacy.costs import PrivacyUnit
-from privmob.privacy.mechanisms import calibrate
+from privmob.privacy.costs import Cost, PrivacyUnit
+from privmob.privacy.mechanisms import Noise, calibrate
 from privmob.privacy.quantiles import FIVE_NAMES, dp_histogram, dp_quantiles
 from privmob.privacy.samplers import Randomness
 from privmob.releases.counts import noisy_cells
@@ -77,10 +77,17 @@ class AnalysisResult:
 
 
 def counts(
-    name: str, exact: np.ndarray, eps: float, delta1: int, cfg: ReportConfig, rng: Randomness
+    name: str,
+    exact: np.ndarray,
+    eps: float,
+    delta1: int,
+    cfg: ReportConfig,
+    rng: Randomness,
+    gaussian: Noise | None = None,
 ) -> tuple[np.ndarray, AnalysisResult]:
-    """Noise on every cell of a dense count vector (zero cells and outliers cell included)."""
-    noise, _ = calibrate(cfg.noise_kind, eps, l1_sensitivity=delta1, unit=cfg.unit)
+    """Noise on every cell of a dense count vector (zero cells and outliers cell included):
+    Laplace at ``eps``, or the ``gaussian`` noise its composition chose (:mod:`.composition`)."""
+    noise = gaussian or calibrate(cfg.noise_kind, eps, l1_sensitivity=delta1, unit=cfg.unit)[0]
     noisy = noisy_cells(exact, noise, rng)  # the count template's noise step
     res = AnalysisResult(
         name,
@@ -93,15 +100,34 @@ def counts(
 
 
 def dataset_statistics(
-    users: np.ndarray, kinds: np.ndarray, eps: float, cfg: ReportConfig, rng: Randomness
+    users: np.ndarray,
+    kinds: np.ndarray,
+    eps: float,
+    cfg: ReportConfig,
+    rng: Randomness,
+    gaussian: dict[str, Noise | None] | None = None,
 ) -> AnalysisResult:
-    """Users (Delta 1) and complete/incomplete trips (Delta M jointly), epsilon split in half;
-    #trips and #trip ends are sums of the noisy counts (post-processing)."""
+    """Users (Delta 1) and complete/incomplete trips (Delta M jointly), epsilon split in half
+    (or the ``gaussian`` noise of a part); #trips and #trip ends are sums of the noisy counts
+    (post-processing)."""
+    g = gaussian or {}
     n_users, r_users = counts(
-        "users", users, eps / 2, sensitivity("dataset_statistics", cfg, "users"), cfg, rng
+        "users",
+        users,
+        eps / 2,
+        sensitivity("dataset_statistics", cfg, "users"),
+        cfg,
+        rng,
+        g.get("users"),
     )
     n_kinds, r_kinds = counts(
-        "trips", kinds, eps / 2, sensitivity("dataset_statistics", cfg, "trips"), cfg, rng
+        "trips",
+        kinds,
+        eps / 2,
+        sensitivity("dataset_statistics", cfg, "trips"),
+        cfg,
+        rng,
+        g.get("trips"),
     )
     complete, incomplete = int(n_kinds[0]), int(n_kinds[1])
     return AnalysisResult(
@@ -126,14 +152,22 @@ def dataset_statistics(
 
 
 def distribution(
-    name: str, exact: np.ndarray, eps: float, cfg: ReportConfig, rng: Randomness
+    name: str,
+    exact: np.ndarray,
+    eps: float,
+    cfg: ReportConfig,
+    rng: Randomness,
+    gaussian: tuple[Noise, Cost] | None = None,
 ) -> AnalysisResult:
-    """Histogram over the declared bins + outliers (eps * (1 - share)) and a DP five-number
-    summary chosen among the declared bins, reported at their midpoints (eps * share)."""
+    """Histogram over the declared bins + outliers (eps * (1 - share), or the ``gaussian``
+    noise its composition chose) and a DP five-number summary chosen among the declared bins,
+    reported at their midpoints (eps * share, always pure: the exponential mechanism)."""
     bins = cfg.bins(name)
     delta1 = sensitivity(name, cfg)
     eps_q = eps * cfg.quantile_share
-    hist = dp_histogram(exact, bins, eps - eps_q, delta1, cfg.noise_kind, rng, cfg.unit)
+    hist = dp_histogram(
+        exact, bins, eps - eps_q, delta1, cfg.noise_kind, rng, cfg.unit, calibrated=gaussian
+    )
     five, _ = dp_quantiles(exact, bins, eps_q, delta1, rng=rng, unit=cfg.unit)
     return AnalysisResult(
         name,

@@ -20,6 +20,7 @@ from privmob.engine.relation import Loaded
 from privmob.lazy_imports import lazy_module
 from privmob.prepare.bounding import fresh_key
 from privmob.privacy.costs import Cost
+from privmob.privacy.mechanisms import Noise
 from privmob.privacy.samplers import Randomness, resolve
 from privmob.releases.base import Accountant
 from privmob.releases.counts import count_vectors
@@ -28,6 +29,7 @@ from privmob.releases.gate import Draft, through_the_gate
 from privmob.releases.release import Release
 
 from . import analyses as an
+from .composition import CONVERSION, CompositionPlan, plan_composition, resolved
 from .config import MISSING_COLUMNS, ReportConfig
 from .inputs import Tiles
 from .sql import count_terms, ends_sql, queries, trips_sql, users_sql
@@ -57,9 +59,20 @@ def time_bins(cfg: ReportConfig) -> list[datetime]:
     return out
 
 
-def report_cost(cfg: ReportConfig) -> Cost:
-    """The cost of the whole report: the sum of the per-analysis epsilons (= cfg.epsilon)."""
+def report_cost(cfg: ReportConfig, plan: CompositionPlan | None = None) -> Cost:
+    """The cost of the whole report: the sum of the per-analysis epsilons (= cfg.epsilon), or
+    under zCDP composition its pure part plus its rho part (:mod:`.composition`)."""
+    plan = plan or composition_of(cfg)
+    if plan is not None:
+        return plan.cost
     return Cost.pure(math.fsum(cfg.epsilon_for(a) for a in cfg.selected), cfg.unit)
+
+
+def composition_of(cfg: ReportConfig) -> CompositionPlan | None:
+    """The zCDP composition plan of a report with a delta (None: pure epsilon, as before)."""
+    if resolved(cfg)[0] == "pure":
+        return None
+    return plan_composition(cfg)
 
 
 #: The per-trip aggregate (one group per trip, with first and last time, place and tile) is
@@ -194,16 +207,18 @@ def report_draft(
     users by a hash of the user id; the summed counts equal the single-pass counts.
     """
     r = resolve(rng)
-    cost = report_cost(config)
+    plan = composition_of(config)
+    cost = report_cost(config, plan)
     accountant.precheck(cost)
     step = progress or (lambda _msg: None)
+    zcdp = {} if plan is None else _zcdp_description(plan)
     header = Release(
         kind="report",
         cost=cost,
         unit=config.unit,
         bounds={"max_trips_per_user": config.max_trips, "ends_per_trip": 2},
-        noise={"kind": config.noise_kind.value, "confidence": config.confidence},
-        params=config.to_dict(),
+        noise={"kind": config.noise_kind.value, "confidence": config.confidence, **zcdp},
+        params=config.to_dict() | ({"mechanisms": plan.to_dict()} if plan else {}),
         domain={
             "tiles": tiles.k,
             "tile_ids": tiles.ids,
@@ -211,6 +226,7 @@ def report_draft(
         },
         tables={},
         for_publication=r.for_publication,
+        cost_parts=plan.cost_parts if plan is not None and plan.gaussian else None,
     )
     step("aggregating in the engine")
     key = fresh_key(r)
@@ -222,12 +238,15 @@ def report_draft(
 
     def draw() -> Release:
         step("adding noise")
-        results, tables = _release_all(exact, config, tiles, r)
+        results, tables = _release_all(exact, config, tiles, r, plan)
         signal = report_signal(results, config.unit.value)
         return header.drawn(
             tables,
             extra={
-                "analyses": {name: res.to_dict() for name, res in results.items()},
+                "analyses": {
+                    name: res.to_dict() | _mechanisms_of(name, plan)
+                    for name, res in results.items()
+                },
                 "signal": signal,
                 "tessellation": {
                     "ids": tiles.ids,
@@ -242,6 +261,27 @@ def report_draft(
     return Draft(header, "DP mobility report", draw)
 
 mobility_report = through_the_gate(report_draft)
+
+
+def _zcdp_description(plan: CompositionPlan) -> dict[str, Any]:
+    """What the release's noise description says of its zCDP composition."""
+    return {
+        **({"kind": "discrete-laplace and discrete-gaussian"} if plan.gaussian else {}),
+        "composition": "zcdp" if plan.gaussian else "pure (zCDP asked, no part gains)",
+        "delta": plan.delta if plan.gaussian else 0.0,
+        "rho": plan.rho,
+        "conversion": CONVERSION,
+        "gaussian_parts": [f"{c.part.analysis}/{c.part.part}" for c in plan.choices if c.gaussian],
+    }
+
+
+def _mechanisms_of(name: str, plan: CompositionPlan | None) -> dict[str, Any]:
+    """An analysis's parts in the composition plan (mechanism, sigma, rho, why); none when
+    pure, so a pure report's metadata is what it was."""
+    if plan is None:
+        return {}
+    own = {c.part.part: c.to_dict() for c in plan.choices if c.part.analysis == name}
+    return {"mechanisms": own}
 
 
 def report_signal(results: dict[str, an.AnalysisResult], unit: str) -> dict[str, Any]:
@@ -286,15 +326,24 @@ def _noise_of(described: Any) -> Any:
 
 
 def _release_all(
-    exact: dict[str, np.ndarray], cfg: ReportConfig, tiles: Tiles, rng: Randomness
+    exact: dict[str, np.ndarray],
+    cfg: ReportConfig,
+    tiles: Tiles,
+    rng: Randomness,
+    plan: CompositionPlan | None = None,
 ) -> tuple[dict[str, an.AnalysisResult], dict[str, pd.DataFrame]]:
     results: dict[str, an.AnalysisResult] = {}
     tables: dict[str, pd.DataFrame] = {}
     k = tiles.k
+
+    def gaussian(name: str, part: str) -> Noise | None:
+        return None if plan is None else plan.noise_for(name, part)
+
     for name in cfg.selected:
         eps = cfg.epsilon_for(name)
         if name == "dataset_statistics":
-            res = an.dataset_statistics(exact["users"], exact["trip_kinds"], eps, cfg, rng)
+            g = {p: gaussian(name, p) for p in ("users", "trips")}
+            res = an.dataset_statistics(exact["users"], exact["trip_kinds"], eps, cfg, rng, g)
             tables[name] = pd.DataFrame(
                 {
                     "statistic": [*res.values],
@@ -303,7 +352,11 @@ def _release_all(
                 }
             )
         elif an.is_distribution(name):
-            res = an.distribution(name, exact[name], eps, cfg, rng)
+            hist = gaussian(name, "histogram")
+            paid = (
+                None if plan is None or hist is None else (hist, plan.part_cost(name, "histogram"))
+            )
+            res = an.distribution(name, exact[name], eps, cfg, rng, paid)
             v = res.values
             tables[name] = pd.DataFrame(
                 {
@@ -314,7 +367,15 @@ def _release_all(
                 }
             )
         else:
-            noisy, res = an.counts(name, exact[name], eps, an.sensitivity(name, cfg), cfg, rng)
+            noisy, res = an.counts(
+                name,
+                exact[name],
+                eps,
+                an.sensitivity(name, cfg),
+                cfg,
+                rng,
+                gaussian(name, "counts"),
+            )
             if name == "od_flows" and cfg.same_tile != "include":
                 noisy[: k * k : k + 1] = 0  # the diagonal is not released (od's same-tile rule)
             res.name = name

@@ -18,6 +18,8 @@ from privmob.privacy.quantiles import Bins
 from privmob.releases.kinds import same_tile_flag
 from privmob.surface import spelled
 
+from .compositions import resolve_composition
+
 # analyses that release a histogram over declared bins plus a DP five-number summary
 DISTRIBUTIONS: tuple[str, ...] = (
     "travel_time",
@@ -148,6 +150,9 @@ class ReportConfig:
     same_tile: str = "exclude"
     #: 95% margins asked per analysis, solved into ``weights`` (:func:`.split.build_config`)
     target_margins: dict[str, float] = field(default_factory=dict)
+    #: "auto" (zCDP with a delta, pure without), "pure" or "zcdp" (:mod:`.composition`)
+    composition: str = "auto"
+    delta: float = 0.0
 
     @classmethod
     def build(
@@ -164,6 +169,8 @@ class ReportConfig:
         noise_kind: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE,
         quantile_share: float = 0.5,
         same_tile: str = "exclude",
+        composition: str = "auto",
+        delta: float | None = None,
     ) -> ReportConfig:
         """The config from plain values (the Session's keywords and the command's options):
         ``max_trips`` None is 1 at trip level and refused at user level; ``period`` is
@@ -186,6 +193,8 @@ class ReportConfig:
             noise_kind=NoiseKind(noise_kind),
             quantile_share=float(quantile_share),
             same_tile=same_tile,
+            composition=str(composition),
+            delta=_number(delta or 0.0, "delta"),
         )
 
     def __post_init__(self) -> None:
@@ -224,6 +233,7 @@ class ReportConfig:
         for name in self.ranges:
             if name not in DEFAULT_RANGES:
                 raise ConfigError(f"no declared range for {name!r}")
+        resolve_composition(self.composition, self.delta)  # known, with a delta it can use
 
     # -- derived public parameters ----------------------------------------------------
     @property
@@ -266,6 +276,11 @@ class ReportConfig:
         tw = self.time_windows
         return [f"{tw[i]:02d}-{tw[(i + 1) % len(tw)]:02d}" for i in range(len(tw))]
 
+    def _composition_dict(self) -> dict[str, object]:
+        """zCDP only (a pure report's parameters are what they were before zCDP existed)."""
+        how, delta = resolve_composition(self.composition, self.delta)
+        return {"composition": how, "delta": delta} if how == "zcdp" else {}
+
     def to_dict(self) -> dict[str, object]:
         omitted: dict[str, object] = (
             {
@@ -292,4 +307,5 @@ class ReportConfig:
             "same_tile": self.same_tile,
             **({"target_margins": dict(self.target_margins)} if self.target_margins else {}),
             **omitted,
+            **self._composition_dict(),
         }

@@ -20,7 +20,7 @@ from privmob.releases.specs import Plan, Progress, domain_memory
 from privmob.releases.tiles import check_tessellation
 
 from .analyses import sensitivity
-from .build import report_cost, report_draft, time_bins
+from .build import composition_of, report_cost, report_draft, time_bins
 from .config import ReportConfig
 from .inputs import Tiles
 from .split import target_notes
@@ -79,8 +79,9 @@ class ReportSpec:
         cfg = self.config
         counted = queries(cfg, self.tessellation.k, len(time_bins(cfg)), DUCKDB)
         cells = sum(size for name, (_sql, size) in counted.items() if _released(name, cfg))
-        margins = []
-        for name in cfg.selected:
+        plan = composition_of(cfg)
+        margins = [] if plan is None else [float(c.margin) for c in plan.choices]
+        for name in cfg.selected if plan is None else ():
             eps = cfg.epsilon_for(name)
             if eps > 0:
                 dist, _ = calibrate(
@@ -89,14 +90,20 @@ class ReportSpec:
                 margins.append(float(dist.margin_of_error(0.95)))
         return Plan(
             kind=self.kind,
-            cost=report_cost(cfg),
+            cost=report_cost(cfg, plan),
             cells=cells,
             memory_bytes=domain_memory(cells, cells),
             output_rows=cells,
             margin_of_error_95=max(margins, default=0.0),
-            noise=str(cfg.noise_kind),
+            noise=str(cfg.noise_kind)
+            if plan is None or not plan.gaussian
+            else "discrete-laplace and discrete-gaussian (zCDP composition)",
             parts=len(cfg.selected),
-            notes=(*omitted_note(cfg), *(target_notes(cfg) if cfg.target_margins else ())),
+            notes=(
+                *omitted_note(cfg),
+                *(target_notes(cfg) if cfg.target_margins else ()),
+                *(plan.notes() if plan is not None else ()),
+            ),
         )
 
     def plan(self) -> Plan:
