@@ -696,10 +696,10 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--bound-quantile", type=float, default=0.9, help="with auto")
     ap.add_argument(
         "--dpmr-epsilons",
-        type=float,
+        type=_epsilon_or_none,
         nargs="*",
         default=[1.0],
-        help="DPMR's epsilons (none: no DPMR)",
+        help="DPMR's epsilons (none, or the option alone: no DPMR)",
     )
     ap.add_argument(
         "--parts",
@@ -732,6 +732,7 @@ def parse_args() -> argparse.Namespace:
     )
     args = ap.parse_args()
     args.od_hierarchy = [w for w in args.od_hierarchy if w != "none"]
+    args.dpmr_epsilons = [e for e in args.dpmr_epsilons if e is not None]
     if args.quick:
         args.users, args.epsilons, args.dpmr_epsilons, args.parts = 2_000, [1.0], [], ["city"]
     if args.figure is None:
@@ -760,6 +761,11 @@ def city_part(args: argparse.Namespace) -> tuple[list[Row], str]:
         rows += dpmr_runs(city, truth, raw, args)
     about = f"{city.n_users:,} users, {city.n_trips:,} trips, {cfg.days} days, M = {args.max_trips}"
     return rows, about
+
+
+def _epsilon_or_none(text: str) -> float | None:
+    """An epsilon, or ``none`` (dropped: ``--dpmr-epsilons none`` runs no DPMR)."""
+    return None if text.lower() == "none" else float(text)
 
 
 def main() -> None:
