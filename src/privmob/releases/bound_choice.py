@@ -87,6 +87,20 @@ def chosen(bound: object, given: BoundChoice | None) -> BoundChoice | None:
     return None
 
 
+def checked_choice(
+    bound: object, given: BoundChoice | None, *, unit: str, noise: Any, delta: float,
+    per: object, value: object,
+) -> BoundChoice | None:
+    """:func:`chosen`, refused from public parameters where it is not offered
+    (:func:`check_choice`): what a kind's ``choice`` property returns."""
+    bc = chosen(bound, given)
+    if bc is not None:
+        check_choice(
+            bc, unit=PrivacyUnit(unit), noise=noise, delta=delta, per=per, value=value
+        )
+    return bc
+
+
 def check_choice(
     choice: BoundChoice, *, unit: PrivacyUnit, noise: Any, delta: float, per: object, value: object
 ) -> None:

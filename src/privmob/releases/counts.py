@@ -489,19 +489,12 @@ class CountSpec:
     @cached_property
     def choice(self) -> BoundChoice | None:
         """The bound's choice or rescale (``None``: a fixed bound, the template's own path)."""
-        from privmob.releases.bound_choice import check_choice, chosen
+        from privmob.releases.bound_choice import checked_choice
 
-        bc = chosen(self.bound, self.bound_choice)
-        if bc is not None:
-            check_choice(
-                bc,
-                unit=PrivacyUnit(self.unit),
-                noise=self.noise,
-                delta=self.delta,
-                per=self.bound_per,
-                value=self.value,
-            )
-        return bc
+        return checked_choice(
+            self.bound, self.bound_choice, unit=self.unit, noise=self.noise, delta=self.delta,
+            per=self.bound_per, value=self.value,
+        )  # fmt: skip
 
     @property
     def fixed_bound(self) -> int | None:

@@ -32,7 +32,7 @@ from privmob.privacy.postprocess import describe as describe_post
 from privmob.privacy.samplers import Randomness, resolve
 from privmob.privacy.signal import expected_signal, signal_check
 from privmob.releases.base import Accountant
-from privmob.releases.bound_choice import check_choice, chosen, chosen_draft, chosen_plan
+from privmob.releases.bound_choice import checked_choice, chosen_draft, chosen_plan
 from privmob.releases.counts import (
     CellNoise,
     CountDomain,
@@ -150,25 +150,19 @@ class OdSpec(PlannedOnce):
     @cached_property
     def choice(self) -> BoundChoice | None:
         """The bound's choice or rescale (``None``: a fixed bound, as given)."""
-        bc = chosen(self.max_trips, self.bound_choice)
-        if bc is not None:
-            check_choice(
-                bc,
-                unit=PrivacyUnit(self.unit),
-                noise=self.noise,
-                delta=self.delta,
-                per=self.bound_per,
-                value=None,
+        bc = checked_choice(
+            self.max_trips, self.bound_choice, unit=self.unit, noise=self.noise,
+            delta=self.delta, per=self.bound_per, value=None,
+        )  # fmt: skip
+        if bc is not None and self.hierarchy:  # the levels' noise is fixed before the charge
+            raise ConfigError(
+                "a bound chosen privately or rescaled counts are not offered with a "
+                "hierarchy of zones yet",
+                hint=spelled(
+                    "give a fixed --max-trips, or leave out --hierarchy",
+                    "give a fixed max_trips=, or leave out hierarchy=",
+                ),
             )
-            if self.hierarchy:  # each level's noise is calibrated to the bound before the charge
-                raise ConfigError(
-                    "a bound chosen privately or rescaled counts are not offered with a "
-                    "hierarchy of zones yet",
-                    hint=spelled(
-                        "give a fixed --max-trips, or leave out --hierarchy",
-                        "give a fixed max_trips=, or leave out hierarchy=",
-                    ),
-                )
         return bc
 
     @property
