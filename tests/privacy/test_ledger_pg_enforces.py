@@ -187,9 +187,13 @@ def test_an_over_budget_entry_carrying_a_rho_is_refused_by_the_server(team, pg_c
     row = {**_forged(team, 5.0), "rho": 5.0}
     row["row_hash"] = chain.digest(row["prev_hash"], chain.hashed(row))
     signer = load_private(team.keys["alice"])
-    row["signature"] = signer.sign("entry", entry_message(Ledger(team.url).ledger_id, row["row_hash"]))
+    row["signature"] = signer.sign(
+        "entry", entry_message(Ledger(team.url).ledger_id, row["row_hash"])
+    )
     r = _psql(
-        pg_cluster, _as(team.url, "alice"), f"SELECT privmob.charge('d', '{_literal([row])}'::jsonb)"
+        pg_cluster,
+        _as(team.url, "alice"),
+        f"SELECT privmob.charge('d', '{_literal([row])}'::jsonb)",
     )
     assert r.returncode != 0 and "the budget of d cannot pay this charge" in r.stderr, r.stderr
     led = Ledger(team.url)
@@ -228,7 +232,9 @@ def test_the_server_counts_zcdp_releases_as_privmob_does(team, pg_cluster):  # n
     row["signer"] = signer.key_id
     row["signature"] = signer.sign("entry", entry_message(alice.ledger_id, row["row_hash"]))
     r = _psql(
-        pg_cluster, _as(team.url, "alice"), f"SELECT privmob.charge('z', '{_literal([row])}'::jsonb)"
+        pg_cluster,
+        _as(team.url, "alice"),
+        f"SELECT privmob.charge('z', '{_literal([row])}'::jsonb)",
     )
     assert r.returncode != 0 and "the budget of z cannot pay this charge" in r.stderr, r.stderr
     # a smaller one that zCDP still pays: accepted by the server (no refusal privmob would not
@@ -238,7 +244,9 @@ def test_the_server_counts_zcdp_releases_as_privmob_does(team, pg_cluster):  # n
     row["row_hash"] = chain.digest(row["prev_hash"], chain.hashed(row))
     row["signature"] = signer.sign("entry", entry_message(alice.ledger_id, row["row_hash"]))
     r = _psql(
-        pg_cluster, _as(team.url, "alice"), f"SELECT privmob.charge('z', '{_literal([row])}'::jsonb)"
+        pg_cluster,
+        _as(team.url, "alice"),
+        f"SELECT privmob.charge('z', '{_literal([row])}'::jsonb)",
     )
     assert r.returncode == 0, r.stderr
     assert Ledger(team.url).verify() == []
