@@ -187,8 +187,15 @@ class Custody:
             trust.revoke_key(
                 con, self.ledger_id, signer, k, at_count=head_count(con), created=now()
             )
-            if k.role == trust.CUSTODIAN:  # what it signed is vouched for by an active key
-                self._sign_checkpoint(con, signer, trust.key_ring(con, self.ledger_id))
+            # a checkpoint signs the governance chain with the revocation in it (and what a
+            # revoked custodian signed is vouched for by an active key); this custodian
+            # witnesses it, so cutting the revocation from the chain's end is seen
+            ring = trust.key_ring(con, self.ledger_id)
+            pos = self._sign_checkpoint(con, signer, ring)
+            signed = witness.latest_checkpoint(con)
+        if self.witnessed:
+            head = witness.Head(pos.count, pos.last_id, pos.head_hash)
+            witness.record(self.ledger_id, ring.root, head, self.location, signed)
 
     def rotate(self, new: Signer, name: str = "custodian") -> None:
         """Hand custody to the key ``new``: granted and the current key revoked, both signed by

@@ -123,7 +123,7 @@ class KeyRing:
 KEY_COLUMNS = ("key_id", "action", "role", "name", "public_key", "at_count", "created_at")
 
 
-def key_ring(con: sqlite3.Connection, ledger_id: str) -> KeyRing:
+def key_ring(con: sqlite3.Connection, ledger_id: str, *, fast: bool = True) -> KeyRing:
     """The keys, replayed from their signed events in the order of the custodian's governance
     chain (:mod:`privmob.privacy.ledger_governance`: a grant counts from its place in the
     chain, and a row inserted outside it not at all); the chain's problems are the ring's. A
@@ -142,7 +142,11 @@ def key_ring(con: sqlite3.Connection, ledger_id: str) -> KeyRing:
         return ring
     replayed = governance.replay(con, ledger_id)
     ring.problems += replayed.problems
-    for e, row in replayed.order:
+    # the chain up to the head the latest checkpoint signed is vouched for by that checkpoint
+    # (its hash links are checked above): its entries' signatures need no check, as entries
+    # before a checkpoint need none at a charge; all are checked when that checkpoint is not
+    vouched_to = 0 if replayed.problems or not fast else _checkpointed_prefix(replayed)
+    for i, (e, row) in enumerate(replayed.order):
         first = ring.root is None
         # the chain begins with the custodian's own key, signed by itself
         if first and (
@@ -155,7 +159,11 @@ def key_ring(con: sqlite3.Connection, ledger_id: str) -> KeyRing:
             return ring
         k = ring.keys.get(e.signer)
         pub = k.public if k and k.role == CUSTODIAN and k.revoked_at is None else None
-        if pub is None or not verified(
+        if i == vouched_to and vouched_to and not _checkpoint_signed(ring, ledger_id, row):
+            return key_ring(con, ledger_id, fast=False)  # not vouched for: check every entry
+        if i < vouched_to:
+            pass
+        elif pub is None or not verified(
             pub, e.signature, "governance", governance.message(ledger_id, e.row_hash)
         ):
             ring.problems.append(
@@ -166,6 +174,54 @@ def key_ring(con: sqlite3.Connection, ledger_id: str) -> KeyRing:
         if not first and row is not None and e.table == "ledger_keys":
             _apply_event(ring, ledger_id, row, seen)
     return ring
+
+
+def _checkpointed_prefix(replayed: governance.Replay) -> int:
+    """How many entries of the chain the latest checkpoint in it signed as its head, when its
+    own entry follows right after (0: none)."""
+    for i in range(len(replayed.order) - 1, -1, -1):
+        e, row = replayed.order[i]
+        if e.table != "checkpoints" or row is None:
+            continue
+        try:
+            head = governance.vouched_head(json.loads(row["vouched"]))
+        except (ValueError, TypeError):
+            return 0
+        if head is None or head[0] != i or i == 0 or replayed.order[i - 1][0].row_hash != head[1]:
+            return 0
+        return i
+    return 0
+
+
+def _checkpoint_signed(ring: KeyRing, ledger_id: str, row: dict[str, Any] | None) -> bool:
+    """Whether a checkpoint row is signed by a custodian key active now in ``ring``."""
+    if row is None:
+        return False
+    try:
+        values = _checkpoint_values(row)
+    except (ValueError, TypeError, KeyError):
+        return False
+    k = ring.keys.get(row.get("signer") or "")
+    return (
+        k is not None
+        and k.role == CUSTODIAN
+        and k.revoked_at is None
+        and verified(
+            k.public, row.get("signature"), "checkpoint", message(ledger_id, {"checkpoint": values})
+        )
+    )
+
+
+def _checkpoint_values(row: dict[str, Any]) -> dict[str, Any]:
+    """What a checkpoint's signature covers, from its stored row."""
+    pos = Position(int(row["last_id"]), int(row["entry_count"]), row["head_hash"], {})
+    return {
+        **pos.values(),
+        "totals": json.loads(row["totals"]),
+        "adopted": int(row["adopted"]),
+        "vouched": json.loads(row["vouched"]),
+        "created_at": row["created_at"],
+    }
 
 
 def _apply_event(
@@ -637,7 +693,7 @@ def all_problems(
     """Everything that does not verify, as sentences: keys, every entry from the first (chain,
     content, signature), the recorded head, every checkpoint (signature, head, totals), budgets,
     family links and approvals. Needs public keys only."""
-    ring = key_ring(con, ledger_id)
+    ring = key_ring(con, ledger_id, fast=False)  # every signature of the chain
     if ring.root is None:
         return [
             *ring.problems,
