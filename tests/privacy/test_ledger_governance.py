@@ -188,3 +188,32 @@ def test_verify_checks_the_signatures_a_checkpoint_vouches_for(team):  # noqa: F
     Ledger(path, key=keys["analyst"]).charge("cdr-2026-01", Cost.pure(0.5), kind="od")
     problems = Ledger(path, key=keys["auditor"]).verify()
     assert any("governance entry 2 (key event): not signed" in p for p in problems), problems
+
+
+def test_deleted_people_sketches_do_not_reopen_the_people_check(team):  # noqa: F811
+    """Issue 39: deleting the ``dataset_people`` rows (a real process) let the same people be
+    released again under another dataset's budget. Now the checkpoint the custodian signs names
+    each dataset that has a sketch, and every charge refuses a ledger that lost one."""
+    import numpy as np
+    from tests.privacy.test_people import _sketch, _users
+
+    path, keys = team
+    cus = Ledger(path, key=keys["custodian"])
+    cus.set_budget("other", 10.0)
+    people = _sketch(_users(np.random.default_rng(4), 5_000))
+    cus.charge_parts(
+        "cdr-2026-01", [("", Cost(0.5))], kind="t", input_fingerprint="f1", people=people
+    )
+    cus.checkpoint()
+    with pytest.raises(BudgetError, match="are users of dataset 'cdr-2026-01'"):
+        cus.charge_parts(
+            "other", [("", Cost(0.5))], kind="t", input_fingerprint="f2", people=people
+        )
+    _edit(path, 'c.execute("DELETE FROM dataset_people")')
+    ana = Ledger(path, key=keys["analyst"])
+    with pytest.raises(BudgetError, match="people sketch of dataset 'cdr-2026-01'.* is gone"):
+        ana.charge_parts(
+            "other", [("", Cost(0.5))], kind="t", input_fingerprint="f2", people=people
+        )
+    assert ana.entries("other") == []
+    assert any("people sketch" in p for p in Ledger(path, key=keys["auditor"]).verify())

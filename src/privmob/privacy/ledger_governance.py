@@ -53,8 +53,12 @@ NAMES = {
     "same_data_approvals": "same-data approval",
     "checkpoints": "checkpoint",
 }
-#: how a checkpoint's ``vouched`` list names the governance head it follows
+#: how a checkpoint's ``vouched`` list names the governance head it follows, and each dataset
+#: that has a people sketch then (sketches are written by analysts' charges, so they are not
+#: records of this chain; a sketch a checkpoint named must not disappear)
 HEAD_PREFIX = "governance:"
+PEOPLE_PREFIX = "people:"
+MARK_PREFIXES = (HEAD_PREFIX, PEOPLE_PREFIX)
 
 
 def genesis(ledger_id: str) -> str:
@@ -124,6 +128,20 @@ def holds(con: Any, count: int, last: str) -> bool:
         "SELECT row_hash FROM governance ORDER BY seq LIMIT 1 OFFSET ?", (count - 1,)
     ).fetchone()
     return row is not None and row[0] == last
+
+
+def people_marks(con: Any) -> list[str]:
+    rows = con.execute("SELECT dataset FROM dataset_people ORDER BY dataset").fetchall()
+    return [PEOPLE_PREFIX + str(r[0]) for r in rows]
+
+
+def people_gone(con: Any, vouched: Iterable[str]) -> str | None:
+    """A dataset whose people sketch a checkpoint named and that has none now (None: none)."""
+    named = sorted(v[len(PEOPLE_PREFIX) :] for v in vouched if v.startswith(PEOPLE_PREFIX))
+    if not named:
+        return None
+    have = {str(r[0]) for r in con.execute("SELECT dataset FROM dataset_people").fetchall()}
+    return next((d for d in named if d not in have), None)
 
 
 def head_mark(con: Any, ledger_id: str) -> str:

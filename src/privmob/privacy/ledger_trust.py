@@ -411,8 +411,14 @@ def vouched_missing(con: sqlite3.Connection, ledger_id: str, ring: KeyRing) -> s
             f"the custodian's governance chain no longer holds its entry {signed_head[0]} as "
             f"checkpoint {latest.seq} signed it (entries deleted at its end, or replaced)"
         )
+    gone = governance.people_gone(con, latest.vouched)
+    if gone:
+        return (
+            f"the people sketch of dataset '{gone}', which checkpoint {latest.seq} recorded, "
+            "is gone (deleted: the check of the people in a release would be open again)"
+        )
     missing = {
-        v for v in latest.vouched if not v.startswith(governance.HEAD_PREFIX)
+        v for v in latest.vouched if not v.startswith(governance.MARK_PREFIXES)
     } - record_digests(con, ledger_id)
     if not missing:
         return None
@@ -505,6 +511,7 @@ def add_checkpoint(
     vouched = sorted(record_digests(con, ledger_id))
     if governance.available(con) and governance.head(con, ledger_id)[0]:
         vouched.append(governance.head_mark(con, ledger_id))  # the chain it follows
+    vouched += governance.people_marks(con)  # which datasets have a people sketch
     values = {**pos.values(), "adopted": int(adopted), "vouched": vouched, "created_at": created}
     sig = signer.sign("checkpoint", message(ledger_id, {"checkpoint": values}))
     row = {
