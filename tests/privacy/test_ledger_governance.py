@@ -211,7 +211,7 @@ def test_deleted_people_sketches_do_not_reopen_the_people_check(team):  # noqa: 
         )
     _edit(path, 'c.execute("DELETE FROM dataset_people")')
     ana = Ledger(path, key=keys["analyst"])
-    with pytest.raises(BudgetError, match="people sketch of dataset 'cdr-2026-01'.* is gone"):
+    with pytest.raises(BudgetError, match=r"people sketch of dataset 'cdr-2026-01'.* is gone"):
         ana.charge_parts(
             "other", [("", Cost(0.5))], kind="t", input_fingerprint="f2", people=people
         )
