@@ -250,3 +250,31 @@ def test_the_server_counts_zcdp_releases_as_privmob_does(team, pg_cluster):  # n
     )
     assert r.returncode == 0, r.stderr
     assert Ledger(team.url).verify() == []
+
+
+def test_governance_is_one_chain_on_postgresql_too(team, pg_cluster):  # noqa: F811
+    """The same chain as on SQLite (one code): every custodian act an entry, in order; the
+    schema's owner (who can drop a trigger) deleting a revocation is refused by every charge
+    and reported by verify, naming the chain's entry."""
+    led = Ledger(team.url)
+    kid = load_private(team.keys["alice"]).key_id
+    led.link("d", "d-2")
+    led.revoke(kid)
+    with led.store.connect() as con:
+        kinds = [r[0] for r in con.execute("SELECT kind FROM governance ORDER BY seq").fetchall()]
+    assert kinds == [
+        *["ledger_keys", "budgets", "ledger_keys", "ledger_keys"],  # custodian, d, alice, olga
+        *["dataset_links", "budgets", "checkpoints"],  # the link, the member, its checkpoint
+        *["ledger_keys", "checkpoints"],  # the revocation and its checkpoint
+    ]
+    assert led.verify() == []
+    r = _psql(
+        pg_cluster,
+        team.url,
+        "ALTER TABLE privmob.ledger_keys DISABLE TRIGGER ledger_keys_append_only; "
+        "DELETE FROM privmob.ledger_keys WHERE action = 'revoke'",
+    )
+    assert r.returncode == 0, r.stderr
+    with pytest.raises(BudgetError, match=r"\(key event\): its record is gone"):
+        Ledger(team.url, key=team.keys["alice"]).charge("d", Cost.pure(0.1), kind="od")
+    assert any("(key event): its record is gone" in p for p in Ledger(team.url).verify())
