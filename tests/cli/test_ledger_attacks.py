@@ -343,7 +343,8 @@ def test_a_revoked_analyst_replaying_her_grant_gets_nothing(spent, capsys, monke
     )
     monkeypatch.setenv("PRIVMOB_KEY", key)
     text = _refused_and_unverified(spent, capsys, epsilon="0.5")
-    assert "replays key event" in text
+    # her row copied again is in no entry of the custodian's chain: it counts for nothing
+    assert "(grant ana): in no entry of the custodian's governance chain" in text
 
 
 def test_a_deleted_family_link_does_not_double_the_budget(spent, capsys):
@@ -356,12 +357,15 @@ def test_a_deleted_family_link_does_not_double_the_budget(spent, capsys):
     ledger = spent / "ledger.sqlite"
     assert _run("ledger", "link", "trips", "trips-2", "--ledger", str(ledger)) == 0
     _sqlite(ledger, "DROP TRIGGER dataset_links_append_only_d;\nDELETE FROM dataset_links;\n")
-    with pytest.raises(BudgetError, match="custodian record"):
+    with pytest.raises(
+        BudgetError, match=r"governance entry \d+ \(family link\): its record is gone"
+    ):
         Ledger(ledger).charge("trips-2", Cost.pure(1.5), kind="od")
     assert _entries(ledger) == 4
     capsys.readouterr()
     assert _run("ledger", "verify", "--ledger", str(ledger)) == 3
-    assert "a family link" in " ".join(capsys.readouterr().err.split())
+    err = " ".join(capsys.readouterr().err.split())
+    assert "(family link): its record is gone" in err and "a family link" in err
 
 
 def test_a_deleted_family_link_and_its_checkpoints_are_seen_by_a_witness(spent, capsys):
@@ -380,9 +384,123 @@ def test_a_deleted_family_link_and_its_checkpoints_are_seen_by_a_witness(spent, 
         "DROP TRIGGER dataset_links_append_only_d;\nDELETE FROM dataset_links;\n"
         "DROP TRIGGER checkpoints_append_only_d;\nDELETE FROM checkpoints;\n",
     )
-    with pytest.raises(BudgetError, match="which you witnessed, is gone"):
+    with pytest.raises(BudgetError, match=r"\(family link\): its record is gone"):
         Ledger(ledger).charge("trips-2", Cost.pure(1.5), kind="od")
     assert _entries(ledger) == 4
     capsys.readouterr()
     assert _run("ledger", "verify", "--ledger", str(ledger)) == 3
     assert "which you witnessed, is gone" in " ".join(capsys.readouterr().err.split())
+
+
+# a Python script run as another process by the insider: deletes the rows named, and their
+# entries of the custodian's governance chain too where the ledger has one (on the code before
+# the chain, the table did not exist), then sets nothing else
+DELETE_GOVERNED = """
+import json, sqlite3, sys
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+doomed = json.loads(sys.argv[2])  # {table: SQL condition}
+has_chain = c.execute("SELECT 1 FROM sqlite_master WHERE name = 'governance'").fetchone()
+if has_chain:
+    from privmob.privacy import ledger_governance as governance
+for table, where in doomed.items():
+    c.execute(f"DROP TRIGGER IF EXISTS {table}_append_only_d")
+    c.execute(f"DROP TRIGGER IF EXISTS {table}_fixed_d")
+    cur = c.execute(f"SELECT * FROM {table} WHERE {where}")
+    names = [d[0] for d in cur.description]
+    for r in cur.fetchall():
+        if has_chain and table != "governance":
+            digest = governance.record_digest(table, dict(zip(names, r)))
+            c.execute("DROP TRIGGER IF EXISTS governance_append_only_d")
+            c.execute("DELETE FROM governance WHERE kind = ? AND record = ?", (table, digest))
+    c.execute(f"DELETE FROM {table} WHERE {where}")
+"""
+
+
+def _delete_governed(ledger, doomed: dict[str, str]) -> None:
+    subprocess.run(
+        [sys.executable, "-c", DELETE_GOVERNED, str(ledger), json.dumps(doomed)], check=True
+    )
+
+
+def _as_someone_else(monkeypatch, spent, who: str, key: str | None = None) -> None:
+    """Another user: their own data directory (no witness of what the custodian saw)."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(spent / who))
+    if key is None:
+        monkeypatch.delenv("PRIVMOB_KEY", raising=False)
+    else:
+        monkeypatch.setenv("PRIVMOB_KEY", key)
+
+
+def test_a_revoked_analyst_deleting_her_revocation_gets_nothing(spent, capsys, monkeypatch):
+    """Issue 39 item 2: her revocation row deleted (the trigger dropped first, by a real
+    sqlite3 process). Before the governance chain her key was active again: her release of 0.5
+    succeeded and ``verify`` (with no witness) exited 0. Now the chain's entry for the
+    revocation has lost its record: every charge and ``verify`` refuse, naming the entry."""
+    from privmob.privacy.ledger_keys import load_private
+
+    key = _analyst(spent)
+    ledger = spent / "ledger.sqlite"
+    assert _run("ledger", "revoke", load_private(key).key_id, "--ledger", str(ledger)) == 0
+    _sqlite(
+        ledger,
+        "DROP TRIGGER ledger_keys_append_only_d;\n"
+        "DELETE FROM ledger_keys WHERE name = 'ana' AND action = 'revoke';\n",
+    )
+    _as_someone_else(monkeypatch, spent, "ana-home", key)
+    from privmob.errors import BudgetError
+    from privmob.privacy.costs import Cost
+    from privmob.privacy.ledger import Ledger
+
+    with pytest.raises(BudgetError, match=r"\(key event\): its record is gone"):
+        Ledger(ledger, key=key).charge("trips", Cost.pure(0.5), kind="od")
+    text = _refused_and_unverified(spent, capsys, epsilon="0.5")
+    assert "(key event): its record is gone" in text
+    _as_someone_else(monkeypatch, spent, "auditor-home")  # a keyless auditor sees it too
+    capsys.readouterr()
+    assert _run("ledger", "verify", "--ledger", str(ledger)) == 3
+    assert "(key event): its record is gone" in capsys.readouterr().err
+
+
+def test_a_family_link_deleted_with_its_chain_entries_and_checkpoints(spent, capsys, monkeypatch):
+    """Issue 39 item 2: after 'trips-2' joined the family of 'trips' (budget 6, 5 spent), the
+    insider deletes the link, every checkpoint, and (on a ledger that has them) their entries
+    of the governance chain, then releases 1.5 of 'trips-2' with her own key and no witness.
+    Before: charged against a budget of 6 of its own (the family's budget doubled) and a
+    keyless ``verify`` exited 0. Now the member's budget entry no longer follows the chain."""
+    key = _analyst(spent)
+    ledger = spent / "ledger.sqlite"
+    assert _run("ledger", "link", "trips", "trips-2", "--ledger", str(ledger)) == 0
+    _delete_governed(ledger, {"dataset_links": "1", "checkpoints": "1"})
+    _as_someone_else(monkeypatch, spent, "ana-home", key)
+    from privmob.errors import BudgetError
+    from privmob.privacy.costs import Cost
+    from privmob.privacy.ledger import Ledger
+
+    with pytest.raises(BudgetError, match=r"governance entry \d+: the previous entry's hash"):
+        Ledger(ledger).charge("trips-2", Cost.pure(1.5), kind="od")
+    assert _entries(ledger) == 4
+    _as_someone_else(monkeypatch, spent, "auditor-home")
+    capsys.readouterr()
+    assert _run("ledger", "verify", "--ledger", str(ledger)) == 3
+    assert "previous entry's hash does not match" in " ".join(capsys.readouterr().err.split())
+
+
+def test_a_whole_family_link_cut_from_the_end_of_the_chain_doubles_nothing(spent, monkeypatch):
+    """The link, the member's budget, the checkpoint and all their chain entries deleted (the
+    chain cut consistently at its end): 'trips-2' then has no budget at all, so nothing is
+    charged to it; what is left verifies (the cut is seen by witnesses of the later head)."""
+    key = _analyst(spent)
+    ledger = spent / "ledger.sqlite"
+    assert _run("ledger", "link", "trips", "trips-2", "--ledger", str(ledger)) == 0
+    _delete_governed(
+        ledger,
+        {"dataset_links": "1", "checkpoints": "1", "budgets": "dataset = 'trips-2'"},
+    )
+    _as_someone_else(monkeypatch, spent, "ana-home", key)
+    from privmob.errors import BudgetError
+    from privmob.privacy.costs import Cost
+    from privmob.privacy.ledger import Ledger
+
+    with pytest.raises(BudgetError, match="no privacy budget is set for dataset 'trips-2'"):
+        Ledger(ledger).charge("trips-2", Cost.pure(1.5), kind="od")
+    assert _entries(ledger) == 4

@@ -224,7 +224,7 @@ def test_a_re_created_file_for_a_known_location_is_refused(users, capsys):
 ADOPT_AS_ANALYST = """
 import sqlite3, sys
 c = sqlite3.connect(sys.argv[1], isolation_level=None)
-for t in ("ledger_keys", "checkpoints"):
+for t in ("ledger_keys", "checkpoints", "governance"):  # the custodian's chain too
     c.execute(f"DROP TRIGGER IF EXISTS {t}_append_only_d")
     c.execute(f"DELETE FROM {t}")
 c.execute("DROP TRIGGER budgets_fixed_u")

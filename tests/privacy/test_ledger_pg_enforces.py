@@ -82,6 +82,7 @@ def test_charge_builds_the_entry_place_on_the_server(team, pg_cluster):  # noqa:
         "the next entry is 2": {"id": 7},
         "not in the unit of the budget": {"unit": "trip"},
         "may not charge this ledger": {"signer": "0" * 16},
+        "is not of an entry": {"signature": "zz" * 64},
     }
     for said, change in cases.items():
         row = {**_forged(team, 0.01), **change}
@@ -176,3 +177,104 @@ def test_a_ledger_made_by_an_earlier_privmob_is_charged_as_then(pg_url):
     led = Ledger(pg_url)
     led.charge("d", Cost.pure(0.25), kind="od", input_fingerprint=FP)
     assert len(led.entries()) == 1 and led.verify() == []
+
+
+def test_an_over_budget_entry_carrying_a_rho_is_refused_by_the_server(team, pg_cluster):  # noqa: F811
+    """Before: the server's budget check summed the entries without rho only, so an entry of
+    epsilon 5 that carries a rho (a zCDP release) passed a budget of 1 whole. Now the family's
+    totals with the charge must fit by one of the two accountings, as privmob's own check."""
+    team.opened_as("alice").charge("d", Cost.pure(0.25), kind="od", input_fingerprint=FP)
+    row = {**_forged(team, 5.0), "rho": 5.0}
+    row["row_hash"] = chain.digest(row["prev_hash"], chain.hashed(row))
+    signer = load_private(team.keys["alice"])
+    row["signature"] = signer.sign(
+        "entry", entry_message(Ledger(team.url).ledger_id, row["row_hash"])
+    )
+    r = _psql(
+        pg_cluster,
+        _as(team.url, "alice"),
+        f"SELECT privmob.charge('d', '{_literal([row])}'::jsonb)",
+    )
+    assert r.returncode != 0 and "the budget of d cannot pay this charge" in r.stderr, r.stderr
+    led = Ledger(team.url)
+    assert len(led.entries()) == 1 and led.verify() == []
+
+
+def test_the_server_counts_zcdp_releases_as_privmob_does(team, pg_cluster):  # noqa: F811
+    """Gaussian releases of rho 0.005 at delta 1e-6 on a budget of (1, 1e-5): by basic
+    composition the third no longer fits (3 x 0.53), by zCDP it does (rho 0.015 -> about 0.8
+    at delta 1e-5); the server accepts what privmob accepts and refuses the first that fits by
+    neither, after privmob itself refused it (nothing written either way)."""
+    Ledger(team.url).set_budget("z", 1.0, 1e-5)
+    alice = team.opened_as("alice")
+    for _ in range(3):
+        alice.charge("z", Cost.zcdp(0.005, 1e-6), kind="gauss")
+    assert alice.accounts("z").tighter == "zCDP" and not alice.accounts("z").basic_fits
+    with pytest.raises(BudgetError, match="cannot pay for it"):
+        alice.charge("z", Cost.zcdp(0.05, 1e-6), kind="gauss")
+    assert len(Ledger(team.url).entries()) == 3
+    # the same over-budget entry sent to the server directly: refused there too
+    with alice.store.connect() as con:
+        last = chain.entry_rows(con)[-1]
+        meta = alice.store.read_meta(con)
+    big = Cost.zcdp(0.05, 1e-6)
+    row = {k: last[k] for k in chain.ROW_COLUMNS}
+    row.update(
+        id=last["id"] + 1,
+        epsilon=big.epsilon,
+        release_epsilon=big.epsilon,
+        rho=big.rho,
+        nonce=secrets.token_hex(16),
+        prev_hash=meta["head_hash"],
+    )
+    row["row_hash"] = chain.digest(row["prev_hash"], chain.hashed(row))
+    signer = load_private(team.keys["alice"])
+    row["signer"] = signer.key_id
+    row["signature"] = signer.sign("entry", entry_message(alice.ledger_id, row["row_hash"]))
+    r = _psql(
+        pg_cluster,
+        _as(team.url, "alice"),
+        f"SELECT privmob.charge('z', '{_literal([row])}'::jsonb)",
+    )
+    assert r.returncode != 0 and "the budget of z cannot pay this charge" in r.stderr, r.stderr
+    # a smaller one that zCDP still pays: accepted by the server (no refusal privmob would not
+    # make)
+    small = Cost.zcdp(0.001, 1e-6)
+    row.update(epsilon=small.epsilon, release_epsilon=small.epsilon, rho=small.rho)
+    row["row_hash"] = chain.digest(row["prev_hash"], chain.hashed(row))
+    row["signature"] = signer.sign("entry", entry_message(alice.ledger_id, row["row_hash"]))
+    r = _psql(
+        pg_cluster,
+        _as(team.url, "alice"),
+        f"SELECT privmob.charge('z', '{_literal([row])}'::jsonb)",
+    )
+    assert r.returncode == 0, r.stderr
+    assert Ledger(team.url).verify() == []
+
+
+def test_governance_is_one_chain_on_postgresql_too(team, pg_cluster):  # noqa: F811
+    """The same chain as on SQLite (one code): every custodian act an entry, in order; the
+    schema's owner (who can drop a trigger) deleting a revocation is refused by every charge
+    and reported by verify, naming the chain's entry."""
+    led = Ledger(team.url)
+    kid = load_private(team.keys["alice"]).key_id
+    led.link("d", "d-2")
+    led.revoke(kid)
+    with led.store.connect() as con:
+        kinds = [r[0] for r in con.execute("SELECT kind FROM governance ORDER BY seq").fetchall()]
+    assert kinds == [
+        *["ledger_keys", "budgets", "ledger_keys", "ledger_keys"],  # custodian, d, alice, olga
+        *["dataset_links", "budgets", "checkpoints"],  # the link, the member, its checkpoint
+        *["ledger_keys", "checkpoints"],  # the revocation and its checkpoint
+    ]
+    assert led.verify() == []
+    r = _psql(
+        pg_cluster,
+        team.url,
+        "ALTER TABLE privmob.ledger_keys DISABLE TRIGGER ledger_keys_append_only; "
+        "DELETE FROM privmob.ledger_keys WHERE action = 'revoke'",
+    )
+    assert r.returncode == 0, r.stderr
+    with pytest.raises(BudgetError, match=r"\(key event\): its record is gone"):
+        Ledger(team.url, key=team.keys["alice"]).charge("d", Cost.pure(0.1), kind="od")
+    assert any("(key event): its record is gone" in p for p in Ledger(team.url).verify())

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from privmob.errors import BudgetError, ConfigError
 from privmob.privacy import ledger_chain as chain
 from privmob.privacy import ledger_checks as checks
+from privmob.privacy import ledger_governance as governance
 from privmob.privacy import ledger_keys as keys
 from privmob.privacy import ledger_schema as schema
 from privmob.privacy import ledger_trust as trust
@@ -56,6 +57,7 @@ from privmob.privacy.ledger_custody import (
     establish,
     family_of,
     head_count,
+    migrate_governance,
     require_role,
 )
 from privmob.privacy.ledger_entries import (
@@ -251,7 +253,12 @@ class Ledger(Custody, Audit):
                     self.ledger_id, dict(zip(chain.BUDGET_COLUMNS, values, strict=True))
                 )
                 sig = trust.budget_signature(signer, self.ledger_id, own)
+                migrate_governance(con, self.ledger_id, signer)  # an earlier ledger: first
                 self.store.insert_budget(con, (*values, own, signer.key_id, sig))
+                stored = dict(zip(chain.BUDGET_COLUMNS, values, strict=True))
+                governance.attest(
+                    con, self.ledger_id, signer, "budgets", {**stored, "row_hash": own}, values[4]
+                )
                 con.execute("COMMIT")
             except BaseException:
                 if con.in_transaction:
@@ -520,6 +527,8 @@ class Ledger(Custody, Audit):
                     entries[-1].id, head.count + len(entries), entries[-1].row_hash, totals
                 )
                 self.store.set_head(con, end.count, end.head_hash)
+                if role == trust.CUSTODIAN:  # an earlier ledger gets its governance chain
+                    migrate_governance(con, self.ledger_id, signer)
                 if role == trust.CUSTODIAN and _due_checkpoint(con, end):
                     trust.add_checkpoint(con, self.ledger_id, signer, end, _now())
                 head_now, head_signature = signed_head(signer, self.ledger_id, end, ring.root)

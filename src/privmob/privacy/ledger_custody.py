@@ -25,6 +25,7 @@ from typing import Any
 
 from privmob.errors import BudgetError, ConfigError
 from privmob.privacy import ledger_chain as chain
+from privmob.privacy import ledger_governance as governance
 from privmob.privacy import ledger_schema as schema
 from privmob.privacy import ledger_trust as trust
 from privmob.privacy import ledger_witness as witness
@@ -145,6 +146,8 @@ class Custody:
     def _as_custodian(self, con: sqlite3.Connection, what: str) -> tuple[Signer, trust.KeyRing]:
         ring = trust.key_ring(con, self.ledger_id)
         signer = require_role(self._signer(), ring, head_count(con), (trust.CUSTODIAN,), what, self)
+        if migrate_governance(con, self.ledger_id, signer):
+            ring = trust.key_ring(con, self.ledger_id)
         return signer, ring
 
     def require_custodian(self, what: str) -> None:
@@ -184,8 +187,15 @@ class Custody:
             trust.revoke_key(
                 con, self.ledger_id, signer, k, at_count=head_count(con), created=now()
             )
-            if k.role == trust.CUSTODIAN:  # what it signed is vouched for by an active key
-                self._sign_checkpoint(con, signer, trust.key_ring(con, self.ledger_id))
+            # a checkpoint signs the governance chain with the revocation in it (and what a
+            # revoked custodian signed is vouched for by an active key); this custodian
+            # witnesses it, so cutting the revocation from the chain's end is seen
+            ring = trust.key_ring(con, self.ledger_id)
+            pos = self._sign_checkpoint(con, signer, ring)
+            signed = witness.latest_checkpoint(con)
+        if self.witnessed:
+            head = witness.Head(pos.count, pos.last_id, pos.head_hash)
+            witness.record(self.ledger_id, ring.root, head, self.location, signed)
 
     def rotate(self, new: Signer, name: str = "custodian") -> None:
         """Hand custody to the key ``new``: granted and the current key revoked, both signed by
@@ -292,6 +302,8 @@ class Custody:
                     trust.budget_signature(signer, self.ledger_id, own),
                 ),
             )
+            member = {**trust.budget_values(row), "row_hash": own}
+            governance.attest(con, self.ledger_id, signer, "budgets", member, row["created_at"])
             # vouched for at once: deleting it later is seen (trust.vouched_missing)
             self._sign_checkpoint(con, signer, trust.key_ring(con, self.ledger_id))
         return root
@@ -348,6 +360,9 @@ class Custody:
                 "SELECT dataset FROM budgets WHERE signature IS NULL"
             ).fetchall():
                 sign_budget(con, self.ledger_id, signer, dataset)
+            # verified above: its records become the start of its governance chain
+            if governance.available(con) and not governance.head(con, self.ledger_id)[0]:
+                governance.attest_existing(con, self.ledger_id, signer, now())
         return pos.count
 
 
@@ -373,6 +388,18 @@ def establish(con: sqlite3.Connection, ledger_id: str, signer: Signer, name: str
         at_count=0,
         created=now(),
     )
+
+
+def migrate_governance(con: Any, ledger_id: str, signer: Signer) -> bool:
+    """A ledger made before the governance chain (privacy/ledger_governance.py) gets it at its
+    custodian's next write, once, if it verifies (everything checked: slow once on a big
+    ledger); one that does not stays as it is, and ``ledger verify`` says why. True: made."""
+    if not governance.available(con) or governance.head(con, ledger_id)[0]:
+        return False
+    if governance.governed_rows(con) <= 1 or all_problems(con, ledger_id):
+        return False
+    governance.attest_existing(con, ledger_id, signer, now())
+    return True
 
 
 def sign_budget(con: sqlite3.Connection, ledger_id: str, signer: Signer, dataset: str) -> None:

@@ -89,8 +89,11 @@ def _public_key(public_hex: str) -> Ed25519PublicKey:
     return Ed25519PublicKey.from_public_bytes(bytes.fromhex(public_hex))
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def verified(public_hex: str, signature_hex: str | None, domain: str, message: bytes) -> bool:
-    """True when ``signature_hex`` is ``public_hex``'s signature of ``message`` in ``domain``."""
+    """True when ``signature_hex`` is ``public_hex``'s signature of ``message`` in ``domain``
+    (remembered for this process: the governance chain and key events are read by every
+    charge, their signatures verified once)."""
     if not signature_hex:
         return False
     try:

@@ -105,12 +105,17 @@ CREATE TABLE staged_releases (
     updated_at  text NOT NULL,
     owner       text NOT NULL DEFAULT session_user  -- the database role that staged it
 );
--- what each dataset's entries without rho add up to (both accountings count them in full),
--- kept by the write functions for the budget check of ``charge``
+-- what each dataset's entries add up to, kept by the write functions for the budget check of
+-- ``charge``: epsilon and delta of the entries without rho (both accountings count them in
+-- full), of all entries (the basic accounting), and the rho of those with one (zCDP)
 CREATE TABLE charged_totals (
-    dataset text PRIMARY KEY,
-    epsilon double precision NOT NULL,
-    delta   double precision NOT NULL
+    dataset     text PRIMARY KEY,
+    epsilon     double precision NOT NULL,
+    delta       double precision NOT NULL,
+    all_epsilon double precision NOT NULL DEFAULT 0,
+    all_delta   double precision NOT NULL DEFAULT 0,
+    rho         double precision NOT NULL DEFAULT 0,
+    n_rho       bigint NOT NULL DEFAULT 0
 );
 CREATE TABLE programmes (
     dataset text PRIMARY KEY,
@@ -175,13 +180,49 @@ BEGIN
     PERFORM 1 FROM ledger_meta WHERE key IN ('head_count', 'head_hash') FOR UPDATE;
 END $$;
 CREATE FUNCTION add_to_totals(r releases) RETURNS void {_DEFINER} AS $$
+DECLARE
+    with_rho boolean := r.rho IS NOT NULL;
 BEGIN
-    IF r.rho IS NULL THEN
-        INSERT INTO charged_totals VALUES (r.dataset, r.epsilon, r.delta)
-        ON CONFLICT (dataset) DO UPDATE
-            SET epsilon = charged_totals.epsilon + excluded.epsilon,
-                delta = charged_totals.delta + excluded.delta;
+    INSERT INTO charged_totals VALUES (
+        r.dataset,
+        CASE WHEN with_rho THEN 0 ELSE r.epsilon END,
+        CASE WHEN with_rho THEN 0 ELSE r.delta END,
+        r.epsilon, r.delta, COALESCE(r.rho, 0), CASE WHEN with_rho THEN 1 ELSE 0 END)
+    ON CONFLICT (dataset) DO UPDATE
+        SET epsilon = charged_totals.epsilon + excluded.epsilon,
+            delta = charged_totals.delta + excluded.delta,
+            all_epsilon = charged_totals.all_epsilon + excluded.all_epsilon,
+            all_delta = charged_totals.all_delta + excluded.all_delta,
+            rho = charged_totals.rho + excluded.rho,
+            n_rho = charged_totals.n_rho + excluded.n_rho;
+END $$;
+-- the tight conversion of rho-zCDP to (epsilon, delta) (privacy/zcdp.py: the infimum over
+-- alpha of the CKS 2020 bound, here by golden-section search on the same interval), for the
+-- budget check of ``charge``; never more than the classical bound, never below 0
+CREATE FUNCTION zcdp_epsilon(p_rho double precision, p_delta double precision)
+RETURNS double precision LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE
+    l double precision := ln(1 / p_delta);
+    lo double precision := 1 + 1e-9;
+    hi double precision;
+    a double precision;
+    b double precision;
+    fa double precision;
+    fb double precision;
+    g double precision := (sqrt(5) - 1) / 2;
+BEGIN
+    IF p_rho <= 0 THEN
+        RETURN 0;
     END IF;
+    hi := greatest(4 * (1 + sqrt(l / p_rho)), 2);
+    FOR i IN 1..200 LOOP
+        a := hi - g * (hi - lo);
+        b := lo + g * (hi - lo);
+        fa := a * p_rho + (l + (a - 1) * ln(1 - 1 / a) - ln(a)) / (a - 1);
+        fb := b * p_rho + (l + (b - 1) * ln(1 - 1 / b) - ln(b)) / (b - 1);
+        IF fa <= fb THEN hi := b; ELSE lo := a; END IF;
+    END LOOP;
+    RETURN greatest(0, least(least(fa, fb), p_rho + 2 * sqrt(p_rho * l)));
 END $$;
 CREATE FUNCTION append_entry(p_row jsonb) RETURNS void {_DEFINER} AS $$
 DECLARE
@@ -229,8 +270,9 @@ DECLARE
     n bigint;
     next_id bigint;
     signer_ok boolean;
-    rest_epsilon double precision;
-    rest_delta double precision;
+    t record;
+    basic_fits boolean;
+    zcdp_fits boolean;
 BEGIN
     -- the family's budget pays (links are the custodian's); its row and the head are locked
     root := COALESCE((SELECT family FROM dataset_links WHERE dataset = p_dataset), p_dataset);
@@ -278,6 +320,13 @@ BEGIN
             RAISE EXCEPTION 'entry %: an entry carries its hash, nonce and signature', r.id
                 USING ERRCODE = 'check_violation';
         END IF;
+        -- their form (what they are worth is checked on every read: the server has no Ed25519
+        -- and does not recompute privmob's canonical JSON, see docs/operations.md)
+        IF r.row_hash !~ '^[0-9a-f]{{64}}$' OR r.nonce !~ '^[0-9a-f]{{32}}$'
+           OR r.signature !~ '^[0-9a-f]{{128}}$' OR r.row_hash = r.prev_hash THEN
+            RAISE EXCEPTION 'entry %: its hash, nonce or signature is not of an entry', r.id
+                USING ERRCODE = 'check_violation';
+        END IF;
         -- signed by a key whose last event is a grant as analyst or custodian
         SELECT action = 'grant' AND role IN ('{ANALYST_KEY}', '{CUSTODIAN_KEY}') INTO signer_ok
           FROM ledger_keys WHERE key_id = r.signer ORDER BY seq DESC LIMIT 1;
@@ -291,11 +340,23 @@ BEGIN
         n := n + 1;
         next_id := next_id + 1;
     END LOOP;
-    -- what both accountings count in full (entries without rho) never exceeds the budget
-    SELECT COALESCE(sum(epsilon), 0), COALESCE(sum(delta), 0) INTO rest_epsilon, rest_delta
-      FROM charged_totals
-     WHERE dataset IN (SELECT root UNION SELECT dataset FROM dataset_links WHERE family = root);
-    IF rest_epsilon > b.epsilon * (1 + 1e-9) OR rest_delta > b.delta * (1 + 1e-9) + 1e-300 THEN
+    -- the family's totals with this charge fit the budget by one of the two accountings
+    -- (privacy/ledger_accounts.py): basic composition, or zCDP (the rho of the entries with
+    -- one, converted at the delta the others leave, plus their epsilon); the zCDP side with a
+    -- relative slack of 1e-6, so that the server never refuses what privmob found fits
+    SELECT COALESCE(sum(c.epsilon), 0) AS rest_epsilon, COALESCE(sum(c.delta), 0) AS rest_delta,
+           COALESCE(sum(c.all_epsilon), 0) AS all_epsilon,
+           COALESCE(sum(c.all_delta), 0) AS all_delta,
+           COALESCE(sum(c.rho), 0) AS rho, COALESCE(sum(c.n_rho), 0) AS n_rho INTO t
+      FROM charged_totals c
+     WHERE c.dataset IN (SELECT root UNION SELECT dataset FROM dataset_links WHERE family = root);
+    basic_fits := t.all_epsilon <= b.epsilon * (1 + 1e-9)
+                  AND t.all_delta <= b.delta * (1 + 1e-9) + 1e-300;
+    zcdp_fits := t.n_rho > 0 AND b.delta - t.rest_delta > 0 AND b.delta - t.rest_delta < 1
+                 AND t.rho < 'Infinity'
+                 AND t.rest_epsilon + zcdp_epsilon(t.rho, b.delta - t.rest_delta)
+                     <= b.epsilon * (1 + 1e-6);
+    IF NOT (basic_fits OR zcdp_fits) THEN
         RAISE EXCEPTION 'the budget of % cannot pay this charge', root
             USING ERRCODE = 'check_violation';
     END IF;

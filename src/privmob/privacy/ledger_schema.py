@@ -62,6 +62,16 @@ SIGNED_TABLES = {
     created_at  TEXT NOT NULL,
     signer      TEXT NOT NULL,
     signature   TEXT NOT NULL""",
+    # the custodian's records above and budgets, in one signed chain (privacy/ledger_governance)
+    "governance": """
+    seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind        TEXT NOT NULL,
+    record      TEXT NOT NULL,
+    created_at  TEXT NOT NULL,
+    prev_hash   TEXT NOT NULL,
+    row_hash    TEXT NOT NULL,
+    signer      TEXT NOT NULL,
+    signature   TEXT NOT NULL""",
 }
 SIGNED_SCHEMA = "".join(
     f"CREATE TABLE IF NOT EXISTS {t} ({cols}\n);\n"

@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from privmob.privacy import ledger_chain as chain
+from privmob.privacy import ledger_governance as governance
 from privmob.privacy.ledger_keys import Signer, keys_dir, verified
 from privmob.privacy.ledger_spends import budget_problem, spend_problem
 
@@ -122,50 +123,148 @@ class KeyRing:
 KEY_COLUMNS = ("key_id", "action", "role", "name", "public_key", "at_count", "created_at")
 
 
-def key_ring(con: sqlite3.Connection, ledger_id: str) -> KeyRing:
+def key_ring(con: sqlite3.Connection, ledger_id: str, *, fast: bool = True) -> KeyRing:
+    """The keys, replayed from their signed events in the order of the custodian's governance
+    chain (:mod:`privmob.privacy.ledger_governance`: a grant counts from its place in the
+    chain, and a row inserted outside it not at all); the chain's problems are the ring's. A
+    ledger made before the chain: in the order of the table, as then."""
     ring = KeyRing()
-    rows = con.execute(
-        f"SELECT seq, {', '.join(KEY_COLUMNS)}, signer, signature FROM ledger_keys ORDER BY seq"
-    ).fetchall()
     seen: dict[str, int] = {}  # signature -> the event that carried it first
-    for r in rows:
-        values = dict(zip(KEY_COLUMNS, r[1:-2], strict=True))
-        signer, signature = r[-2], r[-1]
-        if signature in seen:  # Ed25519 signs one event once: a copy is a replay
+    chained = governance.available(con) and bool(governance.head(con, ledger_id)[0])
+    if not chained:
+        rows = con.execute(
+            f"SELECT seq, {', '.join(KEY_COLUMNS)}, signer, signature FROM ledger_keys ORDER BY seq"
+        ).fetchall()
+        for r in rows:
+            event = dict(zip(("seq", *KEY_COLUMNS, "signer", "signature"), r, strict=True))
+            if not _apply_event(ring, ledger_id, event, seen):
+                return ring
+        return ring
+    replayed = governance.replay(con, ledger_id)
+    ring.problems += replayed.problems
+    # the chain up to the head the latest checkpoint signed is vouched for by that checkpoint
+    # (its hash links are checked above): its entries' signatures need no check, as entries
+    # before a checkpoint need none at a charge; all are checked when that checkpoint is not
+    vouched_to = 0 if replayed.problems or not fast else _checkpointed_prefix(replayed)
+    for i, (e, row) in enumerate(replayed.order):
+        first = ring.root is None
+        # the chain begins with the custodian's own key, signed by itself
+        if first and (
+            row is None or e.table != "ledger_keys" or not _apply_event(ring, ledger_id, row, seen)
+        ):
             ring.problems.append(
-                f"key event {r[0]} ({values['action']} {values['name']}) replays key event "
-                f"{seen[signature]}: a grant or revocation recorded again counts for nothing"
+                f"governance entry {e.seq}: the chain does not begin with the ledger's first key"
+            )
+            ring.root = None
+            return ring
+        k = ring.keys.get(e.signer)
+        pub = k.public if k and k.role == CUSTODIAN and k.revoked_at is None else None
+        if i == vouched_to and vouched_to and not _checkpoint_signed(ring, ledger_id, row):
+            return key_ring(con, ledger_id, fast=False)  # not vouched for: check every entry
+        if i < vouched_to:
+            pass
+        elif pub is None or not verified(
+            pub, e.signature, "governance", governance.message(ledger_id, e.row_hash)
+        ):
+            ring.problems.append(
+                f"governance entry {e.seq} ({governance.NAMES.get(e.table, e.table)}): not "
+                "signed by a custodian key active at its place in the chain"
             )
             continue
-        seen[str(signature)] = int(r[0])
-        msg = message(ledger_id, {"key_event": values})
-        if ring.root is None:  # the first event: the custodian's key, signed by itself
-            ok = (
-                values["action"] == "grant"
-                and values["role"] == CUSTODIAN
-                and signer == values["key_id"]
-                and verified(values["public_key"], signature, "key", msg)
-            )
-            if not ok:
-                ring.problems.append(f"key event {r[0]}: the ledger's first key does not verify")
-                return ring
-            ring.root = values["key_id"]
-        else:  # in sequence: a key revoked before this event cannot have signed it
-            k = ring.keys.get(signer)
-            pub = k.public if k and k.role == CUSTODIAN and k.revoked_at is None else None
-            if pub is None or not verified(pub, signature, "key", msg):
-                ring.problems.append(
-                    f"key event {r[0]} ({values['action']} {values['name']}): not signed by an "
-                    "active custodian key"
-                )
-                continue
-        if values["action"] == "grant":
-            ring.keys[values["key_id"]] = KeyState(
-                values["role"], values["name"], values["public_key"], values["at_count"]
-            )
-        elif values["action"] == "revoke" and values["key_id"] in ring.keys:
-            ring.keys[values["key_id"]].revoked_at = values["at_count"]
+        if not first and row is not None and e.table == "ledger_keys":
+            _apply_event(ring, ledger_id, row, seen)
     return ring
+
+
+def _checkpointed_prefix(replayed: governance.Replay) -> int:
+    """How many entries of the chain the latest checkpoint in it signed as its head, when its
+    own entry follows right after (0: none)."""
+    for i in range(len(replayed.order) - 1, -1, -1):
+        e, row = replayed.order[i]
+        if e.table != "checkpoints" or row is None:
+            continue
+        try:
+            head = governance.vouched_head(json.loads(row["vouched"]))
+        except (ValueError, TypeError):
+            return 0
+        if head is None or head[0] != i or i == 0 or replayed.order[i - 1][0].row_hash != head[1]:
+            return 0
+        return i
+    return 0
+
+
+def _checkpoint_signed(ring: KeyRing, ledger_id: str, row: dict[str, Any] | None) -> bool:
+    """Whether a checkpoint row is signed by a custodian key active now in ``ring``."""
+    if row is None:
+        return False
+    try:
+        values = _checkpoint_values(row)
+    except (ValueError, TypeError, KeyError):
+        return False
+    k = ring.keys.get(row.get("signer") or "")
+    return (
+        k is not None
+        and k.role == CUSTODIAN
+        and k.revoked_at is None
+        and verified(
+            k.public, row.get("signature"), "checkpoint", message(ledger_id, {"checkpoint": values})
+        )
+    )
+
+
+def _checkpoint_values(row: dict[str, Any]) -> dict[str, Any]:
+    """What a checkpoint's signature covers, from its stored row."""
+    pos = Position(int(row["last_id"]), int(row["entry_count"]), row["head_hash"], {})
+    return {
+        **pos.values(),
+        "totals": json.loads(row["totals"]),
+        "adopted": int(row["adopted"]),
+        "vouched": json.loads(row["vouched"]),
+        "created_at": row["created_at"],
+    }
+
+
+def _apply_event(
+    ring: KeyRing, ledger_id: str, event: dict[str, Any], seen: dict[str, int]
+) -> bool:
+    """Apply one key event to ``ring`` (False: the ledger's first key does not verify)."""
+    values = {k: event[k] for k in KEY_COLUMNS}
+    signer, signature, seq = event["signer"], event["signature"], event["seq"]
+    if signature in seen:  # Ed25519 signs one event once: a copy is a replay
+        ring.problems.append(
+            f"key event {seq} ({values['action']} {values['name']}) replays key event "
+            f"{seen[signature]}: a grant or revocation recorded again counts for nothing"
+        )
+        return True
+    seen[str(signature)] = int(seq)
+    msg = message(ledger_id, {"key_event": values})
+    if ring.root is None:  # the first event: the custodian's key, signed by itself
+        ok = (
+            values["action"] == "grant"
+            and values["role"] == CUSTODIAN
+            and signer == values["key_id"]
+            and verified(values["public_key"], signature, "key", msg)
+        )
+        if not ok:
+            ring.problems.append(f"key event {seq}: the ledger's first key does not verify")
+            return False
+        ring.root = values["key_id"]
+    else:  # in sequence: a key revoked before this event cannot have signed it
+        k = ring.keys.get(signer)
+        pub = k.public if k and k.role == CUSTODIAN and k.revoked_at is None else None
+        if pub is None or not verified(pub, signature, "key", msg):
+            ring.problems.append(
+                f"key event {seq} ({values['action']} {values['name']}): not signed by an "
+                "active custodian key"
+            )
+            return True
+    if values["action"] == "grant":
+        ring.keys[values["key_id"]] = KeyState(
+            values["role"], values["name"], values["public_key"], values["at_count"]
+        )
+    elif values["action"] == "revoke" and values["key_id"] in ring.keys:
+        ring.keys[values["key_id"]].revoked_at = values["at_count"]
+    return True
 
 
 def add_key_event(
@@ -197,6 +296,8 @@ def add_key_event(
         f"VALUES ({', '.join('?' * (len(KEY_COLUMNS) + 2))})",
         (*values.values(), signer.key_id, sig),
     )
+    row = {**values, "signer": signer.key_id, "signature": sig}
+    governance.attest(con, ledger_id, signer, "ledger_keys", row, created)
 
 
 def revoke_key(
@@ -261,6 +362,8 @@ def add_record(
         f"VALUES ({', '.join('?' * (len(cols) + 2))})",
         (*(values[c] for c in cols), signer.key_id, sig),
     )
+    row = {**{c: values[c] for c in cols}, "signer": signer.key_id, "signature": sig}
+    governance.attest(con, ledger_id, signer, table, row, values["created_at"])
 
 
 def records(
@@ -302,7 +405,21 @@ def vouched_missing(con: sqlite3.Connection, ledger_id: str, ring: KeyRing) -> s
     latest = checkpoints_latest(con, ledger_id, ring)
     if latest is None or latest.problem or not latest.vouched:
         return None
-    missing = latest.vouched - record_digests(con, ledger_id)
+    signed_head = governance.vouched_head(latest.vouched)
+    if signed_head is not None and not governance.holds(con, *signed_head):
+        return (
+            f"the custodian's governance chain no longer holds its entry {signed_head[0]} as "
+            f"checkpoint {latest.seq} signed it (entries deleted at its end, or replaced)"
+        )
+    gone = governance.people_gone(con, latest.vouched)
+    if gone:
+        return (
+            f"the people sketch of dataset '{gone}', which checkpoint {latest.seq} recorded, "
+            "is gone (deleted: the check of the people in a release would be open again)"
+        )
+    missing = {
+        v for v in latest.vouched if not v.startswith(governance.MARK_PREFIXES)
+    } - record_digests(con, ledger_id)
     if not missing:
         return None
     return (
@@ -392,23 +509,27 @@ def add_checkpoint(
     """Sign ``pos`` and every custodian record that verifies now (``vouched``: so that a key
     retired later cannot add records that pass as older than its retirement)."""
     vouched = sorted(record_digests(con, ledger_id))
+    if governance.available(con) and governance.head(con, ledger_id)[0]:
+        vouched.append(governance.head_mark(con, ledger_id))  # the chain it follows
+    vouched += governance.people_marks(con)  # which datasets have a people sketch
     values = {**pos.values(), "adopted": int(adopted), "vouched": vouched, "created_at": created}
     sig = signer.sign("checkpoint", message(ledger_id, {"checkpoint": values}))
+    row = {
+        "entry_count": pos.count,
+        "last_id": pos.last_id,
+        "head_hash": pos.head_hash,
+        "totals": json.dumps(pos.totals, sort_keys=True),
+        "adopted": int(adopted),
+        "vouched": json.dumps(vouched),
+        "created_at": created,
+        "signer": signer.key_id,
+        "signature": sig,
+    }
     con.execute(
-        "INSERT INTO checkpoints (entry_count, last_id, head_hash, totals, adopted, vouched, "
-        "created_at, signer, signature) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            pos.count,
-            pos.last_id,
-            pos.head_hash,
-            json.dumps(pos.totals, sort_keys=True),
-            int(adopted),
-            json.dumps(vouched),
-            created,
-            signer.key_id,
-            sig,
-        ),
+        f"INSERT INTO checkpoints ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+        tuple(row.values()),
     )
+    governance.attest(con, ledger_id, signer, "checkpoints", row, created)
 
 
 def record_digest(table: str, values: dict[str, Any]) -> str:
@@ -579,7 +700,7 @@ def all_problems(
     """Everything that does not verify, as sentences: keys, every entry from the first (chain,
     content, signature), the recorded head, every checkpoint (signature, head, totals), budgets,
     family links and approvals. Needs public keys only."""
-    ring = key_ring(con, ledger_id)
+    ring = key_ring(con, ledger_id, fast=False)  # every signature of the chain
     if ring.root is None:
         return [
             *ring.problems,

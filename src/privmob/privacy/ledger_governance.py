@@ -1,0 +1,270 @@
+"""Governance as one chain signed by the custodian: key grants, revocations and rotations,
+budgets, dataset family links, same-data approvals and checkpoints, in the order they were made.
+
+Each of these records keeps its row in its own table (``ledger_keys``, ``budgets``,
+``dataset_links``, ``same_data_approvals``, ``checkpoints``: what the rest of privmob and the
+PostgreSQL server read), and each is also an entry of the ``governance`` table: its table, the
+digest of its row (:func:`record_digest`), chained to the entry before it with the entries'
+own hashing (:func:`privmob.privacy.ledger_chain.digest`) and signed by a custodian key active
+at that point of the chain. So
+
+* a record deleted, or edited, leaves an entry whose record is gone: detected;
+* a record inserted outside the chain (a revoked analyst's grant row copied again, a row of
+  an earlier ledger) is in no entry: it counts for nothing and is reported;
+* an entry deleted, replayed or moved breaks the chain (the next entry's previous hash);
+* a key's validity is decided by the position of its grant and revocation in the chain, not by
+  the table's row numbers (:func:`privmob.privacy.ledger_trust.key_ring` replays key events in
+  chain order).
+
+Deleting the last entries of the chain together with their records is seen by whoever holds a
+later position: each checkpoint signs the governance head it follows (in its ``vouched`` list),
+and witnesses keep the latest checkpoint they saw (:mod:`privmob.privacy.ledger_witness`).
+
+A ledger made before this chain (records, no ``governance`` entry) is read as before and is
+given its chain on its custodian's next write (:func:`attest_existing`), after it verifies.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from privmob.privacy import ledger_chain as chain
+
+#: the governed tables, in the order a ledger made before the chain has its records attested;
+#: the columns a record's digest leaves out: its row number, and a budget's signature (an
+#: adopted ledger's budgets are signed after they were written)
+GOVERNED: dict[str, tuple[str, ...]] = {
+    "ledger_keys": ("seq",),
+    "budgets": ("signer", "signature"),
+    "dataset_links": (),
+    "same_data_approvals": (),
+    "checkpoints": ("seq",),
+}
+ORDER = {"ledger_keys": "seq", "checkpoints": "seq"}  # others: as inserted (rowid / ctid)
+NAMES = {
+    "ledger_keys": "key event",
+    "budgets": "budget",
+    "dataset_links": "family link",
+    "same_data_approvals": "same-data approval",
+    "checkpoints": "checkpoint",
+}
+#: how a checkpoint's ``vouched`` list names the governance head it follows, and each dataset
+#: that has a people sketch then (sketches are written by analysts' charges, so they are not
+#: records of this chain; a sketch a checkpoint named must not disappear)
+HEAD_PREFIX = "governance:"
+PEOPLE_PREFIX = "people:"
+MARK_PREFIXES = (HEAD_PREFIX, PEOPLE_PREFIX)
+
+
+def genesis(ledger_id: str) -> str:
+    return hashlib.sha256(f"privmob-governance:{ledger_id}".encode()).hexdigest()
+
+
+def record_digest(table: str, row: dict[str, Any]) -> str:
+    """The digest of a governed record: its stored columns (but those of :data:`GOVERNED`)."""
+    left_out = GOVERNED[table]
+    values = {k: v for k, v in row.items() if k not in left_out}
+    return hashlib.sha256(chain.canonical({table: values}).encode()).hexdigest()
+
+
+def entry_hash(prev: str, table: str, record: str, created: str) -> str:
+    return chain.digest(prev, {"table": table, "record": record, "created_at": created})
+
+
+def message(ledger_id: str, row_hash: str) -> bytes:
+    return (ledger_id + "\n" + chain.canonical({"governance": row_hash})).encode()
+
+
+@dataclass(frozen=True)
+class Entry:
+    seq: int
+    table: str
+    record: str
+    created_at: str
+    prev_hash: str
+    row_hash: str
+    signer: str
+    signature: str
+
+
+COLUMNS = ("seq", "kind", "record", "created_at", "prev_hash", "row_hash", "signer", "signature")
+
+
+def available(con: Any) -> bool:
+    """Whether the ledger has the chain's table (a PostgreSQL ledger made by an earlier privmob
+    has none; an SQLite file gets it when opened)."""
+    if isinstance(con, sqlite3.Connection):
+        return True
+    return con.execute("SELECT to_regclass('governance')").fetchone()[0] is not None
+
+
+def governed_rows(con: Any) -> int:
+    return sum(int(con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]) for t in GOVERNED)
+
+
+def entries(con: Any) -> list[Entry]:
+    """The chain's entries in order (none on a ledger made before it)."""
+    rows = con.execute(f"SELECT {', '.join(COLUMNS)} FROM governance ORDER BY seq").fetchall()
+    return [Entry(int(r[0]), *r[1:]) for r in rows]
+
+
+def head(con: Any, ledger_id: str) -> tuple[int, str]:
+    """(entries, hash of the last) of the chain; (0, its genesis) when empty."""
+    row = con.execute(
+        "SELECT count(*), (SELECT row_hash FROM governance ORDER BY seq DESC LIMIT 1) "
+        "FROM governance"
+    ).fetchone()
+    return int(row[0]), row[1] or genesis(ledger_id)
+
+
+def holds(con: Any, count: int, last: str) -> bool:
+    """Whether the chain's entry number ``count`` (1 = the first) is still ``last``."""
+    row = con.execute(
+        "SELECT row_hash FROM governance ORDER BY seq LIMIT 1 OFFSET ?", (count - 1,)
+    ).fetchone()
+    return row is not None and row[0] == last
+
+
+def people_marks(con: Any) -> list[str]:
+    rows = con.execute("SELECT dataset FROM dataset_people ORDER BY dataset").fetchall()
+    return [PEOPLE_PREFIX + str(r[0]) for r in rows]
+
+
+def people_gone(con: Any, vouched: Iterable[str]) -> str | None:
+    """A dataset whose people sketch a checkpoint named and that has none now (None: none)."""
+    named = sorted(v[len(PEOPLE_PREFIX) :] for v in vouched if v.startswith(PEOPLE_PREFIX))
+    if not named:
+        return None
+    have = {str(r[0]) for r in con.execute("SELECT dataset FROM dataset_people").fetchall()}
+    return next((d for d in named if d not in have), None)
+
+
+def head_mark(con: Any, ledger_id: str) -> str:
+    """The governance head as a checkpoint vouches for it."""
+    count, last = head(con, ledger_id)
+    return f"{HEAD_PREFIX}{count}:{last}"
+
+
+def attest(
+    con: Any, ledger_id: str, signer: Any, table: str, row: dict[str, Any], now: str
+) -> None:
+    """Append the record ``row`` of ``table`` (as stored) to the chain, signed by ``signer``
+    (inside the caller's transaction, which holds the write lock). A ledger made before the
+    chain (records but no entry yet) is left as it is until :func:`attest_existing`."""
+    if not available(con):
+        return
+    count, prev = head(con, ledger_id)
+    if count == 0 and governed_rows(con) > 1:
+        return
+    _append(con, ledger_id, signer, table, row, now, prev)
+
+
+def _append(
+    con: Any, ledger_id: str, signer: Any, table: str, row: dict[str, Any], now: str, prev: str
+) -> None:
+    record = record_digest(table, row)
+    own = entry_hash(prev, table, record, now)
+    signature = signer.sign("governance", message(ledger_id, own))
+    con.execute(
+        "INSERT INTO governance (kind, record, created_at, prev_hash, row_hash, signer, "
+        "signature) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (table, record, now, prev, own, signer.key_id, signature),
+    )
+
+
+def stored_records(con: Any) -> dict[str, list[dict[str, Any]]]:
+    """Every governed table's rows, as stored, in their order."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for table in GOVERNED:
+        cur = con.execute(f"SELECT * FROM {table} ORDER BY {ORDER.get(table, 'created_at')}")
+        names = [d[0] for d in cur.description]
+        out[table] = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+    return out
+
+
+def attest_existing(con: Any, ledger_id: str, signer: Any, now: str) -> int:
+    """Give a ledger made before the chain its chain: every record, in :data:`GOVERNED`'s
+    order (the caller has verified them); returns how many."""
+    n = 0
+    for table, rows in stored_records(con).items():
+        for row in rows:
+            _, prev = head(con, ledger_id)
+            _append(con, ledger_id, signer, table, row, now, prev)
+            n += 1
+    return n
+
+
+@dataclass
+class Replay:
+    """The chain checked against the records: which rows it attests (per table, in chain
+    order), and what does not add up (sentences naming the entry or the row)."""
+
+    order: list[tuple[Entry, dict[str, Any] | None]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def _label(table: str, row: dict[str, Any]) -> str:
+    if table == "ledger_keys":
+        return f"key event {row.get('seq')} ({row.get('action')} {row.get('name')})"
+    if table == "checkpoints":
+        return f"checkpoint {row.get('seq')}"
+    return f"{NAMES[table]} of '{row.get('dataset')}'"
+
+
+def replay(con: Any, ledger_id: str) -> Replay:
+    """Link the chain's entries (previous hash, own hash) and match each to its record; the
+    signatures are checked by the caller, who knows which keys were active at each entry
+    (:func:`privmob.privacy.ledger_trust.key_ring`)."""
+    out = Replay()
+    chain_entries = entries(con)
+    stored = stored_records(con)
+    by_digest: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for table, rows in stored.items():
+        for row in rows:
+            by_digest.setdefault((table, record_digest(table, row)), []).append(row)
+    prev = genesis(ledger_id)
+    attested: Counter[tuple[str, str]] = Counter()
+    for e in chain_entries:
+        if e.prev_hash != prev:
+            out.problems.append(
+                f"governance entry {e.seq}: the previous entry's hash does not match (an entry "
+                "of the custodian's chain was deleted, replayed or moved)"
+            )
+        if e.row_hash != entry_hash(e.prev_hash, e.table, e.record, e.created_at):
+            out.problems.append(f"governance entry {e.seq}: its content does not match its hash")
+        prev = e.row_hash
+        if e.table not in GOVERNED:
+            out.problems.append(f"governance entry {e.seq}: no such record kind {e.table!r}")
+            continue
+        key = (e.table, e.record)
+        attested[key] += 1
+        rows = by_digest.get(key, [])
+        if attested[key] > len(rows):
+            out.problems.append(
+                f"governance entry {e.seq} ({NAMES[e.table]}): its record is gone (deleted or "
+                "edited)"
+            )
+            out.order.append((e, None))
+            continue
+        out.order.append((e, rows[attested[key] - 1]))
+    for (table, digest), rows in by_digest.items():
+        for row in rows[attested[(table, digest)] :]:
+            out.problems.append(
+                f"{_label(table, row)}: in no entry of the custodian's governance chain (written "
+                "outside it, e.g. a signed row copied again): it counts for nothing"
+            )
+    return out
+
+
+def vouched_head(vouched: Iterable[str]) -> tuple[int, str] | None:
+    """The governance head a checkpoint's ``vouched`` list names (None: made before)."""
+    for v in vouched:
+        if v.startswith(HEAD_PREFIX):
+            count, _, last = v[len(HEAD_PREFIX) :].partition(":")
+            return int(count), last
+    return None
