@@ -16,6 +16,7 @@ pure arithmetic, is built or recognised by :mod:`privmob.data.grids`.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -32,6 +33,8 @@ else:  # imported when tiles are built or used, not when a release plans (issue 
     np = lazy_module("numpy")
     shapely = lazy_module("shapely")
 
+#: held while the tiles of a deferred tessellation are built (:meth:`Tessellation._build`)
+_BUILDING = threading.Lock()
 _CHUNK = 4_000_000  # points per sweep (bounds the memory of one pass)
 #: Points below which one sweep is not split across threads (a thread's sort and per-tile
 #: steps would cost more than they save).
@@ -152,10 +155,13 @@ class Tessellation:
         return self.__dict__.get("_deferred") is not None
 
     def _build(self) -> None:
-        """Build the tiles of a deferred tessellation (nothing for any other)."""
-        deferred = self.__dict__.pop("_deferred", None)
-        if deferred is not None:
-            self.__dict__.update(deferred[2]().__dict__)
+        """Build the tiles of a deferred tessellation (nothing for any other); once, whichever
+        thread asks first (the others wait for it)."""
+        with _BUILDING:
+            deferred = self.__dict__.get("_deferred")
+            if deferred is not None:
+                self.__dict__.update(deferred[2]().__dict__)
+                del self.__dict__["_deferred"]  # after the tiles are set: no thread misses them
 
     if not TYPE_CHECKING:  # only for the attributes a deferred tessellation has not set yet
 
