@@ -247,6 +247,7 @@ def main() -> None:
     ap.add_argument(
         "--breakdown", action="store_true", help="where each command's fixed cost goes (CPU)"
     )
+    ap.add_argument("--no-cold", action="store_true", help="skip the one run without byte code")
     args = ap.parse_args()
     import privmob
 
@@ -272,7 +273,7 @@ def main() -> None:
             argv = commands(tess)[name][1]
             argv = [a.replace("{data}", str(data)).replace("{cells}", str(cells)) for a in argv]
             help_s = timed([str(script), argv[0], "--help"])[0]
-            if not rows:  # once: the same command in a venv without byte code
+            if not rows and not args.no_cold:  # once: the command without byte code
                 with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory() as pyc:
                     cold_env = {
                         **os.environ,

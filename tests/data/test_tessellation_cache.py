@@ -177,3 +177,35 @@ def test_the_reports_outlines_come_from_the_cache_equal_and_a_broken_one_is_repl
     moved = tessellation_input.load_tessellation(_zones(tmp_path / "moved.geojson", 0.004))
     assert inputs.Tiles.from_tessellation(moved).outlines != first.outlines
     assert len(list(cache.glob("*.json"))) == 3
+
+
+def test_cached_polygons_are_built_on_first_use(tmp_path, cache):
+    """A cached tessellation that is not a grid answers its number of tiles and bounds from
+    the entry (all a release's plan needs, before NumPy and shapely are imported: issue 43);
+    its tiles are built on first use, equal to the parsed ones, and before it is pickled."""
+    import pickle
+
+    path = _zones(tmp_path / "zones.geojson")
+    first = tessellation_input.load_tessellation(path)
+    again = tessellation_input.load_tessellation(path)
+    assert not first.is_deferred and again.is_deferred
+    assert again.k == first.k == 3 and again.bounds == first.bounds
+    assert again.is_deferred  # k and bounds did not build the tiles
+    copy = pickle.loads(pickle.dumps(again))
+    assert not again.is_deferred and not copy.is_deferred
+    for tess in (again, copy):
+        _same(tess, first)
+        assert tess.grid is None and tess.tile_names == first.tile_names
+    lazily = tessellation_input.load_tessellation(path)
+    assert lazily.is_deferred and lazily.fingerprint == first.fingerprint  # built by a read
+    assert not lazily.is_deferred
+    with pytest.raises(AttributeError):
+        _ = tessellation_input.load_tessellation(path).no_such_attribute
+
+
+def test_a_cached_grid_is_not_deferred(tmp_path, cache):
+    path = tmp_path / "grid.geojson"
+    box_grid(3).gdf.to_file(path, driver="GeoJSON")
+    tessellation_input.load_tessellation(path)
+    again = tessellation_input.load_tessellation(path)
+    assert not again.is_deferred and again.grid is not None

@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 import typer
 from typer.core import TyperCommand, TyperGroup
 
+from privmob.cli.coerce import read_plainly
 from privmob.releases.kinds import KINDS
 
 
@@ -106,8 +107,14 @@ class LazyGroup(TyperGroup):
         for name, cmd in typer.main.get_group(sub).commands.items():
             self.commands.setdefault(name, cmd)
 
+    def parse_args(self, ctx: Any, args: list[str]) -> Any:
+        read_plainly(self, ctx)  # the root options without pydantic (privmob.cli.coerce)
+        return super().parse_args(ctx, args)
+
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
         name = args[0] if args else None
         if name in LAZY_COMMANDS and name not in self.commands:
             self.load(name)
-        return super().resolve_command(ctx, args)
+        resolved = super().resolve_command(ctx, args)
+        read_plainly(resolved[1], ctx)  # the command's options without pydantic
+        return resolved

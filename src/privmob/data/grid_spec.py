@@ -6,8 +6,14 @@ the polygon path's border rule. Built or recognised by :mod:`privmob.data.grids`
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
+from privmob.lazy_imports import lazy_module
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # imported on first use, not before a release's plan line (issue 43)
+    np = lazy_module("numpy")
 
 
 @dataclass(frozen=True)

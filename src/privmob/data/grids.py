@@ -7,13 +7,19 @@ which build a grid of ~square cells over a lng/lat box.
 from __future__ import annotations
 
 from collections.abc import Sequence
-
-import numpy as np
-import shapely
+from typing import TYPE_CHECKING
 
 from privmob.data.grid_spec import GridSpec
 from privmob.data.tessellation import Tessellation
 from privmob.errors import ConfigError
+from privmob.lazy_imports import lazy_module
+
+if TYPE_CHECKING:
+    import numpy as np
+    import shapely
+else:  # imported on first use, not before a release's plan line (issue 43)
+    np = lazy_module("numpy")
+    shapely = lazy_module("shapely")
 
 
 def detect_grid(geometries: Sequence[shapely.Geometry] | np.ndarray) -> GridSpec | None:

@@ -16,19 +16,25 @@ pure arithmetic, is built or recognised by :mod:`privmob.data.grids`.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-import numpy as np
-import shapely
-
 from privmob.errors import ConfigError, InputError
+from privmob.lazy_imports import lazy_module
 
 if TYPE_CHECKING:
     import geopandas as gpd
+    import numpy as np
+    import shapely
 
     from privmob.data.grid_spec import GridSpec
+else:  # imported when tiles are built or used, not when a release plans (issue 43)
+    np = lazy_module("numpy")
+    shapely = lazy_module("shapely")
 
+#: held while the tiles of a deferred tessellation are built (:meth:`Tessellation._build`)
+_BUILDING = threading.Lock()
 _CHUNK = 4_000_000  # points per sweep (bounds the memory of one pass)
 #: Points below which one sweep is not split across threads (a thread's sort and per-tile
 #: steps would cost more than they save).
@@ -151,6 +157,46 @@ class Tessellation:
         self._index: dict[Any, int] | None = None
         self._fingerprint: str | None = None
 
+    @classmethod
+    def deferred(
+        cls,
+        k: int,
+        bounds: tuple[float, float, float, float],
+        build: Callable[[], Tessellation],
+    ) -> Tessellation:
+        """A tessellation of ``k`` tiles within ``bounds`` whose tiles ``build`` makes on first
+        use (the tessellation cache's entries: a release's plan needs the number of tiles
+        only, and is printed before NumPy and shapely are imported, issue 43)."""
+        tess = cls.__new__(cls)
+        tess.__dict__["_deferred"] = (k, tuple(float(b) for b in bounds), build)
+        return tess
+
+    @property
+    def is_deferred(self) -> bool:
+        """True while the tiles of a :meth:`deferred` tessellation are not built yet."""
+        return self.__dict__.get("_deferred") is not None
+
+    def _build(self) -> None:
+        """Build the tiles of a deferred tessellation (nothing for any other); once, whichever
+        thread asks first (the others wait for it)."""
+        with _BUILDING:
+            deferred = self.__dict__.get("_deferred")
+            if deferred is not None:
+                self.__dict__.update(deferred[2]().__dict__)
+                del self.__dict__["_deferred"]  # after the tiles are set: no thread misses them
+
+    if not TYPE_CHECKING:  # only for the attributes a deferred tessellation has not set yet
+
+        def __getattr__(self, name: str) -> Any:
+            if name.startswith("__") or self.__dict__.get("_deferred") is None:
+                raise AttributeError(name)
+            self._build()
+            return getattr(self, name)
+
+    def __getstate__(self) -> dict[str, Any]:  # pickled (or copied) with its tiles built
+        self._build()
+        return self.__dict__
+
     def with_grid(self, grid: GridSpec) -> Tessellation:
         """The same tiles with the arithmetic assignment of ``grid`` (tile ``i`` is its cell
         ``i``: :func:`privmob.data.grids.detect_grid`)."""
@@ -189,7 +235,8 @@ class Tessellation:
     @property
     def k(self) -> int:
         """Number of tiles."""
-        return len(self._ids)
+        deferred = self.__dict__.get("_deferred")
+        return int(deferred[0]) if deferred is not None else len(self._ids)
 
     @property
     def tile_ids(self) -> list[Any]:
@@ -230,6 +277,10 @@ class Tessellation:
     @property
     def bounds(self) -> tuple[float, float, float, float]:
         """(min_lng, min_lat, max_lng, max_lat) of all tiles."""
+        deferred = self.__dict__.get("_deferred")
+        if deferred is not None:
+            x0, y0, x1, y1 = deferred[1]
+            return (float(x0), float(y0), float(x1), float(y1))
         b = shapely.total_bounds(self._geoms)
         return (float(b[0]), float(b[1]), float(b[2]), float(b[3]))
 

@@ -3,13 +3,15 @@
 Reading and checking a detailed tessellation costs more than the rest of a small release's
 start-up: the 263 NYC taxi zones (4 MB of GeoJSON) take 0.3-0.4 s to parse, reproject and check
 for overlaps, the same file every night in a cron job. After the first load the validated tiles
-are kept (:func:`entry_bytes`: their ids and names as JSON, their polygons as WKB) and read
-back in a few milliseconds, with neither GeoPandas nor PyArrow (whose imports alone would cost
-more than the parsing they save).
+are kept (:func:`entry_bytes`: their ids, names and bounds as JSON, their polygons as WKB) and
+read back in a few milliseconds, with neither GeoPandas nor PyArrow (whose imports alone would
+cost more than the parsing they save); the polygons of an entry that is not a grid are built
+from the WKB on first use, after the release's plan line, with NumPy and shapely.
 
-* **Key**: SHA-256 of the file's bytes, with privmob's version and the loading options (id and
-  name columns, ``repair``): an edited file, another privmob or other options never hit an
-  older entry. Only single-file formats are cached (a Shapefile's sidecar files are not hashed).
+* **Key**: SHA-256 of the file's bytes, with privmob's version, the loading options (id and
+  name columns, ``repair``) and the entry format: an edited file, another privmob or other
+  options never hit an older entry. Only single-file formats are cached (a Shapefile's
+  sidecar files are not hashed).
 * **Where**: ``$PRIVMOB_CACHE_DIR``, else ``$XDG_CACHE_HOME/privmob/tessellations``
   (``~/.cache/privmob/tessellations``), a directory of mode 0700; ``PRIVMOB_CACHE_DIR=off``
   turns the cache off. A tessellation is public geometry: nothing personal is ever cached.
@@ -71,18 +73,19 @@ def entry_key(path: Path, options: tuple[Any, ...]) -> str | None:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     digest.update(repr((__version__, options)).encode())
+    digest.update(_MAGIC)  # another entry format (another privmob of the same version) never hits
     return digest.hexdigest()
 
 
 #: the suffix of an entry's file, and the first line of its content
 ENTRY_SUFFIX = ".tiles"
-_MAGIC = b"privmob tiles 2\n"
+_MAGIC = b"privmob tiles 3\n"
 
 
 def entry_bytes(tess: Tessellation) -> bytes:
     """An entry's content: a first line naming the format, a line of JSON (the tile ids, the
-    names, the other public columns, the length of each polygon's WKB) and the polygons' WKB,
-    in index order."""
+    names, the other public columns, the length of each polygon's WKB, the tiles' bounds and
+    whether they are the cells of a grid) and the polygons' WKB, in index order."""
     import shapely
 
     wkb = shapely.to_wkb(tess.geometries).tolist()
@@ -91,29 +94,48 @@ def entry_bytes(tess: Tessellation) -> bytes:
         "names": tess.tile_names,
         "attributes": tess.attributes,
         "wkb": [len(w) for w in wkb],
+        "bounds": list(tess.bounds),
+        "grid": tess.grid is not None,
     }
     return _MAGIC + json.dumps(head).encode() + b"\n" + b"".join(wkb)
 
 
-def tiles_of(content: bytes) -> Tessellation:
-    """The tessellation of an entry's content (:func:`entry_bytes`); ValueError when it is
-    not one."""
+def _parts(content: bytes) -> tuple[dict[str, Any], bytes]:
+    """The head and the WKB of an entry's content; ValueError when it is not one."""
+    if not content.startswith(_MAGIC):
+        raise ValueError("not a tessellation entry")
+    line, _, body = content[len(_MAGIC) :].partition(b"\n")
+    head = json.loads(line)
+    if len(head["wkb"]) != len(head["ids"]) or sum(head["wkb"]) != len(body):
+        raise ValueError("a truncated tessellation entry")
+    return head, body
+
+
+def _tiles(head: dict[str, Any], body: bytes) -> Tessellation:
     import numpy as np
     import shapely
 
     from privmob.data.tessellation import Tessellation
 
-    if not content.startswith(_MAGIC):
-        raise ValueError("not a tessellation entry")
-    line, _, body = content[len(_MAGIC) :].partition(b"\n")
-    head = json.loads(line)
     ends = np.cumsum(head["wkb"]).tolist()
-    if len(ends) != len(head["ids"]) or (ends and ends[-1] != len(body)):
-        raise ValueError("a truncated tessellation entry")
     wkb = [body[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)]
     return Tessellation.from_tiles(
         head["ids"], shapely.from_wkb(wkb), head["names"], attributes=head["attributes"]
     )
+
+
+def tiles_of(content: bytes) -> Tessellation:
+    """The tessellation of an entry's content (:func:`entry_bytes`); ValueError when it is
+    not one. The tiles of a grid are built at once (the caller gives them the grid's
+    arithmetic); any other's on first use (:meth:`Tessellation.deferred`: their number and
+    bounds are the entry's), so that reading an entry needs neither NumPy nor shapely."""
+    from privmob.data.tessellation import Tessellation
+
+    head, body = _parts(content)
+    if head["grid"]:
+        return _tiles(head, body)
+    x0, y0, x1, y1 = (float(b) for b in head["bounds"])
+    return Tessellation.deferred(len(head["ids"]), (x0, y0, x1, y1), lambda: _tiles(head, body))
 
 
 def read_entry(key: str) -> Tessellation | None:

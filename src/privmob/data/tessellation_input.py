@@ -22,13 +22,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
-import numpy as np
-import shapely
-
 from privmob.data import tessellation_cache
 from privmob.data.grids import detect_grid
 from privmob.data.tessellation import Tessellation
 from privmob.errors import InputError
+from privmob.lazy_imports import lazy_module
 from privmob.surface import spelled
 
 #: Overlap tolerance: two tiles "overlap" when the area of their intersection exceeds this
@@ -50,11 +48,15 @@ ID_CANDIDATES = (
 )
 if TYPE_CHECKING:
     import geopandas as gpd
+    import numpy as np
+    import shapely
 
     #: what a tessellation can be given as (:func:`load_tessellation` reads it): a file's
     #: path, a GeoDataFrame or a :class:`Tessellation`
     TessellationSource: TypeAlias = str | Path | gpd.GeoDataFrame | Tessellation
 else:
+    np = lazy_module("numpy")
+    shapely = lazy_module("shapely")
     TessellationSource: TypeAlias = Any
 
 #: Columns tried, in order, as the human-readable tile name (case-insensitive).
@@ -112,7 +114,7 @@ def load_tessellation(
         cached = None if key is None else tessellation_cache.read_entry(key)
         if cached is not None:  # this very file, read and checked by an earlier run
             _require_lonlat(cached.bounds, str(source), declared=True)  # an older check's
-            return _with_grid(cached)
+            return cached if cached.is_deferred else _with_grid(cached)  # deferred: no grid
         features, label = read_features(Path(source)), str(source)
     else:  # a GeoDataFrame
         label = "tessellation (GeoDataFrame)"
@@ -124,10 +126,10 @@ def load_tessellation(
     names = None if name_col is None else [str(v) for v in features.columns[name_col]]
     _check_overlaps(geoms, ids, id_col, label)
     others = {c: v for c, v in features.columns.items() if c != id_col}
-    tess = Tessellation.from_tiles(ids, geoms, names, attributes=others)
+    tess = _with_grid(Tessellation.from_tiles(ids, geoms, names, attributes=others))
     if key is not None:
-        tessellation_cache.write_entry(key, tess)
-    return _with_grid(tess)
+        tessellation_cache.write_entry(key, tess)  # with whether it is a grid
+    return tess
 
 
 def _require_lonlat(bounds: Sequence[float] | np.ndarray, label: str, *, declared: bool) -> None:

@@ -11,8 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from privmob.data import diagnose
 from privmob.data.fingerprint import (
     content_fingerprint,
@@ -30,8 +28,10 @@ from privmob.privacy.people import HASH_DIGITS, SKETCH_SIZE, PeopleSketch, key_h
 from privmob.surface import option
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 else:
+    np = lazy_module("numpy")
     pd = lazy_module("pandas")
 
 

@@ -9,16 +9,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-import numpy as np
-
 from privmob.engine.dialect import Dialect
 from privmob.errors import EngineError
 from privmob.lazy_imports import lazy_module
 from privmob.surface import option
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 else:
+    np = lazy_module("numpy")
     pd = lazy_module("pandas")
 
 

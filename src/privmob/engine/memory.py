@@ -22,11 +22,16 @@ import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-
-import psutil
+from typing import TYPE_CHECKING
 
 from privmob.errors import ConfigError
+from privmob.lazy_imports import lazy_module
 from privmob.surface import option
+
+if TYPE_CHECKING:
+    import psutil
+else:  # read when memory is measured, after the plan line (issue 43)
+    psutil = lazy_module("psutil")
 
 try:  # POSIX only (not on Windows)
     import resource

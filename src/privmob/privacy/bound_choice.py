@@ -32,16 +32,20 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from privmob.errors import ConfigError
+from privmob.lazy_imports import lazy_module
 from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.mechanisms import NoiseKind, calibrate, noisy_max
 from privmob.privacy.quantiles import quantile_utilities
 from privmob.privacy.samplers import Randomness
 from privmob.surface import spelled
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # imported on first use, not before a release's plan line (issue 43)
+    np = lazy_module("numpy")
 
 #: the public candidates 1..DEFAULT_MAX_BOUND when none is given
 DEFAULT_MAX_BOUND = 100

@@ -20,8 +20,14 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
-import numpy as np
+from privmob.lazy_imports import lazy_module
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # imported on first use, not before a release's plan line (issue 43)
+    np = lazy_module("numpy")
 
 
 def scale_up(numerator: float, denominator: float) -> float:

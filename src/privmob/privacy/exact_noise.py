@@ -45,11 +45,16 @@ from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal, localcontext
 from fractions import Fraction
 from functools import lru_cache
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from privmob.cores import usable_cores
 from privmob.errors import ConfigError
+from privmob.lazy_imports import lazy_module
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # imported on first use, not before a release's plan line (issue 43)
+    np = lazy_module("numpy")
 
 # Margins (relative) on floating-point evaluations of exp thresholds; see module docstring.
 ETA_GEOMETRIC = 2.0**-40

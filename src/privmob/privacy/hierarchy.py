@@ -34,8 +34,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
+from privmob.lazy_imports import lazy_module
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # imported on first use, not before a release's plan line (issue 43)
+    np = lazy_module("numpy")
+
 
 #: z of a two-sided 95% normal interval
 _Z95 = 1.959963984540054

@@ -19,12 +19,23 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from typing import TYPE_CHECKING
 
 from privmob.errors import ConfigError
+from privmob.lazy_imports import lazy_module
+
+if TYPE_CHECKING:
+    from cryptography import exceptions
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ed25519
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import (
+        Ed25519PrivateKey,
+        Ed25519PublicKey,
+    )
+else:  # imported when a key is first used, not when a release plans (issue 43)
+    exceptions = lazy_module("cryptography.exceptions")
+    serialization = lazy_module("cryptography.hazmat.primitives.serialization")
+    ed25519 = lazy_module("cryptography.hazmat.primitives.asymmetric.ed25519")
 
 KEY_ENV = "PRIVMOB_KEY"
 KEY_PEM_ENV = "PRIVMOB_KEY_PEM"
@@ -77,7 +88,7 @@ class Signer:
     @classmethod
     def ephemeral(cls) -> Signer:
         """A key that lives as long as the process (throw-away ledgers of test mode)."""
-        return cls(Ed25519PrivateKey.generate(), throwaway=True)
+        return cls(ed25519.Ed25519PrivateKey.generate(), throwaway=True)
 
 
 def _framed(domain: str, message: bytes) -> bytes:
@@ -86,7 +97,7 @@ def _framed(domain: str, message: bytes) -> bytes:
 
 @functools.lru_cache(maxsize=64)
 def _public_key(public_hex: str) -> Ed25519PublicKey:
-    return Ed25519PublicKey.from_public_bytes(bytes.fromhex(public_hex))
+    return ed25519.Ed25519PublicKey.from_public_bytes(bytes.fromhex(public_hex))
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -98,7 +109,7 @@ def verified(public_hex: str, signature_hex: str | None, domain: str, message: b
         return False
     try:
         _public_key(public_hex).verify(bytes.fromhex(signature_hex), _framed(domain, message))
-    except (InvalidSignature, ValueError):
+    except (exceptions.InvalidSignature, ValueError):
         return False
     return True
 
@@ -107,7 +118,7 @@ def generate(path: str | os.PathLike[str]) -> Signer:
     """A new private key written to ``path`` (mode 0600; refused if the file exists)."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    key = Ed25519PrivateKey.generate()
+    key = ed25519.Ed25519PrivateKey.generate()
     pem = key.private_bytes(
         serialization.Encoding.PEM,
         serialization.PrivateFormat.PKCS8,
@@ -161,7 +172,7 @@ def _pem_key(load: Callable[[bytes], object], data: bytes) -> object | None:
 
 def _private_from_pem(data: bytes, where: str) -> Ed25519PrivateKey:
     key = _pem_key(functools.partial(serialization.load_pem_private_key, password=None), data)
-    if not isinstance(key, Ed25519PrivateKey):
+    if not isinstance(key, ed25519.Ed25519PrivateKey):
         raise ConfigError(
             f"{where} is not an unencrypted Ed25519 private key in PEM",
             hint="create one with: privmob ledger keygen FILE",
@@ -187,7 +198,7 @@ def load_public(path: str | os.PathLike[str]) -> str:
     if len(text) == 64 and all(c in "0123456789abcdef" for c in text.lower()):
         return text.lower()
     pub = _pem_key(serialization.load_pem_public_key, data)
-    if not isinstance(pub, Ed25519PublicKey):
+    if not isinstance(pub, ed25519.Ed25519PublicKey):
         raise ConfigError(
             f"{source} is not an Ed25519 public key (PEM or 64 hex digits)",
             hint="the key holder makes one with: privmob ledger keygen FILE (it writes FILE.pub)",

@@ -13,16 +13,20 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from privmob.errors import ConfigError
+from privmob.lazy_imports import lazy_module
 from privmob.privacy import samplers
 from privmob.privacy.costs import Cost, PrivacyUnit, gaussian_rho, zcdp_to_epsilon
 from privmob.privacy.discrete_gaussian import discrete_gaussian_sigma, scale_up, sigma_for_rho
 from privmob.privacy.payment import require_paid
 from privmob.privacy.samplers import Randomness, resolve
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # imported on first use, not before a release's plan line (issue 43)
+    np = lazy_module("numpy")
 
 
 class NoiseKind(StrEnum):

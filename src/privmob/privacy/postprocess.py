@@ -14,10 +14,16 @@ to 87,777 for 11,798 trips). :func:`zero_cell_bias` states that bias from the no
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
 
 from privmob.errors import ConfigError
+from privmob.lazy_imports import lazy_module
 from privmob.privacy.mechanisms import Noise, NoiseKind
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # imported on first use, not before a release's plan line (issue 43)
+    np = lazy_module("numpy")
 
 UNCLAMPED = "noisy integers as drawn (unbiased; negative values kept)"
 

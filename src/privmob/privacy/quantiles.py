@@ -18,13 +18,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from privmob.errors import ConfigError
+from privmob.lazy_imports import lazy_module
 from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.mechanisms import Noise, NoiseKind, calibrate, noisy_max
 from privmob.privacy.samplers import Randomness, resolve
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # imported on first use, not before a release's plan line (issue 43)
+    np = lazy_module("numpy")
 
 FIVE_NUMBERS = (0.0, 0.25, 0.5, 0.75, 1.0)
 FIVE_NAMES = ("min", "q25", "median", "q75", "max")

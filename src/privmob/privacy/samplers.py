@@ -19,13 +19,17 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Literal
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Literal
 
 from privmob.cores import usable_cores
+from privmob.lazy_imports import lazy_module
 from privmob.privacy import exact_noise
 from privmob.privacy.payment import require_paid
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # imported on first use, not before a release's plan line (issue 43)
+    np = lazy_module("numpy")
 
 Backend = Literal["numpy", "opendp"]
 

@@ -24,10 +24,15 @@ import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
-
+from privmob.lazy_imports import lazy_module
 from privmob.privacy.mechanisms import Noise
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # imported on first use, not before a release's plan line (issue 43)
+    np = lazy_module("numpy")
 
 MOSTLY = 0.5  # warn when more than this share of cells is below its margin
 WARNING = (

@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any, Protocol
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Protocol
 
 from privmob.engine.base import dense_counts
 from privmob.engine.buckets import counts_by_user_buckets
 from privmob.errors import ConfigError
+from privmob.lazy_imports import lazy_module
 from privmob.privacy.bound_choice import (
     BoundChoice,
     choose_bound,
@@ -43,9 +42,14 @@ from privmob.releases.plan import Plan
 from privmob.releases.release import Release
 from privmob.surface import spelled
 
+if TYPE_CHECKING:
+    import numpy as np
+else:  # imported on first use, not before a release's plan line (issue 43)
+    np = lazy_module("numpy")
+
 Step = Callable[[str], None]
 #: the count template's counting and noise step: (``exact_cells``, ``CellNoise``)
-Template = tuple[Callable[..., np.ndarray], Callable[[Noise], Any]]
+Template = tuple[Callable[..., "np.ndarray"], Callable[[Noise], Any]]
 
 #: the bound's value in the header (charged before the bound exists)
 CHOSEN = "chosen privately after the charge"
@@ -88,16 +92,20 @@ def chosen(bound: object, given: BoundChoice | None) -> BoundChoice | None:
 
 
 def checked_choice(
-    bound: object, given: BoundChoice | None, *, unit: str, noise: Any, delta: float,
-    per: object, value: object,
+    bound: object,
+    given: BoundChoice | None,
+    *,
+    unit: str,
+    noise: Any,
+    delta: float,
+    per: object,
+    value: object,
 ) -> BoundChoice | None:
     """:func:`chosen`, refused from public parameters where it is not offered
     (:func:`check_choice`): what a kind's ``choice`` property returns."""
     bc = chosen(bound, given)
     if bc is not None:
-        check_choice(
-            bc, unit=PrivacyUnit(unit), noise=noise, delta=delta, per=per, value=value
-        )
+        check_choice(bc, unit=PrivacyUnit(unit), noise=noise, delta=delta, per=per, value=value)
     return bc
 
 

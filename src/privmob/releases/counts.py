@@ -38,12 +38,13 @@ with declared values (``usertype:Subscriber,Customer``): the vocabulary is
 
 from __future__ import annotations
 
+import itertools
+import math
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
-
-import numpy as np
 
 from privmob.domain import Period
 from privmob.engine.base import dense_counts
@@ -64,11 +65,13 @@ from privmob.releases.values import PARTS_PER_UNIT, Mean, means, sum_noise
 from privmob.surface import option, spelled
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
     from privmob.data.tessellation import Tessellation
     from privmob.engine.relation import Loaded
 else:
+    np = lazy_module("numpy")
     pd = lazy_module("pandas")
 
 #: told each step of a release as it starts
@@ -820,16 +823,16 @@ class CountVector:
     @property
     def size(self) -> int:
         """The number of cells, the outliers cell included."""
-        return int(np.prod(self.shape)) + int(self.outliers)
+        return math.prod(self.shape) + int(self.outliers)
 
     def term(self, dialect: Any) -> CountTerm:
         """The vector as one engine count term (its cell from the dimensions' values)."""
         columns = tuple(d.sql(self.time, dialect, self.k) for d in self.dimensions)
-        strides = np.cumprod([1, *self.shape[::-1]])[:-1][::-1]
+        strides = list(itertools.accumulate([1, *self.shape[::-1]], operator.mul))[:-1][::-1]
         flat = " + ".join(f"pm_c{i}_ * {int(s)}" for i, s in enumerate(strides)) or "0"
         if self.outliers and columns:
             outside = " OR ".join(f"coalesce(pm_c{i}_, -1) < 0" for i in range(len(columns)))
-            flat = f"CASE WHEN {outside} THEN {int(np.prod(self.shape))} ELSE {flat} END"
+            flat = f"CASE WHEN {outside} THEN {math.prod(self.shape)} ELSE {flat} END"
         return CountTerm(self.source, flat, self.where, columns)
 
 

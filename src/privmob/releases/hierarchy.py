@@ -22,8 +22,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from privmob.errors import ConfigError
 from privmob.lazy_imports import lazy_module
 from privmob.privacy.costs import Cost, PrivacyUnit
@@ -31,6 +29,11 @@ from privmob.privacy.hierarchy import Tree, consistent, default_shares, margin_9
 from privmob.privacy.mechanisms import Noise, NoiseKind, rho_for_epsilon
 from privmob.privacy.samplers import Randomness
 from privmob.surface import spelled
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # imported on first use, not before a release's plan line (issue 43)
+    np = lazy_module("numpy")
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -27,8 +27,6 @@ from datetime import datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
-import numpy as np
-
 from privmob.domain import Period, time_grid
 from privmob.engine.relation import Loaded
 from privmob.errors import ConfigError
@@ -58,10 +56,12 @@ from privmob.releases.specs import Plan, Progress
 from privmob.surface import spelled
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
     from privmob.data.tessellation import Tessellation
 else:
+    np = lazy_module("numpy")
     pd = lazy_module("pandas")
 
 OUTSIDE = "outside"

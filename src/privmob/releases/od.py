@@ -17,8 +17,6 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
-import numpy as np
-
 from privmob.domain import Period
 from privmob.engine.buckets import root
 from privmob.engine.relation import Loaded
@@ -51,11 +49,13 @@ from privmob.releases.tiles import check_input
 from privmob.surface import spelled
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
     from privmob.data.tessellation import Tessellation
     from privmob.releases.hierarchy import LevelsNoise, OdTree, ZoneLevels
 else:
+    np = lazy_module("numpy")
     pd = lazy_module("pandas")
 
 Step = Callable[[str], None]

@@ -16,8 +16,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
-import numpy as np
-
 from privmob.domain import Period
 from privmob.engine.relation import Loaded
 from privmob.errors import ConfigError
@@ -43,10 +41,12 @@ from privmob.releases.tiles import check_input
 from privmob.surface import spelled
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
     from privmob.data.tessellation import Tessellation
 else:
+    np = lazy_module("numpy")
     pd = lazy_module("pandas")
 
 #: Engine memory per input event of the home step (for the user buckets). Homes are an

@@ -31,13 +31,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from privmob.engine.dialect import Dialect
 from privmob.errors import ConfigError
+from privmob.lazy_imports import lazy_module
 from privmob.privacy.mechanisms import Noise, NoiseKind
 from privmob.surface import spelled
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # imported on first use, not before a release's plan line (issue 43)
+    np = lazy_module("numpy")
 
 #: the values a trip has of its own (any other name is a numeric column of the input)
 UNITS = {"duration": "minutes", "distance": "km"}

@@ -37,9 +37,6 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import shapely
-
 from privmob.data.csv_cells import write_csv
 from privmob.data.tessellation import Tessellation
 from privmob.errors import ConfigError
@@ -52,8 +49,12 @@ from privmob.surface import spelled
 
 if TYPE_CHECKING:
     import geopandas as gpd
+    import numpy as np
     import pandas as pd
+    import shapely
 else:
+    np = lazy_module("numpy")
+    shapely = lazy_module("shapely")
     gpd = lazy_module("geopandas")
     pd = lazy_module("pandas")
 

@@ -21,11 +21,16 @@ from collections.abc import Sequence
 from html import escape
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import shapely
+from privmob.lazy_imports import lazy_module
 
 if TYPE_CHECKING:
+    import numpy as np
+    import shapely
+
     from privmob.data.tessellation import Tessellation
+else:  # imported on first use, not before a release's plan line (issue 43)
+    np = lazy_module("numpy")
+    shapely = lazy_module("shapely")
 
 #: Font of the labels (smaller than the legend's); width of one character of it, generous.
 LABEL_FONT = "font-family='system-ui,sans-serif' font-size='9'"

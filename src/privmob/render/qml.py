@@ -20,10 +20,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from xml.sax.saxutils import quoteattr
 
-import numpy as np
+from privmob.lazy_imports import lazy_module
 
 if TYPE_CHECKING:
     import geopandas as gpd
+    import numpy as np
+else:  # imported on first use, not before a release's plan line (issue 43)
+    np = lazy_module("numpy")
 
 #: The blues of the report's maps (``privmob.render.svg.PALETTE``), as QGIS colours.
 BLUES = ("#f7fbff", "#deebf7", "#c6dbef", "#9ecae1", "#6baed6", "#4292c6", "#2171b5", "#084594")

@@ -9,10 +9,10 @@ import secrets
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from privmob.errors import ConfigError, InputError
+from privmob.lazy_imports import lazy_module
 from privmob.privacy.costs import PrivacyUnit
 from privmob.privacy.mechanisms import Noise, NoiseKind, calibrate
 from privmob.privacy.payment import require_paid
@@ -24,6 +24,11 @@ from privmob.releases.landmark.schemes import (
     scheme_budgets,
 )
 from privmob.releases.landmark.theorem import landmark_indices, verify_landmark_budget
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # imported on first use, not before a release's plan line (issue 43)
+    np = lazy_module("numpy")
 
 SKIP_WARNING = (
     "the skip scheme republishes old values at the landmarks: a repeated or sparse release "

@@ -9,8 +9,6 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from privmob.errors import ConfigError, InputError
 from privmob.lazy_imports import lazy_module
 from privmob.privacy.costs import Cost, PrivacyUnit
@@ -31,8 +29,10 @@ from privmob.releases.landmark.theorem import landmark_indices, landmark_spend
 from privmob.releases.release import Release
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 else:
+    np = lazy_module("numpy")
     pd = lazy_module("pandas")
 
 

@@ -7,12 +7,17 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from privmob.errors import ConfigError
+from privmob.lazy_imports import lazy_module
 from privmob.privacy.costs import PrivacyUnit
 from privmob.releases.landmark.theorem import landmark_indices
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # imported on first use, not before a release's plan line (issue 43)
+    np = lazy_module("numpy")
 
 
 class Scheme(StrEnum):

@@ -5,10 +5,15 @@ returned."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from privmob.errors import BudgetError, ConfigError
+from privmob.lazy_imports import lazy_module
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # imported on first use, not before a release's plan line (issue 43)
+    np = lazy_module("numpy")
 
 RELATIVE_TOLERANCE = 1e-9
 

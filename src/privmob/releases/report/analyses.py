@@ -8,10 +8,9 @@ returns noisy, post-processed values with the epsilon, the enforced L1 sensitivi
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
+from privmob.lazy_imports import lazy_module
 from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.mechanisms import Noise, calibrate
 from privmob.privacy.quantiles import FIVE_NAMES, dp_histogram, dp_quantiles
@@ -19,6 +18,11 @@ from privmob.privacy.samplers import Randomness
 from privmob.releases.counts import noisy_cells
 
 from .config import DISTRIBUTIONS, MISSING_COLUMNS, UNITS, ReportConfig
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # imported on first use, not before a release's plan line (issue 43)
+    np = lazy_module("numpy")
 
 # sensitivities (L1) under user-level privacy, as multiples of M; None = constant (below)
 _USER_TRIPS = {

@@ -7,8 +7,6 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from privmob.engine import Engine
 from privmob.engine.buckets import (
     bucket_predicate,
@@ -35,8 +33,10 @@ from .inputs import Tiles
 from .sql import count_terms, ends_sql, queries, trips_sql, users_sql
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 else:
+    np = lazy_module("numpy")
     pd = lazy_module("pandas")
 
 

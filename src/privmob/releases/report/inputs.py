@@ -6,16 +6,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from privmob.data import tessellation_cache
 from privmob.data.tessellation import Tessellation, local_metric_crs
 from privmob.lazy_imports import lazy_module
 from privmob.privacy.costs import PrivacyUnit
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 else:
+    np = lazy_module("numpy")
     pd = lazy_module("pandas")
 
 
