@@ -65,8 +65,15 @@ class PlainValues:
             return _NOT_PLAIN
         if info.parser is not None:  # Typer's adapter calls the parser and nothing else: ours
             # are called here on text (-T N|auto), anyone else's by Typer
-            own = getattr(info.parser, "__module__", "").startswith("privmob.")
-            return info.parser(value) if own and isinstance(value, str) else _NOT_PLAIN
+            if not (
+                getattr(info.parser, "__module__", "").startswith("privmob.")
+                and isinstance(value, str)
+            ):
+                return _NOT_PLAIN
+            try:
+                return info.parser(value)
+            except Exception:  # a value refused: Typer's adapter says so, as ever
+                return _NOT_PLAIN
         if ann is bool:
             return value if type(value) is bool else _NOT_PLAIN  # Typer passes a bool as is
         if ann in (int, float):
