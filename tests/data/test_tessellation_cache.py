@@ -209,3 +209,20 @@ def test_a_cached_grid_is_not_deferred(tmp_path, cache):
     tessellation_input.load_tessellation(path)
     again = tessellation_input.load_tessellation(path)
     assert not again.is_deferred and again.grid is not None
+
+
+def test_a_deferred_entry_whose_polygons_do_not_load_is_read_again(tmp_path, cache):
+    """An entry whose head is whole but whose WKB is damaged (same lengths, other bytes: a
+    disk fault or an edit) passes the cheap check made before the plan; when its tiles are
+    first used they are read again from the file, checked, and the entry replaced, rather
+    than a GEOS error after the plan line."""
+    path = _zones(tmp_path / "zones.geojson")
+    first = tessellation_input.load_tessellation(path)
+    (entry,) = _entries()
+    content = entry.read_bytes()
+    head_end = content.index(b"\n", content.index(b"\n") + 1) + 1
+    entry.write_bytes(content[:head_end] + b"\xff" * (len(content) - head_end))
+    damaged = tessellation_input.load_tessellation(path)
+    assert damaged.is_deferred and damaged.k == first.k  # the head alone was read
+    _same(damaged, first)  # built by reading the file again
+    assert entry.read_bytes() == content  # and the entry written anew

@@ -124,23 +124,37 @@ def _tiles(head: dict[str, Any], body: bytes) -> Tessellation:
     )
 
 
-def tiles_of(content: bytes) -> Tessellation:
+def tiles_of(content: bytes, read_again: Callable[[], Tessellation] | None = None) -> Tessellation:
     """The tessellation of an entry's content (:func:`entry_bytes`); ValueError when it is
     not one. The tiles of a grid are built at once (the caller gives them the grid's
     arithmetic); any other's on first use (:meth:`Tessellation.deferred`: their number and
-    bounds are the entry's), so that reading an entry needs neither NumPy nor shapely."""
+    bounds are the entry's), so that reading an entry needs neither NumPy nor shapely. A
+    deferred entry whose polygons then do not load is read again from its file by
+    ``read_again`` (as an entry that fails at once is: :func:`_read`)."""
     from privmob.data.tessellation import Tessellation
 
     head, body = _parts(content)
     if head["grid"]:
         return _tiles(head, body)
     x0, y0, x1, y1 = (float(b) for b in head["bounds"])
-    return Tessellation.deferred(len(head["ids"]), (x0, y0, x1, y1), lambda: _tiles(head, body))
+
+    def build() -> Tessellation:
+        try:
+            return _tiles(head, body)
+        except Exception:
+            if read_again is None:
+                raise
+            return read_again()
+
+    return Tessellation.deferred(len(head["ids"]), (x0, y0, x1, y1), build)
 
 
-def read_entry(key: str) -> Tessellation | None:
-    """The validated tiles of entry ``key``, or None."""
-    return _read(key + ENTRY_SUFFIX, lambda path: tiles_of(path.read_bytes()))
+def read_entry(
+    key: str, read_again: Callable[[], Tessellation] | None = None
+) -> Tessellation | None:
+    """The validated tiles of entry ``key``, or None; ``read_again``: the tiles read from the
+    file itself, should a deferred entry's polygons not load when they are first used."""
+    return _read(key + ENTRY_SUFFIX, lambda path: tiles_of(path.read_bytes(), read_again))
 
 
 def write_entry(key: str, tess: Tessellation) -> None:

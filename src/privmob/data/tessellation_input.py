@@ -108,17 +108,32 @@ def load_tessellation(
     """
     if isinstance(source, Tessellation):
         return source
-    key = None
     if isinstance(source, str | Path):
         key = tessellation_cache.entry_key(Path(source), (id_column, name_column, repair))
-        cached = None if key is None else tessellation_cache.read_entry(key)
+        path = Path(source)
+
+        def read_again() -> Tessellation:  # a damaged entry: the file read and checked anew
+            return _checked(read_features(path), str(path), id_column, name_column, repair, key)
+
+        cached = None if key is None else tessellation_cache.read_entry(key, read_again)
         if cached is not None:  # this very file, read and checked by an earlier run
             _require_lonlat(cached.bounds, str(source), declared=True)  # an older check's
             return cached if cached.is_deferred else _with_grid(cached)  # deferred: no grid
-        features, label = read_features(Path(source)), str(source)
-    else:  # a GeoDataFrame
-        label = "tessellation (GeoDataFrame)"
-        features = _features_of(source.copy(), label)
+        return _checked(read_features(path), str(source), id_column, name_column, repair, key)
+    label = "tessellation (GeoDataFrame)"
+    return _checked(_features_of(source.copy(), label), label, id_column, name_column, repair, None)
+
+
+def _checked(
+    features: Features,
+    label: str,
+    id_column: str | None,
+    name_column: str | None,
+    repair: bool,
+    key: str | None,
+) -> Tessellation:
+    """The tiles of ``features`` read from ``label``, every check of
+    :func:`load_tessellation` passed; kept in the cache under ``key``."""
     id_col = _pick_id_column(features, id_column, label)
     ids = _normalise_ids(features.columns[id_col], id_col, label)
     name_col = _pick_name_column(features, name_column, id_col, label)
