@@ -95,11 +95,18 @@ def test_density_side_runs_on_a_tiny_city() -> None:
 
     args = argparse.Namespace(
         density_users=3_000, density_towers=20, density_grid=2, density_epsilons=[0.3],
-        repetitions=1,
+        repetitions=1, density_commute_spread=1.0,
     )  # fmt: skip
-    rows, by_hour = bu.density_rows(args)
+    rows, by_hour, pc_by_hour = bu.density_rows(args)
     assert {r["analysis"] for r in rows} == set(bu.DENSITY_METHODS) == set(by_hour)
+    assert set(pc_by_hour) == set(by_hour)
     assert all(len(v) == 168 for v in by_hour.values())
+    assert all(len(v) == 168 for v in pc_by_hour.values())
+    table = bu.density_hour_table(by_hour, pc_by_hour)
+    assert table.count("\n") == 8  # header, rule, 6 blocks of 4 hours, the whole week
+    week = table.splitlines()[-1]
+    mre_all = f"{by_hour['EFPAG'].mean():.3f}"
+    assert week.startswith("| whole week | " + mre_all + " / ")
     # Pearson is NaN where a tiny city's release is flat (docs/density.md): allowed here
     assert all(r["mre"] >= 0 and not abs(r["pearson"]) > 1 for r in rows)
     assert [r["clusters"] is None for r in rows] == [False, False, True]  # LPA: no clusters

@@ -6,6 +6,13 @@ of them near the centre. Each user has a home tower (drawn with a centre-heavy w
 work tower (drawn more towards the centre); each event's hour follows a weekday/weekend daily
 profile (low around 4:00, peaks at midday and evening), and its tower is the work tower during
 weekday office hours, otherwise home, with some events at random towers.
+
+Office hours are 9:00-18:00 for everyone by default (``commute_spread_h = 0``): every central
+zone's series then jumps at exactly 9:00 and 18:00. With ``commute_spread_h = s > 0`` each user
+has their own office hours, start ~ Normal(9, s) and end ~ Normal(18, s) hours (drawn from a
+second generator, so the other draws are unchanged), and an event is at work when its time
+(hour and minute) falls between them: commutes spread over the morning and the evening, as in
+real phone records, instead of one step.
 """
 
 from __future__ import annotations
@@ -51,6 +58,7 @@ def synthetic_city(
     *,
     mean_events: float = 14.0,
     seed: int = 0,
+    commute_spread_h: float = 0.0,
     origin: tuple[float, float] = (2.25, 48.81),
     size_deg: float = 0.16,
 ) -> SyntheticCity:
@@ -89,12 +97,22 @@ def synthetic_city(
     hour = rng.choice(168, total, p=hw).astype(np.int16)
     hod = hour % 24
     weekday = hour < 120
-    office = weekday & (hod >= 9) & (hod < 18)
-    at_work = office & (rng.random(total) < 0.75)
-    tower = np.where(at_work, work[uid], home[uid])
+    work_draw = rng.random(total)
     roam = rng.random(total) < 0.15
-    tower = np.where(roam, rng.integers(0, n_towers, total), tower).astype(np.int32)
-    minutes = rng.integers(0, 3600, total).astype("timedelta64[s]")
+    roam_tower = rng.integers(0, n_towers, total)
+    seconds = rng.integers(0, 3600, total)
+    if commute_spread_h > 0:  # each user's own office hours, from a second generator
+        own = np.random.default_rng([seed, 1])
+        start = 9.0 + own.normal(0.0, commute_spread_h, n_users)
+        end = np.maximum(18.0 + own.normal(0.0, commute_spread_h, n_users), start)
+        t = hod + seconds / 3600.0
+        office = weekday & (t >= start[uid]) & (t < end[uid])
+    else:
+        office = weekday & (hod >= 9) & (hod < 18)
+    at_work = office & (work_draw < 0.75)
+    tower = np.where(at_work, work[uid], home[uid])
+    tower = np.where(roam, roam_tower, tower).astype(np.int32)
+    minutes = seconds.astype("timedelta64[s]")
     time = np.datetime64(WEEK_START) + hour.astype("timedelta64[h]") + minutes
     events = pd.DataFrame(
         {
