@@ -99,6 +99,27 @@ def test_density_eval_writes_table_and_plot(tmp_path) -> None:
     assert (out / "density_eval.png").stat().st_size > 1000
 
 
+def test_density_eval_synthetic_commute_spread(tmp_path, monkeypatch) -> None:
+    """--commute-spread reaches the synthetic city (issue 40 item 6: office hours spread over
+    the morning and the evening); 0, the default, is the city as before."""
+    import privmob.data.density_synth as ds
+
+    seen: list[float] = []
+    real = ds.synthetic_city
+
+    def spy(*args: object, commute_spread_h: float = 0.0, **kw: object) -> object:
+        seen.append(commute_spread_h)
+        return real(*args, commute_spread_h=commute_spread_h, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ds, "synthetic_city", spy)
+    for extra in ([], ["--commute-spread", "1.5"]):
+        out = tmp_path / f"eval{len(extra)}"
+        argv = ["density-eval", "--synthetic", "1500", "--towers", "20", "--grid", "3", *extra]
+        argv += ["--epsilons", "1.0", "-r", "1", "--emd-hours", "", "-o", str(out), "--quiet"]
+        assert run_cli(argv) == 0
+    assert seen == [0.0, 1.5]
+
+
 def test_density_bound_has_one_name_and_the_old_one_warns(tmp_path, capsys) -> None:
     """Issue 28: density's bound was -T/--max-trips on the command line, max_visits in Python
     and max_visits_per_week in metadata.json; now -T/--max-visits, --max-trips with a warning."""

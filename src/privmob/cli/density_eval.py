@@ -27,6 +27,13 @@ def density_eval(
     ] = None,
     towers: Annotated[int, typer.Option("--towers", help="synthetic: towers")] = 300,
     grid: Annotated[int, typer.Option("--grid", help="synthetic: grid x grid zones")] = 16,
+    commute_spread: Annotated[
+        float,
+        typer.Option(
+            "--commute-spread",
+            help="synthetic: spread (hours) of each user's office hours; 0: all at 9:00-18:00",
+        ),
+    ] = 0.0,
     epsilons: Annotated[str, typer.Option("--epsilons", help="comma-separated")] = (
         "0.1,0.3,0.5,1.0"
     ),
@@ -71,7 +78,7 @@ def density_eval(
             from privmob.releases.density import density_geometry
 
             step(f"synthetic city: {synthetic} users, {towers} towers, {grid * grid} zones")
-            city = synthetic_city(synthetic, towers, grid, seed=1)
+            city = synthetic_city(synthetic, towers, grid, seed=1, commute_spread_h=commute_spread)
             geometry = density_geometry(
                 city.towers.lng.to_numpy(), city.towers.lat.to_numpy(), city.zones
             )
