@@ -6,8 +6,10 @@ import hashlib
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from privmob.data.density_synth import synthetic_city
+from privmob.errors import ConfigError
 
 
 def _digest(events: pd.DataFrame) -> str:
@@ -28,7 +30,7 @@ def test_default_city_is_unchanged() -> None:
 def _share_at_day_tower(events: pd.DataFrame, hour_of_day: int) -> float:
     """Among users whose usual weekday-midday tower differs from their usual night tower, the
     share of their weekday events at ``hour_of_day`` that are at the midday tower."""
-    ev = events.assign(hod=events.time.dt.hour, weekday=events.time.dt.dayofweek < 5)
+    ev = events.assign(hod=events.time.dt.hour, weekday=events.time.dt.day_of_week < 5)
     day = ev[ev.weekday & ev.hod.between(11, 15)].groupby("uid").tile.agg(lambda s: s.mode()[0])
     night = ev[(ev.hod >= 21) | (ev.hod <= 5)].groupby("uid").tile.agg(lambda s: s.mode()[0])
     both = pd.concat([day.rename("day"), night.rename("night")], axis=1).dropna()
@@ -52,3 +54,8 @@ def test_commute_spread_spreads_the_morning_and_evening_commutes() -> None:
     # only the towers of some events change, never the times
     assert (fixed.time.to_numpy() == spread.time.to_numpy()).all()
     assert 0 < (fixed.tile.to_numpy() != spread.tile.to_numpy()).mean() < 0.1
+
+
+def test_negative_commute_spread_is_refused() -> None:
+    with pytest.raises(ConfigError, match="commute spread"):
+        synthetic_city(50, 5, 2, commute_spread_h=-1.0)

@@ -25,6 +25,8 @@ import numpy as np
 import pandas as pd
 import shapely
 
+from privmob.errors import ConfigError
+
 WEEK_START = datetime(2026, 3, 2)  # a Monday
 
 
@@ -62,6 +64,8 @@ def synthetic_city(
     origin: tuple[float, float] = (2.25, 48.81),
     size_deg: float = 0.16,
 ) -> SyntheticCity:
+    if not commute_spread_h >= 0:
+        raise ConfigError(f"the commute spread must be >= 0 hours, got {commute_spread_h}")
     rng = np.random.default_rng(seed)
     x0, y0 = origin
     d = size_deg / grid
