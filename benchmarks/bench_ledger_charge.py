@@ -264,7 +264,7 @@ def report(folder: Path, args: argparse.Namespace, database: object = None) -> N
                 f"{where}: {r:>3} concurrent releasers x {args.charges} charges on "
                 f"{args.entries:,} entries: p50 {1000 * pct(t, 0.5):7.1f} ms  "
                 f"p99 {1000 * pct(t, 0.99):7.1f} ms  max {1000 * max(t):7.1f} ms  (each a new "
-                f"analyst; the wait for the {how} included)",
+                f"analyst; the wait included: {how})",
                 flush=True,
             )
 
