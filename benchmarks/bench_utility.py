@@ -26,6 +26,10 @@ environment is made by ``bench_report.install_dpmr``), with the same epsilon and
 scored against the same truth where its analysis has the same definition (the count analyses,
 OD flows between distinct zones, and the three raw quartiles). Its noise is not seeded.
 
+``--parts real``: the same releases, report, truth and DPMR on real data, the Gowalla NYC
+check-ins of ../shared/data (consecutive same-day check-ins of a user as trips, both ends inside
+a taxi zone; :func:`write_gowalla`), over the same 263 taxi zones.
+
 Item 6: the density release (``Session.density``) on privmob's synthetic phone-record city
 (privmob.data.density_synth) at a density comparable to the Paris data of seed 004 (mean true
 count per zone-hour 150 with the defaults; Paris: 91): the scheme (EFPAG, EFPA) beside naive
@@ -34,6 +38,7 @@ averaged over zones, and the relative error by hour of the week (the paper's Fig
 
     uv run --all-extras python benchmarks/bench_utility.py --quick   # < 1 minute, no DPMR
     uv run --all-extras python benchmarks/bench_utility.py -r 2      # docs/utility.md figures
+    uv run --all-extras python benchmarks/bench_utility.py --parts real -r 1   # ~3 minutes
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ import math
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -56,7 +62,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import privmob as pm
 import utility_metrics as um
 from bench_report import install_dpmr, run
-from city_synth import TAXI_ZONES, CityConfig, CityFiles, write_city
+from city_synth import SHARED, TAXI_ZONES, CityConfig, CityFiles, write_city
 from privmob.evaluate.density_metrics import pearson
 
 OUT = Path(__file__).resolve().parent / "out"
@@ -124,9 +130,68 @@ def haversine_km(lat0: Any, lng0: Any, lat1: Any, lng1: Any) -> np.ndarray:
     return 2 * 6371.0088 * np.arcsin(np.sqrt(a))
 
 
-def period(cfg: CityConfig) -> pm.Period:
+def period(cfg: CityConfig | RealConfig) -> pm.Period:
     start = pd.Timestamp(cfg.start)
     return pm.Period(str(start.date()), str((start + pd.Timedelta(days=cfg.days)).date()))
+
+
+# -- the real data ------------------------------------------------------------------------------
+GOWALLA = SHARED / "gowalla_nyc" / "gowalla_nyc_events.csv.gz"
+
+
+@dataclass(frozen=True)
+class RealConfig:
+    """The real part's public period (fixed before reading: 104 weeks from Monday 2008-12-29;
+    the check-ins run from April 2009 to October 2010) in the shape :func:`period` reads. At
+    most 732 days, so privmob bins trips over time by week, from Mondays as DPMR does: the two
+    tools' bins are the same weeks."""
+
+    start: str = "2008-12-29"
+    days: int = 728
+
+
+def write_gowalla(
+    folder: Path, events: Path = GOWALLA, zones: Path = TAXI_ZONES, users: int | None = None
+) -> CityFiles:
+    """The Gowalla NYC check-ins (../shared/data/gowalla_nyc) as the city's two files: each pair
+    of consecutive same-day check-ins of a user is a trip (``trip_points_from_checkins``, as
+    tests/releases/test_report_gowalla.py), kept when both ends fall inside a taxi zone (a
+    public filter, like the source's bounding box), as one row with its zones (``od``,
+    ``counts``) and as two trip points (report, population). ``users``: only the first that
+    many user ids (a slice for tests)."""
+    import geopandas as gpd
+
+    from privmob.releases.report import trip_points_from_checkins
+
+    ev = pd.read_csv(events, sep="\t", header=None, names=["uid", "datetime", "lat", "lng", "loc"])
+    if users is not None:
+        ev = ev[ev.uid.isin(np.sort(ev.uid.unique())[:users])]
+    points = trip_points_from_checkins(ev)
+    tess = gpd.read_file(zones)[["LocationID", "geometry"]]
+    where = gpd.GeoDataFrame(points, geometry=gpd.points_from_xy(points.lng, points.lat), crs=4326)
+    tile = gpd.sjoin(where, tess.to_crs(4326), how="left", predicate="within")
+    tile = tile[~tile.index.duplicated()].LocationID  # a point on a shared edge: its first zone
+    points = points.assign(zone=tile.reindex(points.index))
+    inside = points.groupby("tid").zone.transform(lambda z: z.notna().all())
+    points = points[inside].sort_values(["uid", "tid", "datetime"], kind="stable")
+    points["tid"] = pd.factorize(points.tid)[0].astype("int64")
+    points["datetime"] = points.datetime.dt.tz_localize("UTC")
+    ends = points.groupby("tid", sort=False).agg(
+        uid=("uid", "first"),
+        start_time=("datetime", "first"),
+        end_time=("datetime", "last"),
+        origin=("zone", "first"),
+        destination=("zone", "last"),
+    )
+    trips = ends.reset_index()[["uid", "tid", "start_time", "end_time", "origin", "destination"]]
+    trips = trips.astype({"origin": "int64", "destination": "int64"})
+    folder.mkdir(parents=True, exist_ok=True)
+    files = CityFiles(
+        folder / "trips.parquet", folder / "trip_points.parquet", len(trips), trips.uid.nunique()
+    )
+    trips.to_parquet(files.trips, index=False)
+    points.drop(columns="zone").to_parquet(files.points, index=False)
+    return files
 
 
 # -- privmob's releases ------------------------------------------------------------------------
@@ -273,7 +338,7 @@ def bound_keywords(variant: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 def privmob_runs(
-    city: CityFiles, cfg: CityConfig, raw: dict[str, Any], args: argparse.Namespace
+    city: CityFiles, cfg: CityConfig | RealConfig, raw: dict[str, Any], args: argparse.Namespace
 ) -> list[Row]:
     rows: list[Row] = []
     points = session(city.points, seed=7)
@@ -734,9 +799,10 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument(
         "--parts",
         nargs="+",
-        choices=("city", "density"),
+        choices=("city", "real", "density"),
         default=["city", "density"],
-        help="city: item 1 (releases and report, DPMR); density: item 6",
+        help="city: item 1 (releases and report, DPMR); real: item 1 on the Gowalla NYC "
+        "check-ins of ../shared/data; density: item 6",
     )
     ap.add_argument("--density-users", type=int, default=200_000)
     ap.add_argument("--density-grid", type=int, default=10, help="grid x grid zones")
@@ -799,6 +865,39 @@ def city_part(args: argparse.Namespace) -> tuple[list[Row], str]:
     return rows, about
 
 
+def real_part(
+    args: argparse.Namespace, users: int | None = None, out: Path = OUT
+) -> tuple[list[Row], str]:
+    """Item 1 on real data: the Gowalla NYC check-ins over the 263 taxi zones (see
+    :func:`write_gowalla`), the same truth (every trip, unbounded, no noise), the same releases
+    and report at the same epsilons, DPMR beside them; releases labelled ``gowalla <release>``."""
+    cfg = RealConfig()
+    t0 = time.perf_counter()
+    name = "utility_gowalla" + (f"_{users}" if users else "")
+    files = write_gowalla(out / name, users=users)
+    raw = raw_truth(files)
+    print(
+        f"gowalla: {files.n_users:,} users, {files.n_trips:,} trips, busiest user "
+        f"{raw['max_trips']} trips ({time.perf_counter() - t0:.1f}s)",
+        flush=True,
+    )
+    rows = privmob_runs(files, cfg, raw, args)
+    if args.dpmr_epsilons:
+        points = session(files.points, seed=7)
+        truth = points.report(
+            epsilon=TRUTH_EPSILON, max_trips=raw["max_trips"], period=period(cfg)
+        ).tables
+        points.close()
+        rows += dpmr_runs(files, truth, raw, args)
+    for row in rows:
+        row["release"] = f"gowalla {row['release']}"
+    about = (
+        f"Gowalla NYC: {files.n_users:,} users, {files.n_trips:,} trips inside the taxi zones, "
+        f"M = {args.max_trips}"
+    )
+    return rows, about
+
+
 def _epsilon_or_none(text: str) -> float | None:
     """An epsilon, or ``none`` (dropped: ``--dpmr-epsilons none`` runs no DPMR)."""
     return None if text.lower() == "none" else float(text)
@@ -813,6 +912,10 @@ def main() -> None:
         city_rows, city_about = city_part(args)
         rows += city_rows
         about.append(city_about)
+    if "real" in args.parts:
+        real_rows, real_about = real_part(args)
+        rows += real_rows
+        about.append(real_about)
     if "density" in args.parts:
         density, by_hour, pc_by_hour = density_rows(args)
         rows += density

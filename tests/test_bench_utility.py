@@ -110,3 +110,54 @@ def test_density_side_runs_on_a_tiny_city() -> None:
     # Pearson is NaN where a tiny city's release is flat (docs/density.md): allowed here
     assert all(r["mre"] >= 0 and not abs(r["pearson"]) > 1 for r in rows)
     assert [r["clusters"] is None for r in rows] == [False, False, True]  # LPA: no clusters
+
+
+GOWALLA = shared_data_dir() / "gowalla_nyc" / "gowalla_nyc_events.csv.gz"
+
+
+@pytest.mark.skipif(not GOWALLA.exists(), reason="needs ../shared/data/gowalla_nyc")
+def test_real_part_runs_on_a_slice_of_gowalla(tmp_path: Path) -> None:
+    """``--parts real`` on the first 150 Gowalla users: the truth counts every trip (nothing
+    bounded, no noise) and every measure is finite, the shares' in [0, 1]."""
+    import bench_utility as bu
+
+    args = argparse.Namespace(
+        epsilons=[1.0], repetitions=1, max_trips=10, bounds=["fixed"], bound_quantile=0.9,
+        od_hierarchy=["default"], dpmr_epsilons=[],
+    )  # fmt: skip
+    rows, about = bu.real_part(args, users=150, out=tmp_path)
+    (folder,) = tmp_path.iterdir()
+    files = bu.CityFiles(folder / "trips.parquet", folder / "trip_points.parquet", 0, 0)
+    trips, points = pd.read_parquet(files.trips), pd.read_parquet(files.points)
+    assert len(trips) > 1_000 and len(points) == 2 * len(trips) and trips.uid.nunique() > 50
+    assert f"{len(trips):,} trips" in about
+    # the truth: the od flows between distinct zones and the same-zone trips are every trip
+    raw = bu.raw_truth(files)
+    same_zone = int((trips.origin == trips.destination).sum())
+    assert raw["od"]["count"].sum() + same_zone == len(trips)
+    assert raw["counts"]["count"].sum() == len(trips)
+    assert raw["max_trips"] == trips.groupby("uid").size().max() > args.max_trips
+    with bu.session(files.points, seed=7) as s:  # the exact report keeps every trip and user
+        exact = s.report(
+            epsilon=bu.TRUTH_EPSILON, max_trips=raw["max_trips"], period=bu.period(bu.RealConfig())
+        )
+    stats = exact.tables["dataset_statistics"].set_index("statistic")["value"]
+    assert (stats["trips"], stats["users"]) == (len(trips), trips.uid.nunique())
+    releases = {(r["release"], r["analysis"]) for r in rows}
+    assert {("gowalla od", "od"), ("gowalla population", "homes")} <= releases
+    assert ("gowalla counts", "origin x hour") in releases
+    expected = {("gowalla report", a) for a in (*bu.COUNT_ANALYSES, "od_flows", *bu.DISTRIBUTIONS)}
+    assert expected <= releases
+    shares = ("tv", "borough_tv", "top50_recall", "top50_covered", "tv_least_squares")
+    errors = ("large_rel_err", "median_rel_err", "quartile_rel_err", "users_rel_err")
+    seen = 0
+    for row in rows:
+        for key in shares:
+            if key in row:
+                assert 0 <= row[key] <= 1, (row["analysis"], key, row[key])
+                seen += 1
+        for key in errors:
+            if row.get(key) is not None and (key != "large_rel_err" or row["large_cells"]):
+                assert np.isfinite(row[key]) and row[key] >= 0, (row["analysis"], key)
+                seen += 1
+    assert seen > 30
