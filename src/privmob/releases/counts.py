@@ -850,7 +850,7 @@ def count_vectors(
     counts them all (the report: 16 vectors, 5 scans).
     """
     items = list(vectors.items())
-    if engine.dialect.name == "spark":
+    if engine.dialect.fuses_count_scans:
         sql = _fused_sql(items)
     else:
         sql = " UNION ALL ".join(
