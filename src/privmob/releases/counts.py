@@ -552,7 +552,7 @@ class CountSpec:
                 delta=self.delta,
                 unit=self.privacy_unit,
             )
-        if NoiseKind(self.noise) is not NoiseKind.DISCRETE_LAPLACE or self.delta:
+        if not NoiseKind(self.noise).traits.exact_pure or self.delta:
             raise ConfigError(
                 "a mean is released with Laplace noise (discrete on the counts, continuous on "
                 "the sums)",
