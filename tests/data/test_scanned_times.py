@@ -14,6 +14,7 @@ from tests.helpers import box_grid, trips_from_points
 from privmob.data import load_events, load_trip_points, load_trips
 from privmob.data.times import SCANNED_TIME_TYPE, clock, scanned_times, time_expr
 from privmob.engine import DuckDBEngine
+from privmob.engine.dialect import DUCKDB
 from privmob.engine.duckdb import SCANS_TIMES
 from privmob.errors import InputError
 
@@ -66,9 +67,9 @@ def test_every_time_the_scanner_converts_reads_as_privmob_reads_its_text(texts_c
     typed = (
         f"{reader}, columns = {{'i': 'INTEGER', 't': '{SCANNED_TIME_TYPE}'}}, ignore_errors = true)"
     )
-    fast = time_expr("t", "VARCHAR", zone, duckdb=True)
-    routed = time_expr("t", "VARCHAR", zone, duckdb=True, plain_iso=False)
-    scanned = time_expr("t", SCANNED_TIME_TYPE, zone, duckdb=True)
+    fast = time_expr("t", "VARCHAR", zone, dialect=DUCKDB)
+    routed = time_expr("t", "VARCHAR", zone, dialect=DUCKDB, plain_iso=False)
+    scanned = time_expr("t", SCANNED_TIME_TYPE, zone, dialect=DUCKDB)
     rows = con.execute(
         f"SELECT a.i, CAST({scanned} AS VARCHAR) AS s, b.f, b.r FROM {typed} AS a JOIN ("
         f"SELECT i, CAST({fast} AS VARCHAR) AS f, CAST({routed} AS VARCHAR) AS r FROM {text}) AS b "

@@ -6,6 +6,7 @@ import duckdb
 import pytest
 
 from privmob.data.times import PLAIN_NAIVE_RE, PLAIN_ZONED_RE, clock, time_expr
+from privmob.engine.dialect import DUCKDB
 
 VALUES = [
     "2024-01-01 10:00:00",
@@ -78,8 +79,8 @@ def con():
 
 @pytest.mark.parametrize("zone", ZONES, ids=repr)
 def test_plain_iso_fast_path_equals_the_routing_expression(con, zone):
-    fast = time_expr("t", "VARCHAR", zone, duckdb=True)
-    slow = time_expr("t", "VARCHAR", zone, duckdb=True, plain_iso=False)
+    fast = time_expr("t", "VARCHAR", zone, dialect=DUCKDB)
+    slow = time_expr("t", "VARCHAR", zone, dialect=DUCKDB, plain_iso=False)
     assert PLAIN_ZONED_RE in fast and PLAIN_NAIVE_RE in fast and PLAIN_NAIVE_RE not in slow
     rows = con.execute(
         f"SELECT i, CAST({fast} AS VARCHAR), CAST({slow} AS VARCHAR) FROM v ORDER BY i"

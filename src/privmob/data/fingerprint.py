@@ -206,7 +206,7 @@ def fingerprint_source(engine: Engine, content: Mapping[str, str], relation: str
     (:data:`DIGEST_COLUMN`, NULL for the other rows). Under the aggregate Spark wrote the
     digest once per hex byte it sums (8 times per sampled row); the statement of 10M trips on
     the standalone cluster took 2.09 s against 2.53 s, best of 6 (the same text)."""
-    if engine.dialect.name != "spark":
+    if not engine.dialect.digests_in_projection:
         return relation
     digest = f"CASE WHEN {sample_condition(content)} THEN md5({_row_text(content)}) END"
     return f"(SELECT *, {digest} AS {DIGEST_COLUMN} FROM {relation}) AS digested_"
@@ -224,31 +224,16 @@ def content_fingerprint(engine: Engine, content: Mapping[str, str]) -> str:
     for the rows that take it, where ``FILTER (WHERE ...)`` computes the argument of every row,
     measured in benchmarks/bench_fingerprint.py). Both engines compute the same text: the
     reference is :func:`reference_total`."""
-    integers = integers_of(content)
-    spark = engine.dialect.name == "spark"
-    parts = [_exact_sum_spark(i) if spark else f"CAST(sum({i}) AS VARCHAR)" for i in integers]
-    if spark:  # the sampled rows' digests, computed by fingerprint_source
-        parts.append(_row_hash_sum(engine, content, None, digest=DIGEST_COLUMN))
+    d = engine.dialect
+    parts = [d.exact_sum_text(i) for i in integers_of(content)]
+    if d.digests_in_projection:  # the sampled rows' digests, computed by fingerprint_source
+        parts.append(d.row_hash_sum(_row_text(content), None, digest=DIGEST_COLUMN))
     else:
-        parts.append(_row_hash_sum(engine, content, sample_condition(content)))
+        parts.append(d.row_hash_sum(_row_text(content), sample_condition(content)))
     return f"concat_ws('/', {', '.join(f'coalesce({p}, {_EMPTY})' for p in parts)})"
 
 
 _EMPTY = "''"
-
-
-def _exact_sum_spark(integer: str) -> str:
-    """Spark: the exact sum of a BIGINT expression as text (NULL over no value), from three
-    BIGINT sums of its 21-bit parts (``i = hi * 2^42 + mid * 2^21 + lo``, the arithmetic shift
-    keeping the sign in ``hi``: exact below 2^42 rows whether or not ANSI mode is on),
-    combined once as a DECIMAL. A DECIMAL sum per row costs twice the whole statement's other
-    work (10M trips' two times on local[2]: 0.70-0.78 s against 0.33-0.38 s for the parts,
-    0.36-0.41 s without the sums; benchmarks/bench_fingerprint.py)."""
-    part = 2**21 - 1
-    hi = f"CAST(sum(shiftright({integer}, 42)) AS DECIMAL(38, 0)) * {2**42}"
-    mid = f"CAST(sum(shiftright({integer}, 21) & {part}) AS DECIMAL(38, 0)) * {2**21}"
-    lo = f"sum({integer} & {part})"
-    return f"CAST({hi} + {mid} + {lo} AS VARCHAR)"
 
 
 def sample_condition(content: Mapping[str, str]) -> str:
@@ -262,38 +247,6 @@ def sample_condition(content: Mapping[str, str]) -> str:
 def _row_text(content: Mapping[str, str]) -> str:
     """SQL: a row's canonical text (:func:`row_hash` hashes it)."""
     return f"concat_ws('|', {', '.join(content.values())})"
-
-
-def _row_hash_sum(
-    engine: Engine, content: Mapping[str, str], when: str | None, *, digest: str | None = None
-) -> str:
-    """An aggregate SQL expression: the exact sum of :func:`row_hash` over the rows where
-    ``when`` holds (every row for None), as text (NULL over no row). DuckDB from
-    ``md5_number`` (a HUGEINT sum); Spark from ``md5``'s hex digits (or from the column
-    ``digest`` that holds them, NULL for a row not summed), three BIGINT sums of 24-, 24- and
-    16-bit parts (exact below 2^39 rows whether or not ANSI mode is on), combined once as a
-    DECIMAL."""
-    text = _row_text(content)
-
-    def only(expr: str) -> str:
-        return expr if when is None else f"CASE WHEN {when} THEN {expr} END"
-
-    if engine.dialect.name == "spark":
-        digest = digest or f"md5({text})"
-
-        def little_endian(first: int, last: int) -> str:  # bytes first..last of the digest
-            pairs = [f"substr({digest}, {2 * b + 1}, 2)" for b in range(last, first - 1, -1)]
-            return f"CAST(conv(concat({', '.join(pairs)}), 16, 10) AS BIGINT)"
-
-        total = " + ".join(
-            f"CAST(sum({only(little_endian(a, b))}) AS DECIMAL(38, 0)) * {2 ** (8 * a)}"
-            for a, b in ((0, 2), (3, 5), (6, 7))
-        )
-        return f"CAST({total} AS VARCHAR)"
-    # md5_number: the digest as a little-endian integer; its low 64 bits are bytes 0-7.
-    # As text: a HUGEINT would reach pandas as a float and lose its low digits
-    low = f"CAST(md5_number({text}) & {2**64 - 1} AS UBIGINT)"
-    return f"CAST(sum({only(low)}) AS VARCHAR)"
 
 
 def fingerprint_text(content: Mapping[str, str], n_rows: int, total: Any) -> str:
@@ -347,7 +300,7 @@ def reference_total(rows: Iterable[tuple[Sequence[str], Sequence[int | None]]]) 
 # -- v2, for ledgers that hold its fingerprints ----------------------------------------------
 def legacy_content_fingerprint(engine: Engine, content: Mapping[str, str]) -> str:
     """The aggregate SQL expression of the v2 fingerprint: the sum of every row's hash."""
-    return _row_hash_sum(engine, content, None)
+    return engine.dialect.row_hash_sum(_row_text(content), None)
 
 
 def legacy_fingerprint_text(content: Mapping[str, str], n_rows: int, total: Any) -> str:

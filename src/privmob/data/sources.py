@@ -148,9 +148,9 @@ def load_events(
     required = ["uid", "datetime"] + (["cell_id"] if use_cells else ["lat", "lng"]) + [*carry]
     cols = resolve_columns(engine, raw, display, required=required, optional=[], mapping=columns)
     types = column_types(engine, raw)
-    fast = engine.dialect.name == "duckdb"  # UTC instants without a zone lookup per row
+    dialect = engine.dialect
     parsed = {
-        "datetime": time_expr(cols["datetime"], types[cols["datetime"]], timezone, duckdb=fast),
+        "datetime": time_expr(cols["datetime"], types[cols["datetime"]], timezone, dialect=dialect),
         "datetime_raw": ident(cols["datetime"]),
     }
     checks = [uid_check(cols["uid"]), *time_checks("datetime", types[cols["datetime"]])]
@@ -305,7 +305,7 @@ def _parse_once(engine: Engine, source: Any, keep: list[str]) -> list[str] | Non
     its cache), else None (the parsed view is read again: Parquet and in-memory tables are
     cheap to scan; on Spark, building its in-memory cache of 10M Parquet trips cost 23 s where
     the validation pass reading the file costs 4 s, and counting from the cache was slower)."""
-    return keep if engine.name in ("duckdb", "spark") and reads_csv(source) else None
+    return keep if engine.dialect.parses_csv_once and reads_csv(source) else None
 
 
 @dataclass(frozen=True)
@@ -409,7 +409,7 @@ def load_trip_points(
             cols["datetime"],
             types[cols["datetime"]],
             timezone,
-            duckdb=engine.dialect.name == "duckdb",
+            dialect=engine.dialect,
         ),
         "datetime_raw": ident(cols["datetime"]),
         "lat": float_expr(cols["lat"]),
@@ -593,21 +593,31 @@ def end_coordinates(order: str) -> str:
     )
 
 
-def trips_from_points(points: Loaded, coordinates: bool = False) -> Loaded:
-    """One row per trip from trip points: first point = origin, last point = destination;
-    with ``coordinates``, also their coordinates (:func:`end_coordinates`), known also for an
-    end outside the tessellation."""
+def trip_ends(
+    points: Loaded, order: str, coordinates: bool, again: Callable[[Loaded], Loaded]
+) -> Loaded:
+    """One row per trip of the trip points ``points``: its first point by ``order`` is its
+    origin, its last its destination; with ``coordinates``, also their coordinates
+    (:func:`end_coordinates`), known also for an end outside the tessellation. ``again``: the
+    same derivation of another input (:meth:`Loaded.derived`)."""
     view = new_name("trips")
-    ends = end_coordinates("time") if coordinates else ""
+    ends = end_coordinates(order) if coordinates else ""
     points.engine.create_view(
         view,
         (
             "SELECT uid, tid, min(time) AS start_time, max(time) AS end_time, "
-            f"arg_min(tile, time) AS origin, arg_max(tile, time) AS destination{ends} "
+            f"arg_min(tile, {order}) AS origin, arg_max(tile, {order}) AS destination{ends} "
             f"FROM {points.view} GROUP BY uid, tid"
         ),
     )
-    return points.derived(view, "trips", lambda p: trips_from_points(p, coordinates))
+    return points.derived(view, "trips", again)
+
+
+def trips_from_points(points: Loaded, coordinates: bool = False) -> Loaded:
+    """One row per trip from trip points: first point = origin, last point = destination;
+    with ``coordinates``, also their coordinates (:func:`end_coordinates`), known also for an
+    end outside the tessellation."""
+    return trip_ends(points, "time", coordinates, lambda p: trips_from_points(p, coordinates))
 
 
 def trip_points_from_trips(trips: Loaded) -> Loaded:
@@ -698,10 +708,10 @@ def load_trips(
         mapping=mapping,
     )
     types = column_types(engine, raw)
-    fast = engine.dialect.name == "duckdb"  # UTC instants without a zone lookup per row
+    dialect = engine.dialect
     parsed = {
         "start_time": time_expr(
-            cols["start_time"], types[cols["start_time"]], timezone, duckdb=fast
+            cols["start_time"], types[cols["start_time"]], timezone, dialect=dialect
         ),
         "start_time_raw": ident(cols["start_time"]),
     }
@@ -713,7 +723,9 @@ def load_trips(
         checks.insert(0, uid_check(cols["uid"]))
     if "end_time" in cols:
         parsed |= {
-            "end_time": time_expr(cols["end_time"], types[cols["end_time"]], timezone, duckdb=fast),
+            "end_time": time_expr(
+                cols["end_time"], types[cols["end_time"]], timezone, dialect=dialect
+            ),
             "end_time_raw": ident(cols["end_time"]),
         }
         if not native_time(types[cols["end_time"]]):

@@ -13,6 +13,7 @@ from privmob.data.fingerprint import Canonical, time_text
 from privmob.data.reading import INTEGER_TYPES, NUMERIC_TIME_TYPES, ident, quote
 from privmob.data.validation import Check, parsed_view
 from privmob.engine.base import Engine
+from privmob.engine.dialect import Dialect
 from privmob.errors import ConfigError
 from privmob.surface import spelled
 
@@ -54,15 +55,17 @@ def check_timezone(timezone: str) -> str:
 
 
 def time_expr(
-    col: str, coltype: str, timezone: str, *, duckdb: bool = False, plain_iso: bool = True
+    col: str, coltype: str, timezone: str, *, dialect: Dialect, plain_iso: bool = True
 ) -> str:
-    """SQL turning a source column into a local wall-clock TIMESTAMP (NULL if unparsable).
+    """SQL turning a source column into a local wall-clock TIMESTAMP (NULL if unparsable), in
+    the engine's ``dialect``.
 
-    ``duckdb``: the engine is DuckDB, which reads a UTC instant's wall clock without a zone
-    lookup per row (30x faster than ``timezone('UTC', ...)``), and text in the plain ISO forms
-    (:data:`PLAIN_NAIVE_RE`, :data:`PLAIN_ZONED_RE`) with a plain cast instead of the routing
-    expression (3-4x faster on strings with an offset), unless ``plain_iso`` is False (the
-    tests compare the two)."""
+    A dialect with :attr:`~privmob.engine.dialect.Dialect.fast_utc_instants` (DuckDB) reads a
+    UTC instant's wall clock without a zone lookup per row (30x faster than
+    ``timezone('UTC', ...)``); one that :attr:`~privmob.engine.dialect.Dialect.casts_plain_iso`
+    (DuckDB) reads text in the plain ISO forms (:data:`PLAIN_NAIVE_RE`,
+    :data:`PLAIN_ZONED_RE`) with a plain cast instead of the routing expression (3-4x faster
+    on strings with an offset), unless ``plain_iso`` is False (the tests compare the two)."""
     c = ident(col)
     tz = quote(timezone)
     naive = quote(naive_zone(timezone))  # naive timestamps: read in this zone (data.times)
@@ -70,12 +73,10 @@ def time_expr(
     def local(ts: str) -> str:  # a naive timestamp read in `naive`, as wall clock in `tz`
         if naive == tz:
             return ts
-        if duckdb:
-            return f"timezone('{tz}', timezone('{naive}', {ts}))"
-        return f"from_utc_timestamp(to_utc_timestamp({ts}, '{naive}'), '{tz}')"
+        return dialect.wall_clock(ts, naive, tz)
 
     if instant_type(coltype):
-        if timezone == "UTC" and duckdb:
+        if timezone == "UTC" and dialect.fast_utc_instants:
             return (
                 f"CASE WHEN isfinite({c}) THEN make_timestamp(epoch_us({c})) "
                 f"ELSE timezone('UTC', {c}) END"
@@ -87,7 +88,7 @@ def time_expr(
         return f"timezone('{tz}', to_timestamp(CAST({c} AS DOUBLE)))"
     s = f"trim(CAST({c} AS VARCHAR))"
     routed = _routed_text_time(s, tz, local)
-    if not duckdb or not plain_iso:
+    if not dialect.casts_plain_iso or not plain_iso:
         return routed
     # DuckDB: plain ISO strings (the usual CSV case) skip the routing, for the same value
     # (tests/data/test_times.py compares the two on offsets, fractions, DST edges, naive input)
@@ -177,7 +178,7 @@ def scanned_times(
         return None
     exprs = dict(parsed)
     for name, col in times.items():
-        exprs[name] = time_expr(col, SCANNED_TIME_TYPE, timezone, duckdb=True)
+        exprs[name] = time_expr(col, SCANNED_TIME_TYPE, timezone, dialect=engine.dialect)
     return parsed_view(engine, scanned_raw, exprs)
 
 
@@ -197,8 +198,8 @@ def canonical_time(engine: Engine, name: str, coltype: str, timezone: str) -> Ca
     0.81 s against 1.57 s (``benchmarks/bench_fingerprint.py --statement-only --engine
     spark-cluster``, best of 8). The same number either way (tested on both engines)."""
     micros = None
-    if engine.dialect.name == "spark" and timezone == "UTC" and instant_type(coltype):
-        micros = f"unix_micros(_p_{name}_raw)"
+    if timezone == "UTC" and instant_type(coltype):
+        micros = engine.dialect.utc_instant_micros(f"_p_{name}_raw")
     return time_text(engine, f"_p_{name}", micros)
 
 

@@ -169,10 +169,8 @@ def people_source(engine: Engine, relation: str, uid: str) -> Callable[[bytes], 
 
     def sketch(key: bytes) -> PeopleSketch:
         k1, k2 = key_halves(key)
-        if engine.dialect.name == "spark":
-            hashed = f"sha2(concat('{k2}', sha2(concat('{k1}', u), 256)), 256)"
-        else:
-            hashed = f"sha256('{k2}' || sha256('{k1}' || u))"
+        d = engine.dialect
+        hashed = d.sha256_hex(d.concat(f"'{k2}'", d.sha256_hex(d.concat(f"'{k1}'", "u"))))
         found = engine.fetch(
             f"SELECT substr({hashed}, 1, {HASH_DIGITS}) AS h FROM (SELECT DISTINCT {uid} AS u "
             f"FROM {relation}) AS people_ ORDER BY h LIMIT {SKETCH_SIZE}"
@@ -251,7 +249,7 @@ def _write_parsed(
     else:
         user, count = parts
         path = engine.private_directory("privmob-parsed-") / "parts"
-        part = bucket_expr(engine.dialect.name, count, ident(user))
+        part = bucket_expr(engine.dialect, count, ident(user))
         select = f"SELECT *, CAST({part} AS INTEGER) AS pm_part FROM ({select}) AS parsed_"
         options += ", PARTITION_BY (pm_part)"
     target = str(path).replace("'", "''")

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from privmob.engine.base import Engine
+from privmob.engine.dialect import Dialect
 from privmob.engine.relation import Loaded, UserParts, new_name
 from privmob.errors import ConfigError, EngineError
 from privmob.lazy_imports import lazy_module
@@ -101,11 +102,9 @@ def parse_memory(text: str) -> int:
     return int(value * _UNITS[m.group(2).upper()])
 
 
-def bucket_expr(dialect_name: str, n_buckets: int, user: str = "uid") -> str:
+def bucket_expr(dialect: Dialect, n_buckets: int, user: str = "uid") -> str:
     """SQL: the bucket (0..n_buckets-1) of a user (a plain, unkeyed hash of the user id)."""
-    if dialect_name == "spark":
-        return f"pmod(xxhash64({user}), {n_buckets})"
-    return f"hash({user}) % {n_buckets}"
+    return dialect.user_bucket(user, n_buckets)
 
 
 def make_private(path: Path) -> None:
@@ -126,9 +125,9 @@ def parquet_view(eng: Engine, view: str, files: Sequence[Path | str], empty: str
     eng.create_view(view, f"SELECT * FROM read_parquet([{listed}], hive_partitioning = false)")
 
 
-def bucket_predicate(dialect_name: str, n_buckets: int, bucket: int, user: str = "uid") -> str:
+def bucket_predicate(dialect: Dialect, n_buckets: int, bucket: int, user: str = "uid") -> str:
     """SQL true for the users of one bucket."""
-    return f"{bucket_expr(dialect_name, n_buckets, user)} = {bucket}"
+    return f"{bucket_expr(dialect, n_buckets, user)} = {bucket}"
 
 
 def source_rows(loaded: Loaded) -> int:
@@ -140,9 +139,10 @@ def source_rows(loaded: Loaded) -> int:
         return counted
     eng = loaded.engine
     path = Path(loaded.source)
-    if eng.name == "duckdb" and path.suffix.lower() in {".parquet", ".pq"} and path.exists():
+    metadata = eng.dialect.parquet_rows_from_metadata
+    if metadata and path.suffix.lower() in {".parquet", ".pq"} and path.exists():
         sql = f"SELECT count(*) AS n FROM read_parquet('{str(path).replace(chr(39), '')}')"
-    elif eng.name == "duckdb" and path.is_dir() and any(path.glob("*.parquet")):
+    elif metadata and path.is_dir() and any(path.glob("*.parquet")):
         sql = f"SELECT count(*) AS n FROM read_parquet('{path}/*.parquet')"
     else:
         sql = f"SELECT count(*) AS n FROM {root(loaded).view}"
@@ -179,7 +179,7 @@ def plan_buckets(
 ) -> int:
     """How many user buckets keep one bucket's window work within the memory limit
     (``bytes_per_row``: what the release's window steps need per input row)."""
-    if memory_limit is None or loaded.engine.name != "duckdb":
+    if memory_limit is None or loaded.engine.dialect.manages_own_memory:
         return 1  # no limit given, or an engine that spills by itself (Spark)
     return buckets_for(source_rows(loaded), memory_limit, bytes_per_row)
 
@@ -223,7 +223,7 @@ def one_bucket(loaded: Loaded, n_buckets: int, bucket: int) -> Loaded:
     """The users of one bucket as a filtered view of the input."""
     base = root(loaded)
     view = new_name("bucket")
-    pred = bucket_predicate(base.engine.dialect.name, n_buckets, bucket)
+    pred = bucket_predicate(base.engine.dialect, n_buckets, bucket)
     base.engine.create_view(view, f"SELECT * FROM {base.view} WHERE {pred}")
     return rebuild(loaded, replace(base, view=view))
 
@@ -284,7 +284,7 @@ def spilled_buckets(
         cols.insert(0, "uid")
     select = ", ".join(f'"{c}"' for c in cols)
     target = str(directory / "parts").replace("'", "''")
-    bucket = bucket_expr(eng.dialect.name, n_buckets)
+    bucket = bucket_expr(eng.dialect, n_buckets)
     try:
         eng.con.execute(  # type: ignore[attr-defined]
             f"COPY (SELECT {select}, CAST({bucket} AS INTEGER) AS pm_bucket FROM {base.view}) "
@@ -350,7 +350,7 @@ def bucketed_counts(
         parts: Iterator[Loaded]
         if parsed is not None and from_parts is not None:  # parsed into user parts already
             n_buckets, parts = from_parts, parted_buckets(loaded, parsed, from_parts)
-        elif eng.name == "duckdb" and hasattr(eng, "con"):
+        elif not eng.dialect.manages_own_memory and hasattr(eng, "con"):
             directory = stack.enter_context(spill_directory(spill_dir or default_spill_parent(eng)))
             if step is not None:
                 step(f"{what}: writing {n_buckets} user buckets")

@@ -123,7 +123,7 @@ class Programme:
             raise ConfigError(f"the programme's budget must be > 0, got {self.epsilon}")
         if not 0 < self.delta < 1:
             raise ConfigError(f"delta must be in (0, 1), got {self.delta}")
-        if self.noise is NoiseKind.DISCRETE_GAUSSIAN:
+        if self.noise.traits.zcdp:
             raise ConfigError("plan with a Laplace kind; the zCDP column covers the Gaussian")
 
 

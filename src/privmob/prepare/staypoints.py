@@ -163,16 +163,6 @@ def gps_trips(points: Loaded, coordinates: bool = False) -> Loaded:
     with ``coordinates``, also their coordinates
     (:func:`~privmob.data.sources.end_coordinates`), known also for an end outside the
     tessellation."""
-    from privmob.data.sources import end_coordinates
+    from privmob.data.sources import trip_ends
 
-    view = new_name("trips")
-    ends = end_coordinates("seq") if coordinates else ""
-    points.engine.create_view(
-        view,
-        (
-            "SELECT uid, tid, min(time) AS start_time, max(time) AS end_time, "
-            f"arg_min(tile, seq) AS origin, arg_max(tile, seq) AS destination{ends} "
-            f"FROM {points.view} GROUP BY uid, tid"
-        ),
-    )
-    return points.derived(view, "trips", lambda p: gps_trips(p, coordinates))
+    return trip_ends(points, "seq", coordinates, lambda p: gps_trips(p, coordinates))

@@ -39,6 +39,39 @@ class NoiseKind(StrEnum):
     def __str__(self) -> str:
         return self.value
 
+    @property
+    def traits(self) -> NoiseTraits:
+        """What this kind does differently: its row of :data:`NOISE_KINDS`."""
+        return NOISE_KINDS[self]
+
+
+@dataclass(frozen=True)
+class NoiseTraits:
+    """What differs between noise kinds, one row of :data:`NOISE_KINDS` per kind: the code
+    that uses noise asks the kind's row, never which kind it is."""
+
+    #: calibrated in rho-zCDP and stated as (epsilon, delta) (needs 0 < delta < 1); the other
+    #: kinds are pure epsilon-DP with Laplace tails
+    zcdp: bool
+    #: offered on real values too (:meth:`Noise.add_float`: continuous Laplace, no rounding)
+    real_valued: bool
+    #: exact integer draws under pure epsilon-DP: the one kind a mean, a chosen bound and an
+    #: integer landmark series are released with
+    exact_pure: bool
+    #: a hierarchy level's noise variance is in proportion to 1 / share ** power (Laplace: the
+    #: scale 1 / share, squared; Gaussian under zCDP: rho in proportion to the share)
+    variance_power: int
+    #: ``values`` (integers) plus independent noise of ``scale`` on every entry, as integers
+    add: Callable[[np.ndarray, float, Randomness], np.ndarray]
+    #: P(|noise| > a) for an integer a >= 0 at ``scale`` (after rounding for laplace-rounded)
+    tail: Callable[[int, float], float]
+    #: the noise's standard deviation at ``scale``
+    std: Callable[[float], float]
+    #: the unnormalised probabilities of the integer noise on the integers ``k`` at ``scale``
+    pmf_weights: Callable[[np.ndarray, float], np.ndarray]
+    #: E|noise| of one cell at ``scale``, exact; None where privmob does not compute it
+    expected_abs_error: Callable[[float], float] | None
+
 
 @dataclass(frozen=True)
 class Noise:
@@ -59,23 +92,7 @@ class Noise:
         """Return ``values`` plus independent noise on every entry (integers out)."""
         require_paid()
         r = resolve(rng)
-        values = np.asarray(values)
-        if self.kind is NoiseKind.DISCRETE_LAPLACE:
-            if r.for_publication:
-                return samplers.secure_discrete_laplace(values, self.scale)
-            noise = samplers.seeded_discrete_laplace(r.generator, values.size, self.scale)
-            return np.asarray(values.astype(np.int64) + noise.reshape(values.shape))
-        if self.kind is NoiseKind.DISCRETE_GAUSSIAN:
-            if r.for_publication:
-                return samplers.secure_discrete_gaussian(values, self.scale)
-            noise = samplers.seeded_discrete_gaussian(r.generator, values.size, self.scale)
-            return np.asarray(values.astype(np.int64) + noise.reshape(values.shape))
-        # laplace-rounded: continuous Laplace, then round half up (seed 003 step 4)
-        if r.for_publication:
-            noisy = samplers.secure_laplace(values, self.scale)
-        else:
-            noisy = values + r.generator.laplace(0.0, self.scale, values.shape)
-        return np.floor(noisy + 0.5).astype(np.int64)
+        return self.kind.traits.add(np.asarray(values), self.scale, r)
 
     def add_later(
         self, size: int, rng: Randomness | int | None = None
@@ -118,7 +135,7 @@ class Noise:
         """Continuous noise on real values (Laplace kinds only); no rounding."""
         require_paid()
         r = resolve(rng)
-        if self.kind is NoiseKind.DISCRETE_GAUSSIAN:
+        if not self.kind.traits.real_valued:
             raise ConfigError("real-valued noise is offered for the Laplace kinds only")
         values = np.asarray(values, dtype=np.float64)
         if r.for_publication:
@@ -128,15 +145,7 @@ class Noise:
     # -- accuracy -------------------------------------------------------------------------
     def tail(self, a: int) -> float:
         """P(|noise| > a) for an integer a >= 0 (after rounding for laplace-rounded)."""
-        b = self.scale
-        if self.kind is NoiseKind.DISCRETE_LAPLACE:
-            return 2.0 * math.exp(-(a + 1) / b) / (1.0 + math.exp(-1.0 / b))
-        if self.kind is NoiseKind.LAPLACE_ROUNDED:
-            # round(eta) > a  <=>  |eta| >= a + 0.5 (ties go up, measure zero)
-            return math.exp(-(a + 0.5) / b)
-        ks = np.arange(-int(a) - 1 - int(12 * b) - 10, int(a) + 2 + int(12 * b) + 10)
-        w = np.exp(-(ks.astype(float) ** 2) / (2 * b * b))
-        return float(w[np.abs(ks) > a].sum() / w.sum())
+        return self.kind.traits.tail(a, self.scale)
 
     def margin_of_error(self, confidence: float = 0.95) -> int:
         """Smallest integer m with P(|noise| <= m) >= confidence."""
@@ -155,13 +164,7 @@ class Noise:
 
     @property
     def std(self) -> float:
-        b = self.scale
-        if self.kind is NoiseKind.DISCRETE_LAPLACE:
-            q = math.exp(-1.0 / b)
-            return math.sqrt(2 * q) / (1 - q)
-        if self.kind is NoiseKind.LAPLACE_ROUNDED:
-            return math.sqrt(2.0) * b
-        return b
+        return self.kind.traits.std(self.scale)
 
     def to_dict(self) -> dict[str, object]:
         return {"kind": self.kind.value, "scale": self.scale}
@@ -189,7 +192,7 @@ def calibrate(
         raise ConfigError(f"epsilon must be a finite number > 0, got {epsilon}")
     if l1_sensitivity <= 0:
         raise ConfigError("sensitivity must be > 0")
-    if kind is NoiseKind.DISCRETE_GAUSSIAN:
+    if kind.traits.zcdp:
         if not 0 < delta < 1:
             raise ConfigError("the discrete Gaussian needs 0 < delta < 1", hint="pass --delta 1e-9")
         l2 = l2_sensitivity if l2_sensitivity is not None else l1_sensitivity
@@ -207,6 +210,136 @@ def rho_for_epsilon(epsilon: float, delta: float) -> float:
     log_term = math.log(1.0 / delta)
     rho = (math.sqrt(log_term + epsilon) - math.sqrt(log_term)) ** 2
     return rho * (1 - 1e-12)  # stay on the safe side of floating-point rounding
+
+
+# -- the noise kinds' table -------------------------------------------------------------------
+
+
+def _integer_draws(
+    secure: Callable[[np.ndarray, float], np.ndarray],
+    seeded: Callable[[np.random.Generator, int, float], np.ndarray],
+) -> Callable[[np.ndarray, float, Randomness], np.ndarray]:
+    """:attr:`NoiseTraits.add` of an exact integer sampler (secure, or seeded for tests)."""
+
+    def add(values: np.ndarray, scale: float, r: Randomness) -> np.ndarray:
+        if r.for_publication:
+            return secure(values, scale)
+        noise = seeded(r.generator, values.size, scale)
+        return np.asarray(values.astype(np.int64) + noise.reshape(values.shape))
+
+    return add
+
+
+def _add_rounded_laplace(values: np.ndarray, scale: float, r: Randomness) -> np.ndarray:
+    """laplace-rounded: continuous Laplace, then round half up (seed 003 step 4)."""
+    if r.for_publication:
+        noisy = samplers.secure_laplace(values, scale)
+    else:
+        noisy = values + r.generator.laplace(0.0, scale, values.shape)
+    return np.floor(noisy + 0.5).astype(np.int64)
+
+
+def _discrete_laplace_tail(a: int, b: float) -> float:
+    return 2.0 * math.exp(-(a + 1) / b) / (1.0 + math.exp(-1.0 / b))
+
+
+def _rounded_laplace_tail(a: int, b: float) -> float:
+    # round(eta) > a  <=>  |eta| >= a + 0.5 (ties go up, measure zero)
+    return math.exp(-(a + 0.5) / b)
+
+
+def _discrete_gaussian_tail(a: int, b: float) -> float:
+    ks = np.arange(-int(a) - 1 - int(12 * b) - 10, int(a) + 2 + int(12 * b) + 10)
+    w = np.exp(-(ks.astype(float) ** 2) / (2 * b * b))
+    return float(w[np.abs(ks) > a].sum() / w.sum())
+
+
+def _discrete_laplace_std(b: float) -> float:
+    q = math.exp(-1.0 / b)
+    return math.sqrt(2 * q) / (1 - q)
+
+
+def _rounded_laplace_std(b: float) -> float:
+    return math.sqrt(2.0) * b
+
+
+def _discrete_gaussian_std(b: float) -> float:
+    return b
+
+
+def _discrete_laplace_weights(k: np.ndarray, s: float) -> np.ndarray:
+    w: np.ndarray = np.exp(-np.abs(k) / s)
+    return w
+
+
+def _discrete_gaussian_weights(k: np.ndarray, s: float) -> np.ndarray:
+    w: np.ndarray = np.exp(-(k**2) / (2.0 * s * s))
+    return w
+
+
+def _rounded_laplace_weights(k: np.ndarray, s: float) -> np.ndarray:
+    """P(round(eta) = k), eta ~ Laplace(s)."""
+    cdf = np.where(k + 0.5 < 0, 0.5 * np.exp((k + 0.5) / s), 1 - 0.5 * np.exp(-(k + 0.5) / s))
+    lo = np.where(k - 0.5 < 0, 0.5 * np.exp((k - 0.5) / s), 1 - 0.5 * np.exp(-(k - 0.5) / s))
+    w: np.ndarray = cdf - lo
+    return w
+
+
+def _discrete_laplace_abs_error(b: float) -> float:
+    """2q / (1 - q^2) with q = exp(-1/b)."""
+    q = math.exp(-1.0 / b)
+    return 2.0 * q / (-math.expm1(-1.0 / b) * (1.0 + q))
+
+
+def _discrete_gaussian_abs_error(s: float) -> float:
+    """Summed over the support (to 12 sigma, past which the terms are below float rounding)."""
+    k = np.arange(0, math.ceil(12 * s) + 10, dtype=np.float64)
+    w = np.exp(-(k * k) / (2.0 * s * s))
+    return float(2.0 * np.sum(k * w) / (2.0 * np.sum(w) - 1.0))
+
+
+#: What differs by noise kind, one row per kind (the samplers are looked up when drawing).
+NOISE_KINDS: dict[NoiseKind, NoiseTraits] = {
+    NoiseKind.DISCRETE_LAPLACE: NoiseTraits(
+        zcdp=False,
+        real_valued=True,
+        exact_pure=True,
+        variance_power=2,
+        add=_integer_draws(
+            lambda values, scale: samplers.secure_discrete_laplace(values, scale),
+            lambda gen, size, scale: samplers.seeded_discrete_laplace(gen, size, scale),
+        ),
+        tail=_discrete_laplace_tail,
+        std=_discrete_laplace_std,
+        pmf_weights=_discrete_laplace_weights,
+        expected_abs_error=_discrete_laplace_abs_error,
+    ),
+    NoiseKind.DISCRETE_GAUSSIAN: NoiseTraits(
+        zcdp=True,
+        real_valued=False,
+        exact_pure=False,
+        variance_power=1,
+        add=_integer_draws(
+            lambda values, scale: samplers.secure_discrete_gaussian(values, scale),
+            lambda gen, size, scale: samplers.seeded_discrete_gaussian(gen, size, scale),
+        ),
+        tail=_discrete_gaussian_tail,
+        std=_discrete_gaussian_std,
+        pmf_weights=_discrete_gaussian_weights,
+        expected_abs_error=_discrete_gaussian_abs_error,
+    ),
+    NoiseKind.LAPLACE_ROUNDED: NoiseTraits(
+        zcdp=False,
+        real_valued=True,
+        exact_pure=False,
+        variance_power=2,
+        add=_add_rounded_laplace,
+        tail=_rounded_laplace_tail,
+        std=_rounded_laplace_std,
+        pmf_weights=_rounded_laplace_weights,
+        expected_abs_error=None,
+    ),
+}
 
 
 # -- selection --------------------------------------------------------------------------------

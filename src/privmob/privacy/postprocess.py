@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from privmob.errors import ConfigError
 from privmob.lazy_imports import lazy_module
-from privmob.privacy.mechanisms import Noise, NoiseKind
+from privmob.privacy.mechanisms import Noise
 
 if TYPE_CHECKING:
     import numpy as np
@@ -54,15 +54,7 @@ def suppress(noisy: np.ndarray, tau: int | None) -> np.ndarray:
 def noise_pmf(noise: Noise, half_width: int) -> tuple[np.ndarray, np.ndarray]:
     """Support -half_width..half_width and the probabilities of the integer noise on it."""
     k = np.arange(-half_width, half_width + 1, dtype=np.float64)
-    s = noise.scale
-    if noise.kind is NoiseKind.DISCRETE_LAPLACE:
-        w = np.exp(-np.abs(k) / s)
-    elif noise.kind is NoiseKind.DISCRETE_GAUSSIAN:
-        w = np.exp(-(k**2) / (2.0 * s * s))
-    else:  # rounded Laplace: P(round(eta) = k), eta ~ Laplace(s)
-        cdf = np.where(k + 0.5 < 0, 0.5 * np.exp((k + 0.5) / s), 1 - 0.5 * np.exp(-(k + 0.5) / s))
-        lo = np.where(k - 0.5 < 0, 0.5 * np.exp((k - 0.5) / s), 1 - 0.5 * np.exp(-(k - 0.5) / s))
-        w = cdf - lo
+    w = noise.kind.traits.pmf_weights(k, noise.scale)
     return k, w / w.sum()
 
 

@@ -178,19 +178,23 @@ def secure_discrete_gaussian(
 def secure_laplace(values: np.ndarray, scale: float) -> np.ndarray:
     """values + continuous Laplace(scale) noise, from OpenDP's floating-point-safe sampler."""
     require_paid()
-    flat = np.ascontiguousarray(values, dtype=np.float64).ravel()
-    if flat.size == 0:
-        return flat.reshape(np.shape(values))
-    return _chunked(_float_laplace(float(scale)), flat, np.float64).reshape(np.shape(values))
+    return _secure_float_noise(_float_laplace, values, scale)
 
 
 def secure_gaussian(values: np.ndarray, sigma: float) -> np.ndarray:
     """values + continuous Gaussian(sigma) noise, from OpenDP's floating-point-safe sampler."""
     require_paid()
+    return _secure_float_noise(_float_gaussian, values, sigma)
+
+
+def _secure_float_noise(
+    measurement: Callable[[float], Any], values: np.ndarray, scale: float
+) -> np.ndarray:
+    """values (as floats) + the noise of OpenDP's ``measurement`` of ``scale``."""
     flat = np.ascontiguousarray(values, dtype=np.float64).ravel()
     if flat.size == 0:
         return flat.reshape(np.shape(values))
-    return _chunked(_float_gaussian(float(sigma)), flat, np.float64).reshape(np.shape(values))
+    return _chunked(measurement(float(scale)), flat, np.float64).reshape(np.shape(values))
 
 
 def gaussian(values: np.ndarray, sigma: float, rng: Randomness | int | None = None) -> np.ndarray:

@@ -116,7 +116,7 @@ def check_choice(
     what = "a bound chosen privately (auto)" if choice.auto else "rescaled counts"
     if unit is not PrivacyUnit.USER:
         raise ConfigError(f"{what} needs user-level privacy", hint="use --unit user")
-    if NoiseKind(noise) is not NoiseKind.DISCRETE_LAPLACE or delta:
+    if not NoiseKind(noise).traits.exact_pure or delta:
         raise ConfigError(
             f"{what} is offered with discrete Laplace noise (pure epsilon) only",
             hint=spelled("leave out --noise and --delta", "leave out noise= and delta="),

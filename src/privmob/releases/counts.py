@@ -552,7 +552,7 @@ class CountSpec:
                 delta=self.delta,
                 unit=self.privacy_unit,
             )
-        if NoiseKind(self.noise) is not NoiseKind.DISCRETE_LAPLACE or self.delta:
+        if not NoiseKind(self.noise).traits.exact_pure or self.delta:
             raise ConfigError(
                 "a mean is released with Laplace noise (discrete on the counts, continuous on "
                 "the sums)",
@@ -850,7 +850,7 @@ def count_vectors(
     counts them all (the report: 16 vectors, 5 scans).
     """
     items = list(vectors.items())
-    if engine.dialect.name == "spark":
+    if engine.dialect.fuses_count_scans:
         sql = _fused_sql(items)
     else:
         sql = " UNION ALL ".join(

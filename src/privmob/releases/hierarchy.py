@@ -192,7 +192,7 @@ def level_shares(
     names = levels.level_names
     if not weights:
         one = od_tree(levels, k, 1, same_tile).tree
-        return default_shares(one, 1 if noise is NoiseKind.DISCRETE_GAUSSIAN else 2)
+        return default_shares(one, noise.traits.variance_power)
     unknown = sorted(set(weights) - set(names))
     absent = [n for n in names if n not in weights]
     if unknown or absent:
@@ -225,7 +225,7 @@ def level_noises(
 
     kind = NoiseKind(kind)
     calibrate(kind, epsilon, l1_sensitivity=t_bound, delta=delta, unit=unit)  # the checks
-    if kind is NoiseKind.DISCRETE_GAUSSIAN:
+    if kind.traits.zcdp:
         rho = rho_for_epsilon(epsilon, delta)
         noises = tuple(Noise(kind, sigma_for_rho(t_bound, rho * s)) for s in shares)
         return noises, Cost(zcdp_to_epsilon(rho, delta), delta, rho, unit)
@@ -294,7 +294,7 @@ def estimate(noisy: LevelsNoisy, noises: Sequence[Noise], tree: OdTree) -> Estim
     variances = [n.std**2 for n in noises]
     fit = consistent(tree.tree, measured, variances)
     values = non_negative(tree.tree, fit.estimates, fit.variances)
-    laplace = noises[-1].kind is not NoiseKind.DISCRETE_GAUSSIAN
+    laplace = not noises[-1].kind.traits.zcdp
     margins = tuple(margin_95(v, laplace) for v in fit.variances)
     return Estimates(values, margins, fit.estimates)
 
@@ -345,7 +345,7 @@ def describe(
     var = consistent(
         tree.tree, [np.zeros(n) for n in tree.tree.sizes], [n.std**2 for n in noises]
     ).variances
-    laplace = noises[-1].kind is not NoiseKind.DISCRETE_GAUSSIAN
+    laplace = not noises[-1].kind.traits.zcdp
     per_level = []
     for lv, name in enumerate(levels.level_names):
         occupied = tree.tree.leaves_below(lv) > 0

@@ -118,7 +118,7 @@ def landmark_noise(kind: NoiseKind, eps: float, sensitivity: float) -> Noise:
 
 def add_noise(noise: Noise, column: np.ndarray, r: Randomness) -> np.ndarray:
     column = np.array(column)  # a writable copy: OpenDP refuses read-only buffers
-    if noise.kind is NoiseKind.DISCRETE_LAPLACE:
+    if noise.kind.traits.exact_pure:
         return noise.add(column, r).astype(np.float64)
     return noise.add_float(column, r)
 

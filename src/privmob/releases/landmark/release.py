@@ -311,7 +311,7 @@ def series_table(
     """The released values, one row per timestamp (and zone, for a series per zone); whole
     numbers for discrete Laplace noise."""
     released = result.values
-    if result.noise_kind is NoiseKind.DISCRETE_LAPLACE:
+    if result.noise_kind.traits.exact_pure:
         released = np.round(released).astype(np.int64)
     length = released.shape[-1]
     if zone_labels is None:
@@ -357,7 +357,7 @@ def noisy_outliers(
     value = float(value)
     if not math.isfinite(value):
         raise InputError("the outliers cell must hold a finite number")
-    whole = kind is NoiseKind.DISCRETE_LAPLACE
+    whole = kind.traits.exact_pure
     if whole and value != round(value):
         raise InputError("the outliers cell of an integer series must be a whole number")
     exact = np.array([round(value)], dtype=np.int64) if whole else np.array([value])

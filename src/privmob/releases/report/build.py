@@ -88,7 +88,7 @@ TRIP_SLICES = 2
 
 def trip_slices(engine: Engine, rows: int | None) -> int:
     """How many user slices the trips table of ``rows`` input rows is built in."""
-    if engine.dialect.name != "duckdb" or rows is None or rows < TRIP_SLICE_ROWS:
+    if engine.dialect.manages_own_memory or rows is None or rows < TRIP_SLICE_ROWS:
         return 1  # Spark: its own memory management; one slice would only add a job
     return TRIP_SLICES
 
@@ -105,7 +105,7 @@ def materialize_trips(
         engine.materialize("pm_trips", trips_sql(points, cfg, key, d))
         return
     for i in range(slices):
-        part = f"(SELECT * FROM {points} WHERE {bucket_predicate(d.name, slices, i)}) AS slice_"
+        part = f"(SELECT * FROM {points} WHERE {bucket_predicate(d, slices, i)}) AS slice_"
         sql = trips_sql(part, cfg, key, d)
         if i == 0:
             engine.materialize("pm_trips", sql)

@@ -156,7 +156,7 @@ class Choice:
 
     @property
     def gaussian(self) -> bool:
-        return self.noise.kind is NoiseKind.DISCRETE_GAUSSIAN
+        return self.noise.kind.traits.zcdp
 
     @property
     def why(self) -> str:
@@ -311,15 +311,10 @@ def expected_abs_error(noise: Noise) -> float:
     """E|noise| of one cell, exact: discrete Laplace of scale b is 2q / (1 - q^2) with
     q = exp(-1/b); the discrete Gaussian's is summed over its support (to 12 sigma past which
     the terms are below float rounding)."""
-    if noise.kind is NoiseKind.DISCRETE_LAPLACE:
-        q = math.exp(-1.0 / noise.scale)
-        return 2.0 * q / (-math.expm1(-1.0 / noise.scale) * (1.0 + q))
-    if noise.kind is not NoiseKind.DISCRETE_GAUSSIAN:
+    error = noise.kind.traits.expected_abs_error
+    if error is None:
         raise ValueError(f"no expected error for {noise.kind}")
-    s = noise.scale
-    k = np.arange(0, math.ceil(12 * s) + 10, dtype=np.float64)
-    w = np.exp(-(k * k) / (2.0 * s * s))
-    return float(2.0 * np.sum(k * w) / (2.0 * np.sum(w) - 1.0))
+    return error(noise.scale)
 
 
 def _laplace(part: Part, cfg: ReportConfig) -> tuple[Noise, float]:

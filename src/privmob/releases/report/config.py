@@ -226,7 +226,7 @@ class ReportConfig:
         tw = self.time_windows
         if len(tw) < 2 or list(tw) != sorted(set(tw)) or tw[0] < 0 or tw[-1] > 23:
             raise ConfigError("time windows must be increasing hours in 0..23, at least two")
-        if self.noise_kind is NoiseKind.DISCRETE_GAUSSIAN:
+        if self.noise_kind.traits.zcdp:
             raise ConfigError("the mobility report uses Laplace noise (pure epsilon-DP)")
         if not 0 < self.quantile_share < 1:
             raise ConfigError("quantile_share must be in (0, 1)")

@@ -67,11 +67,11 @@ def trips_sql(points: str, cfg: ReportConfig, key: int, d: Dialect) -> str:
   WHERE uid IS NOT NULL AND tid IS NOT NULL
   GROUP BY uid, tid)"""
     if cfg.unit.value == "user":
-        # DuckDB: only the users above M are ranked (the same trips kept; Spark ranks all,
-        # where the count and its join would be a shuffle each)
+        # only the users above M are ranked where the dialect says so (the same trips kept;
+        # Spark ranks all, where the count and its join would be a shuffle each)
         bounded = bound_per_user(
             ends, max_units=cfg.max_trips, key=key, dialect=d,
-            rank_above_bound_only=d.name == "duckdb",
+            rank_above_bound_only=d.ranks_above_bound_only,
         )  # fmt: skip
         ends = f"({bounded})"
     return f"""
