@@ -56,9 +56,15 @@ KEY_LATER = (
     "cryptography.hazmat.primitives.ciphers",
 )
 #: and, per release, the other releases' modules (the landmark series, the report's
-#: analyses and the population's homes are not imported by a plan of an OD matrix)
-OD_LATER = ("privmob.releases.report", "privmob.releases.landmark", "privmob.releases.population")
-REPORT_LATER = ("privmob.releases.landmark", "privmob.releases.population")
+#: analyses and the population's homes are not imported by a plan of an OD matrix), and the
+#: zone hierarchies of a release without levels
+REPORT_LATER = (
+    "privmob.releases.landmark",
+    "privmob.releases.population",
+    "privmob.releases.hierarchy",
+    "privmob.privacy.hierarchy",
+)
+OD_LATER = ("privmob.releases.report", *REPORT_LATER)
 #: nor, when the tessellation comes from the cache (its number of tiles is all a plan needs),
 #: what builds its polygons
 CACHED_FORBIDDEN = ("numpy", "shapely")
