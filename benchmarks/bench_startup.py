@@ -31,12 +31,21 @@ where its fixed cost goes, in CPU seconds: the interpreter, the imports outside 
 package, and the rest (options, ledger open, planning, printing); and in wall seconds the
 interpreter's exit after the command returns.
 
+``--against SRC`` compares with another source tree of privmob (e.g. ``git worktree add
+/tmp/before <commit>``; its ``src`` folder is put first on ``PYTHONPATH``), in the same run,
+the two taking turns (``--repeat`` runs each per command, on a loaded machine the fairest
+comparison): per command the plan line's wall time and the CPU seconds of the process up to
+its plan line (a run that stops at the plan line, without ``--breakdown``'s import hook; the
+cycle collector set as the ``privmob`` script sets it); medians and minimums.
+
 Tessellations: the 263 NYC taxi-zone polygons (../shared/data/nyc_taxi_zones, 4 MB of
 GeoJSON) and the 263-cell square grid.
 
     uv run python benchmarks/bench_startup.py
     uv run python benchmarks/bench_startup.py --tessellations grid --repeat 5 --breakdown
     uv run python benchmarks/bench_startup.py --tessellations taxi-zones --commands od report
+    uv run python benchmarks/bench_startup.py --tessellations taxi-zones --commands od report \
+        --repeat 9 --against /tmp/before
 """
 
 from __future__ import annotations
@@ -204,6 +213,59 @@ def timed_plan(
     return seconds, cpu, err, plan
 
 
+#: run by ``--against``: the release up to its plan line, then the process's CPU seconds on
+#: stdout and an immediate exit (the gc threshold as privmob.cli.entry sets it)
+TO_THE_PLAN = """
+import gc, os, sys, time
+gc.set_threshold(50_000, *gc.get_threshold()[1:])
+import privmob.cli.run as run
+shown = run.print_plan
+def print_plan(plan):
+    shown(plan)
+    sys.stdout.write(f"{time.process_time()}\\n")
+    sys.stdout.flush()
+    os._exit(0)
+run.print_plan = print_plan
+from privmob.cli import main
+sys.argv = ["privmob", *sys.argv[1:]]
+main()
+"""
+
+
+def cpu_to_plan(argv: list[str], env: dict[str, str] | None = None) -> float:
+    """CPU seconds of a process that runs the release ``argv`` up to its plan line."""
+    with tempfile.TemporaryDirectory() as tmp:
+        res = subprocess.run(
+            [sys.executable, "-c", TO_THE_PLAN, *release_argv(argv, Path(tmp))],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=True,
+        )
+    return float(res.stdout.strip().splitlines()[-1])
+
+
+def compare(argv: list[str], name: str, script: Path, against: Path, repeat: int) -> str:
+    """``argv``'s plan line (wall, from the start) and CPU to it, this tree and ``against``
+    taking turns: one line per tree (medians and minimums)."""
+    other = {**os.environ, "PYTHONPATH": str(against / "src")}
+    got: dict[str, list[tuple[float, float]]] = {"against": [], "this": []}
+    for _ in range(repeat):
+        for which, env in (("against", other), ("this", None)):
+            with tempfile.TemporaryDirectory() as tmp:
+                plan = timed_plan([str(script), *release_argv(argv, Path(tmp))], env)[3]
+            got[which].append((plan, cpu_to_plan(argv, env)))
+    lines = []
+    for which, label in (("against", f"{against}"), ("this", "this tree")):
+        plans, cpus = [r[0] for r in got[which]], [r[1] for r in got[which]]
+        lines.append(
+            f"    {name:<8} {label}: plan line median {statistics.median(plans):.3f} s, min "
+            f"{min(plans):.3f} s; CPU to the plan line median {statistics.median(cpus):.3f} s, "
+            f"min {min(cpus):.3f} s ({repeat} runs each, taking turns)"
+        )
+    return "\n".join(lines)
+
+
 def release_argv(argv: list[str], tmp: Path) -> list[str]:
     """The release's arguments with its output and a fresh ledger in ``tmp``."""
     out = tmp / ("report.html" if argv[0] == "report" else "out")
@@ -248,6 +310,12 @@ def main() -> None:
         "--breakdown", action="store_true", help="where each command's fixed cost goes (CPU)"
     )
     ap.add_argument("--no-cold", action="store_true", help="skip the one run without byte code")
+    ap.add_argument(
+        "--against",
+        type=Path,
+        default=None,
+        help="another privmob source tree: its plan line and CPU to it, taking turns with this one",
+    )
     args = ap.parse_args()
     import privmob
 
@@ -257,6 +325,8 @@ def main() -> None:
     print(f"privmob: {script}; load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}",
           flush=True)  # fmt: skip
     compile_bytecode(sys.executable, str(Path(privmob.__file__).parent))
+    if args.against is not None:
+        compile_bytecode(sys.executable, str(args.against / "src"))
     helps = [timed([str(script), "--help"])[0] for _ in range(args.repeat)]
     print(f"privmob --help: min {min(helps):.2f} s, median {statistics.median(helps):.2f} s")
     if uv:
@@ -310,6 +380,8 @@ def main() -> None:
             )
             if args.breakdown:
                 print(breakdown(argv), flush=True)
+            if args.against is not None:
+                print(compare(argv, name, script, args.against, args.repeat), flush=True)
     print(
         "\n| release | tessellation | `--help` | plan line (min) | wall | CPU "
         "| start-up (wall - steps) | tessellation | start-up + tessellation |"

@@ -25,8 +25,46 @@ from tests.helpers import random_trips
 
 #: imported by the data path, never before the plan line; pydantic is Typer's (0.29) for
 #: option values, which privmob.cli.coerce reads without it when they are plain; psutil
-#: measures memory once the engine starts
-FORBIDDEN = ("pandas", "geopandas", "pyarrow", "pyproj", "pydantic", "psutil")
+#: measures memory once the engine starts; DuckDB starts after the plan
+FORBIDDEN = ("pandas", "geopandas", "pyarrow", "pyproj", "pydantic", "psutil", "duckdb")
+#: modules (full names) that no release needs before its plan line either: the installed
+#: version is read without importlib.metadata (and its e-mail parser, zip and CSV readers);
+#: the QGIS style of the map layers (XML, urllib, http, ssl) and the thread pools of the noise
+#: are imported where they are used; the ledger key is read without cryptography's
+#: serialization package (SSH keys, ciphers); the host name (socket) is read when a release
+#: is charged; the time-zone database when a zone other than the study's is checked
+LATER = (
+    "importlib.metadata",
+    "email",
+    "zipfile",
+    "csv",
+    "xml",
+    "urllib.request",
+    "http",
+    "ssl",
+    "socket",
+    "concurrent.futures",
+    "logging",
+    "zoneinfo",
+    "privmob.render.qml",
+    "privmob.render.map_labels",
+)
+#: when the user's key exists (the first run of a test may create it, with cryptography's PEM
+#: writer)
+KEY_LATER = (
+    "cryptography.hazmat.primitives.serialization",
+    "cryptography.hazmat.primitives.ciphers",
+)
+#: and, per release, the other releases' modules (the landmark series, the report's
+#: analyses and the population's homes are not imported by a plan of an OD matrix), and the
+#: zone hierarchies of a release without levels
+REPORT_LATER = (
+    "privmob.releases.landmark",
+    "privmob.releases.population",
+    "privmob.releases.hierarchy",
+    "privmob.privacy.hierarchy",
+)
+OD_LATER = ("privmob.releases.report", *REPORT_LATER)
 #: nor, when the tessellation comes from the cache (its number of tiles is all a plan needs),
 #: what builds its polygons
 CACHED_FORBIDDEN = ("numpy", "shapely")
@@ -57,8 +95,13 @@ def _zones(path: Path) -> Path:
     return path
 
 
-def _imported_before_plan(args: list[str], cwd: Path) -> list[str]:
-    """Run ``privmob args`` under ``-X importtime``: the top-level packages imported before
+def _early(modules: list[str], later: tuple[str, ...]) -> list[str]:
+    """The modules of ``later`` (or their submodules) among ``modules``."""
+    return sorted({m for m in modules for name in later if m == name or m.startswith(name + ".")})
+
+
+def _modules_before_plan(args: list[str], cwd: Path) -> list[str]:
+    """Run ``privmob args`` under ``-X importtime``: the modules (full names) imported before
     its ``plan:`` line."""
     env = {**os.environ, "PRIVMOB_CACHE_DIR": str(cwd / "cache"), "COLUMNS": "200"}
     run = subprocess.run(
@@ -72,12 +115,11 @@ def _imported_before_plan(args: list[str], cwd: Path) -> list[str]:
     assert run.returncode == 0, run.stderr[-3000:]
     lines = run.stderr.splitlines()
     plan = next(i for i, line in enumerate(lines) if line.startswith("plan:"))
-    tops = [
-        line.rsplit("|", 1)[1].strip().split(".")[0]
+    return [
+        line.rsplit("|", 1)[1].strip()
         for line in lines[:plan]
         if line.startswith("import time:") and "|" in line
     ]
-    return tops
 
 
 @pytest.fixture
@@ -118,12 +160,17 @@ def test_the_plan_comes_before_pandas_geopandas_pyarrow(
 ) -> None:
     # first run: the GeoJSON file is parsed and checked; second: read from the cache
     for run in ("parsed", "cached"):
-        tops = _imported_before_plan(_od(inputs[fmt], inputs["zones"], run), tmp_path)
+        modules = _modules_before_plan(_od(inputs[fmt], inputs["zones"], run), tmp_path)
+        tops = sorted({name.split(".")[0] for name in modules})
         assert "privmob" in tops and "typer" in tops  # the trace is read as meant
+        assert "privmob.releases.od" in modules and "cryptography" in tops  # the ledger's key
         # parsed: shapely reads the GeoJSON; cached: the tiles are built after the plan
         forbidden = FORBIDDEN if run == "parsed" else (*FORBIDDEN, *CACHED_FORBIDDEN)
         assert run == "cached" or "shapely" in tops
         early = sorted(set(forbidden) & set(tops))
+        assert early == [], f"{run}: imported before the plan line: {early}"
+        later = (*LATER, *KEY_LATER) if run == "cached" else LATER
+        early = _early(modules, (*later, *OD_LATER))
         assert early == [], f"{run}: imported before the plan line: {early}"
         assert (tmp_path / run / "od.parquet").exists()
     assert list((tmp_path / "cache").iterdir())  # the second run had an entry to read
@@ -138,9 +185,13 @@ def test_the_report_plan_comes_before_pandas_geopandas_pyarrow(
         "--ledger", "ledger.sqlite", "--budget", "10",
     ]  # fmt: skip
     for run in ("parsed", "cached"):
-        tops = _imported_before_plan(args, tmp_path)
+        modules = _modules_before_plan(args, tmp_path)
+        tops = sorted({name.split(".")[0] for name in modules})
         assert "privmob" in tops and (run == "cached" or "shapely" in tops)
+        assert "privmob.releases.report" in modules  # the trace is read as meant
         forbidden = FORBIDDEN if run == "parsed" else (*FORBIDDEN, *CACHED_FORBIDDEN)
         assert sorted(set(forbidden) & set(tops)) == [], run
+        later = (*LATER, *KEY_LATER) if run == "cached" else LATER
+        assert _early(modules, (*later, *REPORT_LATER)) == [], run
         assert (tmp_path / "report.html").exists()
         args = [*args, "--overwrite"]

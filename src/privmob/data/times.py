@@ -7,7 +7,6 @@ Naive inputs are taken to be in ``timezone``; inputs with an offset are converte
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from privmob.data.fingerprint import Canonical, time_text
 from privmob.data.reading import INTEGER_TYPES, NUMERIC_TIME_TYPES, ident, quote
@@ -45,6 +44,8 @@ PLAIN_ZONED_RE = PLAIN_NAIVE_RE.removesuffix("$") + r"(?:[zZ]|[+-][0-9]{2}(?::?[
 
 
 def check_timezone(timezone: str) -> str:
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError  # on first use (issue 43)
+
     try:
         ZoneInfo(timezone)
     except (ZoneInfoNotFoundError, ValueError) as exc:

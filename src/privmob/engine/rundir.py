@@ -21,7 +21,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import stat
 import sys
 import tempfile
@@ -96,6 +95,8 @@ def _alive(pid: int) -> bool:
 
 def stale_run_dirs(base: Path) -> list[Path]:
     """Run directories under ``base`` whose owner process (on this host) is dead."""
+    import socket  # when the engine starts, not before a release's plan line (issue 43)
+
     host = socket.gethostname()
     stale = []
     for path in sorted(base.glob(f"{RUN_PREFIX}*")):
@@ -224,6 +225,8 @@ def open_run_dir(parent: str | os.PathLike[str] | None = None, *, report: bool =
         )
     old_umask = os.umask(0o077)  # every file of the run is 0600 from the start
     path = Path(tempfile.mkdtemp(prefix=RUN_PREFIX, dir=base))
+    import socket
+
     owner = {"pid": os.getpid(), "host": socket.gethostname(), "started": _now()}
     (path / OWNER_FILE).write_text(json.dumps(owner))
     run = RunDir(path, base, removed, old_umask)

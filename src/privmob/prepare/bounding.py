@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from privmob.engine.dialect import Dialect
 from privmob.errors import ConfigError
-from privmob.privacy.samplers import Randomness
+
+if TYPE_CHECKING:
+    from privmob.privacy.samplers import Randomness
 
 
 def fresh_key(rng: Randomness | None = None) -> int:

@@ -39,11 +39,12 @@ from privmob.lazy_imports import lazy_module
 from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.mechanisms import NoiseKind, calibrate, noisy_max
 from privmob.privacy.quantiles import quantile_utilities
-from privmob.privacy.samplers import Randomness
 from privmob.surface import spelled
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from privmob.privacy.samplers import Randomness
 else:  # imported on first use, not before a release's plan line (issue 43)
     np = lazy_module("numpy")
 

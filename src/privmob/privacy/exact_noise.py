@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import math
 import os
-from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal, localcontext
 from fractions import Fraction
 from functools import lru_cache
@@ -304,6 +303,8 @@ def sample(kind: str, n: int, scale: float) -> np.ndarray:
     def run(start: int) -> None:
         stop = min(n, start + CHUNK)
         out[start:stop] = fn(stop - start, scale)
+
+    from concurrent.futures import ThreadPoolExecutor  # on first use (issue 43)
 
     with ThreadPoolExecutor(_threads()) as pool:
         list(pool.map(run, range(0, n, CHUNK)))

@@ -7,12 +7,10 @@ hash-chained to the one before (:mod:`privmob.privacy.ledger_chain`).
 
 from __future__ import annotations
 
-import getpass
 import hashlib
 import json
 import os
 import secrets
-import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -98,6 +96,8 @@ def entry_provenance(
     new_dataset_for_same_data: bool,
 ) -> dict[str, Any]:
     """The provenance columns of an entry (:data:`privmob.privacy.ledger_chain.PROVENANCE`)."""
+    import socket  # here, when a release is charged: not before its plan line (issue 43)
+
     return {
         "input_fingerprint": input_fingerprint,
         "input_rows": None if input_rows is None else int(input_rows),
@@ -238,6 +238,8 @@ def provenance_dict(values: dict[str, Any]) -> dict[str, Any]:
 
 
 def _os_user() -> str:
+    import getpass
+
     try:
         return getpass.getuser()
     except (KeyError, OSError):  # no passwd entry (some containers)

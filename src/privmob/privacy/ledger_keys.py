@@ -12,6 +12,7 @@ signature made for one kind of record never verifies as another.
 
 from __future__ import annotations
 
+import base64
 import functools
 import hashlib
 import os
@@ -70,9 +71,7 @@ class Signer:
 
     @property
     def public(self) -> bytes:
-        return self.private.public_key().public_bytes(
-            serialization.Encoding.Raw, serialization.PublicFormat.Raw
-        )
+        return self.private.public_key().public_bytes_raw()
 
     @property
     def public_hex(self) -> str:
@@ -170,7 +169,33 @@ def _pem_key(load: Callable[[bytes], object], data: bytes) -> object | None:
         return None
 
 
+#: the DER of an unencrypted Ed25519 PKCS#8 key (RFC 8410) before its 32-byte seed
+_ED25519_PKCS8 = bytes.fromhex("302e020100300506032b657004220420")
+
+
+def _seed_of(data: bytes) -> bytes | None:
+    """The seed of an unencrypted Ed25519 key in the one PEM form :func:`generate` writes (a
+    single base64 line of the 48-byte PKCS#8 DER), else None: read without
+    ``cryptography``'s serialization package, whose import (SSH keys, ciphers) cost more than
+    a release's plan before its plan line (issue 43)."""
+    lines = data.strip().split(b"\n")
+    if len(lines) != 3 or lines[0].strip() != b"-----BEGIN PRIVATE KEY-----":
+        return None
+    if lines[2].strip() != b"-----END PRIVATE KEY-----":
+        return None
+    try:
+        der = base64.b64decode(lines[1].strip(), validate=True)
+    except ValueError:  # binascii.Error
+        return None
+    if len(der) != 48 or not der.startswith(_ED25519_PKCS8):
+        return None
+    return der[len(_ED25519_PKCS8) :]
+
+
 def _private_from_pem(data: bytes, where: str) -> Ed25519PrivateKey:
+    seed = _seed_of(data)
+    if seed is not None:  # the same key load_pem_private_key reads from it
+        return ed25519.Ed25519PrivateKey.from_private_bytes(seed)
     key = _pem_key(functools.partial(serialization.load_pem_private_key, password=None), data)
     if not isinstance(key, ed25519.Ed25519PrivateKey):
         raise ConfigError(

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
@@ -112,6 +111,8 @@ class Noise:
         size = int(size)
         if not r.for_publication:
             return lambda values: self.add(self._check(values, size), r)
+        from concurrent.futures import ThreadPoolExecutor  # on first use (issue 43)
+
         pool = ThreadPoolExecutor(1, thread_name_prefix="privmob-noise")
         pending = pool.submit(self.add, np.zeros(size, dtype=np.int64), r)
         pool.shutdown(wait=False)

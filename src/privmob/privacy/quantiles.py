@@ -24,10 +24,11 @@ from privmob.errors import ConfigError
 from privmob.lazy_imports import lazy_module
 from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.mechanisms import Noise, NoiseKind, calibrate, noisy_max
-from privmob.privacy.samplers import Randomness, resolve
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from privmob.privacy.samplers import Randomness
 else:  # imported on first use, not before a release's plan line (issue 43)
     np = lazy_module("numpy")
 
@@ -135,6 +136,8 @@ def dp_quantiles(
         raise ConfigError(f"expected {bins.size} dense counts, got shape {c.shape}")
     if not (epsilon > 0 and math.isfinite(epsilon)):
         raise ConfigError(f"epsilon must be > 0, got {epsilon}")
+    from privmob.privacy.samplers import resolve  # where noise is drawn (issue 43)
+
     r = resolve(rng)
     eps_each = epsilon / len(quantiles)
     values = candidate_values(bins)

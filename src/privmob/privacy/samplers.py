@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
@@ -133,6 +132,8 @@ def _chunked(
     if values.shape[0] <= CHUNK:
         run(0)
     else:
+        from concurrent.futures import ThreadPoolExecutor  # on first use (issue 43)
+
         with ThreadPoolExecutor(_threads()) as pool:
             list(pool.map(run, starts))
     return out

@@ -41,7 +41,6 @@ from privmob.releases.counts import (
 )
 from privmob.releases.dimensions import dimension
 from privmob.releases.gate import Draft
-from privmob.releases.hierarchy import LevelsNoisy
 from privmob.releases.kinds import SAME_TILE_RULES, same_tile_flag
 from privmob.releases.plan import Plan, PlannedOnce, domain_memory
 from privmob.releases.release import Release
@@ -53,7 +52,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from privmob.data.tessellation import Tessellation
-    from privmob.releases.hierarchy import LevelsNoise, OdTree, ZoneLevels
+    from privmob.releases.hierarchy import LevelsNoise, LevelsNoisy, OdTree, ZoneLevels
 else:
     np = lazy_module("numpy")
     pd = lazy_module("pandas")
@@ -346,6 +345,8 @@ class OdSpec(PlannedOnce):
         )
         if self.zone_levels is not None:
             self._describe_levels(release)
+        from privmob.releases.hierarchy import LevelsNoisy  # here: after the plan (issue 43)
+
         if isinstance(noisy, LevelsNoisy):
             self._levels_tables(release, noisy)
         elif noisy is not None:

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from privmob import __version__
 from privmob.lazy_imports import lazy_module
 from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.ledger_entries import Entry
@@ -81,7 +80,7 @@ class Release:
         ledger_entries: list[Entry] | None = None,
         ledger_id: str | None = None,
         created_at: str | None = None,
-        software_version: str = __version__,
+        software_version: str | None = None,
         definitions: Definitions | None = None,
     ) -> None:
         self.kind = kind
@@ -100,6 +99,10 @@ class Release:
         self.ledger_entries = [] if ledger_entries is None else ledger_entries
         self.ledger_id = ledger_id
         self.created_at = datetime.now(UTC).isoformat() if created_at is None else created_at
+        if software_version is None:  # read here, after the plan (issue 43)
+            from privmob import __version__
+
+            software_version = __version__
         self.software_version = software_version
         self.definitions = definitions
 

@@ -21,7 +21,6 @@ from privmob.domain import Period
 from privmob.errors import BudgetError, ConfigError
 from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.mechanisms import NoiseKind, calibrate
-from privmob.privacy.samplers import Randomness
 from privmob.releases import gate
 from privmob.releases.base import Accountant
 from privmob.releases.gate import Draft
@@ -29,16 +28,28 @@ from privmob.releases.od import OdSpec as OdSpec  # the count kinds' specs, with
 from privmob.releases.plan import Plan as Plan
 from privmob.releases.plan import PlannedOnce
 from privmob.releases.plan import domain_memory as domain_memory
-from privmob.releases.population import PopulationSpec as PopulationSpec
 from privmob.releases.release import Release
 from privmob.surface import option, spelled
 
 if TYPE_CHECKING:
     from privmob.data.series_input import SeriesInput
     from privmob.data.tessellation import Tessellation
+    from privmob.privacy.samplers import Randomness
     from privmob.releases.landmark import AdaptiveRule, Landmark
+    from privmob.releases.population import PopulationSpec as PopulationSpec
 
 Progress = Callable[[str], None]
+
+
+def __getattr__(name: str) -> Any:
+    """:class:`~privmob.releases.population.PopulationSpec`, re-exported here, imported on
+    first use: not before the plan of another release (issue 43)."""
+    if name == "PopulationSpec":
+        from privmob.releases.population import PopulationSpec
+
+        return PopulationSpec
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 #: what a spec's ``records`` may say it counts: trips (one-row trips, or made from events or
 #: traces), trip points, located events, homes (one per user, from events), a published series

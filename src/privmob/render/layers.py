@@ -43,8 +43,6 @@ from privmob.errors import ConfigError
 from privmob.lazy_imports import lazy_module
 from privmob.releases.kinds import BY_ANY_NAME, COUNT_SPEC, Layer
 from privmob.releases.stamp import json_stamp, restamp_parquet, stamp
-from privmob.render.map_labels import tessellation_names
-from privmob.render.qml import style_path, write_style
 from privmob.surface import spelled
 
 if TYPE_CHECKING:
@@ -122,6 +120,8 @@ def tile_indexes(keys: Sequence[Any] | pd.Series, tess: Tessellation) -> np.ndar
 def _names(tess: Tessellation) -> np.ndarray:
     """Each tile's name: its own, else its id and centroid (``tile 18 (40.7181, -74.0431)``,
     as on the maps: :func:`privmob.render.map_labels.tessellation_names`)."""
+    from privmob.render.map_labels import tessellation_names
+
     return np.asarray(tessellation_names(tess), object)
 
 
@@ -382,7 +382,10 @@ def write_layers(
     paths = layer_paths(kind, outdir, wanted)
     write_layer_files(release, layer, paths, wanted, sizes, progress)
     # the QGIS style beside the layer files (same stem): classes of the value, below_margin
-    # hatched; staged, sealed and published with them
+    # hatched; staged, sealed and published with them (the QGIS style module brings XML and
+    # URL libraries: imported here, after the plan, not with the layer options: issue 43)
+    from privmob.render.qml import style_path, write_style
+
     style = write_style(layer, style_path(paths[0]), lines=kind.key is None, stamp=stamp(release))
     if release.params.get("hierarchy"):  # an OD release's coarser levels (od --hierarchy)
         from privmob.releases.hierarchy import level_layers

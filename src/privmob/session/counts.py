@@ -24,8 +24,6 @@ from privmob.releases.dimensions import (
     with_trip_distance,
 )
 from privmob.releases.kinds import COUNT_SPEC, KINDS
-from privmob.releases.landmark import Scheme
-from privmob.releases.landmark_counts import ZoneSeriesSpec
 from privmob.releases.specs import Plan
 from privmob.releases.values import Mean
 from privmob.results import ReleaseResult
@@ -34,6 +32,7 @@ from privmob.session.keywords import CountOptions, ZoneSeriesOptions, refuse_unk
 
 if TYPE_CHECKING:
     from privmob.engine.relation import Loaded
+    from privmob.releases.landmark_counts import ZoneSeriesSpec
 
 
 class SessionCounts(SessionBase):
@@ -150,6 +149,10 @@ class SessionCounts(SessionBase):
     def _series_counts_spec(
         self, epsilon: float, period: Period, options: ZoneSeriesOptions
     ) -> ZoneSeriesSpec:
+        # the landmark modules on first use: not before the plan of another release (issue 43)
+        from privmob.releases.landmark import Scheme
+        from privmob.releases.landmark_counts import ZoneSeriesSpec
+
         refuse_unknown("series_counts", options, ZoneSeriesOptions)
         max_per_bin = options.get("max_per_bin", 1)
         freq = options.get("freq", "1h")

@@ -7,13 +7,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 from privmob.domain import Period
 from privmob.dp import MaxEventsPerBin, MaxVisitsPerHour, PrivacyUnit
+from privmob.lazy_imports import lazy_module
 from privmob.privacy.mechanisms import NoiseKind
-from privmob.releases.landmark import Scheme
 from privmob.releases.values import Mean
+
+if TYPE_CHECKING:
+    from privmob.releases import landmark
+else:  # the landmark modules on first use, not before another release's plan (issue 43);
+    # typing.get_type_hints reads ``landmark.Scheme`` through it
+    landmark = lazy_module("privmob.releases.landmark")
 
 
 class OdOptions(TypedDict, total=False):
@@ -86,7 +92,7 @@ class ZoneSeriesOptions(TypedDict, total=False):
     freq: str  # "1h"
     max_per_bin: MaxEventsPerBin | MaxVisitsPerHour | int  # 1
     landmarks: Sequence[int | str | datetime]  # ()
-    scheme: Scheme | str  # uniform
+    scheme: landmark.Scheme | str  # uniform
     outliers_epsilon: float | None  # None: 0.1 x epsilon
 
 

@@ -20,12 +20,10 @@ from privmob.dp import (
 from privmob.privacy.bound_choice import choice_of
 from privmob.privacy.mechanisms import NoiseKind
 from privmob.releases.kinds import KINDS, deprecated
-from privmob.releases.report import ReportSpec
 from privmob.releases.specs import (
     DensitySpec,
     OdSpec,
     Plan,
-    PopulationSpec,
     SeriesSpec,
 )
 from privmob.results import ReleaseResult
@@ -40,6 +38,8 @@ from privmob.session.keywords import (
 if TYPE_CHECKING:
     from privmob.releases.density import DensityOptions
     from privmob.releases.landmark import SeriesOptions
+    from privmob.releases.population import PopulationSpec
+    from privmob.releases.report import ReportSpec
 
 
 class Session(SessionCounts):
@@ -165,6 +165,8 @@ class Session(SessionCounts):
 
     # -- population -------------------------------------------------------------------------
     def _population_spec(self, epsilon: float, options: PopulationOptions) -> PopulationSpec:
+        from privmob.releases.population import PopulationSpec  # on first use (issue 43)
+
         refuse_unknown("population", options, PopulationOptions)
         return PopulationSpec(
             self._tiles(),
@@ -220,6 +222,7 @@ class Session(SessionCounts):
         max_trips: MaxTripsPerUser | int | None,
         options: ReportOptions,
     ) -> ReportSpec:
+        from privmob.releases.report import ReportSpec  # on first use (issue 43)
         from privmob.releases.report.split import build_config
 
         refuse_unknown("report", options, ReportOptions)

@@ -12,7 +12,6 @@ from privmob.engine.dialect import DUCKDB
 from privmob.engine.relation import Loaded
 from privmob.privacy.costs import PrivacyUnit
 from privmob.privacy.mechanisms import calibrate
-from privmob.privacy.samplers import Randomness
 from privmob.releases.base import Accountant
 from privmob.releases.gate import Draft
 from privmob.releases.kinds import SAME_TILE_RULES
@@ -28,6 +27,7 @@ from .sql import queries
 
 if TYPE_CHECKING:
     from privmob.data.tessellation import Tessellation
+    from privmob.privacy.samplers import Randomness
 
 
 def _released(counted: str, cfg: ReportConfig) -> bool:
