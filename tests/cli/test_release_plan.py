@@ -66,9 +66,30 @@ def test_a_plan_over_the_memory_limit_is_refused_before_reading(
     box_grid(8).gdf.to_file(tess, driver="GeoJSON")
     ledger = tmp_path / "ledger.sqlite"
     code = run_cli(
-        ["od", str(tmp_path / "no-such-input.csv"), "-t", str(tess), "-e", "1", "-T", "3",
-         "--bin", "day", "--start", "2024-01-01", "--end", "2044-01-01", "--memory-limit", "2GB",
-         "--ledger", str(ledger), "--budget", "5", "-o", str(tmp_path / "out")]
+        [
+            "od",
+            str(tmp_path / "no-such-input.csv"),
+            "-t",
+            str(tess),
+            "-e",
+            "1",
+            "-T",
+            "3",
+            "--bin",
+            "day",
+            "--start",
+            "2024-01-01",
+            "--end",
+            "2044-01-01",
+            "--memory-limit",
+            "2GB",
+            "--ledger",
+            str(ledger),
+            "--budget",
+            "5",
+            "-o",
+            str(tmp_path / "out"),
+        ]
     )  # fmt: skip  (no --yes: a plan of 29 million cells over the memory limit is refused for
     # its memory, not asked about its size first)
     err = capsys.readouterr().err

@@ -426,6 +426,7 @@ def count_draft(
 
     return Draft(header, description, draw)
 
+
 count_release = through_the_gate(count_draft)
 
 

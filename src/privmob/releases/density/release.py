@@ -126,6 +126,7 @@ def density_draft(
 
     return Draft(header, f"density {config.mechanism}", draw)
 
+
 density_release = through_the_gate(density_draft)
 
 

@@ -113,6 +113,7 @@ def series_draft(
 
     return Draft(header, mechanism.description, draw)
 
+
 publish_series = through_the_gate(series_draft)
 
 

@@ -260,6 +260,7 @@ def report_draft(
 
     return Draft(header, "DP mobility report", draw)
 
+
 mobility_report = through_the_gate(report_draft)
 
 
