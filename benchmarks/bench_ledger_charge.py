@@ -40,30 +40,58 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _measure import peak_rss_gb
 
 
-def _releaser(path: str, key: str, n: int, barrier: object, out: object) -> None:
+def _sketch(seed: int) -> object:
+    """A full people sketch of random users (``--people``)."""
+    import random
+
+    from privmob.privacy.people import SKETCH_SIZE, PeopleSketch
+
+    rng = random.Random(seed)
+    return PeopleSketch.of(rng.getrandbits(64) for _ in range(2 * SKETCH_SIZE))
+
+
+def _releaser(path: str, key: str, n: int, barrier: object, out: object, people: bool) -> None:
     from privmob.privacy.costs import Cost
     from privmob.privacy.ledger import Ledger
 
     led = Ledger(path, key=key)
+    sketch = _sketch(os.getpid()) if people else None
     barrier.wait()  # type: ignore[attr-defined]
     times = []
     for _ in range(n):
         t0 = time.perf_counter()
-        led.charge("d", Cost.pure(1e-6), kind="bench")
+        led.charge_parts("d", [("", Cost.pure(1e-6))], kind="bench", people=sketch)  # type: ignore[arg-type]
         times.append(time.perf_counter() - t0)
     out.put(times)  # type: ignore[attr-defined]
 
 
 def concurrent(
-    folder: Path, releasers: int, charges: int, location: str | os.PathLike[str], custodian: object
+    folder: Path,
+    releasers: int,
+    charges: int,
+    location: str | os.PathLike[str],
+    custodian: object,
+    people: int = 0,
 ) -> list[float]:
     """``releasers`` processes charging the ledger at ``location`` at once, each an analyst
     whose key is new to it (so each one's first charge verifies from the custodian's latest
-    checkpoint: "any analyst charging first"); the times of all their charges."""
+    checkpoint: "any analyst charging first"); the times of all their charges. ``people``:
+    that many other datasets hold a full people sketch, and each charge carries one (the
+    check of every stored sketch against the digest its entries name, then the merge)."""
+    from privmob.privacy.costs import Cost
     from privmob.privacy.ledger import Ledger
     from privmob.privacy.ledger_keys import generate
 
     led = Ledger(location, key=custodian)  # type: ignore[arg-type]
+    for i in range(people):
+        if not led.has_budget(f"p{i}"):
+            led.set_budget(f"p{i}", 1e6)
+            led.charge_parts(
+                f"p{i}",
+                [("", Cost.pure(1e-6))],
+                kind="bench",
+                people=_sketch(10_000 + i),  # type: ignore[arg-type]
+            )
     keys = []
     for i in range(releasers):
         ana = generate(folder / f"ana-{releasers}-{i}-{time.monotonic_ns()}.pem")
@@ -73,7 +101,10 @@ def concurrent(
     ctx = mp.get_context("spawn")
     barrier, out = ctx.Barrier(releasers), ctx.Queue()
     procs = [
-        ctx.Process(target=_releaser, args=(str(location), str(k.path), charges, barrier, out))
+        ctx.Process(
+            target=_releaser,
+            args=(str(location), str(k.path), charges, barrier, out, people > 0),
+        )
         for k in keys
     ]
     for p in procs:
@@ -242,12 +273,17 @@ def report(folder: Path, args: argparse.Namespace, database: object = None) -> N
         else:
             copy = folder / f"copy-{r}.sqlite"
             shutil.copyfile(path, copy)
-        t = concurrent(folder, r, args.charges, copy, cus)
+        t = concurrent(folder, r, args.charges, copy, cus, args.people)
         print(
             f"{where}: {r:>3} concurrent releasers x {args.charges} charges on "
             f"{args.entries:,} entries: p50 {1000 * pct(t, 0.5):7.1f} ms  "
             f"p99 {1000 * pct(t, 0.99):7.1f} ms  (each a new analyst; the wait for the "
-            f"{'row locks' if database else 'write lock'} included)",
+            f"{'row locks' if database else 'write lock'} included"
+            + (
+                f"; with people sketches, {args.people} other datasets hold one)"
+                if args.people
+                else ")"
+            ),
             flush=True,
         )
 
@@ -315,6 +351,13 @@ def main() -> None:
     ap.add_argument("--entries", type=int, default=100_000)
     ap.add_argument("--charges", type=int, default=30, help="charges per releaser")
     ap.add_argument("--releasers", default="1,8,32")
+    ap.add_argument(
+        "--people",
+        type=int,
+        default=0,
+        metavar="N",
+        help="the releasers' charges carry a people sketch, and N other datasets hold one",
+    )
     ap.add_argument(
         "--witness-only",
         action="store_true",

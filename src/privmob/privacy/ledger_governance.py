@@ -27,6 +27,7 @@ given its chain on its custodian's next write (:func:`attest_existing`), after i
 from __future__ import annotations
 
 import hashlib
+import json
 import sqlite3
 from collections import Counter
 from collections.abc import Iterable
@@ -55,7 +56,8 @@ NAMES = {
 }
 #: how a checkpoint's ``vouched`` list names the governance head it follows, and each dataset
 #: that has a people sketch then (sketches are written by analysts' charges, so they are not
-#: records of this chain; a sketch a checkpoint named must not disappear)
+#: records of this chain: the charge's signed entries name each one (:data:`PEOPLE_PARAM`),
+#: and a sketch a checkpoint named must not disappear)
 HEAD_PREFIX = "governance:"
 PEOPLE_PREFIX = "people:"
 MARK_PREFIXES = (HEAD_PREFIX, PEOPLE_PREFIX)
@@ -142,6 +144,67 @@ def people_gone(con: Any, vouched: Iterable[str]) -> str | None:
         return None
     have = {str(r[0]) for r in con.execute("SELECT dataset FROM dataset_people").fetchall()}
     return next((d for d in named if d not in have), None)
+
+
+#: the key of an entry's signed ``params`` that names the SHA-256 of the people sketch its
+#: charge merged (hex): a stored sketch is the one the latest entry of its dataset that names
+#: one names, or it was replaced. A charge's caller may not set it.
+PEOPLE_PARAM = "people_sketch"
+#: the entries that may name one (the same text as the partial index ``releases_people``, so
+#: that both stores find a dataset's latest such entry in the index)
+NAMES_SKETCH = f"params LIKE '%\"{PEOPLE_PARAM}\"%'"
+
+
+def sketch_digest(sketch: bytes) -> str:
+    """What an entry names of a people sketch: the SHA-256 of its stored bytes (hex)."""
+    return hashlib.sha256(bytes(sketch)).hexdigest()
+
+
+def named_sketch(con: Any, dataset: str) -> str | None:
+    """The digest of the people sketch that the latest entry of ``dataset`` naming one names
+    (None: no entry names one, a ledger made before entries did; ``""``: its params are not
+    readable, so it names no sketch that can be stored)."""
+    sql = f"SELECT params FROM releases WHERE dataset = ? AND {NAMES_SKETCH} ORDER BY id DESC"
+    row = con.execute(sql + " LIMIT 1", (dataset,)).fetchone()
+    if row is None:
+        return None
+    found = _named(row[0])
+    if found is not None:
+        return found
+    for (params,) in con.execute(sql, (dataset,)).fetchall():  # the key's text elsewhere (rare)
+        found = _named(params)
+        if found is not None:
+            return found
+    return None
+
+
+def _named(params: Any) -> str | None:
+    try:
+        value = json.loads(params)
+    except (TypeError, ValueError):
+        return ""
+    if not isinstance(value, dict) or PEOPLE_PARAM not in value:
+        return None
+    return value[PEOPLE_PARAM] if isinstance(value[PEOPLE_PARAM], str) else ""
+
+
+def replaced_sketch(con: Any, dataset: str, sketch: bytes) -> str | None:
+    """Why ``sketch``, stored as ``dataset``'s, is not the one its entries name (None: it is,
+    or no entry names one). Names the dataset, never the sketch or a hash."""
+    named = named_sketch(con, dataset)
+    if named is None or named == sketch_digest(sketch):
+        return None
+    return (
+        f"the people sketch of dataset '{dataset}' is not the one its entries name (replaced: "
+        "the check of the people in a release would be switched off)"
+    )
+
+
+def replaced_people(con: Any) -> list[str]:
+    """Every stored people sketch that is not the one its dataset's entries name."""
+    rows = con.execute("SELECT dataset, sketch FROM dataset_people ORDER BY dataset").fetchall()
+    found = (replaced_sketch(con, str(d), bytes(s)) for d, s in rows)
+    return [f for f in found if f]
 
 
 def head_mark(con: Any, ledger_id: str) -> str:
