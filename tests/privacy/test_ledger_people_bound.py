@@ -123,3 +123,56 @@ def test_a_sketch_no_entry_names_is_read_as_before(team):  # noqa: F811
     assert params["people_sketch"] == hashlib.sha256(_stored(path, "cdr-2026-01")).hexdigest()
     assert ana.verify() == []
     assert json.loads(json.dumps(params)) == params
+
+
+def test_a_deleted_sketch_its_entries_name_is_refused_without_a_checkpoint(team):  # noqa: F811
+    """Before: a sketch made since the latest checkpoint (none here) could be deleted (a real
+    sqlite3 process) unseen, and the same people were charged again under another name. Its
+    entries name it: every charge that reads the sketches and verify refuse its absence."""
+    path, keys = team
+    Ledger(path, key=keys["custodian"]).set_budget("other", 10.0)
+    people = _sketch(_users(np.random.default_rng(4), 5_000))
+    ana = Ledger(path, key=keys["analyst"])
+    _charge(ana, "cdr-2026-01", people, "f1")
+    _sqlite(path, "DELETE FROM dataset_people;")
+    with pytest.raises(BudgetError) as refused:
+        _charge(ana, "other", people, "f2")
+    said = str(refused.value)
+    assert "the people sketch of dataset 'cdr-2026-01'" in said and "gone" in said, said
+    assert ana.entries("other") == []
+    # nor is a new sketch stored in its place (a release stated as a new dataset for the same
+    # data reads no other sketch, but merges into its own)
+    with pytest.raises(BudgetError, match=r"people sketch of dataset 'cdr-2026-01'.*is gone"):
+        Ledger(path, key=keys["custodian"]).charge_parts(
+            "cdr-2026-01",
+            [("", Cost(0.25))],
+            kind="t",
+            people=people,
+            new_dataset_for_same_data=True,
+        )
+    problems = Ledger(path, key=keys["auditor"]).verify()
+    assert any("people sketch of dataset 'cdr-2026-01'" in p for p in problems), problems
+
+
+def test_export_and_import_carry_the_people_sketches(team, tmp_path):  # noqa: F811
+    """Before: an export left the sketches out, so a ledger whose checkpoint named one could
+    not be imported ("is gone"), and one without a checkpoint lost its people check. Now they
+    move with it (hex in the export): the import verifies, still refuses the same people under
+    another name, and exports byte-identically."""
+    from privmob.privacy.ledger_transfer import export_ledger, import_ledger
+
+    path, keys = team
+    cus = Ledger(path, key=keys["custodian"])
+    cus.set_budget("other", 10.0)
+    people = _sketch(_users(np.random.default_rng(4), 5_000))
+    _charge(Ledger(path, key=keys["analyst"]), "cdr-2026-01", people, "f1")
+    cus.checkpoint()
+    first = tmp_path / "first.json"
+    export_ledger(cus, first)
+    moved = import_ledger(tmp_path / "moved.sqlite", first)
+    assert moved.verify() == []
+    again = tmp_path / "again.json"
+    export_ledger(moved, again)
+    assert again.read_bytes() == first.read_bytes()
+    with pytest.raises(BudgetError, match="are users of dataset 'cdr-2026-01'"):
+        _charge(Ledger(tmp_path / "moved.sqlite", key=keys["analyst"]), "other", people, "f2")

@@ -384,3 +384,28 @@ def test_privmobs_own_entries_below_the_conversion_of_their_rho_are_charged(team
     in_file.set_budget("g", 1.0, 1e-5)
     in_file.charge("g", cost, kind="population")
     assert Ledger(team.url).verify() == [] and in_file.verify() == []
+
+
+def test_the_people_sketches_move_to_postgresql_and_back(pg_url, tmp_path):
+    """An SQLite ledger whose checkpoint names a people sketch: imported into a database (it was
+    refused before: the sketch "is gone"), it verifies, refuses the same people under another
+    name, and exports its sketches, entries and checkpoints as they were."""
+    from privmob.privacy.ledger_transfer import export_ledger, import_ledger
+
+    src = Ledger(tmp_path / "a.sqlite")
+    src.set_budget("d", 3.0)
+    src.set_budget("e", 3.0)
+    people = _people(1)
+    src.charge_parts("d", [("", Cost.pure(0.5))], kind="od", input_fingerprint=FP, people=people)
+    src.checkpoint()
+    first = tmp_path / "first.json"
+    export_ledger(src, first)
+    pg = import_ledger(pg_url, first)
+    assert pg.verify() == []
+    again = tmp_path / "again.json"
+    export_ledger(pg, again)
+    moved, before = (json.loads(f.read_text())["tables"] for f in (again, first))
+    for table in ("dataset_people", "releases", "checkpoints"):  # (a database has programmes)
+        assert moved[table] == before[table], table
+    with pytest.raises(BudgetError, match="are users of dataset 'd'"):
+        pg.charge_parts("e", [("", Cost.pure(0.5))], kind="od", people=people)

@@ -168,6 +168,12 @@ def refuse_known_people(
         return
     rows = con.execute("SELECT dataset, sketch FROM dataset_people ORDER BY dataset").fetchall()
     known = {str(r[0]): _sketch(con, str(r[0]), r[1], path) for r in rows}
+    gone = governance.gone_people(con, known)
+    if gone:  # a sketch its entries name was deleted: the check would be open again
+        raise BudgetError(
+            f"refused: the privacy ledger {path} does not verify ({gone[0]}); nothing was "
+            f"charged; see everything with: privmob ledger verify --ledger {path}"
+        )
     own = known.pop(dataset, None)
     if own is not None and own.overlap(people) >= OVERLAP_THRESHOLD:
         return
@@ -215,6 +221,12 @@ def merged_people(
     if people is None:
         return None
     row = con.execute("SELECT sketch FROM dataset_people WHERE dataset = ?", (dataset,)).fetchone()
+    gone = governance.gone_sketch(con, dataset) if row is None else None
+    if gone:  # never a new sketch in place of a deleted one, which would hide it
+        raise BudgetError(
+            f"refused: the privacy ledger {path} does not verify ({gone}); nothing was "
+            f"charged; see everything with: privmob ledger verify --ledger {path}"
+        )
     merged = people if row is None else _sketch(con, dataset, row[0], path).merge(people)
     return merged.to_bytes()
 

@@ -200,11 +200,32 @@ def replaced_sketch(con: Any, dataset: str, sketch: bytes) -> str | None:
     )
 
 
-def replaced_people(con: Any) -> list[str]:
-    """Every stored people sketch that is not the one its dataset's entries name."""
-    rows = con.execute("SELECT dataset, sketch FROM dataset_people ORDER BY dataset").fetchall()
-    found = (replaced_sketch(con, str(d), bytes(s)) for d, s in rows)
+def gone_sketch(con: Any, dataset: str) -> str | None:
+    """Why ``dataset``, which has no stored people sketch, should have one (None: no entry of
+    it names one)."""
+    if named_sketch(con, dataset) is None:
+        return None
+    return (
+        f"the people sketch of dataset '{dataset}', which its entries name, is gone (deleted: "
+        "the check of the people in a release would be open again)"
+    )
+
+
+def gone_people(con: Any, stored: Iterable[str]) -> list[str]:
+    """Every dataset whose entries name a people sketch and that has none among ``stored``
+    (one index probe per dataset with a budget)."""
+    have = set(stored)
+    rows = con.execute("SELECT dataset FROM budgets ORDER BY dataset").fetchall()
+    found = (gone_sketch(con, str(r[0])) for r in rows if str(r[0]) not in have)
     return [f for f in found if f]
+
+
+def replaced_people(con: Any) -> list[str]:
+    """Every stored people sketch that is not the one its dataset's entries name, and every
+    one its entries name that is gone."""
+    rows = con.execute("SELECT dataset, sketch FROM dataset_people ORDER BY dataset").fetchall()
+    found = [replaced_sketch(con, str(d), bytes(s)) for d, s in rows]
+    return [f for f in found if f] + gone_people(con, (str(r[0]) for r in rows))
 
 
 def head_mark(con: Any, ledger_id: str) -> str:
