@@ -166,9 +166,8 @@ def refuse_known_people(
     the estimate."""
     if people is None or stated:
         return
-    rows = con.execute("SELECT dataset, sketch FROM dataset_people ORDER BY dataset").fetchall()
-    known = {str(r[0]): _sketch(con, str(r[0]), r[1], path) for r in rows}
-    gone = governance.gone_people(con, known)
+    known = {d: _sketch(d, s, named, path) for d, s, named in governance.stored_people(con)}
+    gone = governance.gone_people(con)
     if gone:  # a sketch its entries name was deleted: the check would be open again
         raise BudgetError(
             f"refused: the privacy ledger {path} does not verify ({gone[0]}); nothing was "
@@ -191,12 +190,12 @@ def refuse_known_people(
         )
 
 
-def _sketch(con: Any, dataset: str, stored: Any, path: Path | str) -> PeopleSketch:
-    """A stored people sketch, the one the dataset's signed entries name (where one does,
-    :func:`privmob.privacy.ledger_governance.replaced_sketch`); one that is not, or that is no
-    sketch (damaged or forged), refuses the release, naming the dataset, never an internal
-    error, the sketch or a hash."""
-    replaced = governance.replaced_sketch(con, dataset, bytes(stored))
+def _sketch(dataset: str, stored: Any, named: str | None, path: Path | str) -> PeopleSketch:
+    """A stored people sketch, the one the dataset's signed entries name (``named``: the digest
+    they name, None where none does; :func:`privmob.privacy.ledger_governance.replaced_sketch`);
+    one that is not, or that is no sketch (damaged or forged), refuses the release, naming the
+    dataset, never an internal error, the sketch or a hash."""
+    replaced = governance.replaced_sketch(dataset, bytes(stored), named)
     if replaced:
         raise BudgetError(
             f"refused: the privacy ledger {path} does not verify ({replaced}); nothing was "
@@ -227,8 +226,10 @@ def merged_people(
             f"refused: the privacy ledger {path} does not verify ({gone}); nothing was "
             f"charged; see everything with: privmob ledger verify --ledger {path}"
         )
-    merged = people if row is None else _sketch(con, dataset, row[0], path).merge(people)
-    return merged.to_bytes()
+    if row is None:
+        return people.to_bytes()
+    own = _sketch(dataset, row[0], governance.named_sketch(con, dataset), path)
+    return own.merge(people).to_bytes()
 
 
 def store_people(store: Any, con: Any, dataset: str, merged: bytes | None, now: str) -> None:

@@ -188,10 +188,29 @@ def _named(params: Any) -> str | None:
     return value[PEOPLE_PARAM] if isinstance(value[PEOPLE_PARAM], str) else ""
 
 
-def replaced_sketch(con: Any, dataset: str, sketch: bytes) -> str | None:
-    """Why ``sketch``, stored as ``dataset``'s, is not the one its entries name (None: it is,
-    or no entry names one). Names the dataset, never the sketch or a hash."""
-    named = named_sketch(con, dataset)
+def stored_people(con: Any) -> list[tuple[str, bytes, str | None]]:
+    """Each stored people sketch: its dataset, its bytes, and what the entries of its dataset
+    name of it (:func:`named_sketch`), in one query (one index probe per sketch)."""
+    latest = (
+        f"SELECT r.params FROM releases r WHERE r.dataset = p.dataset AND r.{NAMES_SKETCH} "
+        "ORDER BY r.id DESC LIMIT 1"
+    )
+    rows = con.execute(
+        f"SELECT p.dataset, p.sketch, ({latest}) FROM dataset_people p ORDER BY p.dataset"
+    ).fetchall()
+    out = []
+    for dataset, sketch, params in rows:
+        named = None if params is None else _named(params)
+        if params is not None and named is None:  # the key's text elsewhere (rare)
+            named = named_sketch(con, str(dataset))
+        out.append((str(dataset), bytes(sketch), named))
+    return out
+
+
+def replaced_sketch(dataset: str, sketch: bytes, named: str | None) -> str | None:
+    """Why ``sketch``, stored as ``dataset``'s, is not the one its entries name (``named``,
+    :func:`named_sketch`; None: no entry names one). Names the dataset, never the sketch or a
+    hash."""
     if named is None or named == sketch_digest(sketch):
         return None
     return (
@@ -200,32 +219,35 @@ def replaced_sketch(con: Any, dataset: str, sketch: bytes) -> str | None:
     )
 
 
-def gone_sketch(con: Any, dataset: str) -> str | None:
-    """Why ``dataset``, which has no stored people sketch, should have one (None: no entry of
-    it names one)."""
-    if named_sketch(con, dataset) is None:
-        return None
+def _gone(dataset: str) -> str:
     return (
         f"the people sketch of dataset '{dataset}', which its entries name, is gone (deleted: "
         "the check of the people in a release would be open again)"
     )
 
 
-def gone_people(con: Any, stored: Iterable[str]) -> list[str]:
-    """Every dataset whose entries name a people sketch and that has none among ``stored``
-    (one index probe per dataset with a budget)."""
-    have = set(stored)
-    rows = con.execute("SELECT dataset FROM budgets ORDER BY dataset").fetchall()
-    found = (gone_sketch(con, str(r[0])) for r in rows if str(r[0]) not in have)
-    return [f for f in found if f]
+def gone_sketch(con: Any, dataset: str) -> str | None:
+    """Why ``dataset``, which has no stored people sketch, should have one (None: no entry of
+    it names one)."""
+    return None if named_sketch(con, dataset) is None else _gone(dataset)
+
+
+def gone_people(con: Any) -> list[str]:
+    """Every dataset whose entries name a people sketch and that has none stored (one query,
+    an index probe per dataset with a budget)."""
+    rows = con.execute(
+        "SELECT b.dataset FROM budgets b WHERE NOT EXISTS (SELECT 1 FROM dataset_people p "
+        "WHERE p.dataset = b.dataset) AND EXISTS (SELECT 1 FROM releases r WHERE "
+        f"r.dataset = b.dataset AND r.{NAMES_SKETCH}) ORDER BY b.dataset"
+    ).fetchall()
+    return [_gone(str(r[0])) for r in rows if named_sketch(con, str(r[0])) is not None]
 
 
 def replaced_people(con: Any) -> list[str]:
     """Every stored people sketch that is not the one its dataset's entries name, and every
     one its entries name that is gone."""
-    rows = con.execute("SELECT dataset, sketch FROM dataset_people ORDER BY dataset").fetchall()
-    found = [replaced_sketch(con, str(d), bytes(s)) for d, s in rows]
-    return [f for f in found if f] + gone_people(con, (str(r[0]) for r in rows))
+    found = [replaced_sketch(*row) for row in stored_people(con)]
+    return [f for f in found if f] + gone_people(con)
 
 
 def head_mark(con: Any, ledger_id: str) -> str:
