@@ -41,7 +41,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _measure import peak_rss_gb
 
 
-def _releaser(path: str, key: str, n: int, barrier: object, out: object, turns: bool) -> None:
+def _sketch(seed: int) -> object:
+    """A full people sketch of random users (``--people``)."""
+    import random
+
+    from privmob.privacy.people import SKETCH_SIZE, PeopleSketch
+
+    rng = random.Random(seed)
+    return PeopleSketch.of(rng.getrandbits(64) for _ in range(2 * SKETCH_SIZE))
+
+
+def _releaser(
+    path: str, key: str, n: int, barrier: object, out: object, people: bool, turns: bool
+) -> None:
     from privmob.privacy import ledger_turn
     from privmob.privacy.costs import Cost
     from privmob.privacy.ledger import Ledger
@@ -50,11 +62,12 @@ def _releaser(path: str, key: str, n: int, barrier: object, out: object, turns: 
         ledger_turn.fcntl = None
 
     led = Ledger(path, key=key)
+    sketch = _sketch(os.getpid()) if people else None
     barrier.wait()  # type: ignore[attr-defined]
     times = []
     for _ in range(n):
         t0 = time.perf_counter()
-        led.charge("d", Cost.pure(1e-6), kind="bench")
+        led.charge_parts("d", [("", Cost.pure(1e-6))], kind="bench", people=sketch)  # type: ignore[arg-type]
         times.append(time.perf_counter() - t0)
     out.put(times)  # type: ignore[attr-defined]
 
@@ -65,15 +78,28 @@ def concurrent(
     charges: int,
     location: str | os.PathLike[str],
     custodian: object,
+    people: int = 0,
     turns: bool = True,
 ) -> list[float]:
     """``releasers`` processes charging the ledger at ``location`` at once, each an analyst
     whose key is new to it (so each one's first charge verifies from the custodian's latest
-    checkpoint: "any analyst charging first"); the times of all their charges."""
+    checkpoint: "any analyst charging first"); the times of all their charges. ``people``:
+    that many other datasets hold a full people sketch, and each charge carries one (the
+    check of every stored sketch against the digest its entries name, then the merge)."""
+    from privmob.privacy.costs import Cost
     from privmob.privacy.ledger import Ledger
     from privmob.privacy.ledger_keys import generate
 
     led = Ledger(location, key=custodian)  # type: ignore[arg-type]
+    for i in range(people):
+        if not led.has_budget(f"p{i}"):
+            led.set_budget(f"p{i}", 1e6)
+            led.charge_parts(
+                f"p{i}",
+                [("", Cost.pure(1e-6))],
+                kind="bench",
+                people=_sketch(10_000 + i),  # type: ignore[arg-type]
+            )
     keys = []
     for i in range(releasers):
         ana = generate(folder / f"ana-{releasers}-{i}-{time.monotonic_ns()}.pem")
@@ -84,7 +110,8 @@ def concurrent(
     barrier, out = ctx.Barrier(releasers), ctx.Queue()
     procs = [
         ctx.Process(
-            target=_releaser, args=(str(location), str(k.path), charges, barrier, out, turns)
+            target=_releaser,
+            args=(str(location), str(k.path), charges, barrier, out, people > 0, turns),
         )
         for k in keys
     ]
@@ -256,10 +283,12 @@ def report(folder: Path, args: argparse.Namespace, database: object = None) -> N
             else:
                 copy = folder / f"copy-{r}-{turns}.sqlite"
                 shutil.copyfile(path, copy)
-            t = concurrent(folder, r, args.charges, copy, cus, turns)
+            t = concurrent(folder, r, args.charges, copy, cus, args.people, turns)
             how = "row locks" if database else "write lock"
             if not database:
                 how += ", in turns" if turns else ", in SQLite's order"
+            if args.people:
+                how += f"; with people sketches, {args.people} other datasets hold one"
             print(
                 f"{where}: {r:>3} concurrent releasers x {args.charges} charges on "
                 f"{args.entries:,} entries: p50 {1000 * pct(t, 0.5):7.1f} ms  "
@@ -337,6 +366,13 @@ def main() -> None:
         action="store_true",
         help="SQLite: also measure the releasers without their turns (SQLite's own order of "
         "waiting writers, as where flock is missing), each count beside the turns",
+    )
+    ap.add_argument(
+        "--people",
+        type=int,
+        default=0,
+        metavar="N",
+        help="the releasers' charges carry a people sketch, and N other datasets hold one",
     )
     ap.add_argument(
         "--witness-only",

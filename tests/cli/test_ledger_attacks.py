@@ -504,3 +504,36 @@ def test_a_whole_family_link_cut_from_the_end_of_the_chain_doubles_nothing(spent
     with pytest.raises(BudgetError, match="no privacy budget is set for dataset 'trips-2'"):
         Ledger(ledger).charge("trips-2", Cost.pure(1.5), kind="od")
     assert _entries(ledger) == 4
+
+
+def test_a_people_sketch_replaced_by_another_well_formed_one(spent, capsys):
+    """Issue 39: the sketch of 'trips' replaced (the sqlite3 command) by a well-formed sketch
+    of other users, of the same size, switched the people check off and passed verify. Now
+    the entries name the sketch they merged: the next release is refused (exit 3, one line
+    naming the dataset, never the sketch or a hash) and verify exits 3."""
+    import re
+
+    from privmob.privacy.people import PeopleSketch
+
+    ledger = spent / "ledger.sqlite"
+    con = sqlite3.connect(ledger)
+    try:
+        (stored,) = con.execute(
+            "SELECT sketch FROM dataset_people WHERE dataset = 'trips'"
+        ).fetchone()
+    finally:
+        con.close()
+    n = len(PeopleSketch.from_bytes(stored).hashes)
+    forged = PeopleSketch.of(range(1, 2 * n + 1, 2)).to_bytes()
+    assert len(forged) == len(stored) and forged != stored
+    _sqlite(ledger, f"UPDATE dataset_people SET sketch = X'{forged.hex()}';\n")
+    before = _entries(ledger)
+    capsys.readouterr()
+    assert _od(spent, "late", "0.5") == 3
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "the people sketch of dataset 'trips'" in lines[0], err
+    assert not re.search(r"[0-9a-f]{64}", err)
+    assert _entries(ledger) == before and not (spent / "late").exists()
+    assert _run("ledger", "verify", "--ledger", str(ledger)) == 3
+    assert "people sketch of dataset 'trips'" in capsys.readouterr().err

@@ -68,6 +68,7 @@ from privmob.privacy.ledger_entries import (
     insert_entries,
     signed_head,
 )
+from privmob.privacy.ledger_governance import PEOPLE_PARAM
 from privmob.privacy.ledger_store import (
     ChargeOutcomeUnknown,
     LedgerUnavailable,
@@ -425,6 +426,11 @@ class Ledger(Custody, Audit):
         charged."""
         if not parts:
             raise ConfigError("nothing to charge")
+        if params and PEOPLE_PARAM in params:
+            raise ConfigError(
+                f"'{PEOPLE_PARAM}' is not a release parameter: the ledger records there the "
+                "people sketch a charge merged"
+            )
         # a recorded programme refuses releases outside it (privmob.privacy.programme_ledger)
         from privmob.privacy.programme_ledger import check_release, use_allowance
 
@@ -503,6 +509,10 @@ class Ledger(Custody, Audit):
                     b.delta,
                 )
                 checks.refuse_if_over(b, after, total, self.path)
+                # who it holds: the merged sketch, which its entries name (signed, chained)
+                merged = checks.merged_people(con, dataset, people, self.path)
+                if merged is not None:
+                    params = {**(params or {}), PEOPLE_PARAM: governance.sketch_digest(merged)}
                 prev = meta.get("head_hash") or chain.genesis(self.ledger_id)
                 entries = insert_entries(
                     self.store,
@@ -533,7 +543,7 @@ class Ledger(Custody, Audit):
                     trust.add_checkpoint(con, self.ledger_id, signer, end, _now())
                 head_now, head_signature = signed_head(signer, self.ledger_id, end, ring.root)
                 entries[-1] = replace(entries[-1], head=head_now, head_signature=head_signature)
-                checks.store_people(self.store, con, dataset, people, _now())  # who it holds
+                checks.store_people(self.store, con, dataset, merged, _now())
                 if outside_programme:
                     use_allowance(con, dataset, kind)
                 if within is not None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from privmob.errors import BudgetError, ConfigError
+from privmob.privacy import ledger_governance as governance
 from privmob.privacy.costs import Cost, Unit
 from privmob.privacy.ledger_accounts import Accounts, accounts
 from privmob.privacy.ledger_entries import Budget
@@ -165,10 +166,13 @@ def refuse_known_people(
     the estimate."""
     if people is None or stated:
         return
-    known = {
-        str(r[0]): _sketch(str(r[0]), r[1], path)
-        for r in con.execute("SELECT dataset, sketch FROM dataset_people ORDER BY dataset")
-    }
+    known = {d: _sketch(d, s, named, path) for d, s, named in governance.stored_people(con)}
+    gone = governance.gone_people(con)
+    if gone:  # a sketch its entries name was deleted: the check would be open again
+        raise BudgetError(
+            f"refused: the privacy ledger {path} does not verify ({gone[0]}); nothing was "
+            f"charged; see everything with: privmob ledger verify --ledger {path}"
+        )
     own = known.pop(dataset, None)
     if own is not None and own.overlap(people) >= OVERLAP_THRESHOLD:
         return
@@ -186,9 +190,17 @@ def refuse_known_people(
         )
 
 
-def _sketch(dataset: str, stored: Any, path: Path | str) -> PeopleSketch:
-    """A stored people sketch; one that is not (damaged or forged) refuses the release, naming
-    the dataset, never an internal error."""
+def _sketch(dataset: str, stored: Any, named: str | None, path: Path | str) -> PeopleSketch:
+    """A stored people sketch, the one the dataset's signed entries name (``named``: the digest
+    they name, None where none does; :func:`privmob.privacy.ledger_governance.replaced_sketch`);
+    one that is not, or that is no sketch (damaged or forged), refuses the release, naming the
+    dataset, never an internal error, the sketch or a hash."""
+    replaced = governance.replaced_sketch(dataset, bytes(stored), named)
+    if replaced:
+        raise BudgetError(
+            f"refused: the privacy ledger {path} does not verify ({replaced}); nothing was "
+            f"charged; see everything with: privmob ledger verify --ledger {path}"
+        )
     try:
         return PeopleSketch.from_bytes(bytes(stored))
     except (ValueError, struct.error):
@@ -199,11 +211,30 @@ def _sketch(dataset: str, stored: Any, path: Path | str) -> PeopleSketch:
         ) from None
 
 
-def store_people(store: Any, con: Any, dataset: str, people: PeopleSketch | None, now: str) -> None:
-    """Merge ``people`` into the dataset's stored sketch (inside the charge's transaction; the
-    store writes it: on PostgreSQL through a function, the analyst's role writes no table)."""
+def merged_people(
+    con: Any, dataset: str, people: PeopleSketch | None, path: Path | str
+) -> bytes | None:
+    """The dataset's stored sketch with ``people`` merged in, as it will be stored (None: no
+    people to record). Computed before the charge's entries are made: they name its digest
+    (:data:`~privmob.privacy.ledger_governance.PEOPLE_PARAM`)."""
     if people is None:
-        return
+        return None
     row = con.execute("SELECT sketch FROM dataset_people WHERE dataset = ?", (dataset,)).fetchone()
-    merged = people if row is None else _sketch(dataset, row[0], store.location).merge(people)
-    store.store_people(con, dataset, merged.to_bytes(), now)
+    gone = governance.gone_sketch(con, dataset) if row is None else None
+    if gone:  # never a new sketch in place of a deleted one, which would hide it
+        raise BudgetError(
+            f"refused: the privacy ledger {path} does not verify ({gone}); nothing was "
+            f"charged; see everything with: privmob ledger verify --ledger {path}"
+        )
+    if row is None:
+        return people.to_bytes()
+    own = _sketch(dataset, row[0], governance.named_sketch(con, dataset), path)
+    return own.merge(people).to_bytes()
+
+
+def store_people(store: Any, con: Any, dataset: str, merged: bytes | None, now: str) -> None:
+    """Keep the ``merged`` sketch (:func:`merged_people`) as the dataset's, inside the charge's
+    transaction, after its entries (the store writes it: on PostgreSQL through a function,
+    which stores only the sketch those entries name; the analyst's role writes no table)."""
+    if merged is not None:
+        store.store_people(con, dataset, merged, now)

@@ -27,6 +27,7 @@ given its chain on its custodian's next write (:func:`attest_existing`), after i
 from __future__ import annotations
 
 import hashlib
+import json
 import sqlite3
 from collections import Counter
 from collections.abc import Iterable
@@ -55,7 +56,8 @@ NAMES = {
 }
 #: how a checkpoint's ``vouched`` list names the governance head it follows, and each dataset
 #: that has a people sketch then (sketches are written by analysts' charges, so they are not
-#: records of this chain; a sketch a checkpoint named must not disappear)
+#: records of this chain: the charge's signed entries name each one (:data:`PEOPLE_PARAM`),
+#: and a sketch a checkpoint named must not disappear)
 HEAD_PREFIX = "governance:"
 PEOPLE_PREFIX = "people:"
 MARK_PREFIXES = (HEAD_PREFIX, PEOPLE_PREFIX)
@@ -142,6 +144,110 @@ def people_gone(con: Any, vouched: Iterable[str]) -> str | None:
         return None
     have = {str(r[0]) for r in con.execute("SELECT dataset FROM dataset_people").fetchall()}
     return next((d for d in named if d not in have), None)
+
+
+#: the key of an entry's signed ``params`` that names the SHA-256 of the people sketch its
+#: charge merged (hex): a stored sketch is the one the latest entry of its dataset that names
+#: one names, or it was replaced. A charge's caller may not set it.
+PEOPLE_PARAM = "people_sketch"
+#: the entries that may name one (the same text as the partial index ``releases_people``, so
+#: that both stores find a dataset's latest such entry in the index)
+NAMES_SKETCH = f"params LIKE '%\"{PEOPLE_PARAM}\"%'"
+
+
+def sketch_digest(sketch: bytes) -> str:
+    """What an entry names of a people sketch: the SHA-256 of its stored bytes (hex)."""
+    return hashlib.sha256(bytes(sketch)).hexdigest()
+
+
+def named_sketch(con: Any, dataset: str) -> str | None:
+    """The digest of the people sketch that the latest entry of ``dataset`` naming one names
+    (None: no entry names one, a ledger made before entries did; ``""``: its params are not
+    readable, so it names no sketch that can be stored)."""
+    sql = f"SELECT params FROM releases WHERE dataset = ? AND {NAMES_SKETCH} ORDER BY id DESC"
+    row = con.execute(sql + " LIMIT 1", (dataset,)).fetchone()
+    if row is None:
+        return None
+    found = _named(row[0])
+    if found is not None:
+        return found
+    for (params,) in con.execute(sql, (dataset,)).fetchall():  # the key's text elsewhere (rare)
+        found = _named(params)
+        if found is not None:
+            return found
+    return None
+
+
+def _named(params: Any) -> str | None:
+    try:
+        value = json.loads(params)
+    except (TypeError, ValueError):
+        return ""
+    if not isinstance(value, dict) or PEOPLE_PARAM not in value:
+        return None
+    return value[PEOPLE_PARAM] if isinstance(value[PEOPLE_PARAM], str) else ""
+
+
+def stored_people(con: Any) -> list[tuple[str, bytes, str | None]]:
+    """Each stored people sketch: its dataset, its bytes, and what the entries of its dataset
+    name of it (:func:`named_sketch`), in one query (one index probe per sketch)."""
+    latest = (
+        f"SELECT r.params FROM releases r WHERE r.dataset = p.dataset AND r.{NAMES_SKETCH} "
+        "ORDER BY r.id DESC LIMIT 1"
+    )
+    rows = con.execute(
+        f"SELECT p.dataset, p.sketch, ({latest}) FROM dataset_people p ORDER BY p.dataset"
+    ).fetchall()
+    out = []
+    for dataset, sketch, params in rows:
+        named = None if params is None else _named(params)
+        if params is not None and named is None:  # the key's text elsewhere (rare)
+            named = named_sketch(con, str(dataset))
+        out.append((str(dataset), bytes(sketch), named))
+    return out
+
+
+def replaced_sketch(dataset: str, sketch: bytes, named: str | None) -> str | None:
+    """Why ``sketch``, stored as ``dataset``'s, is not the one its entries name (``named``,
+    :func:`named_sketch`; None: no entry names one). Names the dataset, never the sketch or a
+    hash."""
+    if named is None or named == sketch_digest(sketch):
+        return None
+    return (
+        f"the people sketch of dataset '{dataset}' is not the one its entries name (replaced: "
+        "the check of the people in a release would be switched off)"
+    )
+
+
+def _gone(dataset: str) -> str:
+    return (
+        f"the people sketch of dataset '{dataset}', which its entries name, is gone (deleted: "
+        "the check of the people in a release would be open again)"
+    )
+
+
+def gone_sketch(con: Any, dataset: str) -> str | None:
+    """Why ``dataset``, which has no stored people sketch, should have one (None: no entry of
+    it names one)."""
+    return None if named_sketch(con, dataset) is None else _gone(dataset)
+
+
+def gone_people(con: Any) -> list[str]:
+    """Every dataset whose entries name a people sketch and that has none stored (one query,
+    an index probe per dataset with a budget)."""
+    rows = con.execute(
+        "SELECT b.dataset FROM budgets b WHERE NOT EXISTS (SELECT 1 FROM dataset_people p "
+        "WHERE p.dataset = b.dataset) AND EXISTS (SELECT 1 FROM releases r WHERE "
+        f"r.dataset = b.dataset AND r.{NAMES_SKETCH}) ORDER BY b.dataset"
+    ).fetchall()
+    return [_gone(str(r[0])) for r in rows if named_sketch(con, str(r[0])) is not None]
+
+
+def replaced_people(con: Any) -> list[str]:
+    """Every stored people sketch that is not the one its dataset's entries name, and every
+    one its entries name that is gone."""
+    found = [replaced_sketch(*row) for row in stored_people(con)]
+    return [f for f in found if f] + gone_people(con)
 
 
 def head_mark(con: Any, ledger_id: str) -> str:

@@ -12,7 +12,8 @@ Two group roles, created once per cluster and granted per database:
   :data:`ANALYST_FUNCTIONS`: wait for a charge's locks, and ``charge``, its only write of
   entries, which decides their dataset, ids, place in the chain and unit on the server and
   refuses invalid costs, a signer that may not charge and what the budget cannot pay; in the
-  charge's transaction only, store the dataset's people sketch and use a programme allowance;
+  charge's transaction only, store the dataset's people sketch (the one whose SHA-256 the
+  charge's entries name) and use a programme allowance;
   record its own staged release and settle it (not another's). It holds no INSERT, UPDATE or
   DELETE on any table and cannot call ``append_entry`` (the custodian's import), so it can
   neither set a budget nor change or remove what was charged.
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import re
 
+from privmob.privacy.ledger_governance import PEOPLE_PARAM
 from privmob.privacy.ledger_schema import SIGNED_TABLES
 from privmob.privacy.ledger_spends import sql_condition
 from privmob.privacy.ledger_trust import ANALYST as ANALYST_KEY
@@ -86,6 +88,8 @@ CREATE TABLE releases (
 );
 CREATE INDEX releases_fingerprint ON releases(input_fingerprint);
 CREATE INDEX releases_dataset ON releases(dataset);
+-- a dataset's latest entry that names its people sketch (ledger_governance.named_sketch)
+CREATE INDEX releases_people ON releases(dataset, id) WHERE params LIKE '%"people_sketch"%';
 CREATE TABLE ledger_meta (
     key   text PRIMARY KEY,
     value text NOT NULL
@@ -273,6 +277,8 @@ DECLARE
     t record;
     basic_fits boolean;
     zcdp_fits boolean;
+    named text;
+    people text;
 BEGIN
     -- the family's budget pays (links are the custodian's); its row and the head are locked
     root := COALESCE((SELECT family FROM dataset_links WHERE dataset = p_dataset), p_dataset);
@@ -334,6 +340,15 @@ BEGIN
             RAISE EXCEPTION 'entry %: signed by % which may not charge this ledger', r.id,
                 r.signer USING ERRCODE = 'insufficient_privilege';
         END IF;
+        -- the people sketch the entries name (its SHA-256), for store_people in this charge
+        named := substring(r.params from '"{PEOPLE_PARAM}": "([0-9a-f]{{64}})"');
+        IF named IS NOT NULL THEN
+            IF people IS NOT NULL AND people <> named THEN
+                RAISE EXCEPTION 'entry %: the entries of one charge name one people sketch', r.id
+                    USING ERRCODE = 'check_violation';
+            END IF;
+            people := named;
+        END IF;
         INSERT INTO releases SELECT (r).*;
         PERFORM add_to_totals(r);
         head := r.row_hash;
@@ -363,6 +378,7 @@ BEGIN
     UPDATE ledger_meta SET value = head WHERE key = 'head_hash';
     UPDATE ledger_meta SET value = n::text WHERE key = 'head_count';
     PERFORM set_config('privmob.charged', p_dataset, true);  -- this transaction's charge
+    PERFORM set_config('privmob.people_sketch', COALESCE(people, ''), true);  -- and its sketch
     RETURN n;
 END $$;
 CREATE FUNCTION stage_begin(p_row jsonb) RETURNS bigint {_DEFINER} AS $$
@@ -427,6 +443,13 @@ BEGIN
        AND current_setting('privmob.charged', true) IS DISTINCT FROM p_dataset THEN
         RAISE EXCEPTION 'a people sketch is stored with a charge of its dataset only'
             USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    -- and only the sketch that charge's signed entries name (ledger_governance.PEOPLE_PARAM)
+    IF NOT is_custodian()
+       AND encode(sha256(p_sketch), 'hex') IS DISTINCT FROM
+           NULLIF(current_setting('privmob.people_sketch', true), '') THEN
+        RAISE EXCEPTION 'a people sketch is stored only as the entries of its charge name it'
+            USING ERRCODE = 'check_violation';
     END IF;
     IF length(p_sketch) < {_SKETCH_HEADER} OR (length(p_sketch) - {_SKETCH_HEADER}) % 8 <> 0
        OR substring(p_sketch from 1 for {len(_SKETCH_MAGIC)}) <> '\\x{_SKETCH_MAGIC.hex()}'::bytea

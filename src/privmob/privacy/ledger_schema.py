@@ -148,6 +148,9 @@ SCHEMA = (
     value TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS releases_fingerprint ON releases(input_fingerprint);
+-- a dataset's latest entry that names its people sketch (ledger_governance.named_sketch)
+CREATE INDEX IF NOT EXISTS releases_people ON releases(dataset, id)
+    WHERE params LIKE '%"people_sketch"%';
 -- binding: who is in each dataset (privmob.privacy.people), custodian-only, never published
 CREATE TABLE IF NOT EXISTS dataset_people (
     dataset TEXT PRIMARY KEY,

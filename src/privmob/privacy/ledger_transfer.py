@@ -2,7 +2,8 @@
 
 The export is one JSON document: the ledger's identity and head, and every row of its tables
 (the custodian's signed keys, checkpoints, families and approvals; budgets; entries with their
-hashes and signatures; programmes and their allowances) exactly as stored. The import creates
+hashes and signatures; programmes and their allowances; the people sketches, their bytes in
+hex, which the entries name) exactly as stored. The import creates
 the ledger from it (a new SQLite file, or the schema of a PostgreSQL database that has none yet,
 created by its custodian's database role) under the same identity, appends the entries one by
 one through the store's own append (on PostgreSQL: ``append_entry``, which refuses an entry that
@@ -39,13 +40,18 @@ SERIAL = (
     *((t, c.split()[0]) for t, c in SIGNED_TABLES.items() if "AUTOINCREMENT" in c),
     ("programme_allowances", "id"),
 )
-ORDER = {"budgets": "dataset", "releases": "id", "programmes": "dataset"}
+#: the people sketches (privacy/people.py): bytes, written in hex
+PEOPLE = "dataset_people"
+ORDER = {"budgets": "dataset", "releases": "id", "programmes": "dataset", PEOPLE: "dataset"}
 
 
 def _rows(con: Any, table: str) -> list[dict[str, Any]]:
     cur = con.execute(f"SELECT * FROM {table} ORDER BY {ORDER.get(table, 1)}")
     names = [d[0] for d in cur.description]
-    return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+    rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+    if table == PEOPLE:
+        rows = [{**r, "sketch": bytes(r["sketch"]).hex()} for r in rows]
+    return rows
 
 
 def export_ledger(ledger: Ledger, path: Path) -> dict[str, int]:
@@ -56,7 +62,9 @@ def export_ledger(ledger: Ledger, path: Path) -> dict[str, int]:
             f"the ledger {ledger.path} does not verify ({problems[0]}); not exported",
             hint=f"privmob ledger verify --ledger {ledger.path}",
         )
-    tables = [t for t in (*SIGNED, "budgets", "releases", *OPTIONAL) if ledger.store.has_table(t)]
+    tables = [
+        t for t in (*SIGNED, "budgets", "releases", *OPTIONAL, PEOPLE) if ledger.store.has_table(t)
+    ]
     with ledger.store.connect() as con:
         con.execute("BEGIN")  # one snapshot
         try:
@@ -98,6 +106,17 @@ def _insert(con: Any, table: str, row: dict[str, Any]) -> None:
         f"INSERT INTO {table} ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
         tuple(row.values()),
     )
+
+
+def _sketch_bytes(row: dict[str, Any], path: Path) -> bytes:
+    try:
+        return bytes.fromhex(str(row["sketch"]))
+    except (KeyError, ValueError):
+        raise InputError(
+            f"{path}: the people sketch of dataset '{row.get('dataset')}' is not hex; nothing "
+            "was imported",
+            hint="export it again with privmob ledger export",
+        ) from None
 
 
 def _holds_anything(store: Any) -> bool:
@@ -166,6 +185,8 @@ def import_ledger(location: str | os.PathLike[str], path: Path) -> Ledger:
                             con.execute(statement)
                     for row in tables.get(table, []):
                         _insert(con, table, row)
+                for row in tables.get(PEOPLE, []):  # (an export of an earlier privmob: none)
+                    _insert(con, PEOPLE, {**row, "sketch": _sketch_bytes(row, path)})
                 if not in_file:  # rows given their own ids: the sequences go on after them
                     for table, key in SERIAL:
                         con.execute(

@@ -751,6 +751,7 @@ def all_problems(
     gone = vouched_missing(con, ledger_id, ring)
     if gone:
         found.append(gone)
+    found += governance.replaced_people(con)
     return found
 
 
