@@ -54,9 +54,9 @@ def _sketch(seed: int) -> object:
 def _releaser(
     path: str, key: str, n: int, barrier: object, out: object, people: bool, turns: bool
 ) -> None:
-    from privmob.privacy import ledger_turn
     from privmob.privacy.costs import Cost
     from privmob.privacy.ledger import Ledger
+    from privmob.privacy.ledger import turn as ledger_turn
 
     if not turns:  # SQLite's own order, as where flock is missing (the baseline of the turns)
         ledger_turn.fcntl = None
@@ -88,7 +88,7 @@ def concurrent(
     check of every stored sketch against the digest its entries name, then the merge)."""
     from privmob.privacy.costs import Cost
     from privmob.privacy.ledger import Ledger
-    from privmob.privacy.ledger_keys import generate
+    from privmob.privacy.ledger.keys import generate
 
     led = Ledger(location, key=custodian)  # type: ignore[arg-type]
     for i in range(people):
@@ -130,12 +130,12 @@ def big_ledger(
     ``location``: a PostgreSQL URL, default a new file in ``folder``); ``checkpointed``: with
     the custodian's checkpoint at its end, signed in the same bulk write (as where the
     custodian checkpointed all along)."""
-    from privmob.privacy import ledger_chain as chain
-    from privmob.privacy import ledger_trust as trust
     from privmob.privacy.costs import Cost
     from privmob.privacy.ledger import Ledger
-    from privmob.privacy.ledger_entries import entry_provenance, insert_entries
-    from privmob.privacy.ledger_keys import generate
+    from privmob.privacy.ledger import chain as chain
+    from privmob.privacy.ledger import trust as trust
+    from privmob.privacy.ledger.entries import entry_provenance, insert_entries
+    from privmob.privacy.ledger.keys import generate
 
     cus = generate(folder / "cus-big.pem")
     ana = generate(folder / "ana-big.pem")
@@ -188,9 +188,9 @@ def timed(fn: object) -> float:
 
 def verify_on_charge(path: Path | str, cus: object, ana: object) -> dict[str, float]:
     """On the big ledger just built (no checkpoint yet)."""
-    from privmob.privacy import ledger_trust as trust
     from privmob.privacy.costs import Cost
     from privmob.privacy.ledger import Ledger
+    from privmob.privacy.ledger import trust as trust
 
     analyst = Ledger(path, key=ana.path)  # type: ignore[attr-defined]
     custodian = Ledger(path, key=cus)  # type: ignore[arg-type]
@@ -219,9 +219,9 @@ def checkpoint_cost(folder: Path, entries: int, repeats: int = 3) -> dict[str, f
     """On a checkpointed ledger of ``entries`` entries: the checkpoint signed every
     ``CHECKPOINT_EVERY`` entries (after that many analyst charges: ``ledger checkpoint``), and
     a custodian's charge that falls due and signs it (medians of ``repeats``)."""
-    from privmob.privacy import ledger_trust as trust
     from privmob.privacy.costs import Cost
     from privmob.privacy.ledger import Ledger
+    from privmob.privacy.ledger import trust as trust
 
     t0 = time.perf_counter()
     path, cus, ana = big_ledger(folder, entries, checkpointed=True)
@@ -328,13 +328,13 @@ def postgres(folder: Path, args: argparse.Namespace) -> None:
 
 
 def witness_cost(folder: Path, repeats: int = 500) -> tuple[float, float]:
-    """What this user's witness adds to a charge (privacy/ledger_witness.py): the comparison
+    """What this user's witness adds to a charge (privacy/ledger/witness.py): the comparison
     with the head witnessed and the record of the new head, timed directly (medians, seconds)
     on a ledger of 100 entries."""
-    from privmob.privacy import ledger_witness as witness
     from privmob.privacy.costs import Cost
     from privmob.privacy.ledger import Ledger
-    from privmob.privacy.ledger_keys import generate
+    from privmob.privacy.ledger import witness as witness
+    from privmob.privacy.ledger.keys import generate
 
     led = Ledger(folder / "witness.sqlite", key=generate(folder / "witness.pem"))
     led.set_budget("d", 1e6)
@@ -404,7 +404,7 @@ def main() -> None:
         if args.witness_only:
             return
         if args.checkpoint_only:
-            from privmob.privacy import ledger_trust as trust
+            from privmob.privacy.ledger import trust as trust
 
             res = checkpoint_cost(Path(tmp), args.entries)
             print(

@@ -57,7 +57,7 @@ def one_round(
 ) -> dict[str, Any]:
     """One race on a new ledger at ``location``; what it shows."""
     from privmob.privacy.ledger import Ledger
-    from privmob.privacy.ledger_keys import generate
+    from privmob.privacy.ledger.keys import generate
 
     tag = len(list(folder.glob("cus-*.pem")))
     cus = generate(folder / f"cus-{tag}.pem")

@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from privmob.privacy.ledger import Ledger
-from privmob.privacy.ledger_keys import generate
+from privmob.privacy.ledger.keys import generate
 from privmob.privacy.staging import CHARGED, StagingTable, has_staging_table
 from privmob.releases.publish import REPLACED_MARK, STAGING_MARK, seal_problem
 from privmob.releases.recover import recover_staged

@@ -157,7 +157,7 @@ def test_deleted_last_entries_are_seen_from_the_release_folders_alone(spent, cap
 
 RECHAIN = """
 import json, sqlite3
-from privmob.privacy import ledger_chain as chain
+from privmob.privacy.ledger import chain as chain
 c = sqlite3.connect({path!r}, isolation_level=None)
 c.execute("DROP TRIGGER releases_append_only_u")
 c.execute("DROP TRIGGER budgets_fixed_u")
@@ -232,7 +232,7 @@ def test_the_release_carries_the_ledger_head(spent):
 def test_an_auditor_pins_the_custodian_key(spent, capsys, monkeypatch):
     """A ledger re-signed by someone else (here: a whole new ledger at the same path, which
     verifies on its own) fails against the custodian key the auditor holds."""
-    from privmob.privacy.ledger_keys import default_key_path, generate, load_private, public_pem
+    from privmob.privacy.ledger.keys import default_key_path, generate, load_private, public_pem
 
     ledger = str(spent / "ledger.sqlite")
     pub = spent / "custodian.pub"
@@ -252,9 +252,9 @@ def test_an_auditor_pins_the_custodian_key(spent, capsys, monkeypatch):
 # -- issue 39: an insider who holds only an analyst key and can write the file ---------------
 FORGE_ENTRY = """
 import secrets, sqlite3, sys
-from privmob.privacy import ledger_chain as chain
-from privmob.privacy.ledger_keys import load_private
-from privmob.privacy.ledger_trust import entry_message
+from privmob.privacy.ledger import chain as chain
+from privmob.privacy.ledger.keys import load_private
+from privmob.privacy.ledger.trust import entry_message
 path, key, epsilon = sys.argv[1], sys.argv[2], float(sys.argv[3])
 c = sqlite3.connect(path)
 meta = dict(c.execute("SELECT key, value FROM ledger_meta").fetchall())
@@ -329,7 +329,7 @@ def test_an_infinite_spend_is_reported_by_entry_not_as_an_internal_error(spent, 
 def test_a_revoked_analyst_replaying_her_grant_gets_nothing(spent, capsys, monkeypatch):
     """Issue 39: her own grant row copied again after her revocation (a plain INSERT, no
     trigger dropped). Before, her release succeeded and ``ledger keys`` showed her active."""
-    from privmob.privacy.ledger_keys import load_private
+    from privmob.privacy.ledger.keys import load_private
 
     key = _analyst(spent)
     kid = load_private(key).key_id
@@ -401,7 +401,7 @@ c = sqlite3.connect(sys.argv[1], isolation_level=None)
 doomed = json.loads(sys.argv[2])  # {table: SQL condition}
 has_chain = c.execute("SELECT 1 FROM sqlite_master WHERE name = 'governance'").fetchone()
 if has_chain:
-    from privmob.privacy import ledger_governance as governance
+    from privmob.privacy.ledger import governance as governance
 for table, where in doomed.items():
     c.execute(f"DROP TRIGGER IF EXISTS {table}_append_only_d")
     c.execute(f"DROP TRIGGER IF EXISTS {table}_fixed_d")
@@ -436,7 +436,7 @@ def test_a_revoked_analyst_deleting_her_revocation_gets_nothing(spent, capsys, m
     sqlite3 process). Before the governance chain her key was active again: her release of 0.5
     succeeded and ``verify`` (with no witness) exited 0. Now the chain's entry for the
     revocation has lost its record: every charge and ``verify`` refuse, naming the entry."""
-    from privmob.privacy.ledger_keys import load_private
+    from privmob.privacy.ledger.keys import load_private
 
     key = _analyst(spent)
     ledger = spent / "ledger.sqlite"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from privmob.cli import main
-from privmob.privacy.ledger_keys import default_key_path
+from privmob.privacy.ledger.keys import default_key_path
 
 
 def _run(*args: str) -> int:

@@ -12,7 +12,7 @@ import pytest
 from privmob.errors import BudgetError
 from privmob.privacy.costs import Cost
 from privmob.privacy.ledger import Ledger, LedgerMigrated, default_ledger_path
-from privmob.privacy.ledger_schema import FIRST_SCHEMA  # the first ledger files' schema
+from privmob.privacy.ledger.schema import FIRST_SCHEMA  # the first ledger files' schema
 
 FP = "a" * 64
 OTHER_FP = "b" * 64
@@ -286,7 +286,7 @@ def test_integer_costs_hash_as_stored_and_older_entries_still_verify(tmp_path):
     """An epsilon given as an int is stored as REAL: its entry's hash is of the stored value (a
     charge after it verifies it); an entry an older privmob hashed with the int still verifies,
     and an edit of it does not."""
-    from privmob.privacy import ledger_chain as chain
+    from privmob.privacy.ledger import chain as chain
 
     led = Ledger(tmp_path / "l.sqlite")
     led.set_budget("d", 10)

@@ -1,4 +1,4 @@
-"""Issue 39 item 2: governance is one chain signed by the custodian (privacy/ledger_governance.py).
+"""Issue 39 item 2: governance is one chain signed by the custodian (privacy/ledger/governance.py).
 Edits are made by a real process (Python's sqlite3 in a subprocess), keys are real key files."""
 
 import sqlite3
@@ -10,9 +10,9 @@ import pytest
 from tests.privacy.test_ledger_roles import team  # noqa: F401
 
 from privmob.errors import BudgetError
-from privmob.privacy import ledger_governance as governance
 from privmob.privacy.costs import Cost
 from privmob.privacy.ledger import Ledger
+from privmob.privacy.ledger import governance as governance
 
 
 def _edit(path, script: str) -> None:
@@ -132,9 +132,9 @@ def test_a_governance_entry_forged_with_an_analyst_key_counts_for_nothing(team):
         path,
         f"""
         import json
-        from privmob.privacy import ledger_chain as chain, ledger_governance as g
-        from privmob.privacy import ledger_trust as trust
-        from privmob.privacy.ledger_keys import load_private
+        from privmob.privacy.ledger import chain as chain, ledger_governance as g
+        from privmob.privacy.ledger import trust as trust
+        from privmob.privacy.ledger.keys import load_private
         lid = c.execute("SELECT value FROM ledger_meta WHERE key = 'ledger_id'").fetchone()[0]
         ana = load_private({str(path.parent / "analyst.pem")!r})
         row = json.loads({json.dumps(forged)!r})

@@ -12,7 +12,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
 from privmob.errors import ConfigError
-from privmob.privacy import ledger_keys as keys
+from privmob.privacy.ledger import keys as keys
 
 
 def _raw(key: ed25519.Ed25519PrivateKey) -> bytes:
@@ -59,7 +59,7 @@ def test_other_forms_are_read_by_cryptography(tmp_path: Path) -> None:
 def test_reading_the_key_imports_no_serialization_package(tmp_path: Path) -> None:
     keys.generate(tmp_path / "key.pem")
     code = (
-        "import sys; from privmob.privacy import ledger_keys as k; "
+        "import sys; from privmob.privacy.ledger import keys as k; "
         f"s = k.load_private({str(tmp_path / 'key.pem')!r}); s.sign('d', b'm'); s.public_hex; "
         "print(sorted(m for m in sys.modules if m.startswith('cryptography.hazmat.primitives.s')))"
     )

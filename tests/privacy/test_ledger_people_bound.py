@@ -159,7 +159,7 @@ def test_export_and_import_carry_the_people_sketches(team, tmp_path):  # noqa: F
     not be imported ("is gone"), and one without a checkpoint lost its people check. Now they
     move with it (hex in the export): the import verifies, still refuses the same people under
     another name, and exports byte-identically."""
-    from privmob.privacy.ledger_transfer import export_ledger, import_ledger
+    from privmob.privacy.ledger.transfer import export_ledger, import_ledger
 
     path, keys = team
     cus = Ledger(path, key=keys["custodian"])

@@ -15,11 +15,11 @@ import pytest
 from tests.privacy.test_ledger_postgres import FP, _as, _login, _role_exists, team  # noqa: F401
 
 from privmob.errors import BudgetError
-from privmob.privacy import ledger_chain as chain
 from privmob.privacy.costs import Cost
 from privmob.privacy.ledger import Ledger
-from privmob.privacy.ledger_keys import load_private
-from privmob.privacy.ledger_trust import entry_message
+from privmob.privacy.ledger import chain as chain
+from privmob.privacy.ledger.keys import load_private
+from privmob.privacy.ledger.trust import entry_message
 
 
 def _psql(pg_cluster, url: str, statement: str) -> subprocess.CompletedProcess[str]:
@@ -390,7 +390,7 @@ def test_the_people_sketches_move_to_postgresql_and_back(pg_url, tmp_path):
     """An SQLite ledger whose checkpoint names a people sketch: imported into a database (it was
     refused before: the sketch "is gone"), it verifies, refuses the same people under another
     name, and exports its sketches, entries and checkpoints as they were."""
-    from privmob.privacy.ledger_transfer import export_ledger, import_ledger
+    from privmob.privacy.ledger.transfer import export_ledger, import_ledger
 
     src = Ledger(tmp_path / "a.sqlite")
     src.set_budget("d", 3.0)

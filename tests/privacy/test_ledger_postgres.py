@@ -302,9 +302,9 @@ def test_a_negative_spend_is_refused_by_the_server(team, pg_cluster):
     the server stored it and the next release was charged against a refilled budget."""
     import secrets
 
-    from privmob.privacy import ledger_chain as chain
-    from privmob.privacy.ledger_keys import load_private
-    from privmob.privacy.ledger_trust import entry_message
+    from privmob.privacy.ledger import chain as chain
+    from privmob.privacy.ledger.keys import load_private
+    from privmob.privacy.ledger.trust import entry_message
 
     alice = team.opened_as("alice")
     alice.charge("d", Cost.pure(0.75), kind="od", input_fingerprint=FP)

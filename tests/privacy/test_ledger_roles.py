@@ -14,7 +14,7 @@ from tests.privacy.racing import race_for_budget
 from privmob.errors import BudgetError, ConfigError
 from privmob.privacy.costs import Cost
 from privmob.privacy.ledger import Ledger
-from privmob.privacy.ledger_keys import Signer, default_key_path, generate, load_private
+from privmob.privacy.ledger.keys import Signer, default_key_path, generate, load_private
 
 FP = "c" * 64
 
@@ -274,8 +274,8 @@ def test_only_the_custodian_records_or_loosens_a_programme(team):
 def test_a_retired_custodian_key_can_no_longer_sign_anything_that_counts(team, tmp_path):
     """Whoever keeps (or steals) a rotated-out custodian key signs a new budget row, a family
     link, a key grant and a checkpoint with it, dating them before its retirement: refused."""
-    from privmob.privacy import ledger_chain as chain
-    from privmob.privacy import ledger_trust as trust
+    from privmob.privacy.ledger import chain as chain
+    from privmob.privacy.ledger import trust as trust
 
     path, keys = team
     old = keys["custodian"]
@@ -322,7 +322,7 @@ def test_a_retired_custodian_key_can_no_longer_sign_anything_that_counts(team, t
 
 
 def test_a_checkpoint_signed_with_a_retired_key_is_refused(team, tmp_path):
-    from privmob.privacy import ledger_trust as trust
+    from privmob.privacy.ledger import trust as trust
 
     path, keys = team
     Ledger(path, key=keys["custodian"]).rotate(generate(tmp_path / "new-custodian.pem"))

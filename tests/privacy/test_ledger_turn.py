@@ -1,4 +1,4 @@
-"""Charges of an SQLite ledger wait in the order they asked (privmob.privacy.ledger_turn), with
+"""Charges of an SQLite ledger wait in the order they asked (privmob.privacy.ledger.turn), with
 real processes: a writer ahead in the queue is waited for, a turn that is not given within the
 timeout is given up on, and a turn file that cannot be used (a folder, a symbolic link) changes
 nothing but the order."""
@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from privmob.privacy import ledger_turn
 from privmob.privacy.costs import Cost
 from privmob.privacy.ledger import Ledger
-from privmob.privacy.ledger_keys import generate
+from privmob.privacy.ledger import turn as ledger_turn
+from privmob.privacy.ledger.keys import generate
 
 pytestmark = pytest.mark.skipif(ledger_turn.fcntl is None, reason="flock is POSIX only")
 

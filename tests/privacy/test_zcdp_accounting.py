@@ -7,7 +7,7 @@ import pytest
 
 from privmob.errors import BudgetError
 from privmob.privacy.costs import Cost, zcdp_to_epsilon
-from privmob.privacy.ledger_accounts import accounts
+from privmob.privacy.ledger.accounting import accounts
 from privmob.privacy.zcdp import zcdp_epsilon
 
 

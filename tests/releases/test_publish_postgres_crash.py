@@ -52,7 +52,7 @@ main(sys.argv[1:])
 KILL_SERVER_BEFORE_THE_ACK = """
 import json, os, subprocess, sys, time
 import psycopg
-from privmob.privacy import ledger_pg
+from privmob.privacy.ledger import pg as ledger_pg
 execute = ledger_pg.PgCon.execute
 def pausing(self, sql, parameters=(), /):
     if sql != "COMMIT" or not getattr(self.raw, "charged", False):

@@ -73,8 +73,8 @@ def _refuse_new_ledger_without_key(ledger: str | None) -> None:
     refuse before anything is written, a key file included."""
     from privmob.errors import ConfigError
     from privmob.privacy.ledger import default_ledger_location
-    from privmob.privacy.ledger_keys import default_key_path, resolve
-    from privmob.privacy.ledger_store import open_store
+    from privmob.privacy.ledger.keys import default_key_path, resolve
+    from privmob.privacy.ledger.store import open_store
 
     location = ledger if ledger is not None else default_ledger_location()
     if resolve(None) is not None or open_store(location).has_table("ledger_meta"):
@@ -240,7 +240,7 @@ def verify(
     import json
 
     from privmob.errors import BudgetError
-    from privmob.privacy.ledger_keys import key_id, load_public
+    from privmob.privacy.ledger.keys import key_id, load_public
 
     try:
         led = Ledger(ledger, create=False)

@@ -1,5 +1,5 @@
 """``privmob ledger keygen|adopt|grant|revoke|rotate|checkpoint|link|approve-same-data|keys``:
-keys, roles and the custodian's signed records (:mod:`privmob.privacy.ledger_custody`).
+keys, roles and the custodian's signed records (:mod:`privmob.privacy.ledger.custody`).
 
 Every command acts with the opener's key: ``$PRIVMOB_KEY`` (a 0600 PEM file),
 ``$PRIVMOB_KEY_PEM``, or the user's own key in their private data directory.
@@ -33,7 +33,7 @@ def keygen(
 ) -> None:
     """Create an Ed25519 key pair: FILE (private, 0600) and FILE.pub (public, for the custodian
     to grant). A key file is never overwritten."""
-    from privmob.privacy.ledger_keys import generate, public_pem
+    from privmob.privacy.ledger.keys import generate, public_pem
 
     signer = generate(file)
     pub = file.with_name(file.name + ".pub")
@@ -71,8 +71,8 @@ def grant(
     """Register someone's public key with a role (custodian only); on a PostgreSQL ledger,
     with --db-role, also grant their database login role the matching database role."""
     from privmob.errors import ConfigError
-    from privmob.privacy.ledger_keys import load_public
-    from privmob.privacy.ledger_pg import PostgresStore
+    from privmob.privacy.ledger.keys import load_public
+    from privmob.privacy.ledger.pg import PostgresStore
 
     led = Ledger(ledger, create=False)
     if db_role is not None and not isinstance(led.store, PostgresStore):
@@ -114,7 +114,7 @@ def rotate(
 ) -> None:
     """Hand custody to a new key (signed by the current one, which is revoked); everything
     signed before stays verifiable. Use the new key from now on (PRIVMOB_KEY)."""
-    from privmob.privacy.ledger_keys import generate, load_private
+    from privmob.privacy.ledger.keys import generate, load_private
 
     led = Ledger(ledger, create=False)
     new = load_private(new_key) if new_key.exists() else generate(new_key)
@@ -158,7 +158,7 @@ def approve_same_data(
 
 def list_keys(ledger: LedgerOpt = None) -> None:
     """The keys this ledger knows, their roles and holders."""
-    from privmob.privacy.ledger_custody import iter_roles
+    from privmob.privacy.ledger.custody import iter_roles
 
     led = Ledger(ledger, create=False)
     ring = led.key_ring()

@@ -1,5 +1,5 @@
 """``privmob ledger export|import``: moving a ledger between an SQLite file and PostgreSQL
-(:mod:`privmob.privacy.ledger_transfer`)."""
+(:mod:`privmob.privacy.ledger.transfer`)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def register_team(app: typer.Typer) -> None:
     ) -> None:
         """Write the whole ledger (budgets, chained entries, programmes) to FILE."""
         from privmob.privacy.ledger import Ledger
-        from privmob.privacy.ledger_transfer import export_ledger
+        from privmob.privacy.ledger.transfer import export_ledger
 
         led = Ledger(ledger, create=False)
         n = export_ledger(led, file)
@@ -38,7 +38,7 @@ def register_team(app: typer.Typer) -> None:
         ledger of a PostgreSQL database that has none yet; same identity, keys and entries. It
         must verify, or nothing is imported."""
         from privmob.privacy.ledger import default_ledger_location
-        from privmob.privacy.ledger_transfer import import_ledger
+        from privmob.privacy.ledger.transfer import import_ledger
 
         led = import_ledger(ledger or default_ledger_location(), file)
         console.print(

@@ -1,5 +1,5 @@
 """The content fingerprint of an input: what binds a release's input to one dataset in the
-ledger (:func:`privmob.privacy.ledger_checks.refuse_foreign_input`), computed in the
+ledger (:func:`privmob.privacy.ledger.checks.refuse_foreign_input`), computed in the
 validation pass (:func:`privmob.data.validation.validate`) on canonical values, so that the
 same content gets the same fingerprint on DuckDB and Spark, from CSV or Parquet, in any row
 order, whatever the file's and the columns' names.

@@ -5,7 +5,7 @@ gives another fingerprint. The people a budget protects are the same in every su
 ledger also keeps, per dataset, a :class:`PeopleSketch`: a bottom-k sketch of keyed hashes of
 the dataset's distinct user ids. A release under a new dataset name whose users overlap an
 existing dataset's beyond :data:`OVERLAP_THRESHOLD` is refused (unless the two datasets share a
-budget or the custodian approved it), see :func:`privmob.privacy.ledger_checks.refuse_known_people`.
+budget or the custodian approved it), see :func:`privmob.privacy.ledger.checks.refuse_known_people`.
 
 What it is:
 

@@ -21,8 +21,8 @@ from privmob.errors import BudgetError, ConfigError
 
 if TYPE_CHECKING:
     from privmob.privacy.costs import Cost
-    from privmob.privacy.ledger_entries import Entry
-    from privmob.privacy.ledger_store import Store
+    from privmob.privacy.ledger.entries import Entry
+    from privmob.privacy.ledger.store import Store
 
 # schedule kind -> the kinds its releases record in the ledger: the registry's name
 # (privmob.releases.kinds) and the earlier names older ledgers hold; "series" covers both
@@ -67,7 +67,7 @@ class Ledger(Protocol):
 def _connect(ledger: Ledger, *, create: bool = False) -> Iterator[Any]:
     """A connection to the ledger; in a file the programme tables are created only by writers,
     so a ledger without a programme is left as it is (a PostgreSQL ledger has them from its
-    creation, :mod:`privmob.privacy.ledger_pg_schema`)."""
+    creation, :mod:`privmob.privacy.ledger.pg_schema`)."""
     with ledger.store.connect() as con:
         if create and isinstance(con, sqlite3.Connection):
             con.executescript(SCHEMA)

@@ -1,6 +1,6 @@
 """Staged releases: where each release being published is, kept in the ledger (its SQLite file,
 or its PostgreSQL database, where an analyst's role writes through functions,
-:mod:`privmob.privacy.ledger_pg_schema`).
+:mod:`privmob.privacy.ledger.pg_schema`).
 
 A release is recorded here before the ledger is charged, and written into a private staging
 directory beside its target once the charge is committed and its noise drawn
@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from privmob.privacy.ledger_store import Store
+    from privmob.privacy.ledger.store import Store
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS staged_releases (
@@ -101,10 +101,10 @@ class Staged:
 
 class StagingTable:
     """The ``staged_releases`` table of a ledger (``path``: its file or database URL, or its
-    open :class:`~privmob.privacy.ledger_store.Store`)."""
+    open :class:`~privmob.privacy.ledger.store.Store`)."""
 
     def __init__(self, path: str | os.PathLike[str] | Store, *, timeout: float = 60.0) -> None:
-        from privmob.privacy.ledger_store import SqliteStore
+        from privmob.privacy.ledger.store import SqliteStore
 
         self.store = _store(path, timeout)
         self.in_file = isinstance(self.store, SqliteStore)
@@ -223,7 +223,7 @@ class StagingTable:
 
 
 def _store(where: str | os.PathLike[str] | Store, timeout: float = 60.0) -> Store:
-    from privmob.privacy.ledger_store import open_store
+    from privmob.privacy.ledger.store import open_store
 
     if isinstance(where, str | os.PathLike):
         return open_store(where, timeout=timeout)
@@ -232,7 +232,7 @@ def _store(where: str | os.PathLike[str] | Store, timeout: float = 60.0) -> Stor
 
 def has_staging_table(path: str | os.PathLike[str] | Store) -> bool:
     """Whether a ledger has the table (without creating it)."""
-    from privmob.privacy.ledger_store import SqliteStore
+    from privmob.privacy.ledger.store import SqliteStore
 
     store = _store(path)
     if not isinstance(store, SqliteStore):

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from privmob.errors import ConfigError
-from privmob.privacy import ledger_checks as checks
 from privmob.privacy.costs import Cost, PrivacyUnit, Unit
 from privmob.privacy.ledger import Ledger
-from privmob.privacy.ledger_accounts import accounts
-from privmob.privacy.ledger_entries import Budget, Entry, Spent
+from privmob.privacy.ledger import checks as checks
+from privmob.privacy.ledger.accounting import accounts
+from privmob.privacy.ledger.entries import Budget, Entry, Spent
 from privmob.privacy.people import PeopleSketch, people_key
 from privmob.releases.loaded import LoadedInput
 from privmob.releases.release import Release

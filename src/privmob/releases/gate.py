@@ -34,7 +34,7 @@ from privmob.releases.release import Release
 from privmob.surface import option
 
 if TYPE_CHECKING:
-    from privmob.privacy.ledger_entries import Entry
+    from privmob.privacy.ledger.entries import Entry
     from privmob.releases.base import Accountant
     from privmob.releases.publish import Output, Staging
 
@@ -144,7 +144,7 @@ def _drawn(draft: Draft, accountant: Accountant, entries: list[Entry]) -> Releas
 
 
 def _publish(draft: Draft, accountant: Accountant, out: Output) -> Release:
-    from privmob.privacy.ledger_store import ChargeOutcomeUnknown
+    from privmob.privacy.ledger.store import ChargeOutcomeUnknown
     from privmob.privacy.staging import ABANDONED, DISCARDED
     from privmob.releases.publish import PublishError, spent_text
 

@@ -24,7 +24,7 @@ from typing import Any, Self
 
 from privmob.errors import ConfigError
 from privmob.privacy.costs import Cost, PrivacyUnit
-from privmob.privacy.ledger_entries import Entry
+from privmob.privacy.ledger.entries import Entry
 from privmob.privacy.mechanisms import Noise
 
 #: one value of ``metadata.json`` (nested dicts and lists of these; numbers, text, None)

@@ -43,7 +43,7 @@ from privmob.surface import option
 
 if TYPE_CHECKING:
     from privmob.privacy.ledger import Ledger
-    from privmob.privacy.ledger_entries import Entry
+    from privmob.privacy.ledger.entries import Entry
     from privmob.privacy.staging import StagingTable
     from privmob.releases.release import Release
 
@@ -187,7 +187,7 @@ class Output:
 
     def place(self, release: Release, handle: Staging) -> list[Path]:
         """Rename the sealed release into place (the last step), mark it published."""
-        from privmob.privacy.ledger_store import LedgerUnavailable
+        from privmob.privacy.ledger.store import LedgerUnavailable
         from privmob.privacy.staging import PUBLISHED
 
         try:
@@ -268,7 +268,7 @@ class Staging:
         """Remove the staged files and record ``state`` (``abandoned``: never charged;
         ``discarded``: charged, never published). The ledger may be what failed: then the row
         is settled by the next release or ``ledger recover``."""
-        from privmob.privacy.ledger_store import LedgerUnavailable
+        from privmob.privacy.ledger.store import LedgerUnavailable
 
         self.remove()
         if self.table is not None:

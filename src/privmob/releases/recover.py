@@ -27,7 +27,7 @@ from privmob.privacy.staging import (
 from privmob.releases.publish import PublishError, place, seal_path, seal_problem, unseal
 
 if TYPE_CHECKING:
-    from privmob.privacy.ledger_store import Store
+    from privmob.privacy.ledger.store import Store
 
 
 def recover_staged(ledger_path: Path | str | Store, *, discard: bool = False) -> list[str]:

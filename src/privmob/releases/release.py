@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from privmob.lazy_imports import lazy_module
 from privmob.privacy.costs import Cost, PrivacyUnit
-from privmob.privacy.ledger_entries import Entry
+from privmob.privacy.ledger.entries import Entry
 from privmob.releases.metadata import (
     Bounds,
     Definitions,

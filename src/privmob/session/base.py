@@ -171,7 +171,7 @@ class SessionBase:
         from privmob.data.times import clock
         from privmob.engine.buckets import parse_memory
         from privmob.privacy.ledger import Ledger
-        from privmob.privacy.ledger_keys import Signer
+        from privmob.privacy.ledger.keys import Signer
         from privmob.releases.base import Accountant
         from privmob.releases.stamp import test_mode_mark
 

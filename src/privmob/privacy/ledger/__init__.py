@@ -8,7 +8,7 @@ succeed. Entries can be neither updated nor deleted (SQLite triggers refuse it).
 
 Budgets and charges are kept in (epsilon, delta) per the dataset's unit of privacy. Two
 accountings are kept and a release is refused only when neither fits (:mod:`privmob.privacy.
-ledger_accounts`): basic sequential composition of (epsilon, delta), and zCDP composition, where
+ledger.accounting`): basic sequential composition of (epsilon, delta), and zCDP composition, where
 the rho of Gaussian (zCDP) releases adds up and is converted once, tightly, to (epsilon, delta).
 A release on a finer unit (trip, event) is charged to a user-level budget only through group
 privacy with a stated group size.
@@ -16,18 +16,18 @@ privacy with a stated group size.
 Each entry records the content fingerprint and row count of its input, its output folder and
 file hashes, the OS user and host; a dataset's budget is bound to the fingerprints it has seen
 (the same content under another dataset name is refused unless stated). Entries are hash-chained
-(:mod:`privmob.privacy.ledger_chain`) and signed (Ed25519) by the key that appended them;
+(:mod:`privmob.privacy.ledger.chain`) and signed (Ed25519) by the key that appended them;
 budgets, keys, dataset families, approvals and checkpoints by the custodian
-(:mod:`privmob.privacy.ledger_trust`, roles :mod:`privmob.privacy.ledger_custody`). A charge
+(:mod:`privmob.privacy.ledger.trust`, roles :mod:`privmob.privacy.ledger.custody`). A charge
 fails closed: it decides on a verified position and the entries after it, each verified, and
 refuses on any mismatch. :meth:`Ledger.verify` checks everything with public keys only
-(:mod:`privmob.privacy.ledger_audit`).
+(:mod:`privmob.privacy.ledger.audit`).
 
 This module holds the :class:`Ledger` (budgets, checks, charges) and where the file is found;
-the records and how entries are written are :mod:`privmob.privacy.ledger_entries`, keys
-:mod:`privmob.privacy.ledger_keys`, the SQLite schema, upgrade and integrity checks
-:mod:`privmob.privacy.ledger_schema` (all the ledger's SQL tables), what a charge must pass
-:mod:`privmob.privacy.ledger_checks`.
+the records and how entries are written are :mod:`privmob.privacy.ledger.entries`, keys
+:mod:`privmob.privacy.ledger.keys`, the SQLite schema, upgrade and integrity checks
+:mod:`privmob.privacy.ledger.schema` (all the ledger's SQL tables), what a charge must pass
+:mod:`privmob.privacy.ledger.checks`.
 """
 
 from __future__ import annotations
@@ -41,17 +41,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from privmob.errors import BudgetError, ConfigError
-from privmob.privacy import ledger_chain as chain
-from privmob.privacy import ledger_checks as checks
-from privmob.privacy import ledger_governance as governance
-from privmob.privacy import ledger_keys as keys
-from privmob.privacy import ledger_schema as schema
-from privmob.privacy import ledger_trust as trust
-from privmob.privacy import ledger_witness as witness
 from privmob.privacy.costs import Cost, Unit
-from privmob.privacy.ledger_accounts import Accounts, accounts
-from privmob.privacy.ledger_audit import Audit
-from privmob.privacy.ledger_custody import (
+from privmob.privacy.ledger import chain as chain
+from privmob.privacy.ledger import checks as checks
+from privmob.privacy.ledger import governance as governance
+from privmob.privacy.ledger import keys as keys
+from privmob.privacy.ledger import schema as schema
+from privmob.privacy.ledger import trust as trust
+from privmob.privacy.ledger import witness as witness
+from privmob.privacy.ledger.accounting import Accounts, accounts
+from privmob.privacy.ledger.audit import Audit
+from privmob.privacy.ledger.custody import (
     Custody,
     budget_row,
     establish,
@@ -60,7 +60,7 @@ from privmob.privacy.ledger_custody import (
     migrate_governance,
     require_role,
 )
-from privmob.privacy.ledger_entries import (
+from privmob.privacy.ledger.entries import (
     Budget,
     Entry,
     Spent,
@@ -68,8 +68,8 @@ from privmob.privacy.ledger_entries import (
     insert_entries,
     signed_head,
 )
-from privmob.privacy.ledger_governance import PEOPLE_PARAM
-from privmob.privacy.ledger_store import (
+from privmob.privacy.ledger.governance import PEOPLE_PARAM
+from privmob.privacy.ledger.store import (
     ChargeOutcomeUnknown,
     LedgerUnavailable,
     SqliteStore,
@@ -128,12 +128,12 @@ class ReleaseFacts(TypedDict, total=False):
 
 class Ledger(Custody, Audit):
     """A privacy ledger stored in an SQLite file or a PostgreSQL database
-    (:mod:`privmob.privacy.ledger_store`: one ledger, two stores), opened with a key (its role
-    decides what this opener may write: :mod:`privmob.privacy.ledger_custody`).
+    (:mod:`privmob.privacy.ledger.store`: one ledger, two stores), opened with a key (its role
+    decides what this opener may write: :mod:`privmob.privacy.ledger.custody`).
 
     ``path``: an SQLite file, or a ``postgresql://`` URL (a team ledger,
-    :mod:`privmob.privacy.ledger_pg`); default :func:`default_ledger_location`. ``key``: a
-    :class:`~privmob.privacy.ledger_keys.Signer` or a private key file; by default
+    :mod:`privmob.privacy.ledger.pg`); default :func:`default_ledger_location`. ``key``: a
+    :class:`~privmob.privacy.ledger.keys.Signer` or a private key file; by default
     ``$PRIVMOB_KEY_PEM``, ``$PRIVMOB_KEY`` or the user's own key. A new ledger's custodian is
     the key that creates it (the user's own key, created if needed). ``create=False``: a
     missing file (or database without a ledger) is an error (:class:`ConfigError`), never a new

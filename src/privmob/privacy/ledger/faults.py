@@ -1,5 +1,5 @@
-"""What can go wrong with a ledger's store, for both stores (:mod:`privmob.privacy.ledger_store`,
-:mod:`privmob.privacy.ledger_pg`): a server lost (before or during a charge's commit), a damaged
+"""What can go wrong with a ledger's store, for both stores (:mod:`privmob.privacy.ledger.store`,
+:mod:`privmob.privacy.ledger.pg`): a server lost (before or during a charge's commit), a damaged
 file; and the hook a new ledger's custodian key is registered by."""
 
 from __future__ import annotations

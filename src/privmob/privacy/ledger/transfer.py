@@ -22,13 +22,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from privmob.errors import BudgetError, ConfigError, InputError
-from privmob.privacy.ledger_schema import SIGNED_TABLES
-from privmob.privacy.ledger_spends import spend_problem
+from privmob.privacy.ledger.schema import SIGNED_TABLES
+from privmob.privacy.ledger.spends import spend_problem
 from privmob.privacy.programme_ledger import SCHEMA as programme_schema
 
 if TYPE_CHECKING:
     from privmob.privacy.ledger import Ledger
-    from privmob.privacy.ledger_pg import PostgresStore
+    from privmob.privacy.ledger.pg import PostgresStore
 
 FORMAT = "privmob-ledger-export"
 VERSION = 1
@@ -137,8 +137,8 @@ def import_ledger(location: str | os.PathLike[str], path: Path) -> Ledger:
     when it does not verify (a new file is removed; a database's new schema is created in the
     import's transaction, so it is rolled back with it)."""
     from privmob.privacy.ledger import Ledger
-    from privmob.privacy.ledger_custody import all_problems
-    from privmob.privacy.ledger_store import SqliteStore, open_store
+    from privmob.privacy.ledger.custody import all_problems
+    from privmob.privacy.ledger.store import SqliteStore, open_store
 
     doc = _read(path)
     store = open_store(location)

@@ -1,7 +1,7 @@
 """What the custodian of a ledger does, and the roles that decide who may do it.
 
 On SQLite a role is the possession of a key the ledger registered (:mod:`privmob.privacy.
-ledger_trust`): the **custodian** sets budgets, grants and rotates keys, links datasets into a
+ledger.trust`): the **custodian** sets budgets, grants and rotates keys, links datasets into a
 family (one per-person budget for, e.g., monthly extracts with rotating pseudonyms), approves a
 release of the same data under another dataset name, signs checkpoints and adopts (signs once)
 a ledger made before ledgers were signed; an **analyst** charges releases to existing budgets;
@@ -24,12 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from privmob.errors import BudgetError, ConfigError
-from privmob.privacy import ledger_chain as chain
-from privmob.privacy import ledger_governance as governance
-from privmob.privacy import ledger_schema as schema
-from privmob.privacy import ledger_trust as trust
-from privmob.privacy import ledger_witness as witness
-from privmob.privacy.ledger_keys import Signer, key_id, keys_dir, own_key, resolve
+from privmob.privacy.ledger import chain as chain
+from privmob.privacy.ledger import governance as governance
+from privmob.privacy.ledger import schema as schema
+from privmob.privacy.ledger import trust as trust
+from privmob.privacy.ledger import witness as witness
+from privmob.privacy.ledger.keys import Signer, key_id, keys_dir, own_key, resolve
 
 PEOPLE_KEY_ENV = "PRIVMOB_PEOPLE_KEY"
 
@@ -38,7 +38,7 @@ class Custody:
     """Roles and the custodian's signed records of a ledger."""
 
     path: Path | str  # the file, or a PostgreSQL URL without its password
-    location: str  # as witnesses know it (privacy/ledger_witness.py)
+    location: str  # as witnesses know it (privacy/ledger/witness.py)
     witnessed: bool  # False: a throw-away ledger, which no witness keeps
     ledger_id: str
     signer: Signer | None
@@ -288,7 +288,7 @@ class Custody:
                 {**values, "created_at": now()},
             )
             # the member's own row (entries name their dataset): the family's budget, marked;
-            # charges are decided on the family's budget (privacy/ledger.py)
+            # charges are decided on the family's budget (privacy/ledger/__init__.py)
             fam = budget_row(con, root)
             assert fam is not None
             row = {**fam, "dataset": dataset, "created_at": now(), "note": f"family of {root}"}
@@ -391,7 +391,7 @@ def establish(con: sqlite3.Connection, ledger_id: str, signer: Signer, name: str
 
 
 def migrate_governance(con: Any, ledger_id: str, signer: Signer) -> bool:
-    """A ledger made before the governance chain (privacy/ledger_governance.py) gets it at its
+    """A ledger made before the governance chain (privacy/ledger/governance.py) gets it at its
     custodian's next write, once, if it verifies (everything checked: slow once on a big
     ledger); one that does not stays as it is, and ``ledger verify`` says why. True: made."""
     if not governance.available(con) or governance.head(con, ledger_id)[0]:

@@ -13,7 +13,7 @@ import json
 import sqlite3
 from typing import Any
 
-from privmob.privacy.ledger_spends import spend_problem
+from privmob.privacy.ledger.spends import spend_problem
 
 #: provenance columns of an entry (besides its cost): the input, the output, who and where
 PROVENANCE = (

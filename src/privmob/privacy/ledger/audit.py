@@ -10,25 +10,25 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from privmob.privacy import ledger_chain as chain
-from privmob.privacy import ledger_schema as schema
-from privmob.privacy import ledger_trust as trust
-from privmob.privacy import ledger_witness as witness
 from privmob.privacy.costs import Cost, Unit
-from privmob.privacy.ledger_entries import (
+from privmob.privacy.ledger import chain as chain
+from privmob.privacy.ledger import schema as schema
+from privmob.privacy.ledger import trust as trust
+from privmob.privacy.ledger import witness as witness
+from privmob.privacy.ledger.entries import (
     Entry,
     head_commitment,
     head_signature_problem,
     provenance_dict,
 )
-from privmob.privacy.ledger_keys import Signer
+from privmob.privacy.ledger.keys import Signer
 
 
 class Audit:
     """What an auditor reads of a ledger."""
 
     path: Path | str  # the file, or a PostgreSQL URL without its password
-    location: str  # as witnesses know it (privacy/ledger_witness.py)
+    location: str  # as witnesses know it (privacy/ledger/witness.py)
     witnessed: bool  # False: a throw-away ledger, which no witness keeps
     ledger_id: str
 
@@ -107,10 +107,10 @@ class Audit:
     def verify(self) -> list[str]:
         """Check everything: keys, the hash chain and every entry's signature, the recorded
         head, checkpoints, budgets, family links and approvals, and that the ledger agrees with
-        the heads and root this OS user witnessed (:mod:`privmob.privacy.ledger_witness`);
+        the heads and root this OS user witnessed (:mod:`privmob.privacy.ledger.witness`);
         return the problems found (empty when the ledger verifies, and then its head is
         witnessed). Needs no private key."""
-        from privmob.privacy.ledger_custody import all_problems
+        from privmob.privacy.ledger.custody import all_problems
 
         with self._connect() as con:
             found = all_problems(con, self.ledger_id)

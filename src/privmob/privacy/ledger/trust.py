@@ -48,10 +48,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from privmob.privacy import ledger_chain as chain
-from privmob.privacy import ledger_governance as governance
-from privmob.privacy.ledger_keys import Signer, keys_dir, verified
-from privmob.privacy.ledger_spends import budget_problem, spend_problem
+from privmob.privacy.ledger import chain as chain
+from privmob.privacy.ledger import governance as governance
+from privmob.privacy.ledger.keys import Signer, keys_dir, verified
+from privmob.privacy.ledger.spends import budget_problem, spend_problem
 
 CUSTODIAN, ANALYST, AUDITOR = "custodian", "analyst", "auditor"
 ROLES = (CUSTODIAN, ANALYST, AUDITOR)
@@ -125,7 +125,7 @@ KEY_COLUMNS = ("key_id", "action", "role", "name", "public_key", "at_count", "cr
 
 def key_ring(con: sqlite3.Connection, ledger_id: str, *, fast: bool = True) -> KeyRing:
     """The keys, replayed from their signed events in the order of the custodian's governance
-    chain (:mod:`privmob.privacy.ledger_governance`: a grant counts from its place in the
+    chain (:mod:`privmob.privacy.ledger.governance`: a grant counts from its place in the
     chain, and a row inserted outside it not at all); the chain's problems are the ring's. A
     ledger made before the chain: in the order of the table, as then."""
     ring = KeyRing()
@@ -279,7 +279,7 @@ def add_key_event(
     at_count: int,
     created: str,
 ) -> None:
-    from privmob.privacy.ledger_keys import key_id
+    from privmob.privacy.ledger.keys import key_id
 
     values = {
         "key_id": key_id(bytes.fromhex(public_hex)),
@@ -452,7 +452,7 @@ def add_to(totals: Totals, dataset: str, eps: float, delta: float, rho: float | 
 
 
 def account_rows(totals: Totals, datasets: list[str]) -> list[tuple[float, float, float | None]]:
-    """Rows for :func:`privmob.privacy.ledger_accounts.accounts` equal to ``datasets``' totals."""
+    """Rows for :func:`privmob.privacy.ledger.accounting.accounts` equal to ``datasets``' totals."""
     rows: list[tuple[float, float, float | None]] = []
     for d in datasets:
         t = totals.get(d)

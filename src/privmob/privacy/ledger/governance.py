@@ -5,7 +5,7 @@ Each of these records keeps its row in its own table (``ledger_keys``, ``budgets
 ``dataset_links``, ``same_data_approvals``, ``checkpoints``: what the rest of privmob and the
 PostgreSQL server read), and each is also an entry of the ``governance`` table: its table, the
 digest of its row (:func:`record_digest`), chained to the entry before it with the entries'
-own hashing (:func:`privmob.privacy.ledger_chain.digest`) and signed by a custodian key active
+own hashing (:func:`privmob.privacy.ledger.chain.digest`) and signed by a custodian key active
 at that point of the chain. So
 
 * a record deleted, or edited, leaves an entry whose record is gone: detected;
@@ -13,12 +13,12 @@ at that point of the chain. So
   an earlier ledger) is in no entry: it counts for nothing and is reported;
 * an entry deleted, replayed or moved breaks the chain (the next entry's previous hash);
 * a key's validity is decided by the position of its grant and revocation in the chain, not by
-  the table's row numbers (:func:`privmob.privacy.ledger_trust.key_ring` replays key events in
+  the table's row numbers (:func:`privmob.privacy.ledger.trust.key_ring` replays key events in
   chain order).
 
 Deleting the last entries of the chain together with their records is seen by whoever holds a
 later position: each checkpoint signs the governance head it follows (in its ``vouched`` list),
-and witnesses keep the latest checkpoint they saw (:mod:`privmob.privacy.ledger_witness`).
+and witnesses keep the latest checkpoint they saw (:mod:`privmob.privacy.ledger.witness`).
 
 A ledger made before this chain (records, no ``governance`` entry) is read as before and is
 given its chain on its custodian's next write (:func:`attest_existing`), after it verifies.
@@ -34,7 +34,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from privmob.privacy import ledger_chain as chain
+from privmob.privacy.ledger import chain as chain
 
 #: the governed tables, in the order a ledger made before the chain has its records attested;
 #: the columns a record's digest leaves out: its row number, and a budget's signature (an
@@ -325,7 +325,7 @@ def _label(table: str, row: dict[str, Any]) -> str:
 def replay(con: Any, ledger_id: str) -> Replay:
     """Link the chain's entries (previous hash, own hash) and match each to its record; the
     signatures are checked by the caller, who knows which keys were active at each entry
-    (:func:`privmob.privacy.ledger_trust.key_ring`)."""
+    (:func:`privmob.privacy.ledger.trust.key_ring`)."""
     out = Replay()
     chain_entries = entries(con)
     stored = stored_records(con)

@@ -4,7 +4,7 @@ made on open and at each charge (a dropped table, a missing identity, entries th
 end where the head says), and the head and entry ids kept in the charging transaction.
 
 :class:`privmob.privacy.ledger.Ledger` uses these; the hash chain itself is
-:mod:`privmob.privacy.ledger_chain`.
+:mod:`privmob.privacy.ledger.chain`.
 """
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from privmob.errors import BudgetError
-from privmob.privacy import ledger_chain as chain
-from privmob.privacy.ledger_spends import sql_condition
+from privmob.privacy.ledger import chain as chain
+from privmob.privacy.ledger.spends import sql_condition
 
 RELEASES_U = """CREATE TRIGGER IF NOT EXISTS releases_append_only_u BEFORE UPDATE ON releases
 BEGIN SELECT RAISE(ABORT, 'the privacy ledger is append-only'); END"""
 BUDGETS_U = """CREATE TRIGGER IF NOT EXISTS budgets_fixed_u BEFORE UPDATE ON budgets
 BEGIN SELECT RAISE(ABORT, 'a dataset budget is set once'); END"""
-#: the custodian's signed records (privacy/ledger_trust.py): key grants and revocations,
+#: the custodian's signed records (privacy/ledger/trust.py): key grants and revocations,
 #: checkpoints of the chain with each dataset's totals, dataset families, same-data approvals;
 #: each row carries the key id that signed it and its Ed25519 signature; append-only
 SIGNED_TABLES = {
@@ -118,7 +118,7 @@ BEGIN SELECT RAISE(ABORT, 'a dataset budget is set once'); END;
 """
 
 
-#: entries of valid spends only (privacy/ledger_spends.py; whoever can write the file can drop
+#: entries of valid spends only (privacy/ledger/spends.py; whoever can write the file can drop
 #: it: every charge and ``ledger verify`` check each entry they read all the same)
 VALID_SPEND = f"""CREATE TRIGGER IF NOT EXISTS releases_valid_spend BEFORE INSERT ON releases
 WHEN NOT ({sql_condition("NEW", "9e999")})

@@ -9,7 +9,7 @@ appended (PostgreSQL: through ``SECURITY DEFINER`` functions, so an analyst's da
 writes no table), and the schema. Reads are plain SQL with ``?`` placeholders on both.
 
 :func:`open_store` picks the store from the location: ``postgresql://...`` (or
-``postgres://...``) is a database (:mod:`privmob.privacy.ledger_pg`), anything else a file.
+``postgres://...``) is a database (:mod:`privmob.privacy.ledger.pg`), anything else a file.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from privmob.errors import BudgetError, ConfigError
-from privmob.privacy import ledger_schema as schema
-from privmob.privacy.ledger_faults import (
+from privmob.privacy.ledger import schema as schema
+from privmob.privacy.ledger.faults import (
     ChargeOutcomeUnknown,
     Establish,
     LedgerUnavailable,
@@ -32,7 +32,7 @@ from privmob.privacy.ledger_faults import (
     disk_full,
     is_disk_full,
 )
-from privmob.privacy.ledger_turn import Turn
+from privmob.privacy.ledger.turn import Turn
 
 __all__ = ["ChargeOutcomeUnknown", "LedgerUnavailable", "SqliteStore", "Store", "open_store"]
 
@@ -172,7 +172,7 @@ class SqliteStore:
 
     def begin_write(self, con: sqlite3.Connection, dataset: str | None) -> None:
         """Take the file's write lock, waiting a few seconds for another process's (in the
-        order the writers asked: :mod:`privmob.privacy.ledger_turn`)."""
+        order the writers asked: :mod:`privmob.privacy.ledger.turn`)."""
         if id(con) not in self._turns:
             turn = Turn(self.path, self.timeout)
             if turn.take():
@@ -225,7 +225,7 @@ class SqliteStore:
 def open_store(location: str | os.PathLike[str], *, timeout: float = 60.0) -> Store:
     """The store of a ledger at ``location`` (a file path, or a ``postgresql://`` URL)."""
     if is_database_url(location):
-        from privmob.privacy.ledger_pg import PostgresStore
+        from privmob.privacy.ledger.pg import PostgresStore
 
         return PostgresStore(str(location), timeout=timeout)
     return SqliteStore(location, timeout=timeout)

@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from privmob.privacy.ledger_keys import keys_dir
-from privmob.privacy.ledger_trust import stored_hash
+from privmob.privacy.ledger.keys import keys_dir
+from privmob.privacy.ledger.trust import stored_hash
 
 
 @dataclass(frozen=True)

@@ -66,7 +66,7 @@ class Signer:
     private: Ed25519PrivateKey
     path: Path | None = None
     #: a key that lives as long as the process (:meth:`ephemeral`): its ledgers are throw-away
-    #: ones, which no witness keeps (privacy/ledger_witness.py)
+    #: ones, which no witness keeps (privacy/ledger/witness.py)
     throwaway: bool = False
 
     @property

@@ -2,7 +2,7 @@
 part of a release (its cost in the budget's unit and as the release states it, its parameters
 and provenance: input fingerprint and rows, output folder and file hashes, OS user and host),
 and what a dataset has :class:`Spent`; and how the entries of a charge are written, each
-hash-chained to the one before (:mod:`privmob.privacy.ledger_chain`).
+hash-chained to the one before (:mod:`privmob.privacy.ledger.chain`).
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from privmob.errors import BudgetError
-from privmob.privacy import ledger_chain as chain
 from privmob.privacy.costs import Cost, Unit
-from privmob.privacy.ledger_keys import Signer, verified
-from privmob.privacy.ledger_spends import spend_problem
-from privmob.privacy.ledger_trust import (
+from privmob.privacy.ledger import chain as chain
+from privmob.privacy.ledger.keys import Signer, verified
+from privmob.privacy.ledger.spends import spend_problem
+from privmob.privacy.ledger.trust import (
     ANALYST,
     CUSTODIAN,
     KeyRing,
@@ -30,7 +30,7 @@ from privmob.privacy.ledger_trust import (
 )
 
 if TYPE_CHECKING:
-    from privmob.privacy.ledger_store import Store
+    from privmob.privacy.ledger.store import Store
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ def entry_provenance(
     output_hashes: dict[str, str] | None,
     new_dataset_for_same_data: bool,
 ) -> dict[str, Any]:
-    """The provenance columns of an entry (:data:`privmob.privacy.ledger_chain.PROVENANCE`)."""
+    """The provenance columns of an entry (:data:`privmob.privacy.ledger.chain.PROVENANCE`)."""
     import socket  # here, when a release is charged: not before its plan line (issue 43)
 
     return {

@@ -10,7 +10,7 @@ key that may charge, or do not fit what both accountings count in full of the bu
 releasers on two hosts racing for the last of a budget are serialized by the server; the second
 sees the first's entry.
 
-Roles are PostgreSQL roles (:mod:`privmob.privacy.ledger_pg_schema`): the custodian owns the
+Roles are PostgreSQL roles (:mod:`privmob.privacy.ledger.pg_schema`): the custodian owns the
 schema, an analyst can only call the write functions, an auditor can only read.
 """
 
@@ -25,8 +25,8 @@ from typing import Any, cast
 from urllib.parse import urlsplit, urlunsplit
 
 from privmob.errors import BudgetError, ConfigError
-from privmob.privacy import ledger_pg_schema as pg_schema
-from privmob.privacy.ledger_faults import Establish, LedgerUnavailable
+from privmob.privacy.ledger import pg_schema as pg_schema
+from privmob.privacy.ledger.faults import Establish, LedgerUnavailable
 
 _PLACEHOLDER = re.compile(r"\?")
 

@@ -1,7 +1,7 @@
 """What a charge must pass before anything is written to the ledger: its cost in the unit of
 the dataset's budget (a finer unit only through group privacy with a stated group size), the
 dataset's accounts with the release included (refused when neither accounting fits,
-:mod:`privmob.privacy.ledger_accounts`), and an input whose content no other dataset name has
+:mod:`privmob.privacy.ledger.accounting`), and an input whose content no other dataset name has
 already been charged for, and whose users no other dataset holds (the budget is bound to the
 data and to the people in it).
 
@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from privmob.errors import BudgetError, ConfigError
-from privmob.privacy import ledger_governance as governance
 from privmob.privacy.costs import Cost, Unit
-from privmob.privacy.ledger_accounts import Accounts, accounts
-from privmob.privacy.ledger_entries import Budget
-from privmob.privacy.ledger_spends import COST_COLUMNS, spend_problem
+from privmob.privacy.ledger import governance as governance
+from privmob.privacy.ledger.accounting import Accounts, accounts
+from privmob.privacy.ledger.entries import Budget
+from privmob.privacy.ledger.spends import COST_COLUMNS, spend_problem
 from privmob.privacy.people import OVERLAP_THRESHOLD, PeopleSketch
 from privmob.surface import option
 
@@ -71,7 +71,7 @@ def dataset_accounts(
 
 
 def refuse_invalid_spend(row: dict[str, Any], path: Path | str) -> None:
-    """A stored entry whose cost is not a spend (:mod:`privmob.privacy.ledger_spends`) is never
+    """A stored entry whose cost is not a spend (:mod:`privmob.privacy.ledger.spends`) is never
     summed: what was spent cannot be told, so nothing is charged and no sum is shown."""
     invalid = spend_problem(row)
     if invalid:
@@ -192,7 +192,7 @@ def refuse_known_people(
 
 def _sketch(dataset: str, stored: Any, named: str | None, path: Path | str) -> PeopleSketch:
     """A stored people sketch, the one the dataset's signed entries name (``named``: the digest
-    they name, None where none does; :func:`privmob.privacy.ledger_governance.replaced_sketch`);
+    they name, None where none does; :func:`privmob.privacy.ledger.governance.replaced_sketch`);
     one that is not, or that is no sketch (damaged or forged), refuses the release, naming the
     dataset, never an internal error, the sketch or a hash."""
     replaced = governance.replaced_sketch(dataset, bytes(stored), named)
@@ -216,7 +216,7 @@ def merged_people(
 ) -> bytes | None:
     """The dataset's stored sketch with ``people`` merged in, as it will be stored (None: no
     people to record). Computed before the charge's entries are made: they name its digest
-    (:data:`~privmob.privacy.ledger_governance.PEOPLE_PARAM`)."""
+    (:data:`~privmob.privacy.ledger.governance.PEOPLE_PARAM`)."""
     if people is None:
         return None
     row = con.execute("SELECT sketch FROM dataset_people WHERE dataset = ?", (dataset,)).fetchone()

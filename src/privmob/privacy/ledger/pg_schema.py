@@ -2,7 +2,7 @@
 
 Everything lives in the schema ``privmob``, owned by the custodian's database role (who runs
 ``privmob ledger init --ledger postgresql://...``). The tables are those of the SQLite ledger
-(:mod:`privmob.privacy.ledger_schema`, :mod:`privmob.privacy.staging`,
+(:mod:`privmob.privacy.ledger.schema`, :mod:`privmob.privacy.staging`,
 :mod:`privmob.privacy.programme_ledger`) with the same columns; entries and budgets cannot be
 updated, deleted or truncated (triggers, for the owner too).
 
@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import re
 
-from privmob.privacy.ledger_governance import PEOPLE_PARAM
-from privmob.privacy.ledger_schema import SIGNED_TABLES
-from privmob.privacy.ledger_spends import sql_condition
-from privmob.privacy.ledger_trust import ANALYST as ANALYST_KEY
-from privmob.privacy.ledger_trust import CUSTODIAN as CUSTODIAN_KEY
+from privmob.privacy.ledger.governance import PEOPLE_PARAM
+from privmob.privacy.ledger.schema import SIGNED_TABLES
+from privmob.privacy.ledger.spends import sql_condition
+from privmob.privacy.ledger.trust import ANALYST as ANALYST_KEY
+from privmob.privacy.ledger.trust import CUSTODIAN as CUSTODIAN_KEY
 from privmob.privacy.people import _HEADER, _MAGIC
 
 _SKETCH_HEADER = _HEADER.size
@@ -156,7 +156,7 @@ CREATE TRIGGER budgets_no_truncate BEFORE TRUNCATE ON budgets
 
 
 def _pg_columns(sqlite_columns: str) -> str:
-    """An SQLite column list of :data:`privmob.privacy.ledger_schema.SIGNED_TABLES` in
+    """An SQLite column list of :data:`privmob.privacy.ledger.schema.SIGNED_TABLES` in
     PostgreSQL's types (one definition of the signed records for both stores)."""
     out = re.sub(r"INTEGER PRIMARY KEY AUTOINCREMENT", "bigserial PRIMARY KEY", sqlite_columns)
     out = re.sub(r"\bINTEGER\b", "bigint", out)
@@ -356,7 +356,7 @@ BEGIN
         next_id := next_id + 1;
     END LOOP;
     -- the family's totals with this charge fit the budget by one of the two accountings
-    -- (privacy/ledger_accounts.py): basic composition, or zCDP (the rho of the entries with
+    -- (privacy/ledger/accounting.py): basic composition, or zCDP (the rho of the entries with
     -- one, converted at the delta the others leave, plus their epsilon); the zCDP side with a
     -- relative slack of 1e-6, so that the server never refuses what privmob found fits
     SELECT COALESCE(sum(c.epsilon), 0) AS rest_epsilon, COALESCE(sum(c.delta), 0) AS rest_delta,
