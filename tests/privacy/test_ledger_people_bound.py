@@ -61,10 +61,10 @@ def test_each_charge_names_the_sketch_it_merged(team):  # noqa: F811
     rng = np.random.default_rng(4)
     first, second = _sketch(_users(rng, 3_000)), _sketch(_users(rng, 3_000))
     _charge(ana, "cdr-2026-01", first, "f1")
-    named_first = ana.entries("cdr-2026-01")[-1].params["people_sketch"]
+    named_first = ana.entries("cdr-2026-01")[-1].provenance["people_sketch"]
     assert named_first == hashlib.sha256(first.to_bytes()).hexdigest()
     _charge(ana, "cdr-2026-01", second, "f1")
-    named = ana.entries("cdr-2026-01")[-1].params["people_sketch"]
+    named = ana.entries("cdr-2026-01")[-1].provenance["people_sketch"]
     assert named == hashlib.sha256(_stored(path, "cdr-2026-01")).hexdigest() != named_first
     ana.charge("cdr-2026-01", Cost(0.25), kind="t")  # no people: the sketch stays as named
     assert ana.verify() == []
@@ -119,10 +119,12 @@ def test_a_sketch_no_entry_names_is_read_as_before(team):  # noqa: F811
     ana = Ledger(path, key=keys["analyst"])
     ana.check_input("cdr-2026-01", None, people=people)
     _charge(ana, "cdr-2026-01", people, "f1")
-    params = ana.entries("cdr-2026-01")[-1].params
-    assert params["people_sketch"] == hashlib.sha256(_stored(path, "cdr-2026-01")).hexdigest()
+    entry = ana.entries("cdr-2026-01")[-1]
+    named = entry.provenance["people_sketch"]
+    assert named == hashlib.sha256(_stored(path, "cdr-2026-01")).hexdigest()
+    assert "people_sketch" not in entry.params  # the ledger's binding, not a release parameter
     assert ana.verify() == []
-    assert json.loads(json.dumps(params)) == params
+    assert json.loads(json.dumps(entry.params)) == entry.params
 
 
 def test_a_deleted_sketch_its_entries_name_is_refused_without_a_checkpoint(team):  # noqa: F811

@@ -20,6 +20,7 @@ from privmob.privacy.ledger.entries import (
     head_commitment,
     head_signature_problem,
     provenance_dict,
+    release_params,
 )
 from privmob.privacy.ledger.keys import Signer
 
@@ -158,8 +159,10 @@ class Audit:
                 r[11],
                 bool(r[12]),
                 r[13] or "",
-                json.loads(r[14] or "{}"),
-                provenance_dict(dict(zip(chain.PROVENANCE, r[15:-1], strict=True))),
+                *release_params(
+                    json.loads(r[14] or "{}"),
+                    provenance_dict(dict(zip(chain.PROVENANCE, r[15:-1], strict=True))),
+                ),
                 r[-1] or "",
             )
             for r in rows

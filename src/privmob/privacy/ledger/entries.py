@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from privmob.errors import BudgetError
 from privmob.privacy.costs import Cost, Unit
 from privmob.privacy.ledger import chain as chain
+from privmob.privacy.ledger.governance import PEOPLE_PARAM
 from privmob.privacy.ledger.keys import Signer, verified
 from privmob.privacy.ledger.spends import spend_problem
 from privmob.privacy.ledger.trust import (
@@ -182,8 +183,7 @@ def insert_entries(
                 group_size,
                 for_publication,
                 description,
-                params or {},
-                provenance_dict(provenance),
+                *release_params(params or {}, provenance_dict(provenance)),
                 own,
             )
         )
@@ -226,6 +226,19 @@ def head_signature_problem(
     ):
         return "its ledger head is not signed by a key of this ledger (forged or edited)"
     return None
+
+
+def release_params(
+    stored: dict[str, Any], provenance: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An entry's ``params`` as its release gave them, and its provenance with what the ledger
+    added to the signed params: the digest of the people sketch the charge merged (the binding
+    of the ledger's own records, data-dependent as the input's fingerprint is, not a parameter
+    of the release)."""
+    if PEOPLE_PARAM not in stored:
+        return stored, provenance
+    params = {k: v for k, v in stored.items() if k != PEOPLE_PARAM}
+    return params, {**provenance, PEOPLE_PARAM: stored[PEOPLE_PARAM]}
 
 
 def provenance_dict(values: dict[str, Any]) -> dict[str, Any]:

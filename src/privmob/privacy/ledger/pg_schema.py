@@ -88,7 +88,7 @@ CREATE TABLE releases (
 );
 CREATE INDEX releases_fingerprint ON releases(input_fingerprint);
 CREATE INDEX releases_dataset ON releases(dataset);
--- a dataset's latest entry that names its people sketch (ledger_governance.named_sketch)
+-- a dataset's latest entry that names its people sketch (ledger.governance.named_sketch)
 CREATE INDEX releases_people ON releases(dataset, id) WHERE params LIKE '%"people_sketch"%';
 CREATE TABLE ledger_meta (
     key   text PRIMARY KEY,
@@ -444,7 +444,7 @@ BEGIN
         RAISE EXCEPTION 'a people sketch is stored with a charge of its dataset only'
             USING ERRCODE = 'insufficient_privilege';
     END IF;
-    -- and only the sketch that charge's signed entries name (ledger_governance.PEOPLE_PARAM)
+    -- and only the sketch that charge's signed entries name (ledger.governance.PEOPLE_PARAM)
     IF NOT is_custodian()
        AND encode(sha256(p_sketch), 'hex') IS DISTINCT FROM
            NULLIF(current_setting('privmob.people_sketch', true), '') THEN

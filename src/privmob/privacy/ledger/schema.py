@@ -62,7 +62,7 @@ SIGNED_TABLES = {
     created_at  TEXT NOT NULL,
     signer      TEXT NOT NULL,
     signature   TEXT NOT NULL""",
-    # the custodian's records above and budgets, in one signed chain (privacy/ledger_governance)
+    # the custodian's records above and budgets, in one signed chain (privacy/ledger/governance.py)
     "governance": """
     seq         INTEGER PRIMARY KEY AUTOINCREMENT,
     kind        TEXT NOT NULL,
@@ -148,7 +148,7 @@ SCHEMA = (
     value TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS releases_fingerprint ON releases(input_fingerprint);
--- a dataset's latest entry that names its people sketch (ledger_governance.named_sketch)
+-- a dataset's latest entry that names its people sketch (ledger.governance.named_sketch)
 CREATE INDEX IF NOT EXISTS releases_people ON releases(dataset, id)
     WHERE params LIKE '%"people_sketch"%';
 -- binding: who is in each dataset (privmob.privacy.people), custodian-only, never published
