@@ -132,7 +132,7 @@ def test_a_governance_entry_forged_with_an_analyst_key_counts_for_nothing(team):
         path,
         f"""
         import json
-        from privmob.privacy.ledger import chain as chain, ledger_governance as g
+        from privmob.privacy.ledger import chain as chain, governance as g
         from privmob.privacy.ledger import trust as trust
         from privmob.privacy.ledger.keys import load_private
         lid = c.execute("SELECT value FROM ledger_meta WHERE key = 'ledger_id'").fetchone()[0]
