@@ -842,6 +842,21 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
+def dpmr_beside(
+    files: CityFiles, cfg: CityConfig | RealConfig, raw: dict[str, Any], args: argparse.Namespace
+) -> list[Row]:
+    """DPMR's rows at ``--dpmr-epsilons`` (none when empty), scored against privmob's exact
+    report of every trip (its histograms' truth)."""
+    if not args.dpmr_epsilons:
+        return []
+    points = session(files.points, seed=7)
+    truth = points.report(
+        epsilon=TRUTH_EPSILON, max_trips=raw["max_trips"], period=period(cfg)
+    ).tables
+    points.close()
+    return dpmr_runs(files, truth, raw, args)
+
+
 def city_part(args: argparse.Namespace) -> tuple[list[Row], str]:
     """Item 1: the city, its truth, privmob's releases and the report, DPMR beside them."""
     cfg = CityConfig(users=args.users, days=args.days, seed=args.seed)
@@ -853,14 +868,7 @@ def city_part(args: argparse.Namespace) -> tuple[list[Row], str]:
         f"{raw['max_trips']} trips ({time.perf_counter() - t0:.1f}s)",
         flush=True,
     )
-    rows = privmob_runs(city, cfg, raw, args)
-    if args.dpmr_epsilons:
-        points = session(city.points, seed=7)
-        truth = points.report(
-            epsilon=TRUTH_EPSILON, max_trips=raw["max_trips"], period=period(cfg)
-        ).tables
-        points.close()
-        rows += dpmr_runs(city, truth, raw, args)
+    rows = privmob_runs(city, cfg, raw, args) + dpmr_beside(city, cfg, raw, args)
     about = f"{city.n_users:,} users, {city.n_trips:,} trips, {cfg.days} days, M = {args.max_trips}"
     return rows, about
 
@@ -881,14 +889,7 @@ def real_part(
         f"{raw['max_trips']} trips ({time.perf_counter() - t0:.1f}s)",
         flush=True,
     )
-    rows = privmob_runs(files, cfg, raw, args)
-    if args.dpmr_epsilons:
-        points = session(files.points, seed=7)
-        truth = points.report(
-            epsilon=TRUTH_EPSILON, max_trips=raw["max_trips"], period=period(cfg)
-        ).tables
-        points.close()
-        rows += dpmr_runs(files, truth, raw, args)
+    rows = privmob_runs(files, cfg, raw, args) + dpmr_beside(files, cfg, raw, args)
     for row in rows:
         row["release"] = f"gowalla {row['release']}"
     about = (
