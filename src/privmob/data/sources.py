@@ -71,7 +71,7 @@ from privmob.data.validation import (
     validate,
 )
 from privmob.engine.base import Engine
-from privmob.engine.buckets import parts_for
+from privmob.engine.buckets import PARTS_MARGIN, POINT_PARTS_MARGIN, parts_for
 from privmob.engine.relation import Loaded, new_name
 from privmob.errors import ConfigError, InputError
 
@@ -228,6 +228,7 @@ def _validated_input(
     times: dict[str, str],
     timezone: str,
     user: str | None = None,
+    parts_margin: int = PARTS_MARGIN,
 ) -> Validated:
     """The validation pass of an input read as the view ``raw`` (columns ``cols``: canonical
     name -> the input's, of ``types``): its ``parsed`` expressions (columns ``_p_<name>``),
@@ -236,14 +237,16 @@ def _validated_input(
     input is parsed once where that pays (:func:`_parse_once`), in user parts by its ``user``
     column where the engine's memory limit will split the users into buckets
     (:class:`privmob.engine.relation.UserParts`; ``user``: None where the loader's canonical
-    view cannot be rebuilt over a part of the input)."""
+    view cannot be rebuilt over a part of the input; ``parts_margin``: see
+    :func:`privmob.engine.buckets.parts_for`)."""
     pview = parsed_view(engine, raw, parsed)
     relabel(checks, cols)
     keep = [cols[k] for k in cols if k not in parsed]
     once = _parse_once(engine, source, keep)
     count = 1
     if once is not None and user is not None:
-        count = parts_for(csv_rows_estimate(source), getattr(engine, "memory_limit", None))
+        limit = getattr(engine, "memory_limit", None)
+        count = parts_for(csv_rows_estimate(source), limit, parts_margin)
     return validate(
         engine, raw, pview, display, checks, content, parse_once=once,
         scanned=scanned_times(engine, raw, parsed, times, types, timezone, keep),
@@ -439,7 +442,7 @@ def load_trip_points(
     checked = _validated_input(
         engine, source, raw, display, cols=cols, types=types, parsed=parsed, checks=checks,
         content=content, times={"datetime": cols["datetime"]}, timezone=timezone,
-        user=cols["uid"],
+        user=cols["uid"], parts_margin=POINT_PARTS_MARGIN,
     )  # fmt: skip
     pview = checked.relation  # the input parsed once, where the engine can
     canonical = (

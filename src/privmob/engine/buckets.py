@@ -60,9 +60,14 @@ BUCKET_SHARE = 0.6
 #: on 6.4M call records, 0.5 5% above it (benchmarks/bench_memory_limit.py).
 DUCKDB_SHARE = 0.5
 #: The user parts of an input (:func:`parts_for`) are planned for this share of the memory
-#: limit: the release needing the most buckets, the mobility report, plans with a quarter of it
-#: (``REPORT_MEMORY_FACTOR``), and a row estimate from a file's size can be low.
-PARTS_MARGIN = 4
+#: limit: a row estimate from a file's size can be low. Trips, the input of the releases that
+#: plan their buckets with the whole limit (od): half of it.
+PARTS_MARGIN = 2
+#: The same for trip points, the mobility report's input: the report plans its buckets with a
+#: quarter of the limit (``REPORT_MEMORY_FACTOR``). Trips planned like points were parsed into
+#: twice the parts they need: 100M NYC trips from CSV at 4 GB in 16 parts read in 68 s, in 8
+#: parts in 59 s, the whole od release 141 s against 133 s (2026-12-02, the same run).
+POINT_PARTS_MARGIN = 4
 #: Below this much engine memory an input is parsed into one file, never into user parts: the
 #: partitioned write holds a row group per open part and thread, and at a 512 MB limit (DuckDB's
 #: share 113 MiB) 5M taxi-zone trips from CSV written in 4 parts ran out of memory where one
@@ -159,18 +164,21 @@ def buckets_for(rows: int, memory_limit: str | int, bytes_per_row: float | None 
     return max(1, math.ceil(rows * per_row / (limit * BUCKET_SHARE)))
 
 
-def parts_for(rows_estimate: int | None, memory_limit: str | int | None) -> int:
+def parts_for(
+    rows_estimate: int | None, memory_limit: str | int | None, margin: int = PARTS_MARGIN
+) -> int:
     """How many user parts an input is parsed into (:class:`UserParts`): the buckets of
     ``rows_estimate`` rows at the default :data:`BYTES_PER_ROW` under ``memory_limit`` /
-    :data:`PARTS_MARGIN`, rounded up to a power of two (so that a count needing that many
-    buckets or fewer, a power of two, takes whole parts); 1 without a limit or an estimate, or
+    ``margin`` (:data:`PARTS_MARGIN`; trip points: :data:`POINT_PARTS_MARGIN`), rounded up
+    to a power of two (so that a count needing that many buckets or fewer, a power of two,
+    takes whole parts); 1 without a limit or an estimate, or
     under :data:`PARTS_MIN_MEMORY`; at most ``memory_limit`` / :data:`PART_MEMORY`."""
     if memory_limit is None or not rows_estimate:
         return 1
     limit = parse_memory(memory_limit) if isinstance(memory_limit, str) else int(memory_limit)
     if limit < PARTS_MIN_MEMORY:
         return 1
-    wanted = 1 << (buckets_for(rows_estimate, max(1, limit // PARTS_MARGIN)) - 1).bit_length()
+    wanted = 1 << (buckets_for(rows_estimate, max(1, limit // margin)) - 1).bit_length()
     return min(wanted, 1 << (max(1, limit // PART_MEMORY).bit_length() - 1))
 
 
