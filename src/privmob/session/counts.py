@@ -27,7 +27,7 @@ from privmob.releases.kinds import COUNT_SPEC, KINDS
 from privmob.releases.specs import Plan
 from privmob.releases.values import Mean
 from privmob.results import ReleaseResult
-from privmob.session.base import SessionBase
+from privmob.session.base import SessionBase, internal
 from privmob.session.bounds import fixed_per_user_bound, per_user_bound
 from privmob.session.keywords import CountOptions, ZoneSeriesOptions, refuse_unknown
 
@@ -77,7 +77,7 @@ class SessionCounts(SessionBase):
         plan: Plan = self._count_spec(by, epsilon, options).plan()
         return plan
 
-    def load_counted(
+    def _load_counted(
         self,
         records: str,
         by: Sequence[DimensionLike],
@@ -89,19 +89,19 @@ class SessionCounts(SessionBase):
         the column of its ``value``) carried from the input, and the trip distance where it
         reads one (:func:`~privmob.releases.dimensions.with_trip_distance`). At ``unit="trip"``
         without a group size, trips without a rider id are each their own unit (as
-        :meth:`load_for`)."""
+        :meth:`_load_for`)."""
         carry, distance = needs(by)
         if value is not None:
             carry = (*carry, *(c for c in value.carried if c not in carry))
             distance = distance or value.distance
         if records == "trips":
-            per_trip = PrivacyUnit(unit) is PrivacyUnit.TRIP and self.accountant.group_size is None
-            trips: Loaded = self.load_trips(per_trip, carry=carry, coordinates=distance)
+            per_trip = PrivacyUnit(unit) is PrivacyUnit.TRIP and self._accountant.group_size is None
+            trips: Loaded = self._load_trips(per_trip, carry=carry, coordinates=distance)
             return with_trip_distance(trips, self._tiles()) if distance else trips
         if records == "trip-points":
-            points: Loaded = self.load_trip_points(carry=carry)
+            points: Loaded = self._load_trip_points(carry=carry)
             return points
-        events: Loaded = self.load_events(carry=carry)
+        events: Loaded = self._load_events(carry=carry)
         return events
 
     def counts(
@@ -141,7 +141,7 @@ class SessionCounts(SessionBase):
         return self.run(
             spec,
             functools.partial(
-                SessionCounts.load_counted,
+                SessionCounts._load_counted,
                 records=spec.records,
                 by=spec.by,
                 value=spec.value,
@@ -230,7 +230,7 @@ class SessionCounts(SessionBase):
         """
         spec = self._series_counts_spec(epsilon, period, options)
         return self.run(
-            spec, SessionBase.load_events, output=output, overwrite=overwrite, formats=formats
+            spec, SessionBase._load_events, output=output, overwrite=overwrite, formats=formats
         )
 
 
@@ -258,3 +258,4 @@ for _kind in KINDS:
     if _kind.counts is not None:
         setattr(SessionCounts, _kind.method, _preset(_kind, plan=False))
         setattr(SessionCounts, f"plan_{_kind.method}", _preset(_kind, plan=True))
+internal(SessionCounts, "load_counted", "_load_counted", "reading the input")

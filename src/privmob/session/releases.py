@@ -28,6 +28,7 @@ from privmob.releases.specs import (
     SeriesSpec,
 )
 from privmob.results import ReleaseResult
+from privmob.session.base import DEPRECATED
 from privmob.session.bounds import fixed_per_user_bound, per_user_bound
 from privmob.session.counts import SessionCounts
 from privmob.session.keywords import (
@@ -371,7 +372,7 @@ class Session(SessionCounts):
         spec = self._density_spec(epsilon, week, per_user, max_visits, options)
         return self.run(
             spec,
-            lambda s: s.load_density_inputs(week, spec.config.cover),
+            lambda s: s._load_density_inputs(week, spec.config.cover),
             output=output,
             overwrite=overwrite,
             formats=formats,
@@ -495,6 +496,7 @@ def _earlier_name(old: str, new: str) -> Any:
 
 # the earlier names of the kinds' methods (privmob.releases.kinds: Kind.old_methods)
 for _kind in KINDS:
+    DEPRECATED.update(n for _old in _kind.old_methods for n in (_old, f"plan_{_old}"))
     for _old in _kind.old_methods:
         setattr(Session, _old, _earlier_name(_old, _kind.method))
         setattr(Session, f"plan_{_old}", _earlier_name(f"plan_{_old}", f"plan_{_kind.method}"))
