@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.helpers import run_cli
-from tests.releases.golden_cases import COMMON, INPUTS, capture, run_case
 
 import privmob as pm
 from privmob.dp import UNITS
 from privmob.errors import ConfigError
 from privmob.releases.kinds import KINDS
+from tests.helpers import run_cli
+from tests.releases.golden_cases import COMMON, INPUTS, capture, run_case
 
 GRID = str(INPUTS / "grid.geojson")
 WEEK = pm.Period("2024-01-01", "2024-01-08")
@@ -43,8 +43,11 @@ CASES: dict[str, tuple[Callable[[], Any], Callable[..., Any]]] = {
         lambda s, out, **bound: s.report(epsilon=2, period=WEEK, output=out, **bound),
     ),
     "density": (
-        lambda: _session("cell_events.csv", tessellation=str(INPUTS / "zones.geojson"),
-                         cells=str(INPUTS / "cells.csv")),  # fmt: skip
+        lambda: _session(
+            "cell_events.csv",
+            tessellation=str(INPUTS / "zones.geojson"),
+            cells=str(INPUTS / "cells.csv"),
+        ),
         lambda s, out, **bound: s.density(
             epsilon=1, week="2026-03-02", output=out, formats=["csv"], **bound
         ),
@@ -52,9 +55,14 @@ CASES: dict[str, tuple[Callable[[], Any], Callable[..., Any]]] = {
     "series_counts": (
         lambda: _session("events.csv", tessellation=GRID, unit=pm.PrivacyUnit.LANDMARK),
         lambda s, out, **bound: s.series_counts(
-            epsilon=1, period=pm.Period("2024-01-01", "2024-01-03"), freq="6h",
-            landmarks=[1, 4], output=out, formats=["csv"], **bound,
-        ),  # fmt: skip
+            epsilon=1,
+            period=pm.Period("2024-01-01", "2024-01-03"),
+            freq="6h",
+            landmarks=[1, 4],
+            output=out,
+            formats=["csv"],
+            **bound,
+        ),
     ),
 }
 #: the case's bound: the new spelling, the earlier keyword and the earlier typed bound
@@ -63,7 +71,9 @@ BOUNDS: dict[str, tuple[pm.PerUser, dict[str, Any], dict[str, Any]]] = {
     "report": (pm.PerUser(3, "trips"), {"max_trips": 3}, {"max_trips": "MaxTripsPerUser"}),
     "density": (pm.PerUser(10, "visits"), {"max_visits": 10}, {"max_visits": "MaxVisitsPerWeek"}),
     "series_counts": (
-        pm.PerUser(1, "events"), {"max_per_bin": 1}, {"max_per_bin": "MaxEventsPerBin"}
+        pm.PerUser(1, "events"),
+        {"max_per_bin": 1},
+        {"max_per_bin": "MaxEventsPerBin"},
     ),
 }
 
@@ -79,7 +89,9 @@ def _published(case: str, root: Path, release: Callable[[Path], Any]) -> dict[st
 def _said_here(caught: list[warnings.WarningMessage]) -> list[str]:
     """The deprecations pointed at this file's lines."""
     old = (FutureWarning, DeprecationWarning)
-    return [str(w.message) for w in caught if issubclass(w.category, old) and w.filename == __file__]
+    return [
+        str(w.message) for w in caught if issubclass(w.category, old) and w.filename == __file__
+    ]
 
 
 def _typed(bound: dict[str, Any], value: dict[str, Any]) -> dict[str, Any]:
@@ -115,8 +127,21 @@ def test_per_user_publishes_what_the_command_lines_bound_publishes(
 
 
 def test_counts_per_user_is_minus_t_and_max_records(tmp_path: Path) -> None:
-    argv = ["counts", str(INPUTS / "trips.csv"), "-t", GRID, "-e", "1", "-T", "3", "--by",
-            "origin,hour", "-o", str(tmp_path / "cli" / "o"), *COMMON]  # fmt: skip
+    argv = [
+        "counts",
+        str(INPUTS / "trips.csv"),
+        "-t",
+        GRID,
+        "-e",
+        "1",
+        "-T",
+        "3",
+        "--by",
+        "origin,hour",
+        "-o",
+        str(tmp_path / "cli" / "o"),
+        *COMMON,
+    ]
     assert run_cli(argv) == 0
     cli = capture("counts", tmp_path / "cli")
     cli.pop("argv")
@@ -144,7 +169,7 @@ def test_auto_is_a_per_user_bound_where_the_kind_chooses_it() -> None:
 
     with session(trips()) as a, session(trips()) as b:
         new = a.od(epsilon=0.3, per_user=pm.PerUser("auto", "trips")).release
-        with pytest.warns(FutureWarning, match=r'PerUser\(\'auto\', \'trips\'\)'):
+        with pytest.warns(FutureWarning, match=r"PerUser\(\'auto\', \'trips\'\)"):
             old = b.od(epsilon=0.3, max_trips="auto").release
         assert new.tables["od"].equals(old.tables["od"])
         assert new.bounds.to_json() == old.bounds.to_json()
@@ -157,17 +182,29 @@ def test_auto_is_a_per_user_bound_where_the_kind_chooses_it() -> None:
     ("call", "refused"),
     [
         (lambda s: s.plan_od(epsilon=1, per_user=pm.PerUser(3, "visits")), "bounds the trips"),
-        (lambda s: s.plan_report(epsilon=1, period=WEEK, per_user=pm.PerUser("auto", "trips")),
-         "does not choose its bound"),  # fmt: skip
-        (lambda s: s.plan_report(epsilon=1, period=WEEK, max_trips="auto"),
-         "does not choose its bound"),  # fmt: skip
-        (lambda s: s.plan_counts(epsilon=1, by=["hour"], records="events",
-                                 per_user=pm.PerUser(3, "trips")), "records or events"),  # fmt: skip
-        (lambda s: s.plan_od(epsilon=1, per_user=pm.PerUser(3, "trips"), max_trips=3),
-         "given twice"),  # fmt: skip
+        (
+            lambda s: s.plan_report(epsilon=1, period=WEEK, per_user=pm.PerUser("auto", "trips")),
+            "does not choose its bound",
+        ),
+        (
+            lambda s: s.plan_report(epsilon=1, period=WEEK, max_trips="auto"),
+            "does not choose its bound",
+        ),
+        (
+            lambda s: s.plan_counts(
+                epsilon=1, by=["hour"], records="events", per_user=pm.PerUser(3, "trips")
+            ),
+            "records or events",
+        ),
+        (
+            lambda s: s.plan_od(epsilon=1, per_user=pm.PerUser(3, "trips"), max_trips=3),
+            "given twice",
+        ),
         (lambda s: s.plan_od(epsilon=1, per_user=3), "takes a pm.PerUser"),
-        (lambda s: s.plan_density(epsilon=1, week="2024-01-01", per_user=pm.PerUser(3, "trips")),
-         "bounds the visits"),  # fmt: skip
+        (
+            lambda s: s.plan_density(epsilon=1, week="2024-01-01", per_user=pm.PerUser(3, "trips")),
+            "bounds the visits",
+        ),
     ],
 )
 def test_a_bound_the_kind_does_not_have_is_refused_before_reading(

@@ -3,8 +3,8 @@
 Budgets (:class:`PureDP`, :class:`ApproxDP`, :class:`RhoZCDP`), the privacy unit
 (:class:`~privmob.privacy.costs.PrivacyUnit`: user, trip, event or landmark), the per-user
 contribution bound (:class:`PerUser`; the typed bounds ``MaxTripsPerUser`` ... are its earlier
-spellings, deprecated) and the public study :class:`~privmob.domain.Period` (one type, defined with the
-other public domains). Every value here is public: it is fixed before any
+spellings, deprecated) and the public study :class:`~privmob.domain.Period` (one type, defined
+with the other public domains). Every value here is public: it is fixed before any
 data is read and never derived from the data.
 """
 

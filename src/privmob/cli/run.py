@@ -213,7 +213,9 @@ def run_release(
                 engine=engine,
                 on_plan=None if opts.quiet else print_plan,
             )
-            (summary or c.print_release_summary)(result.release, result.written, session._accountant)
+            (summary or c.print_release_summary)(
+                result.release, result.written, session._accountant
+            )
     return result.release
 
 

@@ -134,9 +134,9 @@ class SessionCounts(SessionBase):
         ``output``/``formats`` as for :meth:`od`; ``options``
         (:class:`~privmob.session.keywords.CountOptions`, shared with :meth:`plan_counts`):
         ``records``, ``per_user`` (``max_records=n``: its deprecated spelling), ``unit``,
-        ``noise``, ``delta``, ``period``, ``kind``, ``value``: ``pm.Mean("duration", 0, 180)`` adds per cell the noisy mean of the value
-        clamped to ``[0, 180]`` and its 95% margin (half the budget on the counts, half on the
-        sums: :mod:`privmob.releases.values`)."""
+        ``noise``, ``delta``, ``period``, ``kind``, ``value``: ``pm.Mean("duration", 0, 180)``
+        adds per cell the noisy mean of the value clamped to ``[0, 180]`` and its 95% margin
+        (half the budget on the counts, half on the sums: :mod:`privmob.releases.values`)."""
         spec = self._count_spec(by, epsilon, options)
         return self.run(
             spec,

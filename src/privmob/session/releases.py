@@ -142,8 +142,9 @@ class Session(SessionCounts):
         """A private origin-destination matrix per period, from trips, trip points or events.
 
         Guarantee (``unit="user"``): each user keeps at most ``per_user=pm.PerUser(T,
-        "trips")`` trips (keyed random sampling; ``max_trips=T`` is its deprecated spelling), every cell of the public domain (every ordered pair of distinct tiles in
-        every bin of ``period``, plus outliers cells) gets noise of scale T/epsilon: epsilon-DP
+        "trips")`` trips (keyed random sampling; ``max_trips=T`` is its deprecated spelling),
+        every cell of the public domain (every ordered pair of distinct tiles in every bin of
+        ``period``, plus outliers cells) gets noise of scale T/epsilon: epsilon-DP
         per user (discrete Laplace) or (epsilon, delta)-DP (discrete Gaussian). With
         ``bound_per="period"`` the bound and the cost are per period. ``unit="trip"``: per
         trip. Counts are published as drawn (unbiased, may be negative); ``tau=0`` clamps
@@ -154,13 +155,13 @@ class Session(SessionCounts):
         ``period``, ``unit``, ``tau``, ``noise``, ``delta``, ``bound_per``, ``same_tile``,
         ``unique``.
 
-        ``per_user=pm.PerUser("auto", "trips")``: the bound is chosen privately, the DP ``bound_quantile`` (0.9)
-        of trips per user over the public candidates 1..``bound_max`` (100), by the
-        exponential mechanism from ``bound_share`` (0.1) of epsilon; the counts get the rest.
-        ``rescale=True``: the cells are multiplied by a noisy (trips up to ``bound_max`` per
-        user) / (trips kept), from ``rescale_share`` (0.05) of epsilon, its error stated in
-        ``params.rescale``. Every part is charged at once, before any noise; the parts add up
-        to ``epsilon`` (:mod:`privmob.releases.bound_choice`).
+        ``per_user=pm.PerUser("auto", "trips")``: the bound is chosen privately, the DP
+        ``bound_quantile`` (0.9) of trips per user over the public candidates 1..``bound_max``
+        (100), by the exponential mechanism from ``bound_share`` (0.1) of epsilon; the counts
+        get the rest. ``rescale=True``: the cells are multiplied by a noisy (trips up to
+        ``bound_max`` per user) / (trips kept), from ``rescale_share`` (0.05) of epsilon, its
+        error stated in ``params.rescale``. Every part is charged at once, before any noise;
+        the parts add up to ``epsilon`` (:mod:`privmob.releases.bound_choice`).
 
         ``output``: a folder where the release is published atomically (staged, charged,
         renamed into place; refused before anything is read if it cannot be written), with
@@ -272,8 +273,9 @@ class Session(SessionCounts):
         start and end coordinates (as :meth:`od` reads them).
 
         Guarantee: ``epsilon``-DP (pure) per user with at most ``per_user=pm.PerUser(T,
-        "trips")`` trips (enforced by sampling; ``max_trips=T`` is its deprecated spelling), or per trip with ``unit="trip"``; the budget is split over the analyses,
-        every analysis is released over domains built from public parameters only.
+        "trips")`` trips (enforced by sampling; ``max_trips=T`` is its deprecated spelling),
+        or per trip with ``unit="trip"``; the budget is split over the analyses, every analysis
+        is released over domains built from public parameters only.
         The command's options, as keywords (``unit`` and these:
         :class:`~privmob.session.keywords.ReportOptions`, shared with :meth:`plan_report`):
         ``analyses`` (a subset, default all 15),
