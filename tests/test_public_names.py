@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -95,3 +96,17 @@ def test_the_sessions_earlier_plumbing_still_works_with_a_warning_at_the_callers
             assert old is s._accountant
         if name == "load_trips":  # the same input, read once, as the session's own
             assert got is s._load_trips()
+
+
+def test_the_command_line_speaks_the_one_spelling(tmp_path: Path) -> None:
+    """``privmob od -T 3`` builds its session from the typed groups and its bound as the
+    kind's: nothing it does is deprecated."""
+    from tests.helpers import run_cli
+    from tests.releases.golden_cases import argv
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert run_cli(argv("od_trips", tmp_path)) == 0
+    old = [w for w in caught if issubclass(w.category, DeprecationWarning | FutureWarning)]
+    ours = [str(w.message) for w in old]
+    assert not [m for m in ours if "Session" in m or "pm." in m], ours

@@ -154,6 +154,7 @@ def run_release(
     from privmob.privacy.ledger import default_ledger_location
     from privmob.releases.publish import Output
     from privmob.session import Session
+    from privmob.session.options import Input, LedgerOptions
 
     if tile_id is None:
         tile_id = ctx.params.get("tile_id")  # an input option (common.INPUT_OPTIONS)
@@ -182,14 +183,16 @@ def run_release(
         session = Session(
             data,
             tessellation=tiles,
-            tile_id=tile_id,
-            budget=budget,
-            unit=budget_unit or release_unit(the_spec, opts.group_size),
-            ledger=None if opts.test_mode else (opts.ledger or default_ledger_location()),
-            dataset=c.dataset_name(opts.dataset, data),
+            input=Input(tile_id=tile_id, **input_options(ctx.params, shape)),
+            ledger=LedgerOptions(
+                None if opts.test_mode else (opts.ledger or default_ledger_location()),
+                dataset=c.dataset_name(opts.dataset, data),
+                budget=budget,
+                unit=budget_unit or release_unit(the_spec, opts.group_size),
+                group_size=opts.group_size,
+                new_dataset_for_same_data=opts.new_dataset,
+            ),
             engine=opts.engine_options(),
-            group_size=opts.group_size,
-            new_dataset_for_same_data=opts.new_dataset,
             seed=opts.seed,
             test_mode=opts.test_mode,
             progress=step,
@@ -198,7 +201,6 @@ def run_release(
             all_flows=opts.all_flows,
             warn=c.print_warning,
             confirm=opts.yes,
-            **input_options(ctx.params, shape),
         )
         with session:
             if opts.test_mode:  # the throw-away ledger pays what this release costs

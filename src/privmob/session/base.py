@@ -157,14 +157,17 @@ class SessionBase:
         warn: Callable[[str], None] | None = None,
         confirm: bool = False,
     ) -> None:
-        from privmob.session.options import GROUPS, spread
+        from privmob.session.options import GROUPS, flat_keywords, spread
 
+        keywords = {k: v for k, v in locals().items() if k in _DEFAULTS}
+        if not self.__dict__.pop("_spread", False):  # the caller's keywords, not our own
+            flat_keywords(keywords, _DEFAULTS)  # a group's field given alone: a warning
         given = {"input": input, "engine": engine, "ledger": ledger}
         if any(isinstance(given[g], cls) for g, cls in GROUPS.items()):
             # the typed groups (session/options.py) spread into the keywords, once
-            keywords = {k: v for k, v in locals().items() if k in _DEFAULTS}
             grouped = spread(keywords, _DEFAULTS)
             del grouped["input"]
+            self._spread = True
             SessionBase.__init__(self, data, **grouped)
             return
         from privmob.data import SHAPES
@@ -241,7 +244,8 @@ class SessionBase:
             if budget is None and not test_mode:
                 raise ConfigError(
                     "an in-memory ledger needs a total budget",
-                    hint="pass budget=pm.PureDP(10), or ledger='ledger.sqlite' for a kept one",
+                    hint="pass ledger=pm.LedgerOptions(budget=pm.PureDP(10)), or "
+                    "pm.LedgerOptions('ledger.sqlite', ...) for a kept one",
                 )
             self._tmpdir = tempfile.mkdtemp(prefix="privmob-ledger-")  # mode 0700
             # removed on close(), when the session is collected, or at exit (whichever first)
@@ -251,7 +255,8 @@ class SessionBase:
             if not isinstance(data, str | Path):
                 raise ConfigError(
                     "name the dataset whose budget is charged",
-                    hint='pass dataset="trips-2024" (a table has no file name to use)',
+                    hint='pass ledger=pm.LedgerOptions(dataset="trips-2024") (a table has no '
+                    "file name to use)",
                 )
             from privmob.data.reading import dataset_name
 
@@ -588,7 +593,7 @@ class SessionBase:
                     f"raw GPS traces or one-row trips with coordinates; the session's input "
                     f"holds {shape}",
                     hint="raw GPS traces (uid, datetime, lat, lng): "
-                    + spelled("--input-shape gps", 'shape="gps"'),
+                    + spelled("--input-shape gps", 'input=pm.Input(shape="gps")'),
                 )
             self.progress("reading and validating the trip points")
             common = self._reading()
@@ -628,7 +633,7 @@ class SessionBase:
         if self.cells is None:
             raise ConfigError(
                 "the density release needs the towers table",
-                hint="pass cells='cells.csv' (cell_id, lat, lng) to the Session",
+                hint="pass input=pm.Input(cells='cells.csv') (cell_id, lat, lng) to the Session",
             )
         key = f"density {week} {cover}"
         if key not in self._loaded:
@@ -656,7 +661,8 @@ def internal(cls: type, old: str, new: str, what: str) -> None:
     def said() -> None:
         warn_caller(
             f"Session.{old} is deprecated and will be removed in the next minor version: "
-            f"{what} is the session's own plumbing (a release method does it)",
+            f"{what} is internal (a release method reads what it needs; s.ledger says what was "
+            "spent)",
             DeprecationWarning,
         )
 
@@ -683,13 +689,13 @@ def internal(cls: type, old: str, new: str, what: str) -> None:
 DEPRECATED: set[str] = set()
 #: the earlier public names of the session's loaders and plumbing -> (internal name, what it is)
 INTERNAL = {
-    "accountant": ("_accountant", "the accountant (s.ledger says what was spent)"),
-    "engine": ("_started_engine", "the engine"),
-    "load_for": ("_load_for", "reading the input"),
-    "load_trips": ("_load_trips", "reading the input"),
-    "load_events": ("_load_events", "reading the input"),
-    "load_trip_points": ("_load_trip_points", "reading the input"),
-    "load_density_inputs": ("_load_density_inputs", "reading the input"),
+    "accountant": ("_accountant", "the session's accountant"),
+    "engine": ("_started_engine", "the session's engine"),
+    "load_for": ("_load_for", "the session's reading of its input"),
+    "load_trips": ("_load_trips", "the session's reading of its input"),
+    "load_events": ("_load_events", "the session's reading of its input"),
+    "load_trip_points": ("_load_trip_points", "the session's reading of its input"),
+    "load_density_inputs": ("_load_density_inputs", "the session's reading of its input"),
 }
 for _old, (_new, _what) in INTERNAL.items():
     internal(SessionBase, _old, _new, _what)

@@ -258,4 +258,4 @@ for _kind in KINDS:
     if _kind.counts is not None:
         setattr(SessionCounts, _kind.method, _preset(_kind, plan=False))
         setattr(SessionCounts, f"plan_{_kind.method}", _preset(_kind, plan=True))
-internal(SessionCounts, "load_counted", "_load_counted", "reading the input")
+internal(SessionCounts, "load_counted", "_load_counted", "the session's reading of its input")

@@ -84,8 +84,18 @@ class Session(SessionCounts):
     ``offline_maps``: the maps of notebook displays and of the report's HTML draw no web
     basemap (OpenStreetMap tiles fetched by the browser that shows them, by default): the
     HTML then names no external address (:mod:`privmob.render.basemap`).
-    The keywords come in three typed groups too (:mod:`privmob.session.options`):
-    ``input=pm.Input(...)``, ``engine=pm.EngineOptions(...)``, ``ledger=pm.LedgerOptions(...)``.
+    The keywords of the input, the engine and the ledger are given in their three typed groups
+    (:mod:`privmob.session.options`): ``input=pm.Input(shape=, columns=, delimiter=, names=,
+    header=, uid_from_filename=, timezone=, input_timezone=, tile_id=, cells=, trip_rule=,
+    stay_distance=, stay_minutes=)``, ``engine=pm.EngineOptions(engine, memory_limit=,
+    spill_dir=, spark_master=, spark_conf=)``, ``ledger=pm.LedgerOptions(ledger, dataset=,
+    budget=, unit=, group_size=, new_dataset_for_same_data=)``; given as the constructor's own
+    keywords they still work for one minor version, with a :class:`DeprecationWarning`.
+
+    Public: the release methods and their ``plan_*`` twins, :meth:`plan_programme`,
+    :meth:`run` (the lifecycle, for a spec built by hand), :meth:`close` and ``ledger``; the
+    loaders, the engine and the accountant are the session's own (their earlier public names
+    warn).
     """
 
     # -- OD matrix --------------------------------------------------------------------------
