@@ -27,9 +27,10 @@ GRID = str(INPUTS / "grid.geojson")
 WEEK = pm.Period("2024-01-01", "2024-01-08")
 
 
-def _session(data: str, **more: Any) -> Any:
+def _session(data: str, unit: Any = "user", **more: Any) -> Any:
     """The golden cases' test mode: seed 7, a budget of 100, dataset "golden"."""
-    return pm.Session(str(INPUTS / data), budget=100, dataset="golden", seed=7, **more)
+    ledger = pm.LedgerOptions(dataset="golden", budget=100, unit=unit)
+    return pm.Session(str(INPUTS / data), ledger=ledger, seed=7, **more)
 
 
 #: each golden case with a bound, from Python: (the session, the release given its bound)
@@ -46,7 +47,7 @@ CASES: dict[str, tuple[Callable[[], Any], Callable[..., Any]]] = {
         lambda: _session(
             "cell_events.csv",
             tessellation=str(INPUTS / "zones.geojson"),
-            cells=str(INPUTS / "cells.csv"),
+            input=pm.Input(cells=str(INPUTS / "cells.csv")),
         ),
         lambda s, out, **bound: s.density(
             epsilon=1, week="2026-03-02", output=out, formats=["csv"], **bound

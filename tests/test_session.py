@@ -30,9 +30,11 @@ def trips() -> pd.DataFrame:
 def test_readme_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     trips_df, zones_gdf = trips(), zones()
-    s = pm.Session(trips_df, tessellation=zones_gdf, budget=pm.PureDP(10),
-                   ledger="ledger.sqlite", dataset="trips-2024")  # fmt: skip
-    od = s.od(epsilon=1, max_trips=10, period=pm.Period("2024-01-01", "2024-02-01", bin="day"))
+    s = pm.Session(trips_df, tessellation=zones_gdf,
+                   ledger=pm.LedgerOptions("ledger.sqlite", dataset="trips-2024",
+                                           budget=pm.PureDP(10)))  # fmt: skip
+    od = s.od(epsilon=1, per_user=pm.PerUser(10, "trips"),
+              period=pm.Period("2024-01-01", "2024-02-01", bin="day"))  # fmt: skip
     table = od.to_pandas()
     assert len(table) == 31 * 9 * 8 and list(table.columns) == [
         "period",
