@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from privmob.data.tessellation import Tessellation
     from privmob.data.tessellation_input import TessellationSource
     from privmob.releases.loaded import LoadedInput
+    from privmob.session.options import Input, LedgerOptions
 
 Progress = Callable[[str], None]
 #: reads the input of a release from the session (e.g. ``Session._load_trips``) -> loaded data
@@ -123,7 +124,7 @@ class SessionBase:
         *,
         tessellation: TessellationSource | None = None,
         budget: Budget | float | None = None,
-        ledger: str | Path | None = None,
+        ledger: LedgerOptions | str | Path | None = None,
         dataset: str | None = None,
         engine: Any = "duckdb",
         memory_limit: str | int | None = None,
@@ -153,7 +154,7 @@ class SessionBase:
         max_layer_size: str | int | None = None,
         all_flows: bool = False,
         offline_maps: bool = False,
-        input: Any = None,
+        input: Input | None = None,
         warn: Callable[[str], None] | None = None,
         confirm: bool = False,
     ) -> None:
@@ -262,7 +263,8 @@ class SessionBase:
 
             dataset = dataset_name(None, data)
         # a throw-away ledger is signed by a throw-away key (never the user's own)
-        led = Ledger(ledger, key=Signer.ephemeral() if self._tmpdir else None)
+        where = cast("str | Path", ledger)  # a LedgerOptions was spread above
+        led = Ledger(where, key=Signer.ephemeral() if self._tmpdir else None)
         cost = budget_cost(budget)
         # the budget, set once in its unit (a different budget already there is refused), is
         # the accountant's: releases/base.py says when it is written to the ledger

@@ -11,24 +11,23 @@ the same release (the bound is the same number).
 
 from __future__ import annotations
 
-from typing import Literal, TypeVar
-
-from privmob.dp import PerUser
+from privmob.dp import PerUser, _Bound
 from privmob.errors import ConfigError
 from privmob.releases.kinds import kind as kind_named
 from privmob.surface import warn_caller
 
-Earlier = TypeVar("Earlier")
+#: the earlier keywords' values: a number, "auto" or a typed bound (``pm.MaxTripsPerUser(3)``)
+Earlier = int | str | _Bound
 
 
 def per_user_bound(
     kind: str, per_user: PerUser | None, earlier: Earlier | None, *, records: str | None = None
-) -> Earlier | int | Literal["auto"] | None:
+) -> int | str | None:
     """The bound a release of ``kind`` takes: ``per_user``'s (its unit checked against the
     kind's, ``"auto"`` only where the kind chooses it), or the value of the kind's earlier
-    keyword ``earlier`` as it was given (a number, ``"auto"`` or a typed bound, which the
-    release checks as before), with a :class:`FutureWarning`; ``None`` when neither is given
-    (the release's default). ``records``: what a count counts (its bound's unit may name it)."""
+    keyword ``earlier`` (a number, ``"auto"``, or a typed bound of the kind's, whose number it
+    is), with a :class:`FutureWarning`; ``None`` when neither is given (the release's
+    default). ``records``: what a count counts (its bound's unit may name it)."""
     bound = kind_named(kind).bound
     if bound is None:
         raise ConfigError(f"a release of {kind} has no per-user bound")
@@ -38,15 +37,21 @@ def per_user_bound(
                 f"the per-user bound is given twice: per_user= and {bound.keyword}=",
                 hint=f"give per_user= alone ({bound.keyword}= is its earlier spelling)",
             )
-        number = getattr(earlier, "value", earlier)  # a typed bound's number
-        typed = "" if earlier is number else f"{type(earlier).__name__} and "
+        number = earlier.value if isinstance(earlier, _Bound) else earlier
+        typed = f"{type(earlier).__name__} and " if isinstance(earlier, _Bound) else ""
+        if typed and type(earlier).__name__ not in bound.typed:
+            raise ConfigError(
+                f"{type(earlier).__name__} does not bound this release",
+                hint=f"use per_user=pm.PerUser({number!r}, {bound.unit!r})",
+            )
+        verb = "are" if typed else "is"
         warn_caller(
-            f"{typed}{bound.keyword}= are deprecated and will be removed in the next minor "
+            f"{typed}{bound.keyword}= {verb} deprecated and will be removed in the next minor "
             f"version: use per_user=pm.PerUser({number!r}, {bound.unit!r}) (the one per-user "
             "bound of every release)",
             FutureWarning,
         )
-        return earlier
+        return int(number) if isinstance(earlier, _Bound) else earlier
     if per_user is None:
         return None
     units = (bound.unit, records) if bound.unit == "records" and records else (bound.unit,)
@@ -71,11 +76,11 @@ def per_user_bound(
 
 def fixed_per_user_bound(
     kind: str, per_user: PerUser | None, earlier: Earlier | None
-) -> Earlier | int | None:
+) -> int | None:
     """:func:`per_user_bound` of a kind that does not choose its bound (``report``,
-    ``density``, ``series-counts``): a number, a typed bound or ``None``."""
-    bound = per_user_bound(kind, per_user, earlier)
-    if isinstance(bound, str):  # "auto" given by the earlier keyword
+    ``density``, ``series-counts``): a number or ``None``."""
+    bound = None if isinstance(earlier, str) else per_user_bound(kind, per_user, earlier)
+    if isinstance(earlier, str) or isinstance(bound, str):  # "auto", from either spelling
         declared = kind_named(kind).bound
         unit = declared.unit if declared else "trips"
         raise ConfigError(

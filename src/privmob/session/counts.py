@@ -161,25 +161,21 @@ class SessionCounts(SessionBase):
         from privmob.releases.landmark_counts import ZoneSeriesSpec
 
         refuse_unknown("series_counts", options, ZoneSeriesOptions)
-        max_per_bin = fixed_per_user_bound(
-            "series-counts", options.get("per_user"), options.get("max_per_bin")
-        )
         freq = options.get("freq", "1h")
+        earlier = options.get("max_per_bin")
+        if isinstance(earlier, MaxVisitsPerHour) and freq not in ("1h", "h", "60min"):
+            raise ConfigError(
+                f"MaxVisitsPerHour bounds hourly bins, not bins of {freq}",
+                hint='use per_user=pm.PerUser(n, "events") (per bin), or freq="1h"',
+            )
+        max_per_bin = fixed_per_user_bound("series-counts", options.get("per_user"), earlier)
         study = as_period(period)
         if study.start is None or study.end is None:
             raise ConfigError(
                 "a zone series needs a declared study period",
                 hint='pass period=pm.Period("2024-01-01", "2024-01-08")',
             )
-        if isinstance(max_per_bin, MaxVisitsPerHour):
-            if freq not in ("1h", "h", "60min"):
-                raise ConfigError(
-                    f"MaxVisitsPerHour bounds hourly bins, not bins of {freq}",
-                    hint="use MaxEventsPerBin, or freq='1h'",
-                )
-            bound = int(max_per_bin.value)
-        else:
-            bound = int(bound_value(max_per_bin, MaxEventsPerBin) or 1)  # None: 1
+        bound = int(bound_value(max_per_bin, MaxEventsPerBin) or 1)  # None: 1
         return ZoneSeriesSpec.declared(
             self._tiles(),
             epsilon=epsilon,
