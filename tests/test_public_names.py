@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -47,3 +48,65 @@ def test_importing_the_errors_loads_neither_pandas_nor_duckdb() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+#: the Session's public surface (docs/api.md): its releases, their plans, run and close; the
+#: loaders and plumbing are internal, the earlier names deprecated (and not offered by dir())
+SESSION_SURFACE = {
+    "close", "run", "plan_programme",
+    *(f"{plan}{kind}" for plan in ("", "plan_")
+      for kind in ("od", "population", "report", "density", "series_counts", "series",
+                   "counts", "trips_per_hour")),
+}  # fmt: skip
+INTERNAL = ("accountant", "engine", "load_for", "load_trips", "load_events", "load_trip_points",
+            "load_density_inputs", "load_counted")  # fmt: skip
+
+
+def test_the_session_offers_its_releases_and_keeps_its_plumbing_internal() -> None:
+    import pandas as pd
+
+    s = pm.Session(pd.DataFrame(), budget=1, dataset="t")
+    with s:
+        public = {n for n in dir(s) if not n.startswith("_")}
+        attributes = set(vars(s))  # what the constructor set: data, shape, ledger, ...
+    assert public - attributes == SESSION_SURFACE
+
+
+@pytest.mark.parametrize("name", INTERNAL)
+def test_the_sessions_earlier_plumbing_still_works_with_a_warning_at_the_callers_line(
+    name: str,
+) -> None:
+    from tests.helpers import random_trips
+    from tests.test_session import zones
+
+    s = pm.Session(random_trips(20, 9, seed=1), tessellation=zones(), budget=1, dataset="t")
+    with s, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        old = getattr(s, name)  # a property warns when read, a method when called
+        if callable(old):
+            try:
+                got = old()
+            except (TypeError, pm.PrivmobError):  # called without what it reads
+                got = None
+        (w, *_) = caught
+        assert issubclass(w.category, DeprecationWarning), w.message
+        assert f"Session.{name} is deprecated" in str(w.message)
+        assert w.filename == __file__
+        if name == "accountant":
+            assert old is s._accountant
+        if name == "load_trips":  # the same input, read once, as the session's own
+            assert got is s._load_trips()
+
+
+def test_the_command_line_speaks_the_one_spelling(tmp_path: Path) -> None:
+    """``privmob od -T 3`` builds its session from the typed groups and its bound as the
+    kind's: nothing it does is deprecated."""
+    from tests.helpers import run_cli
+    from tests.releases.golden_cases import argv
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert run_cli(argv("od_trips", tmp_path)) == 0
+    old = [w for w in caught if issubclass(w.category, DeprecationWarning | FutureWarning)]
+    ours = [str(w.message) for w in old]
+    assert not [m for m in ours if "Session" in m or "pm." in m], ours

@@ -30,9 +30,11 @@ def trips() -> pd.DataFrame:
 def test_readme_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     trips_df, zones_gdf = trips(), zones()
-    s = pm.Session(trips_df, tessellation=zones_gdf, budget=pm.PureDP(10),
-                   ledger="ledger.sqlite", dataset="trips-2024")  # fmt: skip
-    od = s.od(epsilon=1, max_trips=10, period=pm.Period("2024-01-01", "2024-02-01", bin="day"))
+    s = pm.Session(trips_df, tessellation=zones_gdf,
+                   ledger=pm.LedgerOptions("ledger.sqlite", dataset="trips-2024",
+                                           budget=pm.PureDP(10)))  # fmt: skip
+    od = s.od(epsilon=1, per_user=pm.PerUser(10, "trips"),
+              period=pm.Period("2024-01-01", "2024-02-01", bin="day"))  # fmt: skip
     table = od.to_pandas()
     assert len(table) == 31 * 9 * 8 and list(table.columns) == [
         "period",
@@ -387,8 +389,16 @@ def test_wrong_columns_same_message_as_cli(tmp_path: Path, capsys: pytest.Captur
 
 
 def test_the_constructor_takes_typed_groups_and_the_keywords_still_work(tmp_path: Path) -> None:
-    """Issue 28: the 27 keywords grouped as pm.Input, pm.EngineOptions, pm.LedgerOptions."""
+    """Issue 28: the 27 keywords grouped as pm.Input, pm.EngineOptions, pm.LedgerOptions;
+    issue 41: the groups are the one spelling, the flat keywords warn."""
     ledger = tmp_path / "l.sqlite"
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)  # the groups warn about nothing
+        grouped = _grouped(ledger)
+    assert grouped.shape == "trips"
+    grouped.close()
     grouped = pm.Session(
         trips(),
         tessellation=zones(),
@@ -396,11 +406,16 @@ def test_the_constructor_takes_typed_groups_and_the_keywords_still_work(tmp_path
         engine=pm.EngineOptions("duckdb", memory_limit="2GB"),
         ledger=pm.LedgerOptions(ledger, dataset="t", budget=pm.PureDP(3)),
     )
-    plain = pm.Session(
-        trips(), tessellation=zones(), shape="trips", timezone="Europe/Berlin",
-        input_timezone="UTC", engine="duckdb", memory_limit="2GB", ledger=ledger,
-        dataset="t", budget=pm.PureDP(3),
-    )  # fmt: skip
+    with pytest.warns(DeprecationWarning, match=r"typed groups, input=pm\.Input\(shape") as said:
+        plain = pm.Session(
+            trips(), tessellation=zones(), shape="trips", timezone="Europe/Berlin",
+            input_timezone="UTC", engine="duckdb", memory_limit="2GB", ledger=ledger,
+            dataset="t", budget=pm.PureDP(3),
+        )  # fmt: skip
+    (flat,) = [w for w in said if issubclass(w.category, DeprecationWarning)]  # one, at our line
+    assert flat.filename == __file__
+    assert "ledger=pm.LedgerOptions(ledger=..., dataset=..., budget=...)" in str(flat.message)
+    assert "engine=pm.EngineOptions(memory_limit=...)" in str(flat.message)
     with grouped, plain:
         for s in (grouped, plain):
             assert (s.shape, str(s.timezone), s.timezone.naive) == ("trips", "Europe/Berlin", "UTC")
@@ -409,6 +424,16 @@ def test_the_constructor_takes_typed_groups_and_the_keywords_still_work(tmp_path
     with pytest.raises(ConfigError, match="given twice"):
         pm.Session(trips(), input=pm.Input(timezone="UTC"), timezone="Europe/Paris", budget=1,
                    dataset="t")  # fmt: skip
+
+
+def _grouped(ledger: Path) -> pm.Session:
+    return pm.Session(
+        trips(),
+        tessellation=zones(),
+        input=pm.Input(shape="trips", timezone="Europe/Berlin", input_timezone="UTC"),
+        engine=pm.EngineOptions("duckdb", memory_limit="2GB"),
+        ledger=pm.LedgerOptions(ledger, dataset="t", budget=pm.PureDP(3)),
+    )
 
 
 def test_density_takes_its_own_typed_bound() -> None:

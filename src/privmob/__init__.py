@@ -91,10 +91,7 @@ _LAZY = {
     "ApproxDP": "privmob.dp",
     "RhoZCDP": "privmob.dp",
     "PrivacyUnit": "privmob.dp",
-    "MaxTripsPerUser": "privmob.dp",
-    "MaxVisitsPerHour": "privmob.dp",
-    "MaxVisitsPerWeek": "privmob.dp",
-    "MaxEventsPerBin": "privmob.dp",
+    "PerUser": "privmob.dp",
     "ReportSpec": "privmob.releases.report",
     "ZoneSeriesSpec": "privmob.releases.landmark_counts",
     "DensitySpec": "privmob.releases.specs",
@@ -118,6 +115,19 @@ _DEPRECATED = {
         "through a Session (Session.run(spec), or the kind's method such as Session.od) or "
         "call privmob.releases.specs.release",
     ),
+    **{
+        typed: (
+            "privmob.dp",
+            f"pm.{typed} is deprecated and will be removed in the next minor version: use "
+            f"per_user=pm.PerUser(n, {unit!r}){where} (the one per-user bound of every release)",
+        )
+        for typed, unit, where in (
+            ("MaxTripsPerUser", "trips", ""),
+            ("MaxVisitsPerWeek", "visits", ""),
+            ("MaxEventsPerBin", "events", ""),
+            ("MaxVisitsPerHour", "events", ' with freq="1h"'),
+        )
+    },
 }
 
 __all__ = ["__version__", *_LAZY]

@@ -1,15 +1,17 @@
 """The typed vocabulary of differential privacy used by :class:`privmob.Session`.
 
 Budgets (:class:`PureDP`, :class:`ApproxDP`, :class:`RhoZCDP`), the privacy unit
-(:class:`~privmob.privacy.costs.PrivacyUnit`: user, trip, event or landmark), typed contribution
-bounds and the public study :class:`~privmob.domain.Period` (one type, defined with the
-other public domains). Every value here is public: it is fixed before any
+(:class:`~privmob.privacy.costs.PrivacyUnit`: user, trip, event or landmark), the per-user
+contribution bound (:class:`PerUser`; the typed bounds ``MaxTripsPerUser`` ... are its earlier
+spellings, deprecated) and the public study :class:`~privmob.domain.Period` (one type, defined
+with the other public domains). Every value here is public: it is fixed before any
 data is read and never derived from the data.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from privmob.domain import Period as Period
 from privmob.errors import ConfigError
@@ -68,6 +70,39 @@ def budget_cost(budget: Budget | float | None) -> Cost | None:
 
 
 # -- contribution bounds -------------------------------------------------------------------
+#: what a user contributes units of (:class:`PerUser`): the records a release bounds
+UNITS = ("trips", "records", "trip-points", "events", "visits")
+
+
+@dataclass(frozen=True)
+class PerUser:
+    """The most one user contributes to a release: ``bound`` units, enforced before counting
+    (a keyed random sample), the one bound of every release (``per_user=`` of each
+    :class:`~privmob.session.Session` method; the command line's ``-T`` is this bound in the
+    kind's unit). ``bound``: a whole number >= 1, or ``"auto"`` where the release chooses it
+    privately (``od``, ``counts``). ``unit``: one of :data:`UNITS`, the one the release
+    bounds: ``"trips"`` (``od``, ``report``), ``"records"`` or what ``counts`` counts
+    (``"trips"``, ``"trip-points"``, ``"events"``), ``"visits"`` ((tower, hour) visits in
+    ``density``'s week), ``"events"`` (per time bin of ``series_counts``). Public: fixed
+    before any data is read, stated in ``metadata.json``'s ``privacy.bounds``."""
+
+    bound: int | Literal["auto"]
+    unit: str
+
+    def __post_init__(self) -> None:
+        b = self.bound
+        if b != "auto" and (isinstance(b, bool) or not isinstance(b, int) or b < 1):
+            raise ConfigError(
+                f"a per-user bound is a whole number >= 1 or 'auto', got {b!r}",
+                hint='e.g. pm.PerUser(10, "trips")',
+            )
+        if self.unit not in UNITS:
+            raise ConfigError(
+                f"unknown unit of a per-user bound {self.unit!r}",
+                hint=f"one of {', '.join(UNITS)}",
+            )
+
+
 @dataclass(frozen=True)
 class _Bound:
     value: int

@@ -77,6 +77,6 @@ def test_the_loader_and_the_session_read_naive_timestamps_in_the_input_zone(
         str(ev), tessellation=zones, budget=pm.PureDP(1), dataset="ev",
         timezone="Europe/Paris", input_timezone="UTC",
     ) as s:  # fmt: skip
-        view = s.load_events().view
-        got = s.engine.fetch(f"SELECT DISTINCT time FROM {view}")["time"].tolist()
+        view = s._load_events().view
+        got = s._started_engine.fetch(f"SELECT DISTINCT time FROM {view}")["time"].tolist()
     assert got == [pd.Timestamp("2024-01-01 16:10:00")]

@@ -127,4 +127,4 @@ def test_input_timezone_on_timestamps_with_an_offset_is_refused(
     s = pm.Session(str(trips), tessellation=_zones(tmp_path), budget=5, dataset="t",
                    timezone="America/New_York", input_timezone="UTC")  # fmt: skip
     with s, pytest.raises(InputError, match="column 'end_time', row 1: a timestamp with its own"):
-        s.load_trips()
+        s._load_trips()

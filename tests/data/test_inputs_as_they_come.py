@@ -58,7 +58,7 @@ def test_files_that_are_not_data_are_skipped_and_listed(tmp_path: Path, zones: P
     s = pm.Session(str(folder), tessellation=box_grid(3).gdf, budget=5, dataset="t")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        trips = s.load_trips()
+        trips = s._load_trips()
     assert trips.rows == len(rows)  # both parts, nothing else
     said = [str(w.message) for w in caught if issubclass(w.category, PrivmobWarning)]
     assert said and all(n in said[0] for n in ("LICENSE", "README.txt", "notes.txt", ".part-3"))
@@ -97,7 +97,7 @@ def test_a_file_without_header_row(tmp_path: Path, zones: Path) -> None:
     assert Ledger(ledger).spent("t").epsilon == 1
     s = pm.Session(str(data), tessellation=str(zones), budget=5, dataset="t2",
                    names=list(rows.columns), header=False)  # fmt: skip
-    assert s.load_trips().rows == len(rows)
+    assert s._load_trips().rows == len(rows)
     s.close()
 
 
@@ -118,10 +118,10 @@ def test_cabspotting_as_shipped(shared_data: Path, tmp_path: Path) -> None:
                    names=CAB_NAMES, delimiter=" ", uid_from_filename=True)  # fmt: skip
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        points = s.load_trip_points()
+        points = s._load_trip_points()
     said = " ".join(str(w.message) for w in caught if issubclass(w.category, PrivmobWarning))
     assert "LICENSE_Bruno-Limon_repo.txt" in said and "SOURCE.md" in said
-    uids = s.engine.fetch(f"SELECT DISTINCT uid FROM {points.base.view}")["uid"]
+    uids = s._started_engine.fetch(f"SELECT DISTINCT uid FROM {points.base.view}")["uid"]
     assert sorted(uids) == sorted(p.stem for p in files)  # one user per file, by its name
     expected = sum(len(pd.read_csv(p, sep=" ", header=None)) for p in files)
     assert points.base.rows == expected
@@ -155,7 +155,7 @@ def test_uid_from_filename_refuses_files_with_a_uid(tmp_path: Path) -> None:
     s = pm.Session(str(folder), tessellation=box_grid(3).gdf, budget=5, dataset="u",
                    uid_from_filename=True)  # fmt: skip
     with pytest.raises(pm.errors.ConfigError, match="uid column already"):
-        s.load_trips()
+        s._load_trips()
     s.close()
 
 

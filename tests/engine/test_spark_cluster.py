@@ -263,7 +263,7 @@ if part == "trips":
         s.mobility_report(epsilon=1, max_trips=100, period=whole,
                           output=out / "report" / "report.html")
         if engine == "spark":
-            found["driver_local_dir"] = s.engine.spark.conf.get("spark.local.dir")
+            found["driver_local_dir"] = s._started_engine.spark.conf.get("spark.local.dir")
     found["after_close"] = closed()
 else:
     with pm.Session(str(d / "events.csv"), tessellation=str(d / "zones.geojson"), budget=500,

@@ -52,7 +52,7 @@ def session(data: pd.DataFrame, budget: float = 10.0, seed: int = 1) -> Any:
 
 
 def entries(s: Any) -> list[Any]:
-    return list(s.accountant.ledger.entries("d"))
+    return list(s._accountant.ledger.entries("d"))
 
 
 @pytest.mark.parametrize("rescale", [False, True])

@@ -96,7 +96,7 @@ def test_the_budget_is_checked_once_per_release(monkeypatch: pytest.MonkeyPatch)
 
     monkeypatch.setattr(Ledger, "check", check)
     with pm.Session(EVENTS, tessellation=ZONES, cells=CELLS, seed=4, dataset="v", budget=1.5) as s:
-        s.accountant.ledger.set_budget("v", 1.5)  # written (a pending one is checked alone)
+        s._accountant.ledger.set_budget("v", 1.5)  # written (a pending one is checked alone)
         s.population(epsilon=1)
         assert len(checked) == 1
         with pytest.raises(BudgetError):  # 0.5 left: refused by the check, before reading

@@ -98,7 +98,7 @@ def test_one_user_moves_counts_and_centred_sums_by_their_sensitivity(tmp_path: P
     for i, frame in enumerate((d, d1)):
         data, grid = _files(tmp_path, frame, f"t{i}.csv")
         with Session(str(data), tessellation=str(grid), seed=1, budget=pm.PureDP(5)) as s:
-            loaded = s.load_counted("trips", ["origin"], value)
+            loaded = s._load_counted("trips", ["origin"], value)
             bound = spec.per_user(None)
             domain = spec.count_domain()
             # one key for both: the users of D keep the same trips in D'

@@ -114,7 +114,8 @@ def test_the_kind_is_one_name_everywhere(kind: Any) -> None:
         assert (name in LAYER_TABLES) == (kind.layer is not None)
         assert BY_ANY_NAME[name] is kind
     if kind.bound is not None:  # one spelling of the bound: Session keyword and command flags
-        assert kind.bound.keyword in keywords(getattr(Session, kind.method))
+        assert "per_user" in keywords(getattr(Session, kind.method))  # pm.PerUser(n, unit)
+        assert kind.bound.keyword in keywords(getattr(Session, kind.method))  # its earlier one
         flags = {f for p in _command(kind).params for f in (*p.opts, *p.secondary_opts)}
         assert set(kind.bound.flags) <= flags
         for typed in kind.bound.typed:  # each typed bound is named by the kind's keyword
@@ -142,12 +143,13 @@ def test_earlier_method_names_still_work_and_warn(tmp_path: Path) -> None:
     from tests.helpers import box_grid
 
     s = privmob.Session(str(INPUTS / "trips.csv"), tessellation=box_grid(3), budget=10, dataset="d")
+    three = privmob.PerUser(3, "trips")
     with s, pytest.warns(DeprecationWarning, match="Session.plan_od"):
-        old = s.plan_od_matrix(epsilon=1, max_trips=3)
-    assert old == s.plan_od(epsilon=1, max_trips=3)
+        old = s.plan_od_matrix(epsilon=1, per_user=three)
+    assert old == s.plan_od(epsilon=1, per_user=three)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        s.plan_od(epsilon=1, max_trips=3)  # the one name does not warn
+        s.plan_od(epsilon=1, per_user=three)  # the one name does not warn
     for kind in KINDS:  # every earlier name of every kind, and its plan
         for old_name in kind.old_methods:
             for name in (old_name, f"plan_{old_name}"):

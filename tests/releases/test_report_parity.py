@@ -104,7 +104,7 @@ def test_session_report_refuses_bad_options_before_reading(
         args: dict[str, object] = {"epsilon": 1, "max_trips": 5, "period": pm.Period(*PERIOD)}
         with pytest.raises(ConfigError, match=message):
             s.plan_report(**{**args, **keywords})  # type: ignore[arg-type]
-        assert s.accountant.ledger.entries(s.accountant.dataset) == []
+        assert s._accountant.ledger.entries(s._accountant.dataset) == []
 
 
 @pytest.mark.parametrize(

@@ -67,7 +67,7 @@ def test_a_spec_without_a_session_loader_is_refused_not_read_as_events() -> None
     spec = SeriesSpec(1.0, 1.0, "2024-01-01", "2024-01-02", "1h")
     session = pm.Session(_trips(), budget=pm.PureDP(5), dataset="spec-protocol")
     with session as s, pytest.raises(ConfigError, match="no default loader"):
-        s.load_for(spec)
+        s._load_for(spec)
 
 
 def test_the_series_unit_is_its_schemes() -> None:

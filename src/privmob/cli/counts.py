@@ -114,7 +114,9 @@ def counts(
             unit=unit,
             value=value,
         ),
-        load=functools.partial(Session.load_counted, records=what, by=dims, value=value, unit=unit),
+        load=functools.partial(
+            Session._load_counted, records=what, by=dims, value=value, unit=unit
+        ),
     )
 
 

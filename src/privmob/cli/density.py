@@ -119,7 +119,7 @@ def density(
         tessellation=tessellation,
         tile_id=tile_id,
         spec=lambda tess: DensitySpec(tess, config, week),
-        load=lambda session: session.load_density_inputs(week, cover),
+        load=lambda session: session._load_density_inputs(week, cover),
         budget_delta=delta,
         writers=list(FILES),
     )

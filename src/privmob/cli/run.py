@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from privmob.data.tessellation_input import TessellationSource
     from privmob.session.options import EngineOptions
 
-#: what a command gives to read its input: the session -> loaded data (``Session.load_trips``,
-#: ``Session.load_events``, ``Session.load_trip_points``, ``Session.load_density_inputs``)
+#: what a command gives to read its input: the session -> loaded data (``Session._load_trips``,
+#: ``Session._load_events``, ``Session._load_trip_points``, ``Session._load_density_inputs``)
 Load = Callable[[Any], Any]
 
 
@@ -139,7 +139,7 @@ def run_release(
     ``tile_id``, default the command's ``--tile-id``) or ``None``; ``spec``: tessellation ->
     the release spec (e.g. ``functools.partial(OdSpec, epsilon=...)``); ``load``: session ->
     the input, read and validated (default: by what the spec counts,
-    :meth:`~privmob.session.base.SessionBase.load_for`; the session reads it as the
+    :meth:`~privmob.session.base.SessionBase._load_for`; the session reads it as the
     command's input options say, :func:`input_options`; ``shape`` for a command that reads
     one shape only); ``output``: makes the
     :class:`~privmob.releases.publish.Output` when it is not the ``--output`` folder (the
@@ -154,6 +154,7 @@ def run_release(
     from privmob.privacy.ledger import default_ledger_location
     from privmob.releases.publish import Output
     from privmob.session import Session
+    from privmob.session.options import Input, LedgerOptions
 
     if tile_id is None:
         tile_id = ctx.params.get("tile_id")  # an input option (common.INPUT_OPTIONS)
@@ -182,14 +183,16 @@ def run_release(
         session = Session(
             data,
             tessellation=tiles,
-            tile_id=tile_id,
-            budget=budget,
-            unit=budget_unit or release_unit(the_spec, opts.group_size),
-            ledger=None if opts.test_mode else (opts.ledger or default_ledger_location()),
-            dataset=c.dataset_name(opts.dataset, data),
+            input=Input(tile_id=tile_id, **input_options(ctx.params, shape)),
+            ledger=LedgerOptions(
+                None if opts.test_mode else (opts.ledger or default_ledger_location()),
+                dataset=c.dataset_name(opts.dataset, data),
+                budget=budget,
+                unit=budget_unit or release_unit(the_spec, opts.group_size),
+                group_size=opts.group_size,
+                new_dataset_for_same_data=opts.new_dataset,
+            ),
             engine=opts.engine_options(),
-            group_size=opts.group_size,
-            new_dataset_for_same_data=opts.new_dataset,
             seed=opts.seed,
             test_mode=opts.test_mode,
             progress=step,
@@ -198,7 +201,6 @@ def run_release(
             all_flows=opts.all_flows,
             warn=c.print_warning,
             confirm=opts.yes,
-            **input_options(ctx.params, shape),
         )
         with session:
             if opts.test_mode:  # the throw-away ledger pays what this release costs
@@ -213,7 +215,9 @@ def run_release(
                 engine=engine,
                 on_plan=None if opts.quiet else print_plan,
             )
-            (summary or c.print_release_summary)(result.release, result.written, session.accountant)
+            (summary or c.print_release_summary)(
+                result.release, result.written, session._accountant
+            )
     return result.release
 
 
@@ -231,7 +235,7 @@ def test_mode_budget(session: Any, cost: Any, epsilon: float | None, delta: floa
     with the delta it spends (``--budget``, or the release's epsilon), so that every noise and
     unit can run in test mode (a pure budget in users refused Gaussian and trip-level
     releases, exit 3)."""
-    acct = session.accountant
+    acct = session._accountant
     eps = cost.epsilon if epsilon is None else epsilon
     acct.ledger.set_budget(acct.dataset, eps, max(delta, cost.delta), cost.unit)
 

@@ -262,7 +262,7 @@ def series_counts_command(
             scheme=scheme,
             outliers_epsilon=outliers_epsilon,
         ),
-        load=Session.load_events,
+        load=Session._load_events,
         shape="events",
         budget_unit=SCHEME_UNIT[scheme],
         summary=functools.partial(_series_counts_summary, quiet=bool(ctx.params.get("quiet"))),

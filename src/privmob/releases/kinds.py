@@ -58,7 +58,8 @@ def same_tile_flag(rule: str) -> bool:
 
 @dataclass(frozen=True)
 class Bound:
-    """A kind's per-user bound: ``keyword`` (the Session method's), ``flags`` (the command
+    """A kind's per-user bound, ``pm.PerUser(n, unit)`` (the Session methods' ``per_user=``):
+    ``keyword`` (the Session method's earlier keyword, deprecated), ``flags (the command
     line's: ``-T`` is every release's bound, its long form the shared ``--max-trips``, or the
     keyword's own spelling where trips are not what is bounded, e.g. density's
     ``--max-visits``; other words stay accepted as hidden aliases) and ``metadata`` (the key
@@ -69,6 +70,10 @@ class Bound:
     metadata: str
     #: the typed bounds (``privmob.dp``) the Session method takes, each named ``keyword``
     typed: tuple[str, ...] = ()
+    #: the unit of the bound, ``pm.PerUser(n, unit)`` (``per_user=``; ``-T n`` means it)
+    unit: str = "trips"
+    #: the bound can be chosen privately (``pm.PerUser("auto", unit)``, ``-T auto``)
+    auto: bool = False
 
 
 @dataclass(frozen=True)
@@ -163,10 +168,16 @@ class Kind:
 
 #: the bound of the kinds that keep at most so many trips of each user (od, the report)
 TRIP_BOUND = Bound("max_trips", ("--max-trips", "-T"), "max_trips_per_user", ("MaxTripsPerUser",))
+#: od's bound: the report's, which od can also choose privately
+OD_BOUND = Bound(
+    "max_trips", ("--max-trips", "-T"), "max_trips_per_user", ("MaxTripsPerUser",), auto=True
+)
 #: the map layer of both landmark series (one zone column, a margin per timestamp's budget)
 SERIES_LAYER = Layer("series", "zone", "series_tiles", margin="budgets")
 #: the bound of the count template's kinds
-COUNT_BOUND = Bound("max_records", ("--max-trips", "-T"), "max_records_per_user")
+COUNT_BOUND = Bound(
+    "max_records", ("--max-trips", "-T"), "max_records_per_user", unit="records", auto=True
+)
 
 
 def count_kind(name: str, summary: str, records: str, *by: str) -> Kind:
@@ -196,7 +207,7 @@ KINDS: tuple[Kind, ...] = (
         spec="privmob.releases.specs.OdSpec",
         cli_help="Release a differentially private origin-destination matrix.",
         tables=("od", "outliers"),
-        bound=TRIP_BOUND,
+        bound=OD_BOUND,
         definitions=TRIP_DEFINITIONS,
         layer=Layer("od", None, "od_flows"),
         old_kinds=("od-matrix",),
@@ -231,7 +242,11 @@ KINDS: tuple[Kind, ...] = (
         cli_help="Release the number of users per zone and hour of a week (Acs and Castelluccia).",
         tables=("density", "out_of_domain", "outliers"),
         bound=Bound(
-            "max_visits", ("--max-visits", "-T"), "max_visits_per_week", ("MaxVisitsPerWeek",)
+            "max_visits",
+            ("--max-visits", "-T"),
+            "max_visits_per_week",
+            ("MaxVisitsPerWeek",),
+            unit="visits",
         ),
         layer=Layer("density", "zone", "density_tiles"),
     ),
@@ -249,6 +264,7 @@ KINDS: tuple[Kind, ...] = (
             ("--max-trips", "-T"),
             "sensitivity_per_timestamp",
             ("MaxEventsPerBin", "MaxVisitsPerHour"),
+            unit="events",
         ),
         layer=SERIES_LAYER,
         programme=False,  # a programme's "series" plans both landmark series

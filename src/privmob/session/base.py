@@ -42,9 +42,10 @@ if TYPE_CHECKING:
     from privmob.data.tessellation import Tessellation
     from privmob.data.tessellation_input import TessellationSource
     from privmob.releases.loaded import LoadedInput
+    from privmob.session.options import Input, LedgerOptions
 
 Progress = Callable[[str], None]
-#: reads the input of a release from the session (e.g. ``Session.load_trips``) -> loaded data
+#: reads the input of a release from the session (e.g. ``Session._load_trips``) -> loaded data
 Load = Callable[[Any], "LoadedInput"]
 #: a file written beside the tables: (release, folder, tessellation) -> paths
 Writer = Callable[[Any, Path, Any], Any]
@@ -123,7 +124,7 @@ class SessionBase:
         *,
         tessellation: TessellationSource | None = None,
         budget: Budget | float | None = None,
-        ledger: str | Path | None = None,
+        ledger: LedgerOptions | str | Path | None = None,
         dataset: str | None = None,
         engine: Any = "duckdb",
         memory_limit: str | int | None = None,
@@ -153,18 +154,21 @@ class SessionBase:
         max_layer_size: str | int | None = None,
         all_flows: bool = False,
         offline_maps: bool = False,
-        input: Any = None,
+        input: Input | None = None,
         warn: Callable[[str], None] | None = None,
         confirm: bool = False,
     ) -> None:
-        from privmob.session.options import GROUPS, spread
+        from privmob.session.options import GROUPS, flat_keywords, spread
 
+        keywords = {k: v for k, v in locals().items() if k in _DEFAULTS}
+        if not self.__dict__.pop("_spread", False):  # the caller's keywords, not our own
+            flat_keywords(keywords, _DEFAULTS)  # a group's field given alone: a warning
         given = {"input": input, "engine": engine, "ledger": ledger}
         if any(isinstance(given[g], cls) for g, cls in GROUPS.items()):
             # the typed groups (session/options.py) spread into the keywords, once
-            keywords = {k: v for k, v in locals().items() if k in _DEFAULTS}
             grouped = spread(keywords, _DEFAULTS)
             del grouped["input"]
+            self._spread = True
             SessionBase.__init__(self, data, **grouped)
             return
         from privmob.data import SHAPES
@@ -241,7 +245,8 @@ class SessionBase:
             if budget is None and not test_mode:
                 raise ConfigError(
                     "an in-memory ledger needs a total budget",
-                    hint="pass budget=pm.PureDP(10), or ledger='ledger.sqlite' for a kept one",
+                    hint="pass ledger=pm.LedgerOptions(budget=pm.PureDP(10)), or "
+                    "pm.LedgerOptions('ledger.sqlite', ...) for a kept one",
                 )
             self._tmpdir = tempfile.mkdtemp(prefix="privmob-ledger-")  # mode 0700
             # removed on close(), when the session is collected, or at exit (whichever first)
@@ -251,13 +256,15 @@ class SessionBase:
             if not isinstance(data, str | Path):
                 raise ConfigError(
                     "name the dataset whose budget is charged",
-                    hint='pass dataset="trips-2024" (a table has no file name to use)',
+                    hint='pass ledger=pm.LedgerOptions(dataset="trips-2024") (a table has no '
+                    "file name to use)",
                 )
             from privmob.data.reading import dataset_name
 
             dataset = dataset_name(None, data)
         # a throw-away ledger is signed by a throw-away key (never the user's own)
-        led = Ledger(ledger, key=Signer.ephemeral() if self._tmpdir else None)
+        where = cast("str | Path", ledger)  # a LedgerOptions was spread above
+        led = Ledger(where, key=Signer.ephemeral() if self._tmpdir else None)
         cost = budget_cost(budget)
         # the budget, set once in its unit (a different budget already there is refused), is
         # the accountant's: releases/base.py says when it is written to the ledger
@@ -289,16 +296,15 @@ class SessionBase:
     def __enter__(self) -> Any:
         return self
 
+    def __dir__(self) -> list[str]:
+        """The public surface: the deprecated names work but are not offered."""
+        return [n for n in super().__dir__() if n not in DEPRECATED]
+
     def __exit__(self, *exc: object) -> None:
         self.close()
 
     @property
-    def accountant(self) -> Any:
-        """Who pays: the ledger and the dataset (:class:`~privmob.releases.base.Accountant`)."""
-        return self._accountant
-
-    @property
-    def engine(self) -> Any:
+    def _started_engine(self) -> Any:
         """The engine, started on first use (DuckDB unless the session names another)."""
         if self._engine is None:
             from privmob.engine import open_engine
@@ -329,9 +335,9 @@ class SessionBase:
         """Run one release through the lifecycle (see the module's docstring) and return it.
 
         ``spec``: the release's public parameters (``privmob.releases.specs``); ``load``:
-        session -> the input, read and validated (``Session.load_trips``,
-        ``Session.load_events``, ``Session.load_trip_points`` or your own; default
-        :meth:`load_for`, by what the spec counts); ``output``:
+        session -> the input, read and validated (``Session._load_trips``,
+        ``Session._load_events``, ``Session._load_trip_points`` or your own; default
+        :meth:`_load_for`, by what the spec counts); ``output``:
         a folder (or a :class:`~privmob.releases.publish.Output`) where the release is
         published atomically once charged; ``formats``: map layers written beside the tables
         (``geoparquet``, ``geojson``, ``csv``); ``writers``: more files staged with them;
@@ -372,7 +378,7 @@ class SessionBase:
             if before.available >= before.minimum - before.baseline:  # the process can start:
                 plan.check_memory(before.limit, baseline=before.baseline)  # the domain alone
             before.engine_memory(plan.memory_bytes)  # below the minimum: names it
-        eng = self.engine if engine else None
+        eng = self._started_engine if engine else None
         # the plan against what the process leaves of the memory limit, measured by the engine
         # once its libraries are loaded (it refused a limit below its own minimum already)
         mem = getattr(eng, "process_memory", None)
@@ -403,7 +409,7 @@ class SessionBase:
                         rel, tess, d, wanted, keep_all=keep, max_bytes=limit, progress=step
                     )
                 )
-        data = self.load_for(spec) if load is None else load(self)
+        data = self._load_for(spec) if load is None else load(self)
         acct.bind_input(data)  # the budget is bound to the data's content
         # the one gate: the kind's draft (exact values), the charge, then the noise
         release = gate.run(
@@ -492,7 +498,7 @@ class SessionBase:
         if self.shape == "auto":
             from privmob.data import detect_shape
 
-            self.shape = detect_shape(self.engine, self.data, columns=self.columns)
+            self.shape = detect_shape(self._started_engine, self.data, columns=self.columns)
         return self.shape
 
     def _tiles(self) -> Tessellation:
@@ -503,23 +509,23 @@ class SessionBase:
             )
         return self.tessellation
 
-    def load_for(self, spec: Spec) -> Any:
+    def _load_for(self, spec: Spec) -> Any:
         """The input of a release of ``spec``, read as what it counts (its ``records``):
         ``trips`` (one-row trips without a rider id are each their own unit in a trip-level
         release that states no group size), ``trip-points``, else located events (homes, ...)."""
         if spec.records == "trips":
             trip_level = PrivacyUnit(spec.unit) is PrivacyUnit.TRIP
-            return self.load_trips(trip_level and self._accountant.group_size is None)
+            return self._load_trips(trip_level and self._accountant.group_size is None)
         if spec.records == "trip-points":
-            return self.load_trip_points()
+            return self._load_trip_points()
         if spec.records in ("events", "homes"):
-            return self.load_events()
+            return self._load_events()
         raise ConfigError(
             f"a release of {spec.records} has no default loader",
             hint="pass load= (session -> its input), e.g. the spec's own loader",
         )
 
-    def load_trips(
+    def _load_trips(
         self, uid_per_trip: bool = False, *, carry: Sequence[str] = (), coordinates: bool = False
     ) -> Any:
         """The input as trips (one-row trips as they are, trip points by their ends, events by
@@ -549,7 +555,7 @@ class SessionBase:
             )
         return self._loaded[key]
 
-    def load_events(self, *, carry: Sequence[str] = ()) -> Any:
+    def _load_events(self, *, carry: Sequence[str] = ()) -> Any:
         """The input as located events (``uid, time, tile``), read and validated once;
         ``carry``: more input columns kept under their own names."""
         key = "events" if not carry else f"events {tuple(carry)}"
@@ -568,7 +574,7 @@ class SessionBase:
             )
         return self._loaded[key]
 
-    def load_trip_points(self, uid_per_trip: bool = False, *, carry: Sequence[str] = ()) -> Any:
+    def _load_trip_points(self, uid_per_trip: bool = False, *, carry: Sequence[str] = ()) -> Any:
         """The input as trip points (``uid, tid, time, lat, lng, tile``; GPS traces by stay
         points; one-row trips with start and end coordinates by their two ends), read and
         validated once. ``uid_per_trip``: one-row trips without a uid column make each trip
@@ -589,7 +595,7 @@ class SessionBase:
                     f"raw GPS traces or one-row trips with coordinates; the session's input "
                     f"holds {shape}",
                     hint="raw GPS traces (uid, datetime, lat, lng): "
-                    + spelled("--input-shape gps", 'shape="gps"'),
+                    + spelled("--input-shape gps", 'input=pm.Input(shape="gps")'),
                 )
             self.progress("reading and validating the trip points")
             common = self._reading()
@@ -613,14 +619,14 @@ class SessionBase:
         """How the session reads its input, as the loaders' keywords: its engine, its tiles,
         the column mapping, the time zone of naive timestamps and the CSV delimiter."""
         return {
-            "engine": self.engine,
+            "engine": self._started_engine,
             "tessellation": self._tiles(),
             "columns": self.columns,
             "timezone": self.timezone,
             "delimiter": self.delimiter,
         }
 
-    def load_density_inputs(self, week: str, cover: bool) -> Any:
+    def _load_density_inputs(self, week: str, cover: bool) -> Any:
         """The density release's inputs for the week starting ``week``: the zones, tower sites,
         Voronoi shares and cover (public), then the session's events validated against the
         towers table (``cells``), read once per week and cover."""
@@ -629,7 +635,7 @@ class SessionBase:
         if self.cells is None:
             raise ConfigError(
                 "the density release needs the towers table",
-                hint="pass cells='cells.csv' (cell_id, lat, lng) to the Session",
+                hint="pass input=pm.Input(cells='cells.csv') (cell_id, lat, lng) to the Session",
             )
         key = f"density {week} {cover}"
         if key not in self._loaded:
@@ -643,9 +649,58 @@ class SessionBase:
                 timezone=self.timezone,
                 columns=self.columns,
                 step=self.progress,
-                engine=self.engine,
+                engine=self._started_engine,
             )
         return self._loaded[key]
+
+
+def internal(cls: type, old: str, new: str, what: str) -> None:
+    """``Session.<old>``, now the internal ``Session.<new>`` (of ``cls``): kept one minor
+    version, with a :class:`DeprecationWarning` at the caller's line (once per line, Python's
+    default), and left out of ``dir()``."""
+    from privmob.surface import warn_caller
+
+    def said() -> None:
+        warn_caller(
+            f"Session.{old} is deprecated and will be removed in the next minor version: "
+            f"{what} is internal (a release method reads what it needs; s.ledger says what was "
+            "spent)",
+            DeprecationWarning,
+        )
+
+    DEPRECATED.add(old)
+    if not callable(getattr(cls, new, None)):  # an attribute or a property
+
+        def read(self: SessionBase) -> Any:
+            said()
+            return getattr(self, new)
+
+        setattr(cls, old, property(read, doc=f"Deprecated: internal ({what})."))
+        return
+
+    def method(self: SessionBase, *args: Any, **kwargs: Any) -> Any:
+        said()
+        return getattr(self, new)(*args, **kwargs)
+
+    method.__name__, method.__doc__ = old, f"Deprecated: internal ({what})."
+    setattr(cls, old, method)
+
+
+#: the Session's deprecated names (earlier names of its methods, its plumbing made internal):
+#: they work and warn, and ``dir(session)`` leaves them out
+DEPRECATED: set[str] = set()
+#: the earlier public names of the session's loaders and plumbing -> (internal name, what it is)
+INTERNAL = {
+    "accountant": ("_accountant", "the session's accountant"),
+    "engine": ("_started_engine", "the session's engine"),
+    "load_for": ("_load_for", "the session's reading of its input"),
+    "load_trips": ("_load_trips", "the session's reading of its input"),
+    "load_events": ("_load_events", "the session's reading of its input"),
+    "load_trip_points": ("_load_trip_points", "the session's reading of its input"),
+    "load_density_inputs": ("_load_density_inputs", "the session's reading of its input"),
+}
+for _old, (_new, _what) in INTERNAL.items():
+    internal(SessionBase, _old, _new, _what)
 
 
 #: the constructor's keywords and their defaults (for the typed groups of session/options.py)

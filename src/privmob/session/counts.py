@@ -27,7 +27,8 @@ from privmob.releases.kinds import COUNT_SPEC, KINDS
 from privmob.releases.specs import Plan
 from privmob.releases.values import Mean
 from privmob.results import ReleaseResult
-from privmob.session.base import SessionBase
+from privmob.session.base import SessionBase, internal
+from privmob.session.bounds import fixed_per_user_bound, per_user_bound
 from privmob.session.keywords import CountOptions, ZoneSeriesOptions, refuse_unknown
 
 if TYPE_CHECKING:
@@ -50,12 +51,16 @@ class SessionCounts(SessionBase):
                 f"{kind!r} is not a registered count kind",
                 hint=f"kind= one of {', '.join(count_kinds)} (privmob.releases.kinds)",
             )
+        records = options.get("records", "trips")
+        bound = per_user_bound(
+            kind, options.get("per_user"), options.get("max_records"), records=records
+        )
         return CountSpec(
             self.tessellation,
             epsilon,
-            options.get("records", "trips"),
+            records,
             tuple(spelling(b) for b in by),
-            options.get("max_records", 1),
+            1 if bound is None else bound,
             options.get("noise", NoiseKind.DISCRETE_LAPLACE),
             options.get("delta", 0.0),
             as_period(options.get("period")),
@@ -72,7 +77,7 @@ class SessionCounts(SessionBase):
         plan: Plan = self._count_spec(by, epsilon, options).plan()
         return plan
 
-    def load_counted(
+    def _load_counted(
         self,
         records: str,
         by: Sequence[DimensionLike],
@@ -84,19 +89,19 @@ class SessionCounts(SessionBase):
         the column of its ``value``) carried from the input, and the trip distance where it
         reads one (:func:`~privmob.releases.dimensions.with_trip_distance`). At ``unit="trip"``
         without a group size, trips without a rider id are each their own unit (as
-        :meth:`load_for`)."""
+        :meth:`_load_for`)."""
         carry, distance = needs(by)
         if value is not None:
             carry = (*carry, *(c for c in value.carried if c not in carry))
             distance = distance or value.distance
         if records == "trips":
-            per_trip = PrivacyUnit(unit) is PrivacyUnit.TRIP and self.accountant.group_size is None
-            trips: Loaded = self.load_trips(per_trip, carry=carry, coordinates=distance)
+            per_trip = PrivacyUnit(unit) is PrivacyUnit.TRIP and self._accountant.group_size is None
+            trips: Loaded = self._load_trips(per_trip, carry=carry, coordinates=distance)
             return with_trip_distance(trips, self._tiles()) if distance else trips
         if records == "trip-points":
-            points: Loaded = self.load_trip_points(carry=carry)
+            points: Loaded = self._load_trip_points(carry=carry)
             return points
-        events: Loaded = self.load_events(carry=carry)
+        events: Loaded = self._load_events(carry=carry)
         return events
 
     def counts(
@@ -115,26 +120,28 @@ class SessionCounts(SessionBase):
         ``duration:0,5,15,60`` or ``pm.Duration([...])`` (minutes), ``distance:0,1,2,5`` or
         ``pm.Distance([...])`` (km), a categorical column ``"usertype:Subscriber,Customer"``
         or ``pm.Categorical("usertype", [...])``; see :mod:`privmob.releases.dimensions`),
-        each user keeping at most ``max_records`` records; or, with ``unit="trip"``, trips
-        counted once each, every trip its own unit (rides without a rider id).
+        each user keeping at most ``per_user=pm.PerUser(n, "records")`` records (default 1;
+        the unit may name them: ``pm.PerUser(n, "events")`` with ``records="events"``); or,
+        with ``unit="trip"``, trips counted once each, every trip its own unit (rides without
+        a rider id).
 
-        Guarantee: one user changes at most ``max_records`` cells by one each (L1 and L2
-        sensitivity ``max_records``, enforced by a keyed sample in the engine); every cell of
+        Guarantee: one user changes at most ``n`` cells by one each (L1 and L2
+        sensitivity ``n``, enforced by a keyed sample in the engine); every cell of
         the declared domain gets noise: epsilon-DP per user (discrete Laplace) or (epsilon,
         delta)-DP (discrete Gaussian). The labels of every dimension are declared, never read
         from the data: a value outside them is counted in the outliers cell.
         At trip level: one trip changes one cell by one, epsilon-DP per trip.
         ``output``/``formats`` as for :meth:`od`; ``options``
         (:class:`~privmob.session.keywords.CountOptions`, shared with :meth:`plan_counts`):
-        ``records``, ``max_records``, ``unit``, ``noise``, ``delta``, ``period``, ``kind``,
-        ``value``: ``pm.Mean("duration", 0, 180)`` adds per cell the noisy mean of the value
-        clamped to ``[0, 180]`` and its 95% margin (half the budget on the counts, half on the
-        sums: :mod:`privmob.releases.values`)."""
+        ``records``, ``per_user`` (``max_records=n``: its deprecated spelling), ``unit``,
+        ``noise``, ``delta``, ``period``, ``kind``, ``value``: ``pm.Mean("duration", 0, 180)``
+        adds per cell the noisy mean of the value clamped to ``[0, 180]`` and its 95% margin
+        (half the budget on the counts, half on the sums: :mod:`privmob.releases.values`)."""
         spec = self._count_spec(by, epsilon, options)
         return self.run(
             spec,
             functools.partial(
-                SessionCounts.load_counted,
+                SessionCounts._load_counted,
                 records=spec.records,
                 by=spec.by,
                 value=spec.value,
@@ -154,23 +161,21 @@ class SessionCounts(SessionBase):
         from privmob.releases.landmark_counts import ZoneSeriesSpec
 
         refuse_unknown("series_counts", options, ZoneSeriesOptions)
-        max_per_bin = options.get("max_per_bin", 1)
         freq = options.get("freq", "1h")
+        earlier = options.get("max_per_bin")
+        if isinstance(earlier, MaxVisitsPerHour) and freq not in ("1h", "h", "60min"):
+            raise ConfigError(
+                f"MaxVisitsPerHour bounds hourly bins, not bins of {freq}",
+                hint='use per_user=pm.PerUser(n, "events") (per bin), or freq="1h"',
+            )
+        max_per_bin = fixed_per_user_bound("series-counts", options.get("per_user"), earlier)
         study = as_period(period)
         if study.start is None or study.end is None:
             raise ConfigError(
                 "a zone series needs a declared study period",
                 hint='pass period=pm.Period("2024-01-01", "2024-01-08")',
             )
-        if isinstance(max_per_bin, MaxVisitsPerHour):
-            if freq not in ("1h", "h", "60min"):
-                raise ConfigError(
-                    f"MaxVisitsPerHour bounds hourly bins, not bins of {freq}",
-                    hint="use MaxEventsPerBin, or freq='1h'",
-                )
-            bound = int(max_per_bin.value)
-        else:
-            bound = int(bound_value(max_per_bin, MaxEventsPerBin) or 1)
+        bound = int(bound_value(max_per_bin, MaxEventsPerBin) or 1)  # None: 1
         return ZoneSeriesSpec.declared(
             self._tiles(),
             epsilon=epsilon,
@@ -202,7 +207,8 @@ class SessionCounts(SessionBase):
         """Events per zone and time bin (``privmob series-counts``), from events or trip points:
         the count template's ``zone`` x ``bin:<freq>``, published under landmark privacy.
 
-        Guarantee: each user keeps at most ``max_per_bin`` events per bin (enforced), the
+        Guarantee: each user keeps at most ``per_user=pm.PerUser(n, "events")`` events per bin
+        (enforced; default 1; ``max_per_bin=n`` is its deprecated spelling), the
         series is published under landmark epsilon-privacy by ``scheme`` (uniform, skip,
         adaptive: per landmark; event; user) with ``landmarks`` as bin positions (integers) or
         bin starts (text or datetimes; public); the events outside the period get one noisy
@@ -215,12 +221,12 @@ class SessionCounts(SessionBase):
         map layers in ``formats`` (``geoparquet``, ``geojson``, ``csv``) beside its tables.
         Without it the release is charged and returned; write it later with ``write``.
         ``options`` (:class:`~privmob.session.keywords.ZoneSeriesOptions`, shared with
-        :meth:`plan_series_counts`): ``freq``, ``max_per_bin``, ``landmarks``, ``scheme``,
+        :meth:`plan_series_counts`): ``freq``, ``per_user``, ``landmarks``, ``scheme``,
         ``outliers_epsilon``.
         """
         spec = self._series_counts_spec(epsilon, period, options)
         return self.run(
-            spec, SessionBase.load_events, output=output, overwrite=overwrite, formats=formats
+            spec, SessionBase._load_events, output=output, overwrite=overwrite, formats=formats
         )
 
 
@@ -248,3 +254,4 @@ for _kind in KINDS:
     if _kind.counts is not None:
         setattr(SessionCounts, _kind.method, _preset(_kind, plan=False))
         setattr(SessionCounts, f"plan_{_kind.method}", _preset(_kind, plan=True))
+internal(SessionCounts, "load_counted", "_load_counted", "the session's reading of its input")

@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, TypedDict
 
 from privmob.domain import Period
-from privmob.dp import MaxEventsPerBin, MaxVisitsPerHour, PrivacyUnit
+from privmob.dp import MaxEventsPerBin, MaxVisitsPerHour, PerUser, PrivacyUnit
 from privmob.lazy_imports import lazy_module
 from privmob.privacy.mechanisms import NoiseKind
 from privmob.releases.values import Mean
@@ -23,7 +23,7 @@ else:  # the landmark modules on first use, not before another release's plan (i
 
 
 class OdOptions(TypedDict, total=False):
-    """``Session.od`` / ``Session.plan_od`` besides ``epsilon`` and ``max_trips``."""
+    """``Session.od`` / ``Session.plan_od`` besides ``epsilon`` and ``per_user``."""
 
     period: Period | None  # None: the whole data as one period
     unit: PrivacyUnit | str  # "user"
@@ -35,8 +35,8 @@ class OdOptions(TypedDict, total=False):
     unique: bool  # False
     hierarchy: str | Sequence[str]  # (): no coarser levels; "borough": a tessellation column
     hierarchy_weights: Mapping[str, float] | None  # None: the default split across levels
-    bound_quantile: float  # with max_trips="auto": the quantile of trips per user (0.9)
-    bound_share: float  # with max_trips="auto": the epsilon's share for the choice (0.1)
+    bound_quantile: float  # with PerUser("auto", "trips"): the quantile of trips per user (0.9)
+    bound_share: float  # with PerUser("auto", "trips"): the epsilon's share for the choice (0.1)
     bound_max: int  # the largest candidate bound and the rescale's cap (100)
     rescale: bool  # False; True: counts times a noisy (trips up to bound_max) / (trips kept)
     rescale_share: float  # with rescale: the epsilon's share for its totals (0.05)
@@ -54,7 +54,7 @@ class PopulationOptions(TypedDict, total=False):
 
 class ReportOptions(TypedDict, total=False):
     """``Session.report`` / ``Session.plan_report`` besides ``epsilon``, ``period`` and
-    ``max_trips``."""
+    ``per_user``."""
 
     unit: PrivacyUnit | str  # "user"
     analyses: Sequence[str] | None  # None: all 15
@@ -71,9 +71,10 @@ class CountOptions(TypedDict, total=False):
     """``Session.counts`` / ``Session.plan_counts`` besides ``epsilon`` and ``by``."""
 
     records: str  # "trips"
-    max_records: int | str  # 1; "auto": chosen privately (bound_quantile, bound_share, ...)
-    bound_quantile: float  # with max_records="auto": the quantile of records per user (0.9)
-    bound_share: float  # with max_records="auto": the epsilon's share for the choice (0.1)
+    per_user: PerUser  # PerUser(1, "records"); PerUser("auto", ...): chosen privately
+    max_records: int | str  # deprecated: per_user=PerUser(n, "records")
+    bound_quantile: float  # with PerUser("auto", ...): the quantile of records per user (0.9)
+    bound_share: float  # with PerUser("auto", ...): the epsilon's share for the choice (0.1)
     bound_max: int  # the largest candidate bound and the rescale's cap (100)
     rescale: bool  # False; True: counts times a noisy (records up to bound_max) / (records kept)
     rescale_share: float  # with rescale: the epsilon's share for its totals (0.05)
@@ -90,7 +91,8 @@ class ZoneSeriesOptions(TypedDict, total=False):
     ``period``."""
 
     freq: str  # "1h"
-    max_per_bin: MaxEventsPerBin | MaxVisitsPerHour | int  # 1
+    per_user: PerUser  # PerUser(1, "events"): per user and bin
+    max_per_bin: MaxEventsPerBin | MaxVisitsPerHour | int  # deprecated: per_user=
     landmarks: Sequence[int | str | datetime]  # ()
     scheme: landmark.Scheme | str  # uniform
     outliers_epsilon: float | None  # None: 0.1 x epsilon

@@ -4,8 +4,10 @@ engine runs (:class:`EngineOptions`) and who pays (:class:`LedgerOptions`).
 ``pm.Session(data, tessellation=..., input=pm.Input(shape="events", timezone="Europe/Paris"),
 engine=pm.EngineOptions("spark", memory_limit="8GB"), ledger=pm.LedgerOptions("l.sqlite",
 dataset="cdr", budget=pm.PureDP(5)))`` is the same session as the keywords of each field
-(``shape=``, ``timezone=``, ``engine="spark"``, ``memory_limit=``, ``ledger="l.sqlite"``, ...),
-which keep working; a group and one of its own keywords together are refused.
+(``shape=``, ``timezone=``, ``engine="spark"``, ``memory_limit=``, ``ledger="l.sqlite"``, ...):
+the groups are the constructor's one spelling, the fields given as keywords its earlier one,
+still working for one minor version with a :class:`DeprecationWarning` at the caller's line
+(:func:`flat_keywords`); a group and one of its own keywords together are refused.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ class Input:
     trip_rule: str = "events"
     stay_distance: float | None = None
     stay_minutes: float | None = None
+    header: bool = True
+    uid_from_filename: bool = False
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,33 @@ class LedgerOptions:
 
 
 GROUPS = {"input": Input, "engine": EngineOptions, "ledger": LedgerOptions}
+
+
+def flat_keywords(keywords: dict[str, Any], defaults: dict[str, Any]) -> list[str]:
+    """The fields of a group given as the constructor's own keywords (``budget=10``, not
+    ``ledger=pm.LedgerOptions(budget=10)``), told with a :class:`DeprecationWarning` at the
+    caller's line naming the groups to give them in."""
+    flat: dict[str, list[str]] = {}
+    for group, cls in GROUPS.items():
+        for f in fields(cls):
+            value = keywords.get(f.name, defaults.get(f.name))
+            if isinstance(value, cls) or value == defaults.get(f.name):
+                continue  # the group itself (engine=, ledger=), or left out
+            flat.setdefault(group, []).append(f.name)
+    if flat:
+        from privmob.surface import warn_caller
+
+        names = ", ".join(f"{n}=" for names in flat.values() for n in names)
+        groups = ", ".join(
+            f"{g}=pm.{GROUPS[g].__name__}({', '.join(f'{n}=...' for n in names)})"
+            for g, names in flat.items()
+        )
+        warn_caller(
+            f"Session({names}) is deprecated and will be removed in the next minor version: "
+            f"give them in their typed groups, {groups}",
+            DeprecationWarning,
+        )
+    return [n for names in flat.values() for n in names]
 
 
 def spread(keywords: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from privmob.domain import Period
 from privmob.dp import (
     MaxTripsPerUser,
     MaxVisitsPerWeek,
+    PerUser,
     PrivacyUnit,
     as_period,
     bound_value,
@@ -27,6 +28,8 @@ from privmob.releases.specs import (
     SeriesSpec,
 )
 from privmob.results import ReleaseResult
+from privmob.session.base import DEPRECATED
+from privmob.session.bounds import fixed_per_user_bound, per_user_bound
 from privmob.session.counts import SessionCounts
 from privmob.session.keywords import (
     OdOptions,
@@ -81,18 +84,30 @@ class Session(SessionCounts):
     ``offline_maps``: the maps of notebook displays and of the report's HTML draw no web
     basemap (OpenStreetMap tiles fetched by the browser that shows them, by default): the
     HTML then names no external address (:mod:`privmob.render.basemap`).
-    The keywords come in three typed groups too (:mod:`privmob.session.options`):
-    ``input=pm.Input(...)``, ``engine=pm.EngineOptions(...)``, ``ledger=pm.LedgerOptions(...)``.
+    The keywords of the input, the engine and the ledger are given in their three typed groups
+    (:mod:`privmob.session.options`): ``input=pm.Input(shape=, columns=, delimiter=, names=,
+    header=, uid_from_filename=, timezone=, input_timezone=, tile_id=, cells=, trip_rule=,
+    stay_distance=, stay_minutes=)``, ``engine=pm.EngineOptions(engine, memory_limit=,
+    spill_dir=, spark_master=, spark_conf=)``, ``ledger=pm.LedgerOptions(ledger, dataset=,
+    budget=, unit=, group_size=, new_dataset_for_same_data=)``; given as the constructor's own
+    keywords they still work for one minor version, with a :class:`DeprecationWarning`.
+
+    Public: the release methods and their ``plan_*`` twins, :meth:`plan_programme`,
+    :meth:`run` (the lifecycle, for a spec built by hand), :meth:`close` and ``ledger``; the
+    loaders, the engine and the accountant are the session's own (their earlier public names
+    warn).
     """
 
     # -- OD matrix --------------------------------------------------------------------------
     def _od_spec(
         self,
         epsilon: float,
+        per_user: PerUser | None,
         max_trips: MaxTripsPerUser | int | str | None,
         options: OdOptions,
     ) -> OdSpec:
         refuse_unknown("od", options, OdOptions)
+        max_trips = per_user_bound("od", per_user, max_trips)
         return OdSpec(
             self._tiles(),
             epsilon,
@@ -116,16 +131,18 @@ class Session(SessionCounts):
         self,
         *,
         epsilon: float,
+        per_user: PerUser | None = None,
         max_trips: MaxTripsPerUser | int | str | None = None,
         **options: Unpack[OdOptions],
     ) -> Plan:
         """The plan of :meth:`od` with these parameters (reads no data, charges nothing)."""
-        return self._od_spec(epsilon, max_trips, options).plan()
+        return self._od_spec(epsilon, per_user, max_trips, options).plan()
 
     def od(
         self,
         *,
         epsilon: float,
+        per_user: PerUser | None = None,
         max_trips: MaxTripsPerUser | int | str | None = None,
         output: str | Path | None = None,
         overwrite: bool = False,
@@ -134,9 +151,10 @@ class Session(SessionCounts):
     ) -> ReleaseResult:
         """A private origin-destination matrix per period, from trips, trip points or events.
 
-        Guarantee (``unit="user"``): each user keeps at most ``max_trips`` trips (keyed random
-        sampling), every cell of the public domain (every ordered pair of distinct tiles in
-        every bin of ``period``, plus outliers cells) gets noise of scale T/epsilon: epsilon-DP
+        Guarantee (``unit="user"``): each user keeps at most ``per_user=pm.PerUser(T,
+        "trips")`` trips (keyed random sampling; ``max_trips=T`` is its deprecated spelling),
+        every cell of the public domain (every ordered pair of distinct tiles in every bin of
+        ``period``, plus outliers cells) gets noise of scale T/epsilon: epsilon-DP
         per user (discrete Laplace) or (epsilon, delta)-DP (discrete Gaussian). With
         ``bound_per="period"`` the bound and the cost are per period. ``unit="trip"``: per
         trip. Counts are published as drawn (unbiased, may be negative); ``tau=0`` clamps
@@ -147,20 +165,20 @@ class Session(SessionCounts):
         ``period``, ``unit``, ``tau``, ``noise``, ``delta``, ``bound_per``, ``same_tile``,
         ``unique``.
 
-        ``max_trips="auto"``: the bound is chosen privately, the DP ``bound_quantile`` (0.9)
-        of trips per user over the public candidates 1..``bound_max`` (100), by the
-        exponential mechanism from ``bound_share`` (0.1) of epsilon; the counts get the rest.
-        ``rescale=True``: the cells are multiplied by a noisy (trips up to ``bound_max`` per
-        user) / (trips kept), from ``rescale_share`` (0.05) of epsilon, its error stated in
-        ``params.rescale``. Every part is charged at once, before any noise; the parts add up
-        to ``epsilon`` (:mod:`privmob.releases.bound_choice`).
+        ``per_user=pm.PerUser("auto", "trips")``: the bound is chosen privately, the DP
+        ``bound_quantile`` (0.9) of trips per user over the public candidates 1..``bound_max``
+        (100), by the exponential mechanism from ``bound_share`` (0.1) of epsilon; the counts
+        get the rest. ``rescale=True``: the cells are multiplied by a noisy (trips up to
+        ``bound_max`` per user) / (trips kept), from ``rescale_share`` (0.05) of epsilon, its
+        error stated in ``params.rescale``. Every part is charged at once, before any noise;
+        the parts add up to ``epsilon`` (:mod:`privmob.releases.bound_choice`).
 
         ``output``: a folder where the release is published atomically (staged, charged,
         renamed into place; refused before anything is read if it cannot be written), with
         map layers in ``formats`` (``geoparquet``, ``geojson``, ``csv``) beside its tables.
         Without it the release is charged and returned; write it later with ``write``.
         """
-        spec = self._od_spec(epsilon, max_trips, options)
+        spec = self._od_spec(epsilon, per_user, max_trips, options)
         return self.run(spec, output=output, overwrite=overwrite, formats=formats)
 
     # -- population -------------------------------------------------------------------------
@@ -219,6 +237,7 @@ class Session(SessionCounts):
         self,
         epsilon: float,
         period: Period,
+        per_user: PerUser | None,
         max_trips: MaxTripsPerUser | int | None,
         options: ReportOptions,
     ) -> ReportSpec:
@@ -226,10 +245,11 @@ class Session(SessionCounts):
         from privmob.releases.report.split import build_config
 
         refuse_unknown("report", options, ReportOptions)
+        bound = fixed_per_user_bound("report", per_user, max_trips)
         study = as_period(period)
         cfg = build_config(
             epsilon=epsilon,
-            max_trips=bound_value(max_trips, MaxTripsPerUser),
+            max_trips=bound_value(bound, MaxTripsPerUser),
             period=(study.start, study.end),
             **options,
         )
@@ -240,17 +260,19 @@ class Session(SessionCounts):
         *,
         epsilon: float,
         period: Period,
+        per_user: PerUser | None = None,
         max_trips: MaxTripsPerUser | int | None = None,
         **options: Unpack[ReportOptions],
     ) -> Plan:
         """The plan of :meth:`report` (reads no data, charges nothing)."""
-        return self._report_spec(epsilon, period, max_trips, options).plan()
+        return self._report_spec(epsilon, period, per_user, max_trips, options).plan()
 
     def report(
         self,
         *,
         epsilon: float,
         period: Period,
+        per_user: PerUser | None = None,
         max_trips: MaxTripsPerUser | int | None = None,
         output: str | Path | None = None,
         overwrite: bool = False,
@@ -260,9 +282,10 @@ class Session(SessionCounts):
         duration, visits per user, ...) from trip points, raw GPS traces or one-row trips with
         start and end coordinates (as :meth:`od` reads them).
 
-        Guarantee: ``epsilon``-DP (pure) per user with at most ``max_trips`` trips (enforced by
-        sampling), or per trip with ``unit="trip"``; the budget is split over the analyses,
-        every analysis is released over domains built from public parameters only.
+        Guarantee: ``epsilon``-DP (pure) per user with at most ``per_user=pm.PerUser(T,
+        "trips")`` trips (enforced by sampling; ``max_trips=T`` is its deprecated spelling),
+        or per trip with ``unit="trip"``; the budget is split over the analyses, every analysis
+        is released over domains built from public parameters only.
         The command's options, as keywords (``unit`` and these:
         :class:`~privmob.session.keywords.ReportOptions`, shared with :meth:`plan_report`):
         ``analyses`` (a subset, default all 15),
@@ -286,7 +309,7 @@ class Session(SessionCounts):
 
         from privmob.releases.report import load_report_input
 
-        spec = self._report_spec(epsilon, period, max_trips, options)
+        spec = self._report_spec(epsilon, period, per_user, max_trips, options)
         out = None
         if output is not None:
             from privmob.render.report_files import report_output
@@ -299,14 +322,16 @@ class Session(SessionCounts):
         self,
         epsilon: float,
         week: str,
-        max_visits: MaxVisitsPerWeek | int,
+        per_user: PerUser | None,
+        max_visits: MaxVisitsPerWeek | int | None,
         options: DensityOptions,
     ) -> DensitySpec:
         from privmob.releases.density import DensityConfig
         from privmob.releases.density_inputs import parse_week
 
         parse_week(week)  # a public parameter, checked before anything else
-        bound = int(bound_value(max_visits, MaxVisitsPerWeek) or 0)
+        given = fixed_per_user_bound("density", per_user, max_visits)
+        bound = int(bound_value(30 if given is None else given, MaxVisitsPerWeek) or 0)
         cfg = DensityConfig(epsilon, bound, **options)
         return DensitySpec(self._tiles(), cfg, week)
 
@@ -315,18 +340,20 @@ class Session(SessionCounts):
         *,
         epsilon: float,
         week: str,
-        max_visits: MaxVisitsPerWeek | int = 30,
+        per_user: PerUser | None = None,
+        max_visits: MaxVisitsPerWeek | int | None = None,
         **options: Unpack[DensityOptions],
     ) -> Plan:
         """The plan of :meth:`density` (reads no data, charges nothing)."""
-        return self._density_spec(epsilon, week, max_visits, options).plan()
+        return self._density_spec(epsilon, week, per_user, max_visits, options).plan()
 
     def density(
         self,
         *,
         epsilon: float,
         week: str,
-        max_visits: MaxVisitsPerWeek | int = 30,
+        per_user: PerUser | None = None,
+        max_visits: MaxVisitsPerWeek | int | None = None,
         output: str | Path | None = None,
         overwrite: bool = False,
         formats: Sequence[str] | None = None,
@@ -335,8 +362,9 @@ class Session(SessionCounts):
         """Users per zone and hour of the week starting ``week`` (public), from phone events
         with a ``cell_id`` and the session's ``cells`` table (tower positions).
 
-        Guarantee: each user keeps at most ``max_visits`` (cell, hour) visits in the week
-        (pre-sampling, enforced); EFPA noise on the Fourier coefficients of clusters of tower
+        Guarantee: each user keeps at most ``per_user=pm.PerUser(n, "visits")`` (cell, hour)
+        visits in the week (pre-sampling, enforced; default 30; ``max_visits=n`` is its
+        deprecated spelling); EFPA noise on the Fourier coefficients of clusters of tower
         cells (``method="scheme"``) or Laplace noise on every cell (``"lpa"``), epsilon-DP per
         user (or (epsilon, delta) with ``delta``), plus the outliers cell's share; counts are
         then spread over the zones by public Voronoi area shares (post-processing).
@@ -353,10 +381,10 @@ class Session(SessionCounts):
         """
         from privmob.releases.density.files import FILES
 
-        spec = self._density_spec(epsilon, week, max_visits, options)
+        spec = self._density_spec(epsilon, week, per_user, max_visits, options)
         return self.run(
             spec,
-            lambda s: s.load_density_inputs(week, spec.config.cover),
+            lambda s: s._load_density_inputs(week, spec.config.cover),
             output=output,
             overwrite=overwrite,
             formats=formats,
@@ -480,6 +508,7 @@ def _earlier_name(old: str, new: str) -> Any:
 
 # the earlier names of the kinds' methods (privmob.releases.kinds: Kind.old_methods)
 for _kind in KINDS:
+    DEPRECATED.update(n for _old in _kind.old_methods for n in (_old, f"plan_{_old}"))
     for _old in _kind.old_methods:
         setattr(Session, _old, _earlier_name(_old, _kind.method))
         setattr(Session, f"plan_{_old}", _earlier_name(f"plan_{_old}", f"plan_{_kind.method}"))

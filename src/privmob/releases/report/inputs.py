@@ -22,8 +22,8 @@ else:
 def load_report_input(unit: PrivacyUnit, session: Any) -> Any:
     """The report's input, read by ``session`` as trip points: at trip level without group
     privacy, one-row trips without a rider id make each trip its own unit."""
-    return session.load_trip_points(
-        unit is PrivacyUnit.TRIP and session.accountant.group_size is None
+    return session._load_trip_points(
+        unit is PrivacyUnit.TRIP and session._accountant.group_size is None
     )
 
 
