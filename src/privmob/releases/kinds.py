@@ -316,6 +316,13 @@ KINDS: tuple[Kind, ...] = (
         programme=False,
     ),
     count_kind("trips-per-hour", "trips per hour of day", TRIPS, "hour"),
+    count_kind(
+        "trip-duration-by-origin",
+        "the mean trip duration per origin",
+        TRIPS,
+        "origin",
+        value="duration:0:180",
+    ),
 )
 
 #: the kinds declared outside privmob (:func:`register`), in the order they were registered
