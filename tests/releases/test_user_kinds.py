@@ -39,6 +39,11 @@ def test_a_registered_kind_is_in_the_registry_the_session_and_the_command_line(
                     seed=1, budget=pm.PureDP(5), dataset="u") as s:  # fmt: skip
         plan = s.plan_user_trip_duration_by_destination(epsilon=1, max_records=3)
         result = s.user_trip_duration_by_destination(epsilon=1, max_records=3)
+        # a release recorded under the kind is the kind's declaration, nothing else
+        with pytest.raises(ConfigError, match="counts trips by destination, weekday with the"):
+            s.counts(epsilon=1, by=["hour"], kind=USER_KIND.name)
+        with pytest.raises(ConfigError, match=r"use Session\.trip_duration_by_origin"):
+            s.counts(epsilon=1, by=["origin"], kind="trip-duration-by-origin")  # no value
     assert plan.kind == USER_KIND.name and plan.parts == 2  # the counts and the sums
     assert result.release.kind == USER_KIND.name
     assert result.release.params["value"]["clamp"] == [0.0, 120.0]

@@ -50,12 +50,22 @@ class SessionCounts(SessionBase):
                 f"{kind!r} is not a registered count kind",
                 hint=f"kind= one of {', '.join(count_kinds)} (privmob.releases.kinds)",
             )
+        records, dims = options.get("records", "trips"), tuple(spelling(b) for b in by)
+        declared = count_kinds[kind].counts  # a kind declared as data: released as declared
+        if declared is not None and (records, dims, options.get("value")) != (
+            declared.records, declared.by, declared.mean
+        ):  # fmt: skip
+            raise ConfigError(
+                f"a {kind} release counts {declared.records} by {', '.join(declared.by)}"
+                + (f" with the mean of {declared.value}" if declared.value else ""),
+                hint=f"use Session.{count_kinds[kind].method}, or leave out kind=",
+            )
         spec: type[CountSpec] = count_kinds[kind].spec_type  # the template's, or a subclass
         return spec(
             self.tessellation,
             epsilon,
-            options.get("records", "trips"),
-            tuple(spelling(b) for b in by),
+            records,
+            dims,
             options.get("max_records", 1),
             options.get("noise", NoiseKind.DISCRETE_LAPLACE),
             options.get("delta", 0.0),
