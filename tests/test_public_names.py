@@ -56,8 +56,19 @@ SESSION_SURFACE = {
     "close", "run", "plan_programme",
     *(f"{plan}{kind}" for plan in ("", "plan_")
       for kind in ("od", "population", "report", "density", "series_counts", "series",
-                   "counts", "trips_per_hour")),
+                   "counts")),
 }  # fmt: skip
+
+
+def declared_kinds_methods() -> set[str]:
+    """The methods of the kinds declared as data (the count template's), each with its plan:
+    the registry's, and those a test registered in this process (``pm.register_kind``)."""
+    from privmob.releases.kinds import every_kind
+
+    kinds = [k.method for k in every_kind() if k.counts is not None]
+    return {f"{plan}{method}" for plan in ("", "plan_") for method in kinds}
+
+
 INTERNAL = ("accountant", "engine", "load_for", "load_trips", "load_events", "load_trip_points",
             "load_density_inputs", "load_counted")  # fmt: skip
 
@@ -69,7 +80,8 @@ def test_the_session_offers_its_releases_and_keeps_its_plumbing_internal() -> No
     with s:
         public = {n for n in dir(s) if not n.startswith("_")}
         attributes = set(vars(s))  # what the constructor set: data, shape, ledger, ...
-    assert public - attributes == SESSION_SURFACE
+    assert public - attributes == SESSION_SURFACE | declared_kinds_methods()
+    assert {"trips_per_hour", "plan_trips_per_hour"} <= declared_kinds_methods()
 
 
 @pytest.mark.parametrize("name", INTERNAL)

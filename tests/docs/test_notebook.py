@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from privmob.releases.kinds import KINDS
 from tests.conftest import shared_data_dir
 from tests.docs.test_docs_blocks import ROOT, python_blocks
 
@@ -41,7 +42,6 @@ DISPLAYS = {
     "density": ("dens", "dens_plan"),
     "series": ("agg", "agg_plan"),
     "counts": ("cnt", "cnt_plan"),
-    "trips_per_hour": ("tph", "tph_plan"),
 }
 
 #: the kinds the tutorial does not make, on small made-up data (tests/test_session.py's)
@@ -61,8 +61,6 @@ zs_plan = lm.plan_series_counts(epsilon=1, period=day, max_per_bin=pm.MaxVisitsP
 zs = lm.series_counts(epsilon=1, period=day, max_per_bin=pm.MaxVisitsPerHour(2))
 cnt_plan = s2.plan_counts(epsilon=1, by=["origin", "weekday"], max_records=3, period=week)
 cnt = s2.counts(epsilon=1, by=["origin", "weekday"], max_records=3, period=week)
-tph_plan = s2.plan_trips_per_hour(epsilon=1, max_records=3, period=week)
-tph = s2.trips_per_hour(epsilon=1, max_records=3, period=week)
 stamps = pd.date_range("2020-12-14", periods=24, freq="1h")
 pd.DataFrame({"time": stamps, "value": range(24)}).to_csv("series.csv", index=False)
 agg_plan = lm.plan_series(epsilon=1, sensitivity=1, period=day, freq="1h", landmarks=[3])
@@ -76,11 +74,19 @@ dens_plan = ds.plan_density(epsilon=1, week=city.week_start.date().isoformat(), 
 dens = ds.density(epsilon=1, week=city.week_start.date().isoformat(), max_visits=10)
 """
 
+#: every kind declared as data (the count template's rows, privmob.releases.kinds) is shown
+#: from its declaration: its method, and its plan
+for _k in KINDS:
+    if _k.counts is not None:
+        DISPLAYS[_k.method] = (_k.method, f"{_k.method}_plan")
+        OTHER_KINDS += (
+            f"{_k.method}_plan = s2.plan_{_k.method}(epsilon=0.5, max_records=3, period=week)\n"
+            f"{_k.method} = s2.{_k.method}(epsilon=0.5, max_records=3, period=week)\n"
+        )
+
 
 def session_kinds() -> set[str]:
-    """The Session method of every registered release kind (``privmob.releases.kinds``)."""
-    from privmob.releases.kinds import KINDS
-
+    """The Session method of every release kind of privmob (``privmob.releases.kinds``)."""
     return {k.method for k in KINDS}
 
 

@@ -9,7 +9,15 @@ keep, tested by iterating the registry: a new kind cannot land without an exampl
 - neighbouring datasets (one extra adversarial user) change nothing but noisy values;
 - metadata names the input shape, the trip rule, the stay thresholds, the time zones, the
   bounds, the unit, the noise and the period;
-- test mode runs every noise and unit combination from the command line.
+- test mode runs every noise and unit combination from the command line;
+- the header the ledger records is the same on neighbouring datasets;
+- a kind declared as data: one user more changes its exact cells by at most the sensitivity it
+  states, and its noise is calibrated to that sensitivity.
+
+The registry iterated is :func:`~privmob.releases.kinds.every_kind`: privmob's kinds and those
+registered from outside (``tests/releases/user_kinds.py``, a user's kind, registered through
+the public point; ``$PRIVMOB_TEST_KINDS`` names more modules to import first:
+``test_user_kinds.py`` runs these tests so on deliberately broken kinds, which must fail).
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import json
+import os
 import re
 import shutil
 import typing
@@ -33,10 +42,17 @@ from tests.releases.golden_cases import CASES, COMMON, INPUTS, capture
 
 import privmob
 from privmob.privacy.ledger import Ledger
-from privmob.releases.kinds import BY_ANY_NAME, BY_NAME, KINDS
+from privmob.releases.kinds import BY_ANY_NAME, BY_NAME, KINDS, every_kind
 from privmob.releases.stamp import read_stamp
 
 REPO = Path(__file__).resolve().parents[2]
+
+#: the kinds declared outside privmob, registered before the registry is iterated: a user's
+#: kind (tests/releases/user_kinds.py) and the modules $PRIVMOB_TEST_KINDS names
+for _module in ("tests.releases.user_kinds", *os.environ.get("PRIVMOB_TEST_KINDS", "").split()):
+    importlib.import_module(_module)
+#: every registered kind: privmob's (KINDS) and the user's
+ALL = every_kind()
 
 #: one small example per kind: the golden case it runs (tests/releases/golden_cases.py), or
 #: its command line; a kind of the count template has one made from what it counts
@@ -64,7 +80,7 @@ def example(kind: Any) -> list[str]:
     return list(CASES[ex]) if isinstance(ex, str) else ex
 
 
-@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.name)
+@pytest.mark.parametrize("kind", ALL, ids=lambda k: k.name)
 def test_every_kind_has_an_example(kind: Any) -> None:
     assert example(kind)[0] == kind.name  # the example runs the kind's own command
 
@@ -91,7 +107,7 @@ def keywords(method: Any) -> set[str]:
     return {*parameters, *(key for t in typed for key in typing.get_type_hints(t))}
 
 
-@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.name)
+@pytest.mark.parametrize("kind", ALL, ids=lambda k: k.name)
 def test_the_kind_is_one_name_everywhere(kind: Any) -> None:
     from privmob.cli.lazy import LAZY_COMMANDS
     from privmob.cli.plan import PLANNED
@@ -123,6 +139,7 @@ def test_the_kind_is_one_name_everywhere(kind: Any) -> None:
 
 
 def test_the_docs_tables_list_every_kind() -> None:
+    # privmob's own kinds (KINDS): a kind registered from outside is its author's to document
     readme = (REPO / "README.md").read_text()
     api = (REPO / "docs" / "api.md").read_text()
     rows = [line for line in readme.splitlines() if line.startswith("| `privmob ")]
@@ -215,7 +232,7 @@ def _layers(kind: Any) -> tuple[str, ...]:
 
 
 # -- every kind binds its input ------------------------------------------------------------------
-@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.name)
+@pytest.mark.parametrize("kind", ALL, ids=lambda k: k.name)
 def test_every_kind_binds_its_input_and_refuses_a_second_dataset(kind: Any, tmp_path: Path) -> None:
     inputs, ledger = _inputs(tmp_path), tmp_path / "ledger.sqlite"
     case = kind
@@ -288,7 +305,7 @@ def _stamps(folder: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
-@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.name)
+@pytest.mark.parametrize("kind", ALL, ids=lambda k: k.name)
 def test_every_published_file_carries_its_stamp(kind: Any, tmp_path: Path) -> None:
     inputs, case = _inputs(tmp_path), kind
     folder = {"report": ""}.get(kind.name, "o")
@@ -320,7 +337,7 @@ NOISY_METADATA = re.compile(
 )
 
 
-@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.name)
+@pytest.mark.parametrize("kind", ALL, ids=lambda k: k.name)
 def test_neighbouring_datasets_change_only_noisy_values(kind: Any, tmp_path: Path) -> None:
     case = kind
     runs = []
@@ -344,6 +361,85 @@ def test_neighbouring_datasets_change_only_noisy_values(kind: Any, tmp_path: Pat
     assert not differ, f"neighbours differ beyond noisy values: {differ}"
 
 
+@pytest.mark.parametrize("kind", ALL, ids=lambda k: k.name)
+def test_the_header_charged_is_the_same_on_neighbours(kind: Any, tmp_path: Path) -> None:
+    """What the ledger records of a release (its kind, description, cost and parameters: the
+    header charged before the noise) is fixed before the data: the same with one more user."""
+    recorded = []
+    for neighbour in (False, True):
+        ledger, out = tmp_path / f"l{neighbour}.sqlite", tmp_path / f"o{neighbour}"
+        inputs = _inputs(tmp_path, neighbour)
+        argv = _argv(kind, inputs, out, "--ledger", str(ledger), test_mode=False)
+        assert run_cli(argv) == 0
+        entries = Ledger(ledger).entries("golden")
+        recorded.append([(e.kind, e.description, e.cost, e.params) for e in entries])
+    assert recorded[0] and recorded[0] == recorded[1]
+
+
+def _timed(path: Path, records: str, out: Path) -> Path:
+    """The records of ``path``; trips with an end time (a duration to sum), the adversary's
+    (uid 9999) two days long, far above any clamp."""
+    df = pd.read_csv(path)
+    if records == "trips":
+        start = pd.to_datetime(df["start_time"])
+        minutes = pd.to_timedelta((df["tid"] * 37) % 200, unit="min")
+        df["end_time"] = (start + minutes).where(df["uid"] != 9999, start + pd.Timedelta(days=2))
+    df.to_csv(out, index=False)
+    return out
+
+
+DECLARED = [k for k in ALL if k.counts is not None]
+
+
+@pytest.mark.parametrize("kind", DECLARED, ids=lambda k: k.name)
+def test_one_user_changes_a_declared_kind_by_at_most_its_stated_sensitivity(
+    kind: Any, tmp_path: Path
+) -> None:
+    """A kind declared as data (the count template's): one user more (the adversary of
+    :func:`_inputs`: 40 trips, or 60 points or events, far above the bound of 3) changes its
+    exact cells by at most the L1 sensitivity its header states (the counts', and the centred
+    sums' with a value), and its noise has the scale of that sensitivity over its epsilon
+    (Laplace: sensitivity / epsilon, half the epsilon each with a value). A kind that states
+    less than one user changes (and calibrates its noise to it) fails."""
+    import numpy as np
+
+    from privmob.privacy.samplers import resolve
+    from privmob.releases.counts import MeanCells, exact_cells
+
+    declared, bound, epsilon = kind.counts, 3, 1.0
+    exact, stated = [], []
+    for neighbour in (False, True):
+        inputs = _inputs(tmp_path, neighbour)
+        data = _timed(inputs / COUNT_INPUTS[declared.records], declared.records, inputs / "t.csv")
+        grid = str(inputs / "grid.geojson")
+        with privmob.Session(str(data), tessellation=grid, seed=1, budget=privmob.PureDP(5)) as s:
+            spec = kind.spec_type(
+                s.tessellation, epsilon, declared.records, declared.by, bound, kind=kind.name,
+                value=declared.mean,
+            )  # fmt: skip
+            loaded = s.load_counted(declared.records, declared.by, declared.mean)
+            per_user, domain = spec.per_user(None), spec.count_domain()
+            # one key in D and D': the users of D keep the same records in both
+            cells = exact_cells(loaded, spec, domain, per_user, resolve(1), key=99,
+                                value=declared.mean)  # fmt: skip
+            exact.append(cells)
+            noise, cost = spec.calibrated
+            header, _ = spec.publish(None, noise, cost, resolve(1), per_user)
+            stated.append(header.noise)
+    assert stated[0] == stated[1]
+    moved = (exact[1] - exact[0]).astype(np.float64)
+    share = epsilon / 2 if declared.value else epsilon
+    counts_noise = noise.counts if isinstance(noise, MeanCells) else noise
+    counts_moved = np.abs(moved[0] if declared.value else moved).sum()
+    assert 0 < counts_moved <= stated[0]["l1_sensitivity"], (counts_moved, stated[0])
+    assert counts_noise.scale == pytest.approx(stated[0]["l1_sensitivity"] / share)
+    if declared.value:
+        assert isinstance(noise, MeanCells)
+        sums_moved = np.abs(moved[1]).sum() / 1000  # thousandths of the value's unit
+        assert 0 < sums_moved <= stated[0]["sums"]["l1_sensitivity"], (sums_moved, stated[0])
+        assert noise.sums.scale == pytest.approx(stated[0]["sums"]["l1_sensitivity"] / share)
+
+
 #: columns that hold the public domain (never data-dependent)
 PUBLIC_KEYS = {
     "period", "origin", "destination", "zone", "hour", "t", "time", "tile_id", "day_type",
@@ -353,7 +449,7 @@ PUBLIC_KEYS = {
 
 
 # -- metadata says what was counted ----------------------------------------------------------------
-@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.name)
+@pytest.mark.parametrize("kind", ALL, ids=lambda k: k.name)
 def test_metadata_names_what_was_counted(kind: Any, tmp_path: Path) -> None:
     case = kind
     assert run_cli(_argv(case, _inputs(tmp_path), tmp_path)) == 0
@@ -401,13 +497,17 @@ COMBINATIONS: dict[str, list[tuple[str, ...]]] = {
     "counts": [("--noise", "discrete-gaussian", "--delta", "1e-9")],
 }
 GAUSSIAN = ("--noise", "discrete-gaussian", "--delta", "1e-9")
-for _k in KINDS:  # the count template's kinds: its noises
+TRIP_LEVEL = ("--unit", "trip", "-T", "1")
+for _k in ALL:  # the count template's kinds: its noises (a mean: Laplace only) and units
     if _k.counts is not None:
-        COMBINATIONS.setdefault(_k.name, [GAUSSIAN])
+        trips = _k.counts.records == "trips"
+        COMBINATIONS.setdefault(
+            _k.name, [GAUSSIAN] if not _k.counts.value else [TRIP_LEVEL] if trips else []
+        )
 
 
 def test_every_kind_has_its_combinations() -> None:
-    assert set(COMBINATIONS) == set(BY_NAME)
+    assert set(COMBINATIONS) == {k.name for k in ALL}
 
 
 @pytest.mark.parametrize(

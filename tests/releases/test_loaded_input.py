@@ -11,14 +11,13 @@ from typing import Any
 import pytest
 from tests.helpers import run_cli
 from tests.releases.golden_cases import CASES, COMMON, INPUTS, SPARK_CASES
-from tests.releases.test_kinds import _inputs, example
+from tests.releases.test_kinds import ALL, _inputs, example
 
 from privmob.privacy.people import PeopleSketch
 from privmob.releases.base import Accountant
-from privmob.releases.kinds import KINDS
 from privmob.releases.loaded import LoadedInput
 
-RUNS: dict[str, list[str]] = {f"kind-{k.name}": example(k) for k in KINDS}
+RUNS: dict[str, list[str]] = {f"kind-{k.name}": example(k) for k in ALL}
 RUNS.update({f"case-{c}": args for c, args in CASES.items() if c not in SPARK_CASES})
 
 
@@ -54,9 +53,7 @@ def test_every_loader_result_is_a_loaded_input(
 
 
 def test_every_kind_is_run() -> None:
-    assert {r.removeprefix("kind-") for r in RUNS if r.startswith("kind-")} == {
-        k.name for k in KINDS
-    }
+    assert {r.removeprefix("kind-") for r in RUNS if r.startswith("kind-")} == {k.name for k in ALL}
 
 
 def test_an_input_without_the_protocol_is_refused(tmp_path: Path) -> None:

@@ -1,14 +1,15 @@
 """The one gate (issue 38): every release is charged once, in the lifecycle, before any noise is
 drawn; nothing computed from the noise exists before the charge is committed.
 
-Over the registry (every kind, automatically): with a spy on the ledger's charge and on every
-source of noise (the seeded generator's noise methods and the samplers), each kind's example
-charges once and draws all its noise after the commit; with the charge failing, no kind draws
-noise or returns a value. A kind that returns a value instead of a draft, or draws noise in its
-draft, is refused. From Python, a ``progress`` callback raising at each step leaves either
-nothing drawn and nothing charged, or a committed charge; at the step "charging the privacy
-ledger" nothing is staged yet. The map layer is cut to fit its size limit after the charge,
-never refused after the noise (the probe of the issue: ``--max-layer-size 1B``).
+Over the registry (every kind, automatically, a user's registered kind too: ``ALL`` of
+``test_kinds.py``): with a spy on the ledger's charge and on every source of noise (the seeded
+generator's noise methods and the samplers), each kind's example charges once and draws all
+its noise after the commit; with the charge failing, no kind draws noise or returns a value. A
+kind that returns a value instead of a draft, or draws noise in its draft, is refused. From
+Python, a ``progress`` callback raising at each step leaves either nothing drawn and nothing
+charged, or a committed charge; at the step "charging the privacy ledger" nothing is staged
+yet. The map layer is cut to fit its size limit after the charge, never refused after the
+noise (the probe of the issue: ``--max-layer-size 1B``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 import numpy as np
 import pytest
 from tests.helpers import run_cli
-from tests.releases.test_kinds import _argv, _inputs
+from tests.releases.test_kinds import ALL, _argv, _inputs
 
 from privmob.privacy import samplers
 from privmob.privacy.ledger import Ledger
@@ -105,7 +106,7 @@ def spied(monkeypatch: pytest.MonkeyPatch, *, fail_charge: bool = False) -> Iter
     yield spy
 
 
-@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.name)
+@pytest.mark.parametrize("kind", ALL, ids=lambda k: k.name)
 def test_every_kind_draws_its_noise_after_the_committed_charge(
     kind: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -118,7 +119,7 @@ def test_every_kind_draws_its_noise_after_the_committed_charge(
     assert early == [], f"{kind.name} drew noise before its charge: {early}"
 
 
-@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.name)
+@pytest.mark.parametrize("kind", ALL, ids=lambda k: k.name)
 def test_no_kind_draws_or_returns_a_value_when_its_charge_fails(
     kind: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -1,6 +1,6 @@
 """``privmob counts``: a count table you define (the count template), and one command per kind
 of the count template in the registry (``privmob trips-per-hour`` ...), the same command with
-the kind's records and dimensions."""
+what the kind declares: its records, dimensions and value."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from privmob.cli import options as o
 from privmob.cli.run_options import with_run_options
 from privmob.privacy.costs import PrivacyUnit
 from privmob.privacy.mechanisms import NoiseKind
-from privmob.releases.kinds import KINDS
+from privmob.releases.kinds import every_kind
 
 
 @with_run_options()
@@ -94,12 +94,17 @@ def counts(
     dims = preset.by if preset else split_dimensions(str(by))
     what = preset.records if preset else (records or "trips")
     value = None if mean is None else Mean.parse(mean)
+    if preset is not None and preset.value is not None:  # the kind declares its value
+        if mean is not None:
+            raise ConfigError(f"privmob {kind.name} releases the mean of {preset.value}")
+        value = preset.mean
+    spec: type[CountSpec] = kind.spec_type  # the template's, or a subclass of it
     run_release(
         ctx,
         data=data,
         tessellation=tessellation,
         spec=functools.partial(
-            CountSpec,
+            spec,
             epsilon=epsilon,
             records=what,
             by=dims,
@@ -121,6 +126,6 @@ def counts(
 
 
 def register(app: typer.Typer) -> None:
-    for k in KINDS:
+    for k in every_kind():
         if k.cli_module == __name__:
             app.command(k.name, help=k.cli_help)(counts)

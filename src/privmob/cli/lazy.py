@@ -22,7 +22,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from privmob.cli.coerce import read_plainly
-from privmob.releases.kinds import KINDS
+from privmob.releases.kinds import KINDS, Kind, each_kind
 
 
 class LazyCommand(NamedTuple):
@@ -77,6 +77,14 @@ LAZY_COMMANDS: dict[str, LazyCommand] = {
         "Privacy audits: membership attacks, empirical epsilon, programme cost.",
     ),
 }
+
+
+def _release_command(kind: Kind) -> None:
+    """A kind registered later (``privmob.releases.kinds.register``): its command."""
+    LAZY_COMMANDS.setdefault(kind.name, LazyCommand(kind.cli_module, kind.cli_help))
+
+
+each_kind(_release_command)
 
 
 def lazy_modules() -> set[str]:

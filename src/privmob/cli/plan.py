@@ -19,7 +19,7 @@ from privmob.errors import ConfigError
 from privmob.evaluate import accuracy as acc
 from privmob.privacy.mechanisms import Noise, NoiseKind
 from privmob.privacy.signal import expected_signal
-from privmob.releases.kinds import KINDS
+from privmob.releases.kinds import Kind, each_kind
 
 PLAN_KINDS = [NoiseKind.DISCRETE_LAPLACE, NoiseKind.LAPLACE_ROUNDED]
 
@@ -119,7 +119,15 @@ def _table(report: dict[str, Any]) -> Table:
 
 #: ``privmob plan <release>``: the release commands that have a plan, and their modules (from
 #: the registry of kinds)
-PLANNED = {k.name: k.cli_module for k in KINDS if k.plannable}
+PLANNED: dict[str, str] = {}
+
+
+def _planned(kind: Kind) -> None:
+    if kind.plannable:
+        PLANNED[kind.name] = kind.cli_module
+
+
+each_kind(_planned)  # and each kind registered later (privmob.releases.kinds.register)
 
 
 class PlanGroup(TyperGroup):

@@ -15,15 +15,28 @@ Derived from here: the release commands of ``privmob --help`` (``cli/lazy.py``),
 of the docs tables and of the guarantees (``tests/releases/test_kinds.py``) iterate it, so a new
 kind cannot land without them.
 
+**Kinds declared as data.** A kind of the count template is a row, :func:`count_kind`: the
+records it counts, its dimensions and its aggregate (:class:`Counts`: a count, or with a value
+the clamped sum beside the count, post-processed into the mean). The lifecycle derives the
+rest from it: the loader (the records, the columns its dimensions and value read), the binding,
+the one charge, the noise, the metadata and the map layer (``releases/counts.py``). A kind
+declared outside privmob is added with ``pm.register_kind`` (:func:`register`): its Session
+method and plan, its command and ``privmob plan <name>`` (in that process), the gate, the
+ledger and the guarantee tests, which iterate :func:`every_kind`, know it from then on.
+
 This module imports nothing heavy: ``privmob --help`` reads it.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from privmob.releases.values import Mean
 
 #: input shapes (privmob.data.SHAPES, minus "auto"), and the series file of ``privmob series``
 TRIPS, TRIP_POINTS, EVENTS, GPS, CELL_EVENTS, SERIES_FILE = (
@@ -112,11 +125,23 @@ def count_layer(name: str, by: Sequence[str]) -> Layer | None:
 
 @dataclass(frozen=True)
 class Counts:
-    """A kind made by the count template (``releases/counts.py``): the ``records`` it counts
-    and the public dimensions it groups them ``by``."""
+    """A kind declared as data, made by the count template (``releases/counts.py``): the
+    ``records`` it counts, the public dimensions it groups them ``by`` and its aggregate: a
+    count (``value`` ``None``), or with ``value`` (``"duration:0:180"``, ``pm.Mean``'s
+    spelling) the sum of each record's value clamped to that range beside the count,
+    post-processed into the mean (noisy sum / noisy count, with its margin;
+    ``releases/values.py``)."""
 
     records: str
     by: tuple[str, ...]
+    value: str | None = None
+
+    @property
+    def mean(self) -> Mean | None:
+        """The value as ``pm.Mean`` (``None``: a count alone)."""
+        from privmob.releases.values import Mean
+
+        return None if self.value is None else Mean.parse(self.value)
 
 
 @dataclass(frozen=True)
@@ -180,14 +205,24 @@ COUNT_BOUND = Bound(
 )
 
 
-def count_kind(name: str, summary: str, records: str, *by: str) -> Kind:
-    """A kind of the count template: ``records`` counted by the dimensions ``by``
-    (``releases/counts.py``); its command, Session method and plan come with it."""
+def count_kind(
+    name: str,
+    summary: str,
+    records: str,
+    *by: str,
+    value: Mean | str | None = None,
+    spec: str = COUNT_SPEC,
+) -> Kind:
+    """A kind of the count template declared as data: ``records`` counted by the dimensions
+    ``by``, with ``value`` (``pm.Mean("duration", 0, 180)`` or ``"duration:0:180"``) also the
+    clamped value's mean per cell (:class:`Counts`); its command, Session method, plan,
+    metadata and map layer come with it. ``spec``: the dotted path of the spec type, the
+    template's :class:`~privmob.releases.counts.CountSpec` or a subclass of it."""
     return Kind(
         name=name,
         summary=summary,
         shapes=LOCATED if records == TRIPS else (records,),
-        spec=COUNT_SPEC,
+        spec=spec,
         cli_module="privmob.cli.counts",
         cli_help=f"Release {summary} (the count template).",
         tables=("counts", "outliers"),
@@ -195,7 +230,7 @@ def count_kind(name: str, summary: str, records: str, *by: str) -> Kind:
         definitions=TRIP_DEFINITIONS if records == TRIPS else RECORD_DEFINITIONS,
         layer=count_layer(name, by),
         programme=False,
-        counts=Counts(records, by),
+        counts=Counts(records, by, None if value is None else str(value)),
     )
 
 
@@ -297,11 +332,76 @@ KINDS: tuple[Kind, ...] = (
         programme=False,
     ),
     count_kind("trips-per-hour", "trips per hour of day", TRIPS, "hour"),
+    count_kind(
+        "trip-duration-by-origin",
+        "the mean trip duration per origin",
+        TRIPS,
+        "origin",
+        value="duration:0:180",
+    ),
 )
 
+#: the kinds declared outside privmob (:func:`register`), in the order they were registered
+REGISTERED: list[Kind] = []
 BY_NAME: dict[str, Kind] = {k.name: k for k in KINDS}
 #: every name a kind was ever recorded under (older ledgers, metadata.json) -> its kind
 BY_ANY_NAME: dict[str, Kind] = {n: k for k in KINDS for n in (k.name, *k.old_kinds)}
+#: what derives from the registry: called on every kind, and on each kind registered later
+#: (:func:`each_kind`), with a refusal asked before a kind is registered
+_DERIVED: list[tuple[Callable[[Kind], None], Callable[[Kind], None] | None]] = []
+#: a kind's name: lowercase words joined by hyphens (a command, and with ``_`` a method)
+NAME = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
+
+
+def every_kind() -> tuple[Kind, ...]:
+    """Every kind: privmob's own (:data:`KINDS`), then those registered (:func:`register`)."""
+    return (*KINDS, *REGISTERED)
+
+
+def each_kind(derive: Callable[[Kind], None], refuse: Callable[[Kind], None] | None = None) -> None:
+    """Call ``derive`` on every kind now, and on each kind :func:`register` adds later (how a
+    list of kinds built at import keeps deriving from the registry); ``refuse``, when given,
+    is asked first about a kind being registered and raises to refuse it."""
+    for k in every_kind():
+        derive(k)
+    _DERIVED.append((derive, refuse))
+
+
+def register(kind: Kind) -> Kind:
+    """Add ``kind``, a kind declared as data (:func:`count_kind`), to the registry, and return
+    it. The public point is ``pm.register_kind``, which calls this once the Session is loaded
+    (so that a name one of its members has is refused). From then on, in this process, the
+    kind is ``Session.<method>`` and ``plan_<method>``, ``privmob <name>`` and ``privmob plan
+    <name>``, the gate and the ledger record it, its metadata and map layer follow its
+    declaration, and every guarantee test iterating :func:`every_kind` runs on it. Refused
+    (:class:`~privmob.errors.ConfigError`, nothing added): a kind with code of its own (no
+    :class:`Counts`), a name taken or not of lowercase words joined by hyphens, a spec that is
+    not the count template's (or a subclass of it), a programme kind, a name a Session member
+    already has."""
+    from privmob.errors import ConfigError
+
+    hint = "declare it with privmob.releases.kinds.count_kind(name, summary, records, *by)"
+    if kind.counts is None or kind.cli_module != "privmob.cli.counts" or kind.programme:
+        raise ConfigError(f"{kind.name!r}: only a kind declared as data is registered", hint=hint)
+    for name in (kind.name, *kind.old_kinds):
+        if not NAME.fullmatch(name):
+            raise ConfigError(f"{name!r} is not a kind's name", hint="e.g. trips-by-weekday")
+        if name in BY_ANY_NAME:
+            raise ConfigError(f"a release kind {name!r} exists", hint="choose another name")
+    from privmob.releases.counts import CountSpec
+
+    spec = kind.spec_type  # imported now: refused here, not at its first release
+    if not issubclass(spec, CountSpec):
+        raise ConfigError(f"{kind.spec} is not the count template's spec", hint=hint)
+    for _, refuse in _DERIVED:
+        if refuse is not None:
+            refuse(kind)
+    REGISTERED.append(kind)
+    BY_NAME[kind.name] = kind
+    BY_ANY_NAME.update({n: kind for n in (kind.name, *kind.old_kinds)})
+    for derive, _ in _DERIVED:
+        derive(kind)
+    return kind
 
 
 def kind(name: str) -> Kind:
@@ -315,7 +415,7 @@ def kind(name: str) -> Kind:
 
 def names(**having: Any) -> tuple[str, ...]:
     """The names of the kinds whose fields equal ``having`` (e.g. ``plannable=True``)."""
-    return tuple(k.name for k in KINDS if all(getattr(k, f) == v for f, v in having.items()))
+    return tuple(k.name for k in every_kind() if all(getattr(k, f) == v for f, v in having.items()))
 
 
 def deprecated(old: str, new: str) -> None:

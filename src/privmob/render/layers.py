@@ -41,7 +41,7 @@ from privmob.data.csv_cells import write_csv
 from privmob.data.tessellation import Tessellation
 from privmob.errors import ConfigError
 from privmob.lazy_imports import lazy_module
-from privmob.releases.kinds import BY_ANY_NAME, COUNT_SPEC, Layer
+from privmob.releases.kinds import BY_ANY_NAME, COUNT_SPEC, Kind, Layer, each_kind
 from privmob.releases.stamp import json_stamp, restamp_parquet, stamp
 from privmob.surface import spelled
 
@@ -60,11 +60,17 @@ else:
 FORMATS = ("parquet", "geoparquet", "geojson", "csv")
 #: Per release kind (and its earlier names, for releases read back): the main table, its tile
 #: key (None: origin/destination) and the layer's file stem; from the registry of kinds.
-LAYER_TABLES = {
-    name: (k.layer.table, k.layer.key, k.layer.stem)
-    for name, k in BY_ANY_NAME.items()
-    if k.layer is not None
-}
+LAYER_TABLES: dict[str, tuple[str, str | None, str]] = {}
+
+
+def _layer_table(kind: Kind) -> None:
+    layer = kind.layer
+    if layer is not None:
+        for name in (kind.name, *kind.old_kinds):
+            LAYER_TABLES[name] = (layer.table, layer.key, layer.stem)
+
+
+each_kind(_layer_table)  # and each kind registered later (privmob.releases.kinds.register)
 
 
 def layer_of(kind: str, by: Sequence[str] | None = None) -> Layer | None:

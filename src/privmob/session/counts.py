@@ -23,7 +23,7 @@ from privmob.releases.dimensions import (
     spelling,
     with_trip_distance,
 )
-from privmob.releases.kinds import COUNT_SPEC, KINDS
+from privmob.releases.kinds import BY_NAME, COUNT_SPEC, Kind, each_kind, register
 from privmob.releases.specs import Plan
 from privmob.releases.values import Mean
 from privmob.results import ReleaseResult
@@ -45,21 +45,31 @@ class SessionCounts(SessionBase):
     ) -> CountSpec:
         refuse_unknown("counts", options, CountOptions)
         kind = options.get("kind", "counts")
-        count_kinds = [k.name for k in KINDS if k.spec == COUNT_SPEC]
+        count_kinds = {n: k for n, k in BY_NAME.items() if k.spec == COUNT_SPEC or k.counts}
         if kind not in count_kinds:  # the ledger records registered kinds only
             raise ConfigError(
                 f"{kind!r} is not a registered count kind",
                 hint=f"kind= one of {', '.join(count_kinds)} (privmob.releases.kinds)",
             )
-        records = options.get("records", "trips")
+        records, dims = options.get("records", "trips"), tuple(spelling(b) for b in by)
+        declared = count_kinds[kind].counts  # a kind declared as data: released as declared
+        if declared is not None and (records, dims, options.get("value")) != (
+            declared.records, declared.by, declared.mean
+        ):  # fmt: skip
+            raise ConfigError(
+                f"a {kind} release counts {declared.records} by {', '.join(declared.by)}"
+                + (f" with the mean of {declared.value}" if declared.value else ""),
+                hint=f"use Session.{count_kinds[kind].method}, or leave out kind=",
+            )
         bound = per_user_bound(
             kind, options.get("per_user"), options.get("max_records"), records=records
         )
-        return CountSpec(
+        spec: type[CountSpec] = count_kinds[kind].spec_type  # the template's, or a subclass
+        return spec(
             self.tessellation,
             epsilon,
             records,
-            tuple(spelling(b) for b in by),
+            dims,
             1 if bound is None else bound,
             options.get("noise", NoiseKind.DISCRETE_LAPLACE),
             options.get("delta", 0.0),
@@ -231,9 +241,11 @@ class SessionCounts(SessionBase):
 
 
 def _preset(kind: Any, plan: bool) -> Any:
-    """``Session.<kind>`` (or ``plan_<kind>``): :meth:`SessionCounts.counts` with the kind's
-    records and dimensions."""
+    """``Session.<kind>`` (or ``plan_<kind>``): :meth:`SessionCounts.counts` with what the
+    kind declares: its records, dimensions and value (:class:`~privmob.releases.kinds.Counts`)."""
     preset = {"records": kind.counts.records, "by": kind.counts.by, "kind": kind.name}
+    if kind.counts.value is not None:
+        preset["value"] = kind.counts.mean
 
     def method(self: SessionCounts, **options: Any) -> Any:
         return (self.plan_counts if plan else self.counts)(**preset, **options)
@@ -245,13 +257,43 @@ def _preset(kind: Any, plan: bool) -> Any:
     kept = [p for n, p in full.parameters.items() if n not in preset]
     method.__signature__ = full.replace(parameters=kept)  # type: ignore[attr-defined]
     what = f"{kind.summary}: :meth:`counts` of {kind.counts.records} by {', '.join(kind.counts.by)}"
+    if kind.counts.value is not None:
+        what += f" with the mean of {kind.counts.value}"
     method.__doc__ = f"The plan of {what} (reads no data)." if plan else f"{what}."
     return method
 
 
-# the kinds of the count template in the registry: a method each, and its plan
-for _kind in KINDS:
-    if _kind.counts is not None:
-        setattr(SessionCounts, _kind.method, _preset(_kind, plan=False))
-        setattr(SessionCounts, f"plan_{_kind.method}", _preset(_kind, plan=True))
+def _methods(kind: Kind) -> None:
+    """A kind declared as data (the count template's): a method, and its plan."""
+    if kind.counts is not None:
+        setattr(SessionCounts, kind.method, _preset(kind, plan=False))
+        setattr(SessionCounts, f"plan_{kind.method}", _preset(kind, plan=True))
+
+
+def _taken(kind: Kind) -> None:
+    """A registered kind's method may not replace a member of the Session."""
+    from privmob.session import Session
+
+    for name in (kind.method, f"plan_{kind.method}"):
+        if hasattr(Session, name):
+            raise ConfigError(
+                f"Session.{name} exists: the kind {kind.name!r} would replace it",
+                hint="choose another name for the kind",
+            )
+
+
+# every kind of the count template in the registry, and each one registered later
+each_kind(_methods, refuse=_taken)
 internal(SessionCounts, "load_counted", "_load_counted", "the session's reading of its input")
+
+
+def register_kind(kind: Kind) -> Kind:
+    """``pm.register_kind``: add ``kind``, a kind declared as data
+    (``privmob.releases.kinds.count_kind``), to the registry and return it; from then on, in
+    this process, it is ``Session.<method>`` and ``plan_<method>``, ``privmob <name>`` and
+    ``privmob plan <name>``, and its releases are charged, recorded and published as every
+    kind's (:func:`privmob.releases.kinds.register`, after the Session is complete: a name
+    one of its members has is refused)."""
+    import privmob.session  # noqa: F401  (the whole Session: its members are checked)
+
+    return register(kind)
