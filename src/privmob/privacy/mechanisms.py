@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from privmob.errors import ConfigError
 from privmob.lazy_imports import lazy_module
@@ -379,12 +379,18 @@ def noisy_max(
 
 
 @lru_cache(maxsize=128)
-def _noisy_max_measurement(scale: float) -> Any:
-    """OpenDP's report-noisy-max (exponential noise) for one scale, built once."""
-    dp = samplers._opendp()
-    return dp.measurements.make_noisy_max(
-        dp.domains.vector_domain(dp.domains.atom_domain(T=float, nan=False)),
-        dp.metrics.linf_distance(T=float),
-        dp.measures.max_divergence(),
+def _noisy_max_measurement(scale: float) -> Callable[[list[float]], int]:
+    """OpenDP's report-noisy-max (exponential noise) for one scale, built once: the scores in,
+    the index of the noisy maximum out."""
+    samplers._opendp()
+    from opendp.domains import atom_domain, vector_domain
+    from opendp.measurements import make_noisy_max
+    from opendp.measures import max_divergence
+    from opendp.metrics import linf_distance
+
+    return make_noisy_max(
+        vector_domain(atom_domain(T=float, nan=False)),
+        linf_distance(T=float),
+        max_divergence(),
         scale=scale,
     )

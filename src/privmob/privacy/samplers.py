@@ -18,7 +18,8 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Literal
+from types import ModuleType
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from privmob.cores import usable_cores
 from privmob.lazy_imports import lazy_module
@@ -77,7 +78,7 @@ def resolve(rng: Randomness | int | None) -> Randomness:
 
 
 @lru_cache(maxsize=1)
-def _opendp() -> Any:
+def _opendp() -> ModuleType:
     """The ``opendp`` package with its measurements, domains, metrics and measures modules
     loaded and contrib features on, imported without ``opendp.prelude`` (which also imports
     scikit-learn through opendp.extras: 2 s instead of ~20 s on a loaded machine)."""
@@ -92,36 +93,50 @@ def _opendp() -> Any:
     return opendp
 
 
+#: an OpenDP measurement on a vector: the values in, the noisy values out (a list)
+Sampler: TypeAlias = "Callable[[np.ndarray], object]"
+
+
 @lru_cache(maxsize=64)
-def _int_measurement(kind: str, scale: float) -> Any:
-    dp = _opendp()
-    domain = dp.domains.vector_domain(dp.domains.atom_domain(T="i64"))
+def _int_measurement(kind: str, scale: float) -> Sampler:
+    _opendp()
+    from opendp.domains import atom_domain, vector_domain
+    from opendp.measurements import make_gaussian, make_laplace
+    from opendp.metrics import l1_distance, l2_distance
+
+    domain = vector_domain(atom_domain(T="i64"))
     if kind == "laplace":
-        return dp.measurements.make_laplace(domain, dp.metrics.l1_distance(T="i64"), scale=scale)
-    return dp.measurements.make_gaussian(domain, dp.metrics.l2_distance(T="i64"), scale=scale)
+        return make_laplace(domain, l1_distance(T="i64"), scale=scale)
+    return make_gaussian(domain, l2_distance(T="i64"), scale=scale)
 
 
 @lru_cache(maxsize=64)
-def _float_laplace(scale: float) -> Any:
-    dp = _opendp()
-    domain = dp.domains.vector_domain(dp.domains.atom_domain(T=float, nan=False))
-    return dp.measurements.make_laplace(domain, dp.metrics.l1_distance(T=float), scale=scale)
+def _float_laplace(scale: float) -> Sampler:
+    _opendp()
+    from opendp.domains import atom_domain, vector_domain
+    from opendp.measurements import make_laplace
+    from opendp.metrics import l1_distance
+
+    domain = vector_domain(atom_domain(T=float, nan=False))
+    return make_laplace(domain, l1_distance(T=float), scale=scale)
 
 
 @lru_cache(maxsize=64)
-def _float_gaussian(sigma: float) -> Any:
-    dp = _opendp()
-    domain = dp.domains.vector_domain(dp.domains.atom_domain(T=float, nan=False))
-    return dp.measurements.make_gaussian(domain, dp.metrics.l2_distance(T=float), scale=sigma)
+def _float_gaussian(sigma: float) -> Sampler:
+    _opendp()
+    from opendp.domains import atom_domain, vector_domain
+    from opendp.measurements import make_gaussian
+    from opendp.metrics import l2_distance
+
+    domain = vector_domain(atom_domain(T=float, nan=False))
+    return make_gaussian(domain, l2_distance(T=float), scale=sigma)
 
 
 def _threads() -> int:
     return min(8, usable_cores())
 
 
-def _chunked(
-    measurement: Callable[[np.ndarray], Any], values: np.ndarray, dtype: type[np.generic]
-) -> np.ndarray:
+def _chunked(measurement: Sampler, values: np.ndarray, dtype: type[np.generic]) -> np.ndarray:
     out = np.empty(values.shape[0], dtype=dtype)
     starts = range(0, values.shape[0], CHUNK)
 
@@ -189,7 +204,7 @@ def secure_gaussian(values: np.ndarray, sigma: float) -> np.ndarray:
 
 
 def _secure_float_noise(
-    measurement: Callable[[float], Any], values: np.ndarray, scale: float
+    measurement: Callable[[float], Sampler], values: np.ndarray, scale: float
 ) -> np.ndarray:
     """values (as floats) + the noise of OpenDP's ``measurement`` of ``scale``."""
     flat = np.ascontiguousarray(values, dtype=np.float64).ravel()
