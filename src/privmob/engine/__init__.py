@@ -7,13 +7,17 @@ the signal handler every command installs) costs nothing at start-up.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from privmob.errors import ConfigError
 
 if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from typing_extensions import Unpack  # typing.Unpack from Python 3.12
+
     from privmob.engine.base import Engine, dense_counts
     from privmob.engine.duckdb import DuckDBEngine
 
@@ -26,7 +30,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name in _LAZY:
         import importlib
 
@@ -34,12 +38,35 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'privmob.engine' has no attribute '{name}'")
 
 
-def make_engine(name: str | Engine | None = None, **options: Any) -> Engine:
+class DuckDBOptions(TypedDict, total=False):
+    """The keywords of :class:`DuckDBEngine`."""
+
+    memory_limit: str | None
+    threads: int | None
+    temp_directory: str | os.PathLike[str] | None
+    spill_dir: str | os.PathLike[str] | None
+
+
+class SparkOptions(TypedDict, total=False):
+    """The keywords of :class:`~privmob.engine.spark.SparkEngine`."""
+
+    memory_limit: str | None
+    session: SparkSession | None
+    master: str | None
+    conf: dict[str, str] | None
+
+
+class EngineOptions(DuckDBOptions, SparkOptions, total=False):
+    """The keywords of either engine (the chosen engine's constructor refuses the others)."""
+
+
+def make_engine(name: str | Engine | None = None, **options: Unpack[EngineOptions]) -> Engine:
     """An engine by name: ``"duckdb"`` (default) or ``"spark"``; an engine passes through."""
     if name is None or name == "duckdb":
         from privmob.engine.duckdb import DuckDBEngine
 
-        return DuckDBEngine(**options)
+        duckdb_options: DuckDBOptions = options
+        return DuckDBEngine(**duckdb_options)
     if not isinstance(name, str):
         return name
     if name == "spark":
@@ -50,7 +77,8 @@ def make_engine(name: str | Engine | None = None, **options: Any) -> Engine:
                 "the Spark engine is not available",
                 hint="install privmob[spark] (PySpark) and Java",
             ) from exc
-        return SparkEngine(**options)
+        spark_options: SparkOptions = options
+        return SparkEngine(**spark_options)
     raise ConfigError(f"unknown engine '{name}'", hint="use duckdb or spark")
 
 
@@ -85,7 +113,7 @@ def open_engine(
     shuffle files in the private run directory too. An engine object passes through."""
     if name is not None and not isinstance(name, str):
         return name
-    options: dict[str, Any] = {"memory_limit": memory_limit} if memory_limit else {}
+    options: EngineOptions = {"memory_limit": memory_limit} if memory_limit else {}
     if name != "spark":
         if spark_master or spark_conf:
             raise ConfigError(

@@ -6,8 +6,9 @@ domains to the driver. The driver (mechanisms, accountant, renderers) never sees
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from privmob.engine.dialect import Dialect
 from privmob.errors import EngineError
@@ -16,6 +17,7 @@ from privmob.surface import option
 
 if TYPE_CHECKING:
     import numpy as np
+    import numpy.typing as npt
     import pandas as pd
 else:
     np = lazy_module("numpy")
@@ -44,7 +46,7 @@ class Engine(Protocol):
     name: str
     dialect: Dialect
 
-    def register(self, name: str, data: Any) -> None:
+    def register(self, name: str, data: object) -> None:
         """Expose an Arrow table, pandas/Polars DataFrame or Parquet path as a view."""
 
     def read_parquet(self, name: str, path: str) -> None:
@@ -76,15 +78,15 @@ class Engine(Protocol):
 
 
 def scatter_counts(
-    index_cols: list[np.ndarray], counts: np.ndarray, shape: tuple[int, ...]
-) -> np.ndarray:
+    index_cols: Sequence[npt.ArrayLike], counts: npt.ArrayLike, shape: tuple[int, ...]
+) -> npt.NDArray[np.int64]:
     """Dense int64 array of ``shape`` with ``counts`` at ``index_cols`` (zeros elsewhere).
 
     Indices outside the shape are an internal error: the SQL must map everything outside the
     public domain to the outliers cell first.
     """
     dense = np.zeros(shape, dtype=np.int64)
-    if counts.size == 0:
+    if np.size(counts) == 0:
         return dense
     idx = tuple(np.asarray(c, dtype=np.int64) for c in index_cols)
     for axis, (c, n) in enumerate(zip(idx, shape, strict=True)):
@@ -99,7 +101,7 @@ def scatter_counts(
 
 def dense_counts(
     engine: Engine, sql: str, shape: tuple[int, ...], values: tuple[str, ...] = ("n",)
-) -> np.ndarray:
+) -> npt.NDArray[np.int64]:
     """Run ``sql`` returning columns ``i0, i1, ..., n`` and scatter into a dense array; with
     more ``values`` columns (integers), one dense array each, stacked first.
 

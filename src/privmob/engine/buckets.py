@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from privmob.engine.base import Engine
 from privmob.engine.dialect import Dialect
@@ -43,6 +43,7 @@ from privmob.surface import option
 
 if TYPE_CHECKING:
     import numpy as np
+    import numpy.typing as npt
 else:  # imported on first use, not before a release's plan line (issue 43)
     np = lazy_module("numpy")
 
@@ -330,16 +331,20 @@ def parted_buckets(loaded: Loaded, parts: UserParts, n_buckets: int) -> Iterator
         yield rebuild(loaded, replace(base, view=parts.rebase(relation)))
 
 
+#: what a bucket's count gives: counts, or sums of real values
+_Counted = TypeVar("_Counted", "np.int64", "np.float64")
+
+
 def bucketed_counts(
     loaded: Loaded,
-    count: Callable[[Loaded], np.ndarray],
+    count: Callable[[Loaded], npt.NDArray[_Counted]],
     n_buckets: int,
     step: Callable[[str], None] | None = None,
     what: str = "counting",
     *,
     columns: Sequence[str] | None = None,
     spill_dir: str | os.PathLike[str] | None = None,
-) -> np.ndarray:
+) -> npt.NDArray[_Counted]:
     """Sum of ``count(bucket)`` over the user buckets (one progress step per bucket).
 
     On DuckDB with ``n_buckets > 1`` the input is partitioned once into a spill directory
@@ -351,7 +356,7 @@ def bucketed_counts(
     if n_buckets <= 1:
         return count(loaded)
     eng = root(loaded).engine
-    total: np.ndarray | None = None
+    total: npt.NDArray[_Counted] | None = None
     parsed = root(loaded).parts
     from_parts = parsed.buckets(n_buckets) if parsed is not None else None
     with ExitStack() as stack:
@@ -376,14 +381,14 @@ def bucketed_counts(
 
 def counts_by_user_buckets(
     loaded: Loaded,
-    count: Callable[[Loaded], np.ndarray],
+    count: Callable[[Loaded], npt.NDArray[_Counted]],
     what: str,
     *,
     buckets: int | None = None,
     step: Callable[[str], None] | None = None,
     columns: Sequence[str] | None = None,
     bytes_per_row: float | None = None,
-) -> np.ndarray:
+) -> npt.NDArray[_Counted]:
     """:func:`bucketed_counts` with ``buckets`` buckets, by default as many as the engine's
     memory limit needs for ``bytes_per_row`` (:func:`plan_buckets`; 1 without a limit)."""
     limit = getattr(loaded.engine, "memory_limit", None)

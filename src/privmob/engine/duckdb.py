@@ -9,7 +9,7 @@ import re
 import shutil
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import duckdb
 import pandas as pd
@@ -64,7 +64,7 @@ class DuckDBEngine:
         self.con.execute(f"SET temp_directory = '{_quote(tmp)}'")
         self.con.execute("SET preserve_insertion_order = false")
         _progress_bar_off(self.con)  # the CLI has its own progress
-        self._keep: list[Any] = []  # Python objects registered as views must stay alive
+        self._keep: list[object] = []  # Python objects registered as views must stay alive
         self._private: list[Path] = []  # directories of private_directory, removed at close
         self._sniffed: dict[str, str] = {}  # CSV reader -> the fixed reader detected for it
         self._csv_views: dict[str, str] = {}  # view of read_csv -> its fixed reader, if any
@@ -92,7 +92,7 @@ class DuckDBEngine:
             self.memory_limit = self.process_memory.engine_memory(nbytes)
             self._limit_to(self.memory_limit)
 
-    def register(self, name: str, data: Any) -> None:
+    def register(self, name: str, data: object) -> None:
         if isinstance(data, str | Path):
             self.read_parquet(name, str(data))
             return

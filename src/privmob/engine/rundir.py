@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TypeAlias
 
 from privmob.errors import ConfigError
 from privmob.surface import option
@@ -41,6 +41,9 @@ OWNER_FILE = "owner.json"
 #: POSIX owners and modes (Linux, macOS); on Windows the per-user temporary directory is
 #: private to its user already and ``os.geteuid`` does not exist
 _POSIX = hasattr(os, "geteuid")
+#: what ``signal.signal`` returns and takes back: a handler, ``SIG_DFL``/``SIG_IGN``, or None
+#: (a handler set outside Python)
+SignalHandler: TypeAlias = Callable[[int, FrameType | None], object] | int | signal.Handlers | None
 
 
 def base_dir(parent: str | os.PathLike[str] | None = None) -> Path:
@@ -142,7 +145,7 @@ class RunDir:
     base: Path
     removed_stale: list[Path] = field(default_factory=list)
     original_umask: int = 0o022
-    _previous_handlers: dict[int, Any] = field(default_factory=dict)
+    _previous_handlers: dict[int, SignalHandler] = field(default_factory=dict)
 
     def sub(self, name: str) -> Path:
         """A subdirectory (0700) for one use: ``duckdb``, ``buckets``, ``spark``."""

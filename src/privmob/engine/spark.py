@@ -26,13 +26,16 @@ import os
 import re
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 import pandas as pd
 
 from privmob.engine.base import CsvFormat
 from privmob.engine.dialect import SPARK, Dialect
 from privmob.errors import EngineError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 DEFAULT_CONF = {
     "spark.ui.enabled": "false",
@@ -112,7 +115,7 @@ def _env_conf() -> dict[str, str]:
 
 def spark_session(
     master: str | None = None, conf: dict[str, str] | None = None, app_name: str = "privmob"
-) -> Any:
+) -> SparkSession:
     """Get or create a SparkSession with privmob's settings (UTC, naive timestamps)."""
     # pyspark warns that it has not been tested with pandas >= 3; privmob's Spark tests cover
     # the paths it uses, so the warning only clutters the command line
@@ -148,7 +151,7 @@ class SparkEngine:
     def __init__(
         self,
         *,
-        session: Any = None,
+        session: SparkSession | None = None,
         master: str | None = None,
         conf: dict[str, str] | None = None,
         memory_limit: str | None = None,
@@ -164,18 +167,19 @@ class SparkEngine:
         self.spark = session if session is not None else spark_session(master, conf)
         for statement in _FUNCTIONS:
             self.spark.sql(statement)
-        self._cached: list[Any] = []
+        self._cached: list[DataFrame] = []
 
-    def _df(self, sql: str) -> Any:
+    def _df(self, sql: str) -> DataFrame:
         return self.spark.sql(to_spark_sql(sql))
 
-    def register(self, name: str, data: Any) -> None:
+    def register(self, name: str, data: object) -> None:
         if isinstance(data, str | Path):
             self.read_parquet(name, str(data))
             return
         if hasattr(data, "to_pandas") and not isinstance(data, pd.DataFrame):
             data = data.to_pandas()  # Arrow table or Polars frame
-        df = self.spark.createDataFrame(data) if len(data) else _empty(self.spark, data)
+        frame = cast(pd.DataFrame, data)  # a pandas frame now (what Engine.register takes)
+        df = self.spark.createDataFrame(frame) if len(frame) else _empty(self.spark, frame)
         df.createOrReplaceTempView(name)
 
     def read_parquet(self, name: str, path: str) -> None:
@@ -330,7 +334,7 @@ def sniff_delimiter(line: str) -> str:
     return best if counts[best] else ","
 
 
-def _empty(spark: Any, frame: pd.DataFrame) -> Any:
+def _empty(spark: SparkSession, frame: pd.DataFrame) -> DataFrame:
     """An empty Spark DataFrame with the pandas frame's columns (types from Arrow)."""
     import pyarrow as pa
     from pyspark.sql.pandas.types import from_arrow_schema

@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict, cast
 
 from privmob.errors import ConfigError
 from privmob.lazy_imports import lazy_module
@@ -43,6 +43,7 @@ from privmob.surface import spelled
 
 if TYPE_CHECKING:
     import numpy as np
+    import numpy.typing as npt
 
     from privmob.privacy.samplers import Randomness
 else:  # imported on first use, not before a release's plan line (issue 43)
@@ -161,7 +162,7 @@ def per_user_histogram_sql(rows: str, max_bound: int, user: str = "uid") -> str:
     )
 
 
-def _clipped(histogram: np.ndarray, max_bound: int) -> np.ndarray:
+def _clipped(histogram: npt.ArrayLike, max_bound: int) -> npt.NDArray[np.int64]:
     """Users per value 1..max_bound, a user above max_bound at max_bound."""
     h = np.asarray(histogram, dtype=np.int64)
     if h.shape != (max_bound + 2,):
@@ -171,13 +172,15 @@ def _clipped(histogram: np.ndarray, max_bound: int) -> np.ndarray:
     return c
 
 
-def bound_utilities(histogram: np.ndarray, quantile: float, max_bound: int) -> np.ndarray:
+def bound_utilities(
+    histogram: npt.ArrayLike, quantile: float, max_bound: int
+) -> npt.NDArray[np.float64]:
     """The utility of each candidate bound 1..max_bound (Delta_u = 1 per user: see the module)."""
     return quantile_utilities(_clipped(histogram, max_bound), quantile)
 
 
 def choose_bound(
-    histogram: np.ndarray,
+    histogram: npt.ArrayLike,
     choice: BoundChoice,
     epsilon: float,
     rng: Randomness | int | None = None,
@@ -188,7 +191,7 @@ def choose_bound(
     return 1 + noisy_max(scores, epsilon, 1.0, rng)
 
 
-def kept_and_lost(histogram: np.ndarray, bound: int, cap: int) -> np.ndarray:
+def kept_and_lost(histogram: npt.ArrayLike, bound: int, cap: int) -> npt.NDArray[np.int64]:
     """Exact (K, L): the records kept with at most ``bound`` per user, and the records cut,
     counted up to ``cap`` per user (never publish these: noise them, sensitivity ``cap``)."""
     if not 1 <= bound <= cap:
@@ -235,7 +238,7 @@ class Rescale:
 
 
 def rescale_factor(
-    exact: np.ndarray, cap: int, epsilon: float, rng: Randomness | int | None = None
+    exact: npt.ArrayLike, cap: int, epsilon: float, rng: Randomness | int | None = None
 ) -> Rescale:
     """Noise (discrete Laplace, scale cap / epsilon, L1 sensitivity ``cap``) on the exact
     (K, L) of :func:`kept_and_lost`, and the factor (K^ + L^) / K^ (1 when K^ < 1 or L^ < 0:
@@ -273,11 +276,23 @@ def kept_share_lognormal(bound: int, median: float, sigma: float) -> float:
 CHOICE_KEYWORDS = ("bound_quantile", "bound_share", "bound_max", "rescale", "rescale_share")
 
 
-def choice_of(options: Mapping[str, Any]) -> BoundChoice | None:
+class _ChoiceFields(TypedDict, total=False):
+    """The fields of a :class:`BoundChoice` that keywords set."""
+
+    quantile: float
+    share: float
+    max_bound: int
+    rescale: bool
+    rescale_share: float
+
+
+def choice_of(options: Mapping[str, object]) -> BoundChoice | None:
     """The :class:`BoundChoice` that ``Session`` keywords (or command options) state, ``None``
     when they state none (a fixed bound as given, or ``auto`` with the defaults)."""
     given = {k: options[k] for k in CHOICE_KEYWORDS if options.get(k) is not None}
     if not given:
         return None
     names = {"bound_quantile": "quantile", "bound_share": "share", "bound_max": "max_bound"}
-    return BoundChoice(**{names.get(k, k): v for k, v in given.items()})
+    # the caller's values as given (Session keywords, command options): BoundChoice checks them
+    fields = cast("_ChoiceFields", {names.get(k, k): v for k, v in given.items()})
+    return BoundChoice(**fields)

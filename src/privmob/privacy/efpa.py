@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -46,8 +47,11 @@ from privmob.privacy.discrete_gaussian import up
 from privmob.privacy.mechanisms import Noise, NoiseKind, noisy_max
 from privmob.privacy.samplers import Randomness, resolve
 
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
-def dct(series: np.ndarray) -> np.ndarray:
+
+def dct(series: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """Orthonormal DCT-II along the last axis, from one FFT of the reordered series.
 
     ``x[0], x[2], ...`` followed by ``..., x[3], x[1]`` has the FFT ``V``; then
@@ -60,13 +64,13 @@ def dct(series: np.ndarray) -> np.ndarray:
     n = x.shape[-1]
     v = np.concatenate([x[..., ::2], x[..., 1::2][..., ::-1]], axis=-1)
     k = np.arange(n)
-    out: np.ndarray = (np.fft.fft(v, axis=-1) * np.exp(-1j * np.pi * k / (2 * n))).real
+    out: npt.NDArray[np.float64] = (np.fft.fft(v, axis=-1) * np.exp(-1j * np.pi * k / (2 * n))).real
     out *= math.sqrt(2.0 / n)
     out[..., 0] /= math.sqrt(2.0)
     return out
 
 
-def idct(coefficients: np.ndarray) -> np.ndarray:
+def idct(coefficients: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """Inverse of :func:`dct` (orthonormal DCT-III along the last axis): the same steps
     backwards, ``V[k] = exp(i pi k / 2n) (X[k] - i X[n-k])`` with ``X[n] = 0``."""
     c = np.asarray(coefficients, dtype=np.float64)
@@ -88,7 +92,7 @@ def idct(coefficients: np.ndarray) -> np.ndarray:
 class FourierPerturbation:
     """The output of EFPA/EFPAG: noisy series and how they were made."""
 
-    values: np.ndarray  # noisy series, same shape as the input
+    values: npt.NDArray[np.float64]  # noisy series, same shape as the input
     k: int  # number of leading DCT coefficients kept (1..n)
     noise_kind: str  # "laplace" or "gaussian"
     noise_scale: float  # Laplace b or Gaussian sigma, on each kept coefficient
@@ -104,13 +108,13 @@ class FourierPerturbation:
         }
 
 
-def tail_energy(coefficients: np.ndarray) -> np.ndarray:
+def tail_energy(coefficients: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """For k = 1..n: sqrt of the energy dropped when keeping F_0..F_{k-1} (over all series)."""
     f = np.atleast_2d(coefficients)
     per_index = (f * f).sum(axis=0)  # energy of coefficient i over the stack
     # dropped(k) = sum_{i >= k} per_index[i], k = 1..n
     dropped = np.concatenate([np.cumsum(per_index[::-1])[::-1][1:], [0.0]])
-    tail: np.ndarray = np.sqrt(np.maximum(dropped, 0.0))
+    tail: npt.NDArray[np.float64] = np.sqrt(np.maximum(dropped, 0.0))
     return tail
 
 
@@ -125,13 +129,13 @@ def laplace_scale(k: int, epsilon: float, mixed_sensitivity: float) -> float:
 
 
 def selection_scores(
-    coefficients: np.ndarray,
+    coefficients: npt.ArrayLike,
     epsilon: float,
     l2_sensitivity: float,
     *,
     delta: float = 0.0,
     mixed_sensitivity: float | None = None,
-) -> np.ndarray:
+) -> npt.NDArray[np.float64]:
     """Scores u(k), k = 1..n (index k-1), of the exponential mechanism (sensitivity Delta2)."""
     f = np.atleast_2d(coefficients)
     m, n = f.shape
@@ -142,7 +146,7 @@ def selection_scores(
         d21 = mixed_sensitivity if mixed_sensitivity is not None else l2_sensitivity
         # E||Laplace(b) on m*k coefficients||_2 ~ sqrt(2 m k) b, b = sqrt(k) d21 / (eps/2)
         noise_norm = math.sqrt(2.0 * m) * ks * d21 / (epsilon / 2.0)
-    score: np.ndarray = -(tail_energy(f) + noise_norm)
+    score: npt.NDArray[np.float64] = -(tail_energy(f) + noise_norm)
     return score
 
 
@@ -164,7 +168,7 @@ def _check(epsilon: float, delta: float, l2: float, mixed: float | None) -> None
 
 
 def fourier_perturb(
-    series: np.ndarray,
+    series: npt.ArrayLike,
     epsilon: float,
     l2_sensitivity: float,
     rng: Randomness | int | None = None,
@@ -208,7 +212,7 @@ def fourier_perturb(
 
 
 def efpa(
-    series: np.ndarray,
+    series: npt.ArrayLike,
     epsilon: float,
     l2_sensitivity: float,
     rng: Randomness | int | None = None,
@@ -223,7 +227,7 @@ def efpa(
 
 
 def efpag(
-    series: np.ndarray,
+    series: npt.ArrayLike,
     epsilon: float,
     delta: float,
     l2_sensitivity: float,

@@ -52,6 +52,7 @@ from privmob.lazy_imports import lazy_module
 
 if TYPE_CHECKING:
     import numpy as np
+    import numpy.typing as npt
 else:  # imported on first use, not before a release's plan line (issue 43)
     np = lazy_module("numpy")
 
@@ -69,7 +70,7 @@ SCALE_RANGE = (2.0**-8, 2.0**24)
 CHUNK = 1 << 18
 
 
-def random_words(n: int) -> np.ndarray:
+def random_words(n: int) -> npt.NDArray[np.uint64]:
     """``n`` uniform 64-bit words straight from ``os.urandom``."""
     return np.frombuffer(os.urandom(8 * n), dtype=np.uint64)
 
@@ -145,7 +146,9 @@ def exact_geometric(lam: Fraction, lo: Fraction, width: Fraction) -> int:
 # -- vectorised fast paths -------------------------------------------------------------------
 
 
-def _uniform_bounds(r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _uniform_bounds(
+    r: npt.NDArray[np.uint64],
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """Float bounds with lo_f <= r/2^64 and hi_f >= (r+1)/2^64 (rigorous)."""
     rf = r.astype(np.float64)  # round to nearest: relative error <= 2^-53
     lo = rf * (TWO_M64 * (1.0 - UNIFORM_SLACK))
@@ -153,7 +156,7 @@ def _uniform_bounds(r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return lo, hi
 
 
-def geometric(n: int, scale: float) -> np.ndarray:
+def geometric(n: int, scale: float) -> npt.NDArray[np.int64]:
     """``n`` iid geometric variables with ``P(G >= k) = exp(-k/scale)``, exact."""
     lam_f = 1.0 / scale
     r = random_words(n)
@@ -184,13 +187,13 @@ def geometric(n: int, scale: float) -> np.ndarray:
     return out
 
 
-def discrete_laplace(n: int, scale: float) -> np.ndarray:
+def discrete_laplace(n: int, scale: float) -> npt.NDArray[np.int64]:
     """``n`` iid draws with ``P(z) ∝ exp(-|z|/scale)``, exact (difference of two geometrics)."""
-    diff: np.ndarray = geometric(n, scale) - geometric(n, scale)
+    diff: npt.NDArray[np.int64] = geometric(n, scale) - geometric(n, scale)
     return diff
 
 
-def _gaussian_accept(y: np.ndarray, sigma: float, t: int) -> np.ndarray:
+def _gaussian_accept(y: npt.NDArray[np.int64], sigma: float, t: int) -> npt.NDArray[np.bool_]:
     """Bernoulli(exp(-(|y| - sigma²/t)² / (2 sigma²))) for each y, exact."""
     a = np.abs(y).astype(np.float64)
     s2 = sigma * sigma
@@ -203,7 +206,7 @@ def _gaussian_accept(y: np.ndarray, sigma: float, t: int) -> np.ndarray:
     p_low = e * (1.0 - ETA_BERNOULLI)
     p_high = e * (1.0 + ETA_BERNOULLI) + TINY
     fast = a <= GAUSS_TAIL * sigma
-    accept: np.ndarray = fast & (hi <= p_low)
+    accept: npt.NDArray[np.bool_] = fast & (hi <= p_low)
     reject = fast & (lo >= p_high)
     bad = np.flatnonzero(~(accept | reject))
     if bad.size:
@@ -215,7 +218,7 @@ def _gaussian_accept(y: np.ndarray, sigma: float, t: int) -> np.ndarray:
     return accept
 
 
-def discrete_gaussian(n: int, sigma: float) -> np.ndarray:
+def discrete_gaussian(n: int, sigma: float) -> npt.NDArray[np.int64]:
     """``n`` iid draws with ``P(z) ∝ exp(-z²/(2 sigma²))``, exact (CKS20 Algorithm 3)."""
     t = math.floor(sigma) + 1
     out = np.empty(n, dtype=np.int64)
@@ -245,7 +248,9 @@ def has_extended_precision() -> bool:
     return bool(np.finfo(np.longdouble).nmant >= 63)
 
 
-def reference_exp_neg(xs: np.ndarray, extended: bool | None = None) -> np.ndarray | list[Decimal]:
+def reference_exp_neg(
+    xs: npt.NDArray[np.float64], extended: bool | None = None
+) -> npt.NDArray[np.longdouble] | list[Decimal]:
     """``exp(-x)`` for each x to far better than ``2^-48`` relative, independently of numpy's
     float64 ``exp``: in x87 extended precision (``expl``, 64-bit mantissa) where numpy's
     ``longdouble`` has it (``extended=None``: when available), else correctly rounded
@@ -259,7 +264,9 @@ def reference_exp_neg(xs: np.ndarray, extended: bool | None = None) -> np.ndarra
         return [(-Decimal(x)).exp() for x in xs.tolist()]
 
 
-def exp_meets_tolerance(xs: np.ndarray, got: np.ndarray, extended: bool | None = None) -> bool:
+def exp_meets_tolerance(
+    xs: npt.NDArray[np.float64], got: npt.NDArray[np.float64], extended: bool | None = None
+) -> bool:
     """Whether ``got`` (float64 values of ``exp(-xs)``) is within ``EXP_TOLERANCE`` of it
     (``extended``: the reference, as :func:`reference_exp_neg`)."""
     ref = reference_exp_neg(xs, extended)
@@ -287,7 +294,7 @@ def _threads() -> int:
     return min(4, usable_cores())
 
 
-def sample(kind: str, n: int, scale: float) -> np.ndarray:
+def sample(kind: str, n: int, scale: float) -> npt.NDArray[np.int64]:
     """``n`` exact draws of ``kind`` ("laplace" or "gaussian"), chunks spread over threads."""
     samplers = {"laplace": discrete_laplace, "gaussian": discrete_gaussian}
     if kind not in samplers:

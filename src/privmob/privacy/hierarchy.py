@@ -34,18 +34,22 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 from privmob.lazy_imports import lazy_module
 
 if TYPE_CHECKING:
     import numpy as np
+    import numpy.typing as npt
 else:  # imported on first use, not before a release's plan line (issue 43)
     np = lazy_module("numpy")
 
 
 #: z of a two-sided 95% normal interval
 _Z95 = 1.959963984540054
+#: real values of a level (estimates, variances), and node indices (a level's parents)
+Reals: TypeAlias = "npt.NDArray[np.float64]"
+Indices: TypeAlias = "npt.NDArray[np.int64]"
 
 
 @dataclass(frozen=True)
@@ -54,7 +58,7 @@ class Tree:
     for every level l > 0, ``parents[l - 1][i]``: the node of level l - 1 above node i."""
 
     sizes: tuple[int, ...]
-    parents: tuple[np.ndarray, ...]
+    parents: tuple[Indices, ...]
 
     def __post_init__(self) -> None:
         if len(self.parents) != len(self.sizes) - 1:
@@ -65,11 +69,13 @@ class Tree:
             ):
                 raise ValueError(f"level {level}: a parent index outside the level above")
 
-    def children_sum(self, level: int, values: np.ndarray) -> np.ndarray:
+    def children_sum(self, level: int, values: npt.ArrayLike) -> Reals:
         """The sum of ``values`` (of level ``level + 1``) under each node of ``level``."""
-        return np.bincount(self.parents[level], values, minlength=self.sizes[level])
+        # weighted: float64 (np.asarray keeps that array, typed as it is)
+        sums = np.bincount(self.parents[level], values, minlength=self.sizes[level])
+        return np.asarray(sums, dtype=np.float64)
 
-    def leaves_below(self, level: int) -> np.ndarray:
+    def leaves_below(self, level: int) -> Reals:
         """The number of finest-level nodes below each node of ``level``."""
         n = np.ones(self.sizes[-1])
         for lv in range(len(self.sizes) - 2, level - 1, -1):
@@ -81,12 +87,12 @@ class Tree:
 class Consistent:
     """The least-squares estimates of every level (coarsest first) and their variances."""
 
-    estimates: tuple[np.ndarray, ...]
-    variances: tuple[np.ndarray, ...]
+    estimates: tuple[Reals, ...]
+    variances: tuple[Reals, ...]
 
 
 def consistent(
-    tree: Tree, measured: Sequence[np.ndarray], variances: Sequence[float]
+    tree: Tree, measured: Sequence[npt.ArrayLike], variances: Sequence[float]
 ) -> Consistent:
     """The weighted least-squares estimates of a tree measured at every level (see the
     module's docstring): ``measured[l]`` the noisy values of level l, ``variances[l]`` the
@@ -95,10 +101,10 @@ def consistent(
     y = [np.asarray(m, dtype=np.float64) for m in measured]
     if len(y) != levels or any(len(v) != n for v, n in zip(y, tree.sizes, strict=True)):
         raise ValueError("one measured vector per level, one value per node")
-    z: list[np.ndarray] = [np.empty(0)] * levels
-    v: list[np.ndarray] = [np.empty(0)] * levels
-    s: list[np.ndarray] = [np.empty(0)] * levels
-    vs: list[np.ndarray] = [np.empty(0)] * levels
+    z: list[Reals] = [np.empty(0)] * levels
+    v: list[Reals] = [np.empty(0)] * levels
+    s: list[Reals] = [np.empty(0)] * levels
+    vs: list[Reals] = [np.empty(0)] * levels
     z[-1], v[-1] = y[-1], np.full(tree.sizes[-1], float(variances[-1]))
     for lv in range(levels - 2, -1, -1):  # bottom-up
         sigma2 = float(variances[lv])
@@ -116,8 +122,8 @@ def consistent(
 
 
 def non_negative(
-    tree: Tree, estimates: Sequence[np.ndarray], variances: Sequence[np.ndarray]
-) -> tuple[np.ndarray, ...]:
+    tree: Tree, estimates: Sequence[npt.ArrayLike], variances: Sequence[npt.ArrayLike]
+) -> tuple[Reals, ...]:
     """Consistent non-negative values near ``estimates`` (consistent ones, :func:`consistent`),
     top-down (see the module's docstring): the first level clamped at 0; then under every node
     its children ``c`` become ``max(0, c - tau V_c)`` with the one ``tau`` per node that makes
@@ -130,9 +136,7 @@ def non_negative(
     return tuple(out)
 
 
-def _project(
-    group: np.ndarray, n: int, x: np.ndarray, v: np.ndarray, totals: np.ndarray
-) -> np.ndarray:
+def _project(group: Indices, n: int, x: npt.ArrayLike, v: npt.ArrayLike, totals: Reals) -> Reals:
     """Per group g, ``max(0, x - tau_g w)`` summing to ``totals[g]`` (w: the weights, V with
     zero variances replaced by a tiny one)."""
     x = np.asarray(x, dtype=np.float64)
@@ -155,12 +159,12 @@ def _project(
     sw = np.bincount(group, np.where(support, w, 0.0), minlength=n)
     with np.errstate(invalid="ignore", divide="ignore"):
         exact = np.where(sw > 0, (sx - totals) / sw, tau)
-    out: np.ndarray = np.maximum(x - exact[group] * w, 0.0)
+    out: Reals = np.maximum(x - exact[group] * w, 0.0)
     out[(totals <= 0)[group]] = 0.0
     return out
 
 
-def margin_95(variance: np.ndarray, laplace: bool) -> np.ndarray:
+def margin_95(variance: npt.ArrayLike, laplace: bool) -> Reals:
     """The 95% margin of error stated for an estimate of this variance: for Laplace noise the
     margin of the Laplace distribution of that variance (ln 20 x sqrt(var / 2): exact for a
     lone Laplace measurement, and above the normal 1.96 sd that a sum of many independent
@@ -171,7 +175,7 @@ def margin_95(variance: np.ndarray, laplace: bool) -> np.ndarray:
     return _Z95 * sd
 
 
-def level_variances(tree: Tree, shares: Sequence[float], power: int) -> tuple[np.ndarray, ...]:
+def level_variances(tree: Tree, shares: Sequence[float], power: int) -> tuple[Reals, ...]:
     """The variances of the consistent estimates when level l's noise has variance
     ``1 / shares[l] ** power`` (2: Laplace, scale 1 / share; 1: Gaussian under zCDP, rho
     proportional to the share): public, the same for any data."""

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from privmob.errors import ConfigError
 from privmob.lazy_imports import lazy_module
@@ -24,6 +24,7 @@ from privmob.privacy.samplers import Randomness, resolve
 
 if TYPE_CHECKING:
     import numpy as np
+    import numpy.typing as npt
 else:  # imported on first use, not before a release's plan line (issue 43)
     np = lazy_module("numpy")
 
@@ -61,13 +62,13 @@ class NoiseTraits:
     #: scale 1 / share, squared; Gaussian under zCDP: rho in proportion to the share)
     variance_power: int
     #: ``values`` (integers) plus independent noise of ``scale`` on every entry, as integers
-    add: Callable[[np.ndarray, float, Randomness], np.ndarray]
+    add: Callable[[npt.NDArray[np.int64], float, Randomness], npt.NDArray[np.int64]]
     #: P(|noise| > a) for an integer a >= 0 at ``scale`` (after rounding for laplace-rounded)
     tail: Callable[[int, float], float]
     #: the noise's standard deviation at ``scale``
     std: Callable[[float], float]
     #: the unnormalised probabilities of the integer noise on the integers ``k`` at ``scale``
-    pmf_weights: Callable[[np.ndarray, float], np.ndarray]
+    pmf_weights: Callable[[npt.NDArray[np.float64], float], npt.NDArray[np.float64]]
     #: E|noise| of one cell at ``scale``, exact; None where privmob does not compute it
     expected_abs_error: Callable[[float], float] | None
 
@@ -87,7 +88,9 @@ class Noise:
         if not (self.scale > 0 and math.isfinite(self.scale)):
             raise ConfigError(f"noise scale must be a finite number > 0, got {self.scale}")
 
-    def add(self, values: np.ndarray, rng: Randomness | int | None = None) -> np.ndarray:
+    def add(
+        self, values: npt.ArrayLike, rng: Randomness | int | None = None
+    ) -> npt.NDArray[np.int64]:
         """Return ``values`` plus independent noise on every entry (integers out)."""
         require_paid()
         r = resolve(rng)
@@ -95,7 +98,7 @@ class Noise:
 
     def add_later(
         self, size: int, rng: Randomness | int | None = None
-    ) -> Callable[[np.ndarray], np.ndarray]:
+    ) -> Callable[[npt.ArrayLike], npt.NDArray[np.int64]]:
         """Start drawing the noise of ``size`` integer cells now; add it when counts are ready.
 
         Returns ``add(values)``, equal in distribution to :meth:`add` on ``size`` integer
@@ -117,31 +120,35 @@ class Noise:
         pending = pool.submit(self.add, np.zeros(size, dtype=np.int64), r)
         pool.shutdown(wait=False)
 
-        def add(values: np.ndarray) -> np.ndarray:
-            values = self._check(values, size)
+        def add(values: npt.ArrayLike) -> npt.NDArray[np.int64]:
+            counts = self._check(values, size)
             # integer counts: values + round(z) = round(values + z) for laplace-rounded too
-            out: np.ndarray = values.astype(np.int64) + pending.result().reshape(values.shape)
+            out: npt.NDArray[np.int64] = counts.astype(np.int64) + pending.result().reshape(
+                counts.shape
+            )
             return out
 
         return add
 
     @staticmethod
-    def _check(values: np.ndarray, size: int) -> np.ndarray:
-        values = np.asarray(values)
-        if values.size != size or not np.issubdtype(values.dtype, np.integer):
-            raise ValueError(f"expected {size} integer counts, got {values.size} {values.dtype}")
-        return values
+    def _check(values: npt.ArrayLike, size: int) -> npt.NDArray[np.generic[object]]:
+        counts = np.asarray(values)
+        if counts.size != size or not np.issubdtype(counts.dtype, np.integer):
+            raise ValueError(f"expected {size} integer counts, got {counts.size} {counts.dtype}")
+        return counts
 
-    def add_float(self, values: np.ndarray, rng: Randomness | int | None = None) -> np.ndarray:
+    def add_float(
+        self, values: npt.ArrayLike, rng: Randomness | int | None = None
+    ) -> npt.NDArray[np.float64]:
         """Continuous noise on real values (Laplace kinds only); no rounding."""
         require_paid()
         r = resolve(rng)
         if not self.kind.traits.real_valued:
             raise ConfigError("real-valued noise is offered for the Laplace kinds only")
-        values = np.asarray(values, dtype=np.float64)
+        real = np.asarray(values, dtype=np.float64)
         if r.for_publication:
-            return samplers.secure_laplace(values, self.scale)
-        return values + r.generator.laplace(0.0, self.scale, values.shape)
+            return samplers.secure_laplace(real, self.scale)
+        return real + r.generator.laplace(0.0, self.scale, real.shape)
 
     # -- accuracy -------------------------------------------------------------------------
     def tail(self, a: int) -> float:
@@ -217,12 +224,12 @@ def rho_for_epsilon(epsilon: float, delta: float) -> float:
 
 
 def _integer_draws(
-    secure: Callable[[np.ndarray, float], np.ndarray],
-    seeded: Callable[[np.random.Generator, int, float], np.ndarray],
-) -> Callable[[np.ndarray, float, Randomness], np.ndarray]:
+    secure: Callable[[npt.NDArray[np.int64], float], npt.NDArray[np.int64]],
+    seeded: Callable[[np.random.Generator, int, float], npt.NDArray[np.int64]],
+) -> Callable[[npt.NDArray[np.int64], float, Randomness], npt.NDArray[np.int64]]:
     """:attr:`NoiseTraits.add` of an exact integer sampler (secure, or seeded for tests)."""
 
-    def add(values: np.ndarray, scale: float, r: Randomness) -> np.ndarray:
+    def add(values: npt.NDArray[np.int64], scale: float, r: Randomness) -> npt.NDArray[np.int64]:
         if r.for_publication:
             return secure(values, scale)
         noise = seeded(r.generator, values.size, scale)
@@ -231,7 +238,9 @@ def _integer_draws(
     return add
 
 
-def _add_rounded_laplace(values: np.ndarray, scale: float, r: Randomness) -> np.ndarray:
+def _add_rounded_laplace(
+    values: npt.NDArray[np.int64], scale: float, r: Randomness
+) -> npt.NDArray[np.int64]:
     """laplace-rounded: continuous Laplace, then round half up (seed 003 step 4)."""
     if r.for_publication:
         noisy = samplers.secure_laplace(values, scale)
@@ -268,21 +277,21 @@ def _discrete_gaussian_std(b: float) -> float:
     return b
 
 
-def _discrete_laplace_weights(k: np.ndarray, s: float) -> np.ndarray:
-    w: np.ndarray = np.exp(-np.abs(k) / s)
+def _discrete_laplace_weights(k: npt.NDArray[np.float64], s: float) -> npt.NDArray[np.float64]:
+    w: npt.NDArray[np.float64] = np.exp(-np.abs(k) / s)
     return w
 
 
-def _discrete_gaussian_weights(k: np.ndarray, s: float) -> np.ndarray:
-    w: np.ndarray = np.exp(-(k**2) / (2.0 * s * s))
+def _discrete_gaussian_weights(k: npt.NDArray[np.float64], s: float) -> npt.NDArray[np.float64]:
+    w: npt.NDArray[np.float64] = np.exp(-(k**2) / (2.0 * s * s))
     return w
 
 
-def _rounded_laplace_weights(k: np.ndarray, s: float) -> np.ndarray:
+def _rounded_laplace_weights(k: npt.NDArray[np.float64], s: float) -> npt.NDArray[np.float64]:
     """P(round(eta) = k), eta ~ Laplace(s)."""
     cdf = np.where(k + 0.5 < 0, 0.5 * np.exp((k + 0.5) / s), 1 - 0.5 * np.exp(-(k + 0.5) / s))
     lo = np.where(k - 0.5 < 0, 0.5 * np.exp((k - 0.5) / s), 1 - 0.5 * np.exp(-(k - 0.5) / s))
-    w: np.ndarray = cdf - lo
+    w: npt.NDArray[np.float64] = cdf - lo
     return w
 
 
@@ -347,7 +356,7 @@ NOISE_KINDS: dict[NoiseKind, NoiseTraits] = {
 
 
 def noisy_max(
-    scores: np.ndarray,
+    scores: npt.ArrayLike,
     epsilon: float,
     sensitivity: float,
     rng: Randomness | int | None = None,
@@ -379,12 +388,18 @@ def noisy_max(
 
 
 @lru_cache(maxsize=128)
-def _noisy_max_measurement(scale: float) -> Any:
-    """OpenDP's report-noisy-max (exponential noise) for one scale, built once."""
-    dp = samplers._opendp()
-    return dp.measurements.make_noisy_max(
-        dp.domains.vector_domain(dp.domains.atom_domain(T=float, nan=False)),
-        dp.metrics.linf_distance(T=float),
-        dp.measures.max_divergence(),
+def _noisy_max_measurement(scale: float) -> Callable[[list[float]], int]:
+    """OpenDP's report-noisy-max (exponential noise) for one scale, built once: the scores in,
+    the index of the noisy maximum out."""
+    samplers._opendp()
+    from opendp.domains import atom_domain, vector_domain
+    from opendp.measurements import make_noisy_max
+    from opendp.measures import max_divergence
+    from opendp.metrics import linf_distance
+
+    return make_noisy_max(
+        vector_domain(atom_domain(T=float, nan=False)),
+        linf_distance(T=float),
+        max_divergence(),
         scale=scale,
     )

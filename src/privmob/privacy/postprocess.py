@@ -14,7 +14,7 @@ to 87,777 for 11,798 trips). :func:`zero_cell_bias` states that bias from the no
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from privmob.errors import ConfigError
 from privmob.lazy_imports import lazy_module
@@ -22,6 +22,7 @@ from privmob.privacy.mechanisms import Noise
 
 if TYPE_CHECKING:
     import numpy as np
+    import numpy.typing as npt
 else:  # imported on first use, not before a release's plan line (issue 43)
     np = lazy_module("numpy")
 
@@ -40,7 +41,11 @@ def check_tau(tau: int | None) -> int | None:
     return int(tau)
 
 
-def suppress(noisy: np.ndarray, tau: int | None) -> np.ndarray:
+#: the element type of noisy values: integers, or reals (continuous noise)
+_Value = TypeVar("_Value", "np.int64", "np.float64")
+
+
+def suppress(noisy: npt.NDArray[_Value], tau: int | None) -> npt.NDArray[_Value]:
     """Post-processing: with ``tau`` set, values below tau (and negative values) become 0;
     with ``tau`` None the noisy values are returned unchanged (a copy)."""
     out = np.array(noisy, copy=True)
@@ -51,7 +56,9 @@ def suppress(noisy: np.ndarray, tau: int | None) -> np.ndarray:
     return out
 
 
-def noise_pmf(noise: Noise, half_width: int) -> tuple[np.ndarray, np.ndarray]:
+def noise_pmf(
+    noise: Noise, half_width: int
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """Support -half_width..half_width and the probabilities of the integer noise on it."""
     k = np.arange(-half_width, half_width + 1, dtype=np.float64)
     w = noise.kind.traits.pmf_weights(k, noise.scale)

@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol, TypedDict, cast
 
 from privmob.errors import BudgetError, ConfigError
 
 if TYPE_CHECKING:
     from privmob.privacy.costs import Cost
     from privmob.privacy.ledger.entries import Entry
+    from privmob.privacy.ledger.rows import Con
     from privmob.privacy.ledger.store import Store
 
 # schedule kind -> the kinds its releases record in the ledger: the registry's name
@@ -64,7 +65,7 @@ class Ledger(Protocol):
 
 
 @contextmanager
-def _connect(ledger: Ledger, *, create: bool = False) -> Iterator[Any]:
+def _connect(ledger: Ledger, *, create: bool = False) -> Iterator[Con]:
     """A connection to the ledger; in a file the programme tables are created only by writers,
     so a ledger without a programme is left as it is (a PostgreSQL ledger has them from its
     creation, :mod:`privmob.privacy.ledger.pg_schema`)."""
@@ -88,7 +89,7 @@ class Progress:
     epsilon_each: float
     epsilon_spent: float
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return dict(self.__dict__)
 
 
@@ -97,7 +98,22 @@ class PlannedProgramme(Protocol):
 
     feasible: bool
 
-    def to_dict(self) -> dict[str, Any]: ...
+    def to_dict(self) -> Mapping[str, object]: ...
+
+
+class ScheduledRelease(TypedDict):
+    """One entry of a recorded programme's ``releases`` (as :meth:`PlannedProgramme.to_dict`
+    writes it)."""
+
+    kind: str
+    count: int
+    epsilon_per_release: float
+
+
+class RecordedProgramme(TypedDict):
+    """What the ledger reads of a recorded programme."""
+
+    releases: list[ScheduledRelease]
 
 
 def record(ledger: Ledger, dataset: str, plan: PlannedProgramme) -> None:
@@ -121,13 +137,16 @@ def record(ledger: Ledger, dataset: str, plan: PlannedProgramme) -> None:
         )
 
 
-def recorded(ledger: Ledger, dataset: str) -> tuple[int, dict[str, Any]] | None:
+def recorded(ledger: Ledger, dataset: str) -> tuple[int, RecordedProgramme] | None:
     if not _has_tables(ledger):
         return None
     with _connect(ledger) as con:
-        row = con.execute(
-            "SELECT since_entry, plan FROM programmes WHERE dataset = ?", (dataset,)
-        ).fetchone()
+        row = cast(  # since_entry INTEGER, plan TEXT (JSON), both NOT NULL
+            "tuple[int, str] | None",
+            con.execute(
+                "SELECT since_entry, plan FROM programmes WHERE dataset = ?", (dataset,)
+            ).fetchone(),
+        )
     return None if row is None else (int(row[0]), json.loads(row[1]))
 
 
@@ -174,7 +193,7 @@ def _allowance_left(ledger: Ledger, dataset: str, kind: str) -> bool:
     return row is not None
 
 
-def use_allowance(con: Any, dataset: str, kind: str) -> None:
+def use_allowance(con: Con, dataset: str, kind: str) -> None:
     """Inside the charge's transaction (``con``, after its entries): use one allowance of the
     dataset for ``kind`` (PostgreSQL: the server's ``use_allowance``, which an analyst's role
     can call only in a charge of that dataset), or refuse the charge when another release used
@@ -183,7 +202,7 @@ def use_allowance(con: Any, dataset: str, kind: str) -> None:
         used = con.execute(
             "SELECT use_allowance(?, ?, ?)", (dataset, kind, _schedule_kind(kind))
         ).fetchone()
-        found = bool(used[0])
+        found = bool(cast("tuple[object]", used)[0])  # the server's use_allowance: one row
     else:
         row = con.execute(
             "SELECT id FROM programme_allowances WHERE dataset = ? AND kind IN (?, ?) "

@@ -27,6 +27,7 @@ from privmob.privacy.mechanisms import Noise, NoiseKind, calibrate, noisy_max
 
 if TYPE_CHECKING:
     import numpy as np
+    import numpy.typing as npt
 
     from privmob.privacy.samplers import Randomness
 else:  # imported on first use, not before a release's plan line (issue 43)
@@ -66,7 +67,7 @@ class Bins:
         return round((self.hi - self.lo) / self.width)
 
     @property
-    def edges(self) -> np.ndarray:
+    def edges(self) -> npt.NDArray[np.float64]:
         """The n + 1 public grid values lo, lo + w, ..., hi."""
         return self.lo + self.width * np.arange(self.n + 1, dtype=np.float64)
 
@@ -75,7 +76,7 @@ class Bins:
         """Length of the dense layout (n bins + below + above)."""
         return self.n + 2
 
-    def index(self, values: np.ndarray) -> np.ndarray:
+    def index(self, values: npt.ArrayLike) -> npt.NDArray[np.int64]:
         """Dense index of each value (numpy twin of :meth:`sql_index`)."""
         v = np.asarray(values, dtype=np.float64)
         idx = 1 + np.floor((v - self.lo) / self.width).astype(np.int64)
@@ -94,7 +95,7 @@ class Bins:
         return {"lo": self.lo, "hi": self.hi, "width": self.width, "bins": self.n}
 
 
-def quantile_utilities(dense_counts: np.ndarray, q: float) -> np.ndarray:
+def quantile_utilities(dense_counts: npt.ArrayLike, q: float) -> npt.NDArray[np.float64]:
     """Utility of each candidate cell of the dense layout for quantile ``q`` (see module doc)."""
     c = np.asarray(dense_counts, dtype=np.float64)
     if not 0.0 <= q <= 1.0:
@@ -106,7 +107,7 @@ def quantile_utilities(dense_counts: np.ndarray, q: float) -> np.ndarray:
     return -np.maximum(np.maximum(lower + 1.0 - k, k - upper), 0.0)
 
 
-def candidate_values(bins: Bins) -> np.ndarray:
+def candidate_values(bins: Bins) -> npt.NDArray[np.float64]:
     """The public value reported for each dense cell: the midpoint of its bin (a lower edge
     would bias every quantile low by half a bin); below-range reports lo and above-range
     reports hi (read: "at or beyond the declared bound"). Depends on the declared bins only,
@@ -116,14 +117,14 @@ def candidate_values(bins: Bins) -> np.ndarray:
 
 
 def dp_quantiles(
-    dense_counts: np.ndarray,
+    dense_counts: npt.ArrayLike,
     bins: Bins,
     epsilon: float,
     sensitivity: float,
     quantiles: tuple[float, ...] = FIVE_NUMBERS,
     rng: Randomness | int | None = None,
     unit: PrivacyUnit = PrivacyUnit.USER,
-) -> tuple[np.ndarray, Cost]:
+) -> tuple[npt.NDArray[np.float64], Cost]:
     """DP quantiles of values binned on the public grid ``bins``.
 
     Guarantee: ``epsilon``-DP for the given unit when one unit changes at most ``sensitivity``
@@ -152,7 +153,7 @@ class DPHistogram:
     """A noisy histogram over declared bins: ``counts`` per bin and one ``outliers`` count."""
 
     bins: Bins
-    counts: np.ndarray
+    counts: npt.NDArray[np.int64]
     outliers: int
     noise: Noise
     cost: Cost
@@ -162,7 +163,7 @@ class DPHistogram:
 
 
 def dp_histogram(
-    dense_counts: np.ndarray,
+    dense_counts: npt.ArrayLike,
     bins: Bins,
     epsilon: float,
     sensitivity: float,

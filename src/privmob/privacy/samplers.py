@@ -18,7 +18,8 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Literal
+from types import ModuleType
+from typing import TYPE_CHECKING, Literal, TypeAlias, TypeVar
 
 from privmob.cores import usable_cores
 from privmob.lazy_imports import lazy_module
@@ -27,6 +28,7 @@ from privmob.privacy.payment import require_paid
 
 if TYPE_CHECKING:
     import numpy as np
+    import numpy.typing as npt
 else:  # imported on first use, not before a release's plan line (issue 43)
     np = lazy_module("numpy")
 
@@ -77,7 +79,7 @@ def resolve(rng: Randomness | int | None) -> Randomness:
 
 
 @lru_cache(maxsize=1)
-def _opendp() -> Any:
+def _opendp() -> ModuleType:
     """The ``opendp`` package with its measurements, domains, metrics and measures modules
     loaded and contrib features on, imported without ``opendp.prelude`` (which also imports
     scikit-learn through opendp.extras: 2 s instead of ~20 s on a loaded machine)."""
@@ -92,36 +94,56 @@ def _opendp() -> Any:
     return opendp
 
 
+#: an OpenDP measurement on a vector: the values in, the noisy values out (a list)
+Sampler: TypeAlias = "Callable[[npt.NDArray[np.int64] | npt.NDArray[np.float64]], object]"
+
+
 @lru_cache(maxsize=64)
-def _int_measurement(kind: str, scale: float) -> Any:
-    dp = _opendp()
-    domain = dp.domains.vector_domain(dp.domains.atom_domain(T="i64"))
+def _int_measurement(kind: str, scale: float) -> Sampler:
+    _opendp()
+    from opendp.domains import atom_domain, vector_domain
+    from opendp.measurements import make_gaussian, make_laplace
+    from opendp.metrics import l1_distance, l2_distance
+
+    domain = vector_domain(atom_domain(T="i64"))
     if kind == "laplace":
-        return dp.measurements.make_laplace(domain, dp.metrics.l1_distance(T="i64"), scale=scale)
-    return dp.measurements.make_gaussian(domain, dp.metrics.l2_distance(T="i64"), scale=scale)
+        return make_laplace(domain, l1_distance(T="i64"), scale=scale)
+    return make_gaussian(domain, l2_distance(T="i64"), scale=scale)
 
 
 @lru_cache(maxsize=64)
-def _float_laplace(scale: float) -> Any:
-    dp = _opendp()
-    domain = dp.domains.vector_domain(dp.domains.atom_domain(T=float, nan=False))
-    return dp.measurements.make_laplace(domain, dp.metrics.l1_distance(T=float), scale=scale)
+def _float_laplace(scale: float) -> Sampler:
+    _opendp()
+    from opendp.domains import atom_domain, vector_domain
+    from opendp.measurements import make_laplace
+    from opendp.metrics import l1_distance
+
+    domain = vector_domain(atom_domain(T=float, nan=False))
+    return make_laplace(domain, l1_distance(T=float), scale=scale)
 
 
 @lru_cache(maxsize=64)
-def _float_gaussian(sigma: float) -> Any:
-    dp = _opendp()
-    domain = dp.domains.vector_domain(dp.domains.atom_domain(T=float, nan=False))
-    return dp.measurements.make_gaussian(domain, dp.metrics.l2_distance(T=float), scale=sigma)
+def _float_gaussian(sigma: float) -> Sampler:
+    _opendp()
+    from opendp.domains import atom_domain, vector_domain
+    from opendp.measurements import make_gaussian
+    from opendp.metrics import l2_distance
+
+    domain = vector_domain(atom_domain(T=float, nan=False))
+    return make_gaussian(domain, l2_distance(T=float), scale=sigma)
 
 
 def _threads() -> int:
     return min(8, usable_cores())
 
 
+#: the element type of the noisy values: integers (discrete noise) or reals
+_Element = TypeVar("_Element", "np.int64", "np.float64")
+
+
 def _chunked(
-    measurement: Callable[[np.ndarray], Any], values: np.ndarray, dtype: type[np.generic]
-) -> np.ndarray:
+    measurement: Sampler, values: npt.NDArray[_Element], dtype: type[_Element]
+) -> npt.NDArray[_Element]:
     out = np.empty(values.shape[0], dtype=dtype)
     starts = range(0, values.shape[0], CHUNK)
 
@@ -140,8 +162,8 @@ def _chunked(
 
 
 def _secure_integer_noise(
-    kind: str, values: np.ndarray, scale: float, backend: Backend
-) -> np.ndarray:
+    kind: str, values: npt.ArrayLike, scale: float, backend: Backend
+) -> npt.NDArray[np.int64]:
     require_paid()
     flat = np.ascontiguousarray(values, dtype=np.int64).ravel()
     if flat.size == 0:
@@ -150,14 +172,14 @@ def _secure_integer_noise(
     if backend not in ("numpy", "opendp"):
         raise ValueError(f"unknown noise backend {backend!r} (use 'numpy' or 'opendp')")
     if backend == "numpy" and exact_noise.fast_path_supports(scale):
-        noisy: np.ndarray = flat + exact_noise.sample(kind, flat.size, scale)
+        noisy: npt.NDArray[np.int64] = flat + exact_noise.sample(kind, flat.size, scale)
         return noisy.reshape(np.shape(values))
     return _chunked(_int_measurement(kind, scale), flat, np.int64).reshape(np.shape(values))
 
 
 def secure_discrete_laplace(
-    values: np.ndarray, scale: float, *, backend: Backend = "numpy"
-) -> np.ndarray:
+    values: npt.ArrayLike, scale: float, *, backend: Backend = "numpy"
+) -> npt.NDArray[np.int64]:
     """values + discrete Laplace(scale) noise (pmf ∝ exp(-|z|/scale)), exact, secure source.
 
     ``backend="numpy"``: vectorised exact sampler on ``os.urandom`` bits (falls back to OpenDP
@@ -167,8 +189,8 @@ def secure_discrete_laplace(
 
 
 def secure_discrete_gaussian(
-    values: np.ndarray, sigma: float, *, backend: Backend = "numpy"
-) -> np.ndarray:
+    values: npt.ArrayLike, sigma: float, *, backend: Backend = "numpy"
+) -> npt.NDArray[np.int64]:
     """values + discrete Gaussian(sigma) noise (pmf ∝ exp(-z²/(2σ²))), exact, secure source.
 
     Backends as for :func:`secure_discrete_laplace`.
@@ -176,21 +198,21 @@ def secure_discrete_gaussian(
     return _secure_integer_noise("gaussian", values, sigma, backend)
 
 
-def secure_laplace(values: np.ndarray, scale: float) -> np.ndarray:
+def secure_laplace(values: npt.ArrayLike, scale: float) -> npt.NDArray[np.float64]:
     """values + continuous Laplace(scale) noise, from OpenDP's floating-point-safe sampler."""
     require_paid()
     return _secure_float_noise(_float_laplace, values, scale)
 
 
-def secure_gaussian(values: np.ndarray, sigma: float) -> np.ndarray:
+def secure_gaussian(values: npt.ArrayLike, sigma: float) -> npt.NDArray[np.float64]:
     """values + continuous Gaussian(sigma) noise, from OpenDP's floating-point-safe sampler."""
     require_paid()
     return _secure_float_noise(_float_gaussian, values, sigma)
 
 
 def _secure_float_noise(
-    measurement: Callable[[float], Any], values: np.ndarray, scale: float
-) -> np.ndarray:
+    measurement: Callable[[float], Sampler], values: npt.ArrayLike, scale: float
+) -> npt.NDArray[np.float64]:
     """values (as floats) + the noise of OpenDP's ``measurement`` of ``scale``."""
     flat = np.ascontiguousarray(values, dtype=np.float64).ravel()
     if flat.size == 0:
@@ -198,27 +220,33 @@ def _secure_float_noise(
     return _chunked(measurement(float(scale)), flat, np.float64).reshape(np.shape(values))
 
 
-def gaussian(values: np.ndarray, sigma: float, rng: Randomness | int | None = None) -> np.ndarray:
+def gaussian(
+    values: npt.ArrayLike, sigma: float, rng: Randomness | int | None = None
+) -> npt.NDArray[np.float64]:
     """values + continuous Gaussian(sigma) noise: secure by default, numpy's when seeded."""
     require_paid()
     r = resolve(rng)
-    values = np.asarray(values, dtype=np.float64)
+    real = np.asarray(values, dtype=np.float64)
     if r.for_publication:
-        return secure_gaussian(values, sigma)
-    return values + r.generator.normal(0.0, sigma, values.shape)
+        return secure_gaussian(real, sigma)
+    return real + r.generator.normal(0.0, sigma, real.shape)
 
 
 # -- seeded samplers (tests only) --------------------------------------------------------------
 
 
-def seeded_discrete_laplace(gen: np.random.Generator, size: int, scale: float) -> np.ndarray:
+def seeded_discrete_laplace(
+    gen: np.random.Generator, size: int, scale: float
+) -> npt.NDArray[np.int64]:
     """Two-sided geometric noise: difference of two geometric variables, p = 1 - e^{-1/b}."""
     require_paid()
     p = -math.expm1(-1.0 / scale)
     return (gen.geometric(p, size) - gen.geometric(p, size)).astype(np.int64)
 
 
-def seeded_discrete_gaussian(gen: np.random.Generator, size: int, sigma: float) -> np.ndarray:
+def seeded_discrete_gaussian(
+    gen: np.random.Generator, size: int, sigma: float
+) -> npt.NDArray[np.int64]:
     """Discrete Gaussian by rejection from discrete Laplace (Canonne, Kamath, Steinke 2020)."""
     require_paid()
     t = math.floor(sigma) + 1

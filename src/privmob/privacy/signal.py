@@ -31,6 +31,7 @@ from privmob.privacy.mechanisms import Noise
 
 if TYPE_CHECKING:
     import numpy as np
+    import numpy.typing as npt
 else:  # imported on first use, not before a release's plan line (issue 43)
     np = lazy_module("numpy")
 
@@ -76,7 +77,7 @@ class SignalCheck:
 
 
 def signal_check(
-    noisy: np.ndarray, margin: int, unit: str = "user", noise: Noise | None = None
+    noisy: npt.ArrayLike, margin: int, unit: str = "user", noise: Noise | None = None
 ) -> SignalCheck:
     """Share of noisy cells with |value| <= margin, and whether the margin is why (post-
     processing of noisy values and public parameters only).
@@ -152,13 +153,15 @@ def is_signal(value: float, floor: float | None) -> bool:
     return floor is None or float(value) > float(floor)
 
 
-def signal_mask(values: np.ndarray | list[float], floor: float | None) -> np.ndarray:
+def signal_mask(values: npt.ArrayLike, floor: float | None) -> npt.NDArray[np.bool_]:
     """:func:`is_signal` of each of ``values`` (a boolean array)."""
     v = np.asarray(values, dtype=float)
     return np.ones(v.shape, dtype=bool) if floor is None else v > float(floor)
 
 
-def above_noise_floor(values: np.ndarray, noise: Noise, cells: int | None = None) -> np.ndarray:
+def above_noise_floor(
+    values: npt.ArrayLike, noise: Noise, cells: int | None = None
+) -> npt.NDArray[np.bool_]:
     """Mask of the noisy ``values`` above the noise floor of ``cells`` cells (default: as many
     as ``values``): the only ones a ranking or a "top flows" list may show (post-processing)."""
     v = np.asarray(values, dtype=float)

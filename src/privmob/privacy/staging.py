@@ -23,14 +23,15 @@ import json
 import os
 import socket
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
+    from privmob.privacy.ledger.rows import Con
     from privmob.privacy.ledger.store import Store
 
 SCHEMA = """
@@ -108,12 +109,12 @@ class StagingTable:
 
         self.store = _store(path, timeout)
         self.in_file = isinstance(self.store, SqliteStore)
-        if self.in_file:
-            with self._connect() as con:
+        if isinstance(self.store, SqliteStore):
+            with self.store.connect() as con:
                 con.executescript(SCHEMA)
 
     @contextmanager
-    def _connect(self) -> Iterator[Any]:
+    def _connect(self) -> Iterator[Con]:
         with self.store.connect() as con:
             yield con
 
@@ -138,8 +139,8 @@ class StagingTable:
                     "created_at": now,
                     "updated_at": now,
                 }
-                got = con.execute("SELECT stage_begin(?::jsonb)", (json.dumps(row),)).fetchone()
-                return int(got[0])
+                got = con.execute("SELECT stage_begin(?::jsonb)", (json.dumps(row),))
+                return int(cast("tuple[int]", got.fetchone())[0])  # the new row's id
             cur = con.execute(
                 "INSERT INTO staged_releases (dataset, staging, moves, replaced, pid, host, state,"
                 " created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?)",
@@ -155,9 +156,9 @@ class StagingTable:
                     now,
                 ),
             )
-            return int(cur.lastrowid or 0)
+            return int(cast(sqlite3.Cursor, cur).lastrowid or 0)  # (a file: SQLite's cursor)
 
-    def mark_charged(self, con: Any, row: int, entry_ids: list[int], spent: str) -> None:
+    def mark_charged(self, con: Con, row: int, entry_ids: list[int], spent: str) -> None:
         """Inside the ledger's charge transaction (``con``): the release is charged."""
         if not self.in_file:
             con.execute(
@@ -184,11 +185,15 @@ class StagingTable:
     def rows(self, states: tuple[str, ...] = (WRITING, CHARGED)) -> list[Staged]:
         marks = ",".join("?" for _ in states)
         with self._connect() as con:
-            rows = con.execute(
-                "SELECT id, dataset, staging, moves, replaced, pid, host, state, entry_ids, spent,"
-                f" created_at FROM staged_releases WHERE state IN ({marks}) ORDER BY id",
-                states,
-            ).fetchall()
+            rows = cast(  # the columns' types (SCHEMA)
+                "Sequence[tuple[int, str, str, str, str | None, int, str, str, str | None, "
+                "str | None, str]]",
+                con.execute(
+                    "SELECT id, dataset, staging, moves, replaced, pid, host, state, entry_ids,"
+                    f" spent, created_at FROM staged_releases WHERE state IN ({marks}) ORDER BY id",
+                    states,
+                ).fetchall(),
+            )
         return [
             Staged(
                 r[0],

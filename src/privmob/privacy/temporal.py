@@ -27,11 +27,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
 
 from privmob.errors import ConfigError
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 __all__ = [
     "backward_loss",
@@ -46,10 +49,12 @@ __all__ = [
 ]
 
 _ROW_SUM_TOLERANCE = 1e-6
-Budgets: TypeAlias = Sequence[float] | np.ndarray
+#: real values: matrices of transition probabilities, privacy losses per time
+Reals: TypeAlias = "npt.NDArray[np.float64]"
+Budgets: TypeAlias = "Sequence[float] | Reals"
 
 
-def transition_matrix(matrix: object, *, name: str = "transition matrix") -> np.ndarray:
+def transition_matrix(matrix: object, *, name: str = "transition matrix") -> Reals:
     """Validate a row-stochastic square matrix (non-negative rows summing to 1)."""
     try:
         p = np.asarray(matrix, dtype=np.float64)
@@ -66,11 +71,11 @@ def transition_matrix(matrix: object, *, name: str = "transition matrix") -> np.
             f"{name}: row {int(bad[0])} sums to {sums[bad[0]]:.6g}, not 1",
             hint="rows are conditional distributions P(next state | current state)",
         )
-    out: np.ndarray = p / sums[:, None]
+    out: Reals = p / sums[:, None]
     return out
 
 
-def pair_loss(q: np.ndarray, d: np.ndarray, alpha: float) -> float:
+def pair_loss(q: Reals, d: Reals, alpha: float) -> float:
     """log sup_x (q.x)/(d.x) over e^-alpha <= x_j/x_k <= e^alpha, for two probability rows.
 
     The supremum puts x_j = e^alpha on a set J and 1 elsewhere; J is found by the fixed point
@@ -104,7 +109,7 @@ def pair_loss(q: np.ndarray, d: np.ndarray, alpha: float) -> float:
     return math.log(v) if v > 1.0 else 0.0
 
 
-def loss_increment(matrix: np.ndarray, alpha: float) -> float:
+def loss_increment(matrix: Reals, alpha: float) -> float:
     """L(alpha): the loss that alpha at a neighbouring timestamp adds (max over row pairs)."""
     p = np.asarray(matrix, dtype=np.float64)
     n = p.shape[0]
@@ -116,7 +121,7 @@ def loss_increment(matrix: np.ndarray, alpha: float) -> float:
     return best
 
 
-def _budgets(epsilons: Budgets) -> np.ndarray:
+def _budgets(epsilons: Budgets) -> Reals:
     eps = np.asarray(epsilons, dtype=np.float64)
     if eps.ndim != 1 or eps.size == 0:
         raise ConfigError("the budget sequence must be a non-empty 1-d sequence")
@@ -125,19 +130,19 @@ def _budgets(epsilons: Budgets) -> np.ndarray:
     return eps
 
 
-def backward_loss(backward: np.ndarray | None, epsilons: Budgets) -> np.ndarray:
+def backward_loss(backward: Reals | None, epsilons: Budgets) -> Reals:
     """BPL_t for an event-level release with per-timestamp budgets (None: no correlation)."""
     eps = _budgets(epsilons)
     return _backward(None if backward is None else transition_matrix(backward), eps)
 
 
-def forward_loss(forward: np.ndarray | None, epsilons: Budgets) -> np.ndarray:
+def forward_loss(forward: Reals | None, epsilons: Budgets) -> Reals:
     """FPL_t for an event-level release with per-timestamp budgets (None: no correlation)."""
     eps = _budgets(epsilons)
     return _forward(None if forward is None else transition_matrix(forward), eps)
 
 
-def _backward(p: np.ndarray | None, eps: np.ndarray) -> np.ndarray:
+def _backward(p: Reals | None, eps: Reals) -> Reals:
     out = np.empty_like(eps)
     prev = 0.0
     for t, e in enumerate(eps):
@@ -146,24 +151,24 @@ def _backward(p: np.ndarray | None, eps: np.ndarray) -> np.ndarray:
     return out
 
 
-def _forward(p: np.ndarray | None, eps: np.ndarray) -> np.ndarray:
+def _forward(p: Reals | None, eps: Reals) -> Reals:
     return _backward(p, eps[::-1])[::-1].copy()
 
 
 def temporal_loss(
-    backward: np.ndarray | None,
-    forward: np.ndarray | None,
+    backward: Reals | None,
+    forward: Reals | None,
     epsilons: Budgets,
-) -> np.ndarray:
+) -> Reals:
     """TPL_t = BPL_t + FPL_t - eps_t of an event-level release (Cao et al., Theorem 3)."""
     eps = _budgets(epsilons)
     pb = None if backward is None else transition_matrix(backward, name="backward matrix")
     pf = None if forward is None else transition_matrix(forward, name="forward matrix")
-    tpl: np.ndarray = _backward(pb, eps) + _forward(pf, eps) - eps
+    tpl: Reals = _backward(pb, eps) + _forward(pf, eps) - eps
     return tpl
 
 
-def user_level_loss(epsilons: Budgets) -> np.ndarray:
+def user_level_loss(epsilons: Budgets) -> Reals:
     """Loss at every timestamp of a user-level release: sum_t eps_t.
 
     When the whole series is the unit, its loss is the sequential composition of all parts;
@@ -174,11 +179,11 @@ def user_level_loss(epsilons: Budgets) -> np.ndarray:
 
 
 def landmark_loss(
-    backward: np.ndarray | None,
-    forward: np.ndarray | None,
+    backward: Reals | None,
+    forward: Reals | None,
     epsilons: Budgets,
-    landmarks: Sequence[int] | np.ndarray,
-) -> np.ndarray:
+    landmarks: Sequence[int] | npt.NDArray[np.int64],
+) -> Reals:
     """Loss at each t of a landmark release (seed 001, section "under temporal correlation").
 
     For S = L u {t} in time order, each i in S gets
@@ -223,8 +228,8 @@ def landmark_loss(
 def max_budget_for_target(
     target: float,
     *,
-    backward: np.ndarray | None,
-    forward: np.ndarray | None,
+    backward: Reals | None,
+    forward: Reals | None,
     length: int,
     landmarks: Sequence[int] | None = None,
     profile: Budgets | None = None,

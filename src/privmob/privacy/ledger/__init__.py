@@ -33,12 +33,12 @@ the records and how entries are written are :mod:`privmob.privacy.ledger.entries
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, TypedDict, cast
 
 from privmob.errors import BudgetError, ConfigError
 from privmob.privacy.costs import Cost, Unit
@@ -61,7 +61,9 @@ from privmob.privacy.ledger.custody import (
     require_role,
 )
 from privmob.privacy.ledger.entries import (
+    BUDGET_FIELDS,
     Budget,
+    BudgetRow,
     Entry,
     Spent,
     entry_provenance,
@@ -69,6 +71,7 @@ from privmob.privacy.ledger.entries import (
     signed_head,
 )
 from privmob.privacy.ledger.governance import PEOPLE_PARAM
+from privmob.privacy.ledger.rows import Con, Record, as_int, one, text
 from privmob.privacy.ledger.store import (
     ChargeOutcomeUnknown,
     LedgerUnavailable,
@@ -115,7 +118,7 @@ class ReleaseFacts(TypedDict, total=False):
     """What a charge records about a release besides its kind and cost: the keywords of
     :meth:`Ledger.charge_parts` that :meth:`Ledger.charge` passes on."""
 
-    params: dict[str, Any] | None
+    params: Mapping[str, object] | None
     group_size: int | None
     for_publication: bool
     input_fingerprint: str | None
@@ -177,7 +180,7 @@ class Ledger(Custody, Audit):
         if self.migrated:
             warn_caller(f"{self.path}: {self.migrated}", LedgerMigrated)
 
-    def _establish(self, con: Any, ledger_id: str) -> None:
+    def _establish(self, con: Con, ledger_id: str) -> None:
         """A new ledger: the opener's key (the user's own, created if needed) is its custodian."""
         if self.signer is None:
             existed = keys.default_key_path().exists()
@@ -187,11 +190,11 @@ class Ledger(Custody, Audit):
         establish(con, ledger_id, self.signer, "custodian")
         self._created = True
 
-    def _connect(self) -> AbstractContextManager[Any]:
+    def _connect(self) -> AbstractContextManager[Con]:
         return self.store.connect()
 
     @contextmanager
-    def _write(self) -> Iterator[Any]:
+    def _write(self) -> Iterator[Con]:
         """A write transaction (the custodian's acts)."""
         with self._connect() as con:
             self.store.begin_write(con, None)
@@ -235,8 +238,8 @@ class Ledger(Custody, Audit):
                     con.execute("ROLLBACK")
                     if (row[0], row[1], row[2]) != (epsilon, delta, unit.value):
                         raise BudgetError(
-                            f"dataset '{dataset}' already has a budget of epsilon={row[0]}, "
-                            f"delta={row[1]} per {row[2]} in {self.path}; a budget is set once",
+                            f"dataset '{dataset}' already has a budget of epsilon={row[0]!s}, "
+                            f"delta={row[1]!s} per {row[2]!s} in {self.path}; a budget is set once",
                             hint="use another ledger file or dataset name for a new budget",
                         )
                     return self.budget(dataset)
@@ -293,7 +296,7 @@ class Ledger(Custody, Audit):
                 "SELECT dataset FROM budgets WHERE dataset NOT IN "
                 "(SELECT dataset FROM dataset_links) ORDER BY dataset"
             ).fetchall()
-        return [self.budget(r[0]) for r in rows]
+        return [self.budget(str(r[0])) for r in rows]
 
     # -- spending ----------------------------------------------------------------------------
     def accounts(self, dataset: str) -> Accounts:
@@ -401,7 +404,7 @@ class Ledger(Custody, Audit):
         parts: list[tuple[str, Cost]],
         *,
         kind: str,
-        params: dict[str, Any] | None = None,
+        params: Mapping[str, object] | None = None,
         group_size: int | None = None,
         for_publication: bool = True,
         input_fingerprint: str | None = None,
@@ -410,7 +413,7 @@ class Ledger(Custody, Audit):
         output_dir: str | os.PathLike[str] | None = None,
         output_hashes: dict[str, str] | None = None,
         new_dataset_for_same_data: bool = False,
-        within: Callable[[Any, list[Entry]], None] | None = None,
+        within: Callable[[Con, list[Entry]], None] | None = None,
         people: PeopleSketch | None = None,
     ) -> list[Entry]:
         """Charge several parts of one release (e.g. one per period) in one transaction:
@@ -466,7 +469,7 @@ class Ledger(Custody, Audit):
                     if (
                         row
                         and not problem
-                        and not trust.is_vouched(ring, row["signer"], "budgets", row, vouched)
+                        and not trust.is_vouched(ring, text(row["signer"]), "budgets", row, vouched)
                     ):
                         problem = f"budget of '{root}': signed by a revoked key, after it"
                     if problem:
@@ -576,7 +579,7 @@ class Ledger(Custody, Audit):
 
     def _verified_family(
         self,
-        con: Any,
+        con: Con,
         ring: trust.KeyRing,
         dataset: str,
         vouched: frozenset[str],
@@ -585,7 +588,7 @@ class Ledger(Custody, Audit):
         links, bad = trust.records(con, self.ledger_id, ring, "dataset_links", vouched)
         if bad:
             raise trust.Untrusted(bad[0])
-        root = links.get(dataset, {}).get("family", dataset)
+        root = str(links.get(dataset, {}).get("family", dataset))
         return root, [root, *sorted(d for d, v in links.items() if v["family"] == root)]
 
 
@@ -596,23 +599,23 @@ def _refusal(path: Path | str, why: str) -> BudgetError:
     )
 
 
-def _due_checkpoint(con: Any, end: trust.Position) -> bool:
-    row = con.execute("SELECT max(entry_count) FROM checkpoints").fetchone()
-    return end.count - int(row[0] or 0) >= trust.CHECKPOINT_EVERY
+def _due_checkpoint(con: Con, end: trust.Position) -> bool:
+    row = one(con.execute("SELECT max(entry_count) FROM checkpoints"))
+    return end.count - as_int(row[0] or 0) >= trust.CHECKPOINT_EVERY
 
 
-def _budget(row: dict[str, Any]) -> Budget:
-    return Budget(
-        row["dataset"], row["epsilon"], row["delta"], Unit(row["unit"]), row["created_at"]
+def _budget(row: Record) -> Budget:
+    return Budget.of(cast(BudgetRow, tuple(row[k] for k in BUDGET_FIELDS)))
+
+
+def _read_budget(con: Con, dataset: str) -> Budget | None:
+    row = cast(
+        "BudgetRow | None",
+        con.execute(
+            f"SELECT {', '.join(BUDGET_FIELDS)} FROM budgets WHERE dataset = ?", (dataset,)
+        ).fetchone(),
     )
-
-
-def _read_budget(con: Any, dataset: str) -> Budget | None:
-    row = con.execute(
-        "SELECT dataset, epsilon, delta, unit, created_at FROM budgets WHERE dataset = ?",
-        (dataset,),
-    ).fetchone()
-    return None if row is None else Budget(row[0], row[1], row[2], Unit(row[3]), row[4])
+    return None if row is None else Budget.of(row)
 
 
 class LedgerMigrated(UserWarning):

@@ -6,9 +6,10 @@ keys only) and the check of release folders against it (their entries and the le
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias, TypedDict, cast
 
 from privmob.privacy.costs import Cost, Unit
 from privmob.privacy.ledger import chain as chain
@@ -23,6 +24,27 @@ from privmob.privacy.ledger.entries import (
     release_params,
 )
 from privmob.privacy.ledger.keys import Signer
+from privmob.privacy.ledger.rows import Con, Parameters, SQLValue, text
+
+if TYPE_CHECKING:
+    from privmob.json_types import JSONObject
+
+
+#: a row of :meth:`Audit.entries`' query: the entry's columns, its provenance
+#: (:data:`~privmob.privacy.ledger.chain.PROVENANCE`) and its hash
+EntryRow: TypeAlias = """tuple[
+    int, str, str, str, float, float, float | None, str, float, float, str, int | None, int,
+    str | None, str | None, *tuple[SQLValue, ...], str | None
+]"""
+
+
+class ReleaseHead(TypedDict, total=False):
+    """The ledger head a release's ``metadata.json`` states
+    (:func:`~privmob.privacy.ledger.entries.signed_head`)."""
+
+    count: int
+    hash: str
+    root: str | None
 
 
 class Audit:
@@ -33,13 +55,13 @@ class Audit:
     witnessed: bool  # False: a throw-away ledger, which no witness keeps
     ledger_id: str
 
-    def _connect(self) -> AbstractContextManager[Any]:
+    def _connect(self) -> AbstractContextManager[Con]:
         raise NotImplementedError
 
     def _signer(self) -> Signer | None:
         raise NotImplementedError
 
-    def head(self) -> dict[str, Any]:
+    def head(self) -> JSONObject:
         """The ledger's head now: entry count, the commitment a release publishes, root key."""
         with self._connect() as con:
             meta = schema.read_meta(con)
@@ -51,7 +73,7 @@ class Audit:
             "root": root,
         }
 
-    def verify_release(self, metadata: dict[str, Any], name: str = "release") -> list[str]:
+    def verify_release(self, metadata: Mapping[str, object], name: str = "release") -> list[str]:
         """Check that a release's ``metadata.json`` (its ``ledger`` block) was paid from this
         ledger and that its entries are still here: a deleted or replaced ledger file, or one
         rebuilt without those entries, shows here. Returns the problems found."""
@@ -70,11 +92,16 @@ class Audit:
         head = block.get("head")
         if isinstance(head, dict) and "count" in head:
             signature = block.get("head_signature")
-            return self._check_head(head, name, signature if isinstance(signature, dict) else None)
+            # as metadata.json states them (checked against this ledger below)
+            return self._check_head(
+                cast(ReleaseHead, head),
+                name,
+                signature if isinstance(signature, dict) else None,
+            )
         return []
 
     def _check_head(
-        self, head: dict[str, Any], name: str, signature: dict[str, Any] | None = None
+        self, head: ReleaseHead, name: str, signature: Mapping[str, str] | None = None
     ) -> list[str]:
         """A release's head (count, commitment, root key) against this ledger."""
         with self._connect() as con:
@@ -90,15 +117,16 @@ class Audit:
                 f"{name}: the ledger held {head['count']} entries after its charge, this one "
                 f"holds {count}: entries were deleted at the end (or an older copy was put back)"
             ]
-        if row is None or head_commitment(row[0] or "") != head.get("hash"):
+        if row is None or head_commitment(text(row[0]) or "") != head.get("hash"):
             return [
                 f"{name}: the ledger's entry {head['count']} is not the one it was charged "
                 "after (entries were deleted, replaced or re-chained)"
             ]
-        if head.get("root") and head["root"] != root:
+        claimed_root = head.get("root")
+        if claimed_root and claimed_root != root:
             return [
                 f"{name}: it was charged to a ledger whose custodian key was "
-                f"{head['root'][:12]}..., this ledger's is {str(root)[:12]}... (re-signed)"
+                f"{claimed_root[:12]}..., this ledger's is {str(root)[:12]}... (re-signed)"
             ]
         if signature is None:  # (a release that carries no signed head)
             return []
@@ -142,12 +170,13 @@ class Audit:
             + ", ".join(chain.PROVENANCE)
             + ", row_hash FROM releases"
         )
-        args: tuple[Any, ...] = ()
+        args: Parameters = ()
         if dataset is not None:
             sql += " WHERE dataset = ?"
             args = (dataset,)
         with self._connect() as con:
-            rows = con.execute(sql + " ORDER BY id", args).fetchall()
+            # the columns as the schema declares them; the provenance columns as stored
+            rows = cast("Sequence[EntryRow]", con.execute(sql + " ORDER BY id", args).fetchall())
         return [
             Entry(
                 r[0],

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
-from typing import Any
+from collections.abc import Mapping
 
+from privmob.privacy.ledger.rows import Con, Record, as_int, row_dicts, text
 from privmob.privacy.ledger.spends import spend_problem
 
 #: provenance columns of an entry (besides its cost): the input, the output, who and where
@@ -66,12 +66,12 @@ OPTIONAL_HASHED = ("nonce",)
 BUDGET_COLUMNS = ("dataset", "epsilon", "delta", "unit", "created_at", "note")
 
 
-def canonical(values: dict[str, Any]) -> str:
+def canonical(values: Mapping[str, object]) -> str:
     """One text per content: sorted keys, floats as their shortest exact repr."""
     return json.dumps(values, sort_keys=True, separators=(",", ":"), default=str)
 
 
-def digest(prev: str, values: dict[str, Any]) -> str:
+def digest(prev: str, values: Mapping[str, object]) -> str:
     return hashlib.sha256((prev + "\n" + canonical(values)).encode()).hexdigest()
 
 
@@ -80,27 +80,24 @@ def genesis(ledger_id: str) -> str:
     return hashlib.sha256(f"privmob-ledger:{ledger_id}".encode()).hexdigest()
 
 
-def budget_hash(ledger_id: str, row: dict[str, Any]) -> str:
+def budget_hash(ledger_id: str, row: Mapping[str, object]) -> str:
     return digest(genesis(ledger_id), {"budget": row})
 
 
 ROW_COLUMNS = (*ENTRY_COLUMNS, *OPTIONAL_HASHED, "prev_hash", "row_hash", "signer", "signature")
 
 
-def entry_rows(
-    con: sqlite3.Connection, after: int = 0, until: int | None = None
-) -> list[dict[str, Any]]:
+def entry_rows(con: Con, after: int = 0, until: int | None = None) -> list[Record]:
     """The entries (all columns of the chain and signature) with an id above ``after`` (and up
     to ``until``)."""
     cur = con.execute(
         f"SELECT {', '.join(ROW_COLUMNS)} FROM releases WHERE id > ? AND id <= ? ORDER BY id",
         (after, 2**62 if until is None else until),
     )
-    names = [d[0] for d in cur.description]
-    return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+    return row_dicts(cur)
 
 
-def hashed(row: dict[str, Any]) -> dict[str, Any]:
+def hashed(row: Record) -> Record:
     out = {k: row.get(k) for k in ENTRY_COLUMNS}
     out.update({k: row[k] for k in OPTIONAL_HASHED if row.get(k) is not None})
     return out
@@ -110,27 +107,27 @@ def hashed(row: dict[str, Any]) -> dict[str, Any]:
 REAL_COLUMNS = ("epsilon", "delta", "rho", "release_epsilon", "release_delta")
 
 
-def entry_digest(row: dict[str, Any]) -> str:
+def entry_digest(row: Record) -> str:
     """The hash of a stored entry's content; for an entry written before entries carried a
     nonce, also as an older privmob hashed it (integral REAL values as ints) when that is the
     hash it stored."""
-    prev = row["prev_hash"] or ""
+    prev = text(row["prev_hash"]) or ""
     own = digest(prev, hashed(row))
     if own == row.get("row_hash") or row.get("nonce") is not None:
         return own
     base = hashed(row)
-    integral = [k for k in REAL_COLUMNS if isinstance(base.get(k), float) and base[k].is_integer()]
+    integral = [k for k in REAL_COLUMNS if isinstance(v := base.get(k), float) and v.is_integer()]
     for n in range(1, 2 ** len(integral)):  # which of them were given as ints
         legacy = dict(base)
         for i, k in enumerate(integral):
             if n >> i & 1:
-                legacy[k] = int(base[k])
+                legacy[k] = as_int(base[k])
         if digest(prev, legacy) == row.get("row_hash"):
             return str(row["row_hash"])
     return own
 
 
-def problems(con: sqlite3.Connection, ledger_id: str, head_count: int, head_hash: str) -> list[str]:
+def problems(con: Con, ledger_id: str, head_count: int, head_hash: str) -> list[str]:
     """Everything that does not add up, as sentences (empty: the chain verifies)."""
     found: list[str] = []
     prev = genesis(ledger_id)
@@ -138,16 +135,16 @@ def problems(con: sqlite3.Connection, ledger_id: str, head_count: int, head_hash
     for row in rows:
         if row["prev_hash"] != prev:
             found.append(
-                f"entry {row['id']}: the previous entry's hash does not match "
+                f"entry {row['id']!s}: the previous entry's hash does not match "
                 "(an entry before it was deleted or edited)"
             )
         own = entry_digest(row)
         if row["row_hash"] != own:
-            found.append(f"entry {row['id']}: its content does not match its hash (edited)")
+            found.append(f"entry {row['id']!s}: its content does not match its hash (edited)")
         invalid = spend_problem(row)
         if invalid:
             found.append(invalid)
-        prev = row["row_hash"] or own
+        prev = text(row["row_hash"]) or own
     if len(rows) != head_count or (rows and prev != head_hash) or (not rows and head_hash):
         found.append(
             f"the ledger holds {len(rows)} entries but recorded {head_count} "
@@ -157,5 +154,5 @@ def problems(con: sqlite3.Connection, ledger_id: str, head_count: int, head_hash
     for r in cur.fetchall():
         row = dict(zip(BUDGET_COLUMNS, r[:-1], strict=True))
         if r[-1] != budget_hash(ledger_id, row):
-            found.append(f"budget of '{row['dataset']}': does not match its hash (edited)")
+            found.append(f"budget of '{row['dataset']!s}': does not match its hash (edited)")
     return found

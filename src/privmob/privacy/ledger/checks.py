@@ -11,20 +11,23 @@ them inside its transaction.
 
 from __future__ import annotations
 
-import sqlite3
 import struct
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from privmob.errors import BudgetError, ConfigError
 from privmob.privacy.costs import Cost, Unit
 from privmob.privacy.ledger import governance as governance
 from privmob.privacy.ledger.accounting import Accounts, accounts
 from privmob.privacy.ledger.entries import Budget
+from privmob.privacy.ledger.rows import Con, Record, row_dicts
 from privmob.privacy.ledger.spends import COST_COLUMNS, spend_problem
 from privmob.privacy.people import OVERLAP_THRESHOLD, PeopleSketch
 from privmob.surface import option
+
+if TYPE_CHECKING:
+    from privmob.privacy.ledger.store import Store
 
 
 def to_budget_unit(cost: Cost, unit: Unit, group_size: int | None) -> Cost:
@@ -44,7 +47,7 @@ def to_budget_unit(cost: Cost, unit: Unit, group_size: int | None) -> Cost:
 
 
 def dataset_accounts(
-    con: sqlite3.Connection,
+    con: Con,
     b: Budget,
     extra: list[Cost],
     members: list[str] | None = None,
@@ -58,19 +61,23 @@ def dataset_accounts(
         f"WHERE dataset IN ({', '.join('?' * len(names))}) ORDER BY id",
         names,
     )
-    columns = [d[0] for d in cur.description]
-    rows = [dict(zip(columns, r, strict=True)) for r in cur.fetchall()]
+    rows = row_dicts(cur)
     for row in rows:
         refuse_invalid_spend(row, path)
+    # each a valid spend now (spend_problem): a number, rho also None
+    spends = [
+        cast("tuple[float, float, float | None]", (r["epsilon"], r["delta"], r["rho"]))
+        for r in rows
+    ]
     return accounts(
-        [(float(r["epsilon"]), float(r["delta"]), r["rho"]) for r in rows]
+        [(float(epsilon), float(delta), rho) for epsilon, delta, rho in spends]
         + [(c.epsilon, c.delta, c.rho) for c in extra],
         b.epsilon,
         b.delta,
     )
 
 
-def refuse_invalid_spend(row: dict[str, Any], path: Path | str) -> None:
+def refuse_invalid_spend(row: Record, path: Path | str) -> None:
     """A stored entry whose cost is not a spend (:mod:`privmob.privacy.ledger.spends`) is never
     summed: what was spent cannot be told, so nothing is charged and no sum is shown."""
     invalid = spend_problem(row)
@@ -94,7 +101,7 @@ def refuse_if_over(b: Budget, after: Accounts, cost: Cost, path: Path | str) -> 
 
 
 def refuse_foreign_input(
-    con: sqlite3.Connection,
+    con: Con,
     dataset: str,
     fingerprint: str | None,
     stated: bool,
@@ -112,7 +119,7 @@ def refuse_foreign_input(
     wanted = [fingerprint, *older]
     marks = ", ".join("?" * len(wanted))
     owners = [
-        r[0]
+        str(r[0])
         for r in con.execute(
             f"SELECT dataset FROM releases WHERE input_fingerprint IN ({marks}) "
             "GROUP BY dataset ORDER BY min(id)",
@@ -132,7 +139,7 @@ def refuse_foreign_input(
 
 
 def holds_older_fingerprints(
-    con: Any, dataset: str, family: Sequence[str] = (), rows: int | None = None
+    con: Con, dataset: str, family: Sequence[str] = (), rows: int | None = None
 ) -> bool:
     """Whether another dataset than ``dataset`` and its ``family`` has entries whose input
     fingerprint is of an earlier definition (untagged, v2: :mod:`privmob.data.fingerprint`)
@@ -151,7 +158,7 @@ def holds_older_fingerprints(
 
 # -- people-aware binding (privmob.privacy.people) ------------------------------------------
 def refuse_known_people(
-    con: Any,
+    con: Con,
     dataset: str,
     people: PeopleSketch | None,
     stated: bool,
@@ -190,7 +197,7 @@ def refuse_known_people(
         )
 
 
-def _sketch(dataset: str, stored: Any, named: str | None, path: Path | str) -> PeopleSketch:
+def _sketch(dataset: str, stored: bytes, named: str | None, path: Path | str) -> PeopleSketch:
     """A stored people sketch, the one the dataset's signed entries name (``named``: the digest
     they name, None where none does; :func:`privmob.privacy.ledger.governance.replaced_sketch`);
     one that is not, or that is no sketch (damaged or forged), refuses the release, naming the
@@ -212,14 +219,17 @@ def _sketch(dataset: str, stored: Any, named: str | None, path: Path | str) -> P
 
 
 def merged_people(
-    con: Any, dataset: str, people: PeopleSketch | None, path: Path | str
+    con: Con, dataset: str, people: PeopleSketch | None, path: Path | str
 ) -> bytes | None:
     """The dataset's stored sketch with ``people`` merged in, as it will be stored (None: no
     people to record). Computed before the charge's entries are made: they name its digest
     (:data:`~privmob.privacy.ledger.governance.PEOPLE_PARAM`)."""
     if people is None:
         return None
-    row = con.execute("SELECT sketch FROM dataset_people WHERE dataset = ?", (dataset,)).fetchone()
+    row = cast(  # sketch: BLOB / bytea NOT NULL
+        "tuple[bytes] | None",
+        con.execute("SELECT sketch FROM dataset_people WHERE dataset = ?", (dataset,)).fetchone(),
+    )
     gone = governance.gone_sketch(con, dataset) if row is None else None
     if gone:  # never a new sketch in place of a deleted one, which would hide it
         raise BudgetError(
@@ -232,7 +242,7 @@ def merged_people(
     return own.merge(people).to_bytes()
 
 
-def store_people(store: Any, con: Any, dataset: str, merged: bytes | None, now: str) -> None:
+def store_people(store: Store, con: Con, dataset: str, merged: bytes | None, now: str) -> None:
     """Keep the ``merged`` sketch (:func:`merged_people`) as the dataset's, inside the charge's
     transaction, after its entries (the store writes it: on PostgreSQL through a function,
     which stores only the sketch those entries name; the analyst's role writes no table)."""

@@ -16,12 +16,11 @@ import hashlib
 import hmac
 import os
 import secrets
-import sqlite3
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Protocol, cast
 
 from privmob.errors import BudgetError, ConfigError
 from privmob.privacy.ledger import chain as chain
@@ -30,6 +29,7 @@ from privmob.privacy.ledger import schema as schema
 from privmob.privacy.ledger import trust as trust
 from privmob.privacy.ledger import witness as witness
 from privmob.privacy.ledger.keys import Signer, key_id, keys_dir, own_key, resolve
+from privmob.privacy.ledger.rows import Con, Record, column_names
 
 PEOPLE_KEY_ENV = "PRIVMOB_PEOPLE_KEY"
 
@@ -44,10 +44,10 @@ class Custody:
     signer: Signer | None
     _people_key: bytes | None
 
-    def _connect(self) -> AbstractContextManager[Any]:
+    def _connect(self) -> AbstractContextManager[Con]:
         raise NotImplementedError
 
-    def _write(self) -> AbstractContextManager[Any]:
+    def _write(self) -> AbstractContextManager[Con]:
         raise NotImplementedError
 
     def _signer(self) -> Signer | None:
@@ -143,7 +143,7 @@ class Custody:
         return value
 
     # -- the custodian's acts -------------------------------------------------------------------
-    def _as_custodian(self, con: sqlite3.Connection, what: str) -> tuple[Signer, trust.KeyRing]:
+    def _as_custodian(self, con: Con, what: str) -> tuple[Signer, trust.KeyRing]:
         ring = trust.key_ring(con, self.ledger_id)
         signer = require_role(self._signer(), ring, head_count(con), (trust.CUSTODIAN,), what, self)
         if migrate_governance(con, self.ledger_id, signer):
@@ -234,9 +234,7 @@ class Custody:
             witness.record(self.ledger_id, ring.root, head, self.location, signed)
         return pos
 
-    def _sign_checkpoint(
-        self, con: sqlite3.Connection, signer: Signer, ring: trust.KeyRing
-    ) -> trust.Position:
+    def _sign_checkpoint(self, con: Con, signer: Signer, ring: trust.KeyRing) -> trust.Position:
         latest = trust.checkpoints_latest(con, self.ledger_id, ring)
         problems = list(ring.problems)
         if latest is not None and latest.problem:
@@ -279,7 +277,7 @@ class Custody:
                     f"{self.path}; only a dataset without one joins a family",
                     hint="link new extracts before their first release",
                 )
-            values = {"dataset": dataset, "family": root, "at_count": head_count(con)}
+            values: Record = {"dataset": dataset, "family": root, "at_count": head_count(con)}
             trust.add_record(
                 con,
                 self.ledger_id,
@@ -303,7 +301,9 @@ class Custody:
                 ),
             )
             member = {**trust.budget_values(row), "row_hash": own}
-            governance.attest(con, self.ledger_id, signer, "budgets", member, row["created_at"])
+            governance.attest(
+                con, self.ledger_id, signer, "budgets", member, str(row["created_at"])
+            )
             # vouched for at once: deleting it later is seen (trust.vouched_missing)
             self._sign_checkpoint(con, signer, trust.key_ring(con, self.ledger_id))
         return root
@@ -359,7 +359,7 @@ class Custody:
             for (dataset,) in con.execute(
                 "SELECT dataset FROM budgets WHERE signature IS NULL"
             ).fetchall():
-                sign_budget(con, self.ledger_id, signer, dataset)
+                sign_budget(con, self.ledger_id, signer, str(dataset))
             # verified above: its records become the start of its governance chain
             if governance.available(con) and not governance.head(con, self.ledger_id)[0]:
                 governance.attest_existing(con, self.ledger_id, signer, now())
@@ -371,11 +371,11 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
-def head_count(con: sqlite3.Connection) -> int:
+def head_count(con: Con) -> int:
     return int(schema.read_meta(con).get("head_count", "0"))
 
 
-def establish(con: sqlite3.Connection, ledger_id: str, signer: Signer, name: str) -> None:
+def establish(con: Con, ledger_id: str, signer: Signer, name: str) -> None:
     """Make ``signer`` the custodian (root key) of a ledger and sign where it starts."""
     trust.add_key_event(
         con,
@@ -390,7 +390,7 @@ def establish(con: sqlite3.Connection, ledger_id: str, signer: Signer, name: str
     )
 
 
-def migrate_governance(con: Any, ledger_id: str, signer: Signer) -> bool:
+def migrate_governance(con: Con, ledger_id: str, signer: Signer) -> bool:
     """A ledger made before the governance chain (privacy/ledger/governance.py) gets it at its
     custodian's next write, once, if it verifies (everything checked: slow once on a big
     ledger); one that does not stays as it is, and ``ledger verify`` says why. True: made."""
@@ -402,12 +402,13 @@ def migrate_governance(con: Any, ledger_id: str, signer: Signer) -> bool:
     return True
 
 
-def sign_budget(con: sqlite3.Connection, ledger_id: str, signer: Signer, dataset: str) -> None:
+def sign_budget(con: Con, ledger_id: str, signer: Signer, dataset: str) -> None:
     """Sign a budget row (adoption of an unsigned ledger). The only update made to a budget:
     the trigger is lifted for this statement, inside the caller's transaction."""
-    (row_hash,) = con.execute(
-        "SELECT row_hash FROM budgets WHERE dataset = ?", (dataset,)
-    ).fetchone()
+    (row_hash,) = cast(  # the budget's row hash (set when the ledger was chained)
+        "tuple[str]",
+        con.execute("SELECT row_hash FROM budgets WHERE dataset = ?", (dataset,)).fetchone(),
+    )
     con.execute("DROP TRIGGER IF EXISTS budgets_fixed_u")
     con.execute(
         "UPDATE budgets SET signer = ?, signature = ? WHERE dataset = ?",
@@ -416,23 +417,23 @@ def sign_budget(con: sqlite3.Connection, ledger_id: str, signer: Signer, dataset
     con.execute(schema.BUDGETS_U)
 
 
-def budget_row(con: sqlite3.Connection, dataset: str) -> dict[str, Any] | None:
+def budget_row(con: Con, dataset: str) -> Record | None:
     cur = con.execute(
         f"SELECT {', '.join(chain.BUDGET_COLUMNS)}, row_hash, signer, signature FROM budgets "
         "WHERE dataset = ?",
         (dataset,),
     )
     r = cur.fetchone()
-    return None if r is None else dict(zip([d[0] for d in cur.description], r, strict=True))
+    return None if r is None else dict(zip(column_names(cur), r, strict=True))
 
 
-def family_of(con: sqlite3.Connection, dataset: str) -> tuple[str, list[str]]:
+def family_of(con: Con, dataset: str) -> tuple[str, list[str]]:
     """(the family's dataset, all its members) as the file says (the charge checks the links'
     signatures itself)."""
     row = con.execute("SELECT family FROM dataset_links WHERE dataset = ?", (dataset,)).fetchone()
-    root = row[0] if row else dataset
+    root = str(row[0]) if row else dataset
     members = [
-        r[0]
+        str(r[0])
         for r in con.execute(
             "SELECT dataset FROM dataset_links WHERE family = ? ORDER BY dataset", (root,)
         )
@@ -440,11 +441,18 @@ def family_of(con: sqlite3.Connection, dataset: str) -> tuple[str, list[str]]:
     return root, [root, *members]
 
 
-def all_problems(con: sqlite3.Connection, ledger_id: str) -> list[str]:
+def all_problems(con: Con, ledger_id: str) -> list[str]:
     meta = schema.read_meta(con)
     return trust.all_problems(
         con, ledger_id, int(meta.get("head_count", "0")), meta.get("head_hash", "")
     )
+
+
+class Located(Protocol):
+    """A ledger as messages name it."""
+
+    @property
+    def path(self) -> Path | str: ...
 
 
 def require_role(
@@ -453,7 +461,7 @@ def require_role(
     count: int,
     roles: tuple[str, ...],
     what: str,
-    ledger: Any,
+    ledger: Located,
 ) -> Signer:
     """The opener's key if its role is one of ``roles``; else a refusal naming what to do."""
     if ring.root is None:

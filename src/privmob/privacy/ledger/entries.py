@@ -11,15 +11,17 @@ import hashlib
 import json
 import os
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeAlias, TypedDict, cast
 
 from privmob.errors import BudgetError
 from privmob.privacy.costs import Cost, Unit
 from privmob.privacy.ledger import chain as chain
 from privmob.privacy.ledger.governance import PEOPLE_PARAM
 from privmob.privacy.ledger.keys import Signer, verified
+from privmob.privacy.ledger.rows import Con, Record
 from privmob.privacy.ledger.spends import spend_problem
 from privmob.privacy.ledger.trust import (
     ANALYST,
@@ -31,7 +33,23 @@ from privmob.privacy.ledger.trust import (
 )
 
 if TYPE_CHECKING:
+    from privmob.json_types import JSONObject
     from privmob.privacy.ledger.store import Store
+
+
+class EntryProvenance(TypedDict, total=False):
+    """An entry's provenance as read back (:func:`provenance_dict`): its columns
+    (:data:`privmob.privacy.ledger.chain.PROVENANCE`), and the digest of the people sketch its
+    charge merged (:data:`~privmob.privacy.ledger.governance.PEOPLE_PARAM`)."""
+
+    input_fingerprint: str | None
+    input_rows: int | None
+    output_dir: str | None
+    output_hashes: dict[str, str] | None
+    os_user: str | None
+    host: str | None
+    new_dataset_for_same_data: bool
+    people_sketch: str
 
 
 @dataclass(frozen=True)
@@ -41,6 +59,16 @@ class Budget:
     delta: float
     unit: Unit
     created_at: str
+
+    @classmethod
+    def of(cls, row: BudgetRow) -> Budget:
+        """The budget of a row of ``budgets`` (its :data:`BUDGET_FIELDS`)."""
+        return cls(row[0], row[1], row[2], Unit(row[3]), row[4])
+
+
+#: the columns of ``budgets`` that make a :class:`Budget`, and their types (all NOT NULL)
+BUDGET_FIELDS = ("dataset", "epsilon", "delta", "unit", "created_at")
+BudgetRow: TypeAlias = tuple[str, float, float, str, str]
 
 
 @dataclass(frozen=True)
@@ -56,17 +84,17 @@ class Entry:
     group_size: int | None
     for_publication: bool
     description: str
-    params: dict[str, Any]
-    provenance: dict[str, Any] = field(default_factory=dict)
+    params: Mapping[str, object]
+    provenance: EntryProvenance = field(default_factory=EntryProvenance)
     row_hash: str = ""
     #: the ledger head after the charge that wrote this entry (its last entry only): entry
     #: count, a one-way commitment to the head hash, the ledger's root key id; a release's
     #: metadata.json carries it so that an auditor sees entries deleted after it
-    head: dict[str, Any] = field(default_factory=dict)
+    head: JSONObject = field(default_factory=dict)
     #: the signature of :attr:`head` by the key that charged (``signer``, ``signature``)
     head_signature: dict[str, str] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """What a release's metadata.json shows of its entry. Never the input's fingerprint,
         row count or the entry's hash (which covers them): a published hash of the data lets
         whoever knows all records but one test each candidate for the last one."""
@@ -95,7 +123,7 @@ def entry_provenance(
     output_dir: str | os.PathLike[str] | None,
     output_hashes: dict[str, str] | None,
     new_dataset_for_same_data: bool,
-) -> dict[str, Any]:
+) -> Record:
     """The provenance columns of an entry (:data:`privmob.privacy.ledger.chain.PROVENANCE`)."""
     import socket  # here, when a release is charged: not before its plan line (issue 43)
 
@@ -114,7 +142,7 @@ def entry_provenance(
 
 def insert_entries(
     store: Store,
-    con: Any,
+    con: Con,
     prev: str,
     dataset: str,
     kind: str,
@@ -123,8 +151,8 @@ def insert_entries(
     *,
     group_size: int | None,
     for_publication: bool,
-    params: dict[str, Any] | None,
-    provenance: dict[str, Any],
+    params: Mapping[str, object] | None,
+    provenance: Record,
     created: str,
     signer: Signer,
     ledger_id: str,
@@ -133,10 +161,10 @@ def insert_entries(
     and signed by ``signer``; ``charged``: each part's cost in the budget's unit; ``created``:
     the entries' time."""
     entries = []
-    rows = []
+    rows: list[Record] = []
     entry_id = store.next_id(con)
     for (description, cost), ch in zip(parts, charged, strict=True):
-        values: dict[str, Any] = {
+        values: Record = {
             "dataset": dataset,
             "created_at": created,
             "kind": kind,
@@ -200,18 +228,18 @@ def head_commitment(row_hash: str) -> str:
 
 def signed_head(
     signer: Signer, ledger_id: str, end: Position, root: str | None
-) -> tuple[dict[str, Any], dict[str, str]]:
+) -> tuple[JSONObject, dict[str, str]]:
     """The head a charge returns: entry count, the head's commitment (:func:`head_commitment`),
     the ledger's root key id (a release's metadata.json carries it), and its signature by the
     key that charged (:attr:`Entry.head_signature`), so that whoever keeps it can show a ledger
     behind it or forked from it, and nobody forges one for a ledger they rewound."""
-    head = {"count": end.count, "hash": head_commitment(end.head_hash), "root": root}
+    head: JSONObject = {"count": end.count, "hash": head_commitment(end.head_hash), "root": root}
     signature = signer.sign("head", message(ledger_id, {"head": head}))
     return head, {"signer": signer.key_id, "signature": signature}
 
 
 def head_signature_problem(
-    ring: KeyRing, ledger_id: str, head: dict[str, Any], signature: dict[str, Any]
+    ring: KeyRing, ledger_id: str, head: Mapping[str, object], signature: Mapping[str, str]
 ) -> str | None:
     """Why ``signature`` is not the signature of ``head`` by a key that could charge this ledger
     (None: it is)."""
@@ -229,8 +257,8 @@ def head_signature_problem(
 
 
 def release_params(
-    stored: dict[str, Any], provenance: dict[str, Any]
-) -> tuple[dict[str, Any], dict[str, Any]]:
+    stored: Mapping[str, object], provenance: EntryProvenance
+) -> tuple[Mapping[str, object], EntryProvenance]:
     """An entry's ``params`` as its release gave them, and its provenance with what the ledger
     added to the signed params: the digest of the people sketch the charge merged (the binding
     of the ledger's own records, data-dependent as the input's fingerprint is, not a parameter
@@ -238,16 +266,18 @@ def release_params(
     if PEOPLE_PARAM not in stored:
         return stored, provenance
     params = {k: v for k, v in stored.items() if k != PEOPLE_PARAM}
-    return params, {**provenance, PEOPLE_PARAM: stored[PEOPLE_PARAM]}
+    return params, {**provenance, "people_sketch": str(stored[PEOPLE_PARAM])}
 
 
-def provenance_dict(values: dict[str, Any]) -> dict[str, Any]:
+def provenance_dict(values: Record) -> EntryProvenance:
     """An entry's provenance as stored, read back: the output hashes as a dict, the flag a bool."""
-    out = dict(values)
-    if isinstance(out.get("output_hashes"), str):
-        out["output_hashes"] = json.loads(out["output_hashes"])
+    out: dict[str, object] = dict(values)
+    hashes = out.get("output_hashes")
+    if isinstance(hashes, str):
+        out["output_hashes"] = json.loads(hashes)
     out["new_dataset_for_same_data"] = bool(out.get("new_dataset_for_same_data"))
-    return out
+    # the columns of chain.PROVENANCE as stored (TEXT, INTEGER), the hashes as written
+    return cast(EntryProvenance, out)
 
 
 def _os_user() -> str:

@@ -9,9 +9,9 @@ import os
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from privmob.errors import BudgetError
+from privmob.privacy.ledger.rows import Con
 
 
 class LedgerUnavailable(BudgetError):
@@ -25,7 +25,7 @@ class ChargeOutcomeUnknown(LedgerUnavailable):
 
 
 #: registers a new ledger's custodian key (``Ledger._establish``), given its connection and id
-Establish = Callable[[Any, str], None]
+Establish = Callable[[Con, str], None]
 
 
 def is_disk_full(path: Path, exc: BaseException) -> bool:

@@ -30,11 +30,15 @@ import hashlib
 import json
 import sqlite3
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from privmob.privacy.ledger import chain as chain
+from privmob.privacy.ledger.rows import Con, Record, as_int, one, row_dicts
+
+if TYPE_CHECKING:
+    from privmob.privacy.ledger.keys import Signer
 
 #: the governed tables, in the order a ledger made before the chain has its records attested;
 #: the columns a record's digest leaves out: its row number, and a budget's signature (an
@@ -67,7 +71,7 @@ def genesis(ledger_id: str) -> str:
     return hashlib.sha256(f"privmob-governance:{ledger_id}".encode()).hexdigest()
 
 
-def record_digest(table: str, row: dict[str, Any]) -> str:
+def record_digest(table: str, row: Mapping[str, object]) -> str:
     """The digest of a governed record: its stored columns (but those of :data:`GOVERNED`)."""
     left_out = GOVERNED[table]
     values = {k: v for k, v in row.items() if k not in left_out}
@@ -97,34 +101,38 @@ class Entry:
 COLUMNS = ("seq", "kind", "record", "created_at", "prev_hash", "row_hash", "signer", "signature")
 
 
-def available(con: Any) -> bool:
+def available(con: Con) -> bool:
     """Whether the ledger has the chain's table (a PostgreSQL ledger made by an earlier privmob
     has none; an SQLite file gets it when opened)."""
     if isinstance(con, sqlite3.Connection):
         return True
-    return con.execute("SELECT to_regclass('governance')").fetchone()[0] is not None
+    return one(con.execute("SELECT to_regclass('governance')"))[0] is not None
 
 
-def governed_rows(con: Any) -> int:
-    return sum(int(con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]) for t in GOVERNED)
+def governed_rows(con: Con) -> int:
+    return sum(as_int(one(con.execute(f"SELECT count(*) FROM {t}"))[0]) for t in GOVERNED)
 
 
-def entries(con: Any) -> list[Entry]:
+def entries(con: Con) -> list[Entry]:
     """The chain's entries in order (none on a ledger made before it)."""
     rows = con.execute(f"SELECT {', '.join(COLUMNS)} FROM governance ORDER BY seq").fetchall()
-    return [Entry(int(r[0]), *r[1:]) for r in rows]
+    # seq INTEGER, the others TEXT, all NOT NULL
+    typed = cast("Sequence[tuple[int, str, str, str, str, str, str, str]]", rows)
+    return [Entry(int(r[0]), *r[1:]) for r in typed]
 
 
-def head(con: Any, ledger_id: str) -> tuple[int, str]:
+def head(con: Con, ledger_id: str) -> tuple[int, str]:
     """(entries, hash of the last) of the chain; (0, its genesis) when empty."""
-    row = con.execute(
-        "SELECT count(*), (SELECT row_hash FROM governance ORDER BY seq DESC LIMIT 1) "
-        "FROM governance"
-    ).fetchone()
-    return int(row[0]), row[1] or genesis(ledger_id)
+    row = one(
+        con.execute(
+            "SELECT count(*), (SELECT row_hash FROM governance ORDER BY seq DESC LIMIT 1) "
+            "FROM governance"
+        )
+    )
+    return as_int(row[0]), str(row[1] or genesis(ledger_id))
 
 
-def holds(con: Any, count: int, last: str) -> bool:
+def holds(con: Con, count: int, last: str) -> bool:
     """Whether the chain's entry number ``count`` (1 = the first) is still ``last``."""
     row = con.execute(
         "SELECT row_hash FROM governance ORDER BY seq LIMIT 1 OFFSET ?", (count - 1,)
@@ -132,12 +140,12 @@ def holds(con: Any, count: int, last: str) -> bool:
     return row is not None and row[0] == last
 
 
-def people_marks(con: Any) -> list[str]:
+def people_marks(con: Con) -> list[str]:
     rows = con.execute("SELECT dataset FROM dataset_people ORDER BY dataset").fetchall()
     return [PEOPLE_PREFIX + str(r[0]) for r in rows]
 
 
-def people_gone(con: Any, vouched: Iterable[str]) -> str | None:
+def people_gone(con: Con, vouched: Iterable[str]) -> str | None:
     """A dataset whose people sketch a checkpoint named and that has none now (None: none)."""
     named = sorted(v[len(PEOPLE_PREFIX) :] for v in vouched if v.startswith(PEOPLE_PREFIX))
     if not named:
@@ -160,7 +168,7 @@ def sketch_digest(sketch: bytes) -> str:
     return hashlib.sha256(bytes(sketch)).hexdigest()
 
 
-def named_sketch(con: Any, dataset: str) -> str | None:
+def named_sketch(con: Con, dataset: str) -> str | None:
     """The digest of the people sketch that the latest entry of ``dataset`` naming one names
     (None: no entry names one, a ledger made before entries did; ``""``: its params are not
     readable, so it names no sketch that can be stored)."""
@@ -178,26 +186,33 @@ def named_sketch(con: Any, dataset: str) -> str | None:
     return None
 
 
-def _named(params: Any) -> str | None:
+def _named(params: object) -> str | None:
+    if not isinstance(params, str | bytes | bytearray):  # json.loads: TypeError
+        return ""
     try:
         value = json.loads(params)
-    except (TypeError, ValueError):
+    except ValueError:
         return ""
     if not isinstance(value, dict) or PEOPLE_PARAM not in value:
         return None
-    return value[PEOPLE_PARAM] if isinstance(value[PEOPLE_PARAM], str) else ""
+    named = value[PEOPLE_PARAM]
+    return named if isinstance(named, str) else ""
 
 
-def stored_people(con: Any) -> list[tuple[str, bytes, str | None]]:
+def stored_people(con: Con) -> list[tuple[str, bytes, str | None]]:
     """Each stored people sketch: its dataset, its bytes, and what the entries of its dataset
     name of it (:func:`named_sketch`), in one query (one index probe per sketch)."""
     latest = (
         f"SELECT r.params FROM releases r WHERE r.dataset = p.dataset AND r.{NAMES_SKETCH} "
         "ORDER BY r.id DESC LIMIT 1"
     )
-    rows = con.execute(
-        f"SELECT p.dataset, p.sketch, ({latest}) FROM dataset_people p ORDER BY p.dataset"
-    ).fetchall()
+    # dataset TEXT, sketch BLOB / bytea (both NOT NULL), the params TEXT of the latest entry
+    rows = cast(
+        "Sequence[tuple[str, bytes, str | None]]",
+        con.execute(
+            f"SELECT p.dataset, p.sketch, ({latest}) FROM dataset_people p ORDER BY p.dataset"
+        ).fetchall(),
+    )
     out = []
     for dataset, sketch, params in rows:
         named = None if params is None else _named(params)
@@ -226,13 +241,13 @@ def _gone(dataset: str) -> str:
     )
 
 
-def gone_sketch(con: Any, dataset: str) -> str | None:
+def gone_sketch(con: Con, dataset: str) -> str | None:
     """Why ``dataset``, which has no stored people sketch, should have one (None: no entry of
     it names one)."""
     return None if named_sketch(con, dataset) is None else _gone(dataset)
 
 
-def gone_people(con: Any) -> list[str]:
+def gone_people(con: Con) -> list[str]:
     """Every dataset whose entries name a people sketch and that has none stored (one query,
     an index probe per dataset with a budget)."""
     rows = con.execute(
@@ -243,21 +258,21 @@ def gone_people(con: Any) -> list[str]:
     return [_gone(str(r[0])) for r in rows if named_sketch(con, str(r[0])) is not None]
 
 
-def replaced_people(con: Any) -> list[str]:
+def replaced_people(con: Con) -> list[str]:
     """Every stored people sketch that is not the one its dataset's entries name, and every
     one its entries name that is gone."""
     found = [replaced_sketch(*row) for row in stored_people(con)]
     return [f for f in found if f] + gone_people(con)
 
 
-def head_mark(con: Any, ledger_id: str) -> str:
+def head_mark(con: Con, ledger_id: str) -> str:
     """The governance head as a checkpoint vouches for it."""
     count, last = head(con, ledger_id)
     return f"{HEAD_PREFIX}{count}:{last}"
 
 
 def attest(
-    con: Any, ledger_id: str, signer: Any, table: str, row: dict[str, Any], now: str
+    con: Con, ledger_id: str, signer: Signer, table: str, row: Mapping[str, object], now: str
 ) -> None:
     """Append the record ``row`` of ``table`` (as stored) to the chain, signed by ``signer``
     (inside the caller's transaction, which holds the write lock). A ledger made before the
@@ -271,7 +286,13 @@ def attest(
 
 
 def _append(
-    con: Any, ledger_id: str, signer: Any, table: str, row: dict[str, Any], now: str, prev: str
+    con: Con,
+    ledger_id: str,
+    signer: Signer,
+    table: str,
+    row: Mapping[str, object],
+    now: str,
+    prev: str,
 ) -> None:
     record = record_digest(table, row)
     own = entry_hash(prev, table, record, now)
@@ -283,17 +304,16 @@ def _append(
     )
 
 
-def stored_records(con: Any) -> dict[str, list[dict[str, Any]]]:
+def stored_records(con: Con) -> dict[str, list[Record]]:
     """Every governed table's rows, as stored, in their order."""
-    out: dict[str, list[dict[str, Any]]] = {}
+    out: dict[str, list[Record]] = {}
     for table in GOVERNED:
         cur = con.execute(f"SELECT * FROM {table} ORDER BY {ORDER.get(table, 'created_at')}")
-        names = [d[0] for d in cur.description]
-        out[table] = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+        out[table] = row_dicts(cur)
     return out
 
 
-def attest_existing(con: Any, ledger_id: str, signer: Any, now: str) -> int:
+def attest_existing(con: Con, ledger_id: str, signer: Signer, now: str) -> int:
     """Give a ledger made before the chain its chain: every record, in :data:`GOVERNED`'s
     order (the caller has verified them); returns how many."""
     n = 0
@@ -310,26 +330,26 @@ class Replay:
     """The chain checked against the records: which rows it attests (per table, in chain
     order), and what does not add up (sentences naming the entry or the row)."""
 
-    order: list[tuple[Entry, dict[str, Any] | None]] = field(default_factory=list)
+    order: list[tuple[Entry, Record | None]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
 
-def _label(table: str, row: dict[str, Any]) -> str:
+def _label(table: str, row: Record) -> str:
     if table == "ledger_keys":
-        return f"key event {row.get('seq')} ({row.get('action')} {row.get('name')})"
+        return f"key event {row.get('seq')!s} ({row.get('action')!s} {row.get('name')!s})"
     if table == "checkpoints":
-        return f"checkpoint {row.get('seq')}"
-    return f"{NAMES[table]} of '{row.get('dataset')}'"
+        return f"checkpoint {row.get('seq')!s}"
+    return f"{NAMES[table]} of '{row.get('dataset')!s}'"
 
 
-def replay(con: Any, ledger_id: str) -> Replay:
+def replay(con: Con, ledger_id: str) -> Replay:
     """Link the chain's entries (previous hash, own hash) and match each to its record; the
     signatures are checked by the caller, who knows which keys were active at each entry
     (:func:`privmob.privacy.ledger.trust.key_ring`)."""
     out = Replay()
     chain_entries = entries(con)
     stored = stored_records(con)
-    by_digest: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    by_digest: dict[tuple[str, str], list[Record]] = {}
     for table, rows in stored.items():
         for row in rows:
             by_digest.setdefault((table, record_digest(table, row)), []).append(row)

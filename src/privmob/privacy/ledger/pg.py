@@ -21,12 +21,19 @@ import json
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, cast
+from types import ModuleType
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
 from privmob.errors import BudgetError, ConfigError
 from privmob.privacy.ledger import pg_schema as pg_schema
+from privmob.privacy.ledger import schema as schema
 from privmob.privacy.ledger.faults import Establish, LedgerUnavailable
+from privmob.privacy.ledger.rows import Con, Cursor, Parameters, Record, Row, as_int, one
+
+if TYPE_CHECKING:
+    from psycopg import Connection
+    from psycopg.rows import TupleRow
 
 _PLACEHOLDER = re.compile(r"\?")
 
@@ -43,7 +50,7 @@ def public_location(url: str) -> str:
     return urlunsplit((parts.scheme, user + host, parts.path, parts.query, parts.fragment))
 
 
-def _psycopg() -> Any:
+def _psycopg() -> ModuleType:
     try:
         import psycopg
     except ImportError as exc:
@@ -58,7 +65,7 @@ class PgCon:
     """A psycopg connection as the ledger's shared code uses it: ``?`` placeholders,
     ``in_transaction``, errors as privmob errors."""
 
-    def __init__(self, raw: Any, location: str) -> None:
+    def __init__(self, raw: Connection[TupleRow], location: str) -> None:
         self.raw = raw
         self.location = location
 
@@ -70,11 +77,11 @@ class PgCon:
         status = self.raw.info.transaction_status
         return status in (TransactionStatus.INTRANS, TransactionStatus.INERROR)
 
-    def execute(self, sql: str, parameters: Any = (), /) -> Any:
+    def execute(self, sql: str, parameters: Parameters = (), /) -> Cursor:
         psycopg = _psycopg()
         text = _PLACEHOLDER.sub("%s", sql.replace("%", "%%")) if parameters else sql
         try:
-            return self.raw.execute(cast(Any, text), parameters or None)
+            return self.raw.execute(text, parameters or None)
         except psycopg.errors.InsufficientPrivilege as exc:
             raise BudgetError(
                 f"the ledger {self.location} refused this: {_first_line(exc)} (your database "
@@ -117,14 +124,18 @@ class PostgresStore:
         self.url = url
         self.location = public_location(url)
         self.timeout = timeout
-        self._raw: Any = None  # the open connection (psycopg), reused by each use in turn
+        self._raw: Connection[TupleRow] | None = (
+            None  # the open connection (psycopg), reused by each use in turn
+        )
         self._busy = False
         self._has_charge: bool | None = None  # the server's charge function (None: not asked)
 
-    def _open(self) -> Any:
+    def _open(self) -> Connection[TupleRow]:
         psycopg = _psycopg()
+        from psycopg import Connection
+
         try:
-            raw = psycopg.connect(
+            raw = Connection.connect(
                 self.url,
                 autocommit=True,  # transactions are explicit (BEGIN ... COMMIT), as on SQLite
                 connect_timeout=max(1, int(min(self.timeout, 30))),
@@ -169,10 +180,8 @@ class PostgresStore:
             self._raw = None
 
     # -- schema --------------------------------------------------------------------------------
-    def _exists(self, con: PgCon) -> bool:
-        row = con.execute(
-            "SELECT to_regclass(?)", (f"{pg_schema.SCHEMA_NAME}.ledger_meta",)
-        ).fetchone()
+    def _exists(self, con: Con) -> bool:
+        row = one(con.execute("SELECT to_regclass(?)", (f"{pg_schema.SCHEMA_NAME}.ledger_meta",)))
         return row[0] is not None
 
     def open(self, *, create: bool, establish: Establish) -> str | None:
@@ -187,7 +196,7 @@ class PostgresStore:
             self.create(con, establish)
         return None
 
-    def create(self, con: PgCon, establish: Establish) -> None:
+    def create(self, con: Con, establish: Establish) -> None:
         """The schema, its functions and roles, and the ledger's identity, in one transaction
         (two custodians creating it at once: one does it, the other sees it done)."""
         con.execute("BEGIN")
@@ -201,7 +210,7 @@ class PostgresStore:
                 con.execute("ROLLBACK")
             raise
 
-    def create_within(self, con: PgCon, establish: Establish) -> bool:
+    def create_within(self, con: Con, establish: Establish) -> bool:
         """Inside the caller's transaction, create the schema, its functions and roles and the
         ledger's identity, unless another custodian has (False): an import that is refused
         later rolls all of it back and leaves nothing."""
@@ -225,38 +234,37 @@ class PostgresStore:
 
     def has_table(self, name: str) -> bool:
         with self.connect() as con:
-            row = con.execute("SELECT to_regclass(?)", (f"{pg_schema.SCHEMA_NAME}.{name}",))
-            return row.fetchone()[0] is not None
+            row = one(con.execute("SELECT to_regclass(?)", (f"{pg_schema.SCHEMA_NAME}.{name}",)))
+            return row[0] is not None
 
-    def read_meta(self, con: PgCon) -> dict[str, str]:
+    def read_meta(self, con: Con) -> dict[str, str]:
         if not self._exists(con):
             return {}
-        return dict(con.execute("SELECT key, value FROM ledger_meta").fetchall())
+        return schema.read_meta(con)
 
     # -- writes ----------------------------------------------------------------------------------
-    def begin_write(self, con: PgCon, dataset: str | None) -> None:
+    def begin_write(self, con: Con, dataset: str | None) -> None:
         con.execute("BEGIN")
         con.execute("SELECT lock_for_charge(?)", (dataset or "",))
 
-    def insert_budget(self, con: PgCon, values: tuple[Any, ...]) -> None:
+    def insert_budget(self, con: Con, values: Row) -> None:
         con.execute(f"INSERT INTO budgets VALUES ({', '.join('?' * len(values))})", values)
 
-    def next_id(self, con: PgCon) -> int:
+    def next_id(self, con: Con) -> int:
         """Under the head's lock: after the last entry (ids are never reused: no entry can be
         deleted)."""
-        row = con.execute("SELECT COALESCE(max(id), 0) FROM releases").fetchone()
-        return int(row[0]) + 1
+        return as_int(one(con.execute("SELECT COALESCE(max(id), 0) FROM releases"))[0]) + 1
 
-    def append_entry(self, con: PgCon, row: dict[str, Any]) -> None:
+    def append_entry(self, con: Con, row: Record) -> None:
         """One raw entry (an import, by the custodian: the analyst's role may not)."""
         con.execute("SELECT append_entry(?::jsonb)", (json.dumps(row),))
 
-    def charge_entries(self, con: PgCon, dataset: str, rows: list[dict[str, Any]]) -> None:
+    def charge_entries(self, con: Con, dataset: str, rows: list[Record]) -> None:
         """The entries of one charge, by the server's ``charge``, the analyst's only write of
         entries: it checks their dataset, ids, chain, unit, costs, signer and the budget. A
         ledger created by an earlier privmob has no ``charge``: its ``append_entry``, as then."""
         if self._has_charge is None:
-            found = con.execute("SELECT to_regprocedure('charge(text, jsonb)')").fetchone()
+            found = one(con.execute("SELECT to_regprocedure('charge(text, jsonb)')"))
             self._has_charge = found[0] is not None
         if not self._has_charge:
             for row in rows:
@@ -264,10 +272,10 @@ class PostgresStore:
             return
         con.execute("SELECT charge(?, ?::jsonb)", (dataset, json.dumps(rows)))
 
-    def store_people(self, con: PgCon, dataset: str, sketch: bytes, now: str) -> None:
+    def store_people(self, con: Con, dataset: str, sketch: bytes, now: str) -> None:
         con.execute("SELECT store_people(?, ?, ?)", (dataset, sketch, now))
 
-    def set_head(self, con: PgCon, count: int, head: str) -> None:
+    def set_head(self, con: Con, count: int, head: str) -> None:
         """``charge`` (or ``append_entry``) moved the head with each entry; check it agrees."""
         meta = self.read_meta(con)
         if (meta.get("head_count"), meta.get("head_hash")) != (str(count), head):

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import sqlite3
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import cast
 
 from privmob.errors import BudgetError
 from privmob.privacy.ledger import chain as chain
+from privmob.privacy.ledger.rows import Con, as_int, one
 from privmob.privacy.ledger.spends import sql_condition
 
 RELEASES_U = """CREATE TRIGGER IF NOT EXISTS releases_append_only_u BEFORE UPDATE ON releases
@@ -168,11 +170,17 @@ def table_names(con: sqlite3.Connection) -> set[str]:
     return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
 
 
-def read_meta(con: sqlite3.Connection) -> dict[str, str]:
+def read_meta(con: Con) -> dict[str, str]:
     """The ledger's identity and head (a PostgreSQL ledger always has the table)."""
     if isinstance(con, sqlite3.Connection) and "ledger_meta" not in table_names(con):
         return {}
-    return dict(con.execute("SELECT key, value FROM ledger_meta").fetchall())
+    # key and value: TEXT NOT NULL
+    return dict(
+        cast(
+            "Sequence[tuple[str, str]]",
+            con.execute("SELECT key, value FROM ledger_meta").fetchall(),
+        )
+    )
 
 
 def _integrity_error(path: Path | str, what: str) -> BudgetError:
@@ -284,34 +292,39 @@ def migrate(
     return None
 
 
-def set_head(con: sqlite3.Connection, count: int, head: str) -> None:
+def set_head(con: Con, count: int, head: str) -> None:
     con.execute(
         "INSERT OR REPLACE INTO ledger_meta VALUES ('head_count', ?), ('head_hash', ?)",
         (str(count), head),
     )
 
 
-def next_id(con: sqlite3.Connection) -> int:
+def next_id(con: Con) -> int:
     """The id the next entry gets (inside the charging transaction): never one used before."""
-    row = con.execute(
-        "SELECT max(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'releases'), 0), "
-        "COALESCE((SELECT max(id) FROM releases), 0))"
-    ).fetchone()
-    return int(row[0]) + 1
+    row = one(
+        con.execute(
+            "SELECT max(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'releases'), 0), "
+            "COALESCE((SELECT max(id) FROM releases), 0))"
+        )
+    )
+    return as_int(row[0]) + 1
 
 
-def refuse_broken_head(con: sqlite3.Connection, meta: dict[str, str], path: Path | str) -> None:
+def refuse_broken_head(con: Con, meta: dict[str, str], path: Path | str) -> None:
     """Cheap check at each charge: the entries end where the ledger recorded they end."""
     if not meta.get("ledger_id"):
         raise _integrity_error(path, "its identity (table ledger_meta) is missing")
-    row = con.execute(
-        "SELECT count(*), (SELECT row_hash FROM releases ORDER BY id DESC LIMIT 1) FROM releases"
-    ).fetchone()
-    if int(row[0]) != int(meta.get("head_count", "0")) or (row[1] or "") != meta.get(
+    row = one(
+        con.execute(
+            "SELECT count(*), (SELECT row_hash FROM releases ORDER BY id DESC LIMIT 1) "
+            "FROM releases"
+        )
+    )
+    if as_int(row[0]) != int(meta.get("head_count", "0")) or (row[1] or "") != meta.get(
         "head_hash", ""
     ):
         raise _integrity_error(
             path,
-            f"it holds {row[0]} entries where {meta.get('head_count', '0')} were recorded, or its "
-            "last entry changed",
+            f"it holds {row[0]!s} entries where {meta.get('head_count', '0')} were recorded, or "
+            "its last entry changed",
         )

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
 
 #: the cost columns of an entry (``releases``), each a finite number >= 0; deltas below 1
 COST_COLUMNS = ("epsilon", "delta", "rho", "release_epsilon", "release_delta")
@@ -22,7 +21,7 @@ DELTA_COLUMNS = ("delta", "release_delta")
 OPTIONAL_COLUMNS = ("rho",)
 
 
-def spend_problem(row: Mapping[str, Any]) -> str | None:
+def spend_problem(row: Mapping[str, object]) -> str | None:
     """Why the costs of the entry ``row`` (with its ``id`` when it has one) are not a valid
     spend, as a sentence naming the entry; None when they are."""
     for column in COST_COLUMNS:
@@ -38,7 +37,7 @@ def spend_problem(row: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _invalid(column: str, value: Any) -> str | None:
+def _invalid(column: str, value: object) -> str | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return "it must be a number"
     if not math.isfinite(value):
@@ -50,7 +49,7 @@ def _invalid(column: str, value: Any) -> str | None:
     return None
 
 
-def budget_problem(dataset: str, epsilon: Any, delta: Any) -> str | None:
+def budget_problem(dataset: str, epsilon: object, delta: object) -> str | None:
     """Why a budget row is not a valid budget (the same rule: finite, >= 0, delta below 1)."""
     for column, value in (("epsilon", epsilon), ("delta", delta)):
         why = _invalid(column, value)

@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from privmob.errors import BudgetError, ConfigError
 from privmob.privacy.ledger import schema as schema
@@ -32,6 +32,7 @@ from privmob.privacy.ledger.faults import (
     disk_full,
     is_disk_full,
 )
+from privmob.privacy.ledger.rows import Con, Record, Row
 from privmob.privacy.ledger.turn import Turn
 
 __all__ = ["ChargeOutcomeUnknown", "LedgerUnavailable", "SqliteStore", "Store", "open_store"]
@@ -43,15 +44,6 @@ def is_database_url(location: str | os.PathLike[str]) -> bool:
     return str(location).startswith(URL_SCHEMES)
 
 
-class Con(Protocol):
-    """A DB-API connection as the ledger uses it (``?`` placeholders)."""
-
-    @property
-    def in_transaction(self) -> bool: ...
-
-    def execute(self, sql: str, parameters: Any = ..., /) -> Any: ...
-
-
 class Store(Protocol):
     """What differs between an SQLite and a PostgreSQL ledger (see the module's text)."""
 
@@ -59,7 +51,7 @@ class Store(Protocol):
     location: str
     timeout: float
 
-    def connect(self) -> AbstractContextManager[Any]: ...
+    def connect(self) -> AbstractContextManager[Con]: ...
 
     def open(self, *, create: bool, establish: Establish) -> str | None:
         """Create (``create``; a new ledger gets its custodian key by ``establish`` in the same
@@ -67,29 +59,29 @@ class Store(Protocol):
         on this open. ``create=False`` and no ledger: :class:`ConfigError`."""
         ...
 
-    def read_meta(self, con: Any) -> dict[str, str]: ...
+    def read_meta(self, con: Con) -> dict[str, str]: ...
 
-    def begin_write(self, con: Any, dataset: str | None) -> None:
+    def begin_write(self, con: Con, dataset: str | None) -> None:
         """Start the transaction of a write, holding the locks that serialize charges (of
         ``dataset``, and of the chain's head)."""
         ...
 
-    def insert_budget(self, con: Any, values: tuple[Any, ...]) -> None: ...
+    def insert_budget(self, con: Con, values: Row) -> None: ...
 
-    def next_id(self, con: Any) -> int: ...
+    def next_id(self, con: Con) -> int: ...
 
-    def append_entry(self, con: Any, row: dict[str, Any]) -> None:
+    def append_entry(self, con: Con, row: Record) -> None:
         """Append one chained entry (all columns of ``releases``, hashes included)."""
         ...
 
-    def charge_entries(self, con: Any, dataset: str, rows: list[dict[str, Any]]) -> None:
+    def charge_entries(self, con: Con, dataset: str, rows: list[Record]) -> None:
         """Append the chained entries of one charge of ``dataset`` (PostgreSQL: the server's
         ``charge`` checks and writes them)."""
         ...
 
-    def set_head(self, con: Any, count: int, head: str) -> None: ...
+    def set_head(self, con: Con, count: int, head: str) -> None: ...
 
-    def store_people(self, con: Any, dataset: str, sketch: bytes, now: str) -> None:
+    def store_people(self, con: Con, dataset: str, sketch: bytes, now: str) -> None:
         """Keep ``sketch`` as the dataset's people sketch (privmob.privacy.people)."""
         ...
 
@@ -167,10 +159,10 @@ class SqliteStore:
             con.executescript(f"BEGIN IMMEDIATE;\n{schema.SCHEMA}\nCOMMIT;")
             return schema.migrate(con, establish)
 
-    def read_meta(self, con: sqlite3.Connection) -> dict[str, str]:
+    def read_meta(self, con: Con) -> dict[str, str]:
         return schema.read_meta(con)
 
-    def begin_write(self, con: sqlite3.Connection, dataset: str | None) -> None:
+    def begin_write(self, con: Con, dataset: str | None) -> None:
         """Take the file's write lock, waiting a few seconds for another process's (in the
         order the writers asked: :mod:`privmob.privacy.ledger.turn`)."""
         if id(con) not in self._turns:
@@ -186,28 +178,26 @@ class SqliteStore:
                     raise BudgetError(f"the ledger {self.path} stayed locked: {exc}") from exc
                 time.sleep(0.05 * (attempt + 1))
 
-    def insert_budget(self, con: sqlite3.Connection, values: tuple[Any, ...]) -> None:
+    def insert_budget(self, con: Con, values: Row) -> None:
         con.execute(f"INSERT INTO budgets VALUES ({', '.join('?' * len(values))})", values)
 
-    def next_id(self, con: sqlite3.Connection) -> int:
+    def next_id(self, con: Con) -> int:
         return schema.next_id(con)
 
-    def append_entry(self, con: sqlite3.Connection, row: dict[str, Any]) -> None:
+    def append_entry(self, con: Con, row: Record) -> None:
         con.execute(
             f"INSERT INTO releases ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
             tuple(row.values()),
         )
 
-    def charge_entries(
-        self, con: sqlite3.Connection, dataset: str, rows: list[dict[str, Any]]
-    ) -> None:
+    def charge_entries(self, con: Con, dataset: str, rows: list[Record]) -> None:
         for row in rows:
             self.append_entry(con, row)
 
-    def set_head(self, con: sqlite3.Connection, count: int, head: str) -> None:
+    def set_head(self, con: Con, count: int, head: str) -> None:
         schema.set_head(con, count, head)
 
-    def store_people(self, con: sqlite3.Connection, dataset: str, sketch: bytes, now: str) -> None:
+    def store_people(self, con: Con, dataset: str, sketch: bytes, now: str) -> None:
         con.execute(
             "INSERT INTO dataset_people (dataset, sketch, updated) VALUES (?, ?, ?) "
             "ON CONFLICT(dataset) DO UPDATE SET sketch = excluded.sketch, "

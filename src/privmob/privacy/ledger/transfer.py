@@ -19,9 +19,10 @@ import json
 import os
 import sqlite3
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, TypedDict, cast
 
 from privmob.errors import BudgetError, ConfigError, InputError
+from privmob.privacy.ledger.rows import Con, Record, one, row_dicts
 from privmob.privacy.ledger.schema import SIGNED_TABLES
 from privmob.privacy.ledger.spends import spend_problem
 from privmob.privacy.programme_ledger import SCHEMA as programme_schema
@@ -29,6 +30,7 @@ from privmob.privacy.programme_ledger import SCHEMA as programme_schema
 if TYPE_CHECKING:
     from privmob.privacy.ledger import Ledger
     from privmob.privacy.ledger.pg import PostgresStore
+    from privmob.privacy.ledger.store import Store
 
 FORMAT = "privmob-ledger-export"
 VERSION = 1
@@ -45,12 +47,22 @@ PEOPLE = "dataset_people"
 ORDER = {"budgets": "dataset", "releases": "id", "programmes": "dataset", PEOPLE: "dataset"}
 
 
-def _rows(con: Any, table: str) -> list[dict[str, Any]]:
-    cur = con.execute(f"SELECT * FROM {table} ORDER BY {ORDER.get(table, 1)}")
-    names = [d[0] for d in cur.description]
-    rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
-    if table == PEOPLE:
-        rows = [{**r, "sketch": bytes(r["sketch"]).hex()} for r in rows]
+class Export(TypedDict):
+    """The export's document (JSON)."""
+
+    format: str
+    version: int
+    ledger_id: str
+    head_count: int
+    head_hash: str
+    #: every row of each table by column name, as stored (a people sketch in hex)
+    tables: dict[str, list[Record]]
+
+
+def _rows(con: Con, table: str) -> list[Record]:
+    rows = row_dicts(con.execute(f"SELECT * FROM {table} ORDER BY {ORDER.get(table, 1)}"))
+    if table == PEOPLE:  # sketch: BLOB / bytea NOT NULL
+        rows = [{**r, "sketch": bytes(cast(bytes, r["sketch"])).hex()} for r in rows]
     return rows
 
 
@@ -69,7 +81,7 @@ def export_ledger(ledger: Ledger, path: Path) -> dict[str, int]:
         con.execute("BEGIN")  # one snapshot
         try:
             meta = ledger.store.read_meta(con)
-            doc: dict[str, Any] = {
+            doc: Export = {
                 "format": FORMAT,
                 "version": VERSION,
                 "ledger_id": meta["ledger_id"],
@@ -85,7 +97,7 @@ def export_ledger(ledger: Ledger, path: Path) -> dict[str, int]:
     return {t: len(doc["tables"].get(t, [])) for t in ("budgets", "releases")}
 
 
-def _read(path: Path) -> dict[str, Any]:
+def _read(path: Path) -> Export:
     try:
         doc = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
@@ -98,37 +110,39 @@ def _read(path: Path) -> dict[str, Any]:
             f"{path}: not a privmob ledger export (version {VERSION})",
             hint="pass a file written by privmob ledger export",
         )
-    return doc
+    return cast(Export, doc)  # as privmob ledger export writes it (checked as it is imported)
 
 
-def _insert(con: Any, table: str, row: dict[str, Any]) -> None:
+def _insert(con: Con, table: str, row: Record) -> None:
     con.execute(
         f"INSERT INTO {table} ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
         tuple(row.values()),
     )
 
 
-def _sketch_bytes(row: dict[str, Any], path: Path) -> bytes:
+def _sketch_bytes(row: Record, path: Path) -> bytes:
     try:
         return bytes.fromhex(str(row["sketch"]))
     except (KeyError, ValueError):
         raise InputError(
-            f"{path}: the people sketch of dataset '{row.get('dataset')}' is not hex; nothing "
+            f"{path}: the people sketch of dataset '{row.get('dataset')!s}' is not hex; nothing "
             "was imported",
             hint="export it again with privmob ledger export",
         ) from None
 
 
-def _holds_anything(store: Any) -> bool:
+def _holds_anything(store: Store) -> bool:
     """A database with a ledger that has keys, budgets or entries (an empty schema, left by
     an older privmob's import that did not verify, can take another)."""
     if not store.has_table("ledger_meta"):
         return False
     with store.connect() as con:
-        row = con.execute(
-            "SELECT (SELECT count(*) FROM ledger_keys) + (SELECT count(*) FROM budgets) + "
-            "(SELECT count(*) FROM releases)"
-        ).fetchone()
+        row = one(
+            con.execute(
+                "SELECT (SELECT count(*) FROM ledger_keys) + (SELECT count(*) FROM budgets) + "
+                "(SELECT count(*) FROM releases)"
+            )
+        )
     return bool(row[0])
 
 
@@ -150,7 +164,7 @@ def import_ledger(location: str | os.PathLike[str], path: Path) -> Ledger:
             "privmob ledger init",
         )
 
-    def no_key(con: Any, ledger_id: str) -> None:  # its keys come from the file
+    def no_key(con: Con, ledger_id: str) -> None:  # its keys come from the file
         return None
 
     if in_file:

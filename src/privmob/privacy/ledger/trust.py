@@ -42,15 +42,16 @@ import hashlib
 import json
 import math
 import os
-import sqlite3
 import tempfile
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict, cast
 
 from privmob.privacy.ledger import chain as chain
 from privmob.privacy.ledger import governance as governance
 from privmob.privacy.ledger.keys import Signer, keys_dir, verified
+from privmob.privacy.ledger.rows import Con, Record, as_int, row_dicts, text
 from privmob.privacy.ledger.spends import budget_problem, spend_problem
 
 CUSTODIAN, ANALYST, AUDITOR = "custodian", "analyst", "auditor"
@@ -64,7 +65,7 @@ class Untrusted(Exception):
 
 
 # -- messages -------------------------------------------------------------------------------
-def message(ledger_id: str, values: dict[str, Any]) -> bytes:
+def message(ledger_id: str, values: Mapping[str, object]) -> bytes:
     return (ledger_id + "\n" + chain.canonical(values)).encode()
 
 
@@ -72,7 +73,7 @@ def entry_message(ledger_id: str, row_hash: str) -> bytes:
     return (ledger_id + "\n" + row_hash).encode()
 
 
-def budget_values(row: dict[str, Any]) -> dict[str, Any]:
+def budget_values(row: Record) -> Record:
     return {k: row[k] for k in chain.BUDGET_COLUMNS}
 
 
@@ -123,7 +124,22 @@ class KeyRing:
 KEY_COLUMNS = ("key_id", "action", "role", "name", "public_key", "at_count", "created_at")
 
 
-def key_ring(con: sqlite3.Connection, ledger_id: str, *, fast: bool = True) -> KeyRing:
+class KeyEvent(TypedDict):
+    """A row of ``ledger_keys``: a key granted or revoked, signed by a custodian key."""
+
+    seq: int
+    key_id: str
+    action: str
+    role: str
+    name: str
+    public_key: str
+    at_count: int
+    created_at: str
+    signer: str
+    signature: str
+
+
+def key_ring(con: Con, ledger_id: str, *, fast: bool = True) -> KeyRing:
     """The keys, replayed from their signed events in the order of the custodian's governance
     chain (:mod:`privmob.privacy.ledger.governance`: a grant counts from its place in the
     chain, and a row inserted outside it not at all); the chain's problems are the ring's. A
@@ -184,7 +200,7 @@ def _checkpointed_prefix(replayed: governance.Replay) -> int:
         if e.table != "checkpoints" or row is None:
             continue
         try:
-            head = governance.vouched_head(json.loads(row["vouched"]))
+            head = governance.vouched_head(json.loads(cast(str, row["vouched"])))
         except (ValueError, TypeError):
             return 0
         if head is None or head[0] != i or i == 0 or replayed.order[i - 1][0].row_hash != head[1]:
@@ -193,7 +209,7 @@ def _checkpointed_prefix(replayed: governance.Replay) -> int:
     return 0
 
 
-def _checkpoint_signed(ring: KeyRing, ledger_id: str, row: dict[str, Any] | None) -> bool:
+def _checkpoint_signed(ring: KeyRing, ledger_id: str, row: Record | None) -> bool:
     """Whether a checkpoint row is signed by a custodian key active now in ``ring``."""
     if row is None:
         return False
@@ -201,38 +217,53 @@ def _checkpoint_signed(ring: KeyRing, ledger_id: str, row: dict[str, Any] | None
         values = _checkpoint_values(row)
     except (ValueError, TypeError, KeyError):
         return False
-    k = ring.keys.get(row.get("signer") or "")
+    k = ring.keys.get(text(row.get("signer")) or "")
     return (
         k is not None
         and k.role == CUSTODIAN
         and k.revoked_at is None
         and verified(
-            k.public, row.get("signature"), "checkpoint", message(ledger_id, {"checkpoint": values})
+            k.public,
+            text(row.get("signature")),
+            "checkpoint",
+            message(ledger_id, {"checkpoint": values}),
         )
     )
 
 
-def _checkpoint_values(row: dict[str, Any]) -> dict[str, Any]:
+def _checkpoint_values(row: Record) -> dict[str, object]:
     """What a checkpoint's signature covers, from its stored row."""
-    pos = Position(int(row["last_id"]), int(row["entry_count"]), row["head_hash"], {})
+    c = cast(CheckpointRow, row)  # its columns' types (schema.SIGNED_TABLES), all NOT NULL
+    pos = Position(int(c["last_id"]), int(c["entry_count"]), c["head_hash"], {})
     return {
         **pos.values(),
-        "totals": json.loads(row["totals"]),
-        "adopted": int(row["adopted"]),
-        "vouched": json.loads(row["vouched"]),
-        "created_at": row["created_at"],
+        "totals": json.loads(c["totals"]),
+        "adopted": int(c["adopted"]),
+        "vouched": json.loads(c["vouched"]),
+        "created_at": c["created_at"],
     }
 
 
-def _apply_event(
-    ring: KeyRing, ledger_id: str, event: dict[str, Any], seen: dict[str, int]
-) -> bool:
+class CheckpointRow(TypedDict):
+    """The columns of a row of ``checkpoints`` that its signature covers."""
+
+    entry_count: int
+    last_id: int
+    head_hash: str
+    totals: str
+    adopted: int
+    vouched: str
+    created_at: str
+
+
+def _apply_event(ring: KeyRing, ledger_id: str, event: Record, seen: dict[str, int]) -> bool:
     """Apply one key event to ``ring`` (False: the ledger's first key does not verify)."""
     values = {k: event[k] for k in KEY_COLUMNS}
-    signer, signature, seq = event["signer"], event["signature"], event["seq"]
+    key = cast(KeyEvent, event)  # a row of ledger_keys: its columns' types, all NOT NULL
+    signer, signature, seq = key["signer"], key["signature"], key["seq"]
     if signature in seen:  # Ed25519 signs one event once: a copy is a replay
         ring.problems.append(
-            f"key event {seq} ({values['action']} {values['name']}) replays key event "
+            f"key event {seq} ({values['action']!s} {values['name']!s}) replays key event "
             f"{seen[signature]}: a grant or revocation recorded again counts for nothing"
         )
         return True
@@ -242,33 +273,33 @@ def _apply_event(
         ok = (
             values["action"] == "grant"
             and values["role"] == CUSTODIAN
-            and signer == values["key_id"]
-            and verified(values["public_key"], signature, "key", msg)
+            and signer == key["key_id"]
+            and verified(key["public_key"], signature, "key", msg)
         )
         if not ok:
             ring.problems.append(f"key event {seq}: the ledger's first key does not verify")
             return False
-        ring.root = values["key_id"]
+        ring.root = key["key_id"]
     else:  # in sequence: a key revoked before this event cannot have signed it
         k = ring.keys.get(signer)
         pub = k.public if k and k.role == CUSTODIAN and k.revoked_at is None else None
         if pub is None or not verified(pub, signature, "key", msg):
             ring.problems.append(
-                f"key event {seq} ({values['action']} {values['name']}): not signed by an "
+                f"key event {seq} ({values['action']!s} {values['name']!s}): not signed by an "
                 "active custodian key"
             )
             return True
-    if values["action"] == "grant":
-        ring.keys[values["key_id"]] = KeyState(
-            values["role"], values["name"], values["public_key"], values["at_count"]
+    if key["action"] == "grant":
+        ring.keys[key["key_id"]] = KeyState(
+            key["role"], key["name"], key["public_key"], key["at_count"]
         )
-    elif values["action"] == "revoke" and values["key_id"] in ring.keys:
-        ring.keys[values["key_id"]].revoked_at = values["at_count"]
+    elif key["action"] == "revoke" and key["key_id"] in ring.keys:
+        ring.keys[key["key_id"]].revoked_at = key["at_count"]
     return True
 
 
 def add_key_event(
-    con: sqlite3.Connection,
+    con: Con,
     ledger_id: str,
     signer: Signer,
     *,
@@ -281,7 +312,7 @@ def add_key_event(
 ) -> None:
     from privmob.privacy.ledger.keys import key_id
 
-    values = {
+    values: Record = {
         "key_id": key_id(bytes.fromhex(public_hex)),
         "action": action,
         "role": role,
@@ -301,7 +332,7 @@ def add_key_event(
 
 
 def revoke_key(
-    con: sqlite3.Connection,
+    con: Con,
     ledger_id: str,
     signer: Signer,
     key: KeyState,
@@ -329,20 +360,20 @@ def budget_signature(signer: Signer, ledger_id: str, row_hash: str) -> str:
     return signer.sign("budget", message(ledger_id, {"row_hash": row_hash}))
 
 
-def budget_row_problem(ring: KeyRing, ledger_id: str, row: dict[str, Any]) -> str | None:
-    invalid = budget_problem(row["dataset"], row.get("epsilon"), row.get("delta"))
+def budget_row_problem(ring: KeyRing, ledger_id: str, row: Record) -> str | None:
+    invalid = budget_problem(str(row["dataset"]), row.get("epsilon"), row.get("delta"))
     if invalid:
         return invalid
     if row.get("row_hash") != chain.budget_hash(ledger_id, budget_values(row)):
-        return f"budget of '{row['dataset']}': does not match its hash (edited)"
-    k = ring.keys.get(row.get("signer") or "")
+        return f"budget of '{row['dataset']!s}': does not match its hash (edited)"
+    k = ring.keys.get(text(row.get("signer")) or "")
     msg = message(ledger_id, {"row_hash": row["row_hash"]})
     if (
         k is None
         or k.role != CUSTODIAN
-        or not verified(k.public, row.get("signature"), "budget", msg)
+        or not verified(k.public, text(row.get("signature")), "budget", msg)
     ):
-        return f"budget of '{row['dataset']}': not signed by a custodian key (edited or forged)"
+        return f"budget of '{row['dataset']!s}': not signed by a custodian key (edited or forged)"
     return None
 
 
@@ -352,9 +383,7 @@ RECORD_COLUMNS = {
 }
 
 
-def add_record(
-    con: sqlite3.Connection, ledger_id: str, signer: Signer, table: str, values: dict[str, Any]
-) -> None:
+def add_record(con: Con, ledger_id: str, signer: Signer, table: str, values: Record) -> None:
     cols = RECORD_COLUMNS[table]
     sig = signer.sign(table, message(ledger_id, {table: values}))
     con.execute(
@@ -363,43 +392,46 @@ def add_record(
         (*(values[c] for c in cols), signer.key_id, sig),
     )
     row = {**{c: values[c] for c in cols}, "signer": signer.key_id, "signature": sig}
-    governance.attest(con, ledger_id, signer, table, row, values["created_at"])
+    governance.attest(con, ledger_id, signer, table, row, str(values["created_at"]))
 
 
 def records(
-    con: sqlite3.Connection,
+    con: Con,
     ledger_id: str,
     ring: KeyRing,
     table: str,
     vouched: frozenset[str] | None = None,
-) -> tuple[dict[str, dict[str, Any]], list[str]]:
+) -> tuple[dict[str, Record], list[str]]:
     """The custodian-signed rows of ``table`` by dataset, and the rows that do not verify;
     with ``vouched`` (the latest checkpoint's), a row signed by a key revoked since must be in
     it."""
     cols = RECORD_COLUMNS[table]
-    good: dict[str, dict[str, Any]] = {}
+    good: dict[str, Record] = {}
     bad: list[str] = []
     for r in con.execute(f"SELECT {', '.join(cols)}, signer, signature FROM {table}"):
         values = dict(zip(cols, r[:-2], strict=True))
-        pub = ring.custodian_public(r[-2], values["at_count"])
-        if pub is None or not verified(pub, r[-1], table, message(ledger_id, {table: values})):
-            bad.append(f"{table} of '{values['dataset']}': not signed by a custodian key")
+        # the columns' types (RECORD_COLUMNS, schema.SIGNED_TABLES), all NOT NULL
+        signer, signature = cast("tuple[str, str]", r[-2:])
+        dataset, at_count = cast(str, values["dataset"]), cast(int, values["at_count"])
+        pub = ring.custodian_public(signer, at_count)
+        if pub is None or not verified(pub, signature, table, message(ledger_id, {table: values})):
+            bad.append(f"{table} of '{dataset}': not signed by a custodian key")
             continue
-        if vouched is not None and not is_vouched(ring, r[-2], table, values, vouched):
-            bad.append(f"{table} of '{values['dataset']}': signed by a revoked key, after it")
+        if vouched is not None and not is_vouched(ring, signer, table, values, vouched):
+            bad.append(f"{table} of '{dataset}': signed by a revoked key, after it")
             continue
-        good[values["dataset"]] = values
+        good[dataset] = values
     return good, bad
 
 
 def is_vouched(
-    ring: KeyRing, signer: str | None, table: str, values: dict[str, Any], vouched: frozenset[str]
+    ring: KeyRing, signer: str | None, table: str, values: Record, vouched: frozenset[str]
 ) -> bool:
     """A record signed by a key revoked since counts only if a checkpoint vouched for it."""
     return not retired(ring, signer) or record_digest(table, values) in vouched
 
 
-def vouched_missing(con: sqlite3.Connection, ledger_id: str, ring: KeyRing) -> str | None:
+def vouched_missing(con: Con, ledger_id: str, ring: KeyRing) -> str | None:
     """Why custodian records the latest checkpoint vouched for are gone (a budget, a family
     link or a same-data approval deleted since), or None."""
     latest = checkpoints_latest(con, ledger_id, ring)
@@ -428,7 +460,7 @@ def vouched_missing(con: sqlite3.Connection, ledger_id: str, ring: KeyRing) -> s
     )
 
 
-def vouched_now(con: sqlite3.Connection, ledger_id: str, ring: KeyRing) -> frozenset[str]:
+def vouched_now(con: Con, ledger_id: str, ring: KeyRing) -> frozenset[str]:
     latest = checkpoints_latest(con, ledger_id, ring)
     return frozenset() if latest is None or latest.problem else latest.vouched
 
@@ -484,7 +516,7 @@ class Position:
     head_hash: str
     totals: Totals
 
-    def values(self) -> dict[str, Any]:
+    def values(self) -> dict[str, object]:
         """The fields by name, as signed and stored (a copy)."""
         return asdict(self)
 
@@ -492,13 +524,13 @@ class Position:
 GENESIS = Position(0, 0, "", {})
 
 
-def stored_hash(con: sqlite3.Connection, entry_id: int) -> str | None:
+def stored_hash(con: Con, entry_id: int) -> str | None:
     row = con.execute("SELECT row_hash FROM releases WHERE id = ?", (entry_id,)).fetchone()
-    return None if row is None else row[0]
+    return None if row is None else text(row[0])
 
 
 def add_checkpoint(
-    con: sqlite3.Connection,
+    con: Con,
     ledger_id: str,
     signer: Signer,
     pos: Position,
@@ -514,7 +546,7 @@ def add_checkpoint(
     vouched += governance.people_marks(con)  # which datasets have a people sketch
     values = {**pos.values(), "adopted": int(adopted), "vouched": vouched, "created_at": created}
     sig = signer.sign("checkpoint", message(ledger_id, {"checkpoint": values}))
-    row = {
+    row: Record = {
         "entry_count": pos.count,
         "last_id": pos.last_id,
         "head_hash": pos.head_hash,
@@ -532,23 +564,21 @@ def add_checkpoint(
     governance.attest(con, ledger_id, signer, "checkpoints", row, created)
 
 
-def record_digest(table: str, values: dict[str, Any]) -> str:
+def record_digest(table: str, values: Mapping[str, object]) -> str:
     """What a checkpoint vouches for of a custodian record (a budget: its row hash)."""
     if table == "budgets":
         return str(values["row_hash"])
     return hashlib.sha256(chain.canonical({table: values}).encode()).hexdigest()
 
 
-def record_digests(con: sqlite3.Connection, ledger_id: str) -> set[str]:
+def record_digests(con: Con, ledger_id: str) -> set[str]:
     """The digests of the custodian records (budgets, links, approvals) that verify now."""
     ring = key_ring(con, ledger_id)
     out = set()
-    cur = con.execute(
+    budgets = con.execute(
         f"SELECT {', '.join(chain.BUDGET_COLUMNS)}, row_hash, signer, signature FROM budgets"
     )
-    names = [d[0] for d in cur.description]
-    for r in cur.fetchall():
-        row = dict(zip(names, r, strict=True))
+    for row in row_dicts(budgets):
         if budget_row_problem(ring, ledger_id, row) is None:
             out.add(record_digest("budgets", row))
     for table in RECORD_COLUMNS:
@@ -568,16 +598,16 @@ class Checkpoint:
     vouched: frozenset[str] = frozenset()
 
 
-def checkpoints(
-    con: sqlite3.Connection, ledger_id: str, ring: KeyRing, limit: int = -1
-) -> list[Checkpoint]:
+def checkpoints(con: Con, ledger_id: str, ring: KeyRing, limit: int = -1) -> list[Checkpoint]:
     """The checkpoints (all, or the latest ``limit``), latest first, each with its verdict."""
     out = []
-    for r in con.execute(
+    rows = con.execute(
         "SELECT seq, entry_count, last_id, head_hash, totals, adopted, created_at, signer, "
         "signature, vouched FROM checkpoints ORDER BY seq DESC LIMIT ?",
         (limit if limit >= 0 else 2**62,),  # all (PostgreSQL takes no negative LIMIT)
-    ).fetchall():
+    ).fetchall()
+    # the columns' types (schema.SIGNED_TABLES), all NOT NULL
+    for r in cast("Sequence[tuple[int, int, int, str, str, int, str, str, str, str]]", rows):
         try:
             totals = json.loads(r[4])
             vouched = json.loads(r[9])
@@ -608,7 +638,7 @@ def retired(ring: KeyRing, signer: str | None) -> bool:
 
 
 def verify_after(
-    con: sqlite3.Connection,
+    con: Con,
     ledger_id: str,
     ring: KeyRing,
     start: Position,
@@ -625,7 +655,7 @@ def verify_after(
     count = start.count
     last_id = start.last_id
     for row in chain.entry_rows(con, start.last_id, until):
-        i = row["id"]
+        i = as_int(row["id"])
         if i != expected or row["prev_hash"] != prev:
             problems.append(
                 f"entry {i}: the previous entry's hash does not match "
@@ -634,10 +664,10 @@ def verify_after(
         own = chain.entry_digest(row)
         if row["row_hash"] != own:
             problems.append(f"entry {i}: its content does not match its hash (edited)")
-        pub = ring.entry_public(row["signer"], i)
+        pub = ring.entry_public(text(row["signer"]), i)
         if i > adopted_to and (
             pub is None
-            or not verified(pub, row["signature"], "entry", entry_message(ledger_id, own))
+            or not verified(pub, text(row["signature"]), "entry", entry_message(ledger_id, own))
         ):
             problems.append(
                 f"entry {i}: not signed by a key the custodian registered (forged or edited)"
@@ -646,17 +676,19 @@ def verify_after(
         if invalid:  # reported, never summed: a negative cost would refill the budget
             problems.append(invalid)
         else:
-            add_to(totals, row["dataset"], float(row["epsilon"]), float(row["delta"]), row["rho"])
-        prev = row["row_hash"] or own
+            # a valid spend: numbers, rho also None
+            spend = cast(
+                "tuple[float, float, float | None]", (row["epsilon"], row["delta"], row["rho"])
+            )
+            add_to(totals, str(row["dataset"]), float(spend[0]), float(spend[1]), spend[2])
+        prev = text(row["row_hash"]) or own
         expected = i + 1
         count += 1
         last_id = i
     return Position(last_id, count, prev if last_id else "", totals), problems
 
 
-def start_of_charge(
-    con: sqlite3.Connection, ledger_id: str, ring: KeyRing, signer: Signer
-) -> Position:
+def start_of_charge(con: Con, ledger_id: str, ring: KeyRing, signer: Signer) -> Position:
     """The verified position a charge starts from (see the module's text), then every entry
     after it verified: the position at the head. Raises :class:`Untrusted`."""
     if ring.root is None:
@@ -694,9 +726,7 @@ def start_of_charge(
     return head
 
 
-def all_problems(
-    con: sqlite3.Connection, ledger_id: str, head_count: int, head_hash: str
-) -> list[str]:
+def all_problems(con: Con, ledger_id: str, head_count: int, head_hash: str) -> list[str]:
     """Everything that does not verify, as sentences: keys, every entry from the first (chain,
     content, signature), the recorded head, every checkpoint (signature, head, totals), budgets,
     family links and approvals. Needs public keys only."""
@@ -734,16 +764,16 @@ def all_problems(
             f"the ledger holds {pos.count} entries but recorded {head_count} "
             "(entries were deleted at the end, or the ledger was truncated or replaced)"
         )
-    cur = con.execute(
-        f"SELECT {', '.join(chain.BUDGET_COLUMNS)}, row_hash, signer, signature FROM budgets"
+    budgets = row_dicts(
+        con.execute(
+            f"SELECT {', '.join(chain.BUDGET_COLUMNS)}, row_hash, signer, signature FROM budgets"
+        )
     )
-    names = [d[0] for d in cur.description]
     vouched = vouched_now(con, ledger_id, ring)
-    for r in cur.fetchall():
-        row = dict(zip(names, r, strict=True))
+    for row in budgets:
         problem = budget_row_problem(ring, ledger_id, row)
-        if problem is None and not is_vouched(ring, row["signer"], "budgets", row, vouched):
-            problem = f"budget of '{row['dataset']}': signed by a revoked key, after it"
+        if problem is None and not is_vouched(ring, text(row["signer"]), "budgets", row, vouched):
+            problem = f"budget of '{row['dataset']!s}': signed by a revoked key, after it"
         if problem:
             found.append(problem)
     for table in RECORD_COLUMNS:
@@ -755,7 +785,7 @@ def all_problems(
     return found
 
 
-def behind(con: sqlite3.Connection, ring: KeyRing, pos: Position, root: str) -> str | None:
+def behind(con: Con, ring: KeyRing, pos: Position, root: str) -> str | None:
     """Why the ledger is behind a position this user verified before (None: it is not)."""
     if root != ring.root:
         return (
@@ -770,7 +800,7 @@ def behind(con: sqlite3.Connection, ring: KeyRing, pos: Position, root: str) -> 
     return None
 
 
-def checkpoints_latest(con: sqlite3.Connection, ledger_id: str, ring: KeyRing) -> Checkpoint | None:
+def checkpoints_latest(con: Con, ledger_id: str, ring: KeyRing) -> Checkpoint | None:
     found = checkpoints(con, ledger_id, ring, limit=1)
     return found[0] if found else None
 

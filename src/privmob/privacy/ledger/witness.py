@@ -33,9 +33,10 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from privmob.privacy.ledger.keys import keys_dir
+from privmob.privacy.ledger.rows import Con, as_int
 from privmob.privacy.ledger.trust import stored_hash
 
 
@@ -120,7 +121,7 @@ def others_at(location: str, ledger_id: str) -> list[Witness]:
     return found
 
 
-def disagreement(con: Any, ledger_id: str, root: str | None, location: str) -> str | None:
+def disagreement(con: Con, ledger_id: str, root: str | None, location: str) -> str | None:
     """Why the ledger open on ``con`` is not the one this user witnessed (one sentence), or
     None when it agrees (or was never witnessed)."""
     for other in others_at(location, ledger_id):
@@ -165,19 +166,19 @@ def disagreement(con: Any, ledger_id: str, root: str | None, location: str) -> s
     return None
 
 
-def latest_checkpoint(con: Any) -> tuple[int, str] | None:
+def latest_checkpoint(con: Con) -> tuple[int, str] | None:
     """The ledger's latest checkpoint (number, signature), to witness."""
     row = con.execute("SELECT seq, signature FROM checkpoints ORDER BY seq DESC LIMIT 1").fetchone()
-    return None if row is None else (int(row[0]), str(row[1]))
+    return None if row is None else (as_int(row[0]), str(row[1]))
 
 
-def current(con: Any) -> Head:
+def current(con: Con) -> Head:
     """The head the ledger on ``con`` records (after a verification that found it whole)."""
     row = con.execute("SELECT value FROM ledger_meta WHERE key = 'head_count'").fetchone()
     last = con.execute("SELECT id, row_hash FROM releases ORDER BY id DESC LIMIT 1").fetchone()
     if last is None:
         return GENESIS
-    return Head(int(row[0]) if row else 0, int(last[0]), str(last[1] or ""))
+    return Head(as_int(row[0]) if row else 0, as_int(last[0]), str(last[1] or ""))
 
 
 def record(
@@ -202,7 +203,7 @@ def record(
         if kept is not None and (checkpoint is None or kept[0] > checkpoint[0]):
             checkpoint = kept
         locations = sorted({*(seen.locations if seen else ()), location})
-        data = {
+        data: WitnessFile = {
             "ledger_id": ledger_id,
             "root": pinned,
             "head": {"count": head.count, "last_id": head.last_id, "hash": head.hash},
@@ -225,7 +226,23 @@ def forget_location_hint(location: str) -> str:
     )
 
 
-def _same(seen: Witness, data: dict[str, Any]) -> bool:
+class WitnessHead(TypedDict):
+    count: int
+    last_id: int
+    hash: str
+
+
+class WitnessFile(TypedDict):
+    """What a witness file holds (JSON)."""
+
+    ledger_id: str
+    root: str | None
+    head: WitnessHead
+    locations: list[str]
+    checkpoint: list[int | str] | None
+
+
+def _same(seen: Witness, data: WitnessFile) -> bool:
     h = data["head"]
     return (
         seen.root == data["root"]
