@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from privmob.engine.base import dense_counts
 from privmob.engine.buckets import counts_by_user_buckets
@@ -44,15 +44,57 @@ from privmob.surface import spelled
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from privmob.engine.relation import Loaded
+    from privmob.privacy.bound_choice import Rescale
+    from privmob.releases.counts import CountDomain, NoiseStep, PerUser
 else:  # imported on first use, not before a release's plan line (issue 43)
     np = lazy_module("numpy")
 
 Step = Callable[[str], None]
 #: the count template's counting and noise step: (``exact_cells``, ``CellNoise``)
-Template = tuple[Callable[..., "np.ndarray"], Callable[[Noise], Any]]
+Template = tuple[Callable[..., "np.ndarray"], Callable[[Noise], "NoiseStep[np.ndarray]"]]
 
 #: the bound's value in the header (charged before the bound exists)
 CHOSEN = "chosen privately after the charge"
+
+
+class ConcreteKind(Protocol):
+    """A kind of the count template at a concrete bound (``releases.counts.CountKind``, which
+    imports this module), with one noise on every cell (:func:`check_choice`): what
+    :meth:`ChosenBound.concrete` returns."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def records(self) -> str: ...
+
+    @property
+    def calibrated(self) -> tuple[object, Cost]:
+        """Its noise (a :class:`Noise`: :func:`_noise`) and cost."""
+        ...
+
+    def plan(self) -> Plan: ...
+
+    def count_domain(self) -> CountDomain: ...
+
+    def per_user(self, group_size: int | None) -> PerUser | None: ...
+
+    def counted(self, data: object) -> Loaded: ...
+
+    def rows_sql(self, part: Loaded) -> str: ...
+
+    def bucket_columns(self, data: Loaded) -> tuple[tuple[str, ...] | None, float | None]: ...
+
+    def publish(
+        self,
+        noisy: np.ndarray | None,
+        noise: Noise,
+        cost: Cost,
+        r: Randomness,
+        bound: PerUser | None,
+    ) -> tuple[Release, str]: ...
 
 
 class ChosenBound(Protocol):
@@ -69,7 +111,7 @@ class ChosenBound(Protocol):
         """The bound given as a number (``None``: auto)."""
         ...
 
-    def concrete(self, bound: int, epsilon: float) -> Any:
+    def concrete(self, bound: int, epsilon: float) -> ConcreteKind:
         """This release with the bound ``bound`` and ``epsilon`` for its counts (no choice): a
         kind of the count template (``releases.counts.CountKind``, which imports this module)."""
         ...
@@ -96,7 +138,7 @@ def checked_choice(
     given: BoundChoice | None,
     *,
     unit: str,
-    noise: Any,
+    noise: NoiseKind | str,
     delta: float,
     per: object,
     value: object,
@@ -110,7 +152,13 @@ def checked_choice(
 
 
 def check_choice(
-    choice: BoundChoice, *, unit: PrivacyUnit, noise: Any, delta: float, per: object, value: object
+    choice: BoundChoice,
+    *,
+    unit: PrivacyUnit,
+    noise: NoiseKind | str,
+    delta: float,
+    per: object,
+    value: object,
 ) -> None:
     """Refuse, from public parameters, what a chosen or rescaled bound does not support."""
     what = "a bound chosen privately (auto)" if choice.auto else "rescaled counts"
@@ -167,7 +215,7 @@ def chosen_plan(spec: ChosenBound, choice: BoundChoice) -> Plan:
 
 
 def chosen_draft(
-    data: Any,
+    data: object,
     spec: ChosenBound,
     choice: BoundChoice,
     accountant: Accountant,
@@ -186,7 +234,7 @@ def chosen_draft(
     eps_choice, eps_rescale, eps_counts = choice.epsilons(spec.epsilon)
     cap = choice.max_bound
     placeholder = spec.concrete(cap if choice.auto else _fixed(spec), eps_counts)
-    noise0, cost0 = placeholder.calibrated
+    noise0, cost0 = _noise(placeholder), placeholder.calibrated[1]  # one noise (check_choice)
     header, description = placeholder.publish(None, noise0, cost0, r, None)
     parts = choice.parts(spec.epsilon, description, cost0.unit)
     total = _total(parts)
@@ -197,7 +245,7 @@ def chosen_draft(
     step("counting the records of each user (for the bound)")
     columns, per_row = placeholder.bucket_columns(counted)
 
-    def users_per_count(part: Any) -> np.ndarray:
+    def users_per_count(part: Loaded) -> np.ndarray:
         sql = per_user_histogram_sql(placeholder.rows_sql(part), cap)
         return dense_counts(part.engine, sql, (cap + 2,))
 
@@ -239,7 +287,7 @@ def _describe(
     total: Cost,
     parts: list[tuple[str, Cost]],
     bound: int | None,
-    rescaled: Any,
+    rescaled: Rescale | None,
 ) -> None:
     """The release as charged (total cost, parts) and what the choice and rescale were: the
     header says the bound is chosen after the charge, the drawn release says which."""
@@ -285,7 +333,7 @@ def _fixed(spec: ChosenBound) -> int:
     return bound
 
 
-def _noise(kind: Any) -> Noise:
+def _noise(kind: ConcreteKind) -> Noise:
     noise, _ = kind.calibrated
     if not isinstance(noise, Noise):
         raise ConfigError("a chosen bound needs a count with one noise on every cell")

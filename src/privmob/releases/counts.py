@@ -44,12 +44,13 @@ import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
 from privmob.domain import Period
 from privmob.engine.base import dense_counts
 from privmob.engine.buckets import counts_by_user_buckets
 from privmob.errors import ConfigError
+from privmob.json_types import JSONObject
 from privmob.lazy_imports import lazy_module
 from privmob.prepare.bounding import bound_per_user, fresh_key
 from privmob.privacy.bound_choice import BoundChoice
@@ -69,7 +70,10 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from privmob.data.tessellation import Tessellation
+    from privmob.engine.base import Engine
+    from privmob.engine.dialect import Dialect
     from privmob.engine.relation import Loaded
+    from privmob.releases.plan import Plan
 else:
     np = lazy_module("numpy")
     pd = lazy_module("pandas")
@@ -156,7 +160,7 @@ class CountDomain:
             mask[: self.cells] = ~np.broadcast_to(a == b, self.shape).ravel()
         return mask
 
-    def cell_sql(self, dialect: Any) -> str:
+    def cell_sql(self, dialect: Dialect) -> str:
         """SQL: the flat cell of a record (see the class; -1 for a record in no cell)."""
         parts = [f"({d.sql(self.time, dialect, self.k)})" for d in self.dimensions]
         flat = _flat(parts, self.shape)
@@ -288,7 +292,13 @@ class MeanCells:
         return finish
 
 
-class CountKind(Rows, Protocol):
+#: a kind's noise (its ``calibrated``: a :class:`Noise`, or its own noise step) and what its
+#: noise step draws (what its ``publish`` is given)
+Calibrated = TypeVar("Calibrated")
+Drawn = TypeVar("Drawn", contravariant=True)
+
+
+class CountKind(Rows, Protocol[Calibrated, Drawn]):
     """What a kind of the count template supplies, all from public parameters: its name, its
     noise and cost, its domain, its per-user bound, the records it counts (and how they are
     read from its input) and what it publishes from the noisy cells. The template
@@ -298,7 +308,7 @@ class CountKind(Rows, Protocol):
     def kind(self) -> str: ...
 
     @property
-    def calibrated(self) -> tuple[Noise | NoiseStep[Any], Cost]:
+    def calibrated(self) -> tuple[Calibrated, Cost]:
         """The noise (a :class:`Noise` on every cell: :class:`CellNoise`; or the kind's own
         noise step) and the cost (its parts, if any, on the release: one entry each)."""
         ...
@@ -310,7 +320,7 @@ class CountKind(Rows, Protocol):
         ``group_size``: the accountant's (a trip-level cost charged to a user budget)."""
         ...
 
-    def counted(self, data: Any) -> Loaded:
+    def counted(self, data: object) -> Loaded:
         """The relation counted, from the release's input (checked against the kind)."""
         ...
 
@@ -320,7 +330,12 @@ class CountKind(Rows, Protocol):
         ...
 
     def publish(
-        self, noisy: Any, noise: Any, cost: Cost, r: Randomness, bound: PerUser | None
+        self,
+        noisy: Drawn | None,
+        noise: Calibrated,
+        cost: Cost,
+        r: Randomness,
+        bound: PerUser | None,
     ) -> tuple[Release, str]:
         """The release made from the noisy cells (what the noise step gave: the flat integer
         vector of :class:`CellNoise`) and the kind's calibrated ``noise``: post-processing,
@@ -389,8 +404,8 @@ def exact_cells(
 
 
 def count_draft(
-    data: Any,
-    spec: CountKind,
+    data: object,
+    spec: CountKind[Calibrated, Drawn],
     accountant: Accountant,
     *,
     rng: Randomness | int | None = None,
@@ -412,7 +427,8 @@ def count_draft(
     accountant.precheck(cost)  # before any data is read
     domain = spec.count_domain()
     bound = spec.per_user(accountant.group_size)
-    noising = CellNoise(noise) if isinstance(noise, Noise) else noise
+    # a Noise: on every cell, the kind publishes the integer vector drawn; else its own step
+    noising = cast("NoiseStep[Drawn]", CellNoise(noise) if isinstance(noise, Noise) else noise)
     header, description = spec.publish(None, noise, cost, r, bound)
     step(f"counting {spec.records} over {domain.released_cells:,} public cells")
     exact = exact_cells(
@@ -580,7 +596,7 @@ class CountSpec:
         per = [len(d.labels) + 1 for d in self.dimensions if d.column == self.bound_per]
         return int(self.bound) * (per[0] if per else 1)
 
-    def public_period(self) -> dict[str, object]:
+    def public_period(self) -> JSONObject:
         """The declared period (public)."""
         return self.period.to_dict()
 
@@ -589,7 +605,7 @@ class CountSpec:
         """What happens to a trip that starts and ends in one tile."""
         return "counted as any trip (origin and destination are each a dimension of their own)"
 
-    def plan(self) -> Any:
+    def plan(self) -> Plan:
         from privmob.releases.plan import Plan, domain_memory
 
         if self.choice is not None:
@@ -612,10 +628,10 @@ class CountSpec:
         )
 
     def draft(
-        self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Step
+        self, data: object, accountant: Accountant, *, rng: Randomness | int | None, progress: Step
     ) -> Draft:
         # what a measured dimension was (the trip distance) follows the records' layout
-        spec = replace(self, measured=tuple(measures(self.dimensions, data).items()))
+        spec = replace(self, measured=tuple(measures(self.dimensions, self.counted(data)).items()))
         if spec.choice is not None:
             from privmob.releases.bound_choice import chosen_draft
 
@@ -653,7 +669,7 @@ class CountSpec:
         partition = () if self.bound_per is None else (PER_LABEL,)
         return PerUser(int(self.bound), SOURCES[self.records][1], partition)
 
-    def counted(self, data: Any) -> Loaded:
+    def counted(self, data: object) -> Loaded:
         return cast("Loaded", data)
 
     def rows_sql(self, part: Loaded) -> str:
@@ -680,12 +696,12 @@ class CountSpec:
         counts_noise = noise.counts if isinstance(noise, MeanCells) else noise
         margin = counts_noise.margin_of_error(0.95)
         domain = self.count_domain()
-        described: dict[str, Any] = {
+        described: JSONObject = {
             **counts_noise.to_dict(),
             "l1_sensitivity": self.sensitivity,
             "margin_of_error_95": margin,
         }
-        params: dict[str, Any] = {
+        params: JSONObject = {
             "epsilon": self.epsilon,
             "delta": self.delta,
             "by": list(self.by),
@@ -709,7 +725,7 @@ class CountSpec:
             params["epsilon_split"] = {"counts": self.epsilon / 2, "sums": self.epsilon / 2}
         unit = self.privacy_unit
         if unit is PrivacyUnit.TRIP:
-            bounds: dict[str, Any] = {"max_records_per_trip": 1, "records": self.records}
+            bounds: JSONObject = {"max_records_per_trip": 1, "records": self.records}
             if bound is not None:
                 bounds["group_size_enforced"] = bound.bound
         else:
@@ -756,7 +772,7 @@ class CountSpec:
         return release, f"{self.kind}: {self.records} by {', '.join(self.by)}"
 
 
-def cell_sql(spec: CountSpec, dialect: Any) -> str:
+def cell_sql(spec: CountSpec, dialect: Dialect) -> str:
     """SQL: the flat cell of a record of ``spec`` (:meth:`CountDomain.cell_sql`)."""
     return spec.count_domain().cell_sql(dialect)
 
@@ -826,7 +842,7 @@ class CountVector:
         """The number of cells, the outliers cell included."""
         return math.prod(self.shape) + int(self.outliers)
 
-    def term(self, dialect: Any) -> CountTerm:
+    def term(self, dialect: Dialect) -> CountTerm:
         """The vector as one engine count term (its cell from the dimensions' values)."""
         columns = tuple(d.sql(self.time, dialect, self.k) for d in self.dimensions)
         strides = list(itertools.accumulate([1, *self.shape[::-1]], operator.mul))[:-1][::-1]
@@ -838,7 +854,7 @@ class CountVector:
 
 
 def count_vectors(
-    engine: Any, vectors: dict[str, tuple[list[CountTerm], int]]
+    engine: Engine, vectors: dict[str, tuple[list[CountTerm], int]]
 ) -> dict[str, np.ndarray]:
     """Exact dense counts of several vectors (``name -> (terms, domain size)``) from one engine
     query, the vector's number as the first index: the same dense vectors as one

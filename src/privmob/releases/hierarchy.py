@@ -20,14 +20,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from privmob.errors import ConfigError
+from privmob.json_types import JSON, JSONObject
 from privmob.lazy_imports import lazy_module
 from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.hierarchy import Tree, consistent, default_shares, margin_95, non_negative
 from privmob.privacy.mechanisms import Noise, NoiseKind, rho_for_epsilon
 from privmob.privacy.samplers import Randomness
+from privmob.releases.metadata import json_list, json_object
 from privmob.surface import spelled
 
 if TYPE_CHECKING:
@@ -36,10 +38,12 @@ else:  # imported on first use, not before a release's plan line (issue 43)
     np = lazy_module("numpy")
 
 if TYPE_CHECKING:
+    import geopandas as gpd
     import pandas as pd
 
     from privmob.data.tessellation import Tessellation
     from privmob.releases.counts import CountDomain
+    from privmob.releases.release import Release
 else:
     pd = lazy_module("pandas")
 
@@ -119,7 +123,7 @@ def zone_levels(tessellation: Tessellation, spellings: Sequence[str]) -> ZoneLev
     return ZoneLevels(tuple(names), tuple(labels), tuple(of_tile))
 
 
-def _h3_parents(tessellation: Tessellation, name: str) -> list[Any]:
+def _h3_parents(tessellation: Tessellation, name: str) -> list[str]:
     """The parent at resolution ``h3:<r>`` of every tile (tile ids must be H3 cells)."""
     from privmob.extras import require
 
@@ -338,7 +342,7 @@ def describe(
     tree: OdTree,
     weights_given: bool,
     periods: int = 1,
-) -> dict[str, Any]:
+) -> JSONObject:
     """``params.hierarchy`` of the release: the levels, the split and why, each level's
     noise and mean margin (public: the same for any data), the method. ``tree``: one
     period's (every period's is the same), ``periods`` of them."""
@@ -346,7 +350,7 @@ def describe(
         tree.tree, [np.zeros(n) for n in tree.tree.sizes], [n.std**2 for n in noises]
     ).variances
     laplace = not noises[-1].kind.traits.zcdp
-    per_level = []
+    per_level: list[JSON] = []
     for lv, name in enumerate(levels.level_names):
         occupied = tree.tree.leaves_below(lv) > 0
         per_level.append(
@@ -396,7 +400,16 @@ def top_flows(table: pd.DataFrame, n: int, margin: float | None = None) -> pd.Da
     return top.reset_index(drop=True)
 
 
-def level_layers(release: Any, tessellation: Tessellation) -> list[tuple[str, Any]]:
+def level_names(release: Release) -> list[str]:
+    """The levels of an OD release over a hierarchy (``params.hierarchy.levels``), coarsest
+    first, the tiles' last; none without a hierarchy."""
+    levels = json_list(json_object(release.params.get("hierarchy")).get("levels"))
+    return [str(json_object(lv).get("level")) for lv in levels]
+
+
+def level_layers(
+    release: Release, tessellation: Tessellation
+) -> list[tuple[str, gpd.GeoDataFrame]]:
     """The map layer of each coarser level of an OD release over a hierarchy (its
     ``od_<level>`` table): flows as LineStrings between the representative points of the
     groups (the union of their tiles), with count, margin_95, least_squares and below_margin;
@@ -404,7 +417,7 @@ def level_layers(release: Any, tessellation: Tessellation) -> list[tuple[str, An
     import geopandas as gpd
     import shapely
 
-    names = [lv["level"] for lv in release.params["hierarchy"]["levels"] if lv["level"] != FINEST]
+    names = [name for name in level_names(release) if name != FINEST]
     levels = zone_levels(tessellation, names)
     out = []
     for lv, name in enumerate(levels.names):

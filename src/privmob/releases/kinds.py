@@ -23,7 +23,6 @@ from __future__ import annotations
 import importlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 #: input shapes (privmob.data.SHAPES, minus "auto"), and the series file of ``privmob series``
 TRIPS, TRIP_POINTS, EVENTS, GPS, CELL_EVENTS, SERIES_FILE = (
@@ -297,7 +296,7 @@ def kind(name: str) -> Kind:
     return BY_ANY_NAME[name]
 
 
-def names(**having: Any) -> tuple[str, ...]:
+def names(**having: object) -> tuple[str, ...]:
     """The names of the kinds whose fields equal ``having`` (e.g. ``plannable=True``)."""
     return tuple(k.name for k in KINDS if all(getattr(k, f) == v for f, v in having.items()))
 

@@ -25,11 +25,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import TYPE_CHECKING, ClassVar, cast
 
 from privmob.domain import Period, time_grid
 from privmob.engine.relation import Loaded
 from privmob.errors import ConfigError
+from privmob.json_types import JSONObject
 from privmob.lazy_imports import lazy_module
 from privmob.privacy.costs import Cost
 from privmob.privacy.mechanisms import NoiseKind, calibrate
@@ -96,7 +97,7 @@ def zone_counts_spec(
 
     length = to_offset(width).freqstr
     return CountSpec(
-        cast(Any, _Zones(list(tile_ids))),
+        cast("Tessellation", _Zones(list(tile_ids))),  # all the template reads of the tiles
         epsilon,
         "events",
         ("zone", f"bin:{length}"),
@@ -184,7 +185,7 @@ class ZoneSeries:
         """No value is summed beside this kind's counts."""
         return None
 
-    def counted(self, data: Any) -> Loaded:
+    def counted(self, data: object) -> Loaded:
         return cast("Loaded", data)
 
     def rows_sql(self, part: Loaded) -> str:
@@ -343,7 +344,7 @@ class ZoneSeriesSpec:
             Scheme(scheme).value, outliers_epsilon,
         )  # fmt: skip
 
-    def public_period(self) -> dict[str, object]:
+    def public_period(self) -> JSONObject:
         """The declared period and its bins (public)."""
         return {"start": self.start, "end": self.end, "bin": self.freq, "bins": len(self.grid)}
 
@@ -376,7 +377,12 @@ class ZoneSeriesSpec:
         )
 
     def draft(
-        self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Progress
+        self,
+        data: object,
+        accountant: Accountant,
+        *,
+        rng: Randomness | int | None,
+        progress: Progress,
     ) -> Draft:
         from privmob.releases.tiles import check_tessellation
 

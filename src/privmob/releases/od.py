@@ -15,12 +15,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import TYPE_CHECKING, ClassVar, cast
 
 from privmob.domain import Period
 from privmob.engine.buckets import root
 from privmob.engine.relation import Loaded
 from privmob.errors import ConfigError
+from privmob.json_types import JSONObject
 from privmob.lazy_imports import lazy_module
 from privmob.privacy.bound_choice import BoundChoice
 from privmob.privacy.costs import Cost, PrivacyUnit
@@ -88,7 +89,7 @@ class ODDomain:
     def released_cells(self) -> int:
         return self.od_cells + self.n_periods + 1
 
-    def count_domain(self, period: Period, tile_ids: list[Any] | None = None) -> CountDomain:
+    def count_domain(self, period: Period, tile_ids: list[object] | None = None) -> CountDomain:
         """This domain in the count template's terms: dimensions period x origin x
         destination (row-major), the outliers cells split by period, the diagonal not
         released unless ``same_tile``."""
@@ -172,7 +173,7 @@ class OdSpec(PlannedOnce):
         """This release with ``bound`` trips per user and ``epsilon`` (no choice)."""
         return replace(self, max_trips=bound, epsilon=epsilon, bound_choice=None)
 
-    def public_period(self) -> dict[str, object]:
+    def public_period(self) -> JSONObject:
         """The declared period and its bins (public; ``metadata.json`` ``definitions``)."""
         return self.period.to_dict()
 
@@ -236,7 +237,7 @@ class OdSpec(PlannedOnce):
         )
 
     def draft(
-        self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Step
+        self, data: object, accountant: Accountant, *, rng: Randomness | int | None, progress: Step
     ) -> Draft:
         if self.choice is not None:
             return chosen_draft(
@@ -279,7 +280,7 @@ class OdSpec(PlannedOnce):
         """No value is summed beside this kind's counts."""
         return None
 
-    def counted(self, data: Any) -> Loaded:
+    def counted(self, data: object) -> Loaded:
         check_input(
             data,
             self.tessellation,
@@ -291,7 +292,7 @@ class OdSpec(PlannedOnce):
         if self.unique:
             from privmob.prepare.unique import unique_trips
 
-            return unique_trips(data, self.period)
+            return unique_trips(cast("Loaded", data), self.period)
         return cast("Loaded", data)
 
     def rows_sql(self, part: Loaded) -> str:
@@ -592,7 +593,7 @@ def exact_counts(
 
 
 def od_table(
-    od: np.ndarray, tile_ids: list[Any], labels: list[str], *, same_tile: bool = False
+    od: np.ndarray, tile_ids: list[object], labels: list[str], *, same_tile: bool = False
 ) -> pd.DataFrame:
     """Long table (period, origin, destination, count) over every off-diagonal cell (and the
     diagonal with ``same_tile``).
@@ -620,7 +621,7 @@ def od_table(
         ids = ids.cast(pa.large_string())
     names = {"period": pa.array([str(x) for x in labels], pa.large_string()), "origin": ids}
     names["destination"] = names["origin"]
-    columns: dict[str, Any] = {
+    columns: dict[str, pd.Series | np.ndarray] = {
         col: pd.Series(names[col].take(pa.array(idx)).to_pandas()) for col, idx in index.items()
     }
     columns["count"] = od.reshape(n, k * k)[:, off].ravel().astype(np.int64)

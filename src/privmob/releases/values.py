@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 
 from privmob.engine.dialect import Dialect
 from privmob.errors import ConfigError
+from privmob.json_types import JSONObject
 from privmob.lazy_imports import lazy_module
 from privmob.privacy.mechanisms import Noise, NoiseKind
 from privmob.surface import spelled
@@ -137,7 +138,7 @@ class Mean:
         clamped = f"LEAST(GREATEST(CAST({raw} AS DOUBLE), {lo!r}), {hi!r})"
         return f"COALESCE(CAST(ROUND(({clamped} - {mid!r}) * {PARTS_PER_UNIT}) AS BIGINT), 0)"
 
-    def to_dict(self, bound: int) -> dict[str, object]:
+    def to_dict(self, bound: int) -> JSONObject:
         """What ``metadata.json``'s ``params.value`` says of it."""
         return {
             "aggregate": "mean",

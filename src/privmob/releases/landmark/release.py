@@ -290,7 +290,7 @@ def series_release(
         "composition": "series (landmark theorem) + outliers cell, sequential"
         if eps_out is not None
         else "series (landmark theorem)",
-        "warnings": noisy.notes,
+        "warnings": list(noisy.notes),
     }
     return release
 

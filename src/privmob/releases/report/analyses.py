@@ -8,8 +8,9 @@ returns noisy, post-processed values with the epsilon, the enforced L1 sensitivi
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from privmob.json_types import JSONObject
 from privmob.lazy_imports import lazy_module
 from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.mechanisms import Noise, calibrate
@@ -66,16 +67,16 @@ class AnalysisResult:
     name: str
     epsilon: float
     sensitivity: dict[str, int]
-    noise: dict[str, Any]
+    noise: JSONObject
     margin_of_error: dict[str, int]
-    values: dict[str, Any] = field(default_factory=dict)
+    values: JSONObject = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "epsilon": self.epsilon,
-            "sensitivity": self.sensitivity,
+            "sensitivity": dict(self.sensitivity),
             "noise": self.noise,
-            "margin_of_error_95": self.margin_of_error,
+            "margin_of_error_95": dict(self.margin_of_error),
             **self.values,
         }
 
