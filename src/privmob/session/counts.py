@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import TYPE_CHECKING, Unpack, cast
 
 from privmob.domain import Period
 from privmob.dp import MaxEventsPerBin, MaxVisitsPerHour, PrivacyUnit, as_period, bound_value
@@ -32,6 +32,7 @@ from privmob.session.keywords import CountOptions, ZoneSeriesOptions, refuse_unk
 
 if TYPE_CHECKING:
     from privmob.engine.relation import Loaded
+    from privmob.releases.kinds import Kind
     from privmob.releases.landmark_counts import ZoneSeriesSpec
 
 
@@ -224,13 +225,16 @@ class SessionCounts(SessionBase):
         )
 
 
-def _preset(kind: Any, plan: bool) -> Any:
+def _preset(kind: Kind, plan: bool) -> Callable[..., ReleaseResult | Plan]:
     """``Session.<kind>`` (or ``plan_<kind>``): :meth:`SessionCounts.counts` with the kind's
     records and dimensions."""
+    assert kind.counts is not None  # a kind of the count template
     preset = {"records": kind.counts.records, "by": kind.counts.by, "kind": kind.name}
 
-    def method(self: SessionCounts, **options: Any) -> Any:
-        return (self.plan_counts if plan else self.counts)(**preset, **options)
+    def method(self: SessionCounts, **options: object) -> ReleaseResult | Plan:
+        # the method's signature is the template's (``__signature__`` below): checked there
+        run = cast("Callable[..., ReleaseResult | Plan]", self.plan_counts if plan else self.counts)
+        return run(**preset, **options)
 
     method.__name__ = f"plan_{kind.method}" if plan else kind.method
     full = inspect.signature(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import TYPE_CHECKING, Unpack
 
 from privmob.domain import Period
 from privmob.dp import (
@@ -36,6 +36,9 @@ from privmob.session.keywords import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+    from privmob.evaluate.programme import Programme, ProgrammePlan
     from privmob.releases.density import DensityOptions
     from privmob.releases.landmark import SeriesOptions
     from privmob.releases.population import PopulationSpec
@@ -377,7 +380,9 @@ class Session(SessionCounts):
             epsilon, sensitivity, period, freq, domain_from_data=domain_from_data, **options
         )
 
-    def plan_programme(self, schedule: Any) -> Any:
+    def plan_programme(
+        self, schedule: Programme | Mapping[str, object] | str | Path
+    ) -> ProgrammePlan:
         """Plan a programme of releases under one per-person budget (reads no data, charges
         nothing): per-release epsilon, contribution bound and tau meeting each entry's
         accuracy target, the total under pure, approximate and zCDP composition next to the
@@ -467,10 +472,10 @@ def _levels(hierarchy: str | Sequence[str]) -> tuple[str, ...]:
     return tuple(str(h) for h in hierarchy)
 
 
-def _earlier_name(old: str, new: str) -> Any:
+def _earlier_name(old: str, new: str) -> Callable[..., object]:
     """``Session.<old>``: deprecated, calls ``Session.<new>`` (the kind's one name)."""
 
-    def method(self: Session, **kwargs: Any) -> Any:
+    def method(self: Session, **kwargs: object) -> object:
         deprecated(f"Session.{old}", f"Session.{new}")
         return getattr(self, new)(**kwargs)
 
