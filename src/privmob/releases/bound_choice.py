@@ -44,6 +44,7 @@ from privmob.surface import spelled
 
 if TYPE_CHECKING:
     import numpy as np
+    import numpy.typing as npt
 
     from privmob.engine.relation import Loaded
     from privmob.privacy.bound_choice import Rescale
@@ -53,10 +54,27 @@ else:  # imported on first use, not before a release's plan line (issue 43)
 
 Step = Callable[[str], None]
 #: the count template's counting and noise step: (``exact_cells``, ``CellNoise``)
-Template = tuple[Callable[..., "np.ndarray"], Callable[[Noise], "NoiseStep[np.ndarray]"]]
+Template = tuple["ExactCells", Callable[[Noise], "NoiseStep[npt.NDArray[np.int64]]"]]
 
 #: the bound's value in the header (charged before the bound exists)
 CHOSEN = "chosen privately after the charge"
+
+
+class ExactCells(Protocol):
+    """The count template's exact cells (``releases.counts.exact_cells``), as a chosen bound
+    calls it."""
+
+    def __call__(
+        self,
+        counted: Loaded,
+        rows: ConcreteKind,
+        domain: CountDomain,
+        bound: PerUser | None,
+        r: Randomness,
+        *,
+        buckets: int | None = None,
+        step: Step | None = None,
+    ) -> npt.NDArray[np.int64]: ...
 
 
 class ConcreteKind(Protocol):
@@ -89,7 +107,7 @@ class ConcreteKind(Protocol):
 
     def publish(
         self,
-        noisy: np.ndarray | None,
+        noisy: npt.NDArray[np.int64] | None,
         noise: Noise,
         cost: Cost,
         r: Randomness,
@@ -245,7 +263,7 @@ def chosen_draft(
     step("counting the records of each user (for the bound)")
     columns, per_row = placeholder.bucket_columns(counted)
 
-    def users_per_count(part: Loaded) -> np.ndarray:
+    def users_per_count(part: Loaded) -> npt.NDArray[np.int64]:
         sql = per_user_histogram_sql(placeholder.rows_sql(part), cap)
         return dense_counts(part.engine, sql, (cap + 2,))
 

@@ -67,6 +67,7 @@ from privmob.surface import option, spelled
 
 if TYPE_CHECKING:
     import numpy as np
+    import numpy.typing as npt
     import pandas as pd
 
     from privmob.data.tessellation import Tessellation
@@ -149,7 +150,7 @@ class CountDomain:
     def _axis(self, column: str) -> int:
         return [d.column for d in self.dimensions].index(column)
 
-    def released_mask(self) -> np.ndarray:
+    def released_mask(self) -> npt.NDArray[np.bool_]:
         """True for every released cell of the flat vector (all but the ``diagonal``)."""
         mask = np.ones(self.size, dtype=bool)
         if self.diagonal is not None:
@@ -227,7 +228,7 @@ class NoiseStep(Protocol[Noisy]):
         """The noise, in the words of the progress line."""
         ...
 
-    def start(self, domain: CountDomain, r: Randomness) -> Callable[[np.ndarray], Noisy]:
+    def start(self, domain: CountDomain, r: Randomness) -> Callable[[npt.NDArray[np.int64]], Noisy]:
         """Start the noise of ``domain``'s released cells; returns ``finish(exact)``: the
         noisy cells of the flat ``exact`` vector (what the kind's ``publish`` is given)."""
         ...
@@ -244,12 +245,14 @@ class CellNoise:
     def kind(self) -> str:
         return f"{self.noise.kind}"
 
-    def start(self, domain: CountDomain, r: Randomness) -> Callable[[np.ndarray], np.ndarray]:
+    def start(
+        self, domain: CountDomain, r: Randomness
+    ) -> Callable[[npt.NDArray[np.int64]], npt.NDArray[np.int64]]:
         mask = domain.released_mask()
         # the noise reads no data (public scale, public domain): drawn while the engine counts
         add_noise = self.noise.add_later(int(mask.sum()), r)
 
-        def finish(exact: np.ndarray) -> np.ndarray:
+        def finish(exact: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
             noisy = np.zeros(domain.size, dtype=np.int64)
             noisy[mask] = add_noise(exact[mask])
             return noisy
@@ -262,8 +265,8 @@ class NoisyMeans:
     """What :class:`MeanCells` drew: the noisy counts (flat, integers) and the noisy centred
     sums (flat, in the value's units)."""
 
-    counts: np.ndarray
-    sums: np.ndarray
+    counts: npt.NDArray[np.int64]
+    sums: npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True)
@@ -279,10 +282,12 @@ class MeanCells:
     def kind(self) -> str:
         return f"{self.counts.kind} (counts) and laplace (sums)"
 
-    def start(self, domain: CountDomain, r: Randomness) -> Callable[[np.ndarray], NoisyMeans]:
+    def start(
+        self, domain: CountDomain, r: Randomness
+    ) -> Callable[[npt.NDArray[np.int64]], NoisyMeans]:
         mask = domain.released_mask()
 
-        def finish(exact: np.ndarray) -> NoisyMeans:
+        def finish(exact: npt.NDArray[np.int64]) -> NoisyMeans:
             counts = CellNoise(self.counts).start(domain, r)(exact[0])
             centred = exact[1][mask].astype(np.float64) / PARTS_PER_UNIT
             sums = np.zeros(domain.size, dtype=np.float64)
@@ -356,7 +361,7 @@ def exact_cells(
     step: Callable[[str], None] | None = None,
     key: int | None = None,
     value: Mean | None = None,
-) -> np.ndarray:
+) -> npt.NDArray[np.int64]:
     """Exact counts over ``domain``'s flat cells, each user keeping at most ``bound`` records
     (a fresh key from ``r`` per user bucket, or ``key`` in every bucket, drawn here with
     ``bound.one_key``: then the summed bucket counts equal one pass's). With ``value``: shape
@@ -366,7 +371,7 @@ def exact_cells(
     if key is None and bound is not None and bound.one_key:
         key = fresh_key(r)
 
-    def count(part: Loaded) -> np.ndarray:
+    def count(part: Loaded) -> npt.NDArray[np.int64]:
         d = part.engine.dialect
         relation = rows.rows_sql(part)
         if bound is not None:
@@ -687,7 +692,7 @@ class CountSpec:
 
     def publish(
         self,
-        noisy: np.ndarray | NoisyMeans | None,
+        noisy: npt.NDArray[np.int64] | NoisyMeans | None,
         noise: Noise | MeanCells,
         cost: Cost,
         r: Randomness,
@@ -855,7 +860,7 @@ class CountVector:
 
 def count_vectors(
     engine: Engine, vectors: dict[str, tuple[list[CountTerm], int]]
-) -> dict[str, np.ndarray]:
+) -> dict[str, npt.NDArray[np.int64]]:
     """Exact dense counts of several vectors (``name -> (terms, domain size)``) from one engine
     query, the vector's number as the first index: the same dense vectors as one
     :func:`~privmob.engine.base.dense_counts` per vector.
@@ -907,7 +912,9 @@ def _fused_sql(items: list[tuple[str, tuple[list[CountTerm], int]]]) -> str:
     return " UNION ALL ".join(parts)
 
 
-def noisy_cells(exact: np.ndarray, noise: Noise, rng: Randomness) -> np.ndarray:
+def noisy_cells(
+    exact: npt.NDArray[np.int64], noise: Noise, rng: Randomness
+) -> npt.NDArray[np.int64]:
     """The template's noise step: independent noise on every cell of the public domain (zero
     cells and the outliers cell included), integers out."""
     return noise.add(exact, rng).astype(np.int64)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from privmob.errors import ConfigError
 
@@ -60,7 +61,9 @@ class _SitesOfCells:
 
     sites: SiteIndex | None = None
 
-    def assign(self, lng: np.ndarray, lat: np.ndarray) -> np.ndarray:
+    def assign(
+        self, lng: npt.NDArray[np.float64], lat: npt.NDArray[np.float64]
+    ) -> npt.NDArray[np.int32]:
         from privmob.releases.density import SiteIndex
 
         self.sites = SiteIndex(lng, lat)

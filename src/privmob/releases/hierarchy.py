@@ -34,6 +34,7 @@ from privmob.surface import spelled
 
 if TYPE_CHECKING:
     import numpy as np
+    import numpy.typing as npt
 else:  # imported on first use, not before a release's plan line (issue 43)
     np = lazy_module("numpy")
 
@@ -72,7 +73,7 @@ class ZoneLevels:
 
     names: tuple[str, ...]
     labels: tuple[tuple[str, ...], ...]
-    of_tile: tuple[np.ndarray, ...]
+    of_tile: tuple[npt.NDArray[np.int64], ...]
 
     @property
     def level_names(self) -> tuple[str, ...]:
@@ -157,7 +158,7 @@ class OdTree:
 
     tree: Tree
     #: each released finest cell's flat index in the domain
-    cells: np.ndarray
+    cells: npt.NDArray[np.int64]
 
 
 def od_tree(levels: ZoneLevels, k: int, n_periods: int, same_tile: bool) -> OdTree:
@@ -180,7 +181,7 @@ def od_tree(levels: ZoneLevels, k: int, n_periods: int, same_tile: bool) -> OdTr
     return OdTree(Tree(tuple(sizes), tuple(parents)), cells)
 
 
-def _up(levels: ZoneLevels, lv: int) -> np.ndarray:
+def _up(levels: ZoneLevels, lv: int) -> npt.NDArray[np.int64]:
     """The group of level ``lv - 1`` of each group of level ``lv``."""
     up = np.zeros(len(levels.labels[lv]), dtype=np.int64)
     up[levels.of_tile[lv]] = levels.of_tile[lv - 1]
@@ -242,8 +243,8 @@ class LevelsNoisy:
     """What :class:`LevelsNoise` drew: the flat noisy vector of the finest level (as the
     default noise step's) and the noisy cells of each coarser level, coarsest first."""
 
-    fine: np.ndarray
-    coarse: tuple[np.ndarray, ...]
+    fine: npt.NDArray[np.int64]
+    coarse: tuple[npt.NDArray[np.int64], ...]
 
 
 @dataclass(frozen=True)
@@ -259,13 +260,15 @@ class LevelsNoise:
     def kind(self) -> str:
         return f"{self.noises[-1].kind} at {len(self.noises)} levels"
 
-    def start(self, domain: CountDomain, r: Randomness) -> Callable[[np.ndarray], LevelsNoisy]:
+    def start(
+        self, domain: CountDomain, r: Randomness
+    ) -> Callable[[npt.NDArray[np.int64]], LevelsNoisy]:
         mask = domain.released_mask()
         fine = self.noises[-1].add_later(int(mask.sum()), r)
         sizes = self.tree.tree.sizes
         coarse = [n.add_later(size, r) for n, size in zip(self.noises[:-1], sizes, strict=False)]
 
-        def finish(exact: np.ndarray) -> LevelsNoisy:
+        def finish(exact: npt.NDArray[np.int64]) -> LevelsNoisy:
             noisy = np.zeros(domain.size, dtype=np.int64)
             noisy[mask] = fine(exact[mask])
             sums = np.asarray(exact[self.tree.cells], dtype=np.int64)
@@ -286,9 +289,9 @@ class Estimates:
     least-squares estimates before non-negativity (unbiased, may be negative) and their 95%
     margins."""
 
-    values: tuple[np.ndarray, ...]
-    margins: tuple[np.ndarray, ...]
-    least_squares: tuple[np.ndarray, ...]
+    values: tuple[npt.NDArray[np.float64], ...]
+    margins: tuple[npt.NDArray[np.float64], ...]
+    least_squares: tuple[npt.NDArray[np.float64], ...]
 
 
 def estimate(noisy: LevelsNoisy, noises: Sequence[Noise], tree: OdTree) -> Estimates:

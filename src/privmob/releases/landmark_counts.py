@@ -58,6 +58,7 @@ from privmob.surface import spelled
 
 if TYPE_CHECKING:
     import numpy as np
+    import numpy.typing as npt
     import pandas as pd
 
     from privmob.data.tessellation import Tessellation
@@ -130,8 +131,10 @@ class _LandmarkCells:
     def kind(self) -> str:
         return self.mechanism.description
 
-    def start(self, domain: CountDomain, r: Randomness) -> Callable[[np.ndarray], NoisySeries]:
-        def finish(exact: np.ndarray) -> NoisySeries:
+    def start(
+        self, domain: CountDomain, r: Randomness
+    ) -> Callable[[npt.NDArray[np.int64]], NoisySeries]:
+        def finish(exact: npt.NDArray[np.int64]) -> NoisySeries:
             return self.mechanism.noised(exact[:-1].reshape(domain.shape), int(exact[-1]), r)
 
         return finish
@@ -241,7 +244,7 @@ def bounded_zone_counts(
     rng: Randomness | None = None,
     buckets: int | None = None,
     step: Callable[[str], None] | None = None,
-) -> tuple[np.ndarray, int]:
+) -> tuple[npt.NDArray[np.int64], int]:
     """Exact bounded counts, shape (tiles + 1, bins) (the last row is ``outside``), and the
     bounded number of events outside the period (at most ``max_per_bin`` per user in all):
     the count template's counting step (:func:`privmob.releases.counts.exact_cells`) of

@@ -50,6 +50,7 @@ from privmob.surface import spelled
 
 if TYPE_CHECKING:
     import numpy as np
+    import numpy.typing as npt
     import pandas as pd
 
     from privmob.data.tessellation import Tessellation
@@ -303,7 +304,7 @@ class OdSpec(PlannedOnce):
 
     def publish(
         self,
-        noisy: np.ndarray | LevelsNoisy | None,
+        noisy: npt.NDArray[np.int64] | LevelsNoisy | None,
         noise: Noise | LevelsNoise,
         cost: Cost,
         r: Randomness,
@@ -573,7 +574,7 @@ def exact_counts(
     rng: Randomness | None = None,
     buckets: int | None = None,
     step: Step | None = None,
-) -> np.ndarray:
+) -> npt.NDArray[np.int64]:
     """Exact bounded counts over the flat domain, the cells not released at 0 (no noise:
     never publish these); the count template's counting step (:func:`exact_cells`).
 
@@ -588,12 +589,12 @@ def exact_counts(
     counts = exact_cells(
         trips, TripRows(period), cells, bound, resolve(rng), buckets=buckets, step=step
     )
-    released: np.ndarray = counts * cells.released_mask()
+    released: npt.NDArray[np.int64] = counts * cells.released_mask()
     return released
 
 
 def od_table(
-    od: np.ndarray, tile_ids: list[object], labels: list[str], *, same_tile: bool = False
+    od: npt.NDArray[np.int64], tile_ids: list[object], labels: list[str], *, same_tile: bool = False
 ) -> pd.DataFrame:
     """Long table (period, origin, destination, count) over every off-diagonal cell (and the
     diagonal with ``same_tile``).
@@ -621,14 +622,14 @@ def od_table(
         ids = ids.cast(pa.large_string())
     names = {"period": pa.array([str(x) for x in labels], pa.large_string()), "origin": ids}
     names["destination"] = names["origin"]
-    columns: dict[str, pd.Series | np.ndarray] = {
+    columns: dict[str, pd.Series[str] | npt.NDArray[np.int64]] = {
         col: pd.Series(names[col].take(pa.array(idx)).to_pandas()) for col, idx in index.items()
     }
     columns["count"] = od.reshape(n, k * k)[:, off].ravel().astype(np.int64)
     return pd.DataFrame(columns)
 
 
-def outliers_table(values: np.ndarray, labels: list[str]) -> pd.DataFrame:
+def outliers_table(values: npt.NDArray[np.int64], labels: list[str]) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "period": [*labels, "outside study period"],

@@ -43,6 +43,7 @@ from privmob.surface import spelled
 
 if TYPE_CHECKING:
     import numpy as np
+    import numpy.typing as npt
     import pandas as pd
 
     from privmob.data.tessellation import Tessellation
@@ -129,7 +130,7 @@ def exact_home_counts(
     period: Period | None = None,
     buckets: int | None = None,
     step: Callable[[str], None] | None = None,
-) -> np.ndarray:
+) -> npt.NDArray[np.int64]:
     """Exact users per home cell (k zones, outside, unknown). Never publish these.
 
     Out of core: with a memory limit on the engine (DuckDB ``--memory-limit``) the users are
@@ -234,7 +235,7 @@ class PopulationSpec(CountsHomes, PlannedOnce):
 
     def publish(
         self,
-        noisy: np.ndarray | None,
+        noisy: npt.NDArray[np.int64] | None,
         noise: Noise,
         cost: Cost,
         r: Randomness,
@@ -246,7 +247,7 @@ class PopulationSpec(CountsHomes, PlannedOnce):
 
     def _release(
         self,
-        counts: np.ndarray | None,
+        counts: npt.NDArray[np.int64] | npt.NDArray[np.float64] | None,
         noise: Noise,
         cost: Cost,
         r: Randomness,
@@ -300,7 +301,7 @@ class TowerHomes(CountsHomes):
     #: the public towers table (``cell_key, lat, lng``), in the order of their cells
     towers: pd.DataFrame = field(compare=False)
     #: (towers, zones + 1) area shares; the last column: outside every zone
-    shares: np.ndarray = field(compare=False)
+    shares: npt.NDArray[np.float64] = field(compare=False)
 
     @classmethod
     def read(
@@ -378,7 +379,7 @@ class TowerHomes(CountsHomes):
 
     def publish(
         self,
-        noisy: np.ndarray | None,
+        noisy: npt.NDArray[np.int64] | None,
         noise: Noise,
         cost: Cost,
         r: Randomness,

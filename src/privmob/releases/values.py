@@ -42,6 +42,7 @@ from privmob.surface import spelled
 
 if TYPE_CHECKING:
     import numpy as np
+    import numpy.typing as npt
 else:  # imported on first use, not before a release's plan line (issue 43)
     np = lazy_module("numpy")
 
@@ -158,12 +159,12 @@ def sum_noise(value: Mean, bound: int, epsilon: float) -> Noise:
 
 
 def means(
-    counts: np.ndarray,
-    sums: np.ndarray,
+    counts: npt.NDArray[np.int64],
+    sums: npt.NDArray[np.float64],
     value: Mean,
     count_noise: Noise,
     sum_noise_: Noise,
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """The noisy mean per cell and its 95% margin (NaN where the noisy count is at or below
     the count's 95% margin): post-processing of the noisy counts and centred sums."""
     floor = float(count_noise.margin_of_error(0.95))

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Unpack, cast
+from typing import TYPE_CHECKING, Protocol, Unpack
 
 from privmob.domain import Period
 from privmob.dp import MaxEventsPerBin, MaxVisitsPerHour, PrivacyUnit, as_period, bound_value
@@ -225,16 +225,23 @@ class SessionCounts(SessionBase):
         )
 
 
-def _preset(kind: Kind, plan: bool) -> Callable[..., ReleaseResult | Plan]:
+class _Preset(Protocol):
+    """``Session.<kind>`` (or ``plan_<kind>``) as made by :func:`_preset`."""
+
+    def __call__(self, session: SessionCounts, /, **options: object) -> ReleaseResult | Plan: ...
+
+
+def _preset(kind: Kind, plan: bool) -> _Preset:
     """``Session.<kind>`` (or ``plan_<kind>``): :meth:`SessionCounts.counts` with the kind's
     records and dimensions."""
     assert kind.counts is not None  # a kind of the count template
     preset = {"records": kind.counts.records, "by": kind.counts.by, "kind": kind.name}
 
-    def method(self: SessionCounts, **options: object) -> ReleaseResult | Plan:
+    def method(self: SessionCounts, /, **options: object) -> ReleaseResult | Plan:
         # the method's signature is the template's (``__signature__`` below): checked there
-        run = cast("Callable[..., ReleaseResult | Plan]", self.plan_counts if plan else self.counts)
-        return run(**preset, **options)
+        run = getattr(self, "plan_counts" if plan else "counts")
+        made: ReleaseResult | Plan = run(**preset, **options)
+        return made
 
     method.__name__ = f"plan_{kind.method}" if plan else kind.method
     full = inspect.signature(

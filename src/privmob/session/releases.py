@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Unpack
+from typing import TYPE_CHECKING, Protocol, Unpack
 
 from privmob.domain import Period
 from privmob.dp import (
@@ -36,7 +36,7 @@ from privmob.session.keywords import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Mapping
 
     from privmob.evaluate.programme import Programme, ProgrammePlan
     from privmob.releases.density import DensityOptions
@@ -472,10 +472,16 @@ def _levels(hierarchy: str | Sequence[str]) -> tuple[str, ...]:
     return tuple(str(h) for h in hierarchy)
 
 
-def _earlier_name(old: str, new: str) -> Callable[..., object]:
+class _EarlierName(Protocol):
+    """A deprecated ``Session`` method (:func:`_earlier_name`)."""
+
+    def __call__(self, session: Session, /, **kwargs: object) -> object: ...
+
+
+def _earlier_name(old: str, new: str) -> _EarlierName:
     """``Session.<old>``: deprecated, calls ``Session.<new>`` (the kind's one name)."""
 
-    def method(self: Session, **kwargs: object) -> object:
+    def method(self: Session, /, **kwargs: object) -> object:
         deprecated(f"Session.{old}", f"Session.{new}")
         return getattr(self, new)(**kwargs)
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from privmob.errors import ConfigError
 from privmob.json_types import JSONObject
@@ -38,17 +39,21 @@ else:
 class DensityResult:
     """Noisy zone series and the accounting of every step."""
 
-    zones: np.ndarray  # (zones, 168), noisy, post-processed
+    zones: npt.NDArray[np.float64]  # (zones, 168), noisy, post-processed
     cost: Cost
     steps: list[JSONObject] = field(default_factory=list)
-    clusters: np.ndarray | None = None  # cluster label of each cover cell
-    noisy_totals: np.ndarray | None = None  # per cover cell, then the outliers cell
-    outliers: np.ndarray | None = None  # (168,) noisy visits outside the area (SPEC 1.1)
+    clusters: npt.NDArray[np.int64] | None = None  # cluster label of each cover cell
+    noisy_totals: npt.NDArray[np.float64] | None = None  # per cover cell, then the outliers cell
+    outliers: npt.NDArray[np.float64] | None = (
+        None  # (168,) noisy visits outside the area (SPEC 1.1)
+    )
     out_of_domain: int | None = None  # noisy visits outside the week or at no tower
     signal: JSONObject | None = None  # privmob.privacy.signal.density_signal
 
 
-def _laplace(values: np.ndarray, scale: float, rng: Randomness) -> np.ndarray:
+def _laplace(
+    values: npt.NDArray[np.float64], scale: float, rng: Randomness
+) -> npt.NDArray[np.float64]:
     return Noise(NoiseKind.LAPLACE_ROUNDED, scale).add_float(values, rng)
 
 
@@ -66,7 +71,7 @@ def with_outliers(cmap: CoverMap) -> sp.csr_matrix:
 
 def noisy_totals(
     counts: DensityCounts, cmap: CoverMap, config: DensityConfig, epsilon: float, rng: Randomness
-) -> tuple[np.ndarray, list[JSONObject]]:
+) -> tuple[npt.NDArray[np.float64], list[JSONObject]]:
     """Noisy weekly totals per cover cell and (last) the outliers cell, epsilon-DP (pure)."""
     ell = config.max_visits
     ext = with_outliers(cmap)
@@ -102,7 +107,7 @@ def noisy_totals(
 def perturb_density(
     counts: DensityCounts,
     cmap: CoverMap,
-    centroids: np.ndarray,
+    centroids: npt.NDArray[np.float64],
     config: DensityConfig,
     rng: Randomness | int | None = None,
     *,

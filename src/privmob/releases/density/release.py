@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from privmob.engine.base import Engine
 from privmob.engine.relation import Loaded
@@ -131,11 +132,13 @@ def density_draft(
 density_release = through_the_gate(density_draft)
 
 
-def _row(values: np.ndarray | None) -> np.ndarray:
+def _row(values: npt.NDArray[np.float64] | None) -> npt.NDArray[np.float64]:
     return np.zeros((1, HOURS_PER_WEEK)) if values is None else np.asarray(values)[None, :]
 
 
-def density_table(zone_ids: np.ndarray, zones: np.ndarray) -> pd.DataFrame:
+def density_table(
+    zone_ids: npt.NDArray[np.object_], zones: npt.NDArray[np.float64]
+) -> pd.DataFrame:
     """Long table (zone, hour, count); counts rounded to integers and clamped at 0."""
     n_z, n_h = zones.shape
     return pd.DataFrame(

@@ -22,6 +22,7 @@ from .config import DISTRIBUTIONS, MISSING_COLUMNS, UNITS, ReportConfig
 
 if TYPE_CHECKING:
     import numpy as np
+    import numpy.typing as npt
 else:  # imported on first use, not before a release's plan line (issue 43)
     np = lazy_module("numpy")
 
@@ -83,13 +84,13 @@ class AnalysisResult:
 
 def counts(
     name: str,
-    exact: np.ndarray,
+    exact: npt.NDArray[np.int64],
     eps: float,
     delta1: int,
     cfg: ReportConfig,
     rng: Randomness,
     gaussian: Noise | None = None,
-) -> tuple[np.ndarray, AnalysisResult]:
+) -> tuple[npt.NDArray[np.int64], AnalysisResult]:
     """Noise on every cell of a dense count vector (zero cells and outliers cell included):
     Laplace at ``eps``, or the ``gaussian`` noise its composition chose (:mod:`.composition`)."""
     noise = gaussian or calibrate(cfg.noise_kind, eps, l1_sensitivity=delta1, unit=cfg.unit)[0]
@@ -105,8 +106,8 @@ def counts(
 
 
 def dataset_statistics(
-    users: np.ndarray,
-    kinds: np.ndarray,
+    users: npt.NDArray[np.int64],
+    kinds: npt.NDArray[np.int64],
     eps: float,
     cfg: ReportConfig,
     rng: Randomness,
@@ -158,7 +159,7 @@ def dataset_statistics(
 
 def distribution(
     name: str,
-    exact: np.ndarray,
+    exact: npt.NDArray[np.int64],
     eps: float,
     cfg: ReportConfig,
     rng: Randomness,

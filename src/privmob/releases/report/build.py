@@ -36,6 +36,7 @@ from .sql import count_terms, ends_sql, queries, trips_sql, users_sql
 
 if TYPE_CHECKING:
     import numpy as np
+    import numpy.typing as npt
     import pandas as pd
 
     from privmob.privacy.mechanisms import Noise
@@ -124,7 +125,7 @@ def exact_counts(
     tiles: Tiles,
     key: int,
     slices: int = 1,
-) -> dict[str, np.ndarray]:
+) -> dict[str, npt.NDArray[np.int64]]:
     """Run the record-level SQL in the engine; return dense exact counts over public domains.
     ``slices``: build the trips table in that many user slices (:func:`materialize_trips`).
 
@@ -162,7 +163,7 @@ def bucketed_exact_counts(
     key: int,
     n_buckets: int,
     step: Callable[[str], None] | None = None,
-) -> dict[str, np.ndarray]:
+) -> dict[str, npt.NDArray[np.int64]]:
     """:func:`exact_counts` summed over user-hash buckets of ``points`` (out of core).
 
     Every analysis is a count over a public domain and every per-user quantity (bounding,
@@ -177,7 +178,7 @@ def bucketed_exact_counts(
     sizes = {name: size for name, (_, size) in queries(cfg, tiles.k, n_tb, engine.dialect).items()}
     names = list(sizes)
 
-    def flat(part: Loaded) -> np.ndarray:
+    def flat(part: Loaded) -> npt.NDArray[np.int64]:
         counts = exact_counts(engine, part.view, cfg, tiles, key)
         return np.concatenate([counts[n].astype(np.int64) for n in names])
 
@@ -336,7 +337,7 @@ def _noise_of(described: JSON) -> Noise | None:
 
 
 def _release_all(
-    exact: dict[str, np.ndarray],
+    exact: dict[str, npt.NDArray[np.int64]],
     cfg: ReportConfig,
     tiles: Tiles,
     rng: Randomness,
@@ -395,7 +396,7 @@ def _release_all(
     return results, tables
 
 
-def _count_values(name: str, noisy: np.ndarray, cfg: ReportConfig, k: int) -> JSONObject:
+def _count_values(name: str, noisy: npt.NDArray[np.int64], cfg: ReportConfig, k: int) -> JSONObject:
     v = noisy.tolist()
     if name == "trips_over_time":
         return {"counts": v[:-1], "outliers": v[-1], "resolution": cfg.time_resolution}
@@ -405,7 +406,7 @@ def _count_values(name: str, noisy: np.ndarray, cfg: ReportConfig, k: int) -> JS
 
 
 def _count_table(
-    name: str, noisy: np.ndarray, cfg: ReportConfig, tiles: Tiles, k: int
+    name: str, noisy: npt.NDArray[np.int64], cfg: ReportConfig, tiles: Tiles, k: int
 ) -> pd.DataFrame:
     if name == "missing_values":
         return pd.DataFrame({"column": list(MISSING_COLUMNS), "trips_with_missing": noisy})

@@ -14,6 +14,7 @@ from privmob.privacy.costs import PrivacyUnit
 
 if TYPE_CHECKING:
     import numpy as np
+    import numpy.typing as npt
     import pandas as pd
 
     from privmob.engine.relation import Loaded
@@ -47,8 +48,8 @@ class Tiles:
 
     ids: list[str]
     names: list[str]
-    lat: np.ndarray
-    lng: np.ndarray
+    lat: npt.NDArray[np.float64]
+    lng: npt.NDArray[np.float64]
     outlines: list[JSON]  # per tile: rings of [lng, lat]
 
     @property
