@@ -20,7 +20,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "privmob"
 #: lowest first; a package may import from its own layer and from the layers below.
 #: "" is ``privmob/__init__.py`` (``__version__``; its public names are imported lazily).
 LAYERS: list[set[str]] = [
-    {"", "errors", "extras", "domain", "cores", "lazy_imports", "surface"},  # ground
+    {"", "errors", "extras", "domain", "cores", "lazy_imports", "surface", "json_types"},  # ground
     {"privacy", "dp"},  # mechanisms, costs, ledger; the typed DP vocabulary
     {"engine"},  # relational pipeline, the relation handle
     {"data"},  # reading, validation, times, tiles, loaders, tessellations

@@ -13,6 +13,7 @@ from datetime import date, datetime, time, timedelta
 from typing import TYPE_CHECKING
 
 from privmob.errors import ConfigError
+from privmob.json_types import JSONObject
 from privmob.surface import spelled
 
 if TYPE_CHECKING:
@@ -117,7 +118,7 @@ class Period:
         index = f"CAST(FLOOR(({epoch(time_col)} - {epoch(s)}) / {step}) AS INT)"
         return f"CASE WHEN {inside} THEN LEAST(GREATEST({index}, 0), {self.n_bins - 1}) ELSE -1 END"
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> JSONObject:
         return {
             "granularity": self.granularity,
             "start": self.start.isoformat() if self.start else None,

@@ -64,18 +64,17 @@ class ReleaseResult:
         (``margin_95``), the interval ``low``..``high`` and ``clear`` (above its margin);
         ``level``: a coarser level of a hierarchy (``"borough"``), default the tiles. Over
         every period of the release (filter ``period`` to rank within one)."""
-        from privmob.releases.hierarchy import FINEST, table_name, top_flows
+        from privmob.releases.hierarchy import FINEST, level_names, table_name, top_flows
 
         if self.kind != "od":
             raise TypeError(f"a {self.kind} release has no flows; top_flows is for od")
         name = "od" if level in (None, FINEST) else table_name(str(level))
         if name not in self.release.tables:
-            levels = self.release.params.get("hierarchy", {}).get("levels", [])
+            levels = level_names(self.release)
             raise KeyError(
-                f"no level {level!r} in this release (levels: "
-                f"{', '.join(lv['level'] for lv in levels) or FINEST})"
+                f"no level {level!r} in this release (levels: {', '.join(levels) or FINEST})"
             )
-        margin = self.release.noise.get("margin_of_error_95")
+        margin = self.release.noise.margin_of_error_95
         return top_flows(self.release.tables[name], n, margin)
 
     def to_geodataframe(self, *, all_flows: bool = False) -> Any:

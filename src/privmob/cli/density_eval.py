@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -11,6 +11,9 @@ from privmob.cli import common as c
 from privmob.cli import options as o
 from privmob.data.csv_cells import write_csv
 from privmob.errors import ConfigError
+
+if TYPE_CHECKING:
+    from privmob.engine.base import Engine
 
 
 def density_eval(
@@ -82,7 +85,7 @@ def density_eval(
             geometry = density_geometry(
                 city.towers.lng.to_numpy(), city.towers.lat.to_numpy(), city.zones
             )
-            eng = DuckDBEngine()
+            eng: Engine = DuckDBEngine()
             eng.register("pm_synth_events", city.events[["uid", "time", "tile"]])
             view, week_start = "pm_synth_events", city.week_start
         else:

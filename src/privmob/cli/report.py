@@ -98,7 +98,9 @@ def print_report_summary(release: Release, paths: list[Path], _accountant: objec
         )
     if not release.for_publication:
         c.console.print("[bold red]NOT FOR PUBLICATION[/]: made with --seed")
-    no_signal = (release.extra.get("signal") or {}).get("warning")
+    from privmob.releases.metadata import json_object
+
+    no_signal = json_object(release.extra.get("signal")).get("warning")
     if no_signal:  # from noisy values only (privmob.privacy.signal)
         c.console_err.print(f"[bold yellow]warning[/]: {no_signal}", highlight=False)
 

@@ -34,6 +34,7 @@ from privmob.privacy.temporal import (
     temporal_loss,
 )
 from privmob.releases.landmark import SCHEME_UNIT, AdaptiveRule, Scheme
+from privmob.releases.metadata import json_list
 from privmob.releases.release import Release
 
 #: the landmark options of ``series`` and ``series-counts``
@@ -176,8 +177,8 @@ def series_command(
 
 
 def _summary(release: Release, paths: list[Path], quiet: bool) -> None:
-    n_marks = len(release.params["landmarks"])  # the public landmark set, as resolved
-    for note in release.extra["warnings"]:
+    n_marks = len(json_list(release.params["landmarks"]))  # the public landmarks, as resolved
+    for note in json_list(release.extra["warnings"]):
         console_err.print(f"[yellow]warning:[/] {note}", highlight=False)
     if not quiet:
         b = release.tables["budgets"]

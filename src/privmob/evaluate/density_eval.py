@@ -18,6 +18,7 @@ import pandas as pd
 from privmob.evaluate.density_metrics import mre, pearson, spatial_emd
 from privmob.prepare.presample import DensityCounts
 from privmob.releases.density import DensityConfig, perturb_density
+from privmob.releases.metadata import json_list
 
 
 def variants(max_visits: int, delta: float) -> dict[str, DensityConfig]:
@@ -76,7 +77,7 @@ def evaluate_density(
                 }
                 # flags of the release (noisy totals and public choices): a flat series has
                 # no defined Pearson correlation, which the mean above would hide as NaN
-                flags = (res.signal or {}).get("flags", [])
+                flags = json_list((res.signal or {}).get("flags"))
                 for flag in ("flat", "tau_unreachable", "too_sparse"):
                     row[flag] = flag in flags
                 if len(emd_hours):

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypedDict, cast
 
 from privmob.errors import ConfigError
+from privmob.json_types import JSONObject
 from privmob.lazy_imports import lazy_module
 from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.mechanisms import NoiseKind, calibrate, noisy_max
@@ -131,7 +132,7 @@ class BoundChoice:
             f"1..{self.max_bound}"
         )
 
-    def to_dict(self, epsilon: float) -> dict[str, object]:
+    def to_dict(self, epsilon: float) -> JSONObject:
         choice, rescale, counts = self.epsilons(epsilon)
         return {
             "auto": self.auto,
@@ -214,7 +215,7 @@ class Rescale:
     noise_scale: float
     cap: int
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> JSONObject:
         return {
             "noisy_records_kept": self.kept,
             "noisy_records_cut_up_to_cap": self.lost,

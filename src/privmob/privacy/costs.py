@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from privmob.errors import ConfigError
+from privmob.json_types import JSONObject
 
 #: the largest float below 1: a composed delta that reaches 1 is capped here (no guarantee left,
 #: and any budget refuses it); a cap written as 1 - 1e-300 is exactly 1.0 in floating point.
@@ -128,7 +129,7 @@ class Cost:
             text += f" (rho={self.rho:.6g}-zCDP)"
         return f"{text} per {self.unit}"
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> JSONObject:
         return {
             "epsilon": self.epsilon,
             "delta": self.delta,

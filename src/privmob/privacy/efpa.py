@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from privmob.errors import ConfigError
+from privmob.json_types import JSONObject
 from privmob.privacy import samplers
 from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.discrete_gaussian import up
@@ -98,7 +99,7 @@ class FourierPerturbation:
     noise_scale: float  # Laplace b or Gaussian sigma, on each kept coefficient
     cost: Cost
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> JSONObject:
         return {
             "mechanism": "EFPA" if self.noise_kind == "laplace" else "EFPAG",
             "k": self.k,

@@ -15,6 +15,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from privmob.errors import ConfigError
+from privmob.json_types import JSONObject
 from privmob.lazy_imports import lazy_module
 from privmob.privacy import samplers
 from privmob.privacy.costs import Cost, PrivacyUnit, gaussian_rho, zcdp_to_epsilon
@@ -174,7 +175,7 @@ class Noise:
     def std(self) -> float:
         return self.kind.traits.std(self.scale)
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> JSONObject:
         return {"kind": self.kind.value, "scale": self.scale}
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, TypeVar
 
 from privmob.errors import ConfigError
+from privmob.json_types import JSONObject
 from privmob.lazy_imports import lazy_module
 from privmob.privacy.mechanisms import Noise
 
@@ -78,7 +79,7 @@ def zero_cell_bias(noise: Noise, tau: int | None) -> float:
     return float((k[kept] * p[kept]).sum())
 
 
-def describe(noise: Noise, tau: int | None, cells: int) -> dict[str, object]:
+def describe(noise: Noise, tau: int | None, cells: int) -> JSONObject:
     """Metadata: the rule, the expected bias per empty cell and over ``cells`` empty cells."""
     bias = zero_cell_bias(noise, tau)
     if tau is None:

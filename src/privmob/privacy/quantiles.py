@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from privmob.errors import ConfigError
+from privmob.json_types import JSONObject
 from privmob.lazy_imports import lazy_module
 from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.mechanisms import Noise, NoiseKind, calibrate, noisy_max
@@ -91,7 +92,7 @@ class Bins:
             f"AS BIGINT) END"
         )
 
-    def to_dict(self) -> dict[str, float | int]:
+    def to_dict(self) -> JSONObject:
         return {"lo": self.lo, "hi": self.hi, "width": self.width, "bins": self.n}
 
 

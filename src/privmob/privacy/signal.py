@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from privmob.json_types import JSONObject
 from privmob.lazy_imports import lazy_module
 from privmob.privacy.mechanisms import Noise
 
@@ -62,7 +63,7 @@ class SignalCheck:
     def share(self) -> float:
         return self.below_margin / self.cells if self.cells else 1.0
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> JSONObject:
         return {
             "cells": self.cells,
             "cells_below_margin": self.below_margin,
@@ -181,7 +182,7 @@ class ExpectedSignal:
         """95% relative error of a cell whose true count is ``count``."""
         return math.inf if count <= 0 else self.margin / count
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> JSONObject:
         return {
             "margin_of_error_95": self.margin,
             "noise_std": round(self.std, 4),
@@ -198,7 +199,7 @@ def expected_signal(noise: Noise, confidence: float = 0.95) -> ExpectedSignal:
 
 def density_signal(
     *, noisy_total: float, tau: float, clusters: int, kept: int | None, noise_std: float | None
-) -> dict[str, object]:
+) -> JSONObject:
     """Flags of a density release, from noisy totals and the mechanism's public choices.
 
     * ``flat``: EFPA(G) kept a single Fourier coefficient (the constant), so every zone's
@@ -231,7 +232,7 @@ def density_signal(
             "epsilon"
         )
     return {
-        "flags": flags,
+        "flags": list(flags),
         "clusters": clusters,
         "kept_coefficients": kept,
         "noisy_total": round(float(noisy_total), 3),

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from privmob.errors import ConfigError
 from privmob.privacy.costs import Cost, PrivacyUnit, Unit
@@ -26,6 +26,7 @@ from privmob.releases.loaded import LoadedInput
 from privmob.releases.release import Release
 
 if TYPE_CHECKING:
+    from privmob.privacy.ledger.rows import Con
     from privmob.releases.publish import Output
 
 
@@ -166,7 +167,7 @@ class Accountant:
         header: Release,
         description: str = "",
         *,
-        within: Callable[[Any, list[Entry]], None] | None = None,
+        within: Callable[[Con, list[Entry]], None] | None = None,
     ) -> list[Entry]:
         """Charge the ledger for the release ``header`` describes (atomically: all its parts or
         nothing) and return the committed entries. Called by the one gate only

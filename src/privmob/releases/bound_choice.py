@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from privmob.engine.base import dense_counts
 from privmob.engine.buckets import counts_by_user_buckets
@@ -44,19 +44,110 @@ from privmob.surface import spelled
 
 if TYPE_CHECKING:
     import numpy as np
+    import numpy.typing as npt
+
+    from privmob.engine.relation import Loaded
+    from privmob.privacy.bound_choice import Rescale
 else:  # imported on first use, not before a release's plan line (issue 43)
     np = lazy_module("numpy")
 
 Step = Callable[[str], None]
-#: the count template's counting and noise step: (``exact_cells``, ``CellNoise``)
-Template = tuple[Callable[..., "np.ndarray"], Callable[[Noise], Any]]
+
+#: a count kind's public domain and its per-user bound, as the count template types them: this
+#: module passes them along (the template imports it, so it names neither)
+DomainT = TypeVar("DomainT", bound="Domain")
+BoundT = TypeVar("BoundT")
+DomainT_co = TypeVar("DomainT_co", bound="Domain", covariant=True)
+DomainT_contra = TypeVar("DomainT_contra", bound="Domain", contravariant=True)
+BoundT_contra = TypeVar("BoundT_contra", contravariant=True)
 
 #: the bound's value in the header (charged before the bound exists)
 CHOSEN = "chosen privately after the charge"
 
 
-class ChosenBound(Protocol):
-    """A count kind whose bound may be chosen (``od``'s ``OdSpec``, ``counts``' ``CountSpec``)."""
+class Domain(Protocol):
+    """What a chosen bound reads of a count kind's public domain."""
+
+    @property
+    def released_cells(self) -> int: ...
+
+
+class RowsRead(Protocol):
+    """How a count kind's records are read (``releases.counts.Rows``)."""
+
+    @property
+    def records(self) -> str: ...
+
+    def rows_sql(self, part: Loaded) -> str: ...
+
+    def bucket_columns(self, data: Loaded) -> tuple[tuple[str, ...] | None, float | None]: ...
+
+
+class ExactCells(Protocol[DomainT_contra, BoundT_contra]):
+    """The count template's exact cells (``releases.counts.exact_cells``), as a chosen bound
+    calls it."""
+
+    def __call__(
+        self,
+        counted: Loaded,
+        rows: RowsRead,
+        domain: DomainT_contra,
+        bound: BoundT_contra | None,
+        r: Randomness,
+        *,
+        buckets: int | None = None,
+        step: Step | None = None,
+    ) -> npt.NDArray[np.int64]: ...
+
+
+class NoiseOnCells(Protocol[DomainT_contra]):
+    """The count template's noise on every cell (``releases.counts.CellNoise``)."""
+
+    @property
+    def kind(self) -> str: ...
+
+    def start(
+        self, domain: DomainT_contra, r: Randomness
+    ) -> Callable[[npt.NDArray[np.int64]], npt.NDArray[np.int64]]: ...
+
+
+class Calibrated(Protocol):
+    """A kind's noise and cost (its ``calibrated``)."""
+
+    @property
+    def calibrated(self) -> tuple[object, Cost]:
+        """Its noise (a :class:`Noise`: :func:`_noise`) and cost."""
+        ...
+
+
+class ConcreteKind(RowsRead, Calibrated, Protocol[DomainT_co, BoundT]):
+    """A kind of the count template at a concrete bound (``releases.counts.CountKind``, which
+    imports this module), with one noise on every cell (:func:`check_choice`): what
+    :meth:`ChosenBound.concrete` returns."""
+
+    @property
+    def kind(self) -> str: ...
+
+    def plan(self) -> Plan: ...
+
+    def count_domain(self) -> DomainT_co: ...
+
+    def per_user(self, group_size: int | None) -> BoundT | None: ...
+
+    def counted(self, data: object) -> Loaded: ...
+
+    def publish(
+        self,
+        noisy: npt.NDArray[np.int64] | None,
+        noise: Noise,
+        cost: Cost,
+        r: Randomness,
+        bound: BoundT | None,
+    ) -> tuple[Release, str]: ...
+
+
+class Bounded(Protocol):
+    """A count kind's budget and its bound as given."""
 
     @property
     def kind(self) -> str: ...
@@ -69,7 +160,11 @@ class ChosenBound(Protocol):
         """The bound given as a number (``None``: auto)."""
         ...
 
-    def concrete(self, bound: int, epsilon: float) -> Any:
+
+class ChosenBound(Bounded, Protocol[DomainT_co, BoundT]):
+    """A count kind whose bound may be chosen (``od``'s ``OdSpec``, ``counts``' ``CountSpec``)."""
+
+    def concrete(self, bound: int, epsilon: float) -> ConcreteKind[DomainT_co, BoundT]:
         """This release with the bound ``bound`` and ``epsilon`` for its counts (no choice): a
         kind of the count template (``releases.counts.CountKind``, which imports this module)."""
         ...
@@ -96,7 +191,7 @@ def checked_choice(
     given: BoundChoice | None,
     *,
     unit: str,
-    noise: Any,
+    noise: NoiseKind | str,
     delta: float,
     per: object,
     value: object,
@@ -110,7 +205,13 @@ def checked_choice(
 
 
 def check_choice(
-    choice: BoundChoice, *, unit: PrivacyUnit, noise: Any, delta: float, per: object, value: object
+    choice: BoundChoice,
+    *,
+    unit: PrivacyUnit,
+    noise: NoiseKind | str,
+    delta: float,
+    per: object,
+    value: object,
 ) -> None:
     """Refuse, from public parameters, what a chosen or rescaled bound does not support."""
     what = "a bound chosen privately (auto)" if choice.auto else "rescaled counts"
@@ -130,7 +231,7 @@ def check_choice(
         raise ConfigError(f"{what} is not offered with a mean", hint="give a fixed bound")
 
 
-def chosen_plan(spec: ChosenBound, choice: BoundChoice) -> Plan:
+def chosen_plan(spec: ChosenBound[DomainT, BoundT], choice: BoundChoice) -> Plan:
     """The plan of a chosen (or rescaled) bound, from public parameters: the total cost in its
     parts, the margin of error at the largest candidate (the bound is not known before the
     charge) and what can be said of the bias."""
@@ -167,14 +268,14 @@ def chosen_plan(spec: ChosenBound, choice: BoundChoice) -> Plan:
 
 
 def chosen_draft(
-    data: Any,
-    spec: ChosenBound,
+    data: object,
+    spec: ChosenBound[DomainT, BoundT],
     choice: BoundChoice,
     accountant: Accountant,
     *,
     rng: Randomness | int | None,
     step: Step,
-    template: Template,
+    template: tuple[ExactCells[DomainT, BoundT], Callable[[Noise], NoiseOnCells[DomainT]]],
     buckets: int | None = None,
 ) -> Draft:
     """The template's draft with the bound chosen (or the counts rescaled) after the charge
@@ -186,7 +287,7 @@ def chosen_draft(
     eps_choice, eps_rescale, eps_counts = choice.epsilons(spec.epsilon)
     cap = choice.max_bound
     placeholder = spec.concrete(cap if choice.auto else _fixed(spec), eps_counts)
-    noise0, cost0 = placeholder.calibrated
+    noise0, cost0 = _noise(placeholder), placeholder.calibrated[1]  # one noise (check_choice)
     header, description = placeholder.publish(None, noise0, cost0, r, None)
     parts = choice.parts(spec.epsilon, description, cost0.unit)
     total = _total(parts)
@@ -197,7 +298,7 @@ def chosen_draft(
     step("counting the records of each user (for the bound)")
     columns, per_row = placeholder.bucket_columns(counted)
 
-    def users_per_count(part: Any) -> np.ndarray:
+    def users_per_count(part: Loaded) -> npt.NDArray[np.int64]:
         sql = per_user_histogram_sql(placeholder.rows_sql(part), cap)
         return dense_counts(part.engine, sql, (cap + 2,))
 
@@ -234,12 +335,12 @@ def chosen_draft(
 
 def _describe(
     release: Release,
-    spec: ChosenBound,
+    spec: Bounded,
     choice: BoundChoice,
     total: Cost,
     parts: list[tuple[str, Cost]],
     bound: int | None,
-    rescaled: Any,
+    rescaled: Rescale | None,
 ) -> None:
     """The release as charged (total cost, parts) and what the choice and rescale were: the
     header says the bound is chosen after the charge, the drawn release says which."""
@@ -278,14 +379,14 @@ def _total(parts: list[tuple[str, Cost]]) -> Cost:
     return total
 
 
-def _fixed(spec: ChosenBound) -> int:
+def _fixed(spec: Bounded) -> int:
     bound = spec.fixed_bound
     if bound is None:
         raise ConfigError("rescaled counts need a bound: a whole number or auto")
     return bound
 
 
-def _noise(kind: Any) -> Noise:
+def _noise(kind: Calibrated) -> Noise:
     noise, _ = kind.calibrated
     if not isinstance(noise, Noise):
         raise ConfigError("a chosen bound needs a count with one noise on every cell")

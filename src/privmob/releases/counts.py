@@ -44,12 +44,13 @@ import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
 from privmob.domain import Period
 from privmob.engine.base import dense_counts
 from privmob.engine.buckets import counts_by_user_buckets
 from privmob.errors import ConfigError
+from privmob.json_types import JSONObject
 from privmob.lazy_imports import lazy_module
 from privmob.prepare.bounding import bound_per_user, fresh_key
 from privmob.privacy.bound_choice import BoundChoice
@@ -66,10 +67,14 @@ from privmob.surface import option, spelled
 
 if TYPE_CHECKING:
     import numpy as np
+    import numpy.typing as npt
     import pandas as pd
 
     from privmob.data.tessellation import Tessellation
+    from privmob.engine.base import Engine
+    from privmob.engine.dialect import Dialect
     from privmob.engine.relation import Loaded
+    from privmob.releases.plan import Plan
 else:
     np = lazy_module("numpy")
     pd = lazy_module("pandas")
@@ -145,7 +150,7 @@ class CountDomain:
     def _axis(self, column: str) -> int:
         return [d.column for d in self.dimensions].index(column)
 
-    def released_mask(self) -> np.ndarray:
+    def released_mask(self) -> npt.NDArray[np.bool_]:
         """True for every released cell of the flat vector (all but the ``diagonal``)."""
         mask = np.ones(self.size, dtype=bool)
         if self.diagonal is not None:
@@ -156,7 +161,7 @@ class CountDomain:
             mask[: self.cells] = ~np.broadcast_to(a == b, self.shape).ravel()
         return mask
 
-    def cell_sql(self, dialect: Any) -> str:
+    def cell_sql(self, dialect: Dialect) -> str:
         """SQL: the flat cell of a record (see the class; -1 for a record in no cell)."""
         parts = [f"({d.sql(self.time, dialect, self.k)})" for d in self.dimensions]
         flat = _flat(parts, self.shape)
@@ -223,7 +228,7 @@ class NoiseStep(Protocol[Noisy]):
         """The noise, in the words of the progress line."""
         ...
 
-    def start(self, domain: CountDomain, r: Randomness) -> Callable[[np.ndarray], Noisy]:
+    def start(self, domain: CountDomain, r: Randomness) -> Callable[[npt.NDArray[np.int64]], Noisy]:
         """Start the noise of ``domain``'s released cells; returns ``finish(exact)``: the
         noisy cells of the flat ``exact`` vector (what the kind's ``publish`` is given)."""
         ...
@@ -240,12 +245,14 @@ class CellNoise:
     def kind(self) -> str:
         return f"{self.noise.kind}"
 
-    def start(self, domain: CountDomain, r: Randomness) -> Callable[[np.ndarray], np.ndarray]:
+    def start(
+        self, domain: CountDomain, r: Randomness
+    ) -> Callable[[npt.NDArray[np.int64]], npt.NDArray[np.int64]]:
         mask = domain.released_mask()
         # the noise reads no data (public scale, public domain): drawn while the engine counts
         add_noise = self.noise.add_later(int(mask.sum()), r)
 
-        def finish(exact: np.ndarray) -> np.ndarray:
+        def finish(exact: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
             noisy = np.zeros(domain.size, dtype=np.int64)
             noisy[mask] = add_noise(exact[mask])
             return noisy
@@ -258,8 +265,8 @@ class NoisyMeans:
     """What :class:`MeanCells` drew: the noisy counts (flat, integers) and the noisy centred
     sums (flat, in the value's units)."""
 
-    counts: np.ndarray
-    sums: np.ndarray
+    counts: npt.NDArray[np.int64]
+    sums: npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True)
@@ -275,10 +282,12 @@ class MeanCells:
     def kind(self) -> str:
         return f"{self.counts.kind} (counts) and laplace (sums)"
 
-    def start(self, domain: CountDomain, r: Randomness) -> Callable[[np.ndarray], NoisyMeans]:
+    def start(
+        self, domain: CountDomain, r: Randomness
+    ) -> Callable[[npt.NDArray[np.int64]], NoisyMeans]:
         mask = domain.released_mask()
 
-        def finish(exact: np.ndarray) -> NoisyMeans:
+        def finish(exact: npt.NDArray[np.int64]) -> NoisyMeans:
             counts = CellNoise(self.counts).start(domain, r)(exact[0])
             centred = exact[1][mask].astype(np.float64) / PARTS_PER_UNIT
             sums = np.zeros(domain.size, dtype=np.float64)
@@ -288,7 +297,13 @@ class MeanCells:
         return finish
 
 
-class CountKind(Rows, Protocol):
+#: a kind's noise (its ``calibrated``: a :class:`Noise`, or its own noise step) and what its
+#: noise step draws (what its ``publish`` is given)
+Calibrated = TypeVar("Calibrated")
+Drawn = TypeVar("Drawn", contravariant=True)
+
+
+class CountKind(Rows, Protocol[Calibrated, Drawn]):
     """What a kind of the count template supplies, all from public parameters: its name, its
     noise and cost, its domain, its per-user bound, the records it counts (and how they are
     read from its input) and what it publishes from the noisy cells. The template
@@ -298,7 +313,7 @@ class CountKind(Rows, Protocol):
     def kind(self) -> str: ...
 
     @property
-    def calibrated(self) -> tuple[Noise | NoiseStep[Any], Cost]:
+    def calibrated(self) -> tuple[Calibrated, Cost]:
         """The noise (a :class:`Noise` on every cell: :class:`CellNoise`; or the kind's own
         noise step) and the cost (its parts, if any, on the release: one entry each)."""
         ...
@@ -310,7 +325,7 @@ class CountKind(Rows, Protocol):
         ``group_size``: the accountant's (a trip-level cost charged to a user budget)."""
         ...
 
-    def counted(self, data: Any) -> Loaded:
+    def counted(self, data: object) -> Loaded:
         """The relation counted, from the release's input (checked against the kind)."""
         ...
 
@@ -320,7 +335,12 @@ class CountKind(Rows, Protocol):
         ...
 
     def publish(
-        self, noisy: Any, noise: Any, cost: Cost, r: Randomness, bound: PerUser | None
+        self,
+        noisy: Drawn | None,
+        noise: Calibrated,
+        cost: Cost,
+        r: Randomness,
+        bound: PerUser | None,
     ) -> tuple[Release, str]:
         """The release made from the noisy cells (what the noise step gave: the flat integer
         vector of :class:`CellNoise`) and the kind's calibrated ``noise``: post-processing,
@@ -341,7 +361,7 @@ def exact_cells(
     step: Callable[[str], None] | None = None,
     key: int | None = None,
     value: Mean | None = None,
-) -> np.ndarray:
+) -> npt.NDArray[np.int64]:
     """Exact counts over ``domain``'s flat cells, each user keeping at most ``bound`` records
     (a fresh key from ``r`` per user bucket, or ``key`` in every bucket, drawn here with
     ``bound.one_key``: then the summed bucket counts equal one pass's). With ``value``: shape
@@ -351,7 +371,7 @@ def exact_cells(
     if key is None and bound is not None and bound.one_key:
         key = fresh_key(r)
 
-    def count(part: Loaded) -> np.ndarray:
+    def count(part: Loaded) -> npt.NDArray[np.int64]:
         d = part.engine.dialect
         relation = rows.rows_sql(part)
         if bound is not None:
@@ -389,8 +409,8 @@ def exact_cells(
 
 
 def count_draft(
-    data: Any,
-    spec: CountKind,
+    data: object,
+    spec: CountKind[Calibrated, Drawn],
     accountant: Accountant,
     *,
     rng: Randomness | int | None = None,
@@ -412,7 +432,8 @@ def count_draft(
     accountant.precheck(cost)  # before any data is read
     domain = spec.count_domain()
     bound = spec.per_user(accountant.group_size)
-    noising = CellNoise(noise) if isinstance(noise, Noise) else noise
+    # a Noise: on every cell, the kind publishes the integer vector drawn; else its own step
+    noising = cast("NoiseStep[Drawn]", CellNoise(noise) if isinstance(noise, Noise) else noise)
     header, description = spec.publish(None, noise, cost, r, bound)
     step(f"counting {spec.records} over {domain.released_cells:,} public cells")
     exact = exact_cells(
@@ -580,7 +601,7 @@ class CountSpec:
         per = [len(d.labels) + 1 for d in self.dimensions if d.column == self.bound_per]
         return int(self.bound) * (per[0] if per else 1)
 
-    def public_period(self) -> dict[str, object]:
+    def public_period(self) -> JSONObject:
         """The declared period (public)."""
         return self.period.to_dict()
 
@@ -589,7 +610,7 @@ class CountSpec:
         """What happens to a trip that starts and ends in one tile."""
         return "counted as any trip (origin and destination are each a dimension of their own)"
 
-    def plan(self) -> Any:
+    def plan(self) -> Plan:
         from privmob.releases.plan import Plan, domain_memory
 
         if self.choice is not None:
@@ -612,10 +633,10 @@ class CountSpec:
         )
 
     def draft(
-        self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Step
+        self, data: object, accountant: Accountant, *, rng: Randomness | int | None, progress: Step
     ) -> Draft:
         # what a measured dimension was (the trip distance) follows the records' layout
-        spec = replace(self, measured=tuple(measures(self.dimensions, data).items()))
+        spec = replace(self, measured=tuple(measures(self.dimensions, self.counted(data)).items()))
         if spec.choice is not None:
             from privmob.releases.bound_choice import chosen_draft
 
@@ -653,7 +674,7 @@ class CountSpec:
         partition = () if self.bound_per is None else (PER_LABEL,)
         return PerUser(int(self.bound), SOURCES[self.records][1], partition)
 
-    def counted(self, data: Any) -> Loaded:
+    def counted(self, data: object) -> Loaded:
         return cast("Loaded", data)
 
     def rows_sql(self, part: Loaded) -> str:
@@ -671,7 +692,7 @@ class CountSpec:
 
     def publish(
         self,
-        noisy: np.ndarray | NoisyMeans | None,
+        noisy: npt.NDArray[np.int64] | NoisyMeans | None,
         noise: Noise | MeanCells,
         cost: Cost,
         r: Randomness,
@@ -680,12 +701,12 @@ class CountSpec:
         counts_noise = noise.counts if isinstance(noise, MeanCells) else noise
         margin = counts_noise.margin_of_error(0.95)
         domain = self.count_domain()
-        described: dict[str, Any] = {
+        described: JSONObject = {
             **counts_noise.to_dict(),
             "l1_sensitivity": self.sensitivity,
             "margin_of_error_95": margin,
         }
-        params: dict[str, Any] = {
+        params: JSONObject = {
             "epsilon": self.epsilon,
             "delta": self.delta,
             "by": list(self.by),
@@ -709,7 +730,7 @@ class CountSpec:
             params["epsilon_split"] = {"counts": self.epsilon / 2, "sums": self.epsilon / 2}
         unit = self.privacy_unit
         if unit is PrivacyUnit.TRIP:
-            bounds: dict[str, Any] = {"max_records_per_trip": 1, "records": self.records}
+            bounds: JSONObject = {"max_records_per_trip": 1, "records": self.records}
             if bound is not None:
                 bounds["group_size_enforced"] = bound.bound
         else:
@@ -756,7 +777,7 @@ class CountSpec:
         return release, f"{self.kind}: {self.records} by {', '.join(self.by)}"
 
 
-def cell_sql(spec: CountSpec, dialect: Any) -> str:
+def cell_sql(spec: CountSpec, dialect: Dialect) -> str:
     """SQL: the flat cell of a record of ``spec`` (:meth:`CountDomain.cell_sql`)."""
     return spec.count_domain().cell_sql(dialect)
 
@@ -826,7 +847,7 @@ class CountVector:
         """The number of cells, the outliers cell included."""
         return math.prod(self.shape) + int(self.outliers)
 
-    def term(self, dialect: Any) -> CountTerm:
+    def term(self, dialect: Dialect) -> CountTerm:
         """The vector as one engine count term (its cell from the dimensions' values)."""
         columns = tuple(d.sql(self.time, dialect, self.k) for d in self.dimensions)
         strides = list(itertools.accumulate([1, *self.shape[::-1]], operator.mul))[:-1][::-1]
@@ -838,8 +859,8 @@ class CountVector:
 
 
 def count_vectors(
-    engine: Any, vectors: dict[str, tuple[list[CountTerm], int]]
-) -> dict[str, np.ndarray]:
+    engine: Engine, vectors: dict[str, tuple[list[CountTerm], int]]
+) -> dict[str, npt.NDArray[np.int64]]:
     """Exact dense counts of several vectors (``name -> (terms, domain size)``) from one engine
     query, the vector's number as the first index: the same dense vectors as one
     :func:`~privmob.engine.base.dense_counts` per vector.
@@ -891,7 +912,9 @@ def _fused_sql(items: list[tuple[str, tuple[list[CountTerm], int]]]) -> str:
     return " UNION ALL ".join(parts)
 
 
-def noisy_cells(exact: np.ndarray, noise: Noise, rng: Randomness) -> np.ndarray:
+def noisy_cells(
+    exact: npt.NDArray[np.int64], noise: Noise, rng: Randomness
+) -> npt.NDArray[np.int64]:
     """The template's noise step: independent noise on every cell of the public domain (zero
     cells and the outliers cell included), integers out."""
     return noise.add(exact, rng).astype(np.int64)

@@ -7,22 +7,27 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from privmob.errors import ConfigError
 
 if TYPE_CHECKING:  # the loaders are imported when the inputs are loaded (fast CLI --help)
+    from privmob.data.tessellation import Tessellation
+    from privmob.engine.base import Engine
     from privmob.engine.relation import Loaded
+    from privmob.prepare.density_geometry import DensityGeometry, SiteIndex
+    from privmob.privacy.people import PeopleSketch
 
 
 @dataclass
 class DensityInputs:
-    engine: Any
+    engine: Engine
     loaded: Loaded  # the validated events (split into user buckets out of core)
-    geometry: Any
-    zones: Any  # Tessellation
+    geometry: DensityGeometry
+    zones: Tessellation
     week_start: datetime
 
     @property
@@ -40,7 +45,7 @@ class DensityInputs:
     def rows(self) -> int | None:
         return self.loaded.rows
 
-    def people_sketch(self, key: bytes) -> Any:
+    def people_sketch(self, key: bytes) -> PeopleSketch | None:
         """The events' people sketch under a ledger's key (:mod:`privmob.privacy.people`)."""
         return self.loaded.people_sketch(key)
 
@@ -54,9 +59,11 @@ class _SitesOfCells:
     (towers at one position share a site), the :class:`SiteIndex` built from the positions of
     every cell as they are loaded, so the table is read once for both."""
 
-    sites: Any = None
+    sites: SiteIndex | None = None
 
-    def assign(self, lng: np.ndarray, lat: np.ndarray) -> np.ndarray:
+    def assign(
+        self, lng: npt.NDArray[np.float64], lat: npt.NDArray[np.float64]
+    ) -> npt.NDArray[np.int32]:
         from privmob.releases.density import SiteIndex
 
         self.sites = SiteIndex(lng, lat)
@@ -75,7 +82,7 @@ def parse_week(text: str) -> datetime:
 def load_density_inputs(
     events: str | Path,
     cells: str | Path,
-    zones: Path,
+    zones: Path | Tessellation,
     *,
     zone_id: str | None,
     week: str,
@@ -83,7 +90,7 @@ def load_density_inputs(
     timezone: str,
     columns: Mapping[str, str] | None,
     step: Callable[[str], None],
-    engine: Any = "duckdb",
+    engine: str | Engine = "duckdb",
 ) -> DensityInputs:
     """Zones, tower sites, Voronoi shares and cover (public), then the validated events.
 
@@ -102,6 +109,7 @@ def load_density_inputs(
     by_site = _SitesOfCells()
     cells_table = load_cells_table(str(cells), engine=eng, tessellation=by_site)
     sites = by_site.sites  # set by the one assignment of the cells' positions
+    assert sites is not None
     step("Voronoi cells, area shares and the minimum cover")
     geometry = density_geometry(
         sites.lng, sites.lat, tess.gdf, np.asarray(tess.tile_ids), cover=cover

@@ -37,7 +37,7 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from privmob.errors import ConfigError
 from privmob.lazy_imports import lazy_module
@@ -86,7 +86,7 @@ class Dimension:
     to a negative value (or NULL) for a record outside the domain (the outliers cell)."""
 
     column: str
-    labels: tuple[Any, ...]
+    labels: tuple[object, ...]
     sql: CellSql = field(compare=False)
     sources: tuple[str, ...] = tuple(SOURCES)
     #: input columns the records must carry for it (a categorical column)
@@ -247,7 +247,7 @@ def _time_bins(length: str, period: Period, spec: str) -> Dimension:
     return Dimension("bin", tuple(grid), sql)
 
 
-def dimension(spec: DimensionLike, tile_ids: Sequence[Any], period: Period) -> Dimension:
+def dimension(spec: DimensionLike, tile_ids: Sequence[object], period: Period) -> Dimension:
     """The dimension spelled ``spec`` (see the module's docstring), over public labels."""
     spec = spelling(spec)
     name, colon, arg = spec.partition(":")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from privmob.releases.stamp import write_stamped_parquet
 
@@ -31,7 +31,7 @@ def write_metadata_file(release: Release, out: Path) -> list[Path]:
     return [meta]
 
 
-def json_default(obj: Any) -> Any:
+def json_default(obj: object) -> object:
     if hasattr(obj, "isoformat"):
         return obj.isoformat()
     if hasattr(obj, "tolist"):

@@ -20,26 +20,31 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from privmob.errors import ConfigError
+from privmob.json_types import JSON, JSONObject
 from privmob.lazy_imports import lazy_module
 from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.hierarchy import Tree, consistent, default_shares, margin_95, non_negative
 from privmob.privacy.mechanisms import Noise, NoiseKind, rho_for_epsilon
 from privmob.privacy.samplers import Randomness
+from privmob.releases.metadata import json_list, json_object
 from privmob.surface import spelled
 
 if TYPE_CHECKING:
     import numpy as np
+    import numpy.typing as npt
 else:  # imported on first use, not before a release's plan line (issue 43)
     np = lazy_module("numpy")
 
 if TYPE_CHECKING:
+    import geopandas as gpd
     import pandas as pd
 
     from privmob.data.tessellation import Tessellation
     from privmob.releases.counts import CountDomain
+    from privmob.releases.release import Release
 else:
     pd = lazy_module("pandas")
 
@@ -68,7 +73,7 @@ class ZoneLevels:
 
     names: tuple[str, ...]
     labels: tuple[tuple[str, ...], ...]
-    of_tile: tuple[np.ndarray, ...]
+    of_tile: tuple[npt.NDArray[np.int64], ...]
 
     @property
     def level_names(self) -> tuple[str, ...]:
@@ -119,7 +124,7 @@ def zone_levels(tessellation: Tessellation, spellings: Sequence[str]) -> ZoneLev
     return ZoneLevels(tuple(names), tuple(labels), tuple(of_tile))
 
 
-def _h3_parents(tessellation: Tessellation, name: str) -> list[Any]:
+def _h3_parents(tessellation: Tessellation, name: str) -> list[str]:
     """The parent at resolution ``h3:<r>`` of every tile (tile ids must be H3 cells)."""
     from privmob.extras import require
 
@@ -153,7 +158,7 @@ class OdTree:
 
     tree: Tree
     #: each released finest cell's flat index in the domain
-    cells: np.ndarray
+    cells: npt.NDArray[np.int64]
 
 
 def od_tree(levels: ZoneLevels, k: int, n_periods: int, same_tile: bool) -> OdTree:
@@ -176,7 +181,7 @@ def od_tree(levels: ZoneLevels, k: int, n_periods: int, same_tile: bool) -> OdTr
     return OdTree(Tree(tuple(sizes), tuple(parents)), cells)
 
 
-def _up(levels: ZoneLevels, lv: int) -> np.ndarray:
+def _up(levels: ZoneLevels, lv: int) -> npt.NDArray[np.int64]:
     """The group of level ``lv - 1`` of each group of level ``lv``."""
     up = np.zeros(len(levels.labels[lv]), dtype=np.int64)
     up[levels.of_tile[lv]] = levels.of_tile[lv - 1]
@@ -238,8 +243,8 @@ class LevelsNoisy:
     """What :class:`LevelsNoise` drew: the flat noisy vector of the finest level (as the
     default noise step's) and the noisy cells of each coarser level, coarsest first."""
 
-    fine: np.ndarray
-    coarse: tuple[np.ndarray, ...]
+    fine: npt.NDArray[np.int64]
+    coarse: tuple[npt.NDArray[np.int64], ...]
 
 
 @dataclass(frozen=True)
@@ -255,13 +260,15 @@ class LevelsNoise:
     def kind(self) -> str:
         return f"{self.noises[-1].kind} at {len(self.noises)} levels"
 
-    def start(self, domain: CountDomain, r: Randomness) -> Callable[[np.ndarray], LevelsNoisy]:
+    def start(
+        self, domain: CountDomain, r: Randomness
+    ) -> Callable[[npt.NDArray[np.int64]], LevelsNoisy]:
         mask = domain.released_mask()
         fine = self.noises[-1].add_later(int(mask.sum()), r)
         sizes = self.tree.tree.sizes
         coarse = [n.add_later(size, r) for n, size in zip(self.noises[:-1], sizes, strict=False)]
 
-        def finish(exact: np.ndarray) -> LevelsNoisy:
+        def finish(exact: npt.NDArray[np.int64]) -> LevelsNoisy:
             noisy = np.zeros(domain.size, dtype=np.int64)
             noisy[mask] = fine(exact[mask])
             sums = np.asarray(exact[self.tree.cells], dtype=np.int64)
@@ -282,9 +289,9 @@ class Estimates:
     least-squares estimates before non-negativity (unbiased, may be negative) and their 95%
     margins."""
 
-    values: tuple[np.ndarray, ...]
-    margins: tuple[np.ndarray, ...]
-    least_squares: tuple[np.ndarray, ...]
+    values: tuple[npt.NDArray[np.float64], ...]
+    margins: tuple[npt.NDArray[np.float64], ...]
+    least_squares: tuple[npt.NDArray[np.float64], ...]
 
 
 def estimate(noisy: LevelsNoisy, noises: Sequence[Noise], tree: OdTree) -> Estimates:
@@ -338,7 +345,7 @@ def describe(
     tree: OdTree,
     weights_given: bool,
     periods: int = 1,
-) -> dict[str, Any]:
+) -> JSONObject:
     """``params.hierarchy`` of the release: the levels, the split and why, each level's
     noise and mean margin (public: the same for any data), the method. ``tree``: one
     period's (every period's is the same), ``periods`` of them."""
@@ -346,7 +353,7 @@ def describe(
         tree.tree, [np.zeros(n) for n in tree.tree.sizes], [n.std**2 for n in noises]
     ).variances
     laplace = not noises[-1].kind.traits.zcdp
-    per_level = []
+    per_level: list[JSON] = []
     for lv, name in enumerate(levels.level_names):
         occupied = tree.tree.leaves_below(lv) > 0
         per_level.append(
@@ -396,7 +403,16 @@ def top_flows(table: pd.DataFrame, n: int, margin: float | None = None) -> pd.Da
     return top.reset_index(drop=True)
 
 
-def level_layers(release: Any, tessellation: Tessellation) -> list[tuple[str, Any]]:
+def level_names(release: Release) -> list[str]:
+    """The levels of an OD release over a hierarchy (``params.hierarchy.levels``), coarsest
+    first, the tiles' last; none without a hierarchy."""
+    levels = json_list(json_object(release.params.get("hierarchy")).get("levels"))
+    return [str(json_object(lv).get("level")) for lv in levels]
+
+
+def level_layers(
+    release: Release, tessellation: Tessellation
+) -> list[tuple[str, gpd.GeoDataFrame]]:
     """The map layer of each coarser level of an OD release over a hierarchy (its
     ``od_<level>`` table): flows as LineStrings between the representative points of the
     groups (the union of their tiles), with count, margin_95, least_squares and below_margin;
@@ -404,7 +420,7 @@ def level_layers(release: Any, tessellation: Tessellation) -> list[tuple[str, An
     import geopandas as gpd
     import shapely
 
-    names = [lv["level"] for lv in release.params["hierarchy"]["levels"] if lv["level"] != FINEST]
+    names = [name for name in level_names(release) if name != FINEST]
     levels = zone_levels(tessellation, names)
     out = []
     for lv, name in enumerate(levels.names):

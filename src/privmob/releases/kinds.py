@@ -33,7 +33,7 @@ import importlib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from privmob.releases.values import Mean
@@ -413,7 +413,7 @@ def kind(name: str) -> Kind:
     return BY_ANY_NAME[name]
 
 
-def names(**having: Any) -> tuple[str, ...]:
+def names(**having: object) -> tuple[str, ...]:
     """The names of the kinds whose fields equal ``having`` (e.g. ``plannable=True``)."""
     return tuple(k.name for k in every_kind() if all(getattr(k, f) == v for f, v in having.items()))
 

@@ -25,11 +25,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import TYPE_CHECKING, ClassVar, cast
 
 from privmob.domain import Period, time_grid
 from privmob.engine.relation import Loaded
 from privmob.errors import ConfigError
+from privmob.json_types import JSONObject
 from privmob.lazy_imports import lazy_module
 from privmob.privacy.costs import Cost
 from privmob.privacy.mechanisms import NoiseKind, calibrate
@@ -57,6 +58,7 @@ from privmob.surface import spelled
 
 if TYPE_CHECKING:
     import numpy as np
+    import numpy.typing as npt
     import pandas as pd
 
     from privmob.data.tessellation import Tessellation
@@ -96,7 +98,7 @@ def zone_counts_spec(
 
     length = to_offset(width).freqstr
     return CountSpec(
-        cast(Any, _Zones(list(tile_ids))),
+        cast("Tessellation", _Zones(list(tile_ids))),  # all the template reads of the tiles
         epsilon,
         "events",
         ("zone", f"bin:{length}"),
@@ -129,8 +131,10 @@ class _LandmarkCells:
     def kind(self) -> str:
         return self.mechanism.description
 
-    def start(self, domain: CountDomain, r: Randomness) -> Callable[[np.ndarray], NoisySeries]:
-        def finish(exact: np.ndarray) -> NoisySeries:
+    def start(
+        self, domain: CountDomain, r: Randomness
+    ) -> Callable[[npt.NDArray[np.int64]], NoisySeries]:
+        def finish(exact: npt.NDArray[np.int64]) -> NoisySeries:
             return self.mechanism.noised(exact[:-1].reshape(domain.shape), int(exact[-1]), r)
 
         return finish
@@ -184,7 +188,7 @@ class ZoneSeries:
         """No value is summed beside this kind's counts."""
         return None
 
-    def counted(self, data: Any) -> Loaded:
+    def counted(self, data: object) -> Loaded:
         return cast("Loaded", data)
 
     def rows_sql(self, part: Loaded) -> str:
@@ -240,7 +244,7 @@ def bounded_zone_counts(
     rng: Randomness | None = None,
     buckets: int | None = None,
     step: Callable[[str], None] | None = None,
-) -> tuple[np.ndarray, int]:
+) -> tuple[npt.NDArray[np.int64], int]:
     """Exact bounded counts, shape (tiles + 1, bins) (the last row is ``outside``), and the
     bounded number of events outside the period (at most ``max_per_bin`` per user in all):
     the count template's counting step (:func:`privmob.releases.counts.exact_cells`) of
@@ -343,7 +347,7 @@ class ZoneSeriesSpec:
             Scheme(scheme).value, outliers_epsilon,
         )  # fmt: skip
 
-    def public_period(self) -> dict[str, object]:
+    def public_period(self) -> JSONObject:
         """The declared period and its bins (public)."""
         return {"start": self.start, "end": self.end, "bin": self.freq, "bins": len(self.grid)}
 
@@ -376,7 +380,12 @@ class ZoneSeriesSpec:
         )
 
     def draft(
-        self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Progress
+        self,
+        data: object,
+        accountant: Accountant,
+        *,
+        rng: Randomness | int | None,
+        progress: Progress,
     ) -> Draft:
         from privmob.releases.tiles import check_tessellation
 

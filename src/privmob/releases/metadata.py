@@ -20,15 +20,13 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from numbers import Number
 from types import MappingProxyType
-from typing import Any, Self
+from typing import Self, TypedDict, cast
 
 from privmob.errors import ConfigError
+from privmob.json_types import JSON, JSONObject
 from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.ledger.entries import Entry
 from privmob.privacy.mechanisms import Noise
-
-#: one value of ``metadata.json`` (nested dicts and lists of these; numbers, text, None)
-Json = Any
 
 NOT_FOR_PUBLICATION = (
     "NOT FOR PUBLICATION: made with a fixed seed for testing; the noise is predictable and "
@@ -36,17 +34,28 @@ NOT_FOR_PUBLICATION = (
 )
 
 
-def _frozen(values: Mapping[str, Json]) -> Mapping[str, Json]:
+def json_object(value: JSON) -> JSONObject:
+    """``value`` read back as a JSON object (a section such as ``params["hierarchy"]``): itself,
+    or an empty one when it is absent (``None``) or not an object."""
+    return value if isinstance(value, dict) else {}
+
+
+def json_list(value: JSON) -> list[JSON]:
+    """``value`` read back as a JSON array: itself, or an empty one when it is not one."""
+    return value if isinstance(value, list) else []
+
+
+def _frozen(values: Mapping[str, JSON]) -> Mapping[str, JSON]:
     return MappingProxyType(dict(values))
 
 
-class _JsonMapping(Mapping[str, Json]):
+class _JsonMapping(Mapping[str, JSON]):
     """Read access by ``metadata.json`` key to a typed value (``to_json``'s keys)."""
 
-    def to_json(self) -> dict[str, Json]:
+    def to_json(self) -> JSONObject:
         raise NotImplementedError
 
-    def __getitem__(self, key: str) -> Json:
+    def __getitem__(self, key: str) -> JSON:
         return self.to_json()[key]
 
     def __iter__(self) -> Iterator[str]:
@@ -57,10 +66,10 @@ class _JsonMapping(Mapping[str, Json]):
 
     # a release stays picklable and copyable (a mappingproxy is neither): plain dicts out,
     # read-only views back in
-    def __getstate__(self) -> dict[str, Any]:
+    def __getstate__(self) -> dict[str, object]:
         return {k: dict(v) if isinstance(v, MappingProxyType) else v for k, v in vars(self).items()}
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
+    def __setstate__(self, state: dict[str, object]) -> None:
         for k, v in state.items():
             object.__setattr__(self, k, _frozen(v) if isinstance(v, dict) else v)
 
@@ -69,17 +78,17 @@ class _JsonMapping(Mapping[str, Json]):
 class _Named(_JsonMapping):
     """Values by ``metadata.json`` name, in the kind's order (copied, read-only)."""
 
-    named: Mapping[str, Json] = field(default_factory=dict)
+    named: Mapping[str, JSON] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "named", _frozen(self.named))
 
     @classmethod
-    def of(cls, value: Self | Mapping[str, Json]) -> Self:
+    def of(cls, value: Self | Mapping[str, JSON]) -> Self:
         """``value`` as this type (a kind's dict converted)."""
         return value if isinstance(value, cls) else cls(value)
 
-    def to_json(self) -> dict[str, Json]:
+    def to_json(self) -> JSONObject:
         return dict(self.named)
 
 
@@ -101,6 +110,16 @@ class Bounds(_Named):
         super().__post_init__()
 
 
+class NoiseFields(TypedDict, total=False):
+    """The typed keys of ``privacy.noise`` (:class:`NoiseDescription`), as a kind's dict holds
+    them."""
+
+    kind: str
+    scale: float | str
+    l1_sensitivity: float
+    margin_of_error_95: float
+
+
 @dataclass(frozen=True, eq=False)
 class NoiseDescription(_JsonMapping):
     """The noise a release added (``privacy.noise``): its ``kind`` (a
@@ -113,7 +132,7 @@ class NoiseDescription(_JsonMapping):
     scale: float | str | None = None
     l1_sensitivity: float | None = None
     margin_of_error_95: float | None = None
-    details: Mapping[str, Json] = field(default_factory=dict)
+    details: Mapping[str, JSON] = field(default_factory=dict)
 
     _TYPED = ("kind", "scale", "l1_sensitivity", "margin_of_error_95")
 
@@ -135,7 +154,7 @@ class NoiseDescription(_JsonMapping):
         )
 
     @classmethod
-    def of(cls, value: NoiseDescription | Mapping[str, Json]) -> NoiseDescription:
+    def of(cls, value: NoiseDescription | Mapping[str, JSON]) -> NoiseDescription:
         """The typed description of ``value`` (a kind's dict: ``{**noise.to_dict(), ...}``):
         the typed keys wherever they are in the dict (the JSON writes them first, in
         :attr:`_TYPED`'s order; a ``None`` one is left out), everything else in ``details``
@@ -144,10 +163,11 @@ class NoiseDescription(_JsonMapping):
             return value
         typed = {k: v for k, v in value.items() if k in cls._TYPED and v is not None}
         details = {k: v for k, v in value.items() if k not in cls._TYPED}
-        return cls(**typed, details=details)
+        # a kind's dict holds its typed keys with their types (NoiseFields says which)
+        return cls(**cast("NoiseFields", typed), details=details)
 
-    def to_json(self) -> dict[str, Json]:
-        out: dict[str, Json] = {}
+    def to_json(self) -> JSONObject:
+        out: JSONObject = {}
         for name in self._TYPED:
             value = getattr(self, name)
             if value is not None:
@@ -170,8 +190,19 @@ class StayPoints:
     distance_m: float
     minutes: float
 
-    def to_json(self) -> dict[str, Json]:
+    def to_json(self) -> JSONObject:
         return {"distance_m": self.distance_m, "minutes": self.minutes}
+
+
+class DefinitionFields(TypedDict, total=False):
+    """The typed keys of ``definitions`` (:class:`Definitions`), as the session records them."""
+
+    input_shape: str | None
+    timezone: str | None
+    input_timezone: str | None
+    trip_rule: str | None
+    stay_points: StayPoints | None
+    same_tile_trips: str | None
 
 
 @dataclass(frozen=True, eq=False)
@@ -182,7 +213,7 @@ class Definitions(_JsonMapping):
     trips within one tile. A key not ``recorded`` is left out of the JSON (a key recorded as
     ``None``: not applicable to this input)."""
 
-    period: Mapping[str, Json] | None = None
+    period: Mapping[str, JSON] | None = None
     input_shape: str | None = None
     timezone: str | None = None
     input_timezone: str | None = None
@@ -191,7 +222,7 @@ class Definitions(_JsonMapping):
     same_tile_trips: str | None = None
     recorded: tuple[str, ...] = ()
     #: definitions of a newer kind, by name (after the typed ones)
-    more: Mapping[str, Json] = field(default_factory=dict)
+    more: Mapping[str, JSON] = field(default_factory=dict)
 
     _TYPED = (
         "input_shape",
@@ -211,21 +242,27 @@ class Definitions(_JsonMapping):
             object.__setattr__(self, "period", _frozen(self.period))
 
     @classmethod
-    def of(cls, value: Definitions | Mapping[str, Json]) -> Definitions:
+    def of(cls, value: Definitions | Mapping[str, JSON]) -> Definitions:
         """The typed definitions of ``value`` (the dict the session records today)."""
         if isinstance(value, Definitions):
             return value
         rest = dict(value)
         period = rest.pop("period", None)
         recorded = tuple(k for k in cls._TYPED if k in rest)
-        typed = {k: rest.pop(k) for k in recorded}
+        typed: dict[str, object] = {k: rest.pop(k) for k in recorded}
         stay = typed.get("stay_points")
         if isinstance(stay, Mapping):
             typed["stay_points"] = StayPoints(float(stay["distance_m"]), float(stay["minutes"]))
-        return cls(period=period, recorded=recorded, more=rest, **typed)
+        # the recorded dict holds the typed keys with their types (DefinitionFields says which)
+        return cls(
+            period=cast("Mapping[str, JSON] | None", period),
+            recorded=recorded,
+            more=rest,
+            **cast("DefinitionFields", typed),
+        )
 
-    def to_json(self) -> dict[str, Json]:
-        out: dict[str, Json] = {"period": None if self.period is None else dict(self.period)}
+    def to_json(self) -> JSONObject:
+        out: JSONObject = {"period": None if self.period is None else dict(self.period)}
         for name in self._TYPED:
             if name in self.recorded:
                 value = getattr(self, name)
@@ -262,12 +299,12 @@ class Provenance:
         )
 
     @property
-    def ledger(self) -> dict[str, Json] | None:
+    def ledger(self) -> JSONObject | None:
         """``metadata.json``'s ``ledger``: the ledger's id, the entry ids, the head after the
         charge and its signature (a rollback or truncation shows to whoever holds this)."""
         if self.ledger_id is None:
             return None
-        out: dict[str, Json] = {
+        out: JSONObject = {
             "id": self.ledger_id,
             "entry_ids": [e.id for e in self.ledger_entries],
         }
@@ -289,13 +326,13 @@ class ReleaseMetadata:
     cost: Cost
     bounds: Bounds
     noise: NoiseDescription
-    params: Mapping[str, Json]
+    params: Mapping[str, JSON]
     domain: PublicDomain
     provenance: Provenance
     definitions: Definitions | None = None
     #: what a kind adds at the top level (``analyses``, ``test_mode``, ...), in its order;
     #: written after the ledger, before the definitions
-    extra: Mapping[str, Json] = field(default_factory=dict)
+    extra: Mapping[str, JSON] = field(default_factory=dict)
 
     #: the keys :meth:`to_json` writes itself (an extra may not replace one)
     OWN = frozenset(
@@ -321,7 +358,7 @@ class ReleaseMetadata:
     @property
     def margin_of_error_95(self) -> float | None:
         """The 95% margin of one released value, when the release states one number."""
-        value = self.noise.get("margin_of_error_95")
+        value = self.noise.margin_of_error_95
         return None if value is None else float(value)
 
     def __post_init__(self) -> None:
@@ -329,10 +366,10 @@ class ReleaseMetadata:
         if clash:  # a release's extras must never overwrite its cost, unit or seed stamp
             raise ConfigError(f"release extras may not replace {sorted(clash)}")
 
-    def to_json(self) -> dict[str, Json]:
+    def to_json(self) -> JSONObject:
         """The document (plain dicts and lists, in the order ``metadata.json`` always had)."""
         p = self.provenance
-        meta: dict[str, Json] = {
+        meta: JSONObject = {
             "kind": self.kind,
             "privacy": {
                 "unit": self.unit.value,
@@ -340,7 +377,7 @@ class ReleaseMetadata:
                 "bounds": self.bounds.to_json(),
                 "noise": self.noise.to_json(),
             },
-            "params": self.params,
+            "params": dict(self.params),
             "domain": self.domain.to_json(),
             "for_publication": p.for_publication,
             "software": {"name": "privmob", "version": p.software_version},

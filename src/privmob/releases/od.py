@@ -15,12 +15,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import TYPE_CHECKING, ClassVar, cast
 
 from privmob.domain import Period
 from privmob.engine.buckets import root
 from privmob.engine.relation import Loaded
 from privmob.errors import ConfigError
+from privmob.json_types import JSONObject
 from privmob.lazy_imports import lazy_module
 from privmob.privacy.bound_choice import BoundChoice
 from privmob.privacy.costs import Cost, PrivacyUnit
@@ -49,6 +50,7 @@ from privmob.surface import spelled
 
 if TYPE_CHECKING:
     import numpy as np
+    import numpy.typing as npt
     import pandas as pd
 
     from privmob.data.tessellation import Tessellation
@@ -88,7 +90,7 @@ class ODDomain:
     def released_cells(self) -> int:
         return self.od_cells + self.n_periods + 1
 
-    def count_domain(self, period: Period, tile_ids: list[Any] | None = None) -> CountDomain:
+    def count_domain(self, period: Period, tile_ids: list[object] | None = None) -> CountDomain:
         """This domain in the count template's terms: dimensions period x origin x
         destination (row-major), the outliers cells split by period, the diagonal not
         released unless ``same_tile``."""
@@ -172,7 +174,7 @@ class OdSpec(PlannedOnce):
         """This release with ``bound`` trips per user and ``epsilon`` (no choice)."""
         return replace(self, max_trips=bound, epsilon=epsilon, bound_choice=None)
 
-    def public_period(self) -> dict[str, object]:
+    def public_period(self) -> JSONObject:
         """The declared period and its bins (public; ``metadata.json`` ``definitions``)."""
         return self.period.to_dict()
 
@@ -236,7 +238,7 @@ class OdSpec(PlannedOnce):
         )
 
     def draft(
-        self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Step
+        self, data: object, accountant: Accountant, *, rng: Randomness | int | None, progress: Step
     ) -> Draft:
         if self.choice is not None:
             return chosen_draft(
@@ -279,7 +281,7 @@ class OdSpec(PlannedOnce):
         """No value is summed beside this kind's counts."""
         return None
 
-    def counted(self, data: Any) -> Loaded:
+    def counted(self, data: object) -> Loaded:
         check_input(
             data,
             self.tessellation,
@@ -291,7 +293,7 @@ class OdSpec(PlannedOnce):
         if self.unique:
             from privmob.prepare.unique import unique_trips
 
-            return unique_trips(data, self.period)
+            return unique_trips(cast("Loaded", data), self.period)
         return cast("Loaded", data)
 
     def rows_sql(self, part: Loaded) -> str:
@@ -302,7 +304,7 @@ class OdSpec(PlannedOnce):
 
     def publish(
         self,
-        noisy: np.ndarray | LevelsNoisy | None,
+        noisy: npt.NDArray[np.int64] | LevelsNoisy | None,
         noise: Noise | LevelsNoise,
         cost: Cost,
         r: Randomness,
@@ -572,7 +574,7 @@ def exact_counts(
     rng: Randomness | None = None,
     buckets: int | None = None,
     step: Step | None = None,
-) -> np.ndarray:
+) -> npt.NDArray[np.int64]:
     """Exact bounded counts over the flat domain, the cells not released at 0 (no noise:
     never publish these); the count template's counting step (:func:`exact_cells`).
 
@@ -587,12 +589,12 @@ def exact_counts(
     counts = exact_cells(
         trips, TripRows(period), cells, bound, resolve(rng), buckets=buckets, step=step
     )
-    released: np.ndarray = counts * cells.released_mask()
+    released: npt.NDArray[np.int64] = counts * cells.released_mask()
     return released
 
 
 def od_table(
-    od: np.ndarray, tile_ids: list[Any], labels: list[str], *, same_tile: bool = False
+    od: npt.NDArray[np.int64], tile_ids: list[object], labels: list[str], *, same_tile: bool = False
 ) -> pd.DataFrame:
     """Long table (period, origin, destination, count) over every off-diagonal cell (and the
     diagonal with ``same_tile``).
@@ -620,14 +622,14 @@ def od_table(
         ids = ids.cast(pa.large_string())
     names = {"period": pa.array([str(x) for x in labels], pa.large_string()), "origin": ids}
     names["destination"] = names["origin"]
-    columns: dict[str, Any] = {
+    columns: dict[str, pd.Series[str] | npt.NDArray[np.int64]] = {
         col: pd.Series(names[col].take(pa.array(idx)).to_pandas()) for col, idx in index.items()
     }
     columns["count"] = od.reshape(n, k * k)[:, off].ravel().astype(np.int64)
     return pd.DataFrame(columns)
 
 
-def outliers_table(values: np.ndarray, labels: list[str]) -> pd.DataFrame:
+def outliers_table(values: npt.NDArray[np.int64], labels: list[str]) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "period": [*labels, "outside study period"],

@@ -9,16 +9,21 @@ g x epsilon by group privacy (seed 003: 14 trips at epsilon = 0.5 lose 7).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from privmob.privacy.costs import PrivacyUnit
+from privmob.releases.metadata import json_object
+
+if TYPE_CHECKING:
+    from privmob.releases.release import Release
 
 
-def series_cost_lines(release: Any, group_size: int | None = None) -> list[str]:
+def series_cost_lines(release: Release, group_size: int | None = None) -> list[str]:
     """Plain-language lines on the total per-person cost of a (periodic) release."""
-    periods = int(release.params.get("period", {}).get("bins", 1) or 1)
+    bins = json_object(release.params.get("period")).get("bins", 1)
+    periods = int(bins) if isinstance(bins, int | float | str) and bins else 1
     cost = release.cost
-    bound_per = (release.bounds or {}).get("bound_per")
+    bound_per = release.bounds.get("bound_per")
     lines: list[str] = []
     if release.unit is PrivacyUnit.USER:
         if bound_per == "period" and periods > 1:

@@ -10,15 +10,16 @@ split over the zones by the towers' Voronoi area shares (post-processing).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import TYPE_CHECKING, ClassVar, cast
 
 from privmob.domain import Period
 from privmob.engine.relation import Loaded
 from privmob.errors import ConfigError
+from privmob.json_types import JSONObject
 from privmob.lazy_imports import lazy_module
 from privmob.prepare.homes import homes_sql
 from privmob.privacy.costs import Cost, PrivacyUnit
@@ -42,9 +43,11 @@ from privmob.surface import spelled
 
 if TYPE_CHECKING:
     import numpy as np
+    import numpy.typing as npt
     import pandas as pd
 
     from privmob.data.tessellation import Tessellation
+    from privmob.engine.dialect import Dialect
 else:
     np = lazy_module("numpy")
     pd = lazy_module("pandas")
@@ -64,7 +67,7 @@ UNKNOWN = "unknown home (no night event in the period)"
 ZONE_MAPPINGS = ("contain", "voronoi")
 
 
-def _home_cell(_time: str, _dialect: Any, k: int) -> str:
+def _home_cell(_time: str, _dialect: Dialect, k: int) -> str:
     """A user's home cell: a tile 0..k-1, ``k`` (outside the tiles) or ``k + 1`` (unknown)."""
     return f"CASE WHEN tile IS NULL THEN {k + 1} WHEN tile < 0 THEN {k} ELSE tile END"
 
@@ -93,7 +96,7 @@ class HomeRows:
     def bucket_columns(self, data: Loaded) -> tuple[tuple[str, ...] | None, float | None]:
         return ("uid", "time", "tile"), HOME_BYTES_PER_ROW
 
-    def domain(self, labels: list[Any]) -> CountDomain:
+    def domain(self, labels: Sequence[object]) -> CountDomain:
         """``labels`` of the k tiles, then "outside" and "unknown": every user in one cell."""
         home = Dimension("zone", (*labels, OUTSIDE, UNKNOWN), _home_cell)
         return CountDomain((home,), "time", self.k, None, None)
@@ -127,7 +130,7 @@ def exact_home_counts(
     period: Period | None = None,
     buckets: int | None = None,
     step: Callable[[str], None] | None = None,
-) -> np.ndarray:
+) -> npt.NDArray[np.int64]:
     """Exact users per home cell (k zones, outside, unknown). Never publish these.
 
     Out of core: with a memory limit on the engine (DuckDB ``--memory-limit``) the users are
@@ -159,7 +162,7 @@ class PopulationSpec(CountsHomes, PlannedOnce):
     unit: ClassVar[PrivacyUnit] = PrivacyUnit.USER  # one home per user
     same_tile_rule: ClassVar[None] = None
 
-    def public_period(self) -> dict[str, object]:
+    def public_period(self) -> JSONObject:
         """The declared period (public)."""
         return self.period.to_dict()
 
@@ -191,12 +194,12 @@ class PopulationSpec(CountsHomes, PlannedOnce):
         )
 
     def draft(
-        self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Step
+        self, data: object, accountant: Accountant, *, rng: Randomness | int | None, progress: Step
     ) -> Draft:
         kind: PopulationSpec | TowerHomes = self
         if self.zone_mapping == "voronoi":  # the towers (public) read on the input's engine
             self._towers_given()
-            kind = TowerHomes.read(self, data, progress)
+            kind = TowerHomes.read(self, cast("Loaded", data), progress)
         return count_draft(data, kind, accountant, rng=rng, step=progress)
 
     def _towers_given(self) -> None:
@@ -219,7 +222,7 @@ class PopulationSpec(CountsHomes, PlannedOnce):
         """No value is summed beside this kind's counts."""
         return None
 
-    def counted(self, data: Any) -> Loaded:
+    def counted(self, data: object) -> Loaded:
         check_input(
             data,
             self.tessellation,
@@ -232,7 +235,7 @@ class PopulationSpec(CountsHomes, PlannedOnce):
 
     def publish(
         self,
-        noisy: np.ndarray | None,
+        noisy: npt.NDArray[np.int64] | None,
         noise: Noise,
         cost: Cost,
         r: Randomness,
@@ -244,12 +247,12 @@ class PopulationSpec(CountsHomes, PlannedOnce):
 
     def _release(
         self,
-        counts: np.ndarray | None,
+        counts: npt.NDArray[np.int64] | npt.NDArray[np.float64] | None,
         noise: Noise,
         cost: Cost,
         r: Randomness,
-        params: dict[str, Any],
-        domain: dict[str, Any],
+        params: JSONObject,
+        domain: JSONObject,
     ) -> Release:
         k = self.tessellation.k
         tables = {}
@@ -298,11 +301,11 @@ class TowerHomes(CountsHomes):
     #: the public towers table (``cell_key, lat, lng``), in the order of their cells
     towers: pd.DataFrame = field(compare=False)
     #: (towers, zones + 1) area shares; the last column: outside every zone
-    shares: np.ndarray = field(compare=False)
+    shares: npt.NDArray[np.float64] = field(compare=False)
 
     @classmethod
     def read(
-        cls, spec: PopulationSpec, events: Any, step: Callable[[str], None] | None = None
+        cls, spec: PopulationSpec, events: Loaded, step: Callable[[str], None] | None = None
     ) -> TowerHomes:
         """The towers table ``spec.cells`` (public) read on the events' engine."""
         from privmob.data.sources import load_cells
@@ -342,13 +345,13 @@ class TowerHomes(CountsHomes):
         """No value is summed beside this kind's counts."""
         return None
 
-    def counted(self, data: Any) -> Loaded:
+    def counted(self, data: object) -> Loaded:
         """The events with the index of their tower as ``tile`` (-1: no known tower)."""
         import pyarrow as pa
 
         from privmob.engine.relation import new_name
 
-        events: Loaded = data
+        events = cast("Loaded", data)
         if "cell_id" not in events.columns:
             raise ConfigError(
                 "Voronoi shares need events with cell ids",
@@ -376,7 +379,7 @@ class TowerHomes(CountsHomes):
 
     def publish(
         self,
-        noisy: np.ndarray | None,
+        noisy: npt.NDArray[np.int64] | None,
         noise: Noise,
         cost: Cost,
         r: Randomness,
@@ -385,7 +388,7 @@ class TowerHomes(CountsHomes):
         from privmob.prepare.voronoi import apply_shares
 
         n, k = len(self.towers), self.spec.tessellation.k
-        params = {
+        params: JSONObject = {
             "zone_mapping": "voronoi area shares of noisy tower counts",
             "post_processing": "negative tower counts set to 0, then split by area shares",
         }
@@ -426,10 +429,11 @@ def population_counts(
     return count_release(events, spec, accountant, rng=rng, step=step)
 
 
-def typed_tile_ids(tile_ids: list[Any], extra: int) -> pd.Series:
+def typed_tile_ids(tile_ids: Sequence[int | str], extra: int) -> pd.Series[int] | pd.Series[str]:
     """The tile ids with their type (nullable Int64 or string), then ``extra`` missing values
     for the outliers rows: ``zone`` holds text for every row, ``tile_id`` merges with the
     tessellation."""
-    if all(isinstance(t, int) for t in tile_ids):
-        return pd.Series(pd.array([*tile_ids, *[None] * extra], dtype="Int64"))
+    ints = [t for t in tile_ids if isinstance(t, int)]
+    if len(ints) == len(tile_ids):
+        return pd.Series(pd.array([*ints, *[None] * extra], dtype="Int64"))
     return pd.Series(pd.array([*map(str, tile_ids), *[None] * extra], dtype="string"))

@@ -36,7 +36,7 @@ import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from privmob.errors import OutputError
 from privmob.surface import option
@@ -44,6 +44,7 @@ from privmob.surface import option
 if TYPE_CHECKING:
     from privmob.privacy.ledger import Ledger
     from privmob.privacy.ledger.entries import Entry
+    from privmob.privacy.ledger.rows import Con
     from privmob.privacy.staging import StagingTable
     from privmob.releases.release import Release
 
@@ -253,8 +254,9 @@ class Staging:
     table: StagingTable | None = None
     row: int = 0
 
-    def mark_charged(self, con: Any, entries: list[Entry]) -> None:
-        """Inside the charge's transaction: the release is paid for (state ``charged``)."""
+    def mark_charged(self, con: Con, entries: list[Entry]) -> None:
+        """Inside the charge's transaction (``con``: the ledger's connection, passed along): the
+        release is paid for (state ``charged``)."""
         if self.table is not None:
             ids = [e.id for e in entries]
             self.table.mark_charged(con, self.row, ids, spent_text(entries))

@@ -8,8 +8,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from privmob.json_types import JSON, JSONObject
 from privmob.lazy_imports import lazy_module
 from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.ledger.entries import Entry
@@ -42,14 +43,14 @@ class Release:
     unit: PrivacyUnit
     bounds: Bounds
     noise: NoiseDescription
-    params: dict[str, Any]
+    params: JSONObject
     domain: PublicDomain
     tables: dict[str, pd.DataFrame]
     for_publication: bool
     #: why a release is not for publication, when not the seed (e.g. a domain read from data)
     publication_note: str | None
     #: what a kind adds at the top level of metadata.json (``test_mode`` is added here too)
-    extra: dict[str, Any]
+    extra: JSONObject
     #: how the cost splits into ledger entries (e.g. one per period); default: one entry
     cost_parts: list[tuple[str, Cost]]
     ledger_entry: Entry | None
@@ -67,14 +68,14 @@ class Release:
         kind: str,
         cost: Cost,
         unit: PrivacyUnit,
-        bounds: Bounds | Mapping[str, Any],
-        noise: NoiseDescription | Mapping[str, Any],
-        params: dict[str, Any],
-        domain: PublicDomain | Mapping[str, Any],
+        bounds: Bounds | Mapping[str, JSON],
+        noise: NoiseDescription | Mapping[str, JSON],
+        params: JSONObject,
+        domain: PublicDomain | Mapping[str, JSON],
         tables: dict[str, pd.DataFrame],
         for_publication: bool = True,
         publication_note: str | None = None,
-        extra: dict[str, Any] | None = None,
+        extra: JSONObject | None = None,
         cost_parts: list[tuple[str, Cost]] | None = None,
         ledger_entry: Entry | None = None,
         ledger_entries: list[Entry] | None = None,
@@ -110,9 +111,9 @@ class Release:
         self,
         tables: dict[str, pd.DataFrame],
         *,
-        params: Mapping[str, Any] | None = None,
-        noise: Mapping[str, Any] | None = None,
-        extra: Mapping[str, Any] | None = None,
+        params: Mapping[str, JSON] | None = None,
+        noise: Mapping[str, JSON] | None = None,
+        extra: Mapping[str, JSON] | None = None,
     ) -> Release:
         """This header (:class:`~privmob.releases.gate.Draft`) completed by its noise step: a
         copy with the noisy ``tables``, and what the noise step adds to its ``params``,
@@ -145,7 +146,7 @@ class Release:
         extra = dict(self.extra)
         recorded = extra.pop("definitions", None)
         definitions = self.definitions
-        if definitions is None and recorded is not None:
+        if definitions is None and isinstance(recorded, dict):
             definitions = Definitions.of(recorded)
         return ReleaseMetadata(
             kind=self.kind,
@@ -167,6 +168,6 @@ class Release:
             extra=extra,
         )
 
-    def metadata(self) -> dict[str, Any]:
+    def metadata(self) -> JSONObject:
         """The ``metadata.json`` document (:meth:`ReleaseMetadata.to_json`)."""
         return self.typed_metadata().to_json()

@@ -15,10 +15,11 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol, Unpack, cast
 
 from privmob.domain import Period
 from privmob.errors import BudgetError, ConfigError
+from privmob.json_types import JSONObject
 from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.mechanisms import NoiseKind, calibrate
 from privmob.releases import gate
@@ -32,16 +33,22 @@ from privmob.releases.release import Release
 from privmob.surface import option, spelled
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from privmob.data.series_input import SeriesInput
     from privmob.data.tessellation import Tessellation
     from privmob.privacy.samplers import Randomness
+    from privmob.releases.density import DensityConfig
+    from privmob.releases.density_inputs import DensityInputs
     from privmob.releases.landmark import AdaptiveRule, Landmark
+    from privmob.releases.landmark.options import SeriesFields
+    from privmob.releases.loaded import LoadedInput
     from privmob.releases.population import PopulationSpec as PopulationSpec
 
 Progress = Callable[[str], None]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     """:class:`~privmob.releases.population.PopulationSpec`, re-exported here, imported on
     first use: not before the plan of another release (issue 43)."""
     if name == "PopulationSpec":
@@ -79,13 +86,28 @@ class Spec(Protocol):
     @property
     def same_tile_rule(self) -> str | None: ...
 
-    def public_period(self) -> dict[str, object]: ...
+    def public_period(self) -> JSONObject: ...
 
     def plan(self) -> Plan: ...
 
     def draft(
-        self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Progress
+        self,
+        data: object,
+        accountant: Accountant,
+        *,
+        rng: Randomness | int | None,
+        progress: Progress,
     ) -> Draft: ...
+
+
+class Telling(Protocol):
+    """What a load step tells as it reads (the session's ``tell`` and ``progress``)."""
+
+    @property
+    def tell(self) -> Progress: ...
+
+    @property
+    def progress(self) -> Progress: ...
 
 
 @dataclass(frozen=True)
@@ -95,14 +117,14 @@ class DensitySpec(PlannedOnce):
     start of the week. ``run`` takes the density inputs (events, tower geometry)."""
 
     tessellation: Tessellation
-    config: Any
-    week: Any
+    config: DensityConfig
+    week: str
     kind: str = "density"
     records: ClassVar[str] = "events"
     unit: ClassVar[PrivacyUnit] = PrivacyUnit.USER
     same_tile_rule: ClassVar[None] = None
 
-    def public_period(self) -> dict[str, object]:
+    def public_period(self) -> JSONObject:
         """The declared week (public): 168 hours from ``week``."""
         return {"start": str(self.week), "bin": "1h", "bins": 168}
 
@@ -125,14 +147,20 @@ class DensitySpec(PlannedOnce):
         )
 
     def draft(
-        self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Progress
+        self,
+        data: object,
+        accountant: Accountant,
+        *,
+        rng: Randomness | int | None,
+        progress: Progress,
     ) -> Draft:
         from privmob.releases.density.release import density_draft
 
         progress("pre-sampling")
+        inputs = cast("DensityInputs", data)  # what its load step gives (the lifecycle's)
         return density_draft(
-            data.engine, data.loaded, data.geometry, self.config, data.week_start, accountant,
-            rng, progress,
+            inputs.engine, inputs.loaded, inputs.geometry, self.config, inputs.week_start,
+            accountant, rng, progress,
         )  # fmt: skip
 
 
@@ -185,7 +213,7 @@ class SeriesSpec(PlannedOnce):
         domain_from_data: bool = False,
         zones: Sequence[str] | None = None,
         landmarks: Sequence[Landmark] = (),
-        **options: Any,
+        **options: Unpack[SeriesFields],
     ) -> SeriesSpec:
         """The spec of a series on the grid of ``period`` every ``freq`` (both declared), or
         on the file's own timestamps with ``domain_from_data`` (neither given); ``options``:
@@ -220,12 +248,12 @@ class SeriesSpec(PlannedOnce):
             **options,
         )
 
-    def public_period(self) -> dict[str, object]:
+    def public_period(self) -> JSONObject:
         """The declared grid (public), or ``None`` values when read from the file."""
         return {"start": self.start, "end": self.end, "bin": self.freq}
 
     @cached_property
-    def grid(self) -> Any:
+    def grid(self) -> pd.DatetimeIndex | None:
         from privmob.domain import time_grid
 
         if self.start is None and self.end is None and self.freq is None:
@@ -265,6 +293,7 @@ class SeriesSpec(PlannedOnce):
         bins = 0 if self.grid is None else len(self.grid)
         smallest = self.epsilon
         if bins:  # the grid is known: the smallest budget of a bin under the scheme
+            assert self.grid is not None  # bins > 0: the grid is declared
             marks = self.positions(list(self.grid))
             budgets = scheme_budgets(scheme, bins, marks, self.epsilon)
             smallest = float(budgets[budgets > 0].min()) if (budgets > 0).any() else smallest
@@ -284,7 +313,7 @@ class SeriesSpec(PlannedOnce):
 
     def load(
         self,
-        source: Any,
+        source: object,
         *,
         warn: Progress | None = None,
         progress: Progress | None = None,
@@ -306,13 +335,18 @@ class SeriesSpec(PlannedOnce):
         check_time_domain(series.labels, self.start, self.end, self.freq, path, warn=warn)
         return series
 
-    def loader(self, source: Any) -> Callable[[Any], SeriesInput]:
+    def loader(self, source: object) -> Callable[[Telling], SeriesInput]:
         """The lifecycle's load step for the file ``source``: read with the session's
         warnings and steps."""
         return lambda session: self.load(source, warn=session.tell, progress=session.progress)
 
     def draft(
-        self, data: Any, accountant: Accountant, *, rng: Randomness | int | None, progress: Progress
+        self,
+        data: object,
+        accountant: Accountant,
+        *,
+        rng: Randomness | int | None,
+        progress: Progress,
     ) -> Draft:
         from privmob.data.series_input import SeriesInput
         from privmob.releases.landmark.release import series_draft
@@ -393,7 +427,7 @@ def check_unit(cost: Cost, accountant: Accountant) -> None:
 
 
 def release(
-    data: Any,
+    data: LoadedInput,
     spec: Spec,
     accountant: Accountant,
     *,

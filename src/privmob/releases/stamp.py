@@ -19,8 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from privmob.json_types import JSONObject
 from privmob.lazy_imports import lazy_module
 
 if TYPE_CHECKING:
@@ -50,9 +51,9 @@ def stamp(release: Release) -> dict[str, str]:
     return meta
 
 
-def json_stamp(release: Release) -> dict[str, Any]:
+def json_stamp(release: Release) -> JSONObject:
     """The stamp for a JSON document (e.g. a GeoJSON layer's ``privmob`` member)."""
-    out: dict[str, Any] = {
+    out: JSONObject = {
         "kind": str(release.kind),
         "version": str(release.software_version),
         "for_publication": release.for_publication,

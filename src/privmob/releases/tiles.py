@@ -3,7 +3,7 @@ shape the release counts."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from privmob.errors import ConfigError
 
@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from privmob.data.tessellation import Tessellation
 
 
-def check_tessellation(data: Any, tessellation: Tessellation) -> None:
+def check_tessellation(data: object, tessellation: Tessellation) -> None:
     """Raise :class:`ConfigError` when ``data`` was loaded with another tessellation than the
     one the release is given (its tile indexes would be mislabelled or out of the domain), or
     when ``tessellation`` is not a :class:`~privmob.data.tessellation.Tessellation`."""
@@ -23,7 +23,7 @@ def check_tessellation(data: Any, tessellation: Tessellation) -> None:
         )
     loaded = data
     while getattr(loaded, "base", None) is not None and getattr(loaded, "derive", None):
-        loaded = loaded.base
+        loaded = getattr(loaded, "base")  # noqa: B009 (any loaded input: duck-typed)
     tiles = getattr(data, "tiles", None) or getattr(loaded, "tiles", None)
     mine = getattr(tessellation, "fingerprint", None)
     if tiles is not None and mine is not None and tiles != mine:
@@ -35,7 +35,7 @@ def check_tessellation(data: Any, tessellation: Tessellation) -> None:
 
 
 def check_input(
-    data: Any, tessellation: Tessellation, expected: str, release: str, hint: str
+    data: object, tessellation: Tessellation, expected: str, release: str, hint: str
 ) -> None:
     """Raise :class:`ConfigError` when ``data`` (a loaded input) was tiled with another
     tessellation (:func:`check_tessellation`) or has another shape than the release counts

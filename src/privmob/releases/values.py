@@ -35,12 +35,14 @@ from typing import TYPE_CHECKING
 
 from privmob.engine.dialect import Dialect
 from privmob.errors import ConfigError
+from privmob.json_types import JSONObject
 from privmob.lazy_imports import lazy_module
 from privmob.privacy.mechanisms import Noise, NoiseKind
 from privmob.surface import spelled
 
 if TYPE_CHECKING:
     import numpy as np
+    import numpy.typing as npt
 else:  # imported on first use, not before a release's plan line (issue 43)
     np = lazy_module("numpy")
 
@@ -137,7 +139,7 @@ class Mean:
         clamped = f"LEAST(GREATEST(CAST({raw} AS DOUBLE), {lo!r}), {hi!r})"
         return f"COALESCE(CAST(ROUND(({clamped} - {mid!r}) * {PARTS_PER_UNIT}) AS BIGINT), 0)"
 
-    def to_dict(self, bound: int) -> dict[str, object]:
+    def to_dict(self, bound: int) -> JSONObject:
         """What ``metadata.json``'s ``params.value`` says of it."""
         return {
             "aggregate": "mean",
@@ -157,12 +159,12 @@ def sum_noise(value: Mean, bound: int, epsilon: float) -> Noise:
 
 
 def means(
-    counts: np.ndarray,
-    sums: np.ndarray,
+    counts: npt.NDArray[np.int64],
+    sums: npt.NDArray[np.float64],
     value: Mean,
     count_noise: Noise,
     sum_noise_: Noise,
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """The noisy mean per cell and its 95% margin (NaN where the noisy count is at or below
     the count's 95% margin): post-processing of the noisy counts and centred sums."""
     floor = float(count_noise.margin_of_error(0.95))

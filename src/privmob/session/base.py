@@ -28,10 +28,11 @@ import tempfile
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Self, cast
 
 from privmob.dp import Budget, PrivacyUnit, budget_cost
 from privmob.errors import ConfigError
+from privmob.json_types import JSONObject
 from privmob.releases import gate
 from privmob.releases.specs import Plan, Spec, before_reading
 from privmob.results import ReleaseResult
@@ -39,16 +40,29 @@ from privmob.session.ledger_view import SessionLedger
 from privmob.surface import option, spelled
 
 if TYPE_CHECKING:
+    from privmob.data.reading import Reading
     from privmob.data.tessellation import Tessellation
     from privmob.data.tessellation_input import TessellationSource
+    from privmob.engine.base import Engine
+    from privmob.engine.relation import Loaded
+    from privmob.releases.density_inputs import DensityInputs
     from privmob.releases.loaded import LoadedInput
-    from privmob.session.options import Input, LedgerOptions
+    from privmob.releases.publish import Output
+    from privmob.releases.release import Release
+    from privmob.session.options import EngineOptions, Input, LedgerOptions
+
+    class SessionReading(Reading):
+        """How the session reads its input: the loaders' keywords (:meth:`SessionBase._reading`)."""
+
+        engine: Engine
+        tessellation: Tessellation
+
 
 Progress = Callable[[str], None]
 #: reads the input of a release from the session (e.g. ``Session._load_trips``) -> loaded data
-Load = Callable[[Any], "LoadedInput"]
+Load = Callable[["SessionBase"], "LoadedInput"]
 #: a file written beside the tables: (release, folder, tessellation) -> paths
-Writer = Callable[[Any, Path, Any], Any]
+Writer = Callable[["Release", Path, "Tessellation"], list[Path]]
 
 
 def _quiet(_message: str) -> None:
@@ -85,7 +99,10 @@ class PlanWarning:
         self.tell(message)
 
 
-def _with_tiles(writer: Writer, tess: Tessellation | None, release: Any, folder: Path) -> Any:
+def _with_tiles(
+    writer: Writer, tess: Tessellation | None, release: Release, folder: Path
+) -> list[Path]:
+    assert tess is not None, "a writer beside the tables is given the session's tiles"
     return writer(release, folder, tess)
 
 
@@ -103,7 +120,7 @@ def trip_definition(shape: str, rule: str) -> str | None:
     }.get(shape)
 
 
-def stay_definition(shape: str, distance: float | None, minutes: float | None) -> Any:
+def stay_definition(shape: str, distance: float | None, minutes: float | None) -> JSONObject | None:
     """The stay-point thresholds used to cut raw GPS traces into trips (``None`` otherwise)."""
     if shape != "gps":
         return None
@@ -120,13 +137,13 @@ class SessionBase:
 
     def __init__(
         self,
-        data: Any,
+        data: object,
         *,
         tessellation: TessellationSource | None = None,
         budget: Budget | float | None = None,
         ledger: LedgerOptions | str | Path | None = None,
         dataset: str | None = None,
-        engine: Any = "duckdb",
+        engine: str | Engine | EngineOptions = "duckdb",
         memory_limit: str | int | None = None,
         spill_dir: str | Path | None = None,
         spark_master: str | None = None,
@@ -158,7 +175,7 @@ class SessionBase:
         warn: Callable[[str], None] | None = None,
         confirm: bool = False,
     ) -> None:
-        from privmob.session.options import GROUPS, flat_keywords, spread
+        from privmob.session.options import GROUPS, EngineOptions, flat_keywords, spread
 
         keywords = {k: v for k, v in locals().items() if k in _DEFAULTS}
         if not self.__dict__.pop("_spread", False):  # the caller's keywords, not our own
@@ -279,9 +296,11 @@ class SessionBase:
             new_dataset_for_same_data=new_dataset_for_same_data,
         )
         self.ledger = SessionLedger(led, dataset, self._accountant)
+        assert not isinstance(engine, EngineOptions)  # a group is spread into its fields above
         self._engine_arg = engine
-        self._engine: Any = None
-        self._loaded: dict[str, Any] = {}
+        self._engine: Engine | None = None
+        self._loaded: dict[str, Loaded] = {}
+        self._density: dict[str, DensityInputs] = {}
 
     # -- life cycle -------------------------------------------------------------------------
     def close(self) -> None:
@@ -293,7 +312,7 @@ class SessionBase:
             self._cleanup()
             self._tmpdir = None
 
-    def __enter__(self) -> Any:
+    def __enter__(self) -> Self:
         return self
 
     def __dir__(self) -> list[str]:
@@ -304,7 +323,7 @@ class SessionBase:
         self.close()
 
     @property
-    def _started_engine(self) -> Any:
+    def _started_engine(self) -> Engine:
         """The engine, started on first use (DuckDB unless the session names another)."""
         if self._engine is None:
             from privmob.engine import open_engine
@@ -324,11 +343,11 @@ class SessionBase:
         spec: Spec,
         load: Load | None = None,
         *,
-        output: str | Path | Any = None,
+        output: str | Path | Output | None = None,
         overwrite: bool = False,
         formats: Sequence[str] | None = None,
         writers: Sequence[Writer] = (),
-        marks: Sequence[Callable[[Any], None]] = (),
+        marks: Sequence[Callable[[Release], None]] = (),
         engine: bool = True,
         on_plan: Callable[[Plan], None] | None = None,
     ) -> ReleaseResult:
@@ -384,7 +403,8 @@ class SessionBase:
         mem = getattr(eng, "process_memory", None)
         if mem is not None and eng is not None:
             plan.check_memory(mem.limit, baseline=mem.baseline)
-            eng.reserve(plan.memory_bytes)  # the domain's share; the engine: the rest
+            # the domain's share; the engine: the rest (an engine with a memory guard: DuckDB's)
+            getattr(eng, "reserve")(plan.memory_bytes)  # noqa: B009
         elif self.memory_limit is not None:
             plan.check_memory(int(self.memory_limit))
         else:  # no limit given: the default guard, what the machine has available
@@ -463,12 +483,12 @@ class SessionBase:
             )
         return [f"map layers: {said}"] if said else []
 
-    def _define(self, spec: Spec, release: Any) -> None:
+    def _define(self, spec: Spec, release: Release) -> None:
         """Record in ``release`` what it counted (when it is charged: the input was read,
         its shape is known)."""
         release.extra["definitions"] = self._definitions(spec)
 
-    def _definitions(self, spec: Spec) -> dict[str, Any]:
+    def _definitions(self, spec: Spec) -> JSONObject:
         """What a release of ``spec`` counted, from public parameters and the session's input
         options (``metadata.json`` ``definitions``; the keys its kind lists in the registry,
         :mod:`privmob.releases.kinds`, and the declared period)."""
@@ -476,11 +496,11 @@ class SessionBase:
         from privmob.releases.kinds import BY_ANY_NAME
 
         kind = BY_ANY_NAME.get(spec.kind)
-        out: dict[str, Any] = {"period": spec.public_period()}
+        out: JSONObject = {"period": spec.public_period()}
         if kind is None:
             return out
         shape = self.shape if self.shape != "auto" or len(kind.shapes) != 1 else kind.shapes[0]
-        values = {
+        values: JSONObject = {
             "input_shape": shape,
             "timezone": str(self.timezone),
             "input_timezone": naive_zone(self.timezone),
@@ -509,7 +529,7 @@ class SessionBase:
             )
         return self.tessellation
 
-    def _load_for(self, spec: Spec) -> Any:
+    def _load_for(self, spec: Spec) -> Loaded:
         """The input of a release of ``spec``, read as what it counts (its ``records``):
         ``trips`` (one-row trips without a rider id are each their own unit in a trip-level
         release that states no group size), ``trip-points``, else located events (homes, ...)."""
@@ -527,7 +547,7 @@ class SessionBase:
 
     def _load_trips(
         self, uid_per_trip: bool = False, *, carry: Sequence[str] = (), coordinates: bool = False
-    ) -> Any:
+    ) -> Loaded:
         """The input as trips (one-row trips as they are, trip points by their ends, events by
         the session's ``trip_rule``, GPS traces between stay points), read and validated once.
         ``uid_per_trip``: one-row trips without a uid column make each trip its own unit (for
@@ -555,7 +575,7 @@ class SessionBase:
             )
         return self._loaded[key]
 
-    def _load_events(self, *, carry: Sequence[str] = ()) -> Any:
+    def _load_events(self, *, carry: Sequence[str] = ()) -> Loaded:
         """The input as located events (``uid, time, tile``), read and validated once;
         ``carry``: more input columns kept under their own names."""
         key = "events" if not carry else f"events {tuple(carry)}"
@@ -574,7 +594,7 @@ class SessionBase:
             )
         return self._loaded[key]
 
-    def _load_trip_points(self, uid_per_trip: bool = False, *, carry: Sequence[str] = ()) -> Any:
+    def _load_trip_points(self, uid_per_trip: bool = False, *, carry: Sequence[str] = ()) -> Loaded:
         """The input as trip points (``uid, tid, time, lat, lng, tile``; GPS traces by stay
         points; one-row trips with start and end coordinates by their two ends), read and
         validated once. ``uid_per_trip``: one-row trips without a uid column make each trip
@@ -615,7 +635,7 @@ class SessionBase:
             self._loaded[key] = points
         return self._loaded[key]
 
-    def _reading(self) -> dict[str, Any]:
+    def _reading(self) -> SessionReading:
         """How the session reads its input, as the loaders' keywords: its engine, its tiles,
         the column mapping, the time zone of naive timestamps and the CSV delimiter."""
         return {
@@ -626,7 +646,7 @@ class SessionBase:
             "delimiter": self.delimiter,
         }
 
-    def _load_density_inputs(self, week: str, cover: bool) -> Any:
+    def _load_density_inputs(self, week: str, cover: bool) -> DensityInputs:
         """The density release's inputs for the week starting ``week``: the zones, tower sites,
         Voronoi shares and cover (public), then the session's events validated against the
         towers table (``cells``), read once per week and cover."""
@@ -638,11 +658,11 @@ class SessionBase:
                 hint="pass input=pm.Input(cells='cells.csv') (cell_id, lat, lng) to the Session",
             )
         key = f"density {week} {cover}"
-        if key not in self._loaded:
-            self._loaded[key] = load_density_inputs(
+        if key not in self._density:
+            self._density[key] = load_density_inputs(
                 self.data,
                 self.cells,
-                cast(Any, self._tiles()),  # a Tessellation passes through (typed as a path)
+                self._tiles(),
                 zone_id=None,
                 week=week,
                 cover=cover,
@@ -651,7 +671,7 @@ class SessionBase:
                 step=self.progress,
                 engine=self._started_engine,
             )
-        return self._loaded[key]
+        return self._density[key]
 
 
 def internal(cls: type, old: str, new: str, what: str) -> None:
@@ -671,16 +691,17 @@ def internal(cls: type, old: str, new: str, what: str) -> None:
     DEPRECATED.add(old)
     if not callable(getattr(cls, new, None)):  # an attribute or a property
 
-        def read(self: SessionBase) -> Any:
+        def read(self: SessionBase) -> object:
             said()
             return getattr(self, new)
 
         setattr(cls, old, property(read, doc=f"Deprecated: internal ({what})."))
         return
 
-    def method(self: SessionBase, *args: Any, **kwargs: Any) -> Any:
+    def method(self: SessionBase, *args: object, **kwargs: object) -> object:
         said()
-        return getattr(self, new)(*args, **kwargs)
+        result: object = getattr(self, new)(*args, **kwargs)
+        return result
 
     method.__name__, method.__doc__ = old, f"Deprecated: internal ({what})."
     setattr(cls, old, method)

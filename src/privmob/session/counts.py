@@ -9,7 +9,7 @@ import functools
 import inspect
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import TYPE_CHECKING, Protocol, Unpack
 
 from privmob.domain import Period
 from privmob.dp import MaxEventsPerBin, MaxVisitsPerHour, PrivacyUnit, as_period, bound_value
@@ -33,6 +33,7 @@ from privmob.session.keywords import CountOptions, ZoneSeriesOptions, refuse_unk
 
 if TYPE_CHECKING:
     from privmob.engine.relation import Loaded
+    from privmob.releases.kinds import Kind
     from privmob.releases.landmark_counts import ZoneSeriesSpec
 
 
@@ -240,15 +241,27 @@ class SessionCounts(SessionBase):
         )
 
 
-def _preset(kind: Any, plan: bool) -> Any:
+class _Preset(Protocol):
+    """``Session.<kind>`` (or ``plan_<kind>``) as made by :func:`_preset`."""
+
+    def __call__(self, session: SessionCounts, /, **options: object) -> ReleaseResult | Plan: ...
+
+
+def _preset(kind: Kind, plan: bool) -> _Preset:
     """``Session.<kind>`` (or ``plan_<kind>``): :meth:`SessionCounts.counts` with what the
     kind declares: its records, dimensions and value (:class:`~privmob.releases.kinds.Counts`)."""
-    preset = {"records": kind.counts.records, "by": kind.counts.by, "kind": kind.name}
+    assert kind.counts is not None  # a kind of the count template
+    preset: dict[str, object] = {
+        "records": kind.counts.records, "by": kind.counts.by, "kind": kind.name
+    }  # fmt: skip
     if kind.counts.value is not None:
         preset["value"] = kind.counts.mean
 
-    def method(self: SessionCounts, **options: Any) -> Any:
-        return (self.plan_counts if plan else self.counts)(**preset, **options)
+    def method(self: SessionCounts, /, **options: object) -> ReleaseResult | Plan:
+        # the method's signature is the template's (``__signature__`` below): checked there
+        run = getattr(self, "plan_counts" if plan else "counts")
+        made: ReleaseResult | Plan = run(**preset, **options)
+        return made
 
     method.__name__ = f"plan_{kind.method}" if plan else kind.method
     full = inspect.signature(

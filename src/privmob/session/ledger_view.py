@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from privmob.lazy_imports import lazy_module
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from privmob.privacy.ledger import Ledger
+    from privmob.privacy.ledger.entries import Budget
+    from privmob.releases.base import Accountant
 else:
     pd = lazy_module("pandas")
 
@@ -16,16 +20,16 @@ else:
 class SessionLedger:
     """What was spent on the session's dataset, what remains, entry by entry."""
 
-    def __init__(self, ledger: Any, dataset: str, accountant: Any = None) -> None:
+    def __init__(self, ledger: Ledger, dataset: str, accountant: Accountant | None = None) -> None:
         self._ledger = ledger
         self.dataset = dataset
         #: the session's accountant: a budget given to the session is pending there until the
         #: first release is charged (a refused release creates none: releases/base.py)
         self._accountant = accountant
 
-    def _pending(self) -> Any:
+    def _pending(self) -> Budget | None:
         """The budget the session was given and the ledger does not hold yet, else None."""
-        pending = getattr(self._accountant, "pending_budget", None)
+        pending: Budget | None = getattr(self._accountant, "pending_budget", None)
         if pending is None or self._ledger.has_budget(self.dataset):
             return None
         return pending

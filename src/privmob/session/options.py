@@ -15,9 +15,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 
 from privmob.errors import ConfigError
+
+if TYPE_CHECKING:
+    from privmob.dp import Budget, PrivacyUnit
+    from privmob.engine.base import Engine
+
+#: a constructor keyword's value, as :func:`spread` is given it
+Value = TypeVar("Value")
 
 
 @dataclass(frozen=True)
@@ -43,7 +50,7 @@ class Input:
 class EngineOptions:
     """Which engine runs the releases, and its limits."""
 
-    engine: Any = "duckdb"
+    engine: str | Engine = "duckdb"
     memory_limit: str | int | None = None
     spill_dir: str | Path | None = None
     spark_master: str | None = None
@@ -56,8 +63,8 @@ class LedgerOptions:
 
     ledger: str | Path | None = None
     dataset: str | None = None
-    budget: Any = None
-    unit: Any = "user"
+    budget: Budget | float | None = None
+    unit: PrivacyUnit | str = "user"
     group_size: int | None = None
     new_dataset_for_same_data: bool = False
 
@@ -65,7 +72,7 @@ class LedgerOptions:
 GROUPS = {"input": Input, "engine": EngineOptions, "ledger": LedgerOptions}
 
 
-def flat_keywords(keywords: dict[str, Any], defaults: dict[str, Any]) -> list[str]:
+def flat_keywords(keywords: Mapping[str, object], defaults: Mapping[str, object]) -> list[str]:
     """The fields of a group given as the constructor's own keywords (``budget=10``, not
     ``ledger=pm.LedgerOptions(budget=10)``), told with a :class:`DeprecationWarning` at the
     caller's line naming the groups to give them in."""
@@ -92,7 +99,7 @@ def flat_keywords(keywords: dict[str, Any], defaults: dict[str, Any]) -> list[st
     return [n for names in flat.values() for n in names]
 
 
-def spread(keywords: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+def spread(keywords: dict[str, Value], defaults: Mapping[str, object]) -> dict[str, Value]:
     """The constructor's keywords with each group given as ``input=``, ``engine=`` or
     ``ledger=`` spread into its fields; a field given both ways is refused."""
     out = dict(keywords)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import TYPE_CHECKING, Protocol, Unpack
 
 from privmob.domain import Period
 from privmob.dp import (
@@ -39,6 +39,9 @@ from privmob.session.keywords import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from privmob.evaluate.programme import Programme, ProgrammePlan
     from privmob.releases.density import DensityOptions
     from privmob.releases.landmark import SeriesOptions
     from privmob.releases.population import PopulationSpec
@@ -405,7 +408,9 @@ class Session(SessionCounts):
             epsilon, sensitivity, period, freq, domain_from_data=domain_from_data, **options
         )
 
-    def plan_programme(self, schedule: Any) -> Any:
+    def plan_programme(
+        self, schedule: Programme | Mapping[str, object] | str | Path
+    ) -> ProgrammePlan:
         """Plan a programme of releases under one per-person budget (reads no data, charges
         nothing): per-release epsilon, contribution bound and tau meeting each entry's
         accuracy target, the total under pure, approximate and zCDP composition next to the
@@ -495,10 +500,16 @@ def _levels(hierarchy: str | Sequence[str]) -> tuple[str, ...]:
     return tuple(str(h) for h in hierarchy)
 
 
-def _earlier_name(old: str, new: str) -> Any:
+class _EarlierName(Protocol):
+    """A deprecated ``Session`` method (:func:`_earlier_name`)."""
+
+    def __call__(self, session: Session, /, **kwargs: object) -> object: ...
+
+
+def _earlier_name(old: str, new: str) -> _EarlierName:
     """``Session.<old>``: deprecated, calls ``Session.<new>`` (the kind's one name)."""
 
-    def method(self: Session, **kwargs: Any) -> Any:
+    def method(self: Session, /, **kwargs: object) -> object:
         deprecated(f"Session.{old}", f"Session.{new}")
         return getattr(self, new)(**kwargs)
 

@@ -94,7 +94,7 @@ class Entry:
     #: the signature of :attr:`head` by the key that charged (``signer``, ``signature``)
     head_signature: dict[str, str] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> JSONObject:
         """What a release's metadata.json shows of its entry. Never the input's fingerprint,
         row count or the entry's hash (which covers them): a published hash of the data lets
         whoever knows all records but one test each candidate for the last one."""

@@ -6,9 +6,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import numpy.typing as npt
 
 
-def _planar(lnglat: np.ndarray) -> np.ndarray:
+def _planar(lnglat: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     """Equirectangular projection in km around the mean latitude (for nearest neighbours)."""
     lat0 = math.radians(float(np.mean(lnglat[:, 1]))) if len(lnglat) else 0.0
     x = np.radians(lnglat[:, 0]) * math.cos(lat0) * 6371.0
@@ -16,7 +17,9 @@ def _planar(lnglat: np.ndarray) -> np.ndarray:
     return np.column_stack([x, y])
 
 
-def cluster_cells(centroids: np.ndarray, noisy_totals: np.ndarray, tau: float) -> np.ndarray:
+def cluster_cells(
+    centroids: npt.NDArray[np.float64], noisy_totals: npt.NDArray[np.float64], tau: float
+) -> npt.NDArray[np.int64]:
     """Seed 004 Algorithm 3 on NOISY totals: merge the cluster with the smallest noisy total
     into the cluster with the nearest centre until every cluster's noisy total is >= tau.
 

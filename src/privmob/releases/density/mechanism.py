@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from privmob.errors import ConfigError
+from privmob.json_types import JSONObject
 from privmob.lazy_imports import lazy_module
 from privmob.prepare.cover import CoverMap
 from privmob.prepare.presample import (
@@ -37,17 +39,21 @@ else:
 class DensityResult:
     """Noisy zone series and the accounting of every step."""
 
-    zones: np.ndarray  # (zones, 168), noisy, post-processed
+    zones: npt.NDArray[np.float64]  # (zones, 168), noisy, post-processed
     cost: Cost
-    steps: list[dict[str, Any]] = field(default_factory=list)
-    clusters: np.ndarray | None = None  # cluster label of each cover cell
-    noisy_totals: np.ndarray | None = None  # per cover cell, then the outliers cell
-    outliers: np.ndarray | None = None  # (168,) noisy visits outside the area (SPEC 1.1)
+    steps: list[JSONObject] = field(default_factory=list)
+    clusters: npt.NDArray[np.int64] | None = None  # cluster label of each cover cell
+    noisy_totals: npt.NDArray[np.float64] | None = None  # per cover cell, then the outliers cell
+    outliers: npt.NDArray[np.float64] | None = (
+        None  # (168,) noisy visits outside the area (SPEC 1.1)
+    )
     out_of_domain: int | None = None  # noisy visits outside the week or at no tower
-    signal: dict[str, Any] | None = None  # privmob.privacy.signal.density_signal
+    signal: JSONObject | None = None  # privmob.privacy.signal.density_signal
 
 
-def _laplace(values: np.ndarray, scale: float, rng: Randomness) -> np.ndarray:
+def _laplace(
+    values: npt.NDArray[np.float64], scale: float, rng: Randomness
+) -> npt.NDArray[np.float64]:
     return Noise(NoiseKind.LAPLACE_ROUNDED, scale).add_float(values, rng)
 
 
@@ -65,7 +71,7 @@ def with_outliers(cmap: CoverMap) -> sp.csr_matrix:
 
 def noisy_totals(
     counts: DensityCounts, cmap: CoverMap, config: DensityConfig, epsilon: float, rng: Randomness
-) -> tuple[np.ndarray, list[dict[str, Any]]]:
+) -> tuple[npt.NDArray[np.float64], list[JSONObject]]:
     """Noisy weekly totals per cover cell and (last) the outliers cell, epsilon-DP (pure)."""
     ell = config.max_visits
     ext = with_outliers(cmap)
@@ -87,7 +93,7 @@ def noisy_totals(
     noisy = np.maximum(_laplace(base, cell_scale, rng), 0.0)
     denom = noisy.sum()
     est = noisy / denom * max(grand, 0.0) if denom > 0 else np.zeros_like(noisy)
-    steps = [
+    steps: list[JSONObject] = [
         {
             "step": f"totals ({config.totals}): per cell",
             "epsilon": e_cell,
@@ -101,7 +107,7 @@ def noisy_totals(
 def perturb_density(
     counts: DensityCounts,
     cmap: CoverMap,
-    centroids: np.ndarray,
+    centroids: npt.NDArray[np.float64],
     config: DensityConfig,
     rng: Randomness | int | None = None,
     *,
@@ -123,7 +129,10 @@ def perturb_density(
     if config.method == "lpa":
         scale = scale_up(ell, config.epsilon)
         noisy = _laplace(x_cover, scale, r)
-        steps = [{"step": "LPA", "epsilon": config.epsilon, "laplace_scale": scale}, out_step]
+        steps: list[JSONObject] = [
+            {"step": "LPA", "epsilon": config.epsilon, "laplace_scale": scale},
+            out_step,
+        ]
         zones = np.asarray(cmap.to_zones @ noisy[:n_c])
         return DensityResult(
             zones, config.cost(), steps, outliers=noisy[n_c], out_of_domain=out_of_domain
@@ -181,7 +190,7 @@ def perturb_density(
 
 def noisy_out_of_domain(
     counts: DensityCounts, config: DensityConfig, rng: Randomness
-) -> tuple[int, dict[str, Any]]:
+) -> tuple[int, JSONObject]:
     """The out-of-domain cell: discrete Laplace of scale l / epsilon_out on the bounded count
     of visits outside the week or at no tower (<= l per user): epsilon_out-DP per user."""
     eps = config.epsilon_outliers
@@ -189,7 +198,7 @@ def noisy_out_of_domain(
         NoiseKind.DISCRETE_LAPLACE, eps, l1_sensitivity=config.max_visits, unit=PrivacyUnit.USER
     )
     value = int(noise.add(np.array([int(counts.outside)], dtype=np.int64), rng)[0])
-    step = {"step": f"outliers: {OUT_OF_DOMAIN}", "epsilon": eps}
+    step: JSONObject = {"step": f"outliers: {OUT_OF_DOMAIN}", "epsilon": eps}
     step.update(
         {"noise": noise.kind.value, "scale": noise.scale, "l1_sensitivity": config.max_visits}
     )

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from privmob.engine.base import Engine
 from privmob.engine.relation import Loaded
 from privmob.errors import ConfigError
+from privmob.json_types import JSON, JSONObject
 from privmob.lazy_imports import lazy_module
 from privmob.prepare.bounding import fresh_key
 from privmob.prepare.density_geometry import DensityGeometry
@@ -119,7 +121,7 @@ def density_draft(
                     }
                 ),
             },
-            noise={"steps": res.steps},
+            noise={"steps": list(res.steps)},
             params={"signal": res.signal},
             extra={"accounting": accounting(config, res)},
         )
@@ -130,11 +132,13 @@ def density_draft(
 density_release = through_the_gate(density_draft)
 
 
-def _row(values: np.ndarray | None) -> np.ndarray:
+def _row(values: npt.NDArray[np.float64] | None) -> npt.NDArray[np.float64]:
     return np.zeros((1, HOURS_PER_WEEK)) if values is None else np.asarray(values)[None, :]
 
 
-def density_table(zone_ids: np.ndarray, zones: np.ndarray) -> pd.DataFrame:
+def density_table(
+    zone_ids: npt.NDArray[np.object_], zones: npt.NDArray[np.float64]
+) -> pd.DataFrame:
     """Long table (zone, hour, count); counts rounded to integers and clamped at 0."""
     n_z, n_h = zones.shape
     return pd.DataFrame(
@@ -146,9 +150,9 @@ def density_table(zone_ids: np.ndarray, zones: np.ndarray) -> pd.DataFrame:
     )
 
 
-def accounting(config: DensityConfig, res: DensityResult) -> dict[str, Any]:
+def accounting(config: DensityConfig, res: DensityResult) -> JSONObject:
     """Per-step privacy accounting for the metadata (sequential composition)."""
-    spent = [
+    spent: list[JSON] = [
         {k: v for k, v in s.items() if k in ("step", "epsilon", "delta")}
         for s in res.steps
         if "epsilon" in s

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import numpy.typing as npt
 
 
 def _exp(v: float) -> float:
@@ -15,7 +16,9 @@ def _exp(v: float) -> float:
         return math.inf
 
 
-def _exp_fit(x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
+def _exp_fit(
+    x: npt.NDArray[np.float64], y: npt.NDArray[np.float64]
+) -> npt.NDArray[np.float64] | None:
     """Least-squares fit of ``a * exp(b * x)`` to ``y`` (Levenberg-Marquardt from the log-linear
     fit; each accepted step lowers the squared error), or None if it is not finite.
 
@@ -81,7 +84,7 @@ def _exp_fit(x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
     return fit if np.all(np.isfinite(fit)) else None
 
 
-def smooth_nights(series: np.ndarray, first_hour: int = 0) -> np.ndarray:
+def smooth_nights(series: npt.NDArray[np.float64], first_hour: int = 0) -> npt.NDArray[np.float64]:
     """Replace each night's 0:00-4:00 and 4:00-6:00 values by exponential least-squares fits.
 
     ``first_hour`` is the hour of day of slot 0. Post-processing of noisy series only.

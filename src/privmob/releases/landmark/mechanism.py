@@ -9,7 +9,7 @@ import secrets
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 from privmob.errors import ConfigError, InputError
 from privmob.lazy_imports import lazy_module
@@ -27,6 +27,7 @@ from privmob.releases.landmark.theorem import landmark_indices, verify_landmark_
 
 if TYPE_CHECKING:
     import numpy as np
+    import numpy.typing as npt
 else:  # imported on first use, not before a release's plan line (issue 43)
     np = lazy_module("numpy")
 
@@ -36,20 +37,24 @@ SKIP_WARNING = (
 )
 
 
+#: a series' values as the schemes read them (:func:`series_values`): integers or floats
+Series: TypeAlias = "npt.NDArray[np.int64] | npt.NDArray[np.float64]"
+
+
 @dataclass
 class SeriesResult:
     """What a scheme released: values (zones x T), budgets, and which t were fresh."""
 
-    values: np.ndarray
-    epsilons: np.ndarray
-    published: np.ndarray
-    rates: np.ndarray
+    values: npt.NDArray[np.float64]
+    epsilons: npt.NDArray[np.float64]
+    published: npt.NDArray[np.bool_]
+    rates: npt.NDArray[np.float64]
     noise_kind: NoiseKind
 
 
 def series_values(
-    values: np.ndarray, sensitivity: float, integer: bool | None = None
-) -> tuple[np.ndarray, NoiseKind]:
+    values: npt.ArrayLike, sensitivity: float, integer: bool | None = None
+) -> tuple[Series, NoiseKind]:
     """The series as a zones x timestamps matrix and its noise kind (integers: discrete
     Laplace), refused when it cannot be noised: checked before the charge."""
     x = np.asarray(values)
@@ -71,8 +76,8 @@ def series_values(
 
 
 def perturb_series(
-    values: np.ndarray,
-    landmarks: Sequence[int] | np.ndarray,
+    values: npt.ArrayLike,
+    landmarks: Sequence[int] | npt.NDArray[np.int64],
     epsilon: float,
     scheme: Scheme | str,
     *,
@@ -116,7 +121,7 @@ def landmark_noise(kind: NoiseKind, eps: float, sensitivity: float) -> Noise:
     return noise
 
 
-def add_noise(noise: Noise, column: np.ndarray, r: Randomness) -> np.ndarray:
+def add_noise(noise: Noise, column: npt.ArrayLike, r: Randomness) -> npt.NDArray[np.float64]:
     column = np.array(column)  # a writable copy: OpenDP refuses read-only buffers
     if noise.kind.traits.exact_pure:
         return noise.add(column, r).astype(np.float64)
@@ -124,8 +129,12 @@ def add_noise(noise: Noise, column: np.ndarray, r: Randomness) -> np.ndarray:
 
 
 def _noisy_columns(
-    x: np.ndarray, eps: np.ndarray, sensitivity: float, r: Randomness, kind: NoiseKind
-) -> np.ndarray:
+    x: Series,
+    eps: npt.NDArray[np.float64],
+    sensitivity: float,
+    r: Randomness,
+    kind: NoiseKind,
+) -> npt.NDArray[np.float64]:
     """Independent noise of scale sensitivity/eps_t on every column with eps_t > 0."""
     out = np.full(x.shape, np.nan)
     for e in np.unique(eps[eps > 0]):
@@ -137,7 +146,9 @@ def _noisy_columns(
     return out
 
 
-def _carry_forward(out: np.ndarray, published: np.ndarray, fill_value: float) -> np.ndarray:
+def _carry_forward(
+    out: npt.NDArray[np.float64], published: npt.NDArray[np.bool_], fill_value: float
+) -> npt.NDArray[np.float64]:
     """Post-processing: unpublished columns repeat the last published one."""
     last = np.full(out.shape[0], float(fill_value))
     for t in range(out.shape[1]):
@@ -156,8 +167,8 @@ def _coin(r: Randomness) -> float:
 
 
 def _adaptive(
-    x: np.ndarray,
-    marks: np.ndarray,
+    x: Series,
+    marks: npt.NDArray[np.int64],
     epsilon: float,
     sensitivity: float,
     r: Randomness,
@@ -177,7 +188,7 @@ def _adaptive(
     rates = np.empty(length)
     out = np.empty(x.shape, dtype=np.float64)
     rate = rule.initial_rate
-    last: np.ndarray | None = None
+    last: npt.NDArray[np.float64] | None = None
     for t in range(length):
         rates[t] = rate
         publish = last is None or _coin(r) < rate

@@ -7,13 +7,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from privmob.errors import ConfigError
 from privmob.lazy_imports import lazy_module
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from privmob.releases.release import Release
 else:
     pd = lazy_module("pandas")
 
@@ -79,7 +81,7 @@ def _as_timestamps(labels: Sequence[object]) -> dict[object, int]:
     return {ts: i for i, ts in enumerate(stamps)}
 
 
-def mark_domain_from_data(release: Any) -> None:
+def mark_domain_from_data(release: Release) -> None:
     """Stamp a release whose time domain was read from its rows not for publication (applied
     before the charge, as every mark of the lifecycle)."""
     release.for_publication = False

@@ -7,7 +7,7 @@ import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from privmob.errors import ConfigError, InputError
 from privmob.lazy_imports import lazy_module
@@ -18,6 +18,7 @@ from privmob.releases.base import Accountant
 from privmob.releases.gate import Draft, through_the_gate
 from privmob.releases.landmark.mechanism import (
     SKIP_WARNING,
+    Series,
     SeriesResult,
     add_noise,
     landmark_noise,
@@ -30,6 +31,7 @@ from privmob.releases.release import Release
 
 if TYPE_CHECKING:
     import numpy as np
+    import numpy.typing as npt
     import pandas as pd
 else:
     np = lazy_module("numpy")
@@ -37,8 +39,8 @@ else:
 
 
 def series_draft(
-    values: np.ndarray,
-    landmarks: Sequence[int] | np.ndarray,
+    values: npt.ArrayLike,
+    landmarks: Sequence[int] | npt.NDArray[np.int64],
     epsilon: float,
     scheme: Scheme | str,
     *,
@@ -123,7 +125,7 @@ class NoisySeries:
     known notes it raised and the noisy outliers cell (``None``: a series without one)."""
 
     result: SeriesResult
-    marks: np.ndarray
+    marks: npt.NDArray[np.int64]
     notes: list[str]
     single: bool
     outliers: float | None = None
@@ -175,7 +177,12 @@ class LandmarkNoise:
             total = total + part
         return total
 
-    def noised(self, x: np.ndarray, outliers: float | None, r: Randomness) -> NoisySeries:
+    def noised(
+        self,
+        x: Series,
+        outliers: float | None,
+        r: Randomness,
+    ) -> NoisySeries:
         """The series' noise, then the outliers cell's (``outliers``: its exact value)."""
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -290,19 +297,19 @@ def series_release(
         "composition": "series (landmark theorem) + outliers cell, sequential"
         if eps_out is not None
         else "series (landmark theorem)",
-        "warnings": noisy.notes,
+        "warnings": list(noisy.notes),
     }
     return release
 
 
-def _clamped(x: np.ndarray, value_bounds: tuple[float, float] | None) -> np.ndarray:
+def _clamped(x: Series, value_bounds: tuple[float, float] | None) -> Series:
     """The values clamped to the declared range (an enforced bound), or as given."""
     if value_bounds is None:
         return x
     lo, hi = value_bounds
     if not lo < hi:
         raise ConfigError("value bounds need lower < upper")
-    clipped: np.ndarray = np.clip(x, lo, hi)
+    clipped = cast("Series", np.clip(x, lo, hi))  # numpy's clip keeps the array's kind
     return clipped
 
 
@@ -329,7 +336,7 @@ def series_table(
 
 
 def budgets_table(
-    result: SeriesResult, labels: list[object], marks: np.ndarray, sensitivity: float
+    result: SeriesResult, labels: list[object], marks: npt.NDArray[np.int64], sensitivity: float
 ) -> pd.DataFrame:
     """The public per-timestamp budgets, noise scales and sampling rates (no data value)."""
     length = len(labels)
@@ -379,7 +386,7 @@ def outliers_table(cell: float, eps_out: float, sensitivity: float) -> pd.DataFr
 
 
 def known_notes(
-    caught: list[warnings.WarningMessage], scheme: Scheme, marks: np.ndarray
+    caught: list[warnings.WarningMessage], scheme: Scheme, marks: npt.NDArray[np.int64]
 ) -> list[str]:
     """Only known, data-independent notes reach the metadata (a warning raised while working
     on the exact series could quote a data value)."""

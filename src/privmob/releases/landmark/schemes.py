@@ -16,6 +16,7 @@ from privmob.releases.landmark.theorem import landmark_indices
 
 if TYPE_CHECKING:
     import numpy as np
+    import numpy.typing as npt
 else:  # imported on first use, not before a release's plan line (issue 43)
     np = lazy_module("numpy")
 
@@ -82,8 +83,11 @@ class AdaptiveRule:
 
 
 def scheme_budgets(
-    scheme: Scheme | str, length: int, landmarks: Sequence[int] | np.ndarray, epsilon: float
-) -> np.ndarray:
+    scheme: Scheme | str,
+    length: int,
+    landmarks: Sequence[int] | npt.NDArray[np.int64],
+    epsilon: float,
+) -> npt.NDArray[np.float64]:
     """The budgets of the non-adaptive schemes (for adaptive: its initial reservation)."""
     scheme = Scheme(scheme)
     if length < 1:
@@ -104,7 +108,9 @@ def scheme_budgets(
     return np.full(length, share)
 
 
-def guaranteed_landmarks(scheme: Scheme, marks: np.ndarray, length: int) -> np.ndarray:
+def guaranteed_landmarks(
+    scheme: Scheme, marks: npt.NDArray[np.int64], length: int
+) -> npt.NDArray[np.int64]:
     """The landmark set the theorem is checked against for the scheme's stated unit."""
     if scheme is Scheme.EVENT:
         return np.empty(0, dtype=np.int64)  # event-level: protects one timestamp at a time

@@ -12,13 +12,16 @@ from privmob.lazy_imports import lazy_module
 
 if TYPE_CHECKING:
     import numpy as np
+    import numpy.typing as npt
 else:  # imported on first use, not before a release's plan line (issue 43)
     np = lazy_module("numpy")
 
 RELATIVE_TOLERANCE = 1e-9
 
 
-def landmark_indices(landmarks: Sequence[int] | np.ndarray, length: int) -> np.ndarray:
+def landmark_indices(
+    landmarks: Sequence[int] | npt.NDArray[np.int64], length: int
+) -> npt.NDArray[np.int64]:
     """Sorted unique landmark timestamps, checked to lie in 0..length-1."""
     marks = np.unique(np.asarray(list(landmarks), dtype=np.int64))
     if marks.size and (marks[0] < 0 or marks[-1] >= length):
@@ -28,7 +31,9 @@ def landmark_indices(landmarks: Sequence[int] | np.ndarray, length: int) -> np.n
     return marks
 
 
-def landmark_spend(epsilons: np.ndarray, landmarks: np.ndarray) -> np.ndarray:
+def landmark_spend(
+    epsilons: npt.NDArray[np.float64], landmarks: npt.NDArray[np.int64]
+) -> npt.NDArray[np.float64]:
     """sum_{i in L u {t}} eps_i for every t."""
     eps = np.asarray(epsilons, dtype=np.float64)
     is_mark = np.zeros(eps.size, dtype=bool)
@@ -38,8 +43,8 @@ def landmark_spend(epsilons: np.ndarray, landmarks: np.ndarray) -> np.ndarray:
 
 
 def verify_landmark_budget(
-    epsilons: Sequence[float] | np.ndarray,
-    landmarks: Sequence[int] | np.ndarray,
+    epsilons: Sequence[float] | npt.NDArray[np.float64],
+    landmarks: Sequence[int] | npt.NDArray[np.int64],
     epsilon: float,
 ) -> None:
     """Raise :class:`BudgetError` unless sum_{i in L u {t}} eps_i <= epsilon for every t."""

@@ -8,8 +8,9 @@ returns noisy, post-processed values with the epsilon, the enforced L1 sensitivi
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from privmob.json_types import JSONObject
 from privmob.lazy_imports import lazy_module
 from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.mechanisms import Noise, calibrate
@@ -21,6 +22,7 @@ from .config import DISTRIBUTIONS, MISSING_COLUMNS, UNITS, ReportConfig
 
 if TYPE_CHECKING:
     import numpy as np
+    import numpy.typing as npt
 else:  # imported on first use, not before a release's plan line (issue 43)
     np = lazy_module("numpy")
 
@@ -66,29 +68,29 @@ class AnalysisResult:
     name: str
     epsilon: float
     sensitivity: dict[str, int]
-    noise: dict[str, Any]
+    noise: JSONObject
     margin_of_error: dict[str, int]
-    values: dict[str, Any] = field(default_factory=dict)
+    values: JSONObject = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "epsilon": self.epsilon,
-            "sensitivity": self.sensitivity,
+            "sensitivity": dict(self.sensitivity),
             "noise": self.noise,
-            "margin_of_error_95": self.margin_of_error,
+            "margin_of_error_95": dict(self.margin_of_error),
             **self.values,
         }
 
 
 def counts(
     name: str,
-    exact: np.ndarray,
+    exact: npt.NDArray[np.int64],
     eps: float,
     delta1: int,
     cfg: ReportConfig,
     rng: Randomness,
     gaussian: Noise | None = None,
-) -> tuple[np.ndarray, AnalysisResult]:
+) -> tuple[npt.NDArray[np.int64], AnalysisResult]:
     """Noise on every cell of a dense count vector (zero cells and outliers cell included):
     Laplace at ``eps``, or the ``gaussian`` noise its composition chose (:mod:`.composition`)."""
     noise = gaussian or calibrate(cfg.noise_kind, eps, l1_sensitivity=delta1, unit=cfg.unit)[0]
@@ -104,8 +106,8 @@ def counts(
 
 
 def dataset_statistics(
-    users: np.ndarray,
-    kinds: np.ndarray,
+    users: npt.NDArray[np.int64],
+    kinds: npt.NDArray[np.int64],
     eps: float,
     cfg: ReportConfig,
     rng: Randomness,
@@ -157,7 +159,7 @@ def dataset_statistics(
 
 def distribution(
     name: str,
-    exact: np.ndarray,
+    exact: npt.NDArray[np.int64],
     eps: float,
     cfg: ReportConfig,
     rng: Randomness,

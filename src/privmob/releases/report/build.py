@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from privmob.engine import Engine
 from privmob.engine.buckets import (
@@ -15,6 +15,7 @@ from privmob.engine.buckets import (
     plan_buckets,
 )
 from privmob.engine.relation import Loaded
+from privmob.json_types import JSON, JSONObject
 from privmob.lazy_imports import lazy_module
 from privmob.prepare.bounding import fresh_key
 from privmob.privacy.costs import Cost
@@ -24,6 +25,7 @@ from privmob.releases.base import Accountant
 from privmob.releases.counts import count_vectors
 from privmob.releases.dimensions import WEEKDAYS
 from privmob.releases.gate import Draft, through_the_gate
+from privmob.releases.metadata import json_list, json_object
 from privmob.releases.release import Release
 
 from . import analyses as an
@@ -34,7 +36,10 @@ from .sql import count_terms, ends_sql, queries, trips_sql, users_sql
 
 if TYPE_CHECKING:
     import numpy as np
+    import numpy.typing as npt
     import pandas as pd
+
+    from privmob.privacy.mechanisms import Noise
 else:
     np = lazy_module("numpy")
     pd = lazy_module("pandas")
@@ -120,7 +125,7 @@ def exact_counts(
     tiles: Tiles,
     key: int,
     slices: int = 1,
-) -> dict[str, np.ndarray]:
+) -> dict[str, npt.NDArray[np.int64]]:
     """Run the record-level SQL in the engine; return dense exact counts over public domains.
     ``slices``: build the trips table in that many user slices (:func:`materialize_trips`).
 
@@ -158,7 +163,7 @@ def bucketed_exact_counts(
     key: int,
     n_buckets: int,
     step: Callable[[str], None] | None = None,
-) -> dict[str, np.ndarray]:
+) -> dict[str, npt.NDArray[np.int64]]:
     """:func:`exact_counts` summed over user-hash buckets of ``points`` (out of core).
 
     Every analysis is a count over a public domain and every per-user quantity (bounding,
@@ -173,7 +178,7 @@ def bucketed_exact_counts(
     sizes = {name: size for name, (_, size) in queries(cfg, tiles.k, n_tb, engine.dialect).items()}
     names = list(sizes)
 
-    def flat(part: Loaded) -> np.ndarray:
+    def flat(part: Loaded) -> npt.NDArray[np.int64]:
         counts = exact_counts(engine, part.view, cfg, tiles, key)
         return np.concatenate([counts[n].astype(np.int64) for n in names])
 
@@ -221,7 +226,7 @@ def report_draft(
         params=config.to_dict() | ({"mechanisms": plan.to_dict()} if plan else {}),
         domain={
             "tiles": tiles.k,
-            "tile_ids": tiles.ids,
+            "tile_ids": list(tiles.ids),
             "time_bins": [t.isoformat() for t in time_bins(config)],
         },
         tables={},
@@ -249,8 +254,8 @@ def report_draft(
                 },
                 "signal": signal,
                 "tessellation": {
-                    "ids": tiles.ids,
-                    "names": tiles.names,
+                    "ids": list(tiles.ids),
+                    "names": list(tiles.names),
                     "lat": tiles.lat.tolist(),
                     "lng": tiles.lng.tolist(),
                     "outlines": tiles.outlines,
@@ -264,7 +269,7 @@ def report_draft(
 mobility_report = through_the_gate(report_draft)
 
 
-def _zcdp_description(plan: CompositionPlan) -> dict[str, Any]:
+def _zcdp_description(plan: CompositionPlan) -> JSONObject:
     """What the release's noise description says of its zCDP composition."""
     return {
         **({"kind": "discrete-laplace and discrete-gaussian"} if plan.gaussian else {}),
@@ -276,16 +281,16 @@ def _zcdp_description(plan: CompositionPlan) -> dict[str, Any]:
     }
 
 
-def _mechanisms_of(name: str, plan: CompositionPlan | None) -> dict[str, Any]:
+def _mechanisms_of(name: str, plan: CompositionPlan | None) -> JSONObject:
     """An analysis's parts in the composition plan (mechanism, sigma, rho, why); none when
     pure, so a pure report's metadata is what it was."""
     if plan is None:
         return {}
-    own = {c.part.part: c.to_dict() for c in plan.choices if c.part.analysis == name}
+    own: JSONObject = {c.part.part: c.to_dict() for c in plan.choices if c.part.analysis == name}
     return {"mechanisms": own}
 
 
-def report_signal(results: dict[str, an.AnalysisResult], unit: str) -> dict[str, Any]:
+def report_signal(results: dict[str, an.AnalysisResult], unit: str) -> JSONObject:
     """Per count analysis, the share of noisy cells within their 95% margin of 0, and one
     warning naming the analyses where most are and no cell clears the noise floor, unless
     another analysis of the report clears its own: then the report has units enough and those
@@ -302,11 +307,11 @@ def report_signal(results: dict[str, an.AnalysisResult], unit: str) -> dict[str,
         checks[name] = signal_check(np.asarray(values), int(margin), unit, noise)
     # an analysis without signal beside others with it counts something small or absent
     held = [name for name, c in checks.items() if c.above_noise_floor > 0]
-    per: dict[str, Any] = {
+    per: JSONObject = {
         name: beside_signal(c, [h for h in held if h != name]).to_dict()
         for name, c in checks.items()
     }
-    noisy = [name for name, s in per.items() if s["warning"]]
+    noisy = [name for name, s in per.items() if json_object(s).get("warning")]
     warning = (
         f"most cells of {', '.join(noisy)} are within their 95% margin of 0: too few {unit}s "
         f"for {unit}-level statistics at this epsilon; read those analyses as noise"
@@ -316,18 +321,23 @@ def report_signal(results: dict[str, an.AnalysisResult], unit: str) -> dict[str,
     return {"analyses": per, "warning": warning}
 
 
-def _noise_of(described: Any) -> Any:
+def _noise_of(described: JSON) -> Noise | None:
     """The Noise a result describes ({"kind", "scale"}), or None."""
     from privmob.privacy.mechanisms import Noise, NoiseKind
 
+    if not isinstance(described, dict):
+        return None
     try:
-        return Noise(NoiseKind(described["kind"]), float(described["scale"]))
+        kind, scale = described["kind"], described["scale"]
+        if not isinstance(kind, str) or not isinstance(scale, int | float | str):
+            return None
+        return Noise(NoiseKind(kind), float(scale))
     except (KeyError, TypeError, ValueError):
         return None
 
 
 def _release_all(
-    exact: dict[str, np.ndarray],
+    exact: dict[str, npt.NDArray[np.int64]],
     cfg: ReportConfig,
     tiles: Tiles,
     rng: Randomness,
@@ -361,10 +371,10 @@ def _release_all(
             v = res.values
             tables[name] = pd.DataFrame(
                 {
-                    "bin_lo": [*v["edges"][:-1], None],
-                    "bin_hi": [*v["edges"][1:], None],
-                    "count": [*v["counts"], v["outliers"]],
-                    "is_outliers": [False] * len(v["counts"]) + [True],
+                    "bin_lo": [*json_list(v["edges"])[:-1], None],
+                    "bin_hi": [*json_list(v["edges"])[1:], None],
+                    "count": [*json_list(v["counts"]), v["outliers"]],
+                    "is_outliers": [False] * len(json_list(v["counts"])) + [True],
                 }
             )
         else:
@@ -386,7 +396,7 @@ def _release_all(
     return results, tables
 
 
-def _count_values(name: str, noisy: np.ndarray, cfg: ReportConfig, k: int) -> dict[str, Any]:
+def _count_values(name: str, noisy: npt.NDArray[np.int64], cfg: ReportConfig, k: int) -> JSONObject:
     v = noisy.tolist()
     if name == "trips_over_time":
         return {"counts": v[:-1], "outliers": v[-1], "resolution": cfg.time_resolution}
@@ -396,7 +406,7 @@ def _count_values(name: str, noisy: np.ndarray, cfg: ReportConfig, k: int) -> di
 
 
 def _count_table(
-    name: str, noisy: np.ndarray, cfg: ReportConfig, tiles: Tiles, k: int
+    name: str, noisy: npt.NDArray[np.int64], cfg: ReportConfig, tiles: Tiles, k: int
 ) -> pd.DataFrame:
     if name == "missing_values":
         return pd.DataFrame({"column": list(MISSING_COLUMNS), "trips_with_missing": noisy})

@@ -53,8 +53,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from privmob.json_types import JSONObject
 from privmob.lazy_imports import lazy_module
 from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.discrete_gaussian import sigma_for_rho
@@ -176,8 +177,8 @@ class Choice:
             )
         return f"{lap}; {gauss} even with every part Gaussian"
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_dict(self) -> JSONObject:
+        out: JSONObject = {
             "mechanism": self.noise.kind.value,
             "l1_sensitivity": self.part.l1,
             "l2_sensitivity": self.part.l2,
@@ -264,7 +265,7 @@ class CompositionPlan:
             total = total + c
         return total
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "composition": self.composition,
             "delta": self.delta if self.gaussian else 0.0,

@@ -9,9 +9,11 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
+from typing import Required, TypedDict
 
 from privmob.domain import check_order, parse_date
 from privmob.errors import ConfigError
+from privmob.json_types import JSONObject
 from privmob.privacy.costs import PrivacyUnit
 from privmob.privacy.mechanisms import NoiseKind
 from privmob.privacy.quantiles import Bins
@@ -19,6 +21,26 @@ from privmob.releases.kinds import same_tile_flag
 from privmob.surface import spelled
 
 from .compositions import resolve_composition
+
+
+class BuildOptions(TypedDict, total=False):
+    """The keywords of :meth:`ReportConfig.build` (``epsilon``, ``max_trips`` and ``period``
+    required)."""
+
+    epsilon: Required[float]
+    max_trips: Required[int | None]
+    period: Required[tuple[str | date | datetime | None, str | date | datetime | None] | None]
+    unit: PrivacyUnit | str
+    analyses: Sequence[str] | None
+    weights: Mapping[str, float] | None
+    ranges: Mapping[str, tuple[float, float, float]] | None
+    time_windows: Sequence[int] | None
+    noise_kind: NoiseKind | str
+    quantile_share: float
+    same_tile: str
+    composition: str
+    delta: float | None
+
 
 # analyses that release a histogram over declared bins plus a DP five-number summary
 DISTRIBUTIONS: tuple[str, ...] = (
@@ -276,13 +298,13 @@ class ReportConfig:
         tw = self.time_windows
         return [f"{tw[i]:02d}-{tw[(i + 1) % len(tw)]:02d}" for i in range(len(tw))]
 
-    def _composition_dict(self) -> dict[str, object]:
+    def _composition_dict(self) -> JSONObject:
         """zCDP only (a pure report's parameters are what they were before zCDP existed)."""
         how, delta = resolve_composition(self.composition, self.delta)
         return {"composition": how, "delta": delta} if how == "zcdp" else {}
 
-    def to_dict(self) -> dict[str, object]:
-        omitted: dict[str, object] = (
+    def to_dict(self) -> JSONObject:
+        omitted: JSONObject = (
             {
                 "omitted_analyses": dict(self.omitted),
                 "budget_split": "the budget is split over the released analyses only; the left-out "

@@ -4,22 +4,37 @@ for maps) and, for check-in data, trip points built from consecutive check-ins."
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 from privmob.data import tessellation_cache
 from privmob.data.tessellation import Tessellation, local_metric_crs
+from privmob.json_types import JSON
 from privmob.lazy_imports import lazy_module
 from privmob.privacy.costs import PrivacyUnit
 
 if TYPE_CHECKING:
     import numpy as np
+    import numpy.typing as npt
     import pandas as pd
+
+    from privmob.engine.relation import Loaded
+    from privmob.releases.base import Accountant
 else:
     np = lazy_module("numpy")
     pd = lazy_module("pandas")
 
 
-def load_report_input(unit: PrivacyUnit, session: Any) -> Any:
+class TripPointsSource(Protocol):
+    """What reads the report's input (:class:`privmob.Session`): trip points, and the
+    accountant whose group size says how a trip-level release counts riders."""
+
+    @property
+    def _accountant(self) -> Accountant: ...
+
+    def _load_trip_points(self, uid_per_trip: bool = False) -> Loaded: ...
+
+
+def load_report_input(unit: PrivacyUnit, session: TripPointsSource) -> Loaded:
     """The report's input, read by ``session`` as trip points: at trip level without group
     privacy, one-row trips without a rider id make each trip its own unit."""
     return session._load_trip_points(
@@ -33,9 +48,9 @@ class Tiles:
 
     ids: list[str]
     names: list[str]
-    lat: np.ndarray
-    lng: np.ndarray
-    outlines: list[list[list[list[float]]]]  # per tile: rings of [lng, lat]
+    lat: npt.NDArray[np.float64]
+    lng: npt.NDArray[np.float64]
+    outlines: list[JSON]  # per tile: rings of [lng, lat]
 
     @property
     def k(self) -> int:
@@ -51,7 +66,7 @@ class Tiles:
         return cls(ids, names, cents[:, 1].copy(), cents[:, 0].copy(), outlines)
 
 
-def simplified_outlines(tess: Tessellation, simplify_m: float) -> list[list[list[list[float]]]]:
+def simplified_outlines(tess: Tessellation, simplify_m: float) -> list[JSON]:
     """Each tile's outer rings (``[lng, lat]`` rounded to 1e-6 degree) simplified to
     ``simplify_m`` metres; kept in the tessellation cache under the tessellation's fingerprint
     (public geometry; simplifying the taxi zones costs 0.07-0.1 s a run)."""
@@ -61,7 +76,7 @@ def simplified_outlines(tess: Tessellation, simplify_m: float) -> list[list[list
         return cached
     metric = tess.gdf.to_crs(local_metric_crs(tess.bounds))
     simple = metric.geometry.simplify(simplify_m).to_crs(4326)
-    outlines = []
+    outlines: list[JSON] = []
     for geom in simple:
         polys = list(geom.geoms) if geom.geom_type == "MultiPolygon" else [geom]
         outlines.append(

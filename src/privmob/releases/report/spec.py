@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, cast
 
 from privmob.engine.dialect import DUCKDB
 from privmob.engine.relation import Loaded
+from privmob.json_types import JSONObject
 from privmob.privacy.costs import PrivacyUnit
 from privmob.privacy.mechanisms import calibrate
 from privmob.releases.base import Accountant
@@ -64,7 +65,7 @@ class ReportSpec:
         """The report's unit of privacy (its config's)."""
         return self.config.unit
 
-    def public_period(self) -> dict[str, object]:
+    def public_period(self) -> JSONObject:
         """The declared period (public)."""
         start, end = self.config.period
         return {"start": str(start), "end": str(end), "bin": "time windows and weekdays"}
@@ -112,16 +113,17 @@ class ReportSpec:
 
     def draft(
         self,
-        data: Loaded,
+        data: object,
         accountant: Accountant,
         *,
         rng: Randomness | int | None,
         progress: Progress,
     ) -> Draft:
         check_tessellation(data, self.tessellation)
+        points = cast(Loaded, data)  # the trip points its load step reads
         return report_draft(
-            data.engine,
-            data,
+            points.engine,
+            points,
             Tiles.from_tessellation(self.tessellation),
             self.config,
             accountant,

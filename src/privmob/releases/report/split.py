@@ -20,14 +20,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from typing import Unpack
 
 from privmob.errors import ConfigError
 from privmob.privacy.mechanisms import calibrate
 from privmob.surface import spelled
 
 from .analyses import is_distribution, sensitivity
-from .config import ReportConfig
+from .config import BuildOptions, ReportConfig
 
 #: what an analysis without a target keeps, as a share of an equal split, when targets do not fit
 FLOOR_SHARE = 0.1
@@ -36,7 +36,7 @@ _LOW, _HIGH, _STEPS, _SLACK = 1e-9, 1e9, 80, 1e-6
 
 
 def build_config(
-    *, target_margins: Mapping[str, float] | None = None, **options: Any
+    *, target_margins: Mapping[str, float] | None = None, **options: Unpack[BuildOptions]
 ) -> ReportConfig:
     """:meth:`ReportConfig.build` of ``options``, its weights solved from ``target_margins``
     (95% margins per analysis, in its counts' units; not with ``weights``) when given."""

@@ -9,8 +9,8 @@ which is all the driver ever sees.
 
 from __future__ import annotations
 
+from datetime import datetime
 from functools import partial
-from typing import Any
 
 from privmob.domain import Period
 from privmob.engine.dialect import Dialect
@@ -22,7 +22,7 @@ from privmob.releases.dimensions import Dimension, dimension, haversine_km
 from .config import MISSING_COLUMNS, ReportConfig
 
 
-def _ts(value: Any, d: Dialect) -> str:
+def _ts(value: datetime, d: Dialect) -> str:
     return d.timestamp_literal(value.isoformat(sep=" "))
 
 
