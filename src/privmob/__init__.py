@@ -101,7 +101,7 @@ _LAZY = {
     "Distance": "privmob.releases.dimensions",
     "Duration": "privmob.releases.dimensions",
     "Mean": "privmob.releases.values",
-    "register_kind": "privmob.session.counts",
+    "register_kind": "privmob.session.releases",
     "TimeBins": "privmob.releases.dimensions",
     "Programme": "privmob.evaluate.programme",
     "ScheduleEntry": "privmob.evaluate.programme",

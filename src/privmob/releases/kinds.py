@@ -348,7 +348,7 @@ BY_NAME: dict[str, Kind] = {k.name: k for k in KINDS}
 BY_ANY_NAME: dict[str, Kind] = {n: k for k in KINDS for n in (k.name, *k.old_kinds)}
 #: what derives from the registry: called on every kind, and on each kind registered later
 #: (:func:`each_kind`), with a refusal asked before a kind is registered
-_DERIVED: list[tuple[Callable[[Kind], None], Callable[[Kind], None] | None]] = []
+_DERIVED: list[Callable[[Kind], None]] = []
 #: a kind's name: lowercase words joined by hyphens (a command, and with ``_`` a method)
 NAME = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
 
@@ -358,13 +358,12 @@ def every_kind() -> tuple[Kind, ...]:
     return (*KINDS, *REGISTERED)
 
 
-def each_kind(derive: Callable[[Kind], None], refuse: Callable[[Kind], None] | None = None) -> None:
+def each_kind(derive: Callable[[Kind], None]) -> None:
     """Call ``derive`` on every kind now, and on each kind :func:`register` adds later (how a
-    list of kinds built at import keeps deriving from the registry); ``refuse``, when given,
-    is asked first about a kind being registered and raises to refuse it."""
+    list of kinds built at import keeps deriving from the registry)."""
     for k in every_kind():
         derive(k)
-    _DERIVED.append((derive, refuse))
+    _DERIVED.append(derive)
 
 
 def register(kind: Kind) -> Kind:
@@ -388,18 +387,10 @@ def register(kind: Kind) -> Kind:
             raise ConfigError(f"{name!r} is not a kind's name", hint="e.g. trips-by-weekday")
         if name in BY_ANY_NAME:
             raise ConfigError(f"a release kind {name!r} exists", hint="choose another name")
-    from privmob.releases.counts import CountSpec
-
-    spec = kind.spec_type  # imported now: refused here, not at its first release
-    if not issubclass(spec, CountSpec):
-        raise ConfigError(f"{kind.spec} is not the count template's spec", hint=hint)
-    for _, refuse in _DERIVED:
-        if refuse is not None:
-            refuse(kind)
     REGISTERED.append(kind)
     BY_NAME[kind.name] = kind
     BY_ANY_NAME.update({n: kind for n in (kind.name, *kind.old_kinds)})
-    for derive, _ in _DERIVED:
+    for derive in _DERIVED:
         derive(kind)
     return kind
 

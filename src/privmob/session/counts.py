@@ -23,7 +23,7 @@ from privmob.releases.dimensions import (
     spelling,
     with_trip_distance,
 )
-from privmob.releases.kinds import BY_NAME, COUNT_SPEC, Kind, each_kind, register
+from privmob.releases.kinds import BY_NAME, COUNT_SPEC, Kind, each_kind
 from privmob.releases.specs import Plan
 from privmob.releases.values import Mean
 from privmob.results import ReleaseResult
@@ -283,30 +283,6 @@ def _methods(kind: Kind) -> None:
         setattr(SessionCounts, f"plan_{kind.method}", _preset(kind, plan=True))
 
 
-def _taken(kind: Kind) -> None:
-    """A registered kind's method may not replace a member of the Session."""
-    from privmob.session import Session
-
-    for name in (kind.method, f"plan_{kind.method}"):
-        if hasattr(Session, name):
-            raise ConfigError(
-                f"Session.{name} exists: the kind {kind.name!r} would replace it",
-                hint="choose another name for the kind",
-            )
-
-
 # every kind of the count template in the registry, and each one registered later
-each_kind(_methods, refuse=_taken)
+each_kind(_methods)
 internal(SessionCounts, "load_counted", "_load_counted", "the session's reading of its input")
-
-
-def register_kind(kind: Kind) -> Kind:
-    """``pm.register_kind``: add ``kind``, a kind declared as data
-    (``privmob.releases.kinds.count_kind``), to the registry and return it; from then on, in
-    this process, it is ``Session.<method>`` and ``plan_<method>``, ``privmob <name>`` and
-    ``privmob plan <name>``, and its releases are charged, recorded and published as every
-    kind's (:func:`privmob.releases.kinds.register`, after the Session is complete: a name
-    one of its members has is refused)."""
-    import privmob.session  # noqa: F401  (the whole Session: its members are checked)
-
-    return register(kind)

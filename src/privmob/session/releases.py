@@ -20,7 +20,7 @@ from privmob.dp import (
 )
 from privmob.privacy.bound_choice import choice_of
 from privmob.privacy.mechanisms import NoiseKind
-from privmob.releases.kinds import KINDS, deprecated
+from privmob.releases.kinds import KINDS, Kind, deprecated
 from privmob.releases.specs import (
     DensitySpec,
     OdSpec,
@@ -523,3 +523,27 @@ for _kind in KINDS:
     for _old in _kind.old_methods:
         setattr(Session, _old, _earlier_name(_old, _kind.method))
         setattr(Session, f"plan_{_old}", _earlier_name(f"plan_{_old}", f"plan_{_kind.method}"))
+
+
+def register_kind(kind: Kind) -> Kind:
+    """``pm.register_kind``: add ``kind``, a kind declared as data
+    (``privmob.releases.kinds.count_kind``), to the registry and return it; from then on, in
+    this process, it is ``Session.<method>`` and ``plan_<method>``, ``privmob <name>`` and
+    ``privmob plan <name>``, and its releases are charged, recorded and published as every
+    kind's (:func:`privmob.releases.kinds.register`). Refused, adding nothing: a spec that is
+    not the count template's (imported now, not at the kind's first release) and a method
+    name one of the Session's members has."""
+    from privmob.errors import ConfigError
+    from privmob.releases.counts import CountSpec
+    from privmob.releases.kinds import register
+
+    hint = "declare it with privmob.releases.kinds.count_kind(name, summary, records, *by)"
+    if kind.counts is not None and not issubclass(kind.spec_type, CountSpec):
+        raise ConfigError(f"{kind.spec} is not the count template's spec", hint=hint)
+    for name in (kind.method, f"plan_{kind.method}"):
+        if hasattr(Session, name):
+            raise ConfigError(
+                f"Session.{name} exists: the kind {kind.name!r} would replace it",
+                hint="choose another name for the kind",
+            )
+    return register(kind)
