@@ -27,8 +27,8 @@ so the L1 and L2 sensitivity of the count vector is at most ``bound``; every cel
 domain gets independent noise calibrated to it: epsilon-DP per user (discrete Laplace) or
 (epsilon, delta)-DP (discrete Gaussian). Nothing in the domain is read from the data.
 
-:func:`~privmob.releases.dimensions.dimension` reads the dimension vocabulary of
-``Session.counts``, ``privmob counts`` and the report's count vectors: ``origin``,
+The dimension vocabulary of ``Session.counts``, ``privmob counts`` and the report's count
+vectors (a spec holds them typed; their text is read only at the edges): ``origin``,
 ``destination`` (trips), ``tile`` and ``zone`` (the visited tile of trip points or events),
 ``period`` (the bins of the declared period), ``bin:1h``, ``hour`` (of day), ``weekday``,
 ``duration:0,5,15,60`` (trip minutes), ``distance:0,1,2,5`` (trip km) and a categorical column
@@ -59,7 +59,7 @@ from privmob.privacy.mechanisms import Noise, NoiseKind, calibrate
 from privmob.privacy.samplers import Randomness, resolve
 from privmob.privacy.signal import signal_check
 from privmob.releases.base import Accountant
-from privmob.releases.dimensions import SOURCES, Dimension, dimension, measures
+from privmob.releases.dimensions import SOURCES, Dimension, TypedDimension, measures, spelling
 from privmob.releases.gate import Draft, through_the_gate
 from privmob.releases.release import Release
 from privmob.releases.values import PARTS_PER_UNIT, Mean, means, sum_noise
@@ -251,13 +251,18 @@ class CellNoise:
         mask = domain.released_mask()
         # the noise reads no data (public scale, public domain): drawn while the engine counts
         add_noise = self.noise.add_later(int(mask.sum()), r)
+        return lambda exact: released(mask, add_noise(exact[mask]))
 
-        def finish(exact: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-            noisy = np.zeros(domain.size, dtype=np.int64)
-            noisy[mask] = add_noise(exact[mask])
-            return noisy
 
-        return finish
+Cell = TypeVar("Cell", "np.int64", "np.float64")
+
+
+def released(mask: npt.NDArray[np.bool_], noisy: npt.NDArray[Cell]) -> npt.NDArray[Cell]:
+    """The flat vector of a domain whose released cells (``mask``) hold ``noisy`` (in flat
+    order) and whose other cells (a diagonal not released) hold 0."""
+    out = np.zeros(mask.shape, dtype=noisy.dtype)
+    out[mask] = noisy
+    return out
 
 
 @dataclass(frozen=True)
@@ -285,14 +290,11 @@ class MeanCells:
     def start(
         self, domain: CountDomain, r: Randomness
     ) -> Callable[[npt.NDArray[np.int64]], NoisyMeans]:
-        mask = domain.released_mask()
-
         def finish(exact: npt.NDArray[np.int64]) -> NoisyMeans:
             counts = CellNoise(self.counts).start(domain, r)(exact[0])
+            mask = domain.released_mask()
             centred = exact[1][mask].astype(np.float64) / PARTS_PER_UNIT
-            sums = np.zeros(domain.size, dtype=np.float64)
-            sums[mask] = self.sums.add_float(centred, r)
-            return NoisyMeans(counts, sums)
+            return NoisyMeans(counts, released(mask, self.sums.add_float(centred, r)))
 
         return finish
 
@@ -458,14 +460,14 @@ def _quiet(_message: str) -> None:
 @dataclass(frozen=True)
 class CountSpec:
     """A count release (the template's spec): ``records`` counted (a key of :data:`SOURCES`),
-    grouped by ``by`` (dimension spellings, :mod:`privmob.releases.dimensions`), at most
+    grouped by ``by`` (typed dimensions, :mod:`privmob.releases.dimensions`), at most
     ``bound`` records per user: in all, or with ``bound_per`` (a dimension's column) in each
     label of that dimension (the records outside it one more group: a zone series' bins)."""
 
     tessellation: Tessellation | None
     epsilon: float
     records: str
-    by: tuple[str, ...]
+    by: tuple[TypedDimension, ...]
     #: a whole number, or "auto": chosen privately (``bound_choice``)
     bound: int | str
     noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE
@@ -538,7 +540,12 @@ class CountSpec:
         if not self.by:
             raise ConfigError("give at least one dimension to count by", hint="e.g. by=['hour']")
         ids = [] if self.tessellation is None else list(self.tessellation.tile_ids)
-        dims = tuple(dimension(s, ids, self.period) for s in self.by)
+        if any(not isinstance(b, TypedDimension) for b in self.by):
+            raise TypeError(
+                "CountSpec.by holds typed dimensions (privmob.releases.dimensions): "
+                "parse text with parse_dimension"
+            )
+        dims = tuple(b.resolve(tuple(ids), self.period) for b in self.by)
         for d in dims:
             if self.records not in d.sources:
                 raise ConfigError(
@@ -556,6 +563,11 @@ class CountSpec:
     @cached_property
     def shape(self) -> tuple[int, ...]:
         return tuple(len(d.labels) for d in self.dimensions)
+
+    @property
+    def spelled_by(self) -> str:
+        """The dimensions as text (the plan's, the ledger's and the metadata's words)."""
+        return ", ".join(spelling(b) for b in self.by)
 
     @cached_property
     def calibrated(self) -> tuple[Noise | MeanCells, Cost]:
@@ -709,7 +721,7 @@ class CountSpec:
         params: JSONObject = {
             "epsilon": self.epsilon,
             "delta": self.delta,
-            "by": list(self.by),
+            "by": [spelling(b) for b in self.by],
             "period": self.period.to_dict(),
             "post_processing": "noisy integers as drawn (unbiased; negative values kept)",
             **dict(self.measured),  # what a measured dimension was (the trip distance)
@@ -718,7 +730,7 @@ class CountSpec:
         if isinstance(noise, MeanCells) and self.value is not None:
             half = Cost.pure(self.epsilon / 2, self.privacy_unit)
             parts = [
-                (f"{self.kind}: counts by {', '.join(self.by)}", half),
+                (f"{self.kind}: counts by {self.spelled_by}", half),
                 (f"{self.kind}: sums of {self.value.column}", half),
             ]
             described["sums"] = {
@@ -774,7 +786,7 @@ class CountSpec:
                 table["mean_margin_95"] = mean_margin[:-1]
             release.params["signal"] = signal_check(counts[:-1], margin, unit).to_dict()
             release.tables = {"counts": table, "outliers": outliers}
-        return release, f"{self.kind}: {self.records} by {', '.join(self.by)}"
+        return release, f"{self.kind}: {self.records} by {self.spelled_by}"
 
 
 def cell_sql(spec: CountSpec, dialect: Dialect) -> str:

@@ -263,14 +263,14 @@ class LevelsNoise:
     def start(
         self, domain: CountDomain, r: Randomness
     ) -> Callable[[npt.NDArray[np.int64]], LevelsNoisy]:
-        mask = domain.released_mask()
-        fine = self.noises[-1].add_later(int(mask.sum()), r)
+        from privmob.releases.counts import CellNoise
+
+        fine = CellNoise(self.noises[-1]).start(domain, r)  # the template's, on the finest level
         sizes = self.tree.tree.sizes
         coarse = [n.add_later(size, r) for n, size in zip(self.noises[:-1], sizes, strict=False)]
 
         def finish(exact: npt.NDArray[np.int64]) -> LevelsNoisy:
-            noisy = np.zeros(domain.size, dtype=np.int64)
-            noisy[mask] = fine(exact[mask])
+            noisy = fine(exact)
             sums = np.asarray(exact[self.tree.cells], dtype=np.int64)
             exact_levels = []
             for lv in range(len(sizes) - 2, -1, -1):
