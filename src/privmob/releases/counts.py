@@ -74,6 +74,7 @@ if TYPE_CHECKING:
     from privmob.engine.base import Engine
     from privmob.engine.dialect import Dialect
     from privmob.engine.relation import Loaded
+    from privmob.releases.bound_choice import ChosenBound
     from privmob.releases.plan import Plan
 else:
     np = lazy_module("numpy")
@@ -217,6 +218,9 @@ class Rows(Protocol):
 
 
 Noisy = TypeVar("Noisy", covariant=True)
+#: what a noise step's ``start`` returns: ``finish(exact)``, the noisy cells of the exact
+#: flat vector of the domain
+Finish = Callable[["npt.NDArray[np.int64]"], Noisy]
 
 
 class NoiseStep(Protocol[Noisy]):
@@ -228,7 +232,7 @@ class NoiseStep(Protocol[Noisy]):
         """The noise, in the words of the progress line."""
         ...
 
-    def start(self, domain: CountDomain, r: Randomness) -> Callable[[npt.NDArray[np.int64]], Noisy]:
+    def start(self, domain: CountDomain, r: Randomness) -> Finish[Noisy]:
         """Start the noise of ``domain``'s released cells; returns ``finish(exact)``: the
         noisy cells of the flat ``exact`` vector (what the kind's ``publish`` is given)."""
         ...
@@ -245,9 +249,7 @@ class CellNoise:
     def kind(self) -> str:
         return f"{self.noise.kind}"
 
-    def start(
-        self, domain: CountDomain, r: Randomness
-    ) -> Callable[[npt.NDArray[np.int64]], npt.NDArray[np.int64]]:
+    def start(self, domain: CountDomain, r: Randomness) -> Finish[npt.NDArray[np.int64]]:
         mask = domain.released_mask()
         # the noise reads no data (public scale, public domain): drawn while the engine counts
         add_noise = self.noise.add_later(int(mask.sum()), r)
@@ -287,9 +289,7 @@ class MeanCells:
     def kind(self) -> str:
         return f"{self.counts.kind} (counts) and laplace (sums)"
 
-    def start(
-        self, domain: CountDomain, r: Randomness
-    ) -> Callable[[npt.NDArray[np.int64]], NoisyMeans]:
+    def start(self, domain: CountDomain, r: Randomness) -> Finish[NoisyMeans]:
         def finish(exact: npt.NDArray[np.int64]) -> NoisyMeans:
             counts = CellNoise(self.counts).start(domain, r)(exact[0])
             mask = domain.released_mask()
@@ -451,6 +451,39 @@ def count_draft(
 
 
 count_release = through_the_gate(count_draft)
+
+if TYPE_CHECKING:
+
+    class Choosable(
+        CountKind[Calibrated, Drawn], ChosenBound[CountDomain, PerUser], Protocol[Calibrated, Drawn]
+    ):
+        """A kind of the count template whose bound may be chosen privately (``od``,
+        ``counts``)."""
+
+        @property
+        def choice(self) -> BoundChoice | None: ...
+
+
+def template_draft(
+    data: object,
+    spec: Choosable[Calibrated, Drawn],
+    accountant: Accountant,
+    *,
+    rng: Randomness | int | None,
+    progress: Step,
+) -> Draft:
+    """The draft of a kind whose bound may be chosen: the template's (:func:`count_draft`) at
+    the bound given, or with ``spec.choice`` the bound chosen (or the counts rescaled) after
+    the charge (:func:`~privmob.releases.bound_choice.chosen_draft`, given the template's
+    counting and noise step)."""
+    if spec.choice is None:
+        return count_draft(data, spec, accountant, rng=rng, step=progress)
+    from privmob.releases.bound_choice import chosen_draft
+
+    template = (exact_cells, CellNoise)
+    return chosen_draft(
+        data, spec, spec.choice, accountant, rng=rng, step=progress, template=template
+    )
 
 
 def _quiet(_message: str) -> None:
@@ -649,19 +682,7 @@ class CountSpec:
     ) -> Draft:
         # what a measured dimension was (the trip distance) follows the records' layout
         spec = replace(self, measured=tuple(measures(self.dimensions, self.counted(data)).items()))
-        if spec.choice is not None:
-            from privmob.releases.bound_choice import chosen_draft
-
-            return chosen_draft(
-                data,
-                spec,
-                spec.choice,
-                accountant,
-                rng=rng,
-                step=progress,
-                template=(exact_cells, CellNoise),
-            )
-        return count_draft(data, spec, accountant, rng=rng, step=progress)
+        return template_draft(data, spec, accountant, rng=rng, progress=progress)
 
     # -- what the count template asks of its kinds (CountKind) ---------------------------------
     def count_domain(self) -> CountDomain:

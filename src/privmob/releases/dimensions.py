@@ -40,7 +40,7 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from privmob.errors import ConfigError
 from privmob.lazy_imports import lazy_module
@@ -161,36 +161,50 @@ def _numbers(edges: Sequence[float]) -> str:
     return ",".join(f"{e:g}" if float(f"{e:g}") == e else repr(e) for e in edges)
 
 
-def _checked_edges(dim: Duration | Distance) -> None:
-    edges = tuple(float(e) for e in dim.edges)
-    object.__setattr__(dim, "edges", edges)  # frozen: its one normal form, set once
-    spec = str(dim)
-    if len(edges) < 2 or any(b <= a for a, b in itertools.pairwise(edges)):
-        raise ConfigError(
-            f"{spec!r}: give at least two increasing edges", hint="e.g. duration:0,5,15,60"
-        )
-    if not all(math.isfinite(e) for e in edges):
-        raise ConfigError(f"{spec!r}: the edges must be finite numbers")
+@dataclass(frozen=True)
+class TripBins(TypedDimension):
+    """Bins ``[lo, hi)`` of a trip's measured value between declared ``edges`` (at least two,
+    increasing, finite; kept as floats): :class:`Duration` and :class:`Distance`."""
+
+    edges: Sequence[float]
+    #: the dimension's name and column, and its labels' unit
+    name: ClassVar[str]
+    unit: ClassVar[str]
+
+    def __post_init__(self) -> None:
+        edges = tuple(float(e) for e in self.edges)
+        object.__setattr__(self, "edges", edges)  # frozen: its one normal form, set once
+        if len(edges) < 2 or any(b <= a for a, b in itertools.pairwise(edges)):
+            raise ConfigError(
+                f"{str(self)!r}: give at least two increasing edges",
+                hint=f"e.g. {self.name}:0,5,15,60",
+            )
+        if not all(math.isfinite(e) for e in edges):
+            raise ConfigError(f"{str(self)!r}: the edges must be finite numbers")
+
+    def __str__(self) -> str:
+        return f"{self.name}:{_numbers(self.edges)}"
+
+    def resolve(self, tiles: tuple[object, ...], period: Period) -> Dimension:
+        labels = tuple(f"[{lo:g}, {hi:g}) {self.unit}" for lo, hi in itertools.pairwise(self.edges))
+        sql = _bins(self.edges, self.value)
+        return Dimension(self.name, labels, sql, ("trips",), distance=self.measures_distance)
+
+    def value(self, time: str, dialect: Dialect) -> str:
+        """SQL: the trip's measured value (``time``: the records' time column)."""
+        raise NotImplementedError
 
 
 @dataclass(frozen=True)
-class Distance(TypedDimension):
+class Distance(TripBins):
     """Trip distance bins (km) between declared ``edges``: ``Distance([0, 1, 2, 5])`` is
     ``"distance:0,1,2,5"``."""
 
-    edges: Sequence[float]
+    name = "distance"
+    unit = "km"
 
-    def __post_init__(self) -> None:
-        _checked_edges(self)
-
-    def __str__(self) -> str:
-        return f"distance:{_numbers(self.edges)}"
-
-    def resolve(self, tiles: tuple[object, ...], period: Period) -> Dimension:
-        labels = tuple(f"[{lo:g}, {hi:g}) km" for lo, hi in itertools.pairwise(self.edges))
-        return Dimension(
-            "distance", labels, _bins(self.edges, _kilometres), ("trips",), distance=True
-        )
+    def value(self, time: str, dialect: Dialect) -> str:
+        return DISTANCE_COLUMN  # added before counting (:func:`with_trip_distance`)
 
     @property
     def measures_distance(self) -> bool:
@@ -198,20 +212,15 @@ class Distance(TypedDimension):
 
 
 @dataclass(frozen=True)
-class Duration(TypedDimension):
+class Duration(TripBins):
     """Trip duration bins (minutes) between declared ``edges``: ``"duration:0,5,15,60"``."""
 
-    edges: Sequence[float]
+    name = "duration"
+    unit = "min"
 
-    def __post_init__(self) -> None:
-        _checked_edges(self)
-
-    def __str__(self) -> str:
-        return f"duration:{_numbers(self.edges)}"
-
-    def resolve(self, tiles: tuple[object, ...], period: Period) -> Dimension:
-        labels = tuple(f"[{lo:g}, {hi:g}) min" for lo, hi in itertools.pairwise(self.edges))
-        return Dimension("duration", labels, _bins(self.edges, _minutes), ("trips",))
+    def value(self, time: str, dialect: Dialect) -> str:
+        d = dialect
+        return f"(({d.epoch_seconds('end_time')} - {d.epoch_seconds('start_time')}) / 60.0)"
 
 
 @dataclass(frozen=True)
@@ -303,14 +312,6 @@ def _bins(edges: Sequence[float], expr: Callable[[str, Dialect], str]) -> CellSq
         return f"CASE {arms} ELSE -1 END"
 
     return sql
-
-
-def _minutes(_time: str, d: Dialect) -> str:
-    return f"(({d.epoch_seconds('end_time')} - {d.epoch_seconds('start_time')}) / 60.0)"
-
-
-def _kilometres(_time: str, _d: Dialect) -> str:
-    return DISTANCE_COLUMN
 
 
 def _categorical(column: str, values: Sequence[str]) -> CellSql:

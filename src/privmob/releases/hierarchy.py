@@ -18,7 +18,7 @@ without a hierarchy. The outliers cells are released with the finest level's noi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from privmob.data.tessellation import Tessellation
-    from privmob.releases.counts import CountDomain
+    from privmob.releases.counts import CountDomain, Finish
     from privmob.releases.release import Release
 else:
     pd = lazy_module("pandas")
@@ -260,9 +260,7 @@ class LevelsNoise:
     def kind(self) -> str:
         return f"{self.noises[-1].kind} at {len(self.noises)} levels"
 
-    def start(
-        self, domain: CountDomain, r: Randomness
-    ) -> Callable[[npt.NDArray[np.int64]], LevelsNoisy]:
+    def start(self, domain: CountDomain, r: Randomness) -> Finish[LevelsNoisy]:
         from privmob.releases.counts import CellNoise
 
         fine = CellNoise(self.noises[-1]).start(domain, r)  # the template's, on the finest level
