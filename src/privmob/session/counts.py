@@ -19,7 +19,6 @@ from privmob.privacy.mechanisms import NoiseKind
 from privmob.releases.counts import CountSpec
 from privmob.releases.dimensions import (
     DimensionLike,
-    TypedDimension,
     as_dimension,
     needs,
     with_trip_distance,
@@ -93,7 +92,7 @@ class SessionCounts(SessionBase):
     def _load_counted(
         self,
         records: str,
-        by: Sequence[TypedDimension],
+        by: Sequence[DimensionLike],
         value: Mean | None = None,
         unit: PrivacyUnit | str = PrivacyUnit.USER,
     ) -> Loaded:
@@ -103,7 +102,7 @@ class SessionCounts(SessionBase):
         reads one (:func:`~privmob.releases.dimensions.with_trip_distance`). At ``unit="trip"``
         without a group size, trips without a rider id are each their own unit (as
         :meth:`_load_for`)."""
-        carry, distance = needs(by)
+        carry, distance = needs([as_dimension(b) for b in by])  # text (a caller's): parsed
         if value is not None:
             carry = (*carry, *(c for c in value.carried if c not in carry))
             distance = distance or value.distance
