@@ -26,7 +26,7 @@ from privmob.releases.dimensions import (
     parse_dimensions,
     spelling,
 )
-from privmob.releases.kinds import count_kind, every_kind
+from privmob.releases.kinds import Counts, count_kind, every_kind
 
 
 @dataclass(frozen=True)
@@ -144,6 +144,8 @@ def test_declared_kinds_hold_typed_dimensions() -> None:
     assert declared.counts is not None
     assert declared.counts.by[0] is rides and declared.counts.by[1] == Named("origin")
     assert declared.layer is not None and declared.layer.key == "origin"
+    spelled = Counts("trips", ("hour", rides))  # type: ignore[arg-type]  # text: parsed here
+    assert spelled.by == (Named("hour"), rides) and spelled.by[1] is rides
 
 
 def test_bad_edges_are_refused_where_the_dimension_is_made() -> None:

@@ -138,6 +138,13 @@ class Counts:
     by: tuple[TypedDimension, ...]
     value: str | None = None
 
+    def __post_init__(self) -> None:
+        from privmob.releases.dimensions import as_dimension
+
+        # a declaration's text parsed once, here; a typed dimension kept as given
+        by: tuple[DimensionLike, ...] = self.by
+        object.__setattr__(self, "by", tuple(as_dimension(b) for b in by))
+
     @property
     def spelled_by(self) -> str:
         """The dimensions as text (messages and docstrings)."""
@@ -231,7 +238,7 @@ def count_kind(
     template's :class:`~privmob.releases.counts.CountSpec` or a subclass of it."""
     from privmob.releases.dimensions import as_dimension, spelling
 
-    dims = tuple(as_dimension(b) for b in by)
+    dims = tuple(as_dimension(b) for b in by)  # parsed once (Counts keeps them as they are)
     return Kind(
         name=name,
         summary=summary,
