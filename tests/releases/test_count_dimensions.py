@@ -18,7 +18,7 @@ import privmob as pm
 from privmob.data.grids import square_grid
 from privmob.errors import ConfigError, InputError
 from privmob.privacy.ledger import Ledger
-from privmob.releases.dimensions import split_dimensions
+from privmob.releases.dimensions import Named, split_dimensions
 
 #: epsilon so large that the discrete Laplace noise (scale T / epsilon <= 1e-4) is 0 with
 #: probability above 1 - 1e-(4e4): the released counts are the exact bounded counts
@@ -258,9 +258,11 @@ def test_a_bound_per_label_is_calibrated_for_every_label(engine) -> None:  # typ
 
     tess = box_grid(2)
     period = Period(datetime(2024, 1, 1), datetime(2024, 1, 2))
-    spec = CountSpec(tess, 1.0, "events", ("zone", "bin:6h"), 2, period=period, bound_per="bin")
+    spec = CountSpec(
+        tess, 1.0, "events", (Named("zone"), pm.TimeBins("6h")), 2, period=period, bound_per="bin"
+    )
     assert spec.sensitivity == 2 * (4 + 1)
-    plain = CountSpec(tess, 1.0, "events", ("zone", "bin:6h"), 2, period=period)
+    plain = CountSpec(tess, 1.0, "events", (Named("zone"), pm.TimeBins("6h")), 2, period=period)
     assert spec.calibrated[0].scale == pytest.approx(5 * plain.calibrated[0].scale)
     base = pd.DataFrame(
         {"uid": [1, 2], "datetime": ["2024-01-01 01:00", "2024-01-01 13:00"],

@@ -25,7 +25,10 @@ from privmob.privacy.mechanisms import Noise, NoiseKind
 from privmob.privacy.payment import paid
 from privmob.privacy.samplers import resolve
 from privmob.releases.counts import CountSpec, MeanCells, exact_cells
+from privmob.releases.dimensions import Named
 from privmob.releases.values import Mean, means
+
+ORIGIN = Named("origin")
 
 
 def _trips(seed: int, users: int = 400, k: int = 9) -> pd.DataFrame:
@@ -50,10 +53,10 @@ def test_the_clamp_and_the_spelling_are_checked() -> None:
     for bad in ("duration", "duration:5:1", "duration:a:b", "x y:0:1"):
         with pytest.raises(ConfigError):
             Mean.parse(bad)
-    spec = CountSpec(box_grid(3), 1.0, "trips", ("origin",), 2, value=Mean("duration", 0, 60))
+    spec = CountSpec(box_grid(3), 1.0, "trips", (ORIGIN,), 2, value=Mean("duration", 0, 60))
     with pytest.raises(ConfigError, match="Laplace"):
         _ = CountSpec(
-            box_grid(3), 1.0, "trips", ("origin",), 2, "discrete-gaussian", 1e-6,
+            box_grid(3), 1.0, "trips", (ORIGIN,), 2, "discrete-gaussian", 1e-6,
             value=Mean("duration", 0, 60),
         ).calibrated  # fmt: skip
     noise, cost = spec.calibrated
@@ -71,7 +74,7 @@ def test_the_sums_noise_has_its_calibrated_scale() -> None:
     from privmob.releases.dimensions import dimension
 
     value = Mean("duration", 0, 60)
-    spec = CountSpec(box_grid(3), 1.0, "trips", ("origin",), 2, value=value)
+    spec = CountSpec(box_grid(3), 1.0, "trips", (ORIGIN,), 2, value=value)
     noise, _ = spec.calibrated
     assert isinstance(noise, MeanCells)
     labels = [str(i) for i in range(40_000)]
@@ -93,12 +96,12 @@ def test_one_user_moves_counts_and_centred_sums_by_their_sensitivity(tmp_path: P
     extreme = d.head(30).assign(uid=10**6, tid=np.arange(10**6, 10**6 + 30))
     extreme["end_time"] = extreme["start_time"] + pd.Timedelta(days=2)  # far above the clamp
     d1 = pd.concat([d, extreme], ignore_index=True)
-    spec = CountSpec(box_grid(3), 1.0, "trips", ("origin",), 4, value=value)
+    spec = CountSpec(box_grid(3), 1.0, "trips", (ORIGIN,), 4, value=value)
     exact = []
     for i, frame in enumerate((d, d1)):
         data, grid = _files(tmp_path, frame, f"t{i}.csv")
         with Session(str(data), tessellation=str(grid), seed=1, budget=pm.PureDP(5)) as s:
-            loaded = s._load_counted("trips", ["origin"], value)
+            loaded = s._load_counted("trips", [ORIGIN], value)
             bound = spec.per_user(None)
             domain = spec.count_domain()
             # one key for both: the users of D keep the same trips in D'

@@ -17,9 +17,9 @@ from privmob.releases.counts import (
     CountVector,
     cell_sql,
     count_vectors,
-    dimension,
     noisy_cells,
 )
+from privmob.releases.dimensions import dimension, parse_dimensions
 
 K = 3
 
@@ -51,7 +51,7 @@ def test_a_count_vector_counts_each_record_in_the_template_cell(
 ) -> None:
     eng = DuckDBEngine()
     eng.register("pm_cv_trips", trips)
-    spec = CountSpec(_Tiles(), 1.0, "trips", by, 1)  # type: ignore[arg-type]
+    spec = CountSpec(_Tiles(), 1.0, "trips", parse_dimensions(",".join(by)), 1)  # type: ignore[arg-type]
     want = dense_counts(
         eng,
         f"SELECT {cell_sql(spec, eng.dialect)} AS i0, count(*) AS n FROM pm_cv_trips GROUP BY i0",

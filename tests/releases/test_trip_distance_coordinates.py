@@ -14,6 +14,7 @@ import pytest
 from tests.helpers import box_grid
 
 import privmob as pm
+from privmob.releases.dimensions import parse_dimension
 
 R_KM = 6371.0088
 #: box_grid(3): 0.01 degree tiles over 13.00-13.03 E, 52.00-52.03 N
@@ -48,7 +49,7 @@ def gps_traces(tmp_path: Path) -> Path:
 
 
 def distances(s: pm.Session) -> list[float]:
-    trips = s._load_counted("trips", [EDGES])
+    trips = s._load_counted("trips", [parse_dimension(EDGES)])
     got = trips.engine.fetch(f"SELECT distance_km FROM {trips.view} ORDER BY start_time")
     return got["distance_km"].tolist()
 
@@ -92,7 +93,7 @@ def test_a_tile_outside_the_tessellation_has_no_distance_even_in_an_open_last_bi
     columns = ["uid", "tid", "start_time", "origin", "destination"]
     pd.DataFrame(rows, columns=columns).to_csv(path, index=False)
     with pm.Session(str(path), tessellation=box_grid(3).gdf, seed=1, budget=1000) as s:
-        trips = s._load_counted("trips", ["distance:0,3,25000"])
+        trips = s._load_counted("trips", [pm.Distance([0, 3, 25000])])
         got = trips.engine.fetch(f"SELECT tid, distance_km FROM {trips.view} ORDER BY tid")
         # tile 0 to tile 8: centroids (52.005, 13.005) and (52.025, 13.025), to 1e-6 (the
         # tessellation computes its centroids as areas' centres)

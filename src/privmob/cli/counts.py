@@ -80,7 +80,7 @@ def counts(
     from privmob.domain import Period
     from privmob.errors import ConfigError
     from privmob.releases.counts import CountSpec
-    from privmob.releases.dimensions import split_dimensions
+    from privmob.releases.dimensions import parse_dimensions
     from privmob.releases.kinds import kind as kind_named
     from privmob.releases.values import Mean
     from privmob.session import Session
@@ -88,10 +88,10 @@ def counts(
     kind = kind_named(ctx.info_name or "counts")
     preset = kind.counts
     if preset is not None and (by is not None or records is not None):
-        raise ConfigError(f"privmob {kind.name} counts {preset.records} by {', '.join(preset.by)}")
+        raise ConfigError(f"privmob {kind.name} counts {preset.records} by {preset.spelled_by}")
     if preset is None and by is None:
         raise ConfigError("name the dimensions to count by", hint="e.g. --by origin,hour")
-    dims = preset.by if preset else split_dimensions(str(by))
+    dims = preset.by if preset else parse_dimensions(str(by))  # the text read here, once
     what = preset.records if preset else (records or "trips")
     value = None if mean is None else Mean.parse(mean)
     if preset is not None and preset.value is not None:  # the kind declares its value

@@ -27,8 +27,8 @@ so the L1 and L2 sensitivity of the count vector is at most ``bound``; every cel
 domain gets independent noise calibrated to it: epsilon-DP per user (discrete Laplace) or
 (epsilon, delta)-DP (discrete Gaussian). Nothing in the domain is read from the data.
 
-:func:`~privmob.releases.dimensions.dimension` reads the dimension vocabulary of
-``Session.counts``, ``privmob counts`` and the report's count vectors: ``origin``,
+The dimension vocabulary of ``Session.counts``, ``privmob counts`` and the report's count
+vectors (a spec holds them typed; their text is read only at the edges): ``origin``,
 ``destination`` (trips), ``tile`` and ``zone`` (the visited tile of trip points or events),
 ``period`` (the bins of the declared period), ``bin:1h``, ``hour`` (of day), ``weekday``,
 ``duration:0,5,15,60`` (trip minutes), ``distance:0,1,2,5`` (trip km) and a categorical column
@@ -59,7 +59,7 @@ from privmob.privacy.mechanisms import Noise, NoiseKind, calibrate
 from privmob.privacy.samplers import Randomness, resolve
 from privmob.privacy.signal import signal_check
 from privmob.releases.base import Accountant
-from privmob.releases.dimensions import SOURCES, Dimension, dimension, measures
+from privmob.releases.dimensions import SOURCES, Dimension, TypedDimension, measures, spelling
 from privmob.releases.gate import Draft, through_the_gate
 from privmob.releases.release import Release
 from privmob.releases.values import PARTS_PER_UNIT, Mean, means, sum_noise
@@ -74,6 +74,7 @@ if TYPE_CHECKING:
     from privmob.engine.base import Engine
     from privmob.engine.dialect import Dialect
     from privmob.engine.relation import Loaded
+    from privmob.releases.bound_choice import ChosenBound
     from privmob.releases.plan import Plan
 else:
     np = lazy_module("numpy")
@@ -217,6 +218,9 @@ class Rows(Protocol):
 
 
 Noisy = TypeVar("Noisy", covariant=True)
+#: what a noise step's ``start`` returns: ``finish(exact)``, the noisy cells of the exact
+#: flat vector of the domain
+Finish = Callable[["npt.NDArray[np.int64]"], Noisy]
 
 
 class NoiseStep(Protocol[Noisy]):
@@ -228,7 +232,7 @@ class NoiseStep(Protocol[Noisy]):
         """The noise, in the words of the progress line."""
         ...
 
-    def start(self, domain: CountDomain, r: Randomness) -> Callable[[npt.NDArray[np.int64]], Noisy]:
+    def start(self, domain: CountDomain, r: Randomness) -> Finish[Noisy]:
         """Start the noise of ``domain``'s released cells; returns ``finish(exact)``: the
         noisy cells of the flat ``exact`` vector (what the kind's ``publish`` is given)."""
         ...
@@ -245,19 +249,22 @@ class CellNoise:
     def kind(self) -> str:
         return f"{self.noise.kind}"
 
-    def start(
-        self, domain: CountDomain, r: Randomness
-    ) -> Callable[[npt.NDArray[np.int64]], npt.NDArray[np.int64]]:
+    def start(self, domain: CountDomain, r: Randomness) -> Finish[npt.NDArray[np.int64]]:
         mask = domain.released_mask()
         # the noise reads no data (public scale, public domain): drawn while the engine counts
         add_noise = self.noise.add_later(int(mask.sum()), r)
+        return lambda exact: released(mask, add_noise(exact[mask]))
 
-        def finish(exact: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-            noisy = np.zeros(domain.size, dtype=np.int64)
-            noisy[mask] = add_noise(exact[mask])
-            return noisy
 
-        return finish
+Cell = TypeVar("Cell", "np.int64", "np.float64")
+
+
+def released(mask: npt.NDArray[np.bool_], noisy: npt.NDArray[Cell]) -> npt.NDArray[Cell]:
+    """The flat vector of a domain whose released cells (``mask``) hold ``noisy`` (in flat
+    order) and whose other cells (a diagonal not released) hold 0."""
+    out = np.zeros(mask.shape, dtype=noisy.dtype)
+    out[mask] = noisy
+    return out
 
 
 @dataclass(frozen=True)
@@ -282,17 +289,12 @@ class MeanCells:
     def kind(self) -> str:
         return f"{self.counts.kind} (counts) and laplace (sums)"
 
-    def start(
-        self, domain: CountDomain, r: Randomness
-    ) -> Callable[[npt.NDArray[np.int64]], NoisyMeans]:
-        mask = domain.released_mask()
-
+    def start(self, domain: CountDomain, r: Randomness) -> Finish[NoisyMeans]:
         def finish(exact: npt.NDArray[np.int64]) -> NoisyMeans:
             counts = CellNoise(self.counts).start(domain, r)(exact[0])
+            mask = domain.released_mask()
             centred = exact[1][mask].astype(np.float64) / PARTS_PER_UNIT
-            sums = np.zeros(domain.size, dtype=np.float64)
-            sums[mask] = self.sums.add_float(centred, r)
-            return NoisyMeans(counts, sums)
+            return NoisyMeans(counts, released(mask, self.sums.add_float(centred, r)))
 
         return finish
 
@@ -450,6 +452,39 @@ def count_draft(
 
 count_release = through_the_gate(count_draft)
 
+if TYPE_CHECKING:
+
+    class Choosable(
+        CountKind[Calibrated, Drawn], ChosenBound[CountDomain, PerUser], Protocol[Calibrated, Drawn]
+    ):
+        """A kind of the count template whose bound may be chosen privately (``od``,
+        ``counts``)."""
+
+        @property
+        def choice(self) -> BoundChoice | None: ...
+
+
+def template_draft(
+    data: object,
+    spec: Choosable[Calibrated, Drawn],
+    accountant: Accountant,
+    *,
+    rng: Randomness | int | None,
+    progress: Step,
+) -> Draft:
+    """The draft of a kind whose bound may be chosen: the template's (:func:`count_draft`) at
+    the bound given, or with ``spec.choice`` the bound chosen (or the counts rescaled) after
+    the charge (:func:`~privmob.releases.bound_choice.chosen_draft`, given the template's
+    counting and noise step)."""
+    if spec.choice is None:
+        return count_draft(data, spec, accountant, rng=rng, step=progress)
+    from privmob.releases.bound_choice import chosen_draft
+
+    template = (exact_cells, CellNoise)
+    return chosen_draft(
+        data, spec, spec.choice, accountant, rng=rng, step=progress, template=template
+    )
+
 
 def _quiet(_message: str) -> None:
     return None
@@ -458,14 +493,14 @@ def _quiet(_message: str) -> None:
 @dataclass(frozen=True)
 class CountSpec:
     """A count release (the template's spec): ``records`` counted (a key of :data:`SOURCES`),
-    grouped by ``by`` (dimension spellings, :mod:`privmob.releases.dimensions`), at most
+    grouped by ``by`` (typed dimensions, :mod:`privmob.releases.dimensions`), at most
     ``bound`` records per user: in all, or with ``bound_per`` (a dimension's column) in each
     label of that dimension (the records outside it one more group: a zone series' bins)."""
 
     tessellation: Tessellation | None
     epsilon: float
     records: str
-    by: tuple[str, ...]
+    by: tuple[TypedDimension, ...]
     #: a whole number, or "auto": chosen privately (``bound_choice``)
     bound: int | str
     noise: NoiseKind | str = NoiseKind.DISCRETE_LAPLACE
@@ -538,7 +573,12 @@ class CountSpec:
         if not self.by:
             raise ConfigError("give at least one dimension to count by", hint="e.g. by=['hour']")
         ids = [] if self.tessellation is None else list(self.tessellation.tile_ids)
-        dims = tuple(dimension(s, ids, self.period) for s in self.by)
+        if any(not isinstance(b, TypedDimension) for b in self.by):
+            raise TypeError(
+                "CountSpec.by holds typed dimensions (privmob.releases.dimensions): "
+                "parse text with parse_dimension"
+            )
+        dims = tuple(b.resolve(tuple(ids), self.period) for b in self.by)
         for d in dims:
             if self.records not in d.sources:
                 raise ConfigError(
@@ -556,6 +596,11 @@ class CountSpec:
     @cached_property
     def shape(self) -> tuple[int, ...]:
         return tuple(len(d.labels) for d in self.dimensions)
+
+    @property
+    def spelled_by(self) -> str:
+        """The dimensions as text (the plan's, the ledger's and the metadata's words)."""
+        return ", ".join(spelling(b) for b in self.by)
 
     @cached_property
     def calibrated(self) -> tuple[Noise | MeanCells, Cost]:
@@ -637,19 +682,7 @@ class CountSpec:
     ) -> Draft:
         # what a measured dimension was (the trip distance) follows the records' layout
         spec = replace(self, measured=tuple(measures(self.dimensions, self.counted(data)).items()))
-        if spec.choice is not None:
-            from privmob.releases.bound_choice import chosen_draft
-
-            return chosen_draft(
-                data,
-                spec,
-                spec.choice,
-                accountant,
-                rng=rng,
-                step=progress,
-                template=(exact_cells, CellNoise),
-            )
-        return count_draft(data, spec, accountant, rng=rng, step=progress)
+        return template_draft(data, spec, accountant, rng=rng, progress=progress)
 
     # -- what the count template asks of its kinds (CountKind) ---------------------------------
     def count_domain(self) -> CountDomain:
@@ -709,7 +742,7 @@ class CountSpec:
         params: JSONObject = {
             "epsilon": self.epsilon,
             "delta": self.delta,
-            "by": list(self.by),
+            "by": [spelling(b) for b in self.by],
             "period": self.period.to_dict(),
             "post_processing": "noisy integers as drawn (unbiased; negative values kept)",
             **dict(self.measured),  # what a measured dimension was (the trip distance)
@@ -718,7 +751,7 @@ class CountSpec:
         if isinstance(noise, MeanCells) and self.value is not None:
             half = Cost.pure(self.epsilon / 2, self.privacy_unit)
             parts = [
-                (f"{self.kind}: counts by {', '.join(self.by)}", half),
+                (f"{self.kind}: counts by {self.spelled_by}", half),
                 (f"{self.kind}: sums of {self.value.column}", half),
             ]
             described["sums"] = {
@@ -774,7 +807,7 @@ class CountSpec:
                 table["mean_margin_95"] = mean_margin[:-1]
             release.params["signal"] = signal_check(counts[:-1], margin, unit).to_dict()
             release.tables = {"counts": table, "outliers": outliers}
-        return release, f"{self.kind}: {self.records} by {', '.join(self.by)}"
+        return release, f"{self.kind}: {self.records} by {self.spelled_by}"
 
 
 def cell_sql(spec: CountSpec, dialect: Dialect) -> str:

@@ -1,9 +1,12 @@
 """The public dimensions of the count template (``Session.counts``, ``privmob counts``).
 
 A dimension maps a record to one of its declared labels, or to the outliers cell; its labels
-are fixed before any data is read and never taken from the data. The vocabulary
-(:func:`dimension` reads it; :class:`Distance`, :class:`Duration`, :class:`Categorical` and
-:class:`TimeBins` are its typed spellings in Python):
+are fixed before any data is read and never taken from the data. A count holds its
+dimensions typed (:class:`TypedDimension`: :class:`Named`, :class:`TimeBins`,
+:class:`Duration`, :class:`Distance`, :class:`Categorical`); their text is read once, at the
+edges (``--by``, strings given to ``Session.counts`` or to a kind's declaration:
+:func:`parse_dimension`), and written (:func:`spelling`) only where text is written: the
+metadata's ``by``, plans, messages. The vocabulary, spelled:
 
 - ``origin``, ``destination`` (trips): the tiles of the tessellation;
 - ``tile`` (trip points, events): the visited tile; ``zone``: the same plus an ``outside``
@@ -37,7 +40,7 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from privmob.errors import ConfigError
 from privmob.lazy_imports import lazy_module
@@ -95,34 +98,133 @@ class Dimension:
     distance: bool = False
 
 
-# -- typed spellings (Python) ---------------------------------------------------------------
-def _numbers(edges: Sequence[float]) -> str:
-    return ",".join(f"{float(e):g}" for e in edges)
+# -- the typed dimensions: what a count's ``by`` holds -------------------------------------
+class TypedDimension:
+    """A dimension as a count declares it (``CountSpec.by``, a declared kind's ``by``): typed,
+    its parameters checked when it is made, written as text (:func:`spelling`) only where text
+    is written (metadata, plans, messages) and never parsed back. :meth:`resolve` gives its
+    public labels over the tessellation's tiles and the declared period (no data read)."""
+
+    def resolve(self, tiles: tuple[object, ...], period: Period) -> Dimension:
+        """The dimension over public labels: ``tiles`` (the tessellation's ids) and ``period``."""
+        raise NotImplementedError
+
+    @property
+    def reads(self) -> tuple[str, ...]:
+        """The input columns the records must carry for it (a categorical column)."""
+        return ()
+
+    @property
+    def measures_distance(self) -> bool:
+        """It reads the trip distance (:data:`DISTANCE_COLUMN`, added before counting)."""
+        return False
+
+
+#: the dimensions whose labels are their own (the tiles, the period, the clock): no parameter
+LABELLED = ("origin", "destination", "tile", "zone", "period", "hour", "weekday")
 
 
 @dataclass(frozen=True)
-class Distance:
+class Named(TypedDimension):
+    """A dimension with labels of its own, by its ``name``: ``origin``, ``destination``,
+    ``tile``, ``zone``, ``period``, ``hour`` or ``weekday`` (see the module's docstring)."""
+
+    name: str
+
+    def __post_init__(self) -> None:
+        if self.name not in LABELLED:
+            raise ConfigError(f"unknown count dimension {self.name!r}", hint=_VOCABULARY)
+
+    def __str__(self) -> str:
+        return self.name
+
+    def resolve(self, tiles: tuple[object, ...], period: Period) -> Dimension:
+        name = self.name
+        if name in ("origin", "destination"):
+            return Dimension(name, tiles, _tile(name), ("trips",))
+        if name == "tile":
+            return Dimension("tile", tiles, _tile("tile"), ("trip-points", "events"))
+        if name == "zone":
+            labels = (*tiles, OUTSIDE) if tiles else ()
+            return Dimension("zone", labels, _zone, ("trip-points", "events"))
+        if name == "period":
+            return Dimension(
+                "period", tuple(period.labels()), lambda t, d, _k: period.bin_sql(t, d)
+            )
+        if name == "hour":
+            return Dimension("hour", tuple(range(24)), lambda t, d, _k: d.hour(t))
+        return Dimension("weekday", WEEKDAYS, lambda t, d, _k: d.weekday(t))
+
+
+def _numbers(edges: Sequence[float]) -> str:
+    # the shortest text of each edge that reads back as that edge (5 -> "5", 0.1 -> "0.1")
+    return ",".join(f"{e:g}" if float(f"{e:g}") == e else repr(e) for e in edges)
+
+
+@dataclass(frozen=True)
+class TripBins(TypedDimension):
+    """Bins ``[lo, hi)`` of a trip's measured value between declared ``edges`` (at least two,
+    increasing, finite; kept as floats): :class:`Duration` and :class:`Distance`."""
+
+    edges: Sequence[float]
+    #: the dimension's name and column, and its labels' unit
+    name: ClassVar[str]
+    unit: ClassVar[str]
+
+    def __post_init__(self) -> None:
+        edges = tuple(float(e) for e in self.edges)
+        object.__setattr__(self, "edges", edges)  # frozen: its one normal form, set once
+        if len(edges) < 2 or any(b <= a for a, b in itertools.pairwise(edges)):
+            raise ConfigError(
+                f"{str(self)!r}: give at least two increasing edges",
+                hint=f"e.g. {self.name}:0,5,15,60",
+            )
+        if not all(math.isfinite(e) for e in edges):
+            raise ConfigError(f"{str(self)!r}: the edges must be finite numbers")
+
+    def __str__(self) -> str:
+        return f"{self.name}:{_numbers(self.edges)}"
+
+    def resolve(self, tiles: tuple[object, ...], period: Period) -> Dimension:
+        labels = tuple(f"[{lo:g}, {hi:g}) {self.unit}" for lo, hi in itertools.pairwise(self.edges))
+        sql = _bins(self.edges, self.value)
+        return Dimension(self.name, labels, sql, ("trips",), distance=self.measures_distance)
+
+    def value(self, time: str, dialect: Dialect) -> str:
+        """SQL: the trip's measured value (``time``: the records' time column)."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Distance(TripBins):
     """Trip distance bins (km) between declared ``edges``: ``Distance([0, 1, 2, 5])`` is
     ``"distance:0,1,2,5"``."""
 
-    edges: Sequence[float]
+    name = "distance"
+    unit = "km"
 
-    def __str__(self) -> str:
-        return f"distance:{_numbers(self.edges)}"
+    def value(self, time: str, dialect: Dialect) -> str:
+        return DISTANCE_COLUMN  # added before counting (:func:`with_trip_distance`)
+
+    @property
+    def measures_distance(self) -> bool:
+        return True
 
 
 @dataclass(frozen=True)
-class Duration:
+class Duration(TripBins):
     """Trip duration bins (minutes) between declared ``edges``: ``"duration:0,5,15,60"``."""
 
-    edges: Sequence[float]
+    name = "duration"
+    unit = "min"
 
-    def __str__(self) -> str:
-        return f"duration:{_numbers(self.edges)}"
+    def value(self, time: str, dialect: Dialect) -> str:
+        d = dialect
+        return f"(({d.epoch_seconds('end_time')} - {d.epoch_seconds('start_time')}) / 60.0)"
 
 
 @dataclass(frozen=True)
-class TimeBins:
+class TimeBins(TypedDimension):
     """Time bins of a fixed length over the declared period: ``TimeBins("1h")`` is
     ``"bin:1h"``."""
 
@@ -131,9 +233,12 @@ class TimeBins:
     def __str__(self) -> str:
         return f"bin:{self.length}"
 
+    def resolve(self, tiles: tuple[object, ...], period: Period) -> Dimension:
+        return _time_bins(self.length, period, str(self))
+
 
 @dataclass(frozen=True)
-class Categorical:
+class Categorical(TypedDimension):
     """A categorical ``column`` of the input with its declared ``values`` (the public
     domain): ``Categorical("usertype", ["Subscriber", "Customer"])`` is
     ``"usertype:Subscriber,Customer"``. Values are compared as text; others go to the
@@ -143,18 +248,29 @@ class Categorical:
     values: Sequence[str]
 
     def __post_init__(self) -> None:
-        check_categorical(self.column, [str(v) for v in self.values])
+        object.__setattr__(self, "values", tuple(str(v) for v in self.values))
+        check_categorical(self.column, self.values)
 
     def __str__(self) -> str:
-        return f"{self.column}:{','.join(str(v) for v in self.values)}"
+        return f"{self.column}:{','.join(self.values)}"
+
+    def resolve(self, tiles: tuple[object, ...], period: Period) -> Dimension:
+        values = self.values
+        return Dimension(
+            self.column, tuple(values), _categorical(self.column, values), reads=(self.column,)
+        )
+
+    @property
+    def reads(self) -> tuple[str, ...]:
+        return (self.column,)
 
 
-#: a dimension as ``Session.counts`` takes it: its spelling or a typed spelling
-DimensionLike = str | Distance | Duration | TimeBins | Categorical
+#: a dimension as ``Session.counts`` takes it: typed, or its spelling (parsed there, once)
+DimensionLike = str | TypedDimension
 
 
 def spelling(dim: DimensionLike) -> str:
-    """The one spelling of ``dim`` (recorded in ``metadata.json``'s ``by``)."""
+    """The one spelling of ``dim`` (recorded in ``metadata.json``'s ``by``, plans, messages)."""
     return str(dim).strip()
 
 
@@ -198,14 +314,6 @@ def _bins(edges: Sequence[float], expr: Callable[[str, Dialect], str]) -> CellSq
     return sql
 
 
-def _minutes(_time: str, d: Dialect) -> str:
-    return f"(({d.epoch_seconds('end_time')} - {d.epoch_seconds('start_time')}) / 60.0)"
-
-
-def _kilometres(_time: str, _d: Dialect) -> str:
-    return DISTANCE_COLUMN
-
-
 def _categorical(column: str, values: Sequence[str]) -> CellSql:
     from privmob.data.reading import ident
 
@@ -247,63 +355,51 @@ def _time_bins(length: str, period: Period, spec: str) -> Dimension:
     return Dimension("bin", tuple(grid), sql)
 
 
-def dimension(spec: DimensionLike, tile_ids: Sequence[object], period: Period) -> Dimension:
-    """The dimension spelled ``spec`` (see the module's docstring), over public labels."""
-    spec = spelling(spec)
+_VOCABULARY = (
+    "use origin, destination, tile, zone, period, bin:LENGTH, hour, weekday, "
+    "duration:EDGES (minutes), distance:EDGES (km) or COLUMN:VALUES (a categorical "
+    "column), e.g. duration:0,5,15,60 or usertype:Subscriber,Customer"
+)
+
+
+def parse_dimension(text: str) -> TypedDimension:
+    """The typed dimension spelled ``text`` (see the module's docstring): the one reading of a
+    dimension's text, at the edges (``--by``, a Session caller's or a kind declaration's
+    strings)."""
+    spec = text.strip()
     name, colon, arg = spec.partition(":")
-    tiles = tuple(tile_ids)
     if colon and name in NAMED and name not in ("bin", "duration", "distance"):
         raise ConfigError(
             f"{spec!r}: {name} has its own labels and takes no edges or values",
             hint=f"write {name} alone; a column of the input named {name} cannot be counted",
         )
-    if name in ("origin", "destination"):
-        return Dimension(name, tiles, _tile(name), ("trips",))
-    if name == "tile":
-        return Dimension("tile", tiles, _tile("tile"), ("trip-points", "events"))
-    if name == "zone":
-        labels = (*tiles, OUTSIDE) if tiles else ()
-        return Dimension("zone", labels, _zone, ("trip-points", "events"))
-    if name == "period":
-        return Dimension("period", tuple(period.labels()), lambda t, d, _k: period.bin_sql(t, d))
+    if name in LABELLED:
+        return Named(name)
     if name == "bin" and arg:
-        return _time_bins(arg, period, spec)
-    if name == "hour":
-        return Dimension("hour", tuple(range(24)), lambda t, d, _k: d.hour(t))
-    if name == "weekday":
-        return Dimension("weekday", WEEKDAYS, lambda t, d, _k: d.weekday(t))
-    if name == "duration":
+        return TimeBins(arg)
+    if name in ("duration", "distance"):
         edges = _edges(arg, spec)
-        labels = tuple(f"[{lo:g}, {hi:g}) min" for lo, hi in itertools.pairwise(edges))
-        return Dimension("duration", labels, _bins(edges, _minutes), ("trips",))
-    if name == "distance":
-        edges = _edges(arg, spec)
-        labels = tuple(f"[{lo:g}, {hi:g}) km" for lo, hi in itertools.pairwise(edges))
-        return Dimension("distance", labels, _bins(edges, _kilometres), ("trips",), distance=True)
+        return Duration(edges) if name == "duration" else Distance(edges)
     if colon and name not in NAMED:
-        values = [v.strip() for v in arg.split(",")]
-        check_categorical(name, values)
-        return Dimension(name, tuple(values), _categorical(name, values), reads=(name,))
-    raise ConfigError(
-        f"unknown count dimension {spec!r}",
-        hint="use origin, destination, tile, zone, period, bin:LENGTH, hour, weekday, "
-        "duration:EDGES (minutes), distance:EDGES (km) or COLUMN:VALUES (a categorical "
-        "column), e.g. duration:0,5,15,60 or usertype:Subscriber,Customer",
-    )
+        return Categorical(name, [v.strip() for v in arg.split(",")])
+    raise ConfigError(f"unknown count dimension {spec!r}", hint=_VOCABULARY)
+
+
+def as_dimension(dim: DimensionLike) -> TypedDimension:
+    """``dim`` typed: a typed dimension itself (the same object), its text parsed."""
+    return parse_dimension(dim) if isinstance(dim, str) else dim
+
+
+def dimension(spec: DimensionLike, tile_ids: Sequence[object], period: Period) -> Dimension:
+    """The dimension ``spec`` (typed or its spelling) over public labels."""
+    return as_dimension(spec).resolve(tuple(tile_ids), period)
 
 
 def _edges(text: str, spec: str) -> list[float]:
     try:
-        edges = [float(x) for x in text.split(",") if x.strip()]
+        return [float(x) for x in text.split(",") if x.strip()]
     except ValueError as exc:
         raise ConfigError(f"cannot read the bin edges of {spec!r}") from exc
-    if len(edges) < 2 or any(b <= a for a, b in itertools.pairwise(edges)):
-        raise ConfigError(
-            f"{spec!r}: give at least two increasing edges", hint="e.g. duration:0,5,15,60"
-        )
-    if not all(math.isfinite(e) for e in edges):
-        raise ConfigError(f"{spec!r}: the edges must be finite numbers")
-    return edges
 
 
 def split_dimensions(text: str) -> tuple[str, ...]:
@@ -322,13 +418,16 @@ def split_dimensions(text: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-def needs(by: Sequence[DimensionLike]) -> tuple[tuple[str, ...], bool]:
-    """What the records counted ``by`` these dimensions must carry (read from their spellings
-    alone, before any tile or period is known): the categorical columns, and whether the trip
-    distance is read."""
-    names = [spelling(b).partition(":") for b in by]
-    carry = tuple(n for n, colon, _ in names if colon and n not in NAMED)
-    return carry, any(n == "distance" for n, _, _ in names)
+def parse_dimensions(text: str) -> tuple[TypedDimension, ...]:
+    """The typed dimensions of a comma-separated ``--by`` (:func:`split_dimensions`)."""
+    return tuple(parse_dimension(d) for d in split_dimensions(text))
+
+
+def needs(by: Sequence[TypedDimension]) -> tuple[tuple[str, ...], bool]:
+    """What the records counted ``by`` these dimensions must carry (before any tile or period
+    is known): the categorical columns, and whether the trip distance is read."""
+    carry = tuple(c for b in by for c in b.reads)
+    return carry, any(b.measures_distance for b in by)
 
 
 def haversine_km(lat1: str, lng1: str, lat2: str, lng2: str, cos_lat2: str | None = None) -> str:

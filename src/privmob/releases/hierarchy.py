@@ -18,7 +18,7 @@ without a hierarchy. The outliers cells are released with the finest level's noi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from privmob.data.tessellation import Tessellation
-    from privmob.releases.counts import CountDomain
+    from privmob.releases.counts import CountDomain, Finish
     from privmob.releases.release import Release
 else:
     pd = lazy_module("pandas")
@@ -260,17 +260,15 @@ class LevelsNoise:
     def kind(self) -> str:
         return f"{self.noises[-1].kind} at {len(self.noises)} levels"
 
-    def start(
-        self, domain: CountDomain, r: Randomness
-    ) -> Callable[[npt.NDArray[np.int64]], LevelsNoisy]:
-        mask = domain.released_mask()
-        fine = self.noises[-1].add_later(int(mask.sum()), r)
+    def start(self, domain: CountDomain, r: Randomness) -> Finish[LevelsNoisy]:
+        from privmob.releases.counts import CellNoise
+
+        fine = CellNoise(self.noises[-1]).start(domain, r)  # the template's, on the finest level
         sizes = self.tree.tree.sizes
         coarse = [n.add_later(size, r) for n, size in zip(self.noises[:-1], sizes, strict=False)]
 
         def finish(exact: npt.NDArray[np.int64]) -> LevelsNoisy:
-            noisy = np.zeros(domain.size, dtype=np.int64)
-            noisy[mask] = fine(exact[mask])
+            noisy = fine(exact)
             sums = np.asarray(exact[self.tree.cells], dtype=np.int64)
             exact_levels = []
             for lv in range(len(sizes) - 2, -1, -1):

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from privmob.releases.dimensions import DimensionLike, TypedDimension
     from privmob.releases.values import Mean
 
 #: input shapes (privmob.data.SHAPES, minus "auto"), and the series file of ``privmob series``
@@ -126,15 +127,30 @@ def count_layer(name: str, by: Sequence[str]) -> Layer | None:
 @dataclass(frozen=True)
 class Counts:
     """A kind declared as data, made by the count template (``releases/counts.py``): the
-    ``records`` it counts, the public dimensions it groups them ``by`` and its aggregate: a
+    ``records`` it counts, the public dimensions it groups them ``by`` (typed:
+    :mod:`privmob.releases.dimensions`) and its aggregate: a
     count (``value`` ``None``), or with ``value`` (``"duration:0:180"``, ``pm.Mean``'s
     spelling) the sum of each record's value clamped to that range beside the count,
     post-processed into the mean (noisy sum / noisy count, with its margin;
     ``releases/values.py``)."""
 
     records: str
-    by: tuple[str, ...]
+    by: tuple[TypedDimension, ...]
     value: str | None = None
+
+    def __post_init__(self) -> None:
+        from privmob.releases.dimensions import as_dimension
+
+        # a declaration's text parsed once, here; a typed dimension kept as given
+        by: tuple[DimensionLike, ...] = self.by
+        object.__setattr__(self, "by", tuple(as_dimension(b) for b in by))
+
+    @property
+    def spelled_by(self) -> str:
+        """The dimensions as text (messages and docstrings)."""
+        from privmob.releases.dimensions import spelling
+
+        return ", ".join(spelling(b) for b in self.by)
 
     @property
     def mean(self) -> Mean | None:
@@ -209,15 +225,20 @@ def count_kind(
     name: str,
     summary: str,
     records: str,
-    *by: str,
+    *by: DimensionLike,
     value: Mean | str | None = None,
     spec: str = COUNT_SPEC,
 ) -> Kind:
     """A kind of the count template declared as data: ``records`` counted by the dimensions
-    ``by``, with ``value`` (``pm.Mean("duration", 0, 180)`` or ``"duration:0:180"``) also the
-    clamped value's mean per cell (:class:`Counts`); its command, Session method, plan,
+    ``by`` (typed, ``pm.Duration([0, 15, 60])``, kept as given; or spelled, ``"hour"``, parsed
+    here once: :func:`~privmob.releases.dimensions.parse_dimension`), with ``value``
+    (``pm.Mean("duration", 0, 180)`` or ``"duration:0:180"``) also the clamped value's mean per
+    cell (:class:`Counts`); its command, Session method, plan,
     metadata and map layer come with it. ``spec``: the dotted path of the spec type, the
     template's :class:`~privmob.releases.counts.CountSpec` or a subclass of it."""
+    from privmob.releases.dimensions import as_dimension, spelling
+
+    dims = tuple(as_dimension(b) for b in by)  # parsed once (Counts keeps them as they are)
     return Kind(
         name=name,
         summary=summary,
@@ -228,9 +249,9 @@ def count_kind(
         tables=("counts", "outliers"),
         bound=COUNT_BOUND,
         definitions=TRIP_DEFINITIONS if records == TRIPS else RECORD_DEFINITIONS,
-        layer=count_layer(name, by),
+        layer=count_layer(name, [spelling(b) for b in dims]),
         programme=False,
-        counts=Counts(records, by, None if value is None else str(value)),
+        counts=Counts(records, dims, None if value is None else str(value)),
     )
 
 

@@ -96,12 +96,14 @@ def zone_counts_spec(
     period = Period(grid[0].to_pydatetime(), (grid[-1] + width).to_pydatetime())
     from pandas.tseries.frequencies import to_offset
 
+    from privmob.releases.dimensions import Named, TimeBins
+
     length = to_offset(width).freqstr
     return CountSpec(
         cast("Tessellation", _Zones(list(tile_ids))),  # all the template reads of the tiles
         epsilon,
         "events",
-        ("zone", f"bin:{length}"),
+        (Named("zone"), TimeBins(length)),
         max_per_bin,
         period=period,
         kind="series-counts",

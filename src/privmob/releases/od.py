@@ -31,14 +31,13 @@ from privmob.privacy.postprocess import describe as describe_post
 from privmob.privacy.samplers import Randomness, resolve
 from privmob.privacy.signal import expected_signal, signal_check
 from privmob.releases.base import Accountant
-from privmob.releases.bound_choice import checked_choice, chosen_draft, chosen_plan
+from privmob.releases.bound_choice import checked_choice, chosen_plan
 from privmob.releases.counts import (
-    CellNoise,
     CountDomain,
     PerUser,
-    count_draft,
     count_release,
     exact_cells,
+    template_draft,
 )
 from privmob.releases.dimensions import dimension
 from privmob.releases.gate import Draft
@@ -240,17 +239,7 @@ class OdSpec(PlannedOnce):
     def draft(
         self, data: object, accountant: Accountant, *, rng: Randomness | int | None, progress: Step
     ) -> Draft:
-        if self.choice is not None:
-            return chosen_draft(
-                data,
-                self,
-                self.choice,
-                accountant,
-                rng=rng,
-                step=progress,
-                template=(exact_cells, CellNoise),
-            )
-        return count_draft(data, self, accountant, rng=rng, step=progress)
+        return template_draft(data, self, accountant, rng=rng, progress=progress)
 
     # -- what the count template asks of its kinds (releases/counts.py: CountKind) -------------
     @property

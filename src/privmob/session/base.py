@@ -449,6 +449,7 @@ class SessionBase:
         if not formats or tess is None:
             return []
         from privmob.releases.counts import CountSpec
+        from privmob.releases.dimensions import spelling
         from privmob.render.layers import (
             check_layer_size,
             layer_of,
@@ -462,7 +463,8 @@ class SessionBase:
         wanted = [f for f in parse_formats(formats) if f != "parquet"]
         if not wanted:
             return []
-        by = spec.by if isinstance(spec, CountSpec) else None  # a count table's dimensions
+        # a count table's dimensions, as their layer reads them (their spellings)
+        by = [spelling(b) for b in spec.by] if isinstance(spec, CountSpec) else None
         layer = layer_of(plan.kind, by)
         if layer is None:  # refused before reading, not once counted
             raise no_layer(plan.kind, by)

@@ -19,8 +19,8 @@ from privmob.privacy.mechanisms import NoiseKind
 from privmob.releases.counts import CountSpec
 from privmob.releases.dimensions import (
     DimensionLike,
+    as_dimension,
     needs,
-    spelling,
     with_trip_distance,
 )
 from privmob.releases.kinds import BY_NAME, COUNT_SPEC, Kind, each_kind
@@ -52,13 +52,14 @@ class SessionCounts(SessionBase):
                 f"{kind!r} is not a registered count kind",
                 hint=f"kind= one of {', '.join(count_kinds)} (privmob.releases.kinds)",
             )
-        records, dims = options.get("records", "trips"), tuple(spelling(b) for b in by)
+        # typed dimensions as given (the same objects); text parsed here, once
+        records, dims = options.get("records", "trips"), tuple(as_dimension(b) for b in by)
         declared = count_kinds[kind].counts  # a kind declared as data: released as declared
         if declared is not None and (records, dims, options.get("value")) != (
             declared.records, declared.by, declared.mean
         ):  # fmt: skip
             raise ConfigError(
-                f"a {kind} release counts {declared.records} by {', '.join(declared.by)}"
+                f"a {kind} release counts {declared.records} by {declared.spelled_by}"
                 + (f" with the mean of {declared.value}" if declared.value else ""),
                 hint=f"use Session.{count_kinds[kind].method}, or leave out kind=",
             )
@@ -101,7 +102,7 @@ class SessionCounts(SessionBase):
         reads one (:func:`~privmob.releases.dimensions.with_trip_distance`). At ``unit="trip"``
         without a group size, trips without a rider id are each their own unit (as
         :meth:`_load_for`)."""
-        carry, distance = needs(by)
+        carry, distance = needs([as_dimension(b) for b in by])  # text (a caller's): parsed
         if value is not None:
             carry = (*carry, *(c for c in value.carried if c not in carry))
             distance = distance or value.distance
@@ -130,7 +131,8 @@ class SessionCounts(SessionBase):
         ``tile``, ``zone``, ``period``, ``bin:1h``, ``hour``, ``weekday``,
         ``duration:0,5,15,60`` or ``pm.Duration([...])`` (minutes), ``distance:0,1,2,5`` or
         ``pm.Distance([...])`` (km), a categorical column ``"usertype:Subscriber,Customer"``
-        or ``pm.Categorical("usertype", [...])``; see :mod:`privmob.releases.dimensions`),
+        or ``pm.Categorical("usertype", [...])``; see :mod:`privmob.releases.dimensions`: a
+        typed dimension is kept as given, text is parsed here, once, into the typed form),
         each user keeping at most ``per_user=pm.PerUser(n, "records")`` records (default 1;
         the unit may name them: ``pm.PerUser(n, "events")`` with ``records="events"``); or,
         with ``unit="trip"``, trips counted once each, every trip its own unit (rides without
@@ -269,7 +271,7 @@ def _preset(kind: Kind, plan: bool) -> _Preset:
     )
     kept = [p for n, p in full.parameters.items() if n not in preset]
     method.__signature__ = full.replace(parameters=kept)  # type: ignore[attr-defined]
-    what = f"{kind.summary}: :meth:`counts` of {kind.counts.records} by {', '.join(kind.counts.by)}"
+    what = f"{kind.summary}: :meth:`counts` of {kind.counts.records} by {kind.counts.spelled_by}"
     if kind.counts.value is not None:
         what += f" with the mean of {kind.counts.value}"
     method.__doc__ = f"The plan of {what} (reads no data)." if plan else f"{what}."
