@@ -31,7 +31,7 @@ from privmob.domain import Period, time_grid
 from privmob.engine.relation import Loaded
 from privmob.errors import ConfigError
 from privmob.json_types import JSONObject
-from privmob.lazy_imports import lazy_module
+from privmob.lazy_imports import np, pd
 from privmob.privacy.costs import Cost
 from privmob.privacy.mechanisms import NoiseKind, calibrate
 from privmob.privacy.samplers import Randomness, resolve
@@ -57,14 +57,9 @@ from privmob.releases.specs import Plan, Progress
 from privmob.surface import spelled
 
 if TYPE_CHECKING:
-    import numpy as np
     import numpy.typing as npt
-    import pandas as pd
 
     from privmob.data.tessellation import Tessellation
-else:
-    np = lazy_module("numpy")
-    pd = lazy_module("pandas")
 
 OUTSIDE = "outside"
 OUTLIERS_SHARE = 0.1  # default budget of the outliers cell, as a share of epsilon

@@ -22,7 +22,7 @@ from privmob.engine.buckets import root
 from privmob.engine.relation import Loaded
 from privmob.errors import ConfigError
 from privmob.json_types import JSONObject
-from privmob.lazy_imports import lazy_module
+from privmob.lazy_imports import np, pd
 from privmob.privacy.bound_choice import BoundChoice
 from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.mechanisms import Noise, NoiseKind, calibrate
@@ -49,15 +49,10 @@ from privmob.releases.tiles import check_input
 from privmob.surface import spelled
 
 if TYPE_CHECKING:
-    import numpy as np
     import numpy.typing as npt
-    import pandas as pd
 
     from privmob.data.tessellation import Tessellation
     from privmob.releases.hierarchy import LevelsNoise, LevelsNoisy, OdTree, ZoneLevels
-else:
-    np = lazy_module("numpy")
-    pd = lazy_module("pandas")
 
 Step = Callable[[str], None]
 

@@ -20,7 +20,7 @@ from privmob.domain import Period
 from privmob.engine.relation import Loaded
 from privmob.errors import ConfigError
 from privmob.json_types import JSONObject
-from privmob.lazy_imports import lazy_module
+from privmob.lazy_imports import np, pd
 from privmob.prepare.homes import homes_sql
 from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.mechanisms import Noise, NoiseKind, calibrate
@@ -42,15 +42,10 @@ from privmob.releases.tiles import check_input
 from privmob.surface import spelled
 
 if TYPE_CHECKING:
-    import numpy as np
     import numpy.typing as npt
-    import pandas as pd
 
     from privmob.data.tessellation import Tessellation
     from privmob.engine.dialect import Dialect
-else:
-    np = lazy_module("numpy")
-    pd = lazy_module("pandas")
 
 #: Engine memory per input event of the home step (for the user buckets). Homes are an
 #: aggregate per (user, tile), which DuckDB spills, and a window over those aggregates, not

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -14,7 +13,7 @@ from privmob.engine.base import Engine
 from privmob.engine.relation import Loaded
 from privmob.errors import ConfigError
 from privmob.json_types import JSON, JSONObject
-from privmob.lazy_imports import lazy_module
+from privmob.lazy_imports import pd
 from privmob.prepare.bounding import fresh_key
 from privmob.prepare.density_geometry import DensityGeometry
 from privmob.prepare.presample import (
@@ -29,11 +28,6 @@ from privmob.releases.density.config import OUT_OF_DOMAIN, DensityConfig
 from privmob.releases.density.mechanism import DensityResult, perturb_density
 from privmob.releases.gate import Draft, through_the_gate
 from privmob.releases.release import Release
-
-if TYPE_CHECKING:
-    import pandas as pd
-else:
-    pd = lazy_module("pandas")
 
 
 def density_draft(

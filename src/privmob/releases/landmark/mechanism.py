@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias
 
 from privmob.errors import ConfigError, InputError
-from privmob.lazy_imports import lazy_module
+from privmob.lazy_imports import np
 from privmob.privacy.costs import PrivacyUnit
 from privmob.privacy.mechanisms import Noise, NoiseKind, calibrate
 from privmob.privacy.payment import require_paid
@@ -26,10 +26,7 @@ from privmob.releases.landmark.schemes import (
 from privmob.releases.landmark.theorem import landmark_indices, verify_landmark_budget
 
 if TYPE_CHECKING:
-    import numpy as np
     import numpy.typing as npt
-else:  # imported on first use, not before a release's plan line (issue 43)
-    np = lazy_module("numpy")
 
 SKIP_WARNING = (
     "the skip scheme republishes old values at the landmarks: a repeated or sparse release "

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, cast
 
 from privmob.errors import ConfigError, InputError
-from privmob.lazy_imports import lazy_module
+from privmob.lazy_imports import np, pd
 from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.mechanisms import NoiseKind
 from privmob.privacy.samplers import Randomness, resolve
@@ -30,12 +30,7 @@ from privmob.releases.landmark.theorem import landmark_indices, landmark_spend
 from privmob.releases.release import Release
 
 if TYPE_CHECKING:
-    import numpy as np
     import numpy.typing as npt
-    import pandas as pd
-else:
-    np = lazy_module("numpy")
-    pd = lazy_module("pandas")
 
 
 def series_draft(

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from privmob.json_types import JSONObject
-from privmob.lazy_imports import lazy_module
+from privmob.lazy_imports import np
 from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.mechanisms import Noise, calibrate
 from privmob.privacy.quantiles import FIVE_NAMES, dp_histogram, dp_quantiles
@@ -21,10 +21,7 @@ from privmob.releases.counts import noisy_cells
 from .config import DISTRIBUTIONS, MISSING_COLUMNS, UNITS, ReportConfig
 
 if TYPE_CHECKING:
-    import numpy as np
     import numpy.typing as npt
-else:  # imported on first use, not before a release's plan line (issue 43)
-    np = lazy_module("numpy")
 
 # sensitivities (L1) under user-level privacy, as multiples of M; None = constant (below)
 _USER_TRIPS = {
