@@ -114,24 +114,17 @@ def dataset_statistics(
     (or the ``gaussian`` noise of a part); #trips and #trip ends are sums of the noisy counts
     (post-processing)."""
     g = gaussian or {}
-    n_users, r_users = counts(
-        "users",
-        users,
-        eps / 2,
-        sensitivity("dataset_statistics", cfg, "users"),
-        cfg,
-        rng,
-        g.get("users"),
-    )
-    n_kinds, r_kinds = counts(
-        "trips",
-        kinds,
-        eps / 2,
-        sensitivity("dataset_statistics", cfg, "trips"),
-        cfg,
-        rng,
-        g.get("trips"),
-    )
+
+    def half(
+        part: str, exact: npt.NDArray[np.int64]
+    ) -> tuple[npt.NDArray[np.int64], AnalysisResult]:
+        delta1 = sensitivity("dataset_statistics", cfg, part)
+        return counts(part, exact, eps / 2, delta1, cfg, rng, g.get(part))
+
+    n_users, r_users = half(
+        "users", users
+    )  # users first: the order of draws is part of a seeded release
+    n_kinds, r_kinds = half("trips", kinds)
     complete, incomplete = int(n_kinds[0]), int(n_kinds[1])
     return AnalysisResult(
         "dataset_statistics",
