@@ -271,10 +271,8 @@ class OdSpec(PlannedOnce):
         partition = ("period",) if self.bound_per == "period" else ()
         return PerUser(self.od_plan.t_bound, partition=partition)
 
-    @property
-    def value(self) -> None:
-        """No value is summed beside this kind's counts."""
-        return None
+    #: no value is summed beside this kind's counts
+    value: ClassVar[None] = None
 
     def counted(self, data: object) -> Loaded:
         check_input(

@@ -102,6 +102,8 @@ class CountsHomes:
     user (no bound to enforce), read as :attr:`rows` says."""
 
     records = "homes"
+    #: no value is summed beside a population kind's counts
+    value: ClassVar[None] = None
 
     @property
     def rows(self) -> HomeRows:
@@ -211,11 +213,6 @@ class PopulationSpec(CountsHomes, PlannedOnce):
 
     def count_domain(self) -> CountDomain:
         return self.rows.domain([str(t) for t in self.tessellation.tile_ids])
-
-    @property
-    def value(self) -> None:
-        """No value is summed beside this kind's counts."""
-        return None
 
     def counted(self, data: object) -> Loaded:
         check_input(
@@ -334,11 +331,6 @@ class TowerHomes(CountsHomes):
 
     def count_domain(self) -> CountDomain:
         return self.rows.domain(self.towers["cell_key"].astype(str).tolist())
-
-    @property
-    def value(self) -> None:
-        """No value is summed beside this kind's counts."""
-        return None
 
     def counted(self, data: object) -> Loaded:
         """The events with the index of their tower as ``tile`` (-1: no known tower)."""
