@@ -53,7 +53,7 @@ from privmob.releases.landmark.release import (
     series_release,
 )
 from privmob.releases.release import Release
-from privmob.releases.specs import Plan, Progress
+from privmob.releases.specs import LandmarkGuarantee, Plan, Progress
 from privmob.surface import spelled
 
 if TYPE_CHECKING:
@@ -178,10 +178,8 @@ class ZoneSeries:
     def per_user(self, group_size: int | None) -> PerUser:
         return dataclasses.replace(self.counts.user_bound(), one_key=True)
 
-    @property
-    def value(self) -> None:
-        """No value is summed beside this kind's counts."""
-        return None
+    #: no value is summed beside this kind's counts
+    value: ClassVar[None] = None
 
     def counted(self, data: object) -> Loaded:
         return cast("Loaded", data)
@@ -294,7 +292,7 @@ def publish_zone_counts(
 
 
 @dataclass(frozen=True)
-class ZoneSeriesSpec:
+class ZoneSeriesSpec(LandmarkGuarantee):
     """Counts per zone and time bin under landmark privacy (see :func:`publish_zone_counts`):
     bins of ``freq`` over the public ``[start, end)``, landmarks as positions in that grid
     (:meth:`declared` takes them as timestamps too)."""
@@ -310,14 +308,6 @@ class ZoneSeriesSpec:
     outliers_epsilon: float | None = None
     kind: str = "series-counts"
     records: ClassVar[str] = "events"
-    same_tile_rule: ClassVar[None] = None
-
-    @property
-    def unit(self) -> str:
-        """The unit of its scheme's guarantee (the user within the landmark scheme)."""
-        from privmob.releases.landmark import SCHEME_UNIT
-
-        return SCHEME_UNIT[Scheme(self.scheme)]
 
     @classmethod
     def declared(

@@ -100,6 +100,21 @@ class Spec(Protocol):
     ) -> Draft: ...
 
 
+class LandmarkGuarantee:
+    """A spec released under a landmark ``scheme`` (or event-level): its unit of privacy is
+    that scheme's; it counts no trips (no same-tile rule)."""
+
+    scheme: str
+    same_tile_rule: ClassVar[None] = None
+
+    @property
+    def unit(self) -> str:
+        """The unit of its scheme's guarantee (a landmark scheme's, or event-level)."""
+        from privmob.releases.landmark import SCHEME_UNIT, Scheme
+
+        return SCHEME_UNIT[Scheme(self.scheme)]
+
+
 class Telling(Protocol):
     """What a load step tells as it reads (the session's ``tell`` and ``progress``)."""
 
@@ -165,7 +180,7 @@ class DensitySpec(PlannedOnce):
 
 
 @dataclass(frozen=True)
-class SeriesSpec(PlannedOnce):
+class SeriesSpec(LandmarkGuarantee, PlannedOnce):
     """An aggregated series (a file with one row per timestamp, and zone) published under
     landmark privacy (see :func:`privmob.releases.landmark.publish_series`). The time domain
     (``start``, ``end``, ``freq``) and the ``zones`` are public and declared; the file must
@@ -193,14 +208,6 @@ class SeriesSpec(PlannedOnce):
     rule: AdaptiveRule | None = None
     fill_value: float = 0.0
     records: ClassVar[str] = "series"
-    same_tile_rule: ClassVar[None] = None
-
-    @property
-    def unit(self) -> str:
-        """The unit of its scheme's guarantee (a landmark scheme's, or event-level)."""
-        from privmob.releases.landmark import SCHEME_UNIT, Scheme
-
-        return SCHEME_UNIT[Scheme(self.scheme)]
 
     @classmethod
     def over(
