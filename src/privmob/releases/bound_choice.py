@@ -35,7 +35,7 @@ from privmob.privacy.bound_choice import (
 )
 from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.mechanisms import Noise, NoiseKind
-from privmob.privacy.samplers import Randomness, resolve
+from privmob.privacy.samplers import Randomness, RandomnessLike, resolve
 from privmob.releases.base import Accountant
 from privmob.releases.gate import Draft
 from privmob.releases.plan import Plan
@@ -270,7 +270,7 @@ def chosen_draft(
     choice: BoundChoice,
     accountant: Accountant,
     *,
-    rng: Randomness | int | None,
+    rng: RandomnessLike,
     step: Step,
     template: tuple[ExactCells[DomainT, BoundT], Callable[[Noise], NoiseOnCells[DomainT]]],
     buckets: int | None = None,

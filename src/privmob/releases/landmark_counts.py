@@ -34,7 +34,7 @@ from privmob.json_types import JSONObject
 from privmob.lazy_imports import np, pd
 from privmob.privacy.costs import Cost
 from privmob.privacy.mechanisms import NoiseKind, calibrate
-from privmob.privacy.samplers import Randomness, resolve
+from privmob.privacy.samplers import Randomness, RandomnessLike, resolve
 from privmob.releases.base import Accountant
 from privmob.releases.counts import (
     CountDomain,
@@ -266,7 +266,7 @@ def publish_zone_counts(
     epsilon: float,
     scheme: Scheme | str,
     accountant: Accountant,
-    rng: Randomness | int | None = None,
+    rng: RandomnessLike = None,
     rule: AdaptiveRule | None = None,
     outliers_epsilon: float | None = None,
     step: Callable[[str], None] | None = None,
@@ -365,12 +365,7 @@ class ZoneSeriesSpec(LandmarkGuarantee):
         )
 
     def draft(
-        self,
-        data: object,
-        accountant: Accountant,
-        *,
-        rng: Randomness | int | None,
-        progress: Progress,
+        self, data: object, accountant: Accountant, *, rng: RandomnessLike, progress: Progress
     ) -> Draft:
         from privmob.releases.tiles import check_tessellation
 

@@ -28,7 +28,7 @@ from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.mechanisms import Noise, NoiseKind, calibrate
 from privmob.privacy.postprocess import check_tau, suppress
 from privmob.privacy.postprocess import describe as describe_post
-from privmob.privacy.samplers import Randomness, resolve
+from privmob.privacy.samplers import Randomness, RandomnessLike, resolve
 from privmob.privacy.signal import expected_signal, signal_check
 from privmob.releases.base import Accountant
 from privmob.releases.bound_choice import checked_choice, chosen_draft, chosen_plan
@@ -233,7 +233,7 @@ class OdSpec(PlannedOnce):
         )
 
     def draft(
-        self, data: object, accountant: Accountant, *, rng: Randomness | int | None, progress: Step
+        self, data: object, accountant: Accountant, *, rng: RandomnessLike, progress: Step
     ) -> Draft:
         if self.choice is not None:
             return chosen_draft(
@@ -417,7 +417,7 @@ def od_matrix(
     delta: float = 0.0,
     period: Period | None = None,
     bound_per: str = "release",
-    rng: Randomness | int | None = None,
+    rng: RandomnessLike = None,
     step: Step | None = None,
     buckets: int | None = None,
     same_tile: str = "exclude",

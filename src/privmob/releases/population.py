@@ -24,7 +24,7 @@ from privmob.lazy_imports import np, pd
 from privmob.prepare.homes import homes_sql
 from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.mechanisms import Noise, NoiseKind, calibrate
-from privmob.privacy.samplers import Randomness, resolve
+from privmob.privacy.samplers import Randomness, RandomnessLike, resolve
 from privmob.releases.base import Accountant
 from privmob.releases.counts import (
     CountDomain,
@@ -191,7 +191,7 @@ class PopulationSpec(CountsHomes, PlannedOnce):
         )
 
     def draft(
-        self, data: object, accountant: Accountant, *, rng: Randomness | int | None, progress: Step
+        self, data: object, accountant: Accountant, *, rng: RandomnessLike, progress: Step
     ) -> Draft:
         kind: PopulationSpec | TowerHomes = self
         if self.zone_mapping == "voronoi":  # the towers (public) read on the input's engine
@@ -399,7 +399,7 @@ def population_counts(
     delta: float = 0.0,
     night: tuple[int, int] = (20, 6),
     period: Period | None = None,
-    rng: Randomness | int | None = None,
+    rng: RandomnessLike = None,
     step: Callable[[str], None] | None = None,
 ) -> Release:
     """Differentially private number of users whose home is in each zone.

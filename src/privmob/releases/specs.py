@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
     from privmob.data.series_input import SeriesInput
     from privmob.data.tessellation import Tessellation
-    from privmob.privacy.samplers import Randomness
+    from privmob.privacy.samplers import RandomnessLike
     from privmob.releases.density import DensityConfig
     from privmob.releases.density_inputs import DensityInputs
     from privmob.releases.landmark import AdaptiveRule, Landmark
@@ -91,12 +91,7 @@ class Spec(Protocol):
     def plan(self) -> Plan: ...
 
     def draft(
-        self,
-        data: object,
-        accountant: Accountant,
-        *,
-        rng: Randomness | int | None,
-        progress: Progress,
+        self, data: object, accountant: Accountant, *, rng: RandomnessLike, progress: Progress
     ) -> Draft: ...
 
 
@@ -162,12 +157,7 @@ class DensitySpec(PlannedOnce):
         )
 
     def draft(
-        self,
-        data: object,
-        accountant: Accountant,
-        *,
-        rng: Randomness | int | None,
-        progress: Progress,
+        self, data: object, accountant: Accountant, *, rng: RandomnessLike, progress: Progress
     ) -> Draft:
         from privmob.releases.density.release import density_draft
 
@@ -348,12 +338,7 @@ class SeriesSpec(LandmarkGuarantee, PlannedOnce):
         return lambda session: self.load(source, warn=session.tell, progress=session.progress)
 
     def draft(
-        self,
-        data: object,
-        accountant: Accountant,
-        *,
-        rng: Randomness | int | None,
-        progress: Progress,
+        self, data: object, accountant: Accountant, *, rng: RandomnessLike, progress: Progress
     ) -> Draft:
         from privmob.data.series_input import SeriesInput
         from privmob.releases.landmark.release import series_draft
@@ -438,7 +423,7 @@ def release(
     spec: Spec,
     accountant: Accountant,
     *,
-    rng: Randomness | int | None = None,
+    rng: RandomnessLike = None,
     progress: Progress | None = None,
     memory_limit: int | None = None,
 ) -> Release:

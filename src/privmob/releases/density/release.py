@@ -22,7 +22,7 @@ from privmob.prepare.presample import (
     density_counts,
 )
 from privmob.privacy.costs import PrivacyUnit
-from privmob.privacy.samplers import Randomness, resolve
+from privmob.privacy.samplers import RandomnessLike, resolve
 from privmob.releases.base import Accountant
 from privmob.releases.density.config import OUT_OF_DOMAIN, DensityConfig
 from privmob.releases.density.mechanism import DensityResult, perturb_density
@@ -37,7 +37,7 @@ def density_draft(
     config: DensityConfig,
     week_start: datetime,
     accountant: Accountant,
-    rng: Randomness | int | None = None,
+    rng: RandomnessLike = None,
     step: Callable[[str], None] | None = None,
 ) -> Draft:
     """Hourly users per zone over the week starting at ``week_start`` (SPEC 4.3).

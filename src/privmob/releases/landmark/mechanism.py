@@ -16,7 +16,7 @@ from privmob.lazy_imports import np
 from privmob.privacy.costs import PrivacyUnit
 from privmob.privacy.mechanisms import Noise, NoiseKind, calibrate
 from privmob.privacy.payment import require_paid
-from privmob.privacy.samplers import Randomness, resolve
+from privmob.privacy.samplers import Randomness, RandomnessLike, resolve
 from privmob.releases.landmark.schemes import (
     AdaptiveRule,
     Scheme,
@@ -79,7 +79,7 @@ def perturb_series(
     scheme: Scheme | str,
     *,
     sensitivity: float,
-    rng: Randomness | int | None = None,
+    rng: RandomnessLike = None,
     integer: bool | None = None,
     rule: AdaptiveRule | None = None,
     fill_value: float = 0.0,

@@ -13,7 +13,7 @@ from privmob.errors import ConfigError, InputError
 from privmob.lazy_imports import np, pd
 from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.mechanisms import NoiseKind
-from privmob.privacy.samplers import Randomness, resolve
+from privmob.privacy.samplers import Randomness, RandomnessLike, resolve
 from privmob.releases.base import Accountant
 from privmob.releases.gate import Draft, through_the_gate
 from privmob.releases.landmark.mechanism import (
@@ -41,7 +41,7 @@ def series_draft(
     *,
     sensitivity: float,
     accountant: Accountant,
-    rng: Randomness | int | None = None,
+    rng: RandomnessLike = None,
     timestamps: Sequence[object] | None = None,
     zones: Sequence[object] | None = None,
     integer: bool | None = None,

@@ -20,7 +20,7 @@ from privmob.lazy_imports import np, pd
 from privmob.prepare.bounding import fresh_key
 from privmob.privacy.costs import Cost
 from privmob.privacy.mechanisms import Noise
-from privmob.privacy.samplers import Randomness, resolve
+from privmob.privacy.samplers import Randomness, RandomnessLike, resolve
 from privmob.releases.base import Accountant
 from privmob.releases.counts import count_vectors
 from privmob.releases.dimensions import WEEKDAYS
@@ -188,7 +188,7 @@ def report_draft(
     tiles: Tiles,
     config: ReportConfig,
     accountant: Accountant,
-    rng: Randomness | int | None = None,
+    rng: RandomnessLike = None,
     progress: Callable[[str], None] | None = None,
     buckets: int | None = None,
 ) -> Draft:
