@@ -17,13 +17,19 @@ The type checker sees the real import; at run time ``pd.DataFrame`` imports pand
 use (and ``"pandas" in sys.modules`` stays false until then). This is the spelling, before
 Python 3.15, of PEP 810's ``lazy import pandas as pd``. ``tests/cli/test_startup_imports.py``
 checks that a release prints its plan before pandas or GeoPandas is imported.
+
+NumPy and pandas, which most modules need, are named once here: ``from
+privmob.lazy_imports import np, pd`` gives the same lazy stand-ins to every module (and the
+real modules to the type checker).
 """
 
 from __future__ import annotations
 
 import importlib
 import types
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+__all__ = ["LazyModule", "lazy_module", "np", "pd"]
 
 
 class LazyModule(types.ModuleType):
@@ -45,3 +51,11 @@ class LazyModule(types.ModuleType):
 def lazy_module(name: str) -> Any:
     """The module ``name``, imported when one of its attributes is first read."""
     return LazyModule(name)
+
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+else:
+    np = lazy_module("numpy")
+    pd = lazy_module("pandas")

@@ -38,14 +38,11 @@ from privmob.engine.base import Engine
 from privmob.engine.dialect import Dialect
 from privmob.engine.relation import Loaded, UserParts, new_name
 from privmob.errors import ConfigError, EngineError
-from privmob.lazy_imports import lazy_module
+from privmob.lazy_imports import np
 from privmob.surface import option
 
 if TYPE_CHECKING:
-    import numpy as np
     import numpy.typing as npt
-else:  # imported on first use, not before a release's plan line (issue 43)
-    np = lazy_module("numpy")
 
 #: Engine memory one input row needs in the window steps of a bucket (events -> trips ->
 #: bounding -> counts, or trips -> bounding -> counts). Measured on DuckDB 2.0 (docs/scale.md):

@@ -66,7 +66,12 @@ class Randomness:
         return self._rng
 
 
-def resolve(rng: Randomness | int | None) -> Randomness:
+#: what an ``rng`` parameter accepts: a :class:`Randomness`, an int seed (tests only) or
+#: ``None`` (secure); :func:`resolve` turns it into a :class:`Randomness`
+RandomnessLike: TypeAlias = "Randomness | int | None"
+
+
+def resolve(rng: RandomnessLike) -> Randomness:
     """Accept ``None`` (secure), a :class:`Randomness`, or an int seed (tests only)."""
     if rng is None:
         return Randomness.secure()
@@ -221,7 +226,7 @@ def _secure_float_noise(
 
 
 def gaussian(
-    values: npt.ArrayLike, sigma: float, rng: Randomness | int | None = None
+    values: npt.ArrayLike, sigma: float, rng: RandomnessLike = None
 ) -> npt.NDArray[np.float64]:
     """values + continuous Gaussian(sigma) noise: secure by default, numpy's when seeded."""
     require_paid()

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 from privmob.engine.base import dense_counts
 from privmob.engine.buckets import counts_by_user_buckets
 from privmob.errors import ConfigError
-from privmob.lazy_imports import lazy_module
+from privmob.lazy_imports import np
 from privmob.privacy.bound_choice import (
     BoundChoice,
     choose_bound,
@@ -35,7 +35,7 @@ from privmob.privacy.bound_choice import (
 )
 from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.mechanisms import Noise, NoiseKind
-from privmob.privacy.samplers import Randomness, resolve
+from privmob.privacy.samplers import Randomness, RandomnessLike, resolve
 from privmob.releases.base import Accountant
 from privmob.releases.gate import Draft
 from privmob.releases.plan import Plan
@@ -43,13 +43,10 @@ from privmob.releases.release import Release
 from privmob.surface import spelled
 
 if TYPE_CHECKING:
-    import numpy as np
     import numpy.typing as npt
 
     from privmob.engine.relation import Loaded
     from privmob.privacy.bound_choice import Rescale
-else:  # imported on first use, not before a release's plan line (issue 43)
-    np = lazy_module("numpy")
 
 Step = Callable[[str], None]
 
@@ -273,7 +270,7 @@ def chosen_draft(
     choice: BoundChoice,
     accountant: Accountant,
     *,
-    rng: Randomness | int | None,
+    rng: RandomnessLike,
     step: Step,
     template: tuple[ExactCells[DomainT, BoundT], Callable[[Noise], NoiseOnCells[DomainT]]],
     buckets: int | None = None,

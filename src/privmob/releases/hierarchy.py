@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from privmob.errors import ConfigError
 from privmob.json_types import JSON, JSONObject
-from privmob.lazy_imports import lazy_module
+from privmob.lazy_imports import np, pd
 from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.hierarchy import Tree, consistent, default_shares, margin_95, non_negative
 from privmob.privacy.mechanisms import Noise, NoiseKind, rho_for_epsilon
@@ -33,20 +33,12 @@ from privmob.releases.metadata import json_list, json_object
 from privmob.surface import spelled
 
 if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
-else:  # imported on first use, not before a release's plan line (issue 43)
-    np = lazy_module("numpy")
-
-if TYPE_CHECKING:
     import geopandas as gpd
-    import pandas as pd
+    import numpy.typing as npt
 
     from privmob.data.tessellation import Tessellation
     from privmob.releases.counts import CountDomain, Finish
     from privmob.releases.release import Release
-else:
-    pd = lazy_module("pandas")
 
 #: the name of the finest level (the tessellation's own tiles) in weights and tables
 FINEST = "tile"

@@ -31,10 +31,10 @@ from privmob.domain import Period, time_grid
 from privmob.engine.relation import Loaded
 from privmob.errors import ConfigError
 from privmob.json_types import JSONObject
-from privmob.lazy_imports import lazy_module
+from privmob.lazy_imports import np, pd
 from privmob.privacy.costs import Cost
 from privmob.privacy.mechanisms import NoiseKind, calibrate
-from privmob.privacy.samplers import Randomness, resolve
+from privmob.privacy.samplers import Randomness, RandomnessLike, resolve
 from privmob.releases.base import Accountant
 from privmob.releases.counts import (
     CountDomain,
@@ -53,18 +53,13 @@ from privmob.releases.landmark.release import (
     series_release,
 )
 from privmob.releases.release import Release
-from privmob.releases.specs import Plan, Progress
+from privmob.releases.specs import LandmarkGuarantee, Plan, Progress
 from privmob.surface import spelled
 
 if TYPE_CHECKING:
-    import numpy as np
     import numpy.typing as npt
-    import pandas as pd
 
     from privmob.data.tessellation import Tessellation
-else:
-    np = lazy_module("numpy")
-    pd = lazy_module("pandas")
 
 OUTSIDE = "outside"
 OUTLIERS_SHARE = 0.1  # default budget of the outliers cell, as a share of epsilon
@@ -185,10 +180,8 @@ class ZoneSeries:
     def per_user(self, group_size: int | None) -> PerUser:
         return dataclasses.replace(self.counts.user_bound(), one_key=True)
 
-    @property
-    def value(self) -> None:
-        """No value is summed beside this kind's counts."""
-        return None
+    #: no value is summed beside this kind's counts
+    value: ClassVar[None] = None
 
     def counted(self, data: object) -> Loaded:
         return cast("Loaded", data)
@@ -275,7 +268,7 @@ def publish_zone_counts(
     epsilon: float,
     scheme: Scheme | str,
     accountant: Accountant,
-    rng: Randomness | int | None = None,
+    rng: RandomnessLike = None,
     rule: AdaptiveRule | None = None,
     outliers_epsilon: float | None = None,
     step: Callable[[str], None] | None = None,
@@ -301,7 +294,7 @@ def publish_zone_counts(
 
 
 @dataclass(frozen=True)
-class ZoneSeriesSpec:
+class ZoneSeriesSpec(LandmarkGuarantee):
     """Counts per zone and time bin under landmark privacy (see :func:`publish_zone_counts`):
     bins of ``freq`` over the public ``[start, end)``, landmarks as positions in that grid
     (:meth:`declared` takes them as timestamps too)."""
@@ -317,14 +310,6 @@ class ZoneSeriesSpec:
     outliers_epsilon: float | None = None
     kind: str = "series-counts"
     records: ClassVar[str] = "events"
-    same_tile_rule: ClassVar[None] = None
-
-    @property
-    def unit(self) -> str:
-        """The unit of its scheme's guarantee (the user within the landmark scheme)."""
-        from privmob.releases.landmark import SCHEME_UNIT
-
-        return SCHEME_UNIT[Scheme(self.scheme)]
 
     @classmethod
     def declared(
@@ -382,12 +367,7 @@ class ZoneSeriesSpec:
         )
 
     def draft(
-        self,
-        data: object,
-        accountant: Accountant,
-        *,
-        rng: Randomness | int | None,
-        progress: Progress,
+        self, data: object, accountant: Accountant, *, rng: RandomnessLike, progress: Progress
     ) -> Draft:
         from privmob.releases.tiles import check_tessellation
 

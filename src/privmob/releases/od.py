@@ -22,13 +22,13 @@ from privmob.engine.buckets import root
 from privmob.engine.relation import Loaded
 from privmob.errors import ConfigError
 from privmob.json_types import JSONObject
-from privmob.lazy_imports import lazy_module
+from privmob.lazy_imports import np, pd
 from privmob.privacy.bound_choice import BoundChoice
 from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.mechanisms import Noise, NoiseKind, calibrate
 from privmob.privacy.postprocess import check_tau, suppress
 from privmob.privacy.postprocess import describe as describe_post
-from privmob.privacy.samplers import Randomness, resolve
+from privmob.privacy.samplers import Randomness, RandomnessLike, resolve
 from privmob.privacy.signal import expected_signal, signal_check
 from privmob.releases.base import Accountant
 from privmob.releases.bound_choice import checked_choice, chosen_plan
@@ -48,15 +48,10 @@ from privmob.releases.tiles import check_input
 from privmob.surface import spelled
 
 if TYPE_CHECKING:
-    import numpy as np
     import numpy.typing as npt
-    import pandas as pd
 
     from privmob.data.tessellation import Tessellation
     from privmob.releases.hierarchy import LevelsNoise, LevelsNoisy, OdTree, ZoneLevels
-else:
-    np = lazy_module("numpy")
-    pd = lazy_module("pandas")
 
 Step = Callable[[str], None]
 
@@ -237,7 +232,7 @@ class OdSpec(PlannedOnce):
         )
 
     def draft(
-        self, data: object, accountant: Accountant, *, rng: Randomness | int | None, progress: Step
+        self, data: object, accountant: Accountant, *, rng: RandomnessLike, progress: Step
     ) -> Draft:
         return template_draft(data, self, accountant, rng=rng, progress=progress)
 
@@ -265,10 +260,8 @@ class OdSpec(PlannedOnce):
         partition = ("period",) if self.bound_per == "period" else ()
         return PerUser(self.od_plan.t_bound, partition=partition)
 
-    @property
-    def value(self) -> None:
-        """No value is summed beside this kind's counts."""
-        return None
+    #: no value is summed beside this kind's counts
+    value: ClassVar[None] = None
 
     def counted(self, data: object) -> Loaded:
         check_input(
@@ -413,7 +406,7 @@ def od_matrix(
     delta: float = 0.0,
     period: Period | None = None,
     bound_per: str = "release",
-    rng: Randomness | int | None = None,
+    rng: RandomnessLike = None,
     step: Step | None = None,
     buckets: int | None = None,
     same_tile: str = "exclude",

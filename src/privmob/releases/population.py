@@ -20,11 +20,11 @@ from privmob.domain import Period
 from privmob.engine.relation import Loaded
 from privmob.errors import ConfigError
 from privmob.json_types import JSONObject
-from privmob.lazy_imports import lazy_module
+from privmob.lazy_imports import np, pd
 from privmob.prepare.homes import homes_sql
 from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.mechanisms import Noise, NoiseKind, calibrate
-from privmob.privacy.samplers import Randomness, resolve
+from privmob.privacy.samplers import Randomness, RandomnessLike, resolve
 from privmob.releases.base import Accountant
 from privmob.releases.counts import (
     CountDomain,
@@ -42,15 +42,10 @@ from privmob.releases.tiles import check_input
 from privmob.surface import spelled
 
 if TYPE_CHECKING:
-    import numpy as np
     import numpy.typing as npt
-    import pandas as pd
 
     from privmob.data.tessellation import Tessellation
     from privmob.engine.dialect import Dialect
-else:
-    np = lazy_module("numpy")
-    pd = lazy_module("pandas")
 
 #: Engine memory per input event of the home step (for the user buckets). Homes are an
 #: aggregate per (user, tile), which DuckDB spills, and a window over those aggregates, not
@@ -107,6 +102,8 @@ class CountsHomes:
     user (no bound to enforce), read as :attr:`rows` says."""
 
     records = "homes"
+    #: no value is summed beside a population kind's counts
+    value: ClassVar[None] = None
 
     @property
     def rows(self) -> HomeRows:
@@ -194,7 +191,7 @@ class PopulationSpec(CountsHomes, PlannedOnce):
         )
 
     def draft(
-        self, data: object, accountant: Accountant, *, rng: Randomness | int | None, progress: Step
+        self, data: object, accountant: Accountant, *, rng: RandomnessLike, progress: Step
     ) -> Draft:
         kind: PopulationSpec | TowerHomes = self
         if self.zone_mapping == "voronoi":  # the towers (public) read on the input's engine
@@ -216,11 +213,6 @@ class PopulationSpec(CountsHomes, PlannedOnce):
 
     def count_domain(self) -> CountDomain:
         return self.rows.domain([str(t) for t in self.tessellation.tile_ids])
-
-    @property
-    def value(self) -> None:
-        """No value is summed beside this kind's counts."""
-        return None
 
     def counted(self, data: object) -> Loaded:
         check_input(
@@ -340,11 +332,6 @@ class TowerHomes(CountsHomes):
     def count_domain(self) -> CountDomain:
         return self.rows.domain(self.towers["cell_key"].astype(str).tolist())
 
-    @property
-    def value(self) -> None:
-        """No value is summed beside this kind's counts."""
-        return None
-
     def counted(self, data: object) -> Loaded:
         """The events with the index of their tower as ``tile`` (-1: no known tower)."""
         import pyarrow as pa
@@ -412,7 +399,7 @@ def population_counts(
     delta: float = 0.0,
     night: tuple[int, int] = (20, 6),
     period: Period | None = None,
-    rng: Randomness | int | None = None,
+    rng: RandomnessLike = None,
     step: Callable[[str], None] | None = None,
 ) -> Release:
     """Differentially private number of users whose home is in each zone.

@@ -8,10 +8,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
 from privmob.json_types import JSON, JSONObject
-from privmob.lazy_imports import lazy_module
+from privmob.lazy_imports import pd
 from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.ledger.entries import Entry
 from privmob.releases.metadata import (
@@ -22,11 +21,6 @@ from privmob.releases.metadata import (
     PublicDomain,
     ReleaseMetadata,
 )
-
-if TYPE_CHECKING:
-    import pandas as pd
-else:
-    pd = lazy_module("pandas")
 
 
 @dataclass(init=False)

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
     from privmob.data.series_input import SeriesInput
     from privmob.data.tessellation import Tessellation
-    from privmob.privacy.samplers import Randomness
+    from privmob.privacy.samplers import RandomnessLike
     from privmob.releases.density import DensityConfig
     from privmob.releases.density_inputs import DensityInputs
     from privmob.releases.landmark import AdaptiveRule, Landmark
@@ -91,13 +91,23 @@ class Spec(Protocol):
     def plan(self) -> Plan: ...
 
     def draft(
-        self,
-        data: object,
-        accountant: Accountant,
-        *,
-        rng: Randomness | int | None,
-        progress: Progress,
+        self, data: object, accountant: Accountant, *, rng: RandomnessLike, progress: Progress
     ) -> Draft: ...
+
+
+class LandmarkGuarantee:
+    """A spec released under a landmark ``scheme`` (or event-level): its unit of privacy is
+    that scheme's; it counts no trips (no same-tile rule)."""
+
+    scheme: str
+    same_tile_rule: ClassVar[None] = None
+
+    @property
+    def unit(self) -> str:
+        """The unit of its scheme's guarantee (a landmark scheme's, or event-level)."""
+        from privmob.releases.landmark import SCHEME_UNIT, Scheme
+
+        return SCHEME_UNIT[Scheme(self.scheme)]
 
 
 class Telling(Protocol):
@@ -147,12 +157,7 @@ class DensitySpec(PlannedOnce):
         )
 
     def draft(
-        self,
-        data: object,
-        accountant: Accountant,
-        *,
-        rng: Randomness | int | None,
-        progress: Progress,
+        self, data: object, accountant: Accountant, *, rng: RandomnessLike, progress: Progress
     ) -> Draft:
         from privmob.releases.density.release import density_draft
 
@@ -165,7 +170,7 @@ class DensitySpec(PlannedOnce):
 
 
 @dataclass(frozen=True)
-class SeriesSpec(PlannedOnce):
+class SeriesSpec(LandmarkGuarantee, PlannedOnce):
     """An aggregated series (a file with one row per timestamp, and zone) published under
     landmark privacy (see :func:`privmob.releases.landmark.publish_series`). The time domain
     (``start``, ``end``, ``freq``) and the ``zones`` are public and declared; the file must
@@ -193,14 +198,6 @@ class SeriesSpec(PlannedOnce):
     rule: AdaptiveRule | None = None
     fill_value: float = 0.0
     records: ClassVar[str] = "series"
-    same_tile_rule: ClassVar[None] = None
-
-    @property
-    def unit(self) -> str:
-        """The unit of its scheme's guarantee (a landmark scheme's, or event-level)."""
-        from privmob.releases.landmark import SCHEME_UNIT, Scheme
-
-        return SCHEME_UNIT[Scheme(self.scheme)]
 
     @classmethod
     def over(
@@ -341,12 +338,7 @@ class SeriesSpec(PlannedOnce):
         return lambda session: self.load(source, warn=session.tell, progress=session.progress)
 
     def draft(
-        self,
-        data: object,
-        accountant: Accountant,
-        *,
-        rng: Randomness | int | None,
-        progress: Progress,
+        self, data: object, accountant: Accountant, *, rng: RandomnessLike, progress: Progress
     ) -> Draft:
         from privmob.data.series_input import SeriesInput
         from privmob.releases.landmark.release import series_draft
@@ -431,7 +423,7 @@ def release(
     spec: Spec,
     accountant: Accountant,
     *,
-    rng: Randomness | int | None = None,
+    rng: RandomnessLike = None,
     progress: Progress | None = None,
     memory_limit: int | None = None,
 ) -> Release:

@@ -22,16 +22,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from privmob.json_types import JSONObject
-from privmob.lazy_imports import lazy_module
+from privmob.lazy_imports import lazy_module, pd
 
 if TYPE_CHECKING:
-    import pandas as pd
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     from privmob.releases.release import Release
 else:
-    pd = lazy_module("pandas")
     pa = lazy_module("pyarrow")
     pq = lazy_module("pyarrow.parquet")
 

@@ -36,15 +36,12 @@ from typing import TYPE_CHECKING
 from privmob.engine.dialect import Dialect
 from privmob.errors import ConfigError
 from privmob.json_types import JSONObject
-from privmob.lazy_imports import lazy_module
+from privmob.lazy_imports import np
 from privmob.privacy.mechanisms import Noise, NoiseKind
 from privmob.surface import spelled
 
 if TYPE_CHECKING:
-    import numpy as np
     import numpy.typing as npt
-else:  # imported on first use, not before a release's plan line (issue 43)
-    np = lazy_module("numpy")
 
 #: the values a trip has of its own (any other name is a numeric column of the input)
 UNITS = {"duration": "minutes", "distance": "km"}

@@ -23,7 +23,7 @@ from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.discrete_gaussian import scale_up, up
 from privmob.privacy.efpa import fourier_perturb
 from privmob.privacy.mechanisms import Noise, NoiseKind, calibrate
-from privmob.privacy.samplers import Randomness, resolve
+from privmob.privacy.samplers import Randomness, RandomnessLike, resolve
 from privmob.privacy.signal import density_signal
 from privmob.releases.density.clustering import cluster_cells
 from privmob.releases.density.config import MAX_VISITS_PER_WEEK, OUT_OF_DOMAIN, DensityConfig
@@ -109,7 +109,7 @@ def perturb_density(
     cmap: CoverMap,
     centroids: npt.NDArray[np.float64],
     config: DensityConfig,
-    rng: Randomness | int | None = None,
+    rng: RandomnessLike = None,
     *,
     first_hour: int = 0,
 ) -> DensityResult:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -14,7 +13,7 @@ from privmob.engine.base import Engine
 from privmob.engine.relation import Loaded
 from privmob.errors import ConfigError
 from privmob.json_types import JSON, JSONObject
-from privmob.lazy_imports import lazy_module
+from privmob.lazy_imports import pd
 from privmob.prepare.bounding import fresh_key
 from privmob.prepare.density_geometry import DensityGeometry
 from privmob.prepare.presample import (
@@ -23,17 +22,12 @@ from privmob.prepare.presample import (
     density_counts,
 )
 from privmob.privacy.costs import PrivacyUnit
-from privmob.privacy.samplers import Randomness, resolve
+from privmob.privacy.samplers import RandomnessLike, resolve
 from privmob.releases.base import Accountant
 from privmob.releases.density.config import OUT_OF_DOMAIN, DensityConfig
 from privmob.releases.density.mechanism import DensityResult, perturb_density
 from privmob.releases.gate import Draft, through_the_gate
 from privmob.releases.release import Release
-
-if TYPE_CHECKING:
-    import pandas as pd
-else:
-    pd = lazy_module("pandas")
 
 
 def density_draft(
@@ -43,7 +37,7 @@ def density_draft(
     config: DensityConfig,
     week_start: datetime,
     accountant: Accountant,
-    rng: Randomness | int | None = None,
+    rng: RandomnessLike = None,
     step: Callable[[str], None] | None = None,
 ) -> Draft:
     """Hourly users per zone over the week starting at ``week_start`` (SPEC 4.3).

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias
 
 from privmob.errors import ConfigError, InputError
-from privmob.lazy_imports import lazy_module
+from privmob.lazy_imports import np
 from privmob.privacy.costs import PrivacyUnit
 from privmob.privacy.mechanisms import Noise, NoiseKind, calibrate
 from privmob.privacy.payment import require_paid
-from privmob.privacy.samplers import Randomness, resolve
+from privmob.privacy.samplers import Randomness, RandomnessLike, resolve
 from privmob.releases.landmark.schemes import (
     AdaptiveRule,
     Scheme,
@@ -26,10 +26,7 @@ from privmob.releases.landmark.schemes import (
 from privmob.releases.landmark.theorem import landmark_indices, verify_landmark_budget
 
 if TYPE_CHECKING:
-    import numpy as np
     import numpy.typing as npt
-else:  # imported on first use, not before a release's plan line (issue 43)
-    np = lazy_module("numpy")
 
 SKIP_WARNING = (
     "the skip scheme republishes old values at the landmarks: a repeated or sparse release "
@@ -82,7 +79,7 @@ def perturb_series(
     scheme: Scheme | str,
     *,
     sensitivity: float,
-    rng: Randomness | int | None = None,
+    rng: RandomnessLike = None,
     integer: bool | None = None,
     rule: AdaptiveRule | None = None,
     fill_value: float = 0.0,

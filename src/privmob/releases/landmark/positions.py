@@ -10,14 +10,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from privmob.errors import ConfigError
-from privmob.lazy_imports import lazy_module
+from privmob.lazy_imports import pd
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from privmob.releases.release import Release
-else:
-    pd = lazy_module("pandas")
 
 #: a landmark: a position in the grid (0-based) or one of its timestamps
 Landmark = int | str | datetime

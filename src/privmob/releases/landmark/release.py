@@ -10,10 +10,10 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, cast
 
 from privmob.errors import ConfigError, InputError
-from privmob.lazy_imports import lazy_module
+from privmob.lazy_imports import np, pd
 from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.mechanisms import NoiseKind
-from privmob.privacy.samplers import Randomness, resolve
+from privmob.privacy.samplers import Randomness, RandomnessLike, resolve
 from privmob.releases.base import Accountant
 from privmob.releases.gate import Draft, through_the_gate
 from privmob.releases.landmark.mechanism import (
@@ -30,12 +30,7 @@ from privmob.releases.landmark.theorem import landmark_indices, landmark_spend
 from privmob.releases.release import Release
 
 if TYPE_CHECKING:
-    import numpy as np
     import numpy.typing as npt
-    import pandas as pd
-else:
-    np = lazy_module("numpy")
-    pd = lazy_module("pandas")
 
 
 def series_draft(
@@ -46,7 +41,7 @@ def series_draft(
     *,
     sensitivity: float,
     accountant: Accountant,
-    rng: Randomness | int | None = None,
+    rng: RandomnessLike = None,
     timestamps: Sequence[object] | None = None,
     zones: Sequence[object] | None = None,
     integer: bool | None = None,

@@ -10,15 +10,12 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from privmob.errors import ConfigError
-from privmob.lazy_imports import lazy_module
+from privmob.lazy_imports import np
 from privmob.privacy.costs import PrivacyUnit
 from privmob.releases.landmark.theorem import landmark_indices
 
 if TYPE_CHECKING:
-    import numpy as np
     import numpy.typing as npt
-else:  # imported on first use, not before a release's plan line (issue 43)
-    np = lazy_module("numpy")
 
 
 class Scheme(StrEnum):

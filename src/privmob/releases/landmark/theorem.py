@@ -8,13 +8,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from privmob.errors import BudgetError, ConfigError
-from privmob.lazy_imports import lazy_module
+from privmob.lazy_imports import np
 
 if TYPE_CHECKING:
-    import numpy as np
     import numpy.typing as npt
-else:  # imported on first use, not before a release's plan line (issue 43)
-    np = lazy_module("numpy")
 
 RELATIVE_TOLERANCE = 1e-9
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from privmob.json_types import JSONObject
-from privmob.lazy_imports import lazy_module
+from privmob.lazy_imports import np
 from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.mechanisms import Noise, calibrate
 from privmob.privacy.quantiles import FIVE_NAMES, dp_histogram, dp_quantiles
@@ -21,10 +21,7 @@ from privmob.releases.counts import noisy_cells
 from .config import DISTRIBUTIONS, MISSING_COLUMNS, UNITS, ReportConfig
 
 if TYPE_CHECKING:
-    import numpy as np
     import numpy.typing as npt
-else:  # imported on first use, not before a release's plan line (issue 43)
-    np = lazy_module("numpy")
 
 # sensitivities (L1) under user-level privacy, as multiples of M; None = constant (below)
 _USER_TRIPS = {
@@ -117,24 +114,17 @@ def dataset_statistics(
     (or the ``gaussian`` noise of a part); #trips and #trip ends are sums of the noisy counts
     (post-processing)."""
     g = gaussian or {}
-    n_users, r_users = counts(
-        "users",
-        users,
-        eps / 2,
-        sensitivity("dataset_statistics", cfg, "users"),
-        cfg,
-        rng,
-        g.get("users"),
-    )
-    n_kinds, r_kinds = counts(
-        "trips",
-        kinds,
-        eps / 2,
-        sensitivity("dataset_statistics", cfg, "trips"),
-        cfg,
-        rng,
-        g.get("trips"),
-    )
+
+    def half(
+        part: str, exact: npt.NDArray[np.int64]
+    ) -> tuple[npt.NDArray[np.int64], AnalysisResult]:
+        delta1 = sensitivity("dataset_statistics", cfg, part)
+        return counts(part, exact, eps / 2, delta1, cfg, rng, g.get(part))
+
+    n_users, r_users = half(
+        "users", users
+    )  # users first: the order of draws is part of a seeded release
+    n_kinds, r_kinds = half("trips", kinds)
     complete, incomplete = int(n_kinds[0]), int(n_kinds[1])
     return AnalysisResult(
         "dataset_statistics",

@@ -16,11 +16,11 @@ from privmob.engine.buckets import (
 )
 from privmob.engine.relation import Loaded
 from privmob.json_types import JSON, JSONObject
-from privmob.lazy_imports import lazy_module
+from privmob.lazy_imports import np, pd
 from privmob.prepare.bounding import fresh_key
 from privmob.privacy.costs import Cost
 from privmob.privacy.mechanisms import Noise
-from privmob.privacy.samplers import Randomness, resolve
+from privmob.privacy.samplers import Randomness, RandomnessLike, resolve
 from privmob.releases.base import Accountant
 from privmob.releases.counts import count_vectors
 from privmob.releases.dimensions import WEEKDAYS
@@ -35,14 +35,9 @@ from .inputs import Tiles
 from .sql import count_terms, ends_sql, queries, trips_sql, users_sql
 
 if TYPE_CHECKING:
-    import numpy as np
     import numpy.typing as npt
-    import pandas as pd
 
     from privmob.privacy.mechanisms import Noise
-else:
-    np = lazy_module("numpy")
-    pd = lazy_module("pandas")
 
 
 def time_bins(cfg: ReportConfig) -> list[datetime]:
@@ -193,7 +188,7 @@ def report_draft(
     tiles: Tiles,
     config: ReportConfig,
     accountant: Accountant,
-    rng: Randomness | int | None = None,
+    rng: RandomnessLike = None,
     progress: Callable[[str], None] | None = None,
     buckets: int | None = None,
 ) -> Draft:

@@ -53,10 +53,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import TYPE_CHECKING
 
 from privmob.json_types import JSONObject
-from privmob.lazy_imports import lazy_module
 from privmob.privacy.costs import Cost, PrivacyUnit
 from privmob.privacy.discrete_gaussian import sigma_for_rho
 from privmob.privacy.l2_bounds import capped_l2_squared, l2_of
@@ -66,11 +64,6 @@ from privmob.privacy.zcdp import rho_for_zcdp_epsilon, zcdp_epsilon
 from .analyses import is_distribution, sensitivity
 from .compositions import resolve_composition
 from .config import MISSING_COLUMNS, ReportConfig
-
-if TYPE_CHECKING:
-    import numpy as np
-else:  # imported on first use, not before a release's plan line (issue 43)
-    np = lazy_module("numpy")
 
 CONVERSION = (
     "rho-zCDP to (epsilon, delta)-DP by Canonne, Kamath and Steinke 2020 (Prop. 12), as "

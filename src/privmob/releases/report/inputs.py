@@ -9,19 +9,14 @@ from typing import TYPE_CHECKING, Protocol
 from privmob.data import tessellation_cache
 from privmob.data.tessellation import Tessellation, local_metric_crs
 from privmob.json_types import JSON
-from privmob.lazy_imports import lazy_module
+from privmob.lazy_imports import np, pd
 from privmob.privacy.costs import PrivacyUnit
 
 if TYPE_CHECKING:
-    import numpy as np
     import numpy.typing as npt
-    import pandas as pd
 
     from privmob.engine.relation import Loaded
     from privmob.releases.base import Accountant
-else:
-    np = lazy_module("numpy")
-    pd = lazy_module("pandas")
 
 
 class TripPointsSource(Protocol):

@@ -28,7 +28,7 @@ from .sql import queries
 
 if TYPE_CHECKING:
     from privmob.data.tessellation import Tessellation
-    from privmob.privacy.samplers import Randomness
+    from privmob.privacy.samplers import RandomnessLike
 
 
 def _released(counted: str, cfg: ReportConfig) -> bool:
@@ -112,12 +112,7 @@ class ReportSpec:
         return self._plan
 
     def draft(
-        self,
-        data: object,
-        accountant: Accountant,
-        *,
-        rng: Randomness | int | None,
-        progress: Progress,
+        self, data: object, accountant: Accountant, *, rng: RandomnessLike, progress: Progress
     ) -> Draft:
         check_tessellation(data, self.tessellation)
         points = cast(Loaded, data)  # the trip points its load step reads
