@@ -91,10 +91,9 @@ def od(
     rescale_share: b.RescaleShareOpt = None,
     group_size: Annotated[
         int | None,
-        typer.Option(
-            "--group-size",
-            help="trip-level only: most trips of one user, to charge a user-level "
-            "budget by group privacy (enforced: each user keeps at most this many trips)",
+        o.group_size(
+            "trip-level only: most trips of one user, to charge a user-level "
+            "budget by group privacy (enforced: each user keeps at most this many trips)"
         ),
     ] = None,
 ) -> None:

@@ -30,6 +30,7 @@ SHARED = {
     "input_timezone": ("--input-timezone",),
     "timezone": ("--timezone",),
     "unit": ("--unit",),
+    "group_size": ("--group-size",),
 }
 
 
@@ -56,6 +57,9 @@ bin = _shared("bin")
 output = _shared("output", "output folder")
 #: the unit of privacy (:class:`~privmob.dp.PrivacyUnit`; its meaning in ``help``)
 unit = _shared("unit", "user or trip")
+#: a user-level budget charged for a trip-level release by group privacy (a run option,
+#: :class:`privmob.cli.run.RunOptions`; its meaning in ``help`` where it says more)
+group_size = _shared("group_size", "charge a user-level budget by group privacy")
 
 
 TileIdOpt = Annotated[

@@ -167,10 +167,7 @@ def report(
     same_tile: o.SameTileOpt = "exclude",
     group_size: Annotated[
         int | None,
-        typer.Option(
-            "--group-size",
-            help="trip level only: most trips of one user, to charge a user-level budget",
-        ),
+        o.group_size("trip level only: most trips of one user, to charge a user-level budget"),
     ] = None,
     composition: Annotated[
         str,
