@@ -241,7 +241,7 @@ def report(
 def compare(
     a: Annotated[Path, typer.Argument(help="reference report JSON")],
     b: Annotated[Path, typer.Argument(help="report JSON to compare")],
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="compare.html")] = None,
+    output: Annotated[Path | None, o.output("compare.html")] = None,
     overwrite: c.OverwriteOpt = False,
 ) -> None:
     """Similarity of two reports per analysis (SMAPE, JS base 2, KL, EMD, Kendall, top-n)."""
