@@ -18,9 +18,28 @@ RELEASES = {k.name: k.cli_module for k in KINDS}
 #: shared options each release must have
 TZ = {"timezone", "input_timezone"}
 EXPECTED = {
-    "od": {"epsilon", "max_trips", "tessellation", "tile_id", "start", "end", "bin", "output"},
+    "od": {
+        "epsilon",
+        "max_trips",
+        "tessellation",
+        "tile_id",
+        "start",
+        "end",
+        "bin",
+        "output",
+        "group_size",
+    },
     "population": {"epsilon", "tessellation", "tile_id", "start", "end", "output"},
-    "report": {"epsilon", "max_trips", "tessellation", "tile_id", "start", "end", "output"},
+    "report": {
+        "epsilon",
+        "max_trips",
+        "tessellation",
+        "tile_id",
+        "start",
+        "end",
+        "output",
+        "group_size",
+    },
     "density": {"epsilon", "tessellation", "tile_id", "start", "output"},  # -T: --max-visits
     "series-counts": {
         "epsilon",
@@ -31,8 +50,9 @@ EXPECTED = {
         "end",
         "bin",
         "output",
+        "group_size",
     },
-    "series": {"epsilon", "start", "end", "bin", "output"},
+    "series": {"epsilon", "start", "end", "bin", "output", "group_size"},
     "counts": {"epsilon", "max_trips", "tessellation", "tile_id", "start", "end", "bin", "output"},
 }
 for _k in KINDS:  # the count template's kinds: the counts command's options

@@ -41,7 +41,7 @@ audit_app = typer.Typer(
 )
 
 SeedOpt = Annotated[int, typer.Option("--seed", help="simulation seed (audits are seeded)")]
-OutOpt = Annotated[Path | None, typer.Option("--output", "-o", help="also write a CSV here")]
+OutOpt = Annotated[Path | None, o.output("also write a CSV here")]
 TripsOpt = Annotated[
     Path | None, typer.Option("--trips", help="trips/events input (any privmob input shape)")
 ]
@@ -427,7 +427,7 @@ def _print_delta_rules(lines: list[ProgrammeLine]) -> None:
 
 @audit_app.command("figures")
 def figures(
-    outdir: Annotated[Path, typer.Option("--output", "-o", help="directory for the files")],
+    outdir: Annotated[Path, o.output("directory for the files")],
     trials: Annotated[int, typer.Option("--trials", help="LRT trials per k")] = 10_000,
     user_bound: Annotated[int, typer.Option("--bound", "-T", help="privmob's T")] = 10,
     targets: Annotated[int, typer.Option("--targets", help="ML attack targets")] = 10,

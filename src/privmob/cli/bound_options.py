@@ -3,9 +3,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any, TypeVar
 
 import typer
+
+from privmob.cli import common as c
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 BoundQuantileOpt = Annotated[
     float | None,
@@ -44,6 +49,28 @@ RescaleShareOpt = Annotated[
         "--rescale-share", help="with --rescale: the share of epsilon of its totals (0.05)"
     ),
 ]
+
+#: name -> (annotation, default), in the order they are listed in ``--help``: a command takes
+#: them with :func:`with_bound_choice_options` and reads them with :func:`choice_of_params`
+BOUND_CHOICE_OPTIONS: dict[str, tuple[Any, Any]] = {
+    "bound_quantile": (BoundQuantileOpt, None),
+    "bound_share": (BoundShareOpt, None),
+    "bound_max": (BoundMaxOpt, None),
+    "rescale": (RescaleOpt, False),
+    "rescale_share": (RescaleShareOpt, None),
+}
+
+
+def with_bound_choice_options() -> Callable[[F], F]:
+    """Add the options of a bound chosen for accuracy to a command, after its own parameters
+    (the command's function is called without them: they stay in ``ctx.params``)."""
+    return c.with_options(BOUND_CHOICE_OPTIONS)
+
+
+def choice_of_params(params: Mapping[str, Any]) -> Any:
+    """The :class:`~privmob.privacy.bound_choice.BoundChoice` a command's parsed parameters
+    (``ctx.params``) state with these options (or None)."""
+    return choice_options(*(params[name] for name in BOUND_CHOICE_OPTIONS))
 
 
 def choice_options(

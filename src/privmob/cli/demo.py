@@ -12,9 +12,7 @@ from privmob.cli import options as o
 
 
 def demo(
-    output: Annotated[Path, typer.Option("--output", "-o", help="demo folder")] = Path(
-        "privmob-demo"
-    ),
+    output: Annotated[Path, o.output("demo folder")] = Path("privmob-demo"),
     users: Annotated[int, typer.Option("--users", help="synthetic users")] = 20_000,
     epsilon: Annotated[float, o.epsilon("epsilon of each release")] = 1.0,
     max_trips: Annotated[int, o.max_trips("trips per user")] = 20,

@@ -18,6 +18,7 @@ from privmob.privacy.mechanisms import NoiseKind
 
 @with_run_options()
 @c.with_input_options()
+@b.with_bound_choice_options()
 def od(
     ctx: typer.Context,
     data: Annotated[str, typer.Argument(help=c.INPUT_HELP.format("trips, trip points or events"))],
@@ -84,17 +85,11 @@ def od(
             "--top", help="print the N largest flows of every level with their 95% margins"
         ),
     ] = 10,
-    bound_quantile: b.BoundQuantileOpt = None,
-    bound_share: b.BoundShareOpt = None,
-    bound_max: b.BoundMaxOpt = None,
-    rescale: b.RescaleOpt = False,
-    rescale_share: b.RescaleShareOpt = None,
     group_size: Annotated[
         int | None,
-        typer.Option(
-            "--group-size",
-            help="trip-level only: most trips of one user, to charge a user-level "
-            "budget by group privacy (enforced: each user keeps at most this many trips)",
+        o.group_size(
+            "trip-level only: most trips of one user, to charge a user-level "
+            "budget by group privacy (enforced: each user keeps at most this many trips)"
         ),
     ] = None,
 ) -> None:
@@ -108,9 +103,7 @@ def od(
         epsilon=epsilon,
         unit=unit,
         max_trips=max_trips,
-        bound_choice=b.choice_options(
-            bound_quantile, bound_share, bound_max, rescale, rescale_share
-        ),
+        bound_choice=b.choice_of_params(ctx.params),
         tau=tau,
         noise=noise,
         delta=delta,

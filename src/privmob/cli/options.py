@@ -30,6 +30,7 @@ SHARED = {
     "input_timezone": ("--input-timezone",),
     "timezone": ("--timezone",),
     "unit": ("--unit",),
+    "group_size": ("--group-size",),
 }
 
 
@@ -54,8 +55,12 @@ start = _shared("start", "start of the public study period (a date or time; incl
 end = _shared("end", "end of the public study period (excluded)")
 bin = _shared("bin")
 output = _shared("output", "output folder")
+timezone = _shared("timezone", "time zone of the release's days, hours and bins (default UTC)")
 #: the unit of privacy (:class:`~privmob.dp.PrivacyUnit`; its meaning in ``help``)
 unit = _shared("unit", "user or trip")
+#: a user-level budget charged for a trip-level release by group privacy (a run option,
+#: :class:`privmob.cli.run.RunOptions`; its meaning in ``help`` where it says more)
+group_size = _shared("group_size", "charge a user-level budget by group privacy")
 
 
 TileIdOpt = Annotated[
@@ -69,13 +74,7 @@ InputTimezoneOpt = Annotated[
         "UTC for logs in UTC released in local time. Timestamps with an offset keep theirs",
     ),
 ]
-TimezoneOpt = Annotated[
-    str,
-    typer.Option(
-        *SHARED["timezone"],
-        help="time zone of the release's days, hours and bins (default UTC)",
-    ),
-]
+TimezoneOpt = Annotated[str, timezone()]
 
 
 def with_aliases(**aliases: tuple[str, ...]) -> type[TyperCommand]:

@@ -167,10 +167,7 @@ def report(
     same_tile: o.SameTileOpt = "exclude",
     group_size: Annotated[
         int | None,
-        typer.Option(
-            "--group-size",
-            help="trip level only: most trips of one user, to charge a user-level budget",
-        ),
+        o.group_size("trip level only: most trips of one user, to charge a user-level budget"),
     ] = None,
     composition: Annotated[
         str,
@@ -244,7 +241,7 @@ def report(
 def compare(
     a: Annotated[Path, typer.Argument(help="reference report JSON")],
     b: Annotated[Path, typer.Argument(help="report JSON to compare")],
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="compare.html")] = None,
+    output: Annotated[Path | None, o.output("compare.html")] = None,
     overwrite: c.OverwriteOpt = False,
 ) -> None:
     """Similarity of two reports per analysis (SMAPE, JS base 2, KL, EMD, Kendall, top-n)."""

@@ -114,10 +114,7 @@ def series_command(
     initial_rate: Annotated[float, typer.Option("--initial-rate")] = 1.0,
     rate_step: Annotated[float, typer.Option("--rate-step")] = 0.1,
     min_rate: Annotated[float, typer.Option("--min-rate")] = 0.1,
-    group_size: Annotated[
-        int | None,
-        typer.Option("--group-size", help="charge a user-level budget by group privacy"),
-    ] = None,
+    group_size: Annotated[int | None, o.group_size()] = None,
     budget: o.SeriesBudgetOpt = None,
 ) -> None:
     """Publish a series under landmark epsilon-privacy (uniform, skip, adaptive) or at the
@@ -234,10 +231,7 @@ def series_counts_command(
     timezone: o.TimezoneOpt = "UTC",
     input_timezone: o.InputTimezoneOpt = None,
     budget: o.SeriesBudgetOpt = None,
-    group_size: Annotated[
-        int | None,
-        typer.Option("--group-size", help="charge a user-level budget by group privacy"),
-    ] = None,
+    group_size: Annotated[int | None, o.group_size()] = None,
 ) -> None:
     """Counts per zone and time bin from raw events (at most -T per user and bin, enforced),
     published under landmark epsilon-privacy."""

@@ -35,7 +35,7 @@ def default_gowalla() -> Path:
 
 
 def series_utility(
-    output: Annotated[Path, typer.Option("--output", "-o", help="output directory")],
+    output: Annotated[Path, o.output("output directory")],
     gowalla: Annotated[
         Path | None,
         typer.Option("--gowalla", help="Gowalla NYC events TSV (default ../shared/data/...)"),

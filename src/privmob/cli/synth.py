@@ -40,7 +40,7 @@ def _human(n: float) -> str:
 
 def synth(
     kind: Annotated[SynthKind, typer.Argument(help="trips, trip-points or events")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="Parquet file to write")],
+    output: Annotated[Path, o.output("Parquet file to write")],
     users: Annotated[int, typer.Option("--users", help="number of users")] = 10_000,
     days: Annotated[int, typer.Option("--days", help="length of the study period in days")] = 28,
     start: Annotated[
@@ -75,7 +75,7 @@ def synth(
         typer.Option("--cells", help="events: cells table path (default <output>.cells.parquet)"),
     ] = None,
     timezone: Annotated[
-        str, typer.Option("--timezone", help="local time zone of the daily rhythm (stored as UTC)")
+        str, o.timezone("local time zone of the daily rhythm (stored as UTC)")
     ] = "UTC",
     seed: Annotated[int, typer.Option("--seed", help="seed of the generator (synthetic data)")] = 0,
     overwrite: OverwriteOpt = False,

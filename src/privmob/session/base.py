@@ -716,11 +716,16 @@ DEPRECATED: set[str] = set()
 INTERNAL = {
     "accountant": ("_accountant", "the session's accountant"),
     "engine": ("_started_engine", "the session's engine"),
-    "load_for": ("_load_for", "the session's reading of its input"),
-    "load_trips": ("_load_trips", "the session's reading of its input"),
-    "load_events": ("_load_events", "the session's reading of its input"),
-    "load_trip_points": ("_load_trip_points", "the session's reading of its input"),
-    "load_density_inputs": ("_load_density_inputs", "the session's reading of its input"),
+    **{  # the loaders: the same name behind an underscore
+        name: (f"_{name}", "the session's reading of its input")
+        for name in (
+            "load_for",
+            "load_trips",
+            "load_events",
+            "load_trip_points",
+            "load_density_inputs",
+        )
+    },
 }
 for _old, (_new, _what) in INTERNAL.items():
     internal(SessionBase, _old, _new, _what)
