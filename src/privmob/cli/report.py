@@ -186,6 +186,15 @@ def report(
             "it: 1e-9); far below 1 / the number of users",
         ),
     ] = None,
+    od_cell_cap: Annotated[
+        int | None,
+        typer.Option(
+            "--od-cell-cap",
+            help="with --delta: count at most this many trips of one user in any one OD cell "
+            "(enforced before counting; extra trips dropped), so od_flows' L2 sensitivity is "
+            "about sqrt(M * cap) instead of M and its Gaussian noise smaller",
+        ),
+    ] = None,
     offline_maps: Annotated[
         bool,
         typer.Option(
@@ -221,6 +230,7 @@ def report(
         same_tile=same_tile,
         composition=composition,
         delta=delta,
+        od_cell_cap=od_cell_cap,
     )
     run_release(
         ctx,

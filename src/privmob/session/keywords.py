@@ -65,6 +65,7 @@ class ReportOptions(TypedDict, total=False):
     time_windows: Sequence[int] | None  # None: 2, 6, 10, 14, 18, 22
     composition: str  # "auto": zCDP with a delta, pure epsilon without
     delta: float  # 0.0 (pure); with composition="zcdp" and none: 1e-9
+    od_cell_cap: int | None  # None; c: at most c trips of a user per OD cell (zCDP only)
 
 
 class CountOptions(TypedDict, total=False):

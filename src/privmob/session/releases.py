@@ -303,7 +303,10 @@ class Session(SessionCounts):
         zCDP, each count vector getting discrete Gaussian noise where that lowers its margin
         and no analysis's margin grows, and the report is ``(epsilon, delta)``-DP; without a
         delta pure epsilon as before; ``"pure"`` or ``"zcdp"`` to insist, ``"zcdp"`` with no
-        delta takes 1e-9; the plan's notes say each part's mechanism and why).
+        delta takes 1e-9; the plan's notes say each part's mechanism and why),
+        ``od_cell_cap`` (zCDP only: at most that many trips of one user counted in any one OD
+        cell, enforced before counting, so ``od_flows``' L2 sensitivity is about
+        ``sqrt(T * od_cell_cap)`` instead of ``T``; refused without a ``delta``).
         ``output``: the path of the HTML report, published atomically with ``report.json``
         and its tables beside it once charged; without it, ``ReleaseResult.write_html(path)``
         writes them later.

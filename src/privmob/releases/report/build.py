@@ -130,7 +130,7 @@ def exact_counts(
     materialize_trips(engine, points, cfg, key, slices)
     engine.create_view("pm_ends", ends_sql("pm_trips"))  # cheaper to re-derive than to store
     engine.materialize("pm_users", users_sql("pm_ends"))
-    return count_vectors(engine, count_terms(cfg, tiles.k, n_tb, engine.dialect))
+    return count_vectors(engine, count_terms(cfg, tiles.k, n_tb, engine.dialect, key))
 
 
 #: The report's record-level work needs about this many times the engine memory per input row
@@ -216,7 +216,7 @@ def report_draft(
         kind="report",
         cost=cost,
         unit=config.unit,
-        bounds={"max_trips_per_user": config.max_trips, "ends_per_trip": 2},
+        bounds={"max_trips_per_user": config.max_trips, "ends_per_trip": 2, **_cell_cap(config)},
         noise={"kind": config.noise_kind.value, "confidence": config.confidence, **zcdp},
         params=config.to_dict() | ({"mechanisms": plan.to_dict()} if plan else {}),
         domain={
@@ -262,6 +262,13 @@ def report_draft(
 
 
 mobility_report = through_the_gate(report_draft)
+
+
+def _cell_cap(cfg: ReportConfig) -> JSONObject:
+    """The OD cell cap among the bounds (none without one: the bounds are what they were)."""
+    if cfg.od_cell_cap is None:
+        return {}
+    return {"od_flows_trips_per_user_per_cell": cfg.od_cell_cap}
 
 
 def _zcdp_description(plan: CompositionPlan) -> JSONObject:

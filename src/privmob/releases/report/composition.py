@@ -42,10 +42,12 @@ error and 95% margin, and those the other mechanism would have had.
 
 The L2 sensitivities (:func:`l2_squared`) come from the same enforced bounds as the L1 ones
 (:func:`~.analyses.sensitivity`), by :func:`privmob.privacy.l2_bounds.capped_l2_squared`: the
-report enforces M trips per user and no per-cell cap of its own, so a vector a user changes by
-``t`` in L1 in one part may take it all in one cell (L2 = t); where a unit changes independent
-parts (trips per hour's start and end halves, the three columns of missing values) the squared
-bounds add.
+report enforces M trips per user and, by default, no per-cell cap of its own, so a vector a user
+changes by ``t`` in L1 in one part may take it all in one cell (L2 = t); where a unit changes
+independent parts (trips per hour's start and end halves, the three columns of missing values)
+the squared bounds add. With ``od_cell_cap = c`` the report also keeps at most ``c`` of a
+user's trips in any one OD cell (enforced in the engine, :func:`~.sql.cap_per_cell`), so
+od_flows' L2 bound is ``capped_l2_squared(M, c)`` (at most ``sqrt(M c)``; its L1 stays M).
 """
 
 from __future__ import annotations
@@ -107,6 +109,8 @@ def l2_squared(analysis: str, cfg: ReportConfig, part: str = "") -> int:
     if analysis in ("trips_per_user", "radius_of_gyration", "user_tile_count", "mobility_entropy"):
         # a user is in one bin (user level: +-1); at trip level a value moves bins (1 + 1)
         return 1 if cfg.unit is PrivacyUnit.USER else 2
+    if analysis == "od_flows" and cfg.od_cell_cap is not None:  # M trips, at most c per cell
+        return capped_l2_squared(sensitivity(analysis, cfg), cfg.od_cell_cap)
     # everything else: a total of Delta1, no per-cell cap, so possibly all in one cell
     return capped_l2_squared(sensitivity(analysis, cfg, part))
 

@@ -40,6 +40,7 @@ class BuildOptions(TypedDict, total=False):
     same_tile: str
     composition: str
     delta: float | None
+    od_cell_cap: int | None
 
 
 # analyses that release a histogram over declared bins plus a DP five-number summary
@@ -120,6 +121,13 @@ def _number(value: object, what: str) -> float:
         raise ConfigError(f"cannot read the {what}: {value!r}") from exc
 
 
+def _whole(value: object, what: str) -> int:
+    number = _number(value, what)
+    if not number.is_integer():
+        raise ConfigError(f"the {what} must be a whole number, got {value!r}")
+    return int(number)
+
+
 def _range(name: str, value: Sequence[float]) -> tuple[float, float, float]:
     """A declared histogram range ``(lo, hi, width)``."""
     if isinstance(value, str) or len(value) != 3:
@@ -175,6 +183,9 @@ class ReportConfig:
     #: "auto" (zCDP with a delta, pure without), "pure" or "zcdp" (:mod:`.composition`)
     composition: str = "auto"
     delta: float = 0.0
+    #: the most trips of one user counted in any one OD cell of od_flows (None: no cap of its
+    #: own); enforced before counting, it lowers od_flows' L2 sensitivity (zCDP only)
+    od_cell_cap: int | None = None
 
     @classmethod
     def build(
@@ -193,6 +204,7 @@ class ReportConfig:
         same_tile: str = "exclude",
         composition: str = "auto",
         delta: float | None = None,
+        od_cell_cap: int | None = None,
     ) -> ReportConfig:
         """The config from plain values (the Session's keywords and the command's options):
         ``max_trips`` None is 1 at trip level and refused at user level; ``period`` is
@@ -217,6 +229,7 @@ class ReportConfig:
             same_tile=same_tile,
             composition=str(composition),
             delta=_number(delta or 0.0, "delta"),
+            od_cell_cap=None if od_cell_cap is None else _whole(od_cell_cap, "OD cell cap"),
         )
 
     def __post_init__(self) -> None:
@@ -256,6 +269,31 @@ class ReportConfig:
             if name not in DEFAULT_RANGES:
                 raise ConfigError(f"no declared range for {name!r}")
         resolve_composition(self.composition, self.delta)  # known, with a delta it can use
+        self._check_od_cell_cap()
+
+    def _check_od_cell_cap(self) -> None:
+        """A per-cell cap of od_flows only where it lowers a sensitivity the noise uses: user
+        level, od_flows released, zCDP composition (pure epsilon noise reads the L1 bound,
+        which the cap leaves at M: there it would only drop trips)."""
+        cap = self.od_cell_cap
+        if cap is None:
+            return
+        flag = spelled("--od-cell-cap", "od_cell_cap=")
+        if cap < 1:
+            raise ConfigError(f"the OD cell cap ({flag}) must be a whole number >= 1, got {cap}")
+        if self.unit is not PrivacyUnit.USER:
+            raise ConfigError(
+                f"{flag} caps one user's trips per OD cell: it needs user-level privacy",
+                hint="a trip-level report counts each trip once already",
+            )
+        if "od_flows" not in self.selected:
+            raise ConfigError(f"{flag} caps od_flows, which this report does not release")
+        if resolve_composition(self.composition, self.delta)[0] == "pure":
+            raise ConfigError(
+                f"{flag} lowers od_flows' L2 sensitivity, which only Gaussian noise under zCDP "
+                "composition uses; with pure epsilon it would only drop trips",
+                hint=spelled("add --delta (e.g. 1e-6)", "add delta= (e.g. 1e-6)"),
+            )
 
     # -- derived public parameters ----------------------------------------------------
     @property
@@ -301,7 +339,8 @@ class ReportConfig:
     def _composition_dict(self) -> JSONObject:
         """zCDP only (a pure report's parameters are what they were before zCDP existed)."""
         how, delta = resolve_composition(self.composition, self.delta)
-        return {"composition": how, "delta": delta} if how == "zcdp" else {}
+        cap: JSONObject = {} if self.od_cell_cap is None else {"od_cell_cap": self.od_cell_cap}
+        return {"composition": how, "delta": delta, **cap} if how == "zcdp" else {}
 
     def to_dict(self) -> JSONObject:
         omitted: JSONObject = (

@@ -12,6 +12,7 @@ from privmob.engine.dialect import DUCKDB
 from privmob.engine.relation import Loaded
 from privmob.json_types import JSONObject
 from privmob.privacy.costs import PrivacyUnit
+from privmob.privacy.l2_bounds import capped_l2_squared, l2_of
 from privmob.privacy.mechanisms import calibrate
 from privmob.releases.base import Accountant
 from privmob.releases.gate import Draft
@@ -47,6 +48,19 @@ def omitted_note(cfg: ReportConfig) -> tuple[str, ...]:
     return (
         f"left out: {left} ({reason}), before the budget is split: epsilon "
         f"{cfg.epsilon:g} goes to the {len(cfg.selected)} other analyses",
+    )
+
+
+def cell_cap_note(cfg: ReportConfig) -> tuple[str, ...]:
+    """The plan's line on the OD cell cap (none without one)."""
+    cap = cfg.od_cell_cap
+    if cap is None:
+        return ()
+    return (
+        f"od_flows: at most {cap} trips of one user counted in any one OD cell (enforced before "
+        f"counting; a user's trips above it in a cell are dropped): L1 sensitivity "
+        f"{cfg.max_trips} stays, L2 {l2_of(capped_l2_squared(cfg.max_trips, cap)):.4g} instead "
+        f"of {cfg.max_trips}",
     )
 
 
@@ -102,6 +116,7 @@ class ReportSpec:
             parts=len(cfg.selected),
             notes=(
                 *omitted_note(cfg),
+                *cell_cap_note(cfg),
                 *(target_notes(cfg) if cfg.target_margins else ()),
                 *(plan.notes() if plan is not None else ()),
             ),

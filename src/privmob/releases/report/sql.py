@@ -9,6 +9,7 @@ which is all the driver ever sees.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 from functools import partial
 
@@ -230,15 +231,31 @@ def count_vectors(cfg: ReportConfig, k: int, n_time_bins: int) -> dict[str, Coun
 PER_USER = "(SELECT uid, COUNT(*) AS trips FROM pm_trips WHERE in_period = 1 GROUP BY uid) u"
 
 
+def cap_per_cell(od: CountVector, cap: int, key: int, d: Dialect) -> CountVector:
+    """``od`` counting at most ``cap`` of a user's trips in any one OD cell: the rows it counts,
+    ranked within (user, origin, destination) by the keyed hash of (key, uid, tid) that bounds
+    trips per user (:func:`~privmob.prepare.bounding.bound_per_user`), the first ``cap`` kept."""
+    rows = f"(SELECT * FROM {od.source} WHERE {od.where})"
+    capped = bound_per_user(
+        rows, max_units=cap, key=key, dialect=d, partition=("origin", "destination")
+    )
+    return replace(od, source=f"({capped}) AS od_capped_", where="1 = 1")
+
+
 def count_terms(
-    cfg: ReportConfig, k: int, n_time_bins: int, d: Dialect
+    cfg: ReportConfig, k: int, n_time_bins: int, d: Dialect, key: int | None = None
 ) -> dict[str, tuple[list[CountTerm], int]]:
     """For each analysis, its count terms (:class:`~privmob.releases.counts.CountTerm`) and the
     dense domain size: the count vectors of :func:`count_vectors` (one term each), the
-    missing values (a trip counts in each column it misses) and the histograms.
+    missing values (a trip counts in each column it misses) and the histograms. ``key``: the
+    release's bounding key, which the OD cell cap (``cfg.od_cell_cap``) ranks by; None only
+    where the terms are not run (the plan reads their sizes).
     """
+    vectors = count_vectors(cfg, k, n_time_bins)
+    if cfg.od_cell_cap is not None and key is not None:
+        vectors["od_flows"] = cap_per_cell(vectors["od_flows"], cfg.od_cell_cap, key, d)
     q: dict[str, tuple[list[CountTerm], int]] = {
-        name: ([v.term(d)], v.size) for name, v in count_vectors(cfg, k, n_time_bins).items()
+        name: ([v.term(d)], v.size) for name, v in vectors.items()
     }
     q["missing_values"] = (
         [CountTerm("pm_trips", str(i), f"miss_{c} = 1") for i, c in enumerate(MISSING_COLUMNS)],
