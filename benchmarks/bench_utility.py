@@ -377,14 +377,17 @@ def privmob_runs(
             for name, row in score_report(rel, truth_report, raw).items():
                 rows.append(base | {"release": "report", "analysis": name} | row)
             for delta in getattr(args, "report_deltas", []):  # zCDP composition (item 2)
-                z = session(city.points, seed=300 + rep, delta=delta)
-                rel = z.report(
-                    epsilon=eps, max_trips=args.max_trips, period=period(cfg), delta=delta
-                )
-                z.close()
-                tool = {"tool": f"privmob zCDP δ={delta:g}"}
-                for name, row in score_report(rel, truth_report, raw).items():
-                    rows.append(base | tool | {"release": "report", "analysis": name} | row)
+                for cap in [None, *getattr(args, "report_od_cell_caps", [])]:
+                    z = session(city.points, seed=300 + rep, delta=delta)
+                    rel = z.report(
+                        epsilon=eps, max_trips=args.max_trips, period=period(cfg), delta=delta,
+                        **({} if cap is None else {"od_cell_cap": cap}),
+                    )  # fmt: skip
+                    z.close()
+                    capped = "" if cap is None else f", OD cell cap {cap}"
+                    tool = {"tool": f"privmob zCDP δ={delta:g}{capped}"}
+                    for name, row in score_report(rel, truth_report, raw).items():
+                        rows.append(base | tool | {"release": "report", "analysis": name} | row)
             print(
                 f"privmob epsilon={eps} repetition {rep}: {time.perf_counter() - t0:.1f}s",
                 flush=True,
@@ -820,6 +823,13 @@ def parse_args() -> argparse.Namespace:
         nargs="*",
         default=[],
         help="also the report under zCDP composition at these deltas (a tool column each)",
+    )
+    ap.add_argument(
+        "--report-od-cell-caps",
+        type=int,
+        nargs="*",
+        default=[],
+        help="with --report-deltas: also each zCDP report with od_cell_cap at these caps",
     )
     ap.add_argument(
         "--quick",
