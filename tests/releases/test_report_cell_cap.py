@@ -164,3 +164,34 @@ def test_a_capped_report_is_refused_by_the_budget_before_reading(tiles):  # noqa
     acc = Accountant(_ledger(), "d", budget=10)  # pure: delta 0
     with pytest.raises(BudgetError):
         mobility_report(DuckDBEngine(), Unread(), tiles, cfg, acc, rng=1)  # type: ignore[arg-type]
+
+
+def test_the_cap_is_the_same_out_of_core(gdf, tiles):  # noqa: F811
+    """User-hash buckets and trip slices keep each user whole: the same capped counts."""
+    from privmob.data.sources import load_trip_points
+    from privmob.engine import DuckDBEngine
+    from privmob.releases.report.build import bucketed_exact_counts, exact_counts
+
+    a, b, c = _cells(tiles)
+    frame = pd.concat(
+        [synth(30, seed=6)]
+        + [od_user(900 + u, [(a, b, 6), (b, c, 2 + u % 3), (c, a, 2 - u % 3)]) for u in range(6)]
+    )
+    cfg = _cfg(max_trips=10, delta=1e-6, od_cell_cap=2)
+    got = []
+    for buckets, slices in ((1, 1), (3, 1), (1, 2)):
+        with DuckDBEngine() as eng:
+            loaded = load_trip_points(frame, engine=eng, tessellation=gdf)
+            if slices > 1:
+                got.append(exact_counts(eng, loaded.view, cfg, tiles, 77, slices)["od_flows"])
+            else:
+                got.append(bucketed_exact_counts(loaded, cfg, tiles, 77, buckets)["od_flows"])
+    assert all(np.array_equal(got[0], g) for g in got[1:])
+    # the cap bites: six users with 10 trips (all kept), 6 from a to b, count 2 each there (a
+    # synthetic user with 3 or more there loses some too)
+    uncapped = _cfg(max_trips=10, delta=1e-6)
+    with DuckDBEngine() as eng:
+        loaded = load_trip_points(frame, engine=eng, tessellation=gdf)
+        full = bucketed_exact_counts(loaded, uncapped, tiles, 77, 1)["od_flows"]
+    ab = _cell(tiles, 0, 1)
+    assert full[ab] - got[0][ab] >= 6 * (6 - 2)
