@@ -248,12 +248,13 @@ def count_terms(
     """For each analysis, its count terms (:class:`~privmob.releases.counts.CountTerm`) and the
     dense domain size: the count vectors of :func:`count_vectors` (one term each), the
     missing values (a trip counts in each column it misses) and the histograms. ``key``: the
-    release's bounding key, which the OD cell cap (``cfg.od_cell_cap``) ranks by; None only
-    where the terms are not run (the plan reads their sizes).
+    release's bounding key, which the OD cell cap (``cfg.od_cell_cap``) ranks by; None where
+    the terms are not run (the plan reads their sizes: the cap then ranks by key 0).
     """
     vectors = count_vectors(cfg, k, n_time_bins)
-    if cfg.od_cell_cap is not None and key is not None:
-        vectors["od_flows"] = cap_per_cell(vectors["od_flows"], cfg.od_cell_cap, key, d)
+    if cfg.od_cell_cap is not None:  # every path that could run these terms caps: the key
+        # only picks which trips stay, the L2 bound holds for any key
+        vectors["od_flows"] = cap_per_cell(vectors["od_flows"], cfg.od_cell_cap, key or 0, d)
     q: dict[str, tuple[list[CountTerm], int]] = {
         name: ([v.term(d)], v.size) for name, v in vectors.items()
     }
