@@ -8,7 +8,6 @@ import numpy as np
 import pandas as pd
 import pytest
 from tests.releases.test_report import (
-    _ledger,
     counts_of,
     gdf,  # noqa: F401  (fixture)
     synth,
@@ -16,11 +15,10 @@ from tests.releases.test_report import (
 )
 from tests.releases.test_report_composition import _cfg, _run, _zero_counts
 
-from privmob.errors import BudgetError, ConfigError
+from privmob.errors import ConfigError
 from privmob.privacy.l2_bounds import capped_l2_squared
 from privmob.privacy.samplers import Randomness
-from privmob.releases.base import Accountant
-from privmob.releases.report import ReportSpec, mobility_report
+from privmob.releases.report import ReportSpec
 from privmob.releases.report.composition import l2_squared, plan_composition
 
 
@@ -150,20 +148,6 @@ def test_the_cap_is_stated_in_the_plan_the_metadata_and_the_ledger(gdf, tiles): 
     for e in rel.ledger_entries:
         assert e.params["params"]["od_cell_cap"] == 2
         assert e.params["bounds"]["od_flows_trips_per_user_per_cell"] == 2
-
-
-def test_a_capped_report_is_refused_by_the_budget_before_reading(tiles):  # noqa: F811
-    cfg = _cfg(delta=1e-6, od_cell_cap=2)
-
-    class Unread:
-        def __getattr__(self, _name):
-            raise AssertionError("the data was read")
-
-    from privmob.engine import DuckDBEngine
-
-    acc = Accountant(_ledger(), "d", budget=10)  # pure: delta 0
-    with pytest.raises(BudgetError):
-        mobility_report(DuckDBEngine(), Unread(), tiles, cfg, acc, rng=1)  # type: ignore[arg-type]
 
 
 def test_the_cap_is_the_same_out_of_core(gdf, tiles):  # noqa: F811

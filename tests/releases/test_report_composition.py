@@ -382,8 +382,9 @@ def test_a_zcdp_report_is_charged_two_entries_before_its_noise(gdf, tiles):  # n
     assert q["kind"] == "exponential" and q["epsilon"] == pytest.approx(1 / 15 * 0.5)
 
 
-def test_a_pure_budget_refuses_a_zcdp_report_before_reading(gdf, tiles):  # noqa: F811
-    cfg = _cfg(delta=1e-6)
+@pytest.mark.parametrize("od_cell_cap", [None, 2])  # a capped report too (its L2 needs delta)
+def test_a_pure_budget_refuses_a_zcdp_report_before_reading(gdf, tiles, od_cell_cap):  # noqa: F811
+    cfg = _cfg(delta=1e-6, od_cell_cap=od_cell_cap)
 
     class Unread:
         def __getattr__(self, _name):
