@@ -318,7 +318,9 @@ def test_bucket_estimate_follows_rows_and_limit():
         assert 30e6 < baseline < 2e9 and eng.memory_limit == 3e9 - baseline
         got = eng.fetch("SELECT current_setting('memory_limit') AS m")["m"].iloc[0]
         want = DUCKDB_SHARE * (3e9 - baseline)
-        assert abs(parse_memory(got.replace(" ", "")) - want) < 0.1 * 2**30  # shown to 0.1 GiB
+        # DuckDB shows the limit truncated to 0.1 GiB (1.2 GiB reads "1.1 GiB"), never above it
+        shown = parse_memory(got.replace(" ", ""))
+        assert -0.01 * 2**30 <= want - shown < 0.15 * 2**30
 
 
 def test_memory_limit_plans_buckets_and_release_reports_them(events_files, accountant):
