@@ -32,6 +32,20 @@ MaxVisitsOpt = Annotated[
 OldMaxTripsOpt = Annotated[
     int | None, typer.Option("--max-trips", hidden=True, help="deprecated: --max-visits")
 ]
+
+
+def visits_bound(max_visits: int, max_trips: int | None) -> int:
+    """The bound given: ``-T/--max-visits``, or its earlier spelling ``--max-trips`` (read as
+    it, with a warning)."""
+    if max_trips is None:
+        return max_visits
+    c.print_warning(
+        f"--max-trips is deprecated here: the bound is -T/--max-visits (read as --max-visits "
+        f"{max_trips})"
+    )
+    return max_trips
+
+
 WeekOpt = Annotated[
     str, o.start("start of the public week, in --timezone (e.g. 2007-09-10); 168 hours")
 ]
@@ -94,15 +108,9 @@ def density(
 
     week = start
     parse_week(week)  # parameters are checked before the ledger is touched
-    if max_trips is not None:
-        c.print_warning(
-            f"--max-trips is deprecated here: the bound is -T/--max-visits (read as --max-visits "
-            f"{max_trips})"
-        )
-        max_visits = max_trips
     config = DensityConfig(
         epsilon,
-        max_visits,
+        visits_bound(max_visits, max_trips),
         delta,
         method=method,
         cover=cover,
