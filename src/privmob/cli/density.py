@@ -11,6 +11,7 @@ import typer
 
 from privmob.cli import common as c
 from privmob.cli import options as o
+from privmob.cli.density_options import OldMaxTripsOpt, visits_bound
 from privmob.cli.run_options import with_run_options
 from privmob.releases.density_inputs import parse_week
 
@@ -28,24 +29,6 @@ MaxVisitsOpt = Annotated[
         help="visits per user: the most (tower, hour) visits kept per user in the week (l)",
     ),
 ]
-#: the bound's earlier spelling (the shared ``--max-trips``): accepted with a warning
-OldMaxTripsOpt = Annotated[
-    int | None, typer.Option("--max-trips", hidden=True, help="deprecated: --max-visits")
-]
-
-
-def visits_bound(max_visits: int, max_trips: int | None) -> int:
-    """The bound given: ``-T/--max-visits``, or its earlier spelling ``--max-trips`` (read as
-    it, with a warning)."""
-    if max_trips is None:
-        return max_visits
-    c.print_warning(
-        f"--max-trips is deprecated here: the bound is -T/--max-visits (read as --max-visits "
-        f"{max_trips})"
-    )
-    return max_trips
-
-
 WeekOpt = Annotated[
     str, o.start("start of the public week, in --timezone (e.g. 2007-09-10); 168 hours")
 ]

@@ -9,7 +9,7 @@ import typer
 
 from privmob.cli import common as c
 from privmob.cli import options as o
-from privmob.cli.density import OldMaxTripsOpt, visits_bound
+from privmob.cli.density_options import OldMaxTripsOpt, visits_bound
 from privmob.cli.evaluate import RepetitionsOpt
 from privmob.data.csv_cells import write_csv
 from privmob.errors import ConfigError
