@@ -46,6 +46,8 @@ TripsOpt = Annotated[
     Path | None, typer.Option("--trips", help="trips/events input (any privmob input shape)")
 ]
 TessOpt = Annotated[Path | None, o.tessellation("tiles for --trips")]
+#: the ML attack's random forest (``ml``, ``figures``)
+TreesOpt = Annotated[int, typer.Option("--trees", help="random forest size")]
 
 
 @contextmanager
@@ -248,7 +250,7 @@ def ml(
     users: Annotated[int, typer.Option("--users", help="synthetic population size")] = 150,
     days: Annotated[int, typer.Option("--days", help="synthetic periods (days)")] = 120,
     zones: Annotated[int, typer.Option("--zones", help="synthetic zones")] = 8,
-    trees: Annotated[int, typer.Option("--trees", help="random forest size")] = 100,
+    trees: TreesOpt = 100,
     models: Annotated[str, typer.Option("--models", help="logistic,forest")] = "logistic,forest",
 ) -> None:
     """Pyrgelis-style ML membership attack on daily OD matrices (as in Kohli, Aiken and
@@ -431,7 +433,7 @@ def figures(
     trials: Annotated[int, typer.Option("--trials", help="LRT trials per k")] = 10_000,
     user_bound: Annotated[int, typer.Option("--bound", "-T", help="privmob's T")] = 10,
     targets: Annotated[int, typer.Option("--targets", help="ML attack targets")] = 10,
-    trees: Annotated[int, typer.Option("--trees", help="random forest size")] = 100,
+    trees: TreesOpt = 100,
     no_ml: Annotated[bool, typer.Option("--no-ml", help="skip the ML attack")] = False,
     no_lrt: Annotated[bool, typer.Option("--no-lrt", help="skip the LRT attack")] = False,
     seed: SeedOpt = 0,

@@ -108,6 +108,8 @@ YesOpt = Annotated[
     ),
 ]
 OverwriteOpt = Annotated[bool, typer.Option("--overwrite", help="replace existing output files")]
+#: the plans (``privmob plan``, ``plan programme``) printed as JSON instead of tables
+JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON")]
 
 
 ColumnsOpt = Annotated[

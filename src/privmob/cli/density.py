@@ -11,6 +11,7 @@ import typer
 
 from privmob.cli import common as c
 from privmob.cli import options as o
+from privmob.cli.density_options import OldMaxTripsOpt, visits_bound
 from privmob.cli.run_options import with_run_options
 from privmob.releases.density_inputs import parse_week
 
@@ -27,10 +28,6 @@ MaxVisitsOpt = Annotated[
         "-T",
         help="visits per user: the most (tower, hour) visits kept per user in the week (l)",
     ),
-]
-#: the bound's earlier spelling (the shared ``--max-trips``): accepted with a warning
-OldMaxTripsOpt = Annotated[
-    int | None, typer.Option("--max-trips", hidden=True, help="deprecated: --max-visits")
 ]
 WeekOpt = Annotated[
     str, o.start("start of the public week, in --timezone (e.g. 2007-09-10); 168 hours")
@@ -94,15 +91,9 @@ def density(
 
     week = start
     parse_week(week)  # parameters are checked before the ledger is touched
-    if max_trips is not None:
-        c.print_warning(
-            f"--max-trips is deprecated here: the bound is -T/--max-visits (read as --max-visits "
-            f"{max_trips})"
-        )
-        max_visits = max_trips
     config = DensityConfig(
         epsilon,
-        max_visits,
+        visits_bound(max_visits, max_trips),
         delta,
         method=method,
         cover=cover,

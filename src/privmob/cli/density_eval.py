@@ -9,6 +9,8 @@ import typer
 
 from privmob.cli import common as c
 from privmob.cli import options as o
+from privmob.cli.density_options import OldMaxTripsOpt, visits_bound
+from privmob.cli.evaluate import RepetitionsOpt
 from privmob.data.csv_cells import write_csv
 from privmob.errors import ConfigError
 
@@ -40,13 +42,11 @@ def density_eval(
     epsilons: Annotated[str, typer.Option("--epsilons", help="comma-separated")] = (
         "0.1,0.3,0.5,1.0"
     ),
-    repetitions: Annotated[int, typer.Option("--repetitions", "-r")] = 5,
+    repetitions: RepetitionsOpt = 5,
     max_visits: Annotated[
         int, typer.Option("--max-visits", "-T", help="visits per user kept in the week (l)")
     ] = 30,
-    max_trips: Annotated[
-        int | None, typer.Option("--max-trips", hidden=True, help="deprecated: --max-visits")
-    ] = None,
+    max_trips: OldMaxTripsOpt = None,
     delta: Annotated[float, typer.Option("--delta", help="> 0 adds EFPAG")] = 2e-6,
     emd_hours: Annotated[
         str, typer.Option("--emd-hours", help="hours of the week for EMD (comma-separated, '')")
@@ -66,12 +66,7 @@ def density_eval(
     from privmob.prepare.presample import density_counts
     from privmob.releases.density_inputs import load_density_inputs
 
-    if max_trips is not None:  # the earlier spelling of the bound
-        c.print_warning(
-            f"--max-trips is deprecated here: the bound is -T/--max-visits (read as --max-visits "
-            f"{max_trips})"
-        )
-        max_visits = max_trips
+    max_visits = visits_bound(max_visits, max_trips)
     eps = [float(e) for e in epsilons.split(",") if e.strip()]
     hours = [int(h) for h in emd_hours.split(",") if h.strip()]
     with c.Steps(quiet) as step:

@@ -36,6 +36,10 @@ evaluate_app = typer.Typer(
 )
 
 
+#: how many times each simulation runs (``decisions``, ``density``)
+RepetitionsOpt = Annotated[int, typer.Option("--repetitions", "-r")]
+
+
 def _floats(text: str) -> list[float]:
     try:
         vals = [float(x) for x in text.split(",") if x.strip()]
@@ -52,7 +56,7 @@ def decisions(
         "evaluate-decisions"
     ),
     epsilons: Annotated[str, typer.Option("--epsilons", help="comma-separated grid")] = "0.1,0.5,1",
-    repetitions: Annotated[int, typer.Option("--repetitions", "-r")] = 5,
+    repetitions: RepetitionsOpt = 5,
     max_trips: Annotated[int, o.max_trips("trips per user (1 = trip level)")] = 1,
     tau: Annotated[int, typer.Option("--tau", help="suppression threshold")] = 15,
     noise: o.NoiseOpt = NoiseKind.DISCRETE_LAPLACE,

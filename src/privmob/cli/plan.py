@@ -14,7 +14,7 @@ from rich.table import Table
 from typer.core import TyperGroup
 
 from privmob.cli import options as o
-from privmob.cli.common import console
+from privmob.cli.common import JsonOpt, console
 from privmob.errors import ConfigError
 from privmob.evaluate import accuracy as acc
 from privmob.privacy.mechanisms import Noise, NoiseKind
@@ -181,7 +181,7 @@ def register(app: typer.Typer) -> None:
             float | None,
             typer.Option("--standard", help="an existing suppression standard s (tau heuristics)"),
         ] = None,
-        as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+        as_json: JsonOpt = False,
     ) -> None:
         """Choose epsilon for an error target, or see what an epsilon gives (reads no data).
 

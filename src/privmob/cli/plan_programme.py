@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from privmob.cli.common import console
+from privmob.cli.common import JsonOpt, console
 
 
 def register_programme(plan_app: typer.Typer) -> None:
@@ -21,7 +21,7 @@ def register_programme(plan_app: typer.Typer) -> None:
         schedule: Annotated[
             Path, typer.Argument(help="schedule file (.json, or .yaml with PyYAML)")
         ],
-        as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+        as_json: JsonOpt = False,
     ) -> None:
         """Per-release epsilon, bound and tau meeting each entry's accuracy target, the total
         under pure, approximate and zCDP composition, and what would make it fit."""

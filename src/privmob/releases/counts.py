@@ -2,8 +2,9 @@
 
 A count kind (:class:`CountKind`) supplies only what is its own: the records it counts and how
 they are read, its public domain (:class:`CountDomain`: its dimensions, its outliers cells, a
-diagonal it does not release), its per-user bound (:class:`PerUser`) and what it publishes from
-the noisy cells (tables, post-processing, metadata). :class:`CountSpec` (``privmob counts``),
+diagonal it does not release), its per-user bound as the engine enforces it
+(:class:`EnforcedBound`) and what it publishes from the noisy cells (tables, post-processing,
+metadata). :class:`CountSpec` (``privmob counts``),
 ``od`` (:class:`privmob.releases.od.OdSpec`), ``population``
 (:class:`privmob.releases.population.PopulationSpec`) and ``series-counts``
 (:class:`privmob.releases.landmark_counts.ZoneSeriesSpec`) are such kinds. The template
@@ -87,10 +88,11 @@ PER_LABEL = "_pm_per"
 
 
 @dataclass(frozen=True)
-class PerUser:
+class EnforcedBound:
     """The per-user bound the template enforces in the engine: each user keeps at most
     ``bound`` units (a keyed random sample with a fresh key; ``unit``: the columns that tell
-    two units of one user apart), in each group of ``partition`` when given."""
+    two units of one user apart), in each group of ``partition`` when given. What the declared
+    bound (:class:`privmob.dp.PerUser`, ``pm.PerUser``) becomes in the engine."""
 
     bound: int
     unit: tuple[str, ...] = ("tid",)
@@ -322,7 +324,7 @@ class CountKind(Rows, Protocol[Calibrated, Drawn]):
 
     def count_domain(self) -> CountDomain: ...
 
-    def per_user(self, group_size: int | None) -> PerUser | None:
+    def per_user(self, group_size: int | None) -> EnforcedBound | None:
         """The enforced bound (``None``: one record per user by construction);
         ``group_size``: the accountant's (a trip-level cost charged to a user budget)."""
         ...
@@ -342,7 +344,7 @@ class CountKind(Rows, Protocol[Calibrated, Drawn]):
         noise: Calibrated,
         cost: Cost,
         r: Randomness,
-        bound: PerUser | None,
+        bound: EnforcedBound | None,
     ) -> tuple[Release, str]:
         """The release made from the noisy cells (what the noise step gave: the flat integer
         vector of :class:`CellNoise`) and the kind's calibrated ``noise``: post-processing,
@@ -356,7 +358,7 @@ def exact_cells(
     counted: Loaded,
     rows: Rows,
     domain: CountDomain,
-    bound: PerUser | None,
+    bound: EnforcedBound | None,
     r: Randomness,
     *,
     buckets: int | None = None,
@@ -455,7 +457,9 @@ count_release = through_the_gate(count_draft)
 if TYPE_CHECKING:
 
     class Choosable(
-        CountKind[Calibrated, Drawn], ChosenBound[CountDomain, PerUser], Protocol[Calibrated, Drawn]
+        CountKind[Calibrated, Drawn],
+        ChosenBound[CountDomain, EnforcedBound],
+        Protocol[Calibrated, Drawn],
     ):
         """A kind of the count template whose bound may be chosen privately (``od``,
         ``counts``)."""
@@ -690,7 +694,7 @@ class CountSpec:
         k = 0 if self.tessellation is None else self.tessellation.k
         return CountDomain(self.dimensions, time, k, self.period)
 
-    def per_user(self, group_size: int | None) -> PerUser | None:
+    def per_user(self, group_size: int | None) -> EnforcedBound | None:
         """``bound`` records per user; trip level: none (one record per trip), or the stated
         group size enforced (a charge to a user budget by group privacy rests on a real
         bound), as the OD matrix's."""
@@ -699,13 +703,13 @@ class CountSpec:
                 return None
             if int(group_size) != group_size or group_size < 1:
                 raise ConfigError(f"--group-size must be a whole number >= 1, got {group_size}")
-            return PerUser(int(group_size))
+            return EnforcedBound(int(group_size))
         return self.user_bound()
 
-    def user_bound(self) -> PerUser:
+    def user_bound(self) -> EnforcedBound:
         """``bound`` records per user (per label of ``bound_per`` when given)."""
         partition = () if self.bound_per is None else (PER_LABEL,)
-        return PerUser(int(self.bound), SOURCES[self.records][1], partition)
+        return EnforcedBound(int(self.bound), SOURCES[self.records][1], partition)
 
     def counted(self, data: object) -> Loaded:
         return cast("Loaded", data)
@@ -729,7 +733,7 @@ class CountSpec:
         noise: Noise | MeanCells,
         cost: Cost,
         r: Randomness,
-        bound: PerUser | None,
+        bound: EnforcedBound | None,
     ) -> tuple[Release, str]:
         counts_noise = noise.counts if isinstance(noise, MeanCells) else noise
         margin = counts_noise.margin_of_error(0.95)

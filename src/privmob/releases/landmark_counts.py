@@ -39,7 +39,7 @@ from privmob.releases.base import Accountant
 from privmob.releases.counts import (
     CountDomain,
     CountSpec,
-    PerUser,
+    EnforcedBound,
     count_draft,
     count_release,
     exact_cells,
@@ -177,7 +177,7 @@ class ZoneSeries:
     def count_domain(self) -> CountDomain:
         return self.counts.count_domain()
 
-    def per_user(self, group_size: int | None) -> PerUser:
+    def per_user(self, group_size: int | None) -> EnforcedBound:
         return dataclasses.replace(self.counts.user_bound(), one_key=True)
 
     #: no value is summed beside this kind's counts
@@ -198,7 +198,7 @@ class ZoneSeries:
         noise: _LandmarkCells,
         cost: Cost,
         r: Randomness,
-        bound: PerUser | None,
+        bound: EnforcedBound | None,
     ) -> tuple[Release, str]:
         m = self.max_per_bin
         note = (

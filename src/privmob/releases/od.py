@@ -34,7 +34,7 @@ from privmob.releases.base import Accountant
 from privmob.releases.bound_choice import checked_choice, chosen_plan
 from privmob.releases.counts import (
     CountDomain,
-    PerUser,
+    EnforcedBound,
     count_release,
     exact_cells,
     template_draft,
@@ -248,7 +248,7 @@ class OdSpec(PlannedOnce):
     def count_domain(self) -> CountDomain:
         return self.domain.count_domain(self.period, list(self.tessellation.tile_ids))
 
-    def per_user(self, group_size: int | None) -> PerUser | None:
+    def per_user(self, group_size: int | None) -> EnforcedBound | None:
         """T trips per user (per period with ``bound_per="period"``); trip level: none, or the
         stated group size enforced (so a charge by group privacy rests on a real bound)."""
         if self.od_plan.unit is PrivacyUnit.TRIP:
@@ -256,9 +256,9 @@ class OdSpec(PlannedOnce):
                 return None
             if int(group_size) != group_size or group_size < 1:
                 raise ConfigError(f"--group-size must be a whole number >= 1, got {group_size}")
-            return PerUser(int(group_size))
+            return EnforcedBound(int(group_size))
         partition = ("period",) if self.bound_per == "period" else ()
-        return PerUser(self.od_plan.t_bound, partition=partition)
+        return EnforcedBound(self.od_plan.t_bound, partition=partition)
 
     #: no value is summed beside this kind's counts
     value: ClassVar[None] = None
@@ -290,7 +290,7 @@ class OdSpec(PlannedOnce):
         noise: Noise | LevelsNoise,
         cost: Cost,
         r: Randomness,
-        bound: PerUser | None,
+        bound: EnforcedBound | None,
     ) -> tuple[Release, str]:
         p, domain, tau = self.od_plan, self.domain, self.tau
         unit, t_bound = p.unit, p.t_bound
@@ -567,7 +567,7 @@ def exact_counts(
     cells = domain.count_domain(period)
     bound = None
     if unit is PrivacyUnit.USER:
-        bound = PerUser(max_trips, partition=("period",) if bound_per == "period" else ())
+        bound = EnforcedBound(max_trips, partition=("period",) if bound_per == "period" else ())
     counts = exact_cells(
         trips, TripRows(period), cells, bound, resolve(rng), buckets=buckets, step=step
     )

@@ -28,7 +28,7 @@ from privmob.privacy.samplers import Randomness, RandomnessLike, resolve
 from privmob.releases.base import Accountant
 from privmob.releases.counts import (
     CountDomain,
-    PerUser,
+    EnforcedBound,
     Step,
     count_draft,
     count_release,
@@ -109,7 +109,7 @@ class CountsHomes:
     def rows(self) -> HomeRows:
         raise NotImplementedError
 
-    def per_user(self, group_size: int | None) -> PerUser | None:
+    def per_user(self, group_size: int | None) -> EnforcedBound | None:
         return None  # one home per user by construction
 
     def rows_sql(self, part: Loaded) -> str:
@@ -231,7 +231,7 @@ class PopulationSpec(CountsHomes, PlannedOnce):
         noise: Noise,
         cost: Cost,
         r: Randomness,
-        bound: PerUser | None,
+        bound: EnforcedBound | None,
     ) -> tuple[Release, str]:
         k = self.tessellation.k
         counts = None if noisy is None else np.maximum(noisy, 0).astype(np.int64)  # post-proc.
@@ -370,7 +370,7 @@ class TowerHomes(CountsHomes):
         noise: Noise,
         cost: Cost,
         r: Randomness,
-        bound: PerUser | None,
+        bound: EnforcedBound | None,
     ) -> tuple[Release, str]:
         from privmob.prepare.voronoi import apply_shares
 
