@@ -294,8 +294,9 @@ class Session(SessionCounts):
         ``analyses`` (a subset, default all 15),
         ``weights`` (the budget split: ``{"od_flows": 3}``, missing analyses weigh 1),
         ``target_margins`` (the split from what you need: 95% margins per analysis,
-        ``{"od_flows": 50}``, solved into weights before reading; the plan's notes say each
-        analysis's expected margin and which targets this epsilon cannot meet),
+        ``{"od_flows": 50}``, solved into weights before reading with the noise each analysis
+        gets under the composition; the plan's notes say each analysis's expected margin and
+        which targets this epsilon cannot meet),
         ``ranges`` (histogram ranges ``{"travel_time": (0, 120, 5)}``: lo, hi, width),
         ``time_windows`` (the hours that start the windows, default 2, 6, 10, 14, 18, 22),
         ``same_tile`` (trips within one tile in ``od_flows``: ``"exclude"`` or ``"include"``),
