@@ -210,6 +210,11 @@ class CompositionPlan:
     def gaussian(self) -> bool:
         return self.rho > 0
 
+    @property
+    def gaussian_parts(self) -> tuple[str, ...]:
+        """The parts with Gaussian noise, ``analysis/part``."""
+        return tuple(f"{c.part.analysis}/{c.part.part}" for c in self.choices if c.gaussian)
+
     def choice(self, analysis: str, part: str) -> Choice:
         for c in self.choices:
             if (c.part.analysis, c.part.part) == (analysis, part):
@@ -262,7 +267,21 @@ class CompositionPlan:
             total = total + c
         return total
 
-    def to_dict(self) -> JSONObject:
+    def to_dict(self, at_bound: bool = True) -> JSONObject:
+        """The plan as the metadata states it; ``at_bound`` False: before a bound chosen
+        privately exists (each part's mechanism, share and cost, which do not depend on it; not
+        its sensitivities, noise scale or margins, which do)."""
+        parts: JSONObject = {
+            f"{c.part.analysis}/{c.part.part}": c.to_dict()
+            if at_bound
+            else {
+                "mechanism": c.noise.kind.value,
+                "share_of_budget": c.part.share,
+                **({"rho": c.rho} if c.gaussian else {"epsilon": c.epsilon}),
+                "sensitivity_and_noise": "stated in the release, at the bound chosen",
+            }
+            for c in self.choices
+        }
         return {
             "composition": self.composition,
             "delta": self.delta if self.gaussian else 0.0,
@@ -274,7 +293,7 @@ class CompositionPlan:
             "rule": "per part, discrete Gaussian where its expected error E|noise| is smaller "
             "than discrete Laplace's at its pure share, no part's expected error larger than "
             "under pure composition (then its 95% margin is smaller too)",
-            "parts": {f"{c.part.analysis}/{c.part.part}": c.to_dict() for c in self.choices},
+            "parts": parts,
         }
 
     def notes(self) -> list[str]:
@@ -387,18 +406,21 @@ _PLANS: dict[str, CompositionPlan] = {}
 _PLANS_KEPT = 64
 
 
-def plan_composition(cfg: ReportConfig) -> CompositionPlan:
-    """The mechanism of every part and the report's cost (module docstring: the rule)."""
-    key = repr(cfg)
+def plan_composition(cfg: ReportConfig, gaussian: tuple[str, ...] | None = None) -> CompositionPlan:
+    """The mechanism of every part and the report's cost (module docstring: the rule);
+    ``gaussian``: the Gaussian parts given (``analysis/part``, as :attr:`CompositionPlan.
+    gaussian_parts` names them) rather than chosen: a bound chosen privately keeps the parts
+    chosen at its largest candidate, so the charge does not depend on the bound."""
+    key = repr((cfg, gaussian))
     plan = _PLANS.get(key)
     if plan is None:
         if len(_PLANS) >= _PLANS_KEPT:
             _PLANS.clear()
-        plan = _PLANS[key] = _plan_composition(cfg)
+        plan = _PLANS[key] = _plan_composition(cfg, gaussian)
     return plan
 
 
-def _plan_composition(cfg: ReportConfig) -> CompositionPlan:
+def _plan_composition(cfg: ReportConfig, gaussian: tuple[str, ...] | None) -> CompositionPlan:
     how, delta = resolved(cfg)
     parts = noise_parts(cfg)
     laplace = [_laplace(p, cfg) for p in parts]
@@ -410,7 +432,10 @@ def _plan_composition(cfg: ReportConfig) -> CompositionPlan:
     if how == "pure":
         return CompositionPlan(cfg.epsilon, 0.0, how, tuple(pure), 0.0, cfg.epsilon, cfg.unit)
     best: tuple[float, tuple[int, ...]] = (0.0, ())
-    for chosen in _candidates(parts, cfg, delta, lap_margin):
+    if gaussian is not None:
+        names = [f"{p.analysis}/{p.part}" for p in parts]
+        best = (0.0, tuple(names.index(n) for n in gaussian))
+    for chosen in _candidates(parts, cfg, delta, lap_margin) if gaussian is None else ():
         _rho, picks = _gaussian_parts(parts, chosen, cfg, delta, lap_margin, margins=False)
         if any(c.typical >= c.laplace_typical for c in picks.values()):
             continue

@@ -68,6 +68,12 @@ def build_config(
     cfg = ReportConfig.build(**options)
     if not target_margins:
         return cfg
+    if cfg.bound_choice is not None:
+        raise ConfigError(
+            "target margins need a fixed bound: the margins scale with M, which a bound chosen "
+            "privately only has after the charge",
+            hint=spelled("give -T a number, or drop --target-margin", "give a whole number"),
+        )
     targets = {str(a): _margin(a, t) for a, t in target_margins.items()}
     return dataclasses.replace(
         cfg, weights=weights_for_targets(cfg, targets), target_margins=targets
