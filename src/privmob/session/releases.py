@@ -311,6 +311,10 @@ class Session(SessionCounts):
         ``od_cell_cap`` (zCDP only: at most that many trips of one user counted in any one OD
         cell, enforced before counting, so ``od_flows``' L2 sensitivity is about
         ``sqrt(T * od_cell_cap)`` instead of ``T``; refused without a ``delta``).
+        ``per_user=pm.PerUser("auto", "trips")``: T chosen privately, as :meth:`od` chooses
+        it (``bound_quantile``, ``bound_share``, ``bound_max``), charged with the analyses
+        before any noise; the analyses share the rest of ``epsilon`` under either composition
+        (no ``target_margins``, no rescale).
         ``output``: the path of the HTML report, published atomically with ``report.json``
         and its tables beside it once charged; without it, ``ReleaseResult.write_html(path)``
         writes them later.

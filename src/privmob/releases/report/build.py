@@ -223,6 +223,12 @@ def report_draft(
     drawn; every selected analysis is present in the output whatever the data holds, over
     domains (tiles, tile pairs, time bins, histogram bins) built from public parameters only.
 
+    With a bound chosen privately (``config.bound_choice``: ``-T auto``) the choice's epsilon
+    is charged with the analyses' (:func:`report_parts`, one commit), the users' trips per
+    user are counted exactly before the charge, and M is chosen, the trips bounded and the
+    analyses counted after it (an engine pass after the charge: its failure costs the budget,
+    as ``od``'s does); the header holds nothing that depends on M.
+
     Out of core: with a ``Loaded`` input, ``buckets`` (default: as many as the engine's memory
     limit needs, :func:`privmob.engine.buckets.plan_buckets`; 1 without a limit) splits the
     users by a hash of the user id; the summed counts equal the single-pass counts.
