@@ -124,7 +124,7 @@ def planned_margins(
     plan = plan if plan is not None else plan_of(cfg)
     if plan is None:
         return {
-            a: (expected_margin(a, cfg.epsilon_for(a), cfg), NoiseKind.DISCRETE_LAPLACE.value)
+            a: (expected_margin(a, cfg.epsilon_for(a), cfg), cfg.noise_kind.value)
             for a in cfg.selected
         }
     out = {}
