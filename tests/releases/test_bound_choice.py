@@ -289,6 +289,11 @@ def test_the_report_auto_charges_epsilon_in_its_parts_and_noises_at_the_bound(na
         "epsilon_counts"
     ] == pytest.approx(1.0)
     assert rel.params["ranges"]["trips_per_user"]["hi"] == m + 1
+    from privmob.render.report_files import report_document
+    from privmob.render.report_html import render_report_html
+
+    page = render_report_html(report_document(rel), basemap=False)
+    assert f"{m} (chosen privately: the 0.9-quantile of trips per user over 1..30" in page
     od = rel.extra["analyses"]["od_flows"]
     if name == "report":
         assert [e.cost.epsilon for e in charged] == [0.1, 0.9]
