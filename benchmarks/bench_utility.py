@@ -376,7 +376,23 @@ def privmob_runs(
             rel = points.report(epsilon=eps, max_trips=args.max_trips, period=period(cfg))
             for name, row in score_report(rel, truth_report, raw).items():
                 rows.append(base | {"release": "report", "analysis": name} | row)
+            chosen = {
+                "per_user": pm.PerUser("auto", "trips"),
+                "bound_quantile": args.bound_quantile,
+            }
+            if getattr(args, "report_auto", False):  # M chosen privately (item 4)
+                rel = points.report(epsilon=eps, period=period(cfg), **chosen)
+                tool = {"tool": "privmob -T auto"}
+                for name, row in score_report(rel, truth_report, raw).items():
+                    rows.append(base | tool | {"release": "report", "analysis": name} | row)
             for delta in getattr(args, "report_deltas", []):  # zCDP composition (item 2)
+                if getattr(args, "report_auto", False):
+                    z = session(city.points, seed=400 + rep, delta=delta)
+                    rel = z.report(epsilon=eps, period=period(cfg), delta=delta, **chosen)
+                    z.close()
+                    tool = {"tool": f"privmob zCDP δ={delta:g}, -T auto"}
+                    for name, row in score_report(rel, truth_report, raw).items():
+                        rows.append(base | tool | {"release": "report", "analysis": name} | row)
                 for cap in [None, *getattr(args, "report_od_cell_caps", [])]:
                     z = session(city.points, seed=300 + rep, delta=delta)
                     rel = z.report(
@@ -830,6 +846,12 @@ def parse_args() -> argparse.Namespace:
         nargs="*",
         default=[],
         help="with --report-deltas: also each zCDP report with od_cell_cap at these caps",
+    )
+    ap.add_argument(
+        "--report-auto",
+        action="store_true",
+        help="also the report with -T auto (M chosen privately), pure and at each "
+        "--report-deltas (a tool column each)",
     )
     ap.add_argument(
         "--quick",

@@ -187,6 +187,12 @@ def test_auto_is_a_per_user_bound_where_the_kind_chooses_it() -> None:
         assert [e.cost for e in entries(a)] == [e.cost for e in entries(b)]
         plan = a.plan_counts(epsilon=0.3, by=["hour"], per_user=pm.PerUser("auto", "records"))
         assert plan.parts == 2  # the choice and the counts
+    # the report chooses its bound too (tests/releases/test_bound_choice.py), in both spellings
+    with _session("points.csv", tessellation=GRID) as s:
+        auto = s.plan_report(epsilon=1, period=WEEK, per_user=pm.PerUser("auto", "trips"))
+        with pytest.warns(FutureWarning, match=r"PerUser\(\'auto\', \'trips\'\)"):
+            old_plan = s.plan_report(epsilon=1, period=WEEK, max_trips="auto")
+    assert auto.summary() == old_plan.summary() and "chosen privately" in auto.summary()
 
 
 @pytest.mark.parametrize(
@@ -194,11 +200,13 @@ def test_auto_is_a_per_user_bound_where_the_kind_chooses_it() -> None:
     [
         (lambda s: s.plan_od(epsilon=1, per_user=pm.PerUser(3, "visits")), "bounds the trips"),
         (
-            lambda s: s.plan_report(epsilon=1, period=WEEK, per_user=pm.PerUser("auto", "trips")),
+            lambda s: s.plan_density(
+                epsilon=1, week="2024-01-01", per_user=pm.PerUser("auto", "visits")
+            ),
             "does not choose its bound",
         ),
         (
-            lambda s: s.plan_report(epsilon=1, period=WEEK, max_trips="auto"),
+            lambda s: s.plan_density(epsilon=1, week="2024-01-01", max_visits="auto"),
             "does not choose its bound",
         ),
         (

@@ -48,15 +48,34 @@ def test_bucket_sums_equal_single_pass(tmp_path) -> None:
         # the bounding bites (users above M) and per-user analyses are non-trivial
         assert one["trips_per_user"].sum() > 100 and one["time_between_trips"].sum() > 100
 
-    cfg = ReportConfig.build(epsilon=1, max_trips=6, period=("2024-01-01", "2024-01-29"))
-    released = []
-    for b in (1, 3):
+    for bound in (6, "auto"):  # a bound chosen privately reads its users' trips per bucket too
+        cfg = ReportConfig.build(epsilon=1, max_trips=bound, period=("2024-01-01", "2024-01-29"))
+        released = []
+        for b in (1, 3):
+            with DuckDBEngine() as eng:
+                loaded = load_trip_points(df, engine=eng, tessellation=tess)
+                acc = Accountant(Ledger(tmp_path / f"l{bound}{b}.sqlite"), "d", budget=10)
+                rel = mobility_report(eng, loaded, tiles, cfg, acc, rng=9, buckets=b)
+                released.append((rel.extra["analyses"], rel.bounds.to_json()))
+        assert released[0] == released[1]  # same seed, same exact counts: same release
+
+
+def test_the_trips_per_user_a_bound_is_chosen_from_are_the_same_in_buckets() -> None:
+    from privmob.privacy.bound_choice import BoundChoice
+    from privmob.releases.report.build import _trips_per_user
+
+    tess = square_grid((-74.05, 40.6, -73.75, 40.9), 4000)
+    df = points(120, seed=5)
+    per_user = df.groupby("uid")["tid"].nunique()
+    choice = BoundChoice(max_bound=20)
+    want = np.zeros(22, dtype=np.int64)  # users per count, above 20 at 21
+    for n, users in per_user.clip(upper=21).value_counts().items():
+        want[n] = users
+    for b in (1, 4):
         with DuckDBEngine() as eng:
             loaded = load_trip_points(df, engine=eng, tessellation=tess)
-            acc = Accountant(Ledger(tmp_path / f"l{b}.sqlite"), "d", budget=10)
-            rel = mobility_report(eng, loaded, tiles, cfg, acc, rng=9, buckets=b)
-            released.append(rel.extra["analyses"])
-    assert released[0] == released[1]  # same seed, same exact counts: same release
+            got = _trips_per_user(eng, loaded, choice, b, lambda _m: None)
+        assert np.array_equal(got, want), b
 
 
 def test_report_plans_buckets_for_its_heavier_rows() -> None:

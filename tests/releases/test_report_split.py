@@ -4,18 +4,30 @@ the plan when this epsilon cannot meet them."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
+import numpy as np
 import pytest
 from tests.helpers import run_cli
+from tests.releases.test_report import (
+    gdf,  # noqa: F401  (fixture)
+    synth,
+    tiles,  # noqa: F401  (fixture)
+)
+from tests.releases.test_report_composition import _run, _zero_counts
 
 import privmob as pm
 from privmob.errors import ConfigError
-from privmob.releases.report import ReportConfig
+from privmob.privacy.mechanisms import Noise, NoiseKind
+from privmob.privacy.samplers import Randomness
+from privmob.releases.report import ReportConfig, ReportSpec
+from privmob.releases.report.composition import plan_composition
 from privmob.releases.report.split import (
     build_config,
     expected_margin,
     needed_epsilon,
+    planned_margins,
     target_notes,
     unmet_targets,
 )
@@ -102,3 +114,100 @@ def test_the_command_takes_target_margins(
     said = out.out + out.err
     assert code == 0, said
     assert "od_flows ±" in said and "(target ±5: NOT met)" in said, said
+
+
+# -- under zCDP composition: each target with the noise the composition plan gives it ----------
+
+
+def test_a_zcdp_target_is_solved_with_the_plans_gaussian() -> None:
+    """od_flows with an OD cell cap gains from Gaussian noise: its target is met by the plan's
+    sigma at about half the epsilon Laplace would need, and not a drop less would do."""
+    cfg = _cfg(delta=1e-5, od_cell_cap=2, target_margins={"od_flows": 150})
+    plan = plan_composition(cfg)
+    c = plan.choice("od_flows", "counts")
+    assert c.gaussian and c.margin <= 150
+    assert planned_margins(cfg, plan)["od_flows"] == (c.margin, "discrete-gaussian")
+    assert unmet_targets(cfg) == []
+    eps = cfg.epsilon_for("od_flows")
+    assert eps < 0.5 * needed_epsilon("od_flows", 150, cfg)  # Laplace's need: 0.199
+    assert expected_margin("od_flows", eps, cfg) > 300  # the Laplace margin at this epsilon
+    less = dataclasses.replace(cfg, weights={**cfg.weights, "od_flows": eps * 0.99})
+    assert plan_composition(less).choice("od_flows", "counts").margin > 150
+    assert sum(cfg.epsilon_for(a) for a in cfg.selected) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    "targets",
+    [{"travel_time": 1000}, {"od_flows": 100, "trips_per_hour": 1200}, {"od_flows": 300}],
+)
+def test_zcdp_targets_are_met_by_the_plan_with_no_more_epsilon_than_laplace(targets) -> None:
+    cfg = _cfg(delta=1e-5, od_cell_cap=1, target_margins=targets)
+    margins = planned_margins(cfg)
+    for name, target in targets.items():
+        assert margins[name][0] <= target
+        assert cfg.epsilon_for(name) <= needed_epsilon(name, target, cfg)
+    assert unmet_targets(cfg) == []
+
+
+def test_a_zcdp_target_holds_on_the_noise_the_report_draws(tiles) -> None:  # noqa: F811
+    """od_flows' noise as the report's noise step draws it (:func:`~.analyses.counts` with the
+    plan's noise) on zero counts, 1,500 seeded runs of k^2 + 1 = 17 cells (25,500 draws). The
+    share within the planned margin m has mean p = P(|noise| <= m) (0.95 to 0.952 for this
+    sigma) and a standard deviation sqrt(p (1 - p) / n) = 0.0014; the test allows +-0.008
+    (5.9 standard deviations: a false failure about 4e-9 of the time; the seeds are fixed, so it
+    passes or fails the same way every run). A margin off by 2x either way fails: with twice
+    the sigma the share within m is about 0.67, with half the sigma about 0.9999."""
+    from privmob.privacy.payment import paid
+    from privmob.releases.report.analyses import counts, sensitivity
+
+    cfg = _cfg(delta=1e-5, od_cell_cap=2, same_tile="include", target_margins={"od_flows": 150})
+    c = plan_composition(cfg).choice("od_flows", "counts")
+    assert c.gaussian and c.margin <= 150
+    p = 1 - c.noise.tail(c.margin)
+    assert 0.95 <= p < 0.953
+    exact = _zero_counts(cfg, tiles)["od_flows"]
+    eps, l1 = cfg.epsilon_for("od_flows"), sensitivity("od_flows", cfg)
+    with paid():
+        draws = [
+            counts("od_flows", exact, eps, l1, cfg, Randomness.for_tests(seed), c.noise)[0]
+            for seed in range(1500)
+        ]
+    x = np.abs(np.concatenate(draws))
+    assert x.size == 25_500
+    within = float(np.mean(x <= c.margin))
+    assert abs(within - p) < 0.008, within
+    for wrong in (2 * c.noise.scale, c.noise.scale / 2):  # the share a 2x error would give
+        p_wrong = 1 - Noise(NoiseKind.DISCRETE_GAUSSIAN, wrong).tail(c.margin)
+        assert abs(within - p_wrong) > 0.04
+
+
+def test_the_zcdp_plan_says_each_margin_its_mechanism_and_the_unmet_targets(gdf) -> None:  # noqa: F811
+    met = _cfg(delta=1e-5, od_cell_cap=2, target_margins={"od_flows": 150})
+    notes = " ".join(ReportSpec(gdf, met).plan().notes)
+    assert "expected 95% margins (zCDP composition, delta 1e-05" in notes
+    margin = planned_margins(met)["od_flows"][0]
+    assert f"od_flows ±{margin} Gaussian (target ±150: met)" in notes
+    trips = planned_margins(met)["trips_over_time"]
+    assert f"trips_over_time ±{trips[0]:,} {'Gaussian' if 'gauss' in trips[1] else 'Laplace'}," in (
+        notes
+    )
+    unmet = _cfg(delta=1e-5, od_cell_cap=2, target_margins={"od_flows": 20, "travel_time": 30})
+    (note,) = target_notes(unmet)
+    assert sorted(unmet_targets(unmet)) == ["od_flows", "travel_time"]
+    assert "(target ±20: NOT met)" in note and "(target ±30: NOT met)" in note
+    assert "not met at epsilon 1: od_flows, travel_time" in note
+    assert "need about epsilon" in note and "at this plan's mechanisms" in note
+
+
+def test_a_split_solved_under_zcdp_is_charged_once_before_its_noise(gdf, tiles) -> None:  # noqa: F811
+    """The release of a split solved under zCDP: its cost is the plan's (two ledger entries, the
+    pure and the rho part, epsilon 1 in all), its params say the targets, and the margin the
+    release publishes for od_flows is the plan's."""
+    cfg = _cfg(delta=1e-5, od_cell_cap=2, target_margins={"od_flows": 150})
+    plan = plan_composition(cfg)
+    rel = _run(synth(20, seed=2), gdf, tiles, cfg, (10, 1e-4))
+    assert [e.cost.rho for e in rel.ledger_entries] == [None, plan.rho]
+    assert rel.cost.epsilon == pytest.approx(1.0, rel=1e-7)
+    assert rel.params["target_margins"] == {"od_flows": 150.0}
+    od = rel.extra["analyses"]["od_flows"]
+    assert od["margin_of_error_95"]["counts"] == plan.choice("od_flows", "counts").margin <= 150

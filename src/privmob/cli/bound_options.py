@@ -61,16 +61,24 @@ BOUND_CHOICE_OPTIONS: dict[str, tuple[Any, Any]] = {
 }
 
 
-def with_bound_choice_options() -> Callable[[F], F]:
+#: the options of a command that chooses its bound but does not rescale (the report)
+RESCALE_OPTIONS = ("rescale", "rescale_share")
+
+
+def with_bound_choice_options(*, without: tuple[str, ...] = ()) -> Callable[[F], F]:
     """Add the options of a bound chosen for accuracy to a command, after its own parameters
-    (the command's function is called without them: they stay in ``ctx.params``)."""
-    return c.with_options(BOUND_CHOICE_OPTIONS)
+    (the command's function is called without them: they stay in ``ctx.params``); ``without``
+    leaves some out (:data:`RESCALE_OPTIONS`)."""
+    return c.with_options(BOUND_CHOICE_OPTIONS, without=without)
 
 
 def choice_of_params(params: Mapping[str, Any]) -> Any:
     """The :class:`~privmob.privacy.bound_choice.BoundChoice` a command's parsed parameters
-    (``ctx.params``) state with these options (or None)."""
-    return choice_options(*(params[name] for name in BOUND_CHOICE_OPTIONS))
+    (``ctx.params``) state with these options (or None; an option the command does not take
+    is its default)."""
+    return choice_options(
+        *(params.get(name, default) for name, (_, default) in BOUND_CHOICE_OPTIONS.items())
+    )
 
 
 def choice_options(

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from privmob.cli import bound_options as b
 from privmob.cli import common as c
 from privmob.cli import options as o
 from privmob.cli.run_options import with_run_options
@@ -107,6 +108,7 @@ def print_report_summary(release: Release, paths: list[Path], _accountant: objec
 
 @with_run_options(without=("output_format",))
 @c.with_input_options(without=("cells", "trip_rule"))
+@b.with_bound_choice_options(without=b.RESCALE_OPTIONS)
 def report(
     ctx: typer.Context,
     data: Annotated[
@@ -122,9 +124,10 @@ def report(
     output: Annotated[Path, o.output("report.html (JSON and tables beside)")],
     max_trips: Annotated[
         int | None,
-        o.max_trips(
+        o.max_trips_or_auto(
             "trips per user (M): the most trips kept per user; needed for --unit user, "
-            "1 for --unit trip"
+            "1 for --unit trip; auto: chosen privately (--bound-quantile, --bound-share, "
+            "--bound-max)"
         ),
     ] = None,
     start: Annotated[str | None, o.start("start of the declared study period (required)")] = None,
@@ -231,6 +234,7 @@ def report(
         composition=composition,
         delta=delta,
         od_cell_cap=od_cell_cap,
+        bound_choice=b.choice_of_params(ctx.params),
     )
     run_release(
         ctx,

@@ -237,20 +237,10 @@ def chosen_plan(spec: ChosenBound[DomainT, BoundT], choice: BoundChoice) -> Plan
     concrete = spec.concrete(at_most or _fixed(spec), counts_eps)
     inner: Plan = concrete.plan()
     parts = choice.parts(spec.epsilon, spec.kind, concrete.calibrated[1].unit)
-    total = _total(parts)
+    total = total_cost(parts)
     notes: list[str] = []
     if choice.auto:
-        per_record = inner.margin_of_error_95 / choice.max_bound
-        notes.append(
-            f"the bound M is chosen privately ({choice.describe_choice()}, epsilon "
-            f"{parts[0][1].epsilon:g}); the 95% margin is about {per_record:,.2f} x M per cell, "
-            f"at most +/-{inner.margin_of_error_95:,.1f} (M = {choice.max_bound})"
-        )
-        notes.append(
-            f"bias: about {1 - choice.quantile:.0%} of the users have more records than M and "
-            "lose the excess; how many records that is cannot be known before the charge"
-            + (" (the rescale estimates it)" if choice.rescale else "")
-        )
+        notes += choice_notes(choice, parts[0][1].epsilon, inner.margin_of_error_95)
     if choice.rescale:
         notes.append(
             f"rescaled: the cells are multiplied by a noisy (records up to {choice.max_bound} "
@@ -261,6 +251,51 @@ def chosen_plan(spec: ChosenBound[DomainT, BoundT], choice: BoundChoice) -> Plan
         cost=total,
         parts=len(parts),
         notes=(*inner.notes, *notes),
+    )
+
+
+def choice_notes(choice: BoundChoice, epsilon_choice: float, margin_at_max: float) -> list[str]:
+    """The plan's lines on a bound chosen privately: how, at what epsilon, the margin it gives
+    (``margin_at_max``: the largest 95% margin at the largest candidate, M = ``max_bound``; the
+    margins scale with M) and the bias that cannot be known before the charge."""
+    per_record = margin_at_max / choice.max_bound
+    return [
+        f"the bound M is chosen privately ({choice.describe_choice()}, epsilon "
+        f"{epsilon_choice:g}); the 95% margin is about {per_record:,.2f} x M per cell, "
+        f"at most +/-{margin_at_max:,.1f} (M = {choice.max_bound})",
+        f"bias: about {1 - choice.quantile:.0%} of the users have more records than M and "
+        "lose the excess; how many records that is cannot be known before the charge"
+        + (" (the rescale estimates it)" if choice.rescale else ""),
+    ]
+
+
+def records_per_user(
+    counted: Loaded,
+    rows_sql: Callable[[Loaded], str],
+    cap: int,
+    *,
+    buckets: int | None = None,
+    step: Step | None = None,
+    columns: tuple[str, ...] | None = None,
+    bytes_per_row: float | None = None,
+) -> npt.NDArray[np.int64]:
+    """The users per number of records (:func:`~privmob.privacy.bound_choice.per_user_histogram_
+    sql`: index min(n, cap + 1)) of the rows ``rows_sql(part)`` (one row per record), summed
+    over user buckets of ``counted`` (one engine pass; exact, never released: the choice reads
+    it after the charge)."""
+
+    def users_per_count(part: Loaded) -> npt.NDArray[np.int64]:
+        sql = per_user_histogram_sql(rows_sql(part), cap)
+        return dense_counts(part.engine, sql, (cap + 2,))
+
+    return counts_by_user_buckets(
+        counted,
+        users_per_count,
+        "counting records per user",
+        buckets=buckets,
+        step=step,
+        columns=columns,
+        bytes_per_row=bytes_per_row,
     )
 
 
@@ -287,22 +322,17 @@ def chosen_draft(
     noise0, cost0 = _noise(placeholder), placeholder.calibrated[1]  # one noise (check_choice)
     header, description = placeholder.publish(None, noise0, cost0, r, None)
     parts = choice.parts(spec.epsilon, description, cost0.unit)
-    total = _total(parts)
+    total = total_cost(parts)
     accountant.precheck(total)  # before any data is read
     counted = placeholder.counted(data)
     _describe(header, spec, choice, total, parts, None, None)
 
     step("counting the records of each user (for the bound)")
     columns, per_row = placeholder.bucket_columns(counted)
-
-    def users_per_count(part: Loaded) -> npt.NDArray[np.int64]:
-        sql = per_user_histogram_sql(placeholder.rows_sql(part), cap)
-        return dense_counts(part.engine, sql, (cap + 2,))
-
-    histogram = counts_by_user_buckets(
+    histogram = records_per_user(
         counted,
-        users_per_count,
-        "counting records per user",
+        placeholder.rows_sql,
+        cap,
         buckets=buckets,
         step=step,
         columns=columns,
@@ -369,7 +399,8 @@ def _describe(
         )
 
 
-def _total(parts: list[tuple[str, Cost]]) -> Cost:
+def total_cost(parts: list[tuple[str, Cost]]) -> Cost:
+    """The cost of a release charged in ``parts`` (basic composition of the parts)."""
     total = parts[0][1]
     for _, c in parts[1:]:
         total = total + c

@@ -207,9 +207,8 @@ class Kind:
         return spec
 
 
-#: the bound of the kinds that keep at most so many trips of each user (od, the report)
-TRIP_BOUND = Bound("max_trips", ("--max-trips", "-T"), "max_trips_per_user", ("MaxTripsPerUser",))
-#: od's bound: the report's, which od can also choose privately
+#: the bound of the kinds that keep at most so many trips of each user (od, the report), which
+#: they can also choose privately
 OD_BOUND = Bound(
     "max_trips", ("--max-trips", "-T"), "max_trips_per_user", ("MaxTripsPerUser",), auto=True
 )
@@ -285,7 +284,7 @@ KINDS: tuple[Kind, ...] = (
         spec="privmob.releases.report.ReportSpec",
         cli_help="A differentially private mobility report: 15 analyses, one offline HTML + JSON.",
         tables=(),
-        bound=TRIP_BOUND,
+        bound=OD_BOUND,
         definitions=TRIP_DEFINITIONS,
         old_kinds=("mobility_report",),
         old_methods=("mobility_report",),

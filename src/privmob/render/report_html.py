@@ -431,7 +431,7 @@ def render_report_html(doc: dict[str, Any], *, basemap: bool | Basemap | None = 
             ["ε (total)", doc["privacy"]["cost"]["epsilon"]],
             *_composition_rows(doc),
             ["unit of privacy", p["unit"]],
-            ["max trips per user (M)", p["max_trips_per_user"]],
+            ["max trips per user (M)", _bound_text(p)],
             ["study period", f"{p['period'][0]} to {p['period'][1]} (declared)"],
             ["noise", f"{p['noise']} (secure sampler)" if doc["for_publication"] else p["noise"]],
             ["time windows", ", ".join(str(h) for h in p["time_windows"])],
@@ -483,3 +483,15 @@ def _left_out(params: dict[str, Any]) -> str:
 def _embed(doc: dict[str, Any]) -> str:
     small = {k: v for k, v in doc.items() if k != "tessellation"}
     return json.dumps(small).replace("</", "<\\/")
+
+
+def _bound_text(p: dict[str, Any]) -> Any:
+    """M (as given), and how it was chosen when it was chosen privately (``-T auto``)."""
+    chosen = p.get("bound_choice")
+    if not chosen:
+        return p["max_trips_per_user"]
+    lo, hi = chosen["candidates"]
+    return (
+        f"{p['max_trips_per_user']} (chosen privately: the {chosen['quantile']:g}-quantile of "
+        f"trips per user over {lo}..{hi}, ε {chosen['epsilon_choice']:g})"
+    )

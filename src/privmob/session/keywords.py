@@ -52,9 +52,9 @@ class PopulationOptions(TypedDict, total=False):
     zone_mapping: str  # "contain"
 
 
-class ReportOptions(TypedDict, total=False):
-    """``Session.report`` / ``Session.plan_report`` besides ``epsilon``, ``period`` and
-    ``per_user``."""
+class ReportConfigOptions(TypedDict, total=False):
+    """The keywords of ``Session.report`` that its config takes as they are (all of
+    :class:`ReportOptions` but the bound's choice)."""
 
     unit: PrivacyUnit | str  # "user"
     analyses: Sequence[str] | None  # None: all 15
@@ -66,6 +66,15 @@ class ReportOptions(TypedDict, total=False):
     composition: str  # "auto": zCDP with a delta, pure epsilon without
     delta: float  # 0.0 (pure); with composition="zcdp" and none: 1e-9
     od_cell_cap: int | None  # None; c: at most c trips of a user per OD cell (zCDP only)
+
+
+class ReportOptions(ReportConfigOptions, total=False):
+    """``Session.report`` / ``Session.plan_report`` besides ``epsilon``, ``period`` and
+    ``per_user``."""
+
+    bound_quantile: float  # with PerUser("auto", "trips"): the quantile of trips per user (0.9)
+    bound_share: float  # with PerUser("auto", "trips"): the epsilon's share for the choice (0.1)
+    bound_max: int  # with PerUser("auto", "trips"): the largest candidate bound (100)
 
 
 class CountOptions(TypedDict, total=False):

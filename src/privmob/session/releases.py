@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, Unpack
+from typing import TYPE_CHECKING, Protocol, Unpack, cast
 
 from privmob.domain import Period
 from privmob.dp import (
@@ -18,7 +18,7 @@ from privmob.dp import (
     as_period,
     bound_value,
 )
-from privmob.privacy.bound_choice import choice_of
+from privmob.privacy.bound_choice import CHOICE_KEYWORDS, choice_of
 from privmob.privacy.mechanisms import NoiseKind
 from privmob.releases.kinds import KINDS, Kind, deprecated
 from privmob.releases.specs import (
@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from privmob.releases.landmark import SeriesOptions
     from privmob.releases.population import PopulationSpec
     from privmob.releases.report import ReportSpec
+    from privmob.session.keywords import ReportConfigOptions
 
 
 class Session(SessionCounts):
@@ -241,20 +242,22 @@ class Session(SessionCounts):
         epsilon: float,
         period: Period,
         per_user: PerUser | None,
-        max_trips: MaxTripsPerUser | int | None,
+        max_trips: MaxTripsPerUser | int | str | None,
         options: ReportOptions,
     ) -> ReportSpec:
         from privmob.releases.report import ReportSpec  # on first use (issue 43)
         from privmob.releases.report.split import build_config
 
         refuse_unknown("report", options, ReportOptions)
-        bound = fixed_per_user_bound("report", per_user, max_trips)
+        bound = per_user_bound("report", per_user, max_trips)
         study = as_period(period)
+        rest = {k: v for k, v in options.items() if k not in CHOICE_KEYWORDS}
         cfg = build_config(
             epsilon=epsilon,
-            max_trips=bound_value(bound, MaxTripsPerUser),
+            max_trips=bound if isinstance(bound, str) else bound_value(bound, MaxTripsPerUser),
             period=(study.start, study.end),
-            **options,
+            bound_choice=choice_of(options),
+            **cast("ReportConfigOptions", rest),
         )
         return ReportSpec(self._tiles(), cfg)
 
@@ -264,7 +267,7 @@ class Session(SessionCounts):
         epsilon: float,
         period: Period,
         per_user: PerUser | None = None,
-        max_trips: MaxTripsPerUser | int | None = None,
+        max_trips: MaxTripsPerUser | int | str | None = None,
         **options: Unpack[ReportOptions],
     ) -> Plan:
         """The plan of :meth:`report` (reads no data, charges nothing)."""
@@ -276,7 +279,7 @@ class Session(SessionCounts):
         epsilon: float,
         period: Period,
         per_user: PerUser | None = None,
-        max_trips: MaxTripsPerUser | int | None = None,
+        max_trips: MaxTripsPerUser | int | str | None = None,
         output: str | Path | None = None,
         overwrite: bool = False,
         **options: Unpack[ReportOptions],
@@ -294,8 +297,9 @@ class Session(SessionCounts):
         ``analyses`` (a subset, default all 15),
         ``weights`` (the budget split: ``{"od_flows": 3}``, missing analyses weigh 1),
         ``target_margins`` (the split from what you need: 95% margins per analysis,
-        ``{"od_flows": 50}``, solved into weights before reading; the plan's notes say each
-        analysis's expected margin and which targets this epsilon cannot meet),
+        ``{"od_flows": 50}``, solved into weights before reading with the noise each analysis
+        gets under the composition; the plan's notes say each analysis's expected margin and
+        which targets this epsilon cannot meet),
         ``ranges`` (histogram ranges ``{"travel_time": (0, 120, 5)}``: lo, hi, width),
         ``time_windows`` (the hours that start the windows, default 2, 6, 10, 14, 18, 22),
         ``same_tile`` (trips within one tile in ``od_flows``: ``"exclude"`` or ``"include"``),
@@ -307,6 +311,10 @@ class Session(SessionCounts):
         ``od_cell_cap`` (zCDP only: at most that many trips of one user counted in any one OD
         cell, enforced before counting, so ``od_flows``' L2 sensitivity is about
         ``sqrt(T * od_cell_cap)`` instead of ``T``; refused without a ``delta``).
+        ``per_user=pm.PerUser("auto", "trips")``: T chosen privately, as :meth:`od` chooses
+        it (``bound_quantile``, ``bound_share``, ``bound_max``), charged with the analyses
+        before any noise; the analyses share the rest of ``epsilon`` under either composition
+        (no ``target_margins``, no rescale).
         ``output``: the path of the HTML report, published atomically with ``report.json``
         and its tables beside it once charged; without it, ``ReleaseResult.write_html(path)``
         writes them later.

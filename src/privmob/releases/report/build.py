@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from privmob.engine import Engine
+from privmob.engine.base import dense_counts
 from privmob.engine.buckets import (
     bucket_predicate,
     bucketed_counts,
@@ -18,10 +19,12 @@ from privmob.engine.relation import Loaded
 from privmob.json_types import JSON, JSONObject
 from privmob.lazy_imports import np, pd
 from privmob.prepare.bounding import fresh_key
+from privmob.privacy.bound_choice import BoundChoice, choose_bound, per_user_histogram_sql
 from privmob.privacy.costs import Cost
 from privmob.privacy.mechanisms import Noise
 from privmob.privacy.samplers import Randomness, RandomnessLike, resolve
 from privmob.releases.base import Accountant
+from privmob.releases.bound_choice import CHOSEN, records_per_user, total_cost
 from privmob.releases.counts import count_vectors
 from privmob.releases.dimensions import WEEKDAYS
 from privmob.releases.gate import Draft, through_the_gate
@@ -61,11 +64,29 @@ def time_bins(cfg: ReportConfig) -> list[datetime]:
 
 def report_cost(cfg: ReportConfig, plan: CompositionPlan | None = None) -> Cost:
     """The cost of the whole report: the sum of the per-analysis epsilons (= cfg.epsilon), or
-    under zCDP composition its pure part plus its rho part (:mod:`.composition`)."""
+    under zCDP composition its pure part plus its rho part (:mod:`.composition`); with a bound
+    chosen privately, the sum of :func:`report_parts`."""
     plan = plan or composition_of(cfg)
+    parts = report_parts(cfg, plan)
+    if cfg.bound_choice is not None and parts:
+        return total_cost(parts)
     if plan is not None:
         return plan.cost
     return Cost.pure(math.fsum(cfg.epsilon_for(a) for a in cfg.selected), cfg.unit)
+
+
+def report_parts(cfg: ReportConfig, plan: CompositionPlan | None) -> list[tuple[str, Cost]] | None:
+    """The ledger entries of the report (None: one): under zCDP the pure part and the rho part
+    (:attr:`CompositionPlan.cost_parts`); with a bound chosen privately, the choice's epsilon
+    first (:meth:`~privmob.privacy.bound_choice.BoundChoice.parts`: every part charged in one
+    commit). The parts do not depend on the bound: the plan is made at its largest candidate
+    and keeps its mechanisms and shares whatever bound is chosen."""
+    inner = plan.cost_parts if plan is not None and plan.gaussian else None
+    choice = cfg.bound_choice
+    if choice is None:
+        return inner
+    bound = (f"the bound: DP {choice.describe_choice()}", Cost.pure(cfg.bound_epsilon, cfg.unit))
+    return [bound, *(inner or [("DP mobility report", Cost.pure(cfg.epsilon, cfg.unit))])]
 
 
 def composition_of(cfg: ReportConfig) -> CompositionPlan | None:
@@ -202,6 +223,12 @@ def report_draft(
     drawn; every selected analysis is present in the output whatever the data holds, over
     domains (tiles, tile pairs, time bins, histogram bins) built from public parameters only.
 
+    With a bound chosen privately (``config.bound_choice``: ``-T auto``) the choice's epsilon
+    is charged with the analyses' (:func:`report_parts`, one commit), the users' trips per
+    user are counted exactly before the charge, and M is chosen, the trips bounded and the
+    analyses counted after it (an engine pass after the charge: its failure costs the budget,
+    as ``od``'s does); the header holds nothing that depends on M.
+
     Out of core: with a ``Loaded`` input, ``buckets`` (default: as many as the engine's memory
     limit needs, :func:`privmob.engine.buckets.plan_buckets`; 1 without a limit) splits the
     users by a hash of the user id; the summed counts equal the single-pass counts.
@@ -212,13 +239,15 @@ def report_draft(
     accountant.precheck(cost)
     step = progress or (lambda _msg: None)
     zcdp = {} if plan is None else _zcdp_description(plan)
+    choice = config.bound_choice
+    parts = report_parts(config, plan)
     header = Release(
         kind="report",
         cost=cost,
         unit=config.unit,
-        bounds={"max_trips_per_user": config.max_trips, "ends_per_trip": 2, **_cell_cap(config)},
+        bounds=_bounds(config, chosen=choice is None),
         noise={"kind": config.noise_kind.value, "confidence": config.confidence, **zcdp},
-        params=config.to_dict() | ({"mechanisms": plan.to_dict()} if plan else {}),
+        params=_params(config, plan, chosen=choice is None),
         domain={
             "tiles": tiles.k,
             "tile_ids": list(tiles.ids),
@@ -226,25 +255,41 @@ def report_draft(
         },
         tables={},
         for_publication=r.for_publication,
-        cost_parts=plan.cost_parts if plan is not None and plan.gaussian else None,
+        cost_parts=parts,
     )
-    step("aggregating in the engine")
-    key = fresh_key(r)
-    if isinstance(points, Loaded):
-        n = buckets or plan_buckets(points, report_memory(getattr(engine, "memory_limit", None)))
-        exact = bucketed_exact_counts(points, config, tiles, key, n, step)
-    else:
-        exact = exact_counts(engine, points, config, tiles, key)
+
+    def count(cfg: ReportConfig) -> dict[str, npt.NDArray[np.int64]]:
+        step("aggregating in the engine")
+        key = fresh_key(r)
+        if isinstance(points, Loaded):
+            limit = report_memory(getattr(engine, "memory_limit", None))
+            n = buckets or plan_buckets(points, limit)
+            return bucketed_exact_counts(points, cfg, tiles, key, n, step)
+        return exact_counts(engine, points, cfg, tiles, key)
+
+    # with a bound to choose, the users' trips per user (exact, read by the choice after the
+    # charge) and no counts yet: they need the bound
+    exact = count(config) if choice is None else None
+    if choice is not None:
+        step("counting the trips of each user (for the bound)")
+    histogram = None if choice is None else _trips_per_user(engine, points, choice, buckets, step)
 
     def draw() -> Release:
+        cfg, drawn_plan = config, plan
+        if choice is not None and histogram is not None:  # paid: the bound, then the counts
+            cfg = config.at_bound(choose_bound(histogram, choice, config.bound_epsilon, r))
+            drawn_plan = _plan_at_bound(cfg, plan)
+            step(f"counting trips with at most {cfg.max_trips} per user")
+        counts = exact if exact is not None else count(cfg)
         step("adding noise")
-        results, tables = _release_all(exact, config, tiles, r, plan)
-        signal = report_signal(results, config.unit.value)
-        return header.drawn(
+        results, tables = _release_all(counts, cfg, tiles, r, drawn_plan)
+        signal = report_signal(results, cfg.unit.value)
+        release = header.drawn(
             tables,
+            params=_params(cfg, drawn_plan, chosen=True),
             extra={
                 "analyses": {
-                    name: res.to_dict() | _mechanisms_of(name, plan)
+                    name: res.to_dict() | _mechanisms_of(name, drawn_plan)
                     for name, res in results.items()
                 },
                 "signal": signal,
@@ -257,8 +302,67 @@ def report_draft(
                 },
             },
         )
+        release.bounds = type(release.bounds).of(_bounds(cfg, chosen=True))
+        return release
 
     return Draft(header, "DP mobility report", draw)
+
+
+def _bounds(cfg: ReportConfig, *, chosen: bool) -> JSONObject:
+    """The release's bounds: M (:data:`~privmob.releases.bound_choice.CHOSEN` until a bound
+    chosen privately exists, and then its candidates beside it)."""
+    m: JSON = cfg.max_trips if chosen else CHOSEN
+    out: JSONObject = {"max_trips_per_user": m, "ends_per_trip": 2, **_cell_cap(cfg)}
+    if cfg.bound_choice is not None:
+        out["bound_candidates"] = [1, cfg.bound_choice.max_bound]
+    return out
+
+
+def _params(cfg: ReportConfig, plan: CompositionPlan | None, *, chosen: bool) -> JSONObject:
+    """The release's parameters; before a bound chosen privately exists (``chosen`` False),
+    nothing that depends on it (M, the bins of trips per user and tiles per user, each part's
+    sensitivity and noise): those are stated in the release, at the bound chosen."""
+    params = cfg.to_dict() | ({"mechanisms": plan.to_dict(at_bound=chosen)} if plan else {})
+    if not chosen:
+        params["max_trips_per_user"] = CHOSEN
+        ranges = dict(json_object(params["ranges"]))
+        for name, top in (("trips_per_user", "M + 1"), ("user_tile_count", "2 M + 1")):
+            ranges[name] = f"1 to {top} by 1, M the bound chosen"
+        params["ranges"] = ranges
+    return params
+
+
+def _plan_at_bound(cfg: ReportConfig, plan: CompositionPlan | None) -> CompositionPlan | None:
+    """The composition plan at the bound chosen: the Gaussian parts, shares and costs of the
+    plan charged (made at the largest candidate), the noise scaled to the bound's
+    sensitivities."""
+    if plan is None:
+        return None
+    at = plan_composition(cfg, plan.gaussian_parts)
+    if at.cost_parts != plan.cost_parts:
+        raise RuntimeError("the plan at the bound chosen costs what was not charged: a bug")
+    return at
+
+
+def _trips_per_user(
+    engine: Engine,
+    points: str | Loaded,
+    choice: BoundChoice,
+    buckets: int | None,
+    step: Callable[[str], None],
+) -> npt.NDArray[np.int64]:
+    """Users per number of trips (as the bounding counts them: every trip with a uid and a
+    tid; index min(n, cap + 1)), exact, over user buckets of a ``Loaded`` input."""
+
+    def rows(view: str) -> str:
+        return f"(SELECT DISTINCT uid, tid FROM {view} WHERE uid IS NOT NULL AND tid IS NOT NULL)"
+
+    cap = choice.max_bound
+    if isinstance(points, Loaded):
+        return records_per_user(
+            points, lambda part: rows(part.view), cap, buckets=buckets, step=step
+        )
+    return dense_counts(engine, per_user_histogram_sql(rows(points), cap), (cap + 2,))
 
 
 mobility_report = through_the_gate(report_draft)

@@ -210,6 +210,11 @@ class CompositionPlan:
     def gaussian(self) -> bool:
         return self.rho > 0
 
+    @property
+    def gaussian_parts(self) -> tuple[str, ...]:
+        """The parts with Gaussian noise, ``analysis/part``."""
+        return tuple(f"{c.part.analysis}/{c.part.part}" for c in self.choices if c.gaussian)
+
     def choice(self, analysis: str, part: str) -> Choice:
         for c in self.choices:
             if (c.part.analysis, c.part.part) == (analysis, part):
@@ -262,7 +267,21 @@ class CompositionPlan:
             total = total + c
         return total
 
-    def to_dict(self) -> JSONObject:
+    def to_dict(self, at_bound: bool = True) -> JSONObject:
+        """The plan as the metadata states it; ``at_bound`` False: before a bound chosen
+        privately exists (each part's mechanism, share and cost, which do not depend on it; not
+        its sensitivities, noise scale or margins, which do)."""
+        parts: JSONObject = {
+            f"{c.part.analysis}/{c.part.part}": c.to_dict()
+            if at_bound
+            else {
+                "mechanism": c.noise.kind.value,
+                "share_of_budget": c.part.share,
+                **({"rho": c.rho} if c.gaussian else {"epsilon": c.epsilon}),
+                "sensitivity_and_noise": "stated in the release, at the bound chosen",
+            }
+            for c in self.choices
+        }
         return {
             "composition": self.composition,
             "delta": self.delta if self.gaussian else 0.0,
@@ -274,7 +293,7 @@ class CompositionPlan:
             "rule": "per part, discrete Gaussian where its expected error E|noise| is smaller "
             "than discrete Laplace's at its pure share, no part's expected error larger than "
             "under pure composition (then its 95% margin is smaller too)",
-            "parts": {f"{c.part.analysis}/{c.part.part}": c.to_dict() for c in self.choices},
+            "parts": parts,
         }
 
     def notes(self) -> list[str]:
@@ -332,14 +351,16 @@ def _gaussian_parts(
     cfg: ReportConfig,
     delta: float,
     lap: list[tuple[float, int]],
+    margins: bool = True,
 ) -> tuple[float, dict[int, Choice]]:
-    """The zCDP budget of the parts ``chosen`` as Gaussian, and their choices."""
+    """The zCDP budget of the parts ``chosen`` as Gaussian, and their choices (``margins``
+    False: their 95% margins left at 0, for a set only compared by expected errors)."""
     share_g = math.fsum(parts[i].share for i in chosen)
     rho_g = rho_for_zcdp_epsilon(cfg.epsilon * share_g, delta)
     picks = {}
     for i in chosen:
         noise, rho = _gaussian(parts[i], rho_g, share_g)
-        m = noise.margin_of_error(cfg.confidence)
+        m = noise.margin_of_error(cfg.confidence) if margins else 0
         typ = expected_abs_error(noise)
         picks[i] = Choice(
             parts[i],
@@ -369,7 +390,7 @@ def _candidates(
     out = [tuple(sorted(order[:size])) for size in range(len(order), 0, -1)]
     chosen = tuple(range(len(parts)))
     while chosen:
-        _rho, picks = _gaussian_parts(parts, chosen, cfg, delta, lap)
+        _rho, picks = _gaussian_parts(parts, chosen, cfg, delta, lap, margins=False)
         kept = tuple(i for i in chosen if picks[i].typical < picks[i].laplace_typical)
         if kept == chosen:
             break
@@ -379,8 +400,27 @@ def _candidates(
     return out
 
 
-def plan_composition(cfg: ReportConfig) -> CompositionPlan:
-    """The mechanism of every part and the report's cost (module docstring: the rule)."""
+#: plans already made, by the config's repr (every public parameter): a plan depends on the
+#: config alone, and the split's solve, its notes, the plan and the draft ask for the same one
+_PLANS: dict[str, CompositionPlan] = {}
+_PLANS_KEPT = 64
+
+
+def plan_composition(cfg: ReportConfig, gaussian: tuple[str, ...] | None = None) -> CompositionPlan:
+    """The mechanism of every part and the report's cost (module docstring: the rule);
+    ``gaussian``: the Gaussian parts given (``analysis/part``, as :attr:`CompositionPlan.
+    gaussian_parts` names them) rather than chosen: a bound chosen privately keeps the parts
+    chosen at its largest candidate, so the charge does not depend on the bound."""
+    key = repr((cfg, gaussian))
+    plan = _PLANS.get(key)
+    if plan is None:
+        if len(_PLANS) >= _PLANS_KEPT:
+            _PLANS.clear()
+        plan = _PLANS[key] = _plan_composition(cfg, gaussian)
+    return plan
+
+
+def _plan_composition(cfg: ReportConfig, gaussian: tuple[str, ...] | None) -> CompositionPlan:
     how, delta = resolved(cfg)
     parts = noise_parts(cfg)
     laplace = [_laplace(p, cfg) for p in parts]
@@ -391,18 +431,20 @@ def plan_composition(cfg: ReportConfig) -> CompositionPlan:
     ]
     if how == "pure":
         return CompositionPlan(cfg.epsilon, 0.0, how, tuple(pure), 0.0, cfg.epsilon, cfg.unit)
-    best: tuple[float, float, dict[int, Choice]] = (0.0, 0.0, {})
-    every: dict[int, Choice] = {}
-    for chosen in _candidates(parts, cfg, delta, lap_margin):
-        rho_g, picks = _gaussian_parts(parts, chosen, cfg, delta, lap_margin)
-        if len(picks) == len(parts):
-            every = picks
+    best: tuple[float, tuple[int, ...]] = (0.0, ())
+    if gaussian is not None:
+        names = [f"{p.analysis}/{p.part}" for p in parts]
+        best = (0.0, tuple(names.index(n) for n in gaussian))
+    for chosen in _candidates(parts, cfg, delta, lap_margin) if gaussian is None else ():
+        _rho, picks = _gaussian_parts(parts, chosen, cfg, delta, lap_margin, margins=False)
         if any(c.typical >= c.laplace_typical for c in picks.values()):
             continue
         gain = math.fsum(math.log(c.laplace_typical / c.typical) for c in picks.values())
         if gain > best[0]:
-            best = (gain, rho_g, picks)
-    _gain, rho_g, picks = best
+            best = (gain, chosen)
+    # the margins of the set chosen, and of every part Gaussian (what the plan says it would be)
+    _rho, every = _gaussian_parts(parts, tuple(range(len(parts))), cfg, delta, lap_margin)
+    rho_g, picks = _gaussian_parts(parts, best[1], cfg, delta, lap_margin) if best[1] else (0.0, {})
     choices = tuple(
         picks[i]
         if i in picks

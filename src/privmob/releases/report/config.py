@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from typing import Required, TypedDict
 
 from privmob.domain import check_order, parse_date
 from privmob.errors import ConfigError
 from privmob.json_types import JSONObject
+from privmob.privacy.bound_choice import BoundChoice
 from privmob.privacy.costs import PrivacyUnit
 from privmob.privacy.mechanisms import NoiseKind
 from privmob.privacy.quantiles import Bins
@@ -28,7 +29,7 @@ class BuildOptions(TypedDict, total=False):
     required)."""
 
     epsilon: Required[float]
-    max_trips: Required[int | None]
+    max_trips: Required[int | str | None]
     period: Required[tuple[str | date | datetime | None, str | date | datetime | None] | None]
     unit: PrivacyUnit | str
     analyses: Sequence[str] | None
@@ -41,6 +42,7 @@ class BuildOptions(TypedDict, total=False):
     composition: str
     delta: float | None
     od_cell_cap: int | None
+    bound_choice: BoundChoice | None
 
 
 # analyses that release a histogram over declared bins plus a DP five-number summary
@@ -138,6 +140,11 @@ def _range(name: str, value: Sequence[float]) -> tuple[float, float, float]:
     return lo, hi, width
 
 
+def _fixed(max_trips: int | str | None) -> int | None:
+    """A bound given as a number (``"auto"`` is :class:`BoundChoice`'s)."""
+    return None if max_trips is None else _whole(max_trips, "bound per user")
+
+
 def report_bound(max_trips: int | None, unit: PrivacyUnit) -> int:
     """The most trips kept per user (M): required for user-level privacy (it sets the noise
     scale), 1 at trip level when not given."""
@@ -186,13 +193,18 @@ class ReportConfig:
     #: the most trips of one user counted in any one OD cell of od_flows (None: no cap of its
     #: own); enforced before counting, it lowers od_flows' L2 sensitivity (zCDP only)
     od_cell_cap: int | None = None
+    #: M chosen privately (``max_trips="auto"``): how (:mod:`privmob.privacy.bound_choice`),
+    #: and the epsilon of the choice; ``epsilon`` is then the analyses' rest of the total and
+    #: ``max_trips`` the largest candidate until the bound is chosen (:meth:`at_bound`)
+    bound_choice: BoundChoice | None = None
+    bound_epsilon: float = 0.0
 
     @classmethod
     def build(
         cls,
         *,
         epsilon: float,
-        max_trips: int | None,
+        max_trips: int | str | None,
         period: tuple[str | date | datetime | None, str | date | datetime | None] | None,
         unit: PrivacyUnit | str = PrivacyUnit.USER,
         analyses: Sequence[str] | None = None,
@@ -205,17 +217,30 @@ class ReportConfig:
         composition: str = "auto",
         delta: float | None = None,
         od_cell_cap: int | None = None,
+        bound_choice: BoundChoice | None = None,
     ) -> ReportConfig:
         """The config from plain values (the Session's keywords and the command's options):
         ``max_trips`` None is 1 at trip level and refused at user level; ``period`` is
         ``(start, end)``; ``weights`` per analysis (missing: 1); ``ranges`` per histogram
         ``(lo, hi, width)``; ``time_windows`` the hours that start the windows (with target
-        margins: :func:`~.split.build_config`)."""
+        margins: :func:`~.split.build_config`); ``max_trips="auto"``: chosen privately as
+        ``bound_choice`` says (default :class:`~privmob.privacy.bound_choice.BoundChoice`)."""
+        from privmob.releases.bound_choice import chosen
+
         start, end = period if period is not None else (None, None)
         unit = PrivacyUnit(unit)
+        choice = chosen(max_trips, bound_choice)
+        if choice is not None and not choice.auto:
+            raise ConfigError(
+                "the mobility report does not rescale its counts",
+                hint=spelled("leave out --rescale", "leave out rescale="),
+            )
+        eps_choice, _, eps_rest = choice.epsilons(float(epsilon)) if choice else (0.0, 0.0, 0.0)
         return cls(
-            epsilon=float(epsilon),
-            max_trips=report_bound(max_trips, unit),
+            epsilon=eps_rest if choice else float(epsilon),
+            bound_choice=choice,
+            bound_epsilon=eps_choice,
+            max_trips=choice.max_bound if choice else report_bound(_fixed(max_trips), unit),
             period=(_to_datetime(start), _to_datetime(end)),
             unit=unit,
             analyses=tuple(analyses) if analyses else ANALYSES,
@@ -270,6 +295,23 @@ class ReportConfig:
                 raise ConfigError(f"no declared range for {name!r}")
         resolve_composition(self.composition, self.delta)  # known, with a delta it can use
         self._check_od_cell_cap()
+        if self.bound_choice is not None and self.unit is not PrivacyUnit.USER:
+            raise ConfigError(
+                "a bound chosen privately (auto) needs user-level privacy",
+                hint="use --unit user (a trip-level report keeps one trip per unit)",
+            )
+
+    @property
+    def total_epsilon(self) -> float:
+        """The whole report's epsilon: the analyses' and, with a chosen bound, the choice's
+        (they add up to the epsilon given, exactly: :meth:`BoundChoice.epsilons`)."""
+        return self.bound_epsilon + self.epsilon
+
+    def at_bound(self, max_trips: int) -> ReportConfig:
+        """This config with the bound chosen (``max_trips``, 1..the largest candidate)."""
+        if self.bound_choice is None or not 1 <= max_trips <= self.bound_choice.max_bound:
+            raise ValueError(f"no bound to choose, or {max_trips} is not a candidate")
+        return replace(self, max_trips=int(max_trips))
 
     def _check_od_cell_cap(self) -> None:
         """A per-cell cap of od_flows only where it lowers a sensitivity the noise uses: user
@@ -352,8 +394,13 @@ class ReportConfig:
             if self.omitted
             else {}
         )
+        chosen: JSONObject = (
+            {}
+            if self.bound_choice is None
+            else {"bound_choice": self.bound_choice.to_dict(self.total_epsilon)}
+        )
         return {
-            "epsilon": self.epsilon,
+            "epsilon": self.total_epsilon,
             "max_trips_per_user": self.max_trips,
             "unit": self.unit.value,
             "period": [self.period[0].isoformat(), self.period[1].isoformat()],
@@ -369,4 +416,5 @@ class ReportConfig:
             **({"target_margins": dict(self.target_margins)} if self.target_margins else {}),
             **omitted,
             **self._composition_dict(),
+            **chosen,
         }

@@ -15,6 +15,7 @@ from privmob.privacy.costs import PrivacyUnit
 from privmob.privacy.l2_bounds import capped_l2_squared, l2_of
 from privmob.privacy.mechanisms import calibrate
 from privmob.releases.base import Accountant
+from privmob.releases.bound_choice import choice_notes
 from privmob.releases.gate import Draft
 from privmob.releases.kinds import SAME_TILE_RULES
 from privmob.releases.specs import Plan, Progress, domain_memory
@@ -103,18 +104,25 @@ class ReportSpec:
                     cfg.noise_kind, eps, l1_sensitivity=sensitivity(name, cfg, "trips")
                 )
                 margins.append(float(dist.margin_of_error(0.95)))
+        largest = max(margins, default=0.0)
+        chosen = (
+            ()
+            if cfg.bound_choice is None
+            else choice_notes(cfg.bound_choice, cfg.bound_epsilon, largest)
+        )
         return Plan(
             kind=self.kind,
             cost=report_cost(cfg, plan),
             cells=cells,
             memory_bytes=domain_memory(cells, cells),
             output_rows=cells,
-            margin_of_error_95=max(margins, default=0.0),
+            margin_of_error_95=largest,
             noise=str(cfg.noise_kind)
             if plan is None or not plan.gaussian
             else "discrete-laplace and discrete-gaussian (zCDP composition)",
             parts=len(cfg.selected),
             notes=(
+                *chosen,
                 *omitted_note(cfg),
                 *cell_cap_note(cfg),
                 *(target_notes(cfg) if cfg.target_margins else ()),
