@@ -111,6 +111,48 @@ def test_spilled_buckets_partition_the_users_in_a_private_directory(tmp_path):
     assert spill_dirs(tmp_path) == []  # removed after success
 
 
+def test_the_bucket_writer_buffers_fewer_rows_per_bucket_the_more_buckets(tmp_path):
+    """Under a memory limit the user-bucket writer (PARTITION_BY) buffers up to DuckDB's
+    flush threshold per thread, in blocks kept per bucket: its threshold is DuckDB's share
+    over buckets x threads (one threshold for any number of buckets ran out of DuckDB's 136
+    MiB at 1 GB over 2,000 Voronoi cells: 94 buckets of 50M trip points with 356k rows; with
+    20k rows the same write ran). The engine's own threshold is back after the write."""
+    from privmob.engine.buckets import WRITER_FLUSH_ROWS, writer_flush_rows
+
+    engine = int(136 * 2**20 / DUCKDB_SHARE)  # DuckDB's 136 MiB at 1 GB over 2,000 cells
+    assert writer_flush_rows(engine, 94, 2) <= 20_000 < engine // 800
+    assert writer_flush_rows(engine, 23, 2) > writer_flush_rows(engine, 94, 2)
+    assert writer_flush_rows(engine, 1, 1) <= WRITER_FLUSH_ROWS[1]
+    assert writer_flush_rows(engine, 10**6, 8) == WRITER_FLUSH_ROWS[0]
+
+    class Spy:  # the threshold each COPY ran with
+        def __init__(self, con):
+            self.con, self.seen = con, []
+
+        def execute(self, sql, *args):
+            if sql.startswith("COPY"):
+                setting = "SELECT current_setting('partitioned_write_flush_threshold')"
+                self.seen.append(int(self.con.execute(setting).fetchone()[0]))
+            return self.con.execute(sql, *args)
+
+        def __getattr__(self, name):
+            return getattr(self.con, name)
+
+    df = random_trips(200, 9, seed=4)
+    with DuckDBEngine(memory_limit="2GB", spill_dir=tmp_path) as eng:
+        trips = load_trips(df, engine=eng, tessellation=box_grid(3))
+        setting = "SELECT current_setting('partitioned_write_flush_threshold') AS p"
+        own = int(eng.fetch(setting)["p"].iloc[0])
+        threads = int(eng.fetch("SELECT current_setting('threads') AS t")["t"].iloc[0])
+        eng.con = spy = Spy(eng.con)
+        total = bucketed_counts(trips, lambda part: np.array([1]), 50)
+        eng.con = spy.con
+        assert int(eng.fetch(setting)["p"].iloc[0]) == own
+    assert total[0] == 50
+    assert spy.seen == [writer_flush_rows(eng.memory_limit, 50, threads)]
+    assert spy.seen[0] < own
+
+
 def test_spill_directory_is_removed_after_a_failure(tmp_path):
     df = random_trips(50, 9, seed=6)
     with DuckDBEngine(spill_dir=tmp_path) as eng:
