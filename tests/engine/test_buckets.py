@@ -7,6 +7,7 @@ import math
 import stat
 
 import numpy as np
+import pandas as pd
 import pytest
 from tests.helpers import box_grid, random_trips, record_bucket_columns
 
@@ -151,6 +152,49 @@ def test_the_bucket_writer_buffers_fewer_rows_per_bucket_the_more_buckets(tmp_pa
     assert total[0] == 50
     assert spy.seen == [writer_flush_rows(eng.memory_limit, 50, threads)]
     assert spy.seen[0] < own
+
+
+def test_a_buckets_tile_lookup_is_dropped_once_the_bucket_is_counted(tmp_path):
+    """Trips by coordinates over polygons get a tile lookup per user bucket (a DuckDB table
+    within its memory limit): each is dropped once its bucket is counted. Kept, 23 of them
+    (50M trips over 2,000 Voronoi cells at 1 GB) filled DuckDB's share by the 22nd bucket."""
+    rng = np.random.default_rng(3)
+    n = 400
+    rides = pd.DataFrame(
+        {
+            "person": rng.integers(0, 60, n),
+            "started_at": pd.Timestamp("2024-01-01 08:00") + pd.to_timedelta(np.arange(n), "min"),
+            "start_lat": 52.0 + rng.random(n) * 0.03,
+            "start_lng": 13.0 + rng.random(n) * 0.03,
+            "end_lat": 52.0 + rng.random(n) * 0.03,
+            "end_lng": 13.0 + rng.random(n) * 0.03,
+        }
+    )
+    import geopandas as gpd
+    import shapely
+
+    from privmob.data.tessellation_input import load_tessellation
+
+    frame = shapely.box(13.0, 52.0, 13.03, 52.03)  # 12 irregular cells: point in polygon
+    seeds = shapely.multipoints(np.c_[13.0, 52.0] + rng.random((12, 2)) * 0.03)
+    cells = [c & frame for c in shapely.get_parts(shapely.voronoi_polygons(seeds, extend_to=frame))]
+    tess = load_tessellation(
+        gpd.GeoDataFrame({"tile_id": range(len(cells))}, geometry=cells, crs="EPSG:4326")
+    )
+    tables = "SELECT count(*) AS n FROM duckdb_tables() WHERE table_name LIKE 'pm_coordtiles%'"
+    with DuckDBEngine(spill_dir=tmp_path) as eng:
+        trips = load_trips_any(rides, engine=eng, tessellation=tess, columns={"uid": "person"})
+        live: list[int] = []
+
+        def count(part):
+            got = eng.fetch(f"SELECT count(*) AS n FROM {part.view} WHERE origin >= 0")
+            live.append(int(eng.fetch(tables)["n"].iloc[0]))
+            return np.array([int(got["n"].iloc[0])])
+
+        total = bucketed_counts(trips, count, 5)
+        assert int(eng.fetch(tables)["n"].iloc[0]) == 0 and eng.stored == []
+    assert live == [1] * 5  # one lookup at a time: this bucket's
+    assert total[0] == n  # every trip counted once, in its own bucket
 
 
 def test_spill_directory_is_removed_after_a_failure(tmp_path):

@@ -412,11 +412,18 @@ def bucketed_counts(
             parts = spilled_buckets(loaded, n_buckets, directory, columns)
         else:  # engines that spill by themselves: filtered views
             parts = user_buckets(loaded, n_buckets)
-        for i, part in enumerate(parts):
+        stored = getattr(eng, "stored", None)  # tables a bucket stores (its tile lookup)
+        for i in range(n_buckets):
+            kept = len(stored) if stored is not None else 0
+            part = next(parts)  # a bucket's relation (a tile lookup made here or when read)
             if step is not None:
                 step(f"{what}: user bucket {i + 1}/{n_buckets}")
             c = count(part)
             total = c if total is None else total + c
+            if stored is not None:  # nothing reads a counted bucket again
+                eng.drop_stored(kept)  # type: ignore[attr-defined]
+        for _ in parts:  # each bucket yielded exactly once: the generators end (and clean up)
+            raise AssertionError("more user buckets than planned")
     assert total is not None
     return total
 
