@@ -7,6 +7,7 @@ import math
 import stat
 
 import numpy as np
+import pandas as pd
 import pytest
 from tests.helpers import box_grid, random_trips, record_bucket_columns
 
@@ -109,6 +110,91 @@ def test_spilled_buckets_partition_the_users_in_a_private_directory(tmp_path):
     assert dir_modes == [0o700] * n_buckets  # the spill directory is private ...
     assert other_access and not any(other_access)  # ... and so are its files
     assert spill_dirs(tmp_path) == []  # removed after success
+
+
+def test_the_bucket_writer_buffers_fewer_rows_per_bucket_the_more_buckets(tmp_path):
+    """Under a memory limit the user-bucket writer (PARTITION_BY) buffers up to DuckDB's
+    flush threshold per thread, in blocks kept per bucket: its threshold is DuckDB's share
+    over buckets x threads (one threshold for any number of buckets ran out of DuckDB's 136
+    MiB at 1 GB over 2,000 Voronoi cells: 94 buckets of 50M trip points with 356k rows; with
+    20k rows the same write ran). The engine's own threshold is back after the write."""
+    from privmob.engine.buckets import WRITER_FLUSH_ROWS, writer_flush_rows
+
+    engine = int(136 * 2**20 / DUCKDB_SHARE)  # DuckDB's 136 MiB at 1 GB over 2,000 cells
+    assert writer_flush_rows(engine, 94, 2) <= 20_000 < engine // 800
+    assert writer_flush_rows(engine, 23, 2) > writer_flush_rows(engine, 94, 2)
+    assert writer_flush_rows(engine, 1, 1) <= WRITER_FLUSH_ROWS[1]
+    assert writer_flush_rows(engine, 10**6, 8) == WRITER_FLUSH_ROWS[0]
+
+    class Spy:  # the threshold each COPY ran with
+        def __init__(self, con):
+            self.con, self.seen = con, []
+
+        def execute(self, sql, *args):
+            if sql.startswith("COPY"):
+                setting = "SELECT current_setting('partitioned_write_flush_threshold')"
+                self.seen.append(int(self.con.execute(setting).fetchone()[0]))
+            return self.con.execute(sql, *args)
+
+        def __getattr__(self, name):
+            return getattr(self.con, name)
+
+    df = random_trips(200, 9, seed=4)
+    with DuckDBEngine(memory_limit="2GB", spill_dir=tmp_path) as eng:
+        trips = load_trips(df, engine=eng, tessellation=box_grid(3))
+        setting = "SELECT current_setting('partitioned_write_flush_threshold') AS p"
+        own = int(eng.fetch(setting)["p"].iloc[0])
+        threads = int(eng.fetch("SELECT current_setting('threads') AS t")["t"].iloc[0])
+        eng.con = spy = Spy(eng.con)
+        total = bucketed_counts(trips, lambda part: np.array([1]), 50)
+        eng.con = spy.con
+        assert int(eng.fetch(setting)["p"].iloc[0]) == own
+    assert total[0] == 50
+    assert spy.seen == [writer_flush_rows(eng.memory_limit, 50, threads)]
+    assert spy.seen[0] < own
+
+
+def test_a_buckets_tile_lookup_is_dropped_once_the_bucket_is_counted(tmp_path):
+    """Trips by coordinates over polygons get a tile lookup per user bucket (a DuckDB table
+    within its memory limit): each is dropped once its bucket is counted. Kept, 23 of them
+    (50M trips over 2,000 Voronoi cells at 1 GB) filled DuckDB's share by the 22nd bucket."""
+    rng = np.random.default_rng(3)
+    n = 400
+    rides = pd.DataFrame(
+        {
+            "person": rng.integers(0, 60, n),
+            "started_at": pd.Timestamp("2024-01-01 08:00") + pd.to_timedelta(np.arange(n), "min"),
+            "start_lat": 52.0 + rng.random(n) * 0.03,
+            "start_lng": 13.0 + rng.random(n) * 0.03,
+            "end_lat": 52.0 + rng.random(n) * 0.03,
+            "end_lng": 13.0 + rng.random(n) * 0.03,
+        }
+    )
+    import geopandas as gpd
+    import shapely
+
+    from privmob.data.tessellation_input import load_tessellation
+
+    frame = shapely.box(13.0, 52.0, 13.03, 52.03)  # 12 irregular cells: point in polygon
+    seeds = shapely.multipoints(np.c_[13.0, 52.0] + rng.random((12, 2)) * 0.03)
+    cells = [c & frame for c in shapely.get_parts(shapely.voronoi_polygons(seeds, extend_to=frame))]
+    tess = load_tessellation(
+        gpd.GeoDataFrame({"tile_id": range(len(cells))}, geometry=cells, crs="EPSG:4326")
+    )
+    tables = "SELECT count(*) AS n FROM duckdb_tables() WHERE table_name LIKE 'pm_coordtiles%'"
+    with DuckDBEngine(spill_dir=tmp_path) as eng:
+        trips = load_trips_any(rides, engine=eng, tessellation=tess, columns={"uid": "person"})
+        live: list[int] = []
+
+        def count(part):
+            got = eng.fetch(f"SELECT count(*) AS n FROM {part.view} WHERE origin >= 0")
+            live.append(int(eng.fetch(tables)["n"].iloc[0]))
+            return np.array([int(got["n"].iloc[0])])
+
+        total = bucketed_counts(trips, count, 5)
+        assert int(eng.fetch(tables)["n"].iloc[0]) == 0 and eng.stored == []
+    assert live == [1] * 5  # one lookup at a time: this bucket's
+    assert total[0] == n  # every trip counted once, in its own bucket
 
 
 def test_spill_directory_is_removed_after_a_failure(tmp_path):

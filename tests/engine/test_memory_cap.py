@@ -165,3 +165,56 @@ def test_the_report_on_real_polygons_stays_within_512mb(tmp_path: Path, shared_d
     assert got["code"] == 0, got["err"]
     assert got["peak"] <= 1.1 * 512 * MB, f"peak {got['peak'] / MB:.0f} MB"
     assert out.is_file()
+
+
+def voronoi_cells(path: Path, n: int = 2000) -> Path:
+    """``n`` irregular Voronoi cells over New York's bounding box (seeded), as
+    benchmarks/suite.py draws its ``voronoi-2000`` layer."""
+    import geopandas as gpd
+    import numpy as np
+    import shapely
+
+    lo, hi = np.array([-74.26, 40.49]), np.array([-73.70, 40.92])
+    xy = lo + np.random.default_rng(0).random((n, 2)) * (hi - lo)
+    frame = shapely.box(*lo, *hi)
+    cells = shapely.get_parts(shapely.voronoi_polygons(shapely.multipoints(xy), extend_to=frame))
+    polygons = [shapely.intersection(c, frame) for c in cells]
+    gpd.GeoDataFrame({"tile_id": range(len(polygons))}, geometry=polygons, crs=4326).to_file(
+        path, driver="GeoJSON"
+    )
+    return path
+
+
+def test_the_report_on_2000_voronoi_cells_is_held_to_1gb_or_refused_before_reading(
+    tmp_path: Path,
+) -> None:
+    """The mobility report over 2,000 irregular Voronoi cells (4 million OD cells) at
+    ``--memory-limit 1GB``, the smallest limit whose plan is not refused (at 512 MB the domain
+    alone does not fit): a real ``privmob`` process either runs within 1.1 x the limit or is
+    refused before reading with the minimum it needs, nothing charged. The input is small on
+    purpose: what outgrew the limit is publishing the 4 million cells (a Python string per OD
+    cell's origin and destination, a Python float per cell for the ranking curve, the JSON
+    document joined in one string), 1.47 GB at 1 GB before issue 43's fix, whatever the input's
+    size."""
+    from privmob.data.synth import synth_trip_points
+
+    cells = voronoi_cells(tmp_path / "voronoi.geojson")
+    points = tmp_path / "points.parquet"
+    synth_trip_points(
+        points, n_users=2000, mean_trips_per_user=5.0, trips_sigma=0.0,
+        extra_points_per_trip=0.0, days=28, start="2024-01-01", tessellation=str(cells), seed=1,
+    )  # fmt: skip
+    out = tmp_path / "report.html"
+    args = ["report", str(points), "-t", str(cells), "-e", "1", "-T", "10",
+            "--start", "2024-01-01", "--end", "2024-01-29", "--memory-limit", "1GB",
+            "--spill-dir", str(tmp_path), "-o", str(out), "--test-mode", "--seed", "1"]  # fmt: skip
+    got = _peak(tmp_path, args)
+    if got["code"] == 0:  # it ran: within the cap
+        assert got["peak"] <= 1.1 * 1000 * MB, f"peak {got['peak'] / MB:.0f} MB"
+        assert out.is_file()
+        assert "reading and validating the trip points" in got["err"]
+    else:  # refused before reading: the minimum said, no input step run, nothing written
+        assert got["code"] == 2, got["err"]
+        assert "below the minimum of" in got["err"] or "needs about" in got["err"], got["err"]
+        assert "reading and validating" not in got["err"]
+        assert not out.exists()

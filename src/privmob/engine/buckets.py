@@ -78,6 +78,18 @@ PARTS_MIN_MEMORY = 10**9
 PART_MEMORY = 64 * 10**6
 #: Prefix of the spill directories (one per bucketed count, removed afterwards).
 SPILL_PREFIX = "privmob-buckets-"
+#: DuckDB memory the user-bucket writer (``PARTITION_BY``) needs per row it buffers, per open
+#: bucket and thread: each thread buffers up to ``partitioned_write_flush_threshold`` rows
+#: before writing them out, in blocks kept per bucket, so the writer's memory grows with the
+#: number of buckets. One threshold for any number of buckets (the engine memory / 800 rows)
+#: ran out of DuckDB's share at 1 GB on 50M records over 2,000 Voronoi cells, where the OD
+#: domain leaves DuckDB 136 MiB: 94 buckets of the report's trip points with 356k rows, 23 of
+#: od's trips with 361k; 94 buckets with 20k rows ran within it (benchmarks/bench_memory_cap.py,
+#: 2026-12-02). This sets the threshold to DuckDB's share / (buckets x threads x 64 B).
+WRITER_BYTES_PER_ROW = 64
+#: the fewest rows a thread buffers before the bucket writer writes them (fewer: more, smaller
+#: writes) and the most (DuckDB's default)
+WRITER_FLUSH_ROWS = (2048, 524_288)
 
 _UNITS = {
     "": 1,
@@ -190,6 +202,17 @@ def plan_buckets(
     return buckets_for(source_rows(loaded), memory_limit, bytes_per_row)
 
 
+def writer_flush_rows(engine_memory: int, n_buckets: int, threads: int) -> int:
+    """``partitioned_write_flush_threshold`` for writing ``n_buckets`` user buckets with
+    ``threads`` threads when the engine has ``engine_memory`` bytes (DuckDB's share of it:
+    :func:`duckdb_memory_limit`): :data:`WRITER_BYTES_PER_ROW` per buffered row, per bucket
+    and thread, within that share."""
+    duck = int(engine_memory * DUCKDB_SHARE)
+    rows = duck // (max(1, n_buckets) * max(1, threads) * WRITER_BYTES_PER_ROW)
+    low, high = WRITER_FLUSH_ROWS
+    return max(low, min(high, rows))
+
+
 def duckdb_memory_limit(memory_limit: str | int) -> str:
     """DuckDB's own ``memory_limit`` for a privmob ``--memory-limit`` (a share of it: the
     process also holds Python, Arrow results and the count vectors)."""
@@ -291,12 +314,15 @@ def spilled_buckets(
     select = ", ".join(f'"{c}"' for c in cols)
     target = str(directory / "parts").replace("'", "''")
     bucket = bucket_expr(eng.dialect, n_buckets)
+    con = eng.con  # type: ignore[attr-defined]
+    engine_memory = getattr(eng, "memory_limit", None)
     try:
-        eng.con.execute(  # type: ignore[attr-defined]
-            f"COPY (SELECT {select}, CAST({bucket} AS INTEGER) AS pm_bucket FROM {base.view}) "
-            f"TO '{target}' (FORMAT parquet, PARTITION_BY (pm_bucket), "
-            "COMPRESSION 'lz4_raw', OVERWRITE_OR_IGNORE)"
-        )
+        with _writer_flush(con, engine_memory, n_buckets):
+            con.execute(
+                f"COPY (SELECT {select}, CAST({bucket} AS INTEGER) AS pm_bucket "
+                f"FROM {base.view}) TO '{target}' (FORMAT parquet, PARTITION_BY (pm_bucket), "
+                "COMPRESSION 'lz4_raw', OVERWRITE_OR_IGNORE)"
+            )
     except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise EngineError(
@@ -312,6 +338,25 @@ def spilled_buckets(
         parquet_view(eng, view, files, f"SELECT {select} FROM {base.view} LIMIT 0")
         yield rebuild(loaded, replace(base, view=view, columns=cols))
         shutil.rmtree(part, ignore_errors=True)  # done with this bucket: free the disk
+
+
+@contextmanager
+def _writer_flush(con: object, engine_memory: int | None, n_buckets: int) -> Iterator[None]:
+    """Under a memory limit, the bucket writer's flush threshold for ``n_buckets`` buckets
+    (:func:`writer_flush_rows`) for the statement run inside; the engine's own afterwards."""
+    if not engine_memory:
+        yield
+        return
+    setting = "partitioned_write_flush_threshold"
+    run = con.execute  # type: ignore[attr-defined]
+    before, threads = run(
+        f"SELECT current_setting('{setting}'), current_setting('threads')"
+    ).fetchone()
+    run(f"SET {setting} = {writer_flush_rows(int(engine_memory), n_buckets, int(threads))}")
+    try:
+        yield
+    finally:
+        run(f"SET {setting} = {int(before)}")
 
 
 def parted_buckets(loaded: Loaded, parts: UserParts, n_buckets: int) -> Iterator[Loaded]:
@@ -367,11 +412,18 @@ def bucketed_counts(
             parts = spilled_buckets(loaded, n_buckets, directory, columns)
         else:  # engines that spill by themselves: filtered views
             parts = user_buckets(loaded, n_buckets)
-        for i, part in enumerate(parts):
+        stored = getattr(eng, "stored", None)  # tables a bucket stores (its tile lookup)
+        for i in range(n_buckets):
+            kept = len(stored) if stored is not None else 0
+            part = next(parts)  # a bucket's relation (a tile lookup made here or when read)
             if step is not None:
                 step(f"{what}: user bucket {i + 1}/{n_buckets}")
             c = count(part)
             total = c if total is None else total + c
+            if stored is not None:  # nothing reads a counted bucket again
+                eng.drop_stored(kept)  # type: ignore[attr-defined]
+        for _ in parts:  # each bucket yielded exactly once: the generators end (and clean up)
+            raise AssertionError("more user buckets than planned")
     assert total is not None
     return total
 

@@ -68,6 +68,7 @@ class DuckDBEngine:
         self._private: list[Path] = []  # directories of private_directory, removed at close
         self._sniffed: dict[str, str] = {}  # CSV reader -> the fixed reader detected for it
         self._csv_views: dict[str, str] = {}  # view of read_csv -> its fixed reader, if any
+        self.stored: list[str] = []  # tables of store_table, in order (drop_stored)
         # whether privmob.data.times.scanned_times may read times through the CSV scanner, and
         # the errors of a scanner stopped by a value it cannot convert (not an interrupt, a
         # full disk or a lack of memory: those stop the run)
@@ -113,6 +114,16 @@ class DuckDBEngine:
             self.con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT * FROM {scan}")
         finally:
             self.con.unregister(scan)
+        self.stored.append(name)
+
+    def drop_stored(self, keep: int) -> None:
+        """Drop the tables :meth:`store_table` made after its first ``keep``: a user bucket's
+        tile lookup once the bucket is counted. Kept, the lookups of 50M trips in 23 buckets
+        over 2,000 Voronoi cells (87 MB each) filled DuckDB's 138 MiB share at 1 GB by the 22nd
+        bucket, which then ran out of memory (benchmarks/bench_memory_cap.py, 2026-12-02)."""
+        for name in self.stored[keep:]:
+            self.con.execute(f"DROP TABLE IF EXISTS {name}")
+        del self.stored[keep:]
 
     def read_parquet(self, name: str, path: str) -> None:
         """A Parquet file, or every ``*.parquet`` file of a folder (local or a URL DuckDB reads)."""

@@ -248,10 +248,11 @@ BULK_FREE_SHARE = 1 / 64
 
 def limited_settings(available: int) -> dict[str, str]:
     """DuckDB settings that keep its resident memory near its limit when ``available`` bytes
-    are all the engine has (besides :data:`FREED_MEMORY_SETTINGS`): the bucket writer
-    (``PARTITION_BY``) flushes each thread's rows after a few MB instead of half a million
-    rows; memory freed in bulk goes back to the system after :data:`BULK_FREE_SHARE` of
-    ``available``."""
+    are all the engine has (besides :data:`FREED_MEMORY_SETTINGS`): a partitioned write
+    (``PARTITION_BY``: an input parsed into user parts) flushes each thread's rows after a few
+    MB instead of half a million rows (the user-bucket writer sets its own threshold from the
+    number of buckets: :func:`privmob.engine.buckets.writer_flush_rows`); memory freed in bulk
+    goes back to the system after :data:`BULK_FREE_SHARE` of ``available``."""
     bulk = min(512 * 2**20, max(8 * 2**20, int(available * BULK_FREE_SHARE)))
     settings = {
         "partitioned_write_flush_threshold": str(max(8192, min(524_288, available // 800))),

@@ -326,7 +326,7 @@ def _section(
             + f"<div>{rank}<p class='meta pm-ranking-note'>trips with an end outside the "
             f"tessellation: {out}<br>{caption} (with 95% probability the noise of none "
             f"of the {c.size:,} cells reaches it)</p></div></div>"
-            + svg.cumulative_ranking([float(x) for x in c.ravel()], "OD pairs", floor=floor)
+            + svg.cumulative_ranking(c.ravel().astype(float), "OD pairs", floor=floor)
         )
     else:
         edges, counts = a["edges"], a["counts"]
