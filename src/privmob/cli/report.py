@@ -198,6 +198,16 @@ def report(
             "about sqrt(M * cap) instead of M and its Gaussian noise smaller",
         ),
     ] = None,
+    hierarchy: Annotated[
+        str | None,
+        typer.Option(
+            "--hierarchy",
+            help="od_flows at coarser public zones too, made consistent: a column of the "
+            "tessellation (borough), or h3:<resolution> for H3 cells; several, coarsest "
+            "first: borough,district. od_flows' epsilon is split across the levels (pure "
+            "epsilon, a fixed -T); each coarser level is a table od_flows_by_<level>",
+        ),
+    ] = None,
     offline_maps: Annotated[
         bool,
         typer.Option(
@@ -235,6 +245,7 @@ def report(
         delta=delta,
         od_cell_cap=od_cell_cap,
         bound_choice=b.choice_of_params(ctx.params),
+        hierarchy=hierarchy,
     )
     run_release(
         ctx,
