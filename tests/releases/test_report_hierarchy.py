@@ -133,7 +133,8 @@ def test_cli_report_writes_the_coarser_level(tmp_path, capsys):
     args = ["report", str(tmp_path / "trips.csv"), "-t", str(tmp_path / "grid.geojson"),
             "-e", "1", "-T", "5", "--start", WEEK[0], "--end", WEEK[1], "--budget", "10",
             "--dataset", "d", "--ledger", str(tmp_path / "l.sqlite"),
-            "-o", str(tmp_path / "r.html"), "--hierarchy", "district"]  # fmt: skip
+            "-o", str(tmp_path / "r.html"), "--hierarchy", "district",
+            "--hierarchy-weights", "district=1,tile=1"]  # fmt: skip
     with pytest.raises(SystemExit) as exc:
         main(args)
     assert exc.value.code in (0, None), capsys.readouterr().err
@@ -146,6 +147,7 @@ def test_cli_report_writes_the_coarser_level(tmp_path, capsys):
     assert [lv["table"] for lv in od["hierarchy"]["levels"]] == ["od_flows_by_district", "od_flows"]
     assert len(od["levels"]["od_flows_by_district"]["trips"]) == 16
     assert doc["params"]["hierarchy"] == ["district"]
+    assert [lv["share"] for lv in od["hierarchy"]["levels"]] == [0.5, 0.5]
     assert Ledger(tmp_path / "l.sqlite").spent("d").epsilon == pytest.approx(1.0)
 
 
@@ -161,6 +163,25 @@ def test_cli_report_writes_the_coarser_level(tmp_path, capsys):
 def test_the_report_refuses_what_it_does_not_offer_with_a_hierarchy(kw, match):
     with pytest.raises(ConfigError, match=match):
         run(session(), "report", True, hierarchy="district", **kw)
+
+
+def test_the_weights_split_the_levels_and_leave_the_cost_alone():
+    s = session()
+    weights = {"district": 1.0, "tile": 3.0}
+    plan = run(s, "report", True, hierarchy="district", hierarchy_weights=weights)
+    assert plan.cost == run(s, "report", True).cost
+    assert "district 25%" in next(n for n in plan.notes if n.startswith("od_flows over"))
+    rel = run(s, "report", hierarchy="district", hierarchy_weights=weights).release
+    assert rel.params["hierarchy_weights"] == weights
+    levels = rel.extra["analyses"]["od_flows"]["hierarchy"]["levels"]
+    assert [lv["share"] for lv in levels] == [0.25, 0.75]
+    # each level's scale is M / (share x epsilon_od): the shares compose to epsilon_od
+    eps_od = 0.7 / 15
+    assert sum(5 / lv["noise_scale"] for lv in levels) == pytest.approx(eps_od, rel=1e-9)
+    with pytest.raises(ConfigError, match="there are none"):
+        run(s, "report", True, hierarchy_weights=weights)
+    with pytest.raises(ConfigError, match="weight"):
+        run(s, "report", True, hierarchy="district", hierarchy_weights={"district": 1.0})
 
 
 def test_the_report_refuses_a_bound_chosen_privately_with_a_hierarchy():

@@ -314,7 +314,8 @@ class Session(SessionCounts):
         ``hierarchy`` (``"borough"``: ``od_flows`` released at coarser public zones too, as
         :meth:`od`'s ``hierarchy``: its epsilon split across the levels, the consistent
         estimates released, each coarser level as the table ``od_flows_by_<level>``; pure
-        epsilon and a fixed bound only; the cost is unchanged).
+        epsilon and a fixed bound only; the cost is unchanged; ``hierarchy_weights``
+        ``{"borough": 1, "tile": 3}``: the split across the levels, as :meth:`od`'s).
         ``per_user=pm.PerUser("auto", "trips")``: T chosen privately, as :meth:`od` chooses
         it (``bound_quantile``, ``bound_share``, ``bound_max``), charged with the analyses
         before any noise; the analyses share the rest of ``epsilon`` under either composition

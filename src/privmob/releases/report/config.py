@@ -45,6 +45,7 @@ class BuildOptions(TypedDict, total=False):
     od_cell_cap: int | None
     bound_choice: BoundChoice | None
     hierarchy: str | Sequence[str] | None
+    hierarchy_weights: Mapping[str, float] | None
 
 
 # analyses that release a histogram over declared bins plus a DP five-number summary
@@ -204,6 +205,8 @@ class ReportConfig:
     #: tessellation such as ``borough``, or ``h3:<resolution>``): od_flows' epsilon is split
     #: across the levels and the consistent estimates released (:mod:`.levels`); () none
     hierarchy: tuple[str, ...] = ()
+    #: the weight of each level in od_flows' split (``tile``: the finest); () the default split
+    hierarchy_weights: tuple[tuple[str, float], ...] = ()
 
     @classmethod
     def build(
@@ -225,6 +228,7 @@ class ReportConfig:
         od_cell_cap: int | None = None,
         bound_choice: BoundChoice | None = None,
         hierarchy: str | Sequence[str] | None = None,
+        hierarchy_weights: Mapping[str, float] | None = None,
     ) -> ReportConfig:
         """The config from plain values (the Session's keywords and the command's options):
         ``max_trips`` None is 1 at trip level and refused at user level; ``period`` is
@@ -263,6 +267,10 @@ class ReportConfig:
             delta=_number(delta or 0.0, "delta"),
             od_cell_cap=None if od_cell_cap is None else _whole(od_cell_cap, "OD cell cap"),
             hierarchy=spellings(hierarchy),
+            hierarchy_weights=tuple(
+                (str(k), _number(v, f"weight of level {k}"))
+                for k, v in (hierarchy_weights or {}).items()
+            ),
         )
 
     def __post_init__(self) -> None:
@@ -351,6 +359,12 @@ class ReportConfig:
         Laplace noise split across the levels), a fixed bound, the split given as weights.
         From public parameters alone; the levels themselves are read from the tessellation
         by the plan (:meth:`~.spec.ReportSpec.plan`), before any data."""
+        if self.hierarchy_weights and not self.hierarchy:
+            raise ConfigError(
+                "the hierarchy's weights split od_flows' budget across its levels: there are none",
+                hint=spelled("add --hierarchy borough", 'add hierarchy="borough"')
+                + " (a column of the tessellation), or leave out the weights",
+            )
         if not self.hierarchy:
             return
         flag = spelled("--hierarchy", "hierarchy=")
@@ -464,4 +478,9 @@ class ReportConfig:
             **self._composition_dict(),
             **chosen,
             **({"hierarchy": list(self.hierarchy)} if self.hierarchy else {}),
+            **(
+                {"hierarchy_weights": dict(self.hierarchy_weights)}
+                if self.hierarchy_weights
+                else {}
+            ),
         }

@@ -52,17 +52,19 @@ class OdLevels:
     noises: tuple[Noise, ...]
     tree: OdTree
     epsilon: float
+    weights_given: bool = False
 
     @classmethod
     def plan(cls, cfg: ReportConfig, levels: ZoneLevels, k: int) -> OdLevels:
         from privmob.releases.hierarchy import level_noises, level_shares, od_tree
 
         same = same_tile_flag(cfg.same_tile)
-        shares = level_shares(levels, k, same, cfg.noise_kind, {})
+        shares = level_shares(levels, k, same, cfg.noise_kind, dict(cfg.hierarchy_weights))
         eps = cfg.epsilon_for("od_flows")
         delta1 = an.sensitivity("od_flows", cfg)
         noises, _ = level_noises(cfg.noise_kind, eps, 0.0, delta1, shares, cfg.unit)
-        return cls(levels, tuple(shares), noises, od_tree(levels, k, 1, same), eps)
+        tree = od_tree(levels, k, 1, same)
+        return cls(levels, tuple(shares), noises, tree, eps, bool(cfg.hierarchy_weights))
 
     def note(self) -> str:
         """The plan's line on the split."""
@@ -79,7 +81,9 @@ class OdLevels:
         from privmob.releases.hierarchy import FINEST, describe
         from privmob.releases.metadata import json_list, json_object
 
-        out = describe(self.levels, self.shares, self.noises, self.epsilon, self.tree, False)
+        out = describe(
+            self.levels, self.shares, self.noises, self.epsilon, self.tree, self.weights_given
+        )
         for lv in json_list(out["levels"]):
             entry = json_object(lv)
             name = str(entry["level"])
