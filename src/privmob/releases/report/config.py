@@ -18,7 +18,6 @@ from privmob.privacy.bound_choice import BoundChoice
 from privmob.privacy.costs import PrivacyUnit
 from privmob.privacy.mechanisms import NoiseKind
 from privmob.privacy.quantiles import Bins
-from privmob.releases.hierarchy import spellings
 from privmob.releases.kinds import same_tile_flag
 from privmob.surface import spelled
 
@@ -148,6 +147,16 @@ def _fixed(max_trips: int | str | None) -> int | None:
     return None if max_trips is None else _whole(max_trips, "bound per user")
 
 
+def _levels(hierarchy: str | Sequence[str] | None) -> tuple[str, ...]:
+    """``hierarchy`` as the config holds it (the hierarchy's modules only when there is one:
+    not before a report's plan without it)."""
+    if not hierarchy:
+        return ()
+    from privmob.releases.hierarchy import spellings
+
+    return spellings(hierarchy)
+
+
 def report_bound(max_trips: int | None, unit: PrivacyUnit) -> int:
     """The most trips kept per user (M): required for user-level privacy (it sets the noise
     scale), 1 at trip level when not given."""
@@ -266,7 +275,7 @@ class ReportConfig:
             composition=str(composition),
             delta=_number(delta or 0.0, "delta"),
             od_cell_cap=None if od_cell_cap is None else _whole(od_cell_cap, "OD cell cap"),
-            hierarchy=spellings(hierarchy),
+            hierarchy=_levels(hierarchy),
             hierarchy_weights=tuple(
                 (str(k), _number(v, f"weight of level {k}"))
                 for k, v in (hierarchy_weights or {}).items()
