@@ -184,6 +184,15 @@ def test_the_weights_split_the_levels_and_leave_the_cost_alone():
         run(s, "report", True, hierarchy="district", hierarchy_weights={"district": 1.0})
 
 
+def test_a_trip_level_report_splits_epsilon_at_sensitivity_one():
+    tess = load_tessellation(districts_gdf())
+    cfg = ReportConfig.build(epsilon=0.7, max_trips=None, period=WEEK, unit="trip")
+    plan = OdLevels.plan(cfg, zone_levels(tess, ["district"]), tess.k)
+    eps_od = 0.7 / 10  # the 10 analyses a trip-level report releases
+    assert cfg.epsilon_for("od_flows") == pytest.approx(eps_od)
+    assert sum(1 / n.scale for n in plan.noises) == pytest.approx(eps_od, rel=1e-9)
+
+
 def test_the_report_refuses_a_bound_chosen_privately_with_a_hierarchy():
     s = session()
     with pytest.raises(ConfigError, match="chosen privately"):
