@@ -251,3 +251,19 @@ def test_the_coarse_level_is_more_accurate_than_the_sums_of_noisy_cells():
     mse_ours, mse_sums = np.mean(np.concatenate(ours) ** 2), np.mean(np.concatenate(sums) ** 2)
     assert mse_ours * 3 < mse_sums
     assert plan.shares == (0.1, 0.9)
+
+
+def test_the_library_parts_refuse_a_hierarchy_without_its_levels(tmp_path):
+    """``mobility_report`` called directly with a config's hierarchy but no levels (or levels
+    without one) is refused before the charge: never a report that says what it did not do."""
+    from privmob.engine import DuckDBEngine
+    from privmob.releases.base import Accountant
+    from privmob.releases.report import Tiles, mobility_report
+
+    tess = load_tessellation(districts_gdf())
+    ledger = Ledger(tmp_path / "l.sqlite")
+    cfg = ReportConfig.build(epsilon=1, max_trips=5, period=WEEK, hierarchy="district")
+    with pytest.raises(ConfigError, match="needs its levels"):
+        mobility_report(DuckDBEngine(), "points", Tiles.from_tessellation(tess), cfg,
+                        Accountant(ledger, "d", budget=5))  # fmt: skip
+    assert ledger.entries("d") == []

@@ -241,6 +241,15 @@ def report_draft(
     noised, the consistent estimates released (the coarser levels as tables of their own);
     the cost is unchanged.
     """
+    if bool(config.hierarchy) != (levels is not None):  # before the charge: a wiring error
+        from privmob.errors import ConfigError
+
+        raise ConfigError(
+            "a report's hierarchy needs its levels, from the public tessellation, and levels "
+            "need a hierarchy",
+            hint="run it as privmob.releases.report.ReportSpec(tessellation, config), which "
+            "plans them, or pass levels=OdLevels.plan(config, zone_levels(...), k)",
+        )
     r = resolve(rng)
     plan = composition_of(config)
     cost = report_cost(config, plan)
