@@ -376,6 +376,19 @@ def privmob_runs(
             rel = points.report(epsilon=eps, max_trips=args.max_trips, period=period(cfg))
             for name, row in score_report(rel, truth_report, raw).items():
                 rows.append(base | {"release": "report", "analysis": name} | row)
+            for weights in getattr(args, "report_hierarchy", []):  # od_flows over boroughs
+                given = (
+                    None
+                    if weights == "default"
+                    else {k: float(v) for k, v in (w.split("=") for w in weights.split(","))}
+                )
+                rel = points.report(
+                    epsilon=eps, max_trips=args.max_trips, period=period(cfg),
+                    hierarchy="borough", hierarchy_weights=given,
+                )  # fmt: skip
+                tool = {"tool": f"privmob --hierarchy borough ({weights})"}
+                for name, row in score_report(rel, truth_report, raw).items():
+                    rows.append(base | tool | {"release": "report", "analysis": name} | row)
             chosen = {
                 "per_user": pm.PerUser("auto", "trips"),
                 "bound_quantile": args.bound_quantile,
@@ -852,6 +865,14 @@ def parse_args() -> argparse.Namespace:
         action="store_true",
         help="also the report with -T auto (M chosen privately), pure and at each "
         "--report-deltas (a tool column each)",
+    )
+    ap.add_argument(
+        "--report-hierarchy",
+        nargs="*",
+        default=[],
+        help="also the report with hierarchy='borough' (od_flows' epsilon split between the "
+        "zones and their public boroughs, consistent estimates), once per weights given: "
+        "default (the release's own split) or e.g. borough=1,tile=1 (a tool column each)",
     )
     ap.add_argument(
         "--quick",

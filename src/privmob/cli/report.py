@@ -198,6 +198,25 @@ def report(
             "about sqrt(M * cap) instead of M and its Gaussian noise smaller",
         ),
     ] = None,
+    hierarchy: Annotated[
+        str | None,
+        typer.Option(
+            "--hierarchy",
+            help="od_flows at coarser public zones too, made consistent: a column of the "
+            "tessellation (borough), or h3:<resolution> for H3 cells; several, coarsest "
+            "first: borough,district. od_flows' epsilon is split across the levels (pure "
+            "epsilon, a fixed -T); each coarser level is a table od_flows_by_<level>",
+        ),
+    ] = None,
+    hierarchy_weights: Annotated[
+        str | None,
+        typer.Option(
+            "--hierarchy-weights",
+            help="with --hierarchy: the split of od_flows' epsilon across the levels, e.g. "
+            "borough=1,tile=3 (tile: the tessellation's own tiles). Default: chosen from "
+            "public sizes, as od's",
+        ),
+    ] = None,
     offline_maps: Annotated[
         bool,
         typer.Option(
@@ -208,6 +227,7 @@ def report(
     ] = False,
 ) -> None:
     """A differentially private mobility report: 15 analyses, one offline HTML + JSON."""
+    from privmob.cli.od import weights
     from privmob.cli.run import run_release
     from privmob.releases.report import ReportSpec, load_report_input
     from privmob.releases.report.composition import resolved
@@ -235,6 +255,8 @@ def report(
         delta=delta,
         od_cell_cap=od_cell_cap,
         bound_choice=b.choice_of_params(ctx.params),
+        hierarchy=hierarchy,
+        hierarchy_weights=dict(weights(hierarchy_weights)),
     )
     run_release(
         ctx,

@@ -73,6 +73,23 @@ class ZoneLevels:
         return (*self.names, FINEST)
 
 
+def spellings(hierarchy: str | Sequence[str] | None) -> tuple[str, ...]:
+    """``--hierarchy borough,district`` or ``hierarchy="borough"`` (or a sequence of level
+    names, coarsest first) as a spec holds it; none: ``()``."""
+    if hierarchy is None:
+        return ()
+    items = hierarchy.split(",") if isinstance(hierarchy, str) else hierarchy
+    return tuple(str(x).strip() for x in items if str(x).strip())
+
+
+def split_note(levels: ZoneLevels, shares: Sequence[float], noises: Sequence[Noise]) -> str:
+    """The plan's words on the split of the budget across ``levels``."""
+    return ", ".join(
+        f"{n} {s:.0%} (scale {noise.scale:.3g})"
+        for n, s, noise in zip(levels.level_names, shares, noises, strict=True)
+    )
+
+
 def zone_levels(tessellation: Tessellation, spellings: Sequence[str]) -> ZoneLevels:
     """The groups of ``tessellation``'s tiles named by ``spellings`` (coarsest first), from the
     public tessellation alone; a ConfigError when a column is missing, a tile has no value or
@@ -261,16 +278,25 @@ class LevelsNoise:
 
         def finish(exact: npt.NDArray[np.int64]) -> LevelsNoisy:
             noisy = fine(exact)
-            sums = np.asarray(exact[self.tree.cells], dtype=np.int64)
-            exact_levels = []
-            for lv in range(len(sizes) - 2, -1, -1):
-                sums = np.bincount(self.tree.tree.parents[lv], sums, sizes[lv]).astype(np.int64)
-                exact_levels.append(sums)
-            exact_levels.reverse()
+            exact_levels = coarse_sums(self.tree, exact)
             drawn = tuple(add(x) for add, x in zip(coarse, exact_levels, strict=True))
             return LevelsNoisy(noisy, drawn)
 
         return finish
+
+
+def coarse_sums(tree: OdTree, exact: npt.NDArray[np.int64]) -> list[npt.NDArray[np.int64]]:
+    """The exact count of every cell of each coarser level (coarsest first): the sums of the
+    exact released cells (``exact[tree.cells]``) under it. Noised before anything is
+    released."""
+    sizes = tree.tree.sizes
+    sums = np.asarray(exact[tree.cells], dtype=np.int64)
+    out = []
+    for lv in range(len(sizes) - 2, -1, -1):
+        sums = np.bincount(tree.tree.parents[lv], sums, sizes[lv]).astype(np.int64)
+        out.append(sums)
+    out.reverse()
+    return out
 
 
 @dataclass(frozen=True)

@@ -210,14 +210,10 @@ class OdSpec(PlannedOnce):
         rows = domain.od_cells
         notes: tuple[str, ...] = ()
         if p.levels:
-            from privmob.releases.hierarchy import FINEST
+            from privmob.releases.hierarchy import split_note
 
             assert self.zone_levels is not None
-            names = (*self.zone_levels.names, FINEST)
-            split = ", ".join(
-                f"{n} {s:.0%} (scale {noise.scale:.3g})"
-                for n, s, noise in zip(names, p.shares, p.levels, strict=True)
-            )
+            split = split_note(self.zone_levels, p.shares, p.levels)
             notes = (f"hierarchy: epsilon split across the levels, {split}; charged once",)
         return Plan(
             kind=self.kind,

@@ -66,6 +66,8 @@ class ReportConfigOptions(TypedDict, total=False):
     composition: str  # "auto": zCDP with a delta, pure epsilon without
     delta: float  # 0.0 (pure); with composition="zcdp" and none: 1e-9
     od_cell_cap: int | None  # None; c: at most c trips of a user per OD cell (zCDP only)
+    hierarchy: str | Sequence[str] | None  # None; "borough": od_flows at a tessellation column too
+    hierarchy_weights: Mapping[str, float] | None  # None: the default split of od_flows' levels
 
 
 class ReportOptions(ReportConfigOptions, total=False):

@@ -310,7 +310,12 @@ class Session(SessionCounts):
         delta takes 1e-9; the plan's notes say each part's mechanism and why),
         ``od_cell_cap`` (zCDP only: at most that many trips of one user counted in any one OD
         cell, enforced before counting, so ``od_flows``' L2 sensitivity is about
-        ``sqrt(T * od_cell_cap)`` instead of ``T``; refused without a ``delta``).
+        ``sqrt(T * od_cell_cap)`` instead of ``T``; refused without a ``delta``),
+        ``hierarchy`` (``"borough"``: ``od_flows`` released at coarser public zones too, as
+        :meth:`od`'s ``hierarchy``: its epsilon split across the levels, the consistent
+        estimates released, each coarser level as the table ``od_flows_by_<level>``; pure
+        epsilon and a fixed bound only; the cost is unchanged; ``hierarchy_weights``
+        ``{"borough": 1, "tile": 3}``: the split across the levels, as :meth:`od`'s).
         ``per_user=pm.PerUser("auto", "trips")``: T chosen privately, as :meth:`od` chooses
         it (``bound_quantile``, ``bound_share``, ``bound_max``), charged with the analyses
         before any noise; the analyses share the rest of ``epsilon`` under either composition
@@ -506,9 +511,9 @@ class Session(SessionCounts):
 
 def _levels(hierarchy: str | Sequence[str]) -> tuple[str, ...]:
     """``hierarchy=`` as the spec holds it: one level's name, or several, coarsest first."""
-    if isinstance(hierarchy, str):
-        return tuple(h.strip() for h in hierarchy.split(",") if h.strip())
-    return tuple(str(h) for h in hierarchy)
+    from privmob.releases.hierarchy import spellings
+
+    return spellings(hierarchy)
 
 
 class _EarlierName(Protocol):

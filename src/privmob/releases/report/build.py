@@ -42,6 +42,8 @@ if TYPE_CHECKING:
 
     from privmob.privacy.mechanisms import Noise
 
+    from .levels import OdLevels
+
 
 def time_bins(cfg: ReportConfig) -> list[datetime]:
     """Start of every *trips over time* bin, from the declared period only."""
@@ -212,6 +214,7 @@ def report_draft(
     rng: RandomnessLike = None,
     progress: Callable[[str], None] | None = None,
     buckets: int | None = None,
+    levels: OdLevels | None = None,
 ) -> Draft:
     """The mobility report of the trip points ``points`` (a table name, or the
     :class:`~privmob.engine.relation.Loaded` input, which can be split out of core), before
@@ -232,7 +235,21 @@ def report_draft(
     Out of core: with a ``Loaded`` input, ``buckets`` (default: as many as the engine's memory
     limit needs, :func:`privmob.engine.buckets.plan_buckets`; 1 without a limit) splits the
     users by a hash of the user id; the summed counts equal the single-pass counts.
+
+    ``levels`` (``config.hierarchy``, :class:`~.levels.OdLevels`, fixed from the public
+    tessellation by the spec's plan): od_flows' epsilon split across the levels, each level
+    noised, the consistent estimates released (the coarser levels as tables of their own);
+    the cost is unchanged.
     """
+    if bool(config.hierarchy) != (levels is not None):  # before the charge: a wiring error
+        from privmob.errors import ConfigError
+
+        raise ConfigError(
+            "a report's hierarchy needs its levels, from the public tessellation, and levels "
+            "need a hierarchy",
+            hint="run it as privmob.releases.report.ReportSpec(tessellation, config), which "
+            "plans them, or pass levels=OdLevels.plan(config, zone_levels(...), k)",
+        )
     r = resolve(rng)
     plan = composition_of(config)
     cost = report_cost(config, plan)
@@ -282,7 +299,7 @@ def report_draft(
             step(f"counting trips with at most {cfg.max_trips} per user")
         counts = exact if exact is not None else count(cfg)
         step("adding noise")
-        results, tables = _release_all(counts, cfg, tiles, r, drawn_plan)
+        results, tables = _release_all(counts, cfg, tiles, r, drawn_plan, levels)
         signal = report_signal(results, cfg.unit.value)
         release = header.drawn(
             tables,
@@ -448,6 +465,7 @@ def _release_all(
     tiles: Tiles,
     rng: Randomness,
     plan: CompositionPlan | None = None,
+    levels: OdLevels | None = None,
 ) -> tuple[dict[str, an.AnalysisResult], dict[str, pd.DataFrame]]:
     results: dict[str, an.AnalysisResult] = {}
     tables: dict[str, pd.DataFrame] = {}
@@ -483,6 +501,8 @@ def _release_all(
                     "is_outliers": [False] * len(json_list(v["counts"])) + [True],
                 }
             )
+        elif name == "od_flows" and levels is not None:
+            res = _od_flows_levels(exact[name], cfg, tiles, rng, levels, tables)
         else:
             noisy, res = an.counts(
                 name,
@@ -502,7 +522,41 @@ def _release_all(
     return results, tables
 
 
-def _count_values(name: str, noisy: npt.NDArray[np.int64], cfg: ReportConfig, k: int) -> JSONObject:
+def _od_flows_levels(
+    exact: npt.NDArray[np.int64],
+    cfg: ReportConfig,
+    tiles: Tiles,
+    rng: Randomness,
+    levels: OdLevels,
+    tables: dict[str, pd.DataFrame],
+) -> an.AnalysisResult:
+    """od_flows over a hierarchy (:mod:`.levels`): its table of consistent estimates with
+    their margins, and a table per coarser level (also in the metadata)."""
+    from .levels import od_flows_levels
+
+    name, k = "od_flows", tiles.k
+    fine, res, coarse, columns = od_flows_levels(exact, cfg, levels, rng)
+    table = _count_table(name, fine, cfg, tiles, k)
+    for column, values in columns.items():
+        table[column] = values
+    tables[name] = table
+    tables.update(coarse)
+    res.name = name
+    by_level: JSONObject = {
+        t: {str(c): df[c].tolist() for c in df.columns} for t, df in coarse.items()
+    }
+    res.values = {
+        **_count_values(name, fine, cfg, k),
+        "outliers": int(fine[-1]),
+        "levels": by_level,
+        **res.values,
+    }
+    return res
+
+
+def _count_values(
+    name: str, noisy: npt.NDArray[np.int64] | npt.NDArray[np.float64], cfg: ReportConfig, k: int
+) -> JSONObject:
     v = noisy.tolist()
     if name == "trips_over_time":
         outliers = v.pop()  # the list itself, not a copy of all but its last (od_flows: 4M)
@@ -514,7 +568,11 @@ def _count_values(name: str, noisy: npt.NDArray[np.int64], cfg: ReportConfig, k:
 
 
 def _count_table(
-    name: str, noisy: npt.NDArray[np.int64], cfg: ReportConfig, tiles: Tiles, k: int
+    name: str,
+    noisy: npt.NDArray[np.int64] | npt.NDArray[np.float64],
+    cfg: ReportConfig,
+    tiles: Tiles,
+    k: int,
 ) -> pd.DataFrame:
     if name == "missing_values":
         return pd.DataFrame({"column": list(MISSING_COLUMNS), "trips_with_missing": noisy})

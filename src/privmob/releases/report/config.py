@@ -43,6 +43,8 @@ class BuildOptions(TypedDict, total=False):
     delta: float | None
     od_cell_cap: int | None
     bound_choice: BoundChoice | None
+    hierarchy: str | Sequence[str] | None
+    hierarchy_weights: Mapping[str, float] | None
 
 
 # analyses that release a histogram over declared bins plus a DP five-number summary
@@ -145,6 +147,16 @@ def _fixed(max_trips: int | str | None) -> int | None:
     return None if max_trips is None else _whole(max_trips, "bound per user")
 
 
+def _levels(hierarchy: str | Sequence[str] | None) -> tuple[str, ...]:
+    """``hierarchy`` as the config holds it (the hierarchy's modules only when there is one:
+    not before a report's plan without it)."""
+    if not hierarchy:
+        return ()
+    from privmob.releases.hierarchy import spellings
+
+    return spellings(hierarchy)
+
+
 def report_bound(max_trips: int | None, unit: PrivacyUnit) -> int:
     """The most trips kept per user (M): required for user-level privacy (it sets the noise
     scale), 1 at trip level when not given."""
@@ -198,6 +210,12 @@ class ReportConfig:
     #: ``max_trips`` the largest candidate until the bound is chosen (:meth:`at_bound`)
     bound_choice: BoundChoice | None = None
     bound_epsilon: float = 0.0
+    #: coarser public levels of the tiles for od_flows, coarsest first (a column of the
+    #: tessellation such as ``borough``, or ``h3:<resolution>``): od_flows' epsilon is split
+    #: across the levels and the consistent estimates released (:mod:`.levels`); () none
+    hierarchy: tuple[str, ...] = ()
+    #: the weight of each level in od_flows' split (``tile``: the finest); () the default split
+    hierarchy_weights: tuple[tuple[str, float], ...] = ()
 
     @classmethod
     def build(
@@ -218,6 +236,8 @@ class ReportConfig:
         delta: float | None = None,
         od_cell_cap: int | None = None,
         bound_choice: BoundChoice | None = None,
+        hierarchy: str | Sequence[str] | None = None,
+        hierarchy_weights: Mapping[str, float] | None = None,
     ) -> ReportConfig:
         """The config from plain values (the Session's keywords and the command's options):
         ``max_trips`` None is 1 at trip level and refused at user level; ``period`` is
@@ -255,6 +275,11 @@ class ReportConfig:
             composition=str(composition),
             delta=_number(delta or 0.0, "delta"),
             od_cell_cap=None if od_cell_cap is None else _whole(od_cell_cap, "OD cell cap"),
+            hierarchy=_levels(hierarchy),
+            hierarchy_weights=tuple(
+                (str(k), _number(v, f"weight of level {k}"))
+                for k, v in (hierarchy_weights or {}).items()
+            ),
         )
 
     def __post_init__(self) -> None:
@@ -295,6 +320,7 @@ class ReportConfig:
                 raise ConfigError(f"no declared range for {name!r}")
         resolve_composition(self.composition, self.delta)  # known, with a delta it can use
         self._check_od_cell_cap()
+        self._check_hierarchy()
         if self.bound_choice is not None and self.unit is not PrivacyUnit.USER:
             raise ConfigError(
                 "a bound chosen privately (auto) needs user-level privacy",
@@ -335,6 +361,49 @@ class ReportConfig:
                 f"{flag} lowers od_flows' L2 sensitivity, which only Gaussian noise under zCDP "
                 "composition uses; with pure epsilon it would only drop trips",
                 hint=spelled("add --delta (e.g. 1e-6)", "add delta= (e.g. 1e-6)"),
+            )
+
+    def _check_hierarchy(self) -> None:
+        """od_flows over a hierarchy: od_flows released, pure epsilon composition (its
+        Laplace noise split across the levels), a fixed bound, the split given as weights.
+        From public parameters alone; the levels themselves are read from the tessellation
+        by the plan (:meth:`~.spec.ReportSpec.plan`), before any data."""
+        if self.hierarchy_weights and not self.hierarchy:
+            raise ConfigError(
+                "the hierarchy's weights split od_flows' budget across its levels: there are none",
+                hint=spelled("add --hierarchy borough", 'add hierarchy="borough"')
+                + " (a column of the tessellation), or leave out the weights",
+            )
+        if not self.hierarchy:
+            return
+        flag = spelled("--hierarchy", "hierarchy=")
+        if "od_flows" not in self.selected:
+            raise ConfigError(f"{flag} releases od_flows at coarser levels: this report has none")
+        if resolve_composition(self.composition, self.delta)[0] != "pure":
+            raise ConfigError(
+                f"{flag} splits od_flows' Laplace noise across the levels: not offered under "
+                "zCDP composition yet (nor with --od-cell-cap, which needs it)",
+                hint=spelled(
+                    "leave out --delta and --composition zcdp, or leave out --hierarchy",
+                    'leave out delta= and composition="zcdp", or leave out hierarchy=',
+                ),
+            )
+        if self.bound_choice is not None:
+            raise ConfigError(
+                f"a bound chosen privately is not offered with {flag} yet",
+                hint=spelled(
+                    "give a fixed --max-trips, or leave out --hierarchy",
+                    "give a fixed per_user=, or leave out hierarchy=",
+                ),
+            )
+        if self.target_margins:
+            raise ConfigError(
+                f"target margins are not solved with {flag} yet (od_flows' margin then "
+                "depends on the split across the levels)",
+                hint=spelled(
+                    "give the split as --budget-split, or leave out --hierarchy",
+                    "give the split as weights=, or leave out hierarchy=",
+                ),
             )
 
     # -- derived public parameters ----------------------------------------------------
@@ -417,4 +486,10 @@ class ReportConfig:
             **omitted,
             **self._composition_dict(),
             **chosen,
+            **({"hierarchy": list(self.hierarchy)} if self.hierarchy else {}),
+            **(
+                {"hierarchy_weights": dict(self.hierarchy_weights)}
+                if self.hierarchy_weights
+                else {}
+            ),
         }

@@ -31,6 +31,9 @@ from .sql import queries
 if TYPE_CHECKING:
     from privmob.data.tessellation import Tessellation
     from privmob.privacy.samplers import RandomnessLike
+    from privmob.releases.hierarchy import ZoneLevels
+
+    from .levels import OdLevels
 
 #: Memory the report needs per released cell beyond :func:`domain_memory` (calibrated on the
 #: OD matrix's long table): every noisy count is also a Python int in the report's JSON
@@ -100,10 +103,32 @@ class ReportSpec:
         return SAME_TILE_RULES[self.config.same_tile]
 
     @cached_property
+    def zone_levels(self) -> ZoneLevels | None:
+        """The public groups of the tiles (``config.hierarchy``), from the tessellation alone
+        (a missing column: a ConfigError here, before any data is read)."""
+        if not self.config.hierarchy:
+            return None
+        from privmob.releases.hierarchy import zone_levels
+
+        return zone_levels(self.tessellation, self.config.hierarchy)
+
+    @cached_property
+    def od_levels(self) -> OdLevels | None:
+        """od_flows' levels, split and noise (none without a hierarchy)."""
+        if self.zone_levels is None:
+            return None
+        from .levels import OdLevels
+
+        return OdLevels.plan(self.config, self.zone_levels, self.tessellation.k)
+
+    @cached_property
     def _plan(self) -> Plan:
         cfg = self.config
+        levels = self.od_levels
         counted = queries(cfg, self.tessellation.k, len(time_bins(cfg)), DUCKDB)
         cells = sum(size for name, (_sql, size) in counted.items() if _released(name, cfg))
+        if levels is not None:  # the coarser levels' cells
+            cells += sum(levels.tree.tree.sizes[:-1])
         plan = composition_of(cfg)
         margins = [] if plan is None else [float(c.margin) for c in plan.choices]
         for name in cfg.selected if plan is None else ():
@@ -112,6 +137,8 @@ class ReportSpec:
                 dist, _ = calibrate(
                     cfg.noise_kind, eps, l1_sensitivity=sensitivity(name, cfg, "trips")
                 )
+                if levels is not None and name == "od_flows":  # its finest level's noise
+                    dist = levels.noises[-1]
                 margins.append(float(dist.margin_of_error(0.95)))
         largest = max(margins, default=0.0)
         chosen = (
@@ -134,6 +161,7 @@ class ReportSpec:
                 *chosen,
                 *omitted_note(cfg),
                 *cell_cap_note(cfg),
+                *(() if levels is None else (levels.note(),)),
                 *(target_notes(cfg) if cfg.target_margins else ()),
                 *(plan.notes() if plan is not None else ()),
             ),
@@ -156,4 +184,5 @@ class ReportSpec:
             accountant,
             rng=rng,
             progress=progress,
+            levels=self.od_levels,
         )
