@@ -35,6 +35,25 @@ def _peak(work: Path, args: list[str]) -> dict:
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
+def _report_peak(
+    tmp_path: Path, tess: Path, users: int, trips: float, limit: str, out: Path, *extra: str
+) -> dict:
+    """The peak of a ``privmob report`` process on ``users`` x ``trips`` synthetic trip points
+    drawn inside the polygons of ``tess`` (28 days, seeded), at ``--memory-limit limit``."""
+    from privmob.data.synth import synth_trip_points
+
+    points = tmp_path / "points.parquet"
+    synth_trip_points(
+        points, n_users=users, mean_trips_per_user=trips, trips_sigma=0.0,
+        extra_points_per_trip=0.0, days=28, start="2024-01-01", tessellation=str(tess), seed=1,
+    )  # fmt: skip
+    args = ["report", str(points), "-t", str(tess), "-e", "1", "-T", "10",
+            "--start", "2024-01-01", "--end", "2024-01-29", "--memory-limit", limit,
+            "--spill-dir", str(tmp_path), "-o", str(out), "--test-mode", "--seed", "1",
+            *extra]  # fmt: skip
+    return _peak(tmp_path, args)
+
+
 @pytest.fixture(scope="module")
 def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     work = tmp_path_factory.mktemp("cap")
@@ -148,20 +167,9 @@ def test_the_report_on_real_polygons_stays_within_512mb(tmp_path: Path, shared_d
     (100,000 users, 10 trips each) at ``--memory-limit 512MB``: it runs, within 1.1 x the
     limit. With the report's user buckets planned at twice the per-row memory (before issue
     43) a bucket of 1M points outgrew DuckDB's 131 MiB share and the run ran out of memory."""
-    from privmob.data.synth import synth_trip_points
-
     zones = shared_data / "nyc_taxi_zones" / "taxi_zones.geojson"
-    points = tmp_path / "points.parquet"
-    synth_trip_points(
-        points, n_users=100_000, mean_trips_per_user=10.0, trips_sigma=0.0,
-        extra_points_per_trip=0.0, days=28, start="2024-01-01", tessellation=str(zones), seed=1,
-    )  # fmt: skip
     out = tmp_path / "report.html"
-    args = ["report", str(points), "-t", str(zones), "-e", "1", "-T", "10",
-            "--start", "2024-01-01", "--end", "2024-01-29", "--memory-limit", "512MB",
-            "--spill-dir", str(tmp_path), "-o", str(out), "--test-mode", "--seed", "1",
-            "--quiet"]  # fmt: skip
-    got = _peak(tmp_path, args)
+    got = _report_peak(tmp_path, zones, 100_000, 10.0, "512MB", out, "--quiet")
     assert got["code"] == 0, got["err"]
     assert got["peak"] <= 1.1 * 512 * MB, f"peak {got['peak'] / MB:.0f} MB"
     assert out.is_file()
@@ -196,19 +204,9 @@ def test_the_report_on_2000_voronoi_cells_is_held_to_1gb_or_refused_before_readi
     cell's origin and destination, a Python float per cell for the ranking curve, the JSON
     document joined in one string), 1.47 GB at 1 GB before issue 43's fix, whatever the input's
     size."""
-    from privmob.data.synth import synth_trip_points
-
     cells = voronoi_cells(tmp_path / "voronoi.geojson")
-    points = tmp_path / "points.parquet"
-    synth_trip_points(
-        points, n_users=2000, mean_trips_per_user=5.0, trips_sigma=0.0,
-        extra_points_per_trip=0.0, days=28, start="2024-01-01", tessellation=str(cells), seed=1,
-    )  # fmt: skip
     out = tmp_path / "report.html"
-    args = ["report", str(points), "-t", str(cells), "-e", "1", "-T", "10",
-            "--start", "2024-01-01", "--end", "2024-01-29", "--memory-limit", "1GB",
-            "--spill-dir", str(tmp_path), "-o", str(out), "--test-mode", "--seed", "1"]  # fmt: skip
-    got = _peak(tmp_path, args)
+    got = _report_peak(tmp_path, cells, 2000, 5.0, "1GB", out)
     if got["code"] == 0:  # it ran: within the cap
         assert got["peak"] <= 1.1 * 1000 * MB, f"peak {got['peak'] / MB:.0f} MB"
         assert out.is_file()
